@@ -84,10 +84,16 @@ struct Value {
 };
 
 // NumPy-like text of a value, as `print` shows it: scalars as numbers (integers without a
-// decimal point, floats with up to 8 significant digits and at least one decimal: `1.0`,
-// `0.24472847`), tensors as nested brackets, big tensors summarised with `...` (more than
-// 1000 elements: 3 at each edge of every axis), tuples `(a, b)`, records `Name{w: ..., b: ...}`,
-// booleans `true`/`false`.
+// decimal point; floats as Python's repr of the value in its own precision: the shortest
+// digits that round-trip to the f32 (f64) value, at least one decimal, scientific below 1e-4
+// and from 1e16: `1.0`, `0.2447285`, `1e-08`, `nan`, `-inf`), tensors as nested brackets on
+// one line (`[[1.0, 2.0], [3.0, 4.0]]`), big tensors summarised with `...` (more than 1000
+// elements: 3 at each edge of every axis), tuples `(a, b)` (one element: `(a,)`), records
+// `Name{w: ..., b: ...}`, strings as their raw text, booleans `true`/`false`.
 std::string format_value(const Value& v);
+// Helpers of format_value: one float (single: shortest digits of its f32 rounding), and
+// element i of a tensor in its dtype's form.
+std::string format_float(double v, bool single);
+std::string format_scalar(const Tensor& t, int64_t i);
 
 }  // namespace spora::sem

@@ -12,7 +12,8 @@
 //   if(%c, @then, @else)                 then/else: () -> T; the result is T
 //   while(@cond, @body, %s0, %s1, ...)   cond: (S...) -> bool, body: (S...) -> (S...);
 //                                         the result is the tuple (S...)
-//   for_range(%start, %stop, %step, @body, %s0, ...)   body: (i64, S...) -> (S...); result (S...)
+//   for_range(%start, %stop, %step, @body, %s0, ...)   body: (I, S...) -> (S...); result (S...)
+//                                         (I: the integer dtype of start/stop/step, i32 or i64)
 //   for_each(%iter, @body, %s0, ...)      body: (E, S...) -> (S...); result (S...)
 // Recursion is a graph calling itself (directly or through others).
 //
@@ -94,6 +95,8 @@ class Module {
 
   const std::vector<std::unique_ptr<Graph>>& graphs() const { return graphs_; }
   Graph* find_graph(std::string_view name) const;
+  // Removes a graph (and its nested graphs) that nothing refers to any more.
+  void remove_graph(Graph* g);
   // Graphs whose parent is g, in creation order.
   std::vector<Graph*> children(const Graph* g) const;
 

@@ -1,0 +1,97 @@
+#include "backends/comm/communicator.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace spora::comm {
+
+std::size_t dtype_size(DType t) {
+  switch (t) {
+    case DType::F32: return 4;
+    case DType::F64: return 8;
+    case DType::I32: return 4;
+    case DType::I64: return 8;
+  }
+  return 0;
+}
+
+std::string_view dtype_name(DType t) {
+  switch (t) {
+    case DType::F32: return "f32";
+    case DType::F64: return "f64";
+    case DType::I32: return "i32";
+    case DType::I64: return "i64";
+  }
+  return "?";
+}
+
+std::optional<DType> parse_dtype(std::string_view name) {
+  for (DType t : {DType::F32, DType::F64, DType::I32, DType::I64})
+    if (dtype_name(t) == name) return t;
+  return std::nullopt;
+}
+
+namespace {
+
+// Plain loops over restrict pointers: the compiler vectorises each of them.
+template <typename T>
+void reduce_typed(T* __restrict dst, const T* __restrict src, std::size_t n, ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum:
+      for (std::size_t i = 0; i < n; ++i) dst[i] += src[i];
+      break;
+    case ReduceOp::Prod:
+      for (std::size_t i = 0; i < n; ++i) dst[i] *= src[i];
+      break;
+    case ReduceOp::Max:
+      for (std::size_t i = 0; i < n; ++i) dst[i] = dst[i] < src[i] ? src[i] : dst[i];
+      break;
+    case ReduceOp::Min:
+      for (std::size_t i = 0; i < n; ++i) dst[i] = src[i] < dst[i] ? src[i] : dst[i];
+      break;
+  }
+}
+
+}  // namespace
+
+void host_reduce(void* dst, const void* src, std::size_t count, DType t, ReduceOp op) {
+  switch (t) {
+    case DType::F32: reduce_typed(static_cast<float*>(dst), static_cast<const float*>(src), count, op); break;
+    case DType::F64: reduce_typed(static_cast<double*>(dst), static_cast<const double*>(src), count, op); break;
+    case DType::I32: reduce_typed(static_cast<std::int32_t*>(dst), static_cast<const std::int32_t*>(src), count, op); break;
+    case DType::I64: reduce_typed(static_cast<std::int64_t*>(dst), static_cast<const std::int64_t*>(src), count, op); break;
+  }
+}
+
+Request Communicator::irecv_reduce(void*, std::size_t, DType, ReduceOp, int, int) {
+  throw CommError("this communicator cannot receive-and-reduce; stage the message instead");
+}
+
+void Communicator::copy(void* dst, const void* src, std::size_t bytes) {
+  if (bytes) std::memcpy(dst, src, bytes);
+}
+
+void Communicator::reduce(void* dst, const void* src, std::size_t count, DType t, ReduceOp op) {
+  host_reduce(dst, src, count, t, op);
+}
+
+void* Communicator::allocate(std::size_t bytes) {
+  // 64-byte aligned, rounded up as aligned_alloc requires.
+  void* p = std::aligned_alloc(64, (std::max<std::size_t>(bytes, 1) + 63) / 64 * 64);
+  if (!p) throw std::bad_alloc();
+  return p;
+}
+
+void Communicator::deallocate(void* p) { std::free(p); }
+
+void Communicator::upload(void* dst, const void* host_src, std::size_t bytes) {
+  copy(dst, host_src, bytes);
+}
+
+void Communicator::download(void* host_dst, const void* src, std::size_t bytes) {
+  copy(host_dst, src, bytes);
+}
+
+}  // namespace spora::comm

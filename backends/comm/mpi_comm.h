@@ -1,0 +1,37 @@
+// The MPI communicator (OpenMPI): one process per rank.
+//
+//   spora::comm::mpi_initialize(&argc, &argv);       // once per process
+//   auto comm = spora::comm::make_mpi_communicator(); // a dup of MPI_COMM_WORLD
+//   ...
+//   spora::comm::mpi_finalize();
+//
+// Point-to-point maps to MPI_Isend / MPI_Irecv of bytes on a private duplicate of the world
+// communicator (so schedule messages never meet anyone else's), wait_some to MPI_Waitsome.
+// Receive-reduce is staged by the executor and reduced with host_reduce, which is what MPI
+// libraries do internally too. native() calls MPI_Bcast, MPI_Scatter, MPI_Gather, MPI_Reduce,
+// MPI_Allreduce, MPI_Allgather, MPI_Reduce_scatter_block and MPI_Alltoall.
+//
+// This header does not include <mpi.h>; when Spora is built without MPI, mpi_available()
+// is false and the other functions throw CommError.
+#pragma once
+
+#include <memory>
+
+#include "backends/comm/communicator.h"
+
+namespace spora::comm {
+
+bool mpi_available();
+void mpi_initialize(int* argc, char*** argv);  // no-op when already initialized
+void mpi_finalize();                            // no-op when not initialized or finalized
+bool mpi_initialized();
+int mpi_world_rank();
+int mpi_world_size();
+
+// A communicator over all processes.
+std::unique_ptr<Communicator> make_mpi_communicator();
+// A communicator over world ranks 0..ranks-1 (collective over the world: every process
+// calls it); processes outside get nullptr. For tests at several sizes within one mpirun.
+std::unique_ptr<Communicator> make_mpi_communicator(int ranks);
+
+}  // namespace spora::comm

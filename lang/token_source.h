@@ -1,0 +1,73 @@
+// Internal to lang/: the character and token streams the generated Spora parser reads.
+//
+// ByteStream feeds ANTLR one code point per source byte. Columns therefore count bytes, as
+// SourceLoc promises, and any input is acceptable: embedded NULs and invalid UTF-8 become
+// ordinary (if unexpected) characters instead of a decoding exception. Token text is read
+// back from the original bytes (token_text), never through ANTLR's UTF-32 -> UTF-8 getText.
+//
+// TokenSource is the generated lexer plus three jobs the grammar cannot do itself:
+//   1. separator filtering (grammar/Spora.g4, "Newlines"): inside ( ) and [ ] every NEWLINE
+//      is dropped; elsewhere a NEWLINE or ';' is kept only right after a token that can end
+//      a statement, so separators never come in runs;
+//   2. lexical errors: a stray character is reported ("unexpected character '$'") and
+//      dropped; an unterminated string is reported and passed on as a STRING, so the parser
+//      does not pile more errors on top;
+//   3. the nesting limit: more than kMaxBracketDepth open brackets is reported once, and the
+//      stream then ends (stopped() turns true; the parser's errors after that are noise).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "SporaLexer.h"
+#include "antlr4-runtime.h"
+#include "lang/diagnostics.h"
+
+namespace spora::lang {
+
+inline constexpr int kMaxBracketDepth = 256;
+
+class ByteStream : public antlr4::ANTLRInputStream {
+ public:
+  ByteStream(const std::string& bytes, const std::string& source_name);
+};
+
+// The range a token covers in `file` ([begin, end), 1-based byte columns). A zero-length
+// token (EOF, or a token conjured up by error recovery) gets an empty range at its start.
+SourceRange token_range(int file, const antlr4::Token* token);
+
+// Whether the last diagnostic is an error on this line of this file. Lexer and parser
+// report at most one error per line: the first is the one to fix, the rest are mostly
+// echoes of it during recovery.
+bool error_already_on_line(const DiagnosticEngine& diags, int file, int line);
+
+// The token's original source bytes.
+std::string token_text(const std::string& source, const antlr4::Token* token);
+
+class TokenSource : public spora_antlr::SporaLexer {
+ public:
+  TokenSource(ByteStream* input, const std::string& source, int file, DiagnosticEngine& diags);
+
+  std::unique_ptr<antlr4::Token> nextToken() override;
+
+  bool stopped() const { return stopped_; }
+  bool had_errors() const { return had_errors_; }
+
+ private:
+  bool newline_is_significant() const;
+  static bool can_end_statement(size_t type);
+  void track_brackets(const antlr4::Token& t);
+  void report_stray_character(const antlr4::Token& t);
+
+  const std::string& source_;
+  int file_;
+  DiagnosticEngine& diags_;
+  std::vector<size_t> open_brackets_;  // token types of the unclosed ( [ {
+  bool last_can_end_statement_ = false;
+  size_t skip_until_ = 0;              // byte offset: rest of a multi-byte stray character
+  bool stopped_ = false;
+  bool had_errors_ = false;
+};
+
+}  // namespace spora::lang

@@ -1,0 +1,166 @@
+// Creation primitives (no tensor inputs): zeros, ones, full, arange, and the seeded random
+// normal and uniform (ops/rng.h documents the counter-based generator). None is differentiable.
+//
+//   zeros(shape=[], dtype=f32)   ones(shape=[], dtype=f32)   full(shape, value, dtype=f32)
+//   arange(start, stop=none, step=1, dtype=i32)   start..stop by step; stop none: 0..start;
+//     start/stop/step are int or float attributes (AttrKind::Any), values start + i * step
+//   normal(mean=0.0, std=1.0, shape=[], seed=0, dtype=f32)     float dtypes only
+//   uniform(low=0.0, high=1.0, shape=[], seed=0, dtype=f32)    [low, high), float dtypes only
+#include <cmath>
+#include <limits>
+
+#include "ops/families.h"
+#include "ops/kernel_util.h"
+#include "ops/rng.h"
+
+namespace spora::ops {
+
+namespace {
+
+using AK = ParamSpec::AttrKind;
+
+const Shape& shape_attr(const Attrs& attrs, const std::string& name) {
+  static const Shape kScalar;
+  const Shape& s = attrs.has("shape") ? attrs.get_ints("shape") : kScalar;
+  for (int64_t d : s)
+    if (d < 0) user_error(name + " shape " + sem::attr_str(ints(s)) + " has a negative size");
+  return s;
+}
+
+DType dtype_attr(const Attrs& attrs, DType fallback) {
+  return attrs.has("dtype") ? attrs.get_dtype("dtype") : fallback;
+}
+
+Primitive row(std::string name, std::string doc, std::vector<ParamSpec> params) {
+  Primitive p;
+  p.name = std::move(name);
+  p.family = "creation";
+  p.doc = std::move(doc);
+  p.params = std::move(params);
+  p.differentiable = false;
+  return p;
+}
+
+void add_fill(sem::Registry& r, const std::string& name, const std::string& doc, double value) {
+  Primitive p = row(
+      name, doc, {attr("shape", AK::Ints, ints({})), attr("dtype", AK::DType, Attr{DType::f32})});
+  p.infer = [name](const std::vector<TypeP>& in, const Attrs& attrs) -> TypeP {
+    expect_inputs(in, 0, 0, name);
+    return Type::tensor(dtype_attr(attrs, DType::f32), shape_attr(attrs, name));
+  };
+  p.eval = [name, value](const std::vector<Value>&, const Attrs& attrs) -> Value {
+    return Tensor::full(dtype_attr(attrs, DType::f32), shape_attr(attrs, name), value);
+  };
+  r.add(std::move(p));
+}
+
+void add_full(sem::Registry& r) {
+  Primitive p = row("full", "full(shape, value, dtype=f32): a tensor filled with value",
+                    {attr("shape", AK::Ints), attr("value", AK::Float),
+                     attr("dtype", AK::DType, Attr{DType::f32})});
+  p.infer = [](const std::vector<TypeP>& in, const Attrs& attrs) -> TypeP {
+    expect_inputs(in, 0, 0, "full");
+    return Type::tensor(dtype_attr(attrs, DType::f32), shape_attr(attrs, "full"));
+  };
+  p.eval = [](const std::vector<Value>&, const Attrs& attrs) -> Value {
+    return Tensor::full(dtype_attr(attrs, DType::f32), shape_attr(attrs, "full"),
+                        attrs.get_float("value"));
+  };
+  r.add(std::move(p));
+}
+
+struct Range {
+  double start, step;
+  int64_t count;
+};
+
+Range arange_range(const Attrs& attrs) {
+  double start = attrs.get_float("start"), stop;
+  if (attrs.is_none("stop")) {
+    stop = start;
+    start = 0;
+  } else {
+    stop = attrs.get_float("stop");
+  }
+  double step = attrs.has("step") ? attrs.get_float("step") : 1.0;
+  if (step == 0) user_error("arange step cannot be zero");
+  double n = std::ceil((stop - start) / step);
+  if (!std::isfinite(n)) user_error("arange bounds must be finite");
+  return {start, step, n > 0 ? static_cast<int64_t>(n) : 0};
+}
+
+void add_arange(sem::Registry& r) {
+  Primitive p =
+      row("arange",
+          "arange(start, stop=none, step=1, dtype=i32): evenly spaced values in [start, stop)",
+          {attr("start", AK::Any), attr("stop", AK::Any, none()),
+           attr("step", AK::Any, int_attr(1)), attr("dtype", AK::DType, Attr{DType::i32})});
+  p.infer = [](const std::vector<TypeP>& in, const Attrs& attrs) -> TypeP {
+    expect_inputs(in, 0, 0, "arange");
+    return Type::tensor(dtype_attr(attrs, DType::i32), {arange_range(attrs).count});
+  };
+  p.eval = [](const std::vector<Value>&, const Attrs& attrs) -> Value {
+    Range rg = arange_range(attrs);
+    Tensor out = Tensor::empty(dtype_attr(attrs, DType::i32), {rg.count});
+    for (int64_t i = 0; i < rg.count; ++i) out.set(i, rg.start + static_cast<double>(i) * rg.step);
+    return out;
+  };
+  r.add(std::move(p));
+}
+
+void add_random(sem::Registry& r, bool normal) {
+  std::string name = normal ? "normal" : "uniform";
+  std::string a = normal ? "mean" : "low", b = normal ? "std" : "high";
+  Primitive p =
+      row(name,
+          normal ? "normal(mean=0.0, std=1.0, shape=[], seed=0, dtype=f32): seeded Gaussian samples"
+                 : "uniform(low=0.0, high=1.0, shape=[], seed=0, dtype=f32): seeded samples in "
+                   "[low, high)",
+          {attr(a, AK::Float, float_attr(0.0)), attr(b, AK::Float, float_attr(1.0)),
+           attr("shape", AK::Ints, ints({})), attr("seed", AK::Int, int_attr(0)),
+           attr("dtype", AK::DType, Attr{DType::f32})});
+  p.infer = [name](const std::vector<TypeP>& in, const Attrs& attrs) -> TypeP {
+    expect_inputs(in, 0, 0, name);
+    DType dt = dtype_attr(attrs, DType::f32);
+    if (dt != DType::f32 && dt != DType::f64)
+      user_error(name + " needs dtype f32 or f64, got " + std::string(dtype_name(dt)));
+    return Type::tensor(dt, shape_attr(attrs, name));
+  };
+  p.eval = [name, normal, a, b](const std::vector<Value>&, const Attrs& attrs) -> Value {
+    DType dt = dtype_attr(attrs, DType::f32);
+    double pa = attrs.has(a) ? attrs.get_float(a) : 0.0;
+    double pb = attrs.has(b) ? attrs.get_float(b) : 1.0;
+    uint64_t seed = static_cast<uint64_t>(attrs.has("seed") ? attrs.get_int("seed") : 0);
+    Tensor out = Tensor::empty(dt, shape_attr(attrs, name));
+    for (int64_t i = 0; i < out.numel(); ++i) {
+      uint64_t k = static_cast<uint64_t>(i);
+      if (normal) {
+        out.set(i, pa + pb * rng::normal01(seed, k));
+      } else {
+        double v = pa + (pb - pa) * rng::uniform01(seed, k);
+        out.set(i, v);
+        if (pb > pa && out.get(i) >= pb) {  // rounding reached high: step back below it
+          if (dt == DType::f32)
+            out.data<float>()[i] = std::nextafter(static_cast<float>(pb), static_cast<float>(pa));
+          else
+            out.data<double>()[i] = std::nextafter(pb, pa);
+        }
+      }
+    }
+    return out;
+  };
+  r.add(std::move(p));
+}
+
+}  // namespace
+
+void register_creation(sem::Registry& r) {
+  add_fill(r, "zeros", "zeros(shape=[], dtype=f32): a tensor of zeros", 0.0);
+  add_fill(r, "ones", "ones(shape=[], dtype=f32): a tensor of ones", 1.0);
+  add_full(r);
+  add_arange(r);
+  add_random(r, true);
+  add_random(r, false);
+}
+
+}  // namespace spora::ops

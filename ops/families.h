@@ -1,0 +1,18 @@
+// The per-family registration functions register_all() calls (one per ops/*.cpp).
+#pragma once
+
+#include "semantics/registry.h"
+
+namespace spora::ops {
+
+void register_elementwise(sem::Registry& r);
+void register_compare(sem::Registry& r);
+void register_reduction(sem::Registry& r);
+void register_matmul(sem::Registry& r);
+void register_shape(sem::Registry& r);
+void register_nn(sem::Registry& r);
+void register_conv(sem::Registry& r);
+void register_creation(sem::Registry& r);
+void register_internal(sem::Registry& r);
+
+}  // namespace spora::ops

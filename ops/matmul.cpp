@@ -1,0 +1,122 @@
+// matmul with NumPy semantics:
+//   - both operands have rank >= 1 and one dtype (not bool);
+//   - a 1-D left operand [k] is a row [1,k] and a 1-D right operand [k] a column [k,1]; the
+//     added axis is removed from the result ([k] @ [k] is a scalar);
+//   - the trailing two axes multiply ([m,k] @ [k,n] -> [m,n]); the leading (batch) axes
+//     broadcast: [2,1,m,k] @ [3,k,n] -> [2,3,m,n].
+// Any mismatch is `matmul shapes do not match: f32[2,3] @ f32[4,5]`.
+// The kernel accumulates float products in double (integers in wrapping i64) and rounds once.
+#include <type_traits>
+
+#include "ops/families.h"
+#include "ops/kernel_util.h"
+
+namespace spora::ops {
+
+namespace {
+
+struct MatmulShape {
+  Shape a3, b3;  // operands as [batch..., m, k] and [batch..., k, n] (1-D promoted)
+  Shape batch;   // broadcast batch shape
+  int64_t m, k, n;
+  Shape out;  // result shape (promoted axes removed)
+};
+
+MatmulShape matmul_shape(const Type& a, const Type& b) {
+  auto mismatch = [&]() { user_error("matmul shapes do not match: " + a.str() + " @ " + b.str()); };
+  if (a.dtype != b.dtype)
+    user_error("matmul operand types do not match: " + a.str() + " and " + b.str());
+  if (a.dtype == DType::boolean)
+    user_error("matmul does not accept bool operands: " + a.str() + " @ " + b.str());
+  if (a.rank() == 0 || b.rank() == 0) mismatch();
+  MatmulShape s;
+  s.a3 = a.shape;
+  s.b3 = b.shape;
+  if (a.rank() == 1) s.a3.insert(s.a3.begin(), 1);
+  if (b.rank() == 1) s.b3.push_back(1);
+  s.m = s.a3[s.a3.size() - 2];
+  s.k = s.a3.back();
+  s.n = s.b3.back();
+  int64_t kb = s.b3[s.b3.size() - 2];
+  if (s.k != kb && s.k != sem::kDynamicDim && kb != sem::kDynamicDim) mismatch();
+  if (s.k == sem::kDynamicDim) s.k = kb;
+  Shape ba(s.a3.begin(), s.a3.end() - 2), bb(s.b3.begin(), s.b3.end() - 2);
+  auto batch = broadcast_shapes(ba, bb);
+  if (!batch) mismatch();
+  s.batch = *batch;
+  s.out = s.batch;
+  if (a.rank() > 1) s.out.push_back(s.m);
+  if (b.rank() > 1) s.out.push_back(s.n);
+  return s;
+}
+
+template <class T>
+void matmul_kernel(const Tensor& a, const Tensor& b, const MatmulShape& s, Tensor& out) {
+  Shape ba(s.a3.begin(), s.a3.end() - 2), bb(s.b3.begin(), s.b3.end() - 2);
+  std::vector<int64_t> map_a = broadcast_index_map(ba, s.batch);
+  std::vector<int64_t> map_b = broadcast_index_map(bb, s.batch);
+  int64_t nbatch = numel_of(s.batch);
+  const T* pa = a.data<T>();
+  const T* pb = b.data<T>();
+  T* po = out.data<T>();
+  int64_t m = s.m, k = s.k, n = s.n;
+  using Acc = std::conditional_t<std::is_floating_point_v<T>, double, uint64_t>;
+  std::vector<Acc> row(static_cast<size_t>(n));
+  for (int64_t bi = 0; bi < nbatch; ++bi) {
+    const T* A = pa + map_a[bi] * m * k;
+    const T* B = pb + map_b[bi] * k * n;
+    T* O = po + bi * m * n;
+    for (int64_t i = 0; i < m; ++i) {
+      std::fill(row.begin(), row.end(), Acc(0));
+      for (int64_t p = 0; p < k; ++p) {
+        if constexpr (std::is_floating_point_v<T>) {
+          double av = A[i * k + p];
+          for (int64_t j = 0; j < n; ++j) row[j] += av * static_cast<double>(B[p * n + j]);
+        } else {
+          uint64_t av = static_cast<uint64_t>(static_cast<int64_t>(A[i * k + p]));
+          for (int64_t j = 0; j < n; ++j)
+            row[j] += av * static_cast<uint64_t>(static_cast<int64_t>(B[p * n + j]));
+        }
+      }
+      for (int64_t j = 0; j < n; ++j) {
+        if constexpr (std::is_floating_point_v<T>)
+          O[i * n + j] = static_cast<T>(row[j]);
+        else
+          O[i * n + j] = static_cast<T>(static_cast<int64_t>(row[j]));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void register_matmul(sem::Registry& r) {
+  Primitive p;
+  p.name = "matmul";
+  p.family = "matmul";
+  p.doc = "matrix product a @ b (NumPy: 1-D operands, broadcast batch axes)";
+  p.params = {input("a"), input("b")};
+  p.infer = [](const std::vector<TypeP>& in, const Attrs&) -> TypeP {
+    expect_inputs(in, 2, 2, "matmul");
+    const Type& a = tensor_input(in, 0, "matmul");
+    const Type& b = tensor_input(in, 1, "matmul");
+    return Type::tensor(a.dtype, matmul_shape(a, b).out);
+  };
+  p.eval = [](const std::vector<Value>& in, const Attrs&) -> Value {
+    const Tensor& a = in.at(0).tensor;
+    const Tensor& b = in.at(1).tensor;
+    MatmulShape s = matmul_shape(*a.type(), *b.type());
+    Tensor out = Tensor::empty(a.dtype(), s.out);
+    dispatch(a.dtype(), "matmul", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (std::is_same_v<T, uint8_t>)
+        internal_error("matmul on bool");
+      else
+        matmul_kernel<T>(a, b, s, out);
+    });
+    return out;
+  };
+  r.add(std::move(p));
+}
+
+}  // namespace spora::ops

@@ -1,0 +1,639 @@
+// Shape primitives: transpose/permute, reshape, broadcast_to, concat, stack, slice, gather,
+// one_hot, squeeze/unsqueeze/expand_dims, flatten; and the tuple/record constructors and
+// projections the front end emits (make_tuple, tuple_get, make_record, record_get).
+//
+// Indexing and slicing: ONE primitive, slice(x, starts, stops, steps, squeeze), all four int
+// lists. Entry i describes axis i; axes past len(starts) are taken whole.
+//   - Axis i listed in `squeeze` is indexed by the plain integer starts[i] and removed from the
+//     result; stops[i] and steps[i] are ignored for it (anything may be there). A negative
+//     index counts from the end (Python); an index out of range is the error
+//     `index 5 is out of range for axis 0 of size 3`.
+//   - Any other axis is the Python slice starts[i]:stops[i]:steps[i], with Python's clamping
+//     (PySlice_AdjustIndices): negative start/stop count from the end, out-of-range bounds
+//     clamp, negative steps walk backwards, step 0 is an error. An omitted bound is written
+//     INT64_MAX or INT64_MIN (either one; it means "from the beginning / to the end in the
+//     step's direction"); so `x[::-1]` is starts=[INT64_MAX] stops=[INT64_MAX] steps=[-1].
+//     stops and steps may be shorter than starts (missing stops are omitted bounds, missing
+//     steps are 1).
+// Examples (x: f32[3,4]):
+//   x[1:3, ::2]  starts=[1,0]  stops=[3,INT64_MAX]  steps=[1,2]  squeeze=[]   -> f32[2,2]
+//   x[0]         starts=[0]    stops=[1]            steps=[1]    squeeze=[0]  -> f32[4]
+//   x[:, -1]     starts=[0,-1] stops=[INT64_MAX,0]  steps=[1,1]  squeeze=[1]  -> f32[3]
+//
+// Other conventions: transpose(x, axes=none) reverses the axes when axes is none (the matrix
+// transpose of a 2-D tensor); permute(x, axes) needs axes. reshape accepts one -1 wildcard.
+// gather(x, indices, axis) is NumPy `take`: the result shape is x.shape[:axis] + indices.shape
+// + x.shape[axis+1:], negative indices count from the end. one_hot(labels, num_classes,
+// dtype) appends a class axis; a label outside [0, num_classes) is an error. make_record's
+// field names travel in the string attribute `names`, comma-separated ("w,b").
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "ops/families.h"
+#include "ops/kernel_util.h"
+
+namespace spora::ops {
+
+namespace {
+
+using AK = ParamSpec::AttrKind;
+constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+
+// out[o] = x[base + sum_k idx_k(o) * st[k]]: the one copy loop behind transpose, slice and
+// broadcast_to (strides may be 0 or negative). Copies bytes, so it works for every dtype.
+Tensor strided_copy(const Tensor& x, const Shape& out_shape, const std::vector<int64_t>& st,
+                    int64_t base) {
+  Tensor out = Tensor::empty(x.dtype(), out_shape);
+  size_t es = dtype_size(x.dtype());
+  const uint8_t* src = static_cast<const uint8_t*>(x.raw());
+  uint8_t* dst = static_cast<uint8_t*>(out.raw());
+  size_t r = out_shape.size();
+  std::vector<int64_t> idx(r, 0);
+  int64_t offset = base;
+  for (int64_t f = 0; f < out.numel(); ++f) {
+    std::memcpy(dst + f * es, src + offset * es, es);
+    for (size_t k = r; k-- > 0;) {
+      if (++idx[k] < out_shape[k]) {
+        offset += st[k];
+        break;
+      }
+      offset -= st[k] * (idx[k] - 1);
+      idx[k] = 0;
+    }
+  }
+  return out;
+}
+
+Primitive row(std::string name, std::string doc, std::vector<ParamSpec> params) {
+  Primitive p;
+  p.name = std::move(name);
+  p.family = "shape";
+  p.doc = std::move(doc);
+  p.params = std::move(params);
+  return p;
+}
+
+// ---- transpose / permute --------------------------------------------------------------------
+
+std::vector<int64_t> perm_of(const Type& t, const Attrs& attrs, const std::string& name) {
+  std::vector<int64_t> perm;
+  if (attrs.is_none("axes")) {
+    for (int64_t i = t.rank(); i-- > 0;) perm.push_back(i);
+    return perm;
+  }
+  const auto& axes = attrs.get_ints("axes");
+  std::vector<bool> seen(t.rank(), false);
+  bool ok = static_cast<int64_t>(axes.size()) == t.rank();
+  for (int64_t a : axes) {
+    if (!ok) break;
+    int64_t n = a < 0 ? a + t.rank() : a;
+    if (n < 0 || n >= t.rank() || seen[n])
+      ok = false;
+    else
+      seen[n] = true;
+    perm.push_back(n);
+  }
+  if (!ok)
+    user_error(name + " axes " + sem::attr_str(ints(axes)) +
+               " are not a permutation of the axes of " + t.str());
+  return perm;
+}
+
+void add_transpose(sem::Registry& r, const std::string& name, bool axes_optional) {
+  Primitive p = row(
+      name,
+      axes_optional ? "permute the axes (axes=none: reverse them, the matrix transpose)"
+                    : "permute the axes: result axis i is input axis axes[i]",
+      {input("x"), axes_optional ? attr("axes", AK::IntsOrNone, none()) : attr("axes", AK::Ints)});
+  p.infer = [name](const std::vector<TypeP>& in, const Attrs& attrs) -> TypeP {
+    expect_inputs(in, 1, 1, name);
+    const Type& t = tensor_input(in, 0, name);
+    Shape out;
+    for (int64_t a : perm_of(t, attrs, name)) out.push_back(t.shape[a]);
+    return Type::tensor(t.dtype, out);
+  };
+  p.eval = [name](const std::vector<Value>& in, const Attrs& attrs) -> Value {
+    const Tensor& x = in.at(0).tensor;
+    std::vector<int64_t> perm = perm_of(*x.type(), attrs, name);
+    std::vector<int64_t> in_st = strides_of(x.shape());
+    Shape out;
+    std::vector<int64_t> st;
+    for (int64_t a : perm) {
+      out.push_back(x.shape()[a]);
+      st.push_back(in_st[a]);
+    }
+    return strided_copy(x, out, st, 0);
+  };
+  r.add(std::move(p));
+}
+
+// ---- reshape / broadcast_to / flatten / squeeze / expand_dims ------------------------------
+
+Shape reshape_target(const Type& t, const std::vector<int64_t>& shape) {
+  int64_t known = 1, wild = -1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1) {
+      if (wild >= 0)
+        user_error("reshape to " + sem::attr_str(ints(shape)) + " has more than one -1");
+      wild = static_cast<int64_t>(i);
+    } else if (shape[i] < 0) {
+      user_error("reshape to " + sem::attr_str(ints(shape)) + " has a negative size");
+    } else {
+      known *= shape[i];
+    }
+  }
+  int64_t n = t.numel();
+  Shape out = shape;
+  if (n < 0) return out;  // dynamic input: checked at run time (a wildcard stays dynamic)
+  if (wild >= 0) {
+    if (known == 0 || n % known != 0)
+      user_error("cannot reshape " + t.str() + " (" + std::to_string(n) + " elements) to " +
+                 sem::attr_str(ints(shape)));
+    out[wild] = n / known;
+  } else if (known != n) {
+    user_error("cannot reshape " + t.str() + " (" + std::to_string(n) + " elements) to " +
+               sem::attr_str(ints(shape)) + " (" + std::to_string(known) + " elements)");
+  }
+  return out;
+}
+
+void add_reshape(sem::Registry& r) {
+  Primitive p = row("reshape", "reshape(x, shape): same elements, new shape (one -1 wildcard)",
+                    {input("x"), attr("shape", AK::Ints)});
+  p.infer = [](const std::vector<TypeP>& in, const Attrs& attrs) -> TypeP {
+    expect_inputs(in, 1, 1, "reshape");
+    const Type& t = tensor_input(in, 0, "reshape");
+    return Type::tensor(t.dtype, reshape_target(t, attrs.get_ints("shape")));
+  };
+  p.eval = [](const std::vector<Value>& in, const Attrs& attrs) -> Value {
+    const Tensor& x = in.at(0).tensor;
+    return x.reshaped(reshape_target(*x.type(), attrs.get_ints("shape")));
+  };
+  r.add(std::move(p));
+}
+
+void check_broadcast_to(const Type& t, const Shape& shape) {
+  bool ok = t.shape.size() <= shape.size();
+  for (size_t i = 0; ok && i < t.shape.size(); ++i) {
+    int64_t d = t.shape[i], o = shape[i + shape.size() - t.shape.size()];
+    ok = d == o || d == 1 || d == sem::kDynamicDim || o == sem::kDynamicDim;
+  }
+  if (!ok) user_error("cannot broadcast " + t.str() + " to " + sem::attr_str(ints(shape)));
+}
+
+void add_broadcast_to(sem::Registry& r) {
+  Primitive p = row("broadcast_to", "broadcast_to(x, shape): NumPy broadcast to a given shape",
+                    {input("x"), attr("shape", AK::Ints)});
+  p.infer = [](const std::vector<TypeP>& in, const Attrs& attrs) -> TypeP {
+    expect_inputs(in, 1, 1, "broadcast_to");
+    const Type& t = tensor_input(in, 0, "broadcast_to");
+    check_broadcast_to(t, attrs.get_ints("shape"));
+    return Type::tensor(t.dtype, attrs.get_ints("shape"));
+  };
+  p.eval = [](const std::vector<Value>& in, const Attrs& attrs) -> Value {
+    const Tensor& x = in.at(0).tensor;
+    const Shape& shape = attrs.get_ints("shape");
+    check_broadcast_to(*x.type(), shape);
+    std::vector<int64_t> in_st = strides_of(x.shape());
+    std::vector<int64_t> st(shape.size(), 0);
+    size_t lead = shape.size() - x.shape().size();
+    for (size_t i = 0; i < x.shape().size(); ++i)
+      st[lead + i] = x.shape()[i] == shape[lead + i] ? in_st[i] : 0;
+    return strided_copy(x, shape, st, 0);
+  };
+  r.add(std::move(p));
+}
+
+Shape flatten_shape(const Type& t, const Attrs& attrs) {
+  if (t.rank() == 0) return {1};
+  int64_t s = normalize_axis(attrs.get_int("start_axis"), t);
+  Shape out(t.shape.begin(), t.shape.begin() + s);
+  int64_t n = 1;
+  for (int64_t i = s; i < t.rank(); ++i) {
+    if (t.shape[i] == sem::kDynamicDim) {
+      n = sem::kDynamicDim;
+      break;
+    }
+    n *= t.shape[i];
+  }
+  out.push_back(n);
+  return out;
+}
+
+Shape squeeze_shape(const Type& t, const Attrs& attrs) {
+  std::vector<bool> drop(t.rank(), false);
+  if (attrs.is_none("axis")) {
+    for (int64_t i = 0; i < t.rank(); ++i) drop[i] = t.shape[i] == 1;
+  } else {
+    for (int64_t a : reduction_axes(attrs, "axis", t)) {
+      if (t.shape[a] != 1 && t.shape[a] != sem::kDynamicDim)
+        user_error("cannot squeeze axis " + std::to_string(a) + " of " + t.str() +
+                   ": its size is " + std::to_string(t.shape[a]));
+      drop[a] = true;
+    }
+  }
+  Shape out;
+  for (int64_t i = 0; i < t.rank(); ++i)
+    if (!drop[i]) out.push_back(t.shape[i]);
+  return out;
+}
+
+Shape expand_shape(const Type& t, const Attrs& attrs) {
+  int64_t a = normalize_axis(attrs.get_int("axis"), t, /*extra=*/true);
+  Shape out = t.shape;
+  out.insert(out.begin() + a, 1);
+  return out;
+}
+
+// A row whose result is a reshape of its input (flatten, squeeze, unsqueeze, expand_dims).
+void add_reshape_like(sem::Registry& r, const std::string& name, const std::string& doc,
+                      std::vector<ParamSpec> params, Shape (*shape_fn)(const Type&, const Attrs&)) {
+  Primitive p = row(name, doc, std::move(params));
+  p.infer = [name, shape_fn](const std::vector<TypeP>& in, const Attrs& attrs) -> TypeP {
+    expect_inputs(in, 1, 1, name);
+    const Type& t = tensor_input(in, 0, name);
+    return Type::tensor(t.dtype, shape_fn(t, attrs));
+  };
+  p.eval = [shape_fn](const std::vector<Value>& in, const Attrs& attrs) -> Value {
+    const Tensor& x = in.at(0).tensor;
+    return x.reshaped(shape_fn(*x.type(), attrs));
+  };
+  r.add(std::move(p));
+}
+
+// ---- concat / stack -------------------------------------------------------------------------
+
+std::vector<const Type*> list_types(const std::vector<TypeP>& in, const std::string& name) {
+  if (in.empty()) user_error(name + " needs at least one tensor");
+  std::vector<const Type*> ts;
+  for (size_t i = 0; i < in.size(); ++i) ts.push_back(&tensor_input(in, i, name));
+  return ts;
+}
+
+std::string list_str(const std::vector<const Type*>& ts) {
+  std::string s;
+  for (size_t i = 0; i < ts.size(); ++i) s += (i ? ", " : "") + ts[i]->str();
+  return s;
+}
+
+// The result type of concat (stack=false) or stack (stack=true), and the normalised axis.
+std::pair<TypeP, int64_t> join_type(const std::vector<const Type*>& ts, int64_t axis_attr,
+                                    bool stack) {
+  const std::string name = stack ? "stack" : "concat";
+  const Type& first = *ts[0];
+  if (!stack && first.rank() == 0) user_error("concat does not accept scalars: " + list_str(ts));
+  int64_t axis = normalize_axis(axis_attr, first, /*extra=*/stack);
+  Shape out = first.shape;
+  for (size_t i = 1; i < ts.size(); ++i) {
+    const Type& t = *ts[i];
+    bool ok = t.dtype == first.dtype && t.rank() == first.rank();
+    for (int64_t d = 0; ok && d < t.rank(); ++d) {
+      if (!stack && d == axis) continue;
+      ok = t.shape[d] == first.shape[d] || t.shape[d] == sem::kDynamicDim ||
+           first.shape[d] == sem::kDynamicDim;
+    }
+    if (!ok)
+      user_error(name + " shapes do not match along axis " + std::to_string(axis) + ": " +
+                 list_str(ts));
+    if (!stack) {
+      if (out[axis] == sem::kDynamicDim || t.shape[axis] == sem::kDynamicDim)
+        out[axis] = sem::kDynamicDim;
+      else
+        out[axis] += t.shape[axis];
+    }
+  }
+  if (stack) out.insert(out.begin() + axis, static_cast<int64_t>(ts.size()));
+  return {Type::tensor(first.dtype, out), axis};
+}
+
+void add_join(sem::Registry& r, bool stack) {
+  std::string name = stack ? "stack" : "concat";
+  Primitive p = row(name,
+                    stack ? "stack(xs, axis=0): join equal-shaped tensors along a new axis"
+                          : "concat(xs, axis=0): join tensors along an existing axis",
+                    {input_list("xs"), attr("axis", AK::Int, int_attr(0))});
+  p.infer = [name, stack](const std::vector<TypeP>& in, const Attrs& attrs) -> TypeP {
+    return join_type(list_types(in, name), attrs.get_int("axis"), stack).first;
+  };
+  p.eval = [name, stack](const std::vector<Value>& in, const Attrs& attrs) -> Value {
+    std::vector<TypeP> types;
+    for (const Value& v : in) types.push_back(v.type());
+    auto [type, axis] = join_type(list_types(types, name), attrs.get_int("axis"), stack);
+    Tensor out = Tensor::empty(type->dtype, type->shape);
+    // Copy block by block: outer = product of dims before axis; each input contributes a
+    // contiguous chunk of (its size along axis) * inner elements per outer index.
+    size_t es = dtype_size(type->dtype);
+    int64_t outer = 1;
+    for (int64_t d = 0; d < axis; ++d) outer *= type->shape[d];
+    int64_t out_row = outer ? out.numel() / outer : 0;
+    uint8_t* dst = static_cast<uint8_t*>(out.raw());
+    int64_t col = 0;
+    for (const Value& v : in) {
+      const Tensor& x = v.tensor;
+      int64_t chunk = outer ? x.numel() / outer : 0;
+      const uint8_t* src = static_cast<const uint8_t*>(x.raw());
+      for (int64_t o = 0; o < outer; ++o)
+        std::memcpy(dst + (o * out_row + col) * es, src + o * chunk * es, chunk * es);
+      col += chunk;
+    }
+    return out;
+  };
+  r.add(std::move(p));
+}
+
+// ---- slice ----------------------------------------------------------------------------------
+
+struct SlicePlan {
+  Shape out;                // result shape
+  std::vector<int64_t> st;  // input stride per result axis
+  int64_t base = 0;         // flat offset of the first element
+};
+
+// Python's PySlice_AdjustIndices for one axis; returns (start, count).
+std::pair<int64_t, int64_t> adjust_slice(int64_t start, int64_t stop, int64_t step, int64_t len) {
+  bool omit_start = start == kMax || start == kMin;
+  bool omit_stop = stop == kMax || stop == kMin;
+  if (omit_start)
+    start = step > 0 ? 0 : len - 1;
+  else if (start < 0)
+    start = std::max<int64_t>(start + len, step < 0 ? -1 : 0);
+  else if (start >= len)
+    start = step < 0 ? len - 1 : len;
+  if (omit_stop)
+    stop = step > 0 ? len : -1;
+  else if (stop < 0)
+    stop = std::max<int64_t>(stop + len, step < 0 ? -1 : 0);
+  else if (stop >= len)
+    stop = step < 0 ? len - 1 : len;
+  int64_t count = 0;
+  if (step < 0) {
+    if (stop < start) count = (start - stop - 1) / (-step) + 1;
+  } else if (start < stop) {
+    count = (stop - start - 1) / step + 1;
+  }
+  return {count ? start : 0, count};
+}
+
+// Plans the slice of a tensor of type t (dims may be dynamic at compile time: then the result
+// dim is dynamic and integer indices are checked at run time).
+SlicePlan plan_slice(const Type& t, const Attrs& attrs) {
+  const auto& starts = attrs.get_ints("starts");
+  const auto& stops = attrs.get_ints("stops");
+  const auto& steps = attrs.get_ints("steps");
+  const auto& squeeze = attrs.get_ints("squeeze");
+  if (static_cast<int64_t>(starts.size()) > t.rank())
+    user_error("too many indices for " + t.str() + ": " + std::to_string(starts.size()));
+  for (int64_t s : squeeze)
+    if (s < 0 || s >= static_cast<int64_t>(starts.size()))
+      internal_error("slice: squeezed axis " + std::to_string(s) + " has no index");
+  std::vector<int64_t> in_st = strides_of(t.shape);
+  SlicePlan plan;
+  for (int64_t i = 0; i < t.rank(); ++i) {
+    int64_t len = t.shape[i];
+    size_t ui = static_cast<size_t>(i);
+    if (ui >= starts.size()) {
+      plan.out.push_back(len);
+      plan.st.push_back(in_st[i]);
+      continue;
+    }
+    bool squeezed = std::find(squeeze.begin(), squeeze.end(), i) != squeeze.end();
+    if (squeezed) {
+      int64_t idx = starts[ui];
+      if (len == sem::kDynamicDim) continue;
+      int64_t n = idx < 0 ? idx + len : idx;
+      if (n < 0 || n >= len)
+        user_error("index " + std::to_string(idx) + " is out of range for axis " +
+                   std::to_string(i) + " of size " + std::to_string(len));
+      plan.base += n * in_st[i];
+      continue;
+    }
+    int64_t step = ui < steps.size() ? steps[ui] : 1;
+    int64_t stop = ui < stops.size() ? stops[ui] : kMax;
+    if (step == 0) user_error("slice step cannot be zero");
+    if (len == sem::kDynamicDim) {
+      plan.out.push_back(sem::kDynamicDim);
+      plan.st.push_back(0);
+      continue;
+    }
+    auto [start, count] = adjust_slice(starts[ui], stop, step, len);
+    plan.out.push_back(count);
+    plan.st.push_back(in_st[i] * step);
+    plan.base += start * in_st[i];
+  }
+  return plan;
+}
+
+void add_slice(sem::Registry& r) {
+  Primitive p =
+      row("slice",
+          "x[...] indexing and slicing: Python slices per axis, squeeze = integer-indexed axes",
+          {input("x"), attr("starts", AK::Ints), attr("stops", AK::Ints), attr("steps", AK::Ints),
+           attr("squeeze", AK::Ints, ints({}))});
+  p.infer = [](const std::vector<TypeP>& in, const Attrs& attrs) -> TypeP {
+    expect_inputs(in, 1, 1, "slice");
+    const Type& t = tensor_input(in, 0, "slice");
+    return Type::tensor(t.dtype, plan_slice(t, attrs).out);
+  };
+  p.eval = [](const std::vector<Value>& in, const Attrs& attrs) -> Value {
+    const Tensor& x = in.at(0).tensor;
+    SlicePlan plan = plan_slice(*x.type(), attrs);
+    return strided_copy(x, plan.out, plan.st, plan.base);
+  };
+  r.add(std::move(p));
+}
+
+// ---- gather / one_hot -----------------------------------------------------------------------
+
+void add_gather(sem::Registry& r) {
+  Primitive p = row("gather", "gather(x, indices, axis=0): NumPy take along axis",
+                    {input("x"), input("indices"), attr("axis", AK::Int, int_attr(0))});
+  p.infer = [](const std::vector<TypeP>& in, const Attrs& attrs) -> TypeP {
+    expect_inputs(in, 2, 2, "gather");
+    const Type& x = tensor_input(in, 0, "gather");
+    const Type& idx = tensor_input(in, 1, "gather");
+    if (!is_integer(idx.dtype)) user_error("gather indices must be i32 or i64, got " + idx.str());
+    int64_t axis = normalize_axis(attrs.get_int("axis"), x);
+    Shape out(x.shape.begin(), x.shape.begin() + axis);
+    out.insert(out.end(), idx.shape.begin(), idx.shape.end());
+    out.insert(out.end(), x.shape.begin() + axis + 1, x.shape.end());
+    return Type::tensor(x.dtype, out);
+  };
+  p.eval = [](const std::vector<Value>& in, const Attrs& attrs) -> Value {
+    const Tensor& x = in.at(0).tensor;
+    const Tensor& idx = in.at(1).tensor;
+    int64_t axis = normalize_axis(attrs.get_int("axis"), *x.type());
+    int64_t outer = 1, inner = 1, len = x.shape()[axis];
+    for (int64_t d = 0; d < axis; ++d) outer *= x.shape()[d];
+    for (int64_t d = axis + 1; d < x.rank(); ++d) inner *= x.shape()[d];
+    Shape out_shape(x.shape().begin(), x.shape().begin() + axis);
+    out_shape.insert(out_shape.end(), idx.shape().begin(), idx.shape().end());
+    out_shape.insert(out_shape.end(), x.shape().begin() + axis + 1, x.shape().end());
+    Tensor out = Tensor::empty(x.dtype(), out_shape);
+    size_t es = dtype_size(x.dtype());
+    const uint8_t* src = static_cast<const uint8_t*>(x.raw());
+    uint8_t* dst = static_cast<uint8_t*>(out.raw());
+    int64_t ni = idx.numel();
+    for (int64_t j = 0; j < ni; ++j) {
+      int64_t k = idx.dtype() == DType::i64 ? idx.data<int64_t>()[j] : idx.data<int32_t>()[j];
+      int64_t n = k < 0 ? k + len : k;
+      if (n < 0 || n >= len)
+        user_error("index " + std::to_string(k) + " is out of range for axis " +
+                   std::to_string(axis) + " of size " + std::to_string(len));
+      for (int64_t o = 0; o < outer; ++o)
+        std::memcpy(dst + ((o * ni + j) * inner) * es, src + ((o * len + n) * inner) * es,
+                    inner * es);
+    }
+    return out;
+  };
+  r.add(std::move(p));
+}
+
+void add_one_hot(sem::Registry& r) {
+  Primitive p = row(
+      "one_hot", "one_hot(labels, num_classes, dtype=f32): append a one-hot class axis",
+      {input("labels"), attr("num_classes", AK::Int), attr("dtype", AK::DType, Attr{DType::f32})});
+  p.differentiable = false;
+  p.infer = [](const std::vector<TypeP>& in, const Attrs& attrs) -> TypeP {
+    expect_inputs(in, 1, 1, "one_hot");
+    const Type& t = tensor_input(in, 0, "one_hot");
+    if (!is_integer(t.dtype)) user_error("one_hot labels must be i32 or i64, got " + t.str());
+    int64_t c = attrs.get_int("num_classes");
+    if (c < 0) user_error("one_hot num_classes must be non-negative, got " + std::to_string(c));
+    Shape out = t.shape;
+    out.push_back(c);
+    return Type::tensor(attrs.get_dtype("dtype"), out);
+  };
+  p.eval = [](const std::vector<Value>& in, const Attrs& attrs) -> Value {
+    const Tensor& labels = in.at(0).tensor;
+    int64_t c = attrs.get_int("num_classes");
+    Shape out_shape = labels.shape();
+    out_shape.push_back(c);
+    Tensor out = Tensor::zeros(attrs.get_dtype("dtype"), out_shape);
+    for (int64_t i = 0; i < labels.numel(); ++i) {
+      int64_t k =
+          labels.dtype() == DType::i64 ? labels.data<int64_t>()[i] : labels.data<int32_t>()[i];
+      if (k < 0 || k >= c)
+        user_error("one_hot label " + std::to_string(k) + " is out of range for " +
+                   std::to_string(c) + " classes");
+      out.set(i * c + k, 1.0);
+    }
+    return out;
+  };
+  r.add(std::move(p));
+}
+
+// ---- tuples and records ---------------------------------------------------------------------
+
+std::vector<std::string> split_names(const std::string& s) {
+  std::vector<std::string> out;
+  if (s.empty()) return out;
+  size_t b = 0;
+  for (;;) {
+    size_t e = s.find(',', b);
+    out.push_back(s.substr(b, e == std::string::npos ? std::string::npos : e - b));
+    if (e == std::string::npos) break;
+    b = e + 1;
+  }
+  return out;
+}
+
+void add_tuple_ops(sem::Registry& r) {
+  Primitive mk = row("make_tuple", "make_tuple(xs...): build a tuple", {input_list("xs")});
+  mk.infer = [](const std::vector<TypeP>& in, const Attrs&) -> TypeP { return Type::tuple(in); };
+  mk.eval = [](const std::vector<Value>& in, const Attrs&) -> Value { return Value::tuple(in); };
+  r.add(std::move(mk));
+
+  auto tuple_index = [](const Type& t, int64_t i) {
+    int64_t n = static_cast<int64_t>(t.elems.size());
+    int64_t k = i < 0 ? i + n : i;
+    if (k < 0 || k >= n)
+      user_error("tuple index " + std::to_string(i) + " is out of range for " + t.str());
+    return static_cast<size_t>(k);
+  };
+  Primitive get = row("tuple_get", "tuple_get(t, index): element of a tuple",
+                      {input("t"), attr("index", AK::Int)});
+  get.infer = [tuple_index](const std::vector<TypeP>& in, const Attrs& attrs) -> TypeP {
+    expect_inputs(in, 1, 1, "tuple_get");
+    if (!in[0] || in[0]->kind != Type::Kind::Tuple)
+      user_error("tuple_get expects a tuple, got " +
+                 (in[0] ? in[0]->str() : std::string("nothing")));
+    return in[0]->elems[tuple_index(*in[0], attrs.get_int("index"))];
+  };
+  get.eval = [](const std::vector<Value>& in, const Attrs& attrs) -> Value {
+    const Value& t = in.at(0);
+    if (t.kind != Value::Kind::Tuple) internal_error("tuple_get on a non-tuple value");
+    int64_t n = static_cast<int64_t>(t.items().size()), i = attrs.get_int("index");
+    int64_t k = i < 0 ? i + n : i;
+    if (k < 0 || k >= n) user_error("tuple index " + std::to_string(i) + " is out of range");
+    return t.items()[static_cast<size_t>(k)];
+  };
+  r.add(std::move(get));
+
+  Primitive mr = row("make_record",
+                     "make_record(fields..., name, names): build a record; names comma-separated",
+                     {input_list("fields"), attr("name", AK::String, Attr{std::string()}),
+                      attr("names", AK::String)});
+  mr.infer = [](const std::vector<TypeP>& in, const Attrs& attrs) -> TypeP {
+    std::vector<std::string> names = split_names(attrs.get_string("names"));
+    if (names.size() != in.size())
+      internal_error("make_record: " + std::to_string(names.size()) + " names for " +
+                     std::to_string(in.size()) + " fields");
+    return Type::record(attrs.has("name") ? attrs.get_string("name") : "", names, in);
+  };
+  mr.eval = [](const std::vector<Value>& in, const Attrs& attrs) -> Value {
+    std::vector<TypeP> types;
+    for (const Value& v : in) types.push_back(v.type());
+    TypeP t = Type::record(attrs.has("name") ? attrs.get_string("name") : "",
+                           split_names(attrs.get_string("names")), types);
+    return Value::record(t, in);
+  };
+  r.add(std::move(mr));
+
+  Primitive rg = row("record_get", "record_get(r, field): a field of a record",
+                     {input("r"), attr("field", AK::String)});
+  rg.infer = [](const std::vector<TypeP>& in, const Attrs& attrs) -> TypeP {
+    expect_inputs(in, 1, 1, "record_get");
+    if (!in[0] || in[0]->kind != Type::Kind::Record)
+      user_error("record_get expects a record, got " +
+                 (in[0] ? in[0]->str() : std::string("nothing")));
+    int i = in[0]->field_index(attrs.get_string("field"));
+    if (i < 0) user_error(in[0]->str() + " has no field '" + attrs.get_string("field") + "'");
+    return in[0]->elems[static_cast<size_t>(i)];
+  };
+  rg.eval = [](const std::vector<Value>& in, const Attrs& attrs) -> Value {
+    const Value& v = in.at(0);
+    if (v.kind != Value::Kind::Record || !v.record_type)
+      internal_error("record_get on a non-record value");
+    int i = v.record_type->field_index(attrs.get_string("field"));
+    if (i < 0) user_error(v.type()->str() + " has no field '" + attrs.get_string("field") + "'");
+    return v.items()[static_cast<size_t>(i)];
+  };
+  r.add(std::move(rg));
+}
+
+}  // namespace
+
+void register_shape(sem::Registry& r) {
+  add_transpose(r, "transpose", true);
+  add_transpose(r, "permute", false);
+  add_reshape(r);
+  add_broadcast_to(r);
+  add_reshape_like(r, "flatten", "flatten(x, start_axis=1): merge the axes from start_axis on",
+                   {input("x"), attr("start_axis", AK::Int, int_attr(1))}, flatten_shape);
+  add_reshape_like(r, "squeeze", "squeeze(x, axis=none): remove size-1 axes (none: all of them)",
+                   {input("x"), attr("axis", AK::IntsOrNone, none())}, squeeze_shape);
+  add_reshape_like(r, "unsqueeze", "unsqueeze(x, axis): insert a size-1 axis at axis",
+                   {input("x"), attr("axis", AK::Int)}, expand_shape);
+  add_reshape_like(r, "expand_dims", "expand_dims(x, axis): insert a size-1 axis (= unsqueeze)",
+                   {input("x"), attr("axis", AK::Int)}, expand_shape);
+  add_join(r, false);
+  add_join(r, true);
+  add_slice(r);
+  add_gather(r);
+  add_one_hot(r);
+  add_tuple_ops(r);
+}
+
+}  // namespace spora::ops

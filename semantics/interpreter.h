@@ -1,0 +1,116 @@
+// The reference interpreter: runs a Module node by node (DESIGN.md sections 1 and 4). It is the
+// semantic oracle every backend, pass and transform is compared against, so it is plain and
+// does no optimisation.
+//
+// Execution model
+//   - A call of graph G creates a Frame: one slot per parameter and node of G, plus a pointer to
+//     the frame of G's lexical parent. Nodes run in list order; an input is looked up in the
+//     frame of the graph that owns it, found by walking the parent chain (closures).
+//   - Apply of a primitive: prim->eval(input values, attrs). Apply with a callee graph: a
+//     recursive call; the callee's parent frame is the innermost active frame of callee->parent.
+//   - Structured control flow (ir.h) is run here, not by a kernel:
+//       if(c, @then, @else)                  runs one zero-parameter branch, returns its value
+//       while(@cond, @body, s...)            cond(s...) -> bool; body(s...) -> (s'...); result
+//       (s...) for_range(start, stop, step, @body, s...)   body(i, s...) -> (s'...); result (s...),
+//                                            i a scalar of start's dtype (i32 or i64)
+//       for_each(iter, @body, s...)          iter is an Iterable (semantics/iterable.h)
+//     Bodies run with the current frame chain as their environment.
+//   - A graph constant evaluates to an opaque GraphRef (it only names the graph; the
+//     environment is always the active frame of the graph's parent).
+//
+// Errors: a lang::UserError from a kernel or a shape rule is rethrown as RuntimeError with the
+// node's source location (the innermost node that has one) and the chain of call sites, so the
+// driver prints `file:line:col: error: ...` with a caret. Bugs (malformed IR) are
+// lang::InternalError. Recursion deeper than max_depth calls is a RuntimeError
+// "recursion too deep (limit N)".
+//
+// Deep recursion: when a call finds the thread's stack nearly used up, it continues on a fresh
+// thread with a 64 MiB stack (the caller waits), so depth is bounded by max_depth, not by the
+// 8 MiB main stack; these extra stacks total at most stack_budget bytes (then the error says
+// "out of stack"). Stack pages are only committed when touched.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "lang/diagnostics.h"
+#include "semantics/ir/ir.h"
+#include "semantics/value.h"
+
+namespace spora::sem {
+
+// A user error raised while running, located at the IR node that failed.
+struct RuntimeError : lang::UserError {
+  RuntimeError(const std::string& message, lang::SourceLoc where,
+               std::vector<lang::SourceLoc> calls = {})
+      : lang::UserError(message), loc(where), call_stack(std::move(calls)) {}
+  lang::SourceLoc loc;                      // the failing node (or the nearest located caller)
+  std::vector<lang::SourceLoc> call_stack;  // call sites, innermost first ("called from" notes)
+};
+
+// The value of a graph constant: names a graph of the running module.
+struct GraphRef : Opaque {
+  explicit GraphRef(const ir::Graph* g) : graph(g) {}
+  const ir::Graph* graph;
+  std::string describe() const override { return "<graph @" + graph->name + ">"; }
+};
+
+// One executed node, for the trace hook. `seconds` is the node's wall time (for a call or a
+// loop, including everything it ran); depth is the call depth (0 = the graph given to call()).
+struct TraceEvent {
+  const ir::Node* node;
+  const Value* result;
+  double seconds;
+  int depth;
+};
+using TraceHook = std::function<void(const TraceEvent&)>;
+
+class Interpreter {
+ public:
+  explicit Interpreter(const ir::Module& module);
+  ~Interpreter();
+  Interpreter(const Interpreter&) = delete;
+  Interpreter& operator=(const Interpreter&) = delete;
+
+  // Runs g with the given arguments (one per parameter). g must be a top-level graph, or a
+  // nested graph that uses no free variables. Throws RuntimeError on user errors.
+  Value call(const ir::Graph* g, std::vector<Value> args);
+  // Runs the module's entry graph (main); InternalError if there is none.
+  Value run_entry(std::vector<Value> args = {});
+
+  // Called after every node (including nodes of nested calls); empty to disable.
+  void set_trace(TraceHook hook) { trace_ = std::move(hook); }
+  // The most nested graph calls allowed (loop iterations do not count).
+  void set_max_depth(int depth) { max_depth_ = depth; }
+  int max_depth() const { return max_depth_; }
+  // Total bytes of extra stack deep recursion may use (default 1 GiB; 0: the caller's only).
+  void set_stack_budget(size_t bytes) { stack_budget_ = bytes; }
+
+  const ir::Module& module() const { return module_; }
+
+ private:
+  struct Frame;
+  struct Layout;
+
+  Value run_graph(const ir::Graph* g, std::vector<Value>& args, const Frame* parent);
+  Value eval_node(const ir::Node* n, const Frame& frame);
+  Value eval_control(const ir::Node* n, const std::vector<Value>& in, const Frame& frame);
+  Value run_nested(const ir::Graph* body, std::vector<Value> args, const Frame& frame);
+  const Value& lookup(const ir::Node* n, const Frame& frame) const;
+  const Frame* frame_of(const ir::Graph* g, const Frame* from) const;
+  const Layout& layout(const ir::Graph* g);
+  Value call_graph(const ir::Node* site, std::vector<Value>& args, const Frame& frame);
+
+  const ir::Module& module_;
+  std::unordered_map<const ir::Graph*, std::unique_ptr<Layout>> layouts_;
+  TraceHook trace_;
+  int max_depth_ = 10000;
+  int depth_ = 0;
+  size_t stack_budget_ = size_t{1} << 30;
+  size_t stack_used_ = 0;  // extra stack bytes currently in use
+};
+
+}  // namespace spora::sem

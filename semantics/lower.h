@@ -1,0 +1,66 @@
+// AST -> typed graph IR: name resolution, type and shape inference and specialisation, done
+// together as one abstract interpretation of the program (a staging specialiser in the spirit
+// of MindSpore's graph-mode parser and JAX's tracing, with Myia's per-signature graphs).
+//
+// How a program becomes IR:
+//  1. Lowering starts at the entry function (main) and walks the AST with an environment
+//     of *abstract values*: a run-time value is an IR node (with its type); everything the
+//     compiler can know statically stays static: integer/float/bool literals (weakly typed,
+//     as in JAX), strings, tuples and records of abstract values, functions, closures
+//     (lambda + captured environment), models' static hyper-parameters, dtypes.
+//  2. Operators and primitive calls bind their arguments to the primitive's signature in the
+//     registry, materialise weak literals with the dtype of the tensor they meet, run the
+//     primitive's shape rule (errors point at the expression and name both shapes), and emit
+//     an Apply node.
+//  3. A call of a `def` whose arguments and result are run-time data becomes a call of a
+//     graph specialised for the arguments' types (one graph per signature, cached;
+//     recursion calls the graph being built, which needs a declared return type). A call
+//     that passes or returns functions, or returns static values, is inlined instead, so
+//     closures and higher-order functions never survive into the IR as run-time values.
+//  4. Control flow with a static condition is decided at compile time; with a run-time
+//     condition it becomes structured IR: `if` with two branch graphs, `while` with
+//     cond/body graphs, `for_range`, `for_each`; variables a branch or a loop body reassigns
+//     become the branch results / loop-carried state. Iterating a tuple unrolls.
+//  5. The module is verified (semantics/ir/verifier.h) before it is returned.
+//
+// Every user error is reported through the DiagnosticEngine with the source range of the
+// offending expression; lowering continues with the next statement where it can, so
+// independent errors are all reported.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lang/ast.h"
+#include "lang/diagnostics.h"
+#include "semantics/ir/ir.h"
+
+namespace spora::sem {
+
+// A program: the main file and every module it imports (std modules from lang/std/).
+struct Program {
+  std::vector<std::unique_ptr<lang::Module>> modules;  // modules[0] is the main file
+  std::vector<std::string> module_names;               // "" for the main file, "std.nn", ...
+};
+
+// Parses `path` and, recursively, its imports (`import std.nn` reads <std_dir>/nn.sp).
+// Diagnostics go to `diags`; returns null when a file could not be read or parsed.
+std::unique_ptr<Program> load_program(lang::SourceManager& sources, const std::string& path,
+                                      lang::DiagnosticEngine& diags,
+                                      const std::string& std_dir = "");
+// The directory of the standard library (lang/std in the source tree, or $SPORA_STD_DIR).
+std::string default_std_dir();
+
+struct LowerOptions {
+  std::string entry = "main";
+  // Also type-check every function whose parameters are all annotated (spora check).
+  bool check_all = false;
+};
+
+// Lowers the program to a typed module whose entry graph is `options.entry`. Returns null
+// (with diagnostics) on errors.
+std::unique_ptr<ir::Module> lower_program(const Program& program, lang::DiagnosticEngine& diags,
+                                          const LowerOptions& options = {});
+
+}  // namespace spora::sem

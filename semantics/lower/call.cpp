@@ -1,0 +1,412 @@
+// Calls: dispatch on the callee, binding of arguments to a primitive's signature (with weak
+// literal typing), built-in special forms, and model construction.
+#include <fmt/format.h>
+
+#include "semantics/lower/lowerer.h"
+
+namespace spora::sem::lower {
+
+namespace {
+
+using AttrKind = ParamSpec::AttrKind;
+
+const char* attr_kind_name(AttrKind k) {
+  switch (k) {
+    case AttrKind::Int: return "a compile-time integer";
+    case AttrKind::Float: return "a compile-time number";
+    case AttrKind::Bool: return "true or false";
+    case AttrKind::String: return "a string";
+    case AttrKind::Ints: return "a compile-time integer or tuple of integers";
+    case AttrKind::IntsOrNone: return "none, or a compile-time integer or tuple of integers";
+    case AttrKind::IntOrNone: return "none or a compile-time integer";
+    case AttrKind::DType: return "a dtype (f32, f64, i32, i64, bool)";
+    case AttrKind::Any: return "a compile-time value";
+  }
+  return "a value";
+}
+
+// Integer list from a static value: 3, (2, 3), or a constant integer tensor literal [2, 3].
+std::optional<std::vector<int64_t>> static_ints(const AV& v) {
+  if (v->kind == AK::Int) return std::vector<int64_t>{v->i};
+  if (v->kind == AK::Tuple) {
+    std::vector<int64_t> out;
+    for (const auto& e : v->elems) {
+      if (e->kind != AK::Int) return std::nullopt;
+      out.push_back(e->i);
+    }
+    return out;
+  }
+  if (v->kind == AK::Node && v->node->is_constant() && v->node->value.is_tensor()) {
+    const Tensor& t = v->node->value.tensor;
+    if (!is_integer(t.dtype()) || t.rank() > 1) return std::nullopt;
+    std::vector<int64_t> out;
+    for (int64_t i = 0; i < t.numel(); ++i) out.push_back(static_cast<int64_t>(t.get(i)));
+    return out;
+  }
+  return std::nullopt;
+}
+
+std::optional<Attr> to_attr(const AV& v, AttrKind k) {
+  switch (k) {
+    case AttrKind::Int:
+      if (v->kind == AK::Int) return Attr{v->i};
+      return std::nullopt;
+    case AttrKind::Float:
+      if (v->kind == AK::Int) return Attr{static_cast<double>(v->i)};
+      if (v->kind == AK::Float) return Attr{v->f};
+      return std::nullopt;
+    case AttrKind::Bool:
+      if (v->kind == AK::Bool) return Attr{v->b};
+      return std::nullopt;
+    case AttrKind::String:
+      if (v->kind == AK::Str) return Attr{v->s};
+      return std::nullopt;
+    case AttrKind::IntsOrNone:
+      if (v->kind == AK::None) return Attr{std::monostate{}};
+      [[fallthrough]];
+    case AttrKind::Ints:
+      if (auto xs = static_ints(v)) return Attr{*xs};
+      return std::nullopt;
+    case AttrKind::IntOrNone:
+      if (v->kind == AK::None) return Attr{std::monostate{}};
+      if (v->kind == AK::Int) return Attr{v->i};
+      return std::nullopt;
+    case AttrKind::DType:
+      if (v->kind == AK::DType) return Attr{v->dtype};
+      return std::nullopt;
+    case AttrKind::Any:
+      switch (v->kind) {
+        case AK::None: return Attr{std::monostate{}};
+        case AK::Int: return Attr{v->i};
+        case AK::Float: return Attr{v->f};
+        case AK::Bool: return Attr{v->b};
+        case AK::Str: return Attr{v->s};
+        case AK::DType: return Attr{v->dtype};
+        default:
+          if (auto xs = static_ints(v)) return Attr{*xs};
+          return std::nullopt;
+      }
+  }
+  return std::nullopt;
+}
+
+bool tensorish(const AV& v) { return is_static_number(v) || (v->kind == AK::Node && v->type->is_tensor()); }
+
+// 64-bit mix (splitmix64 finaliser): derives parameter seeds from a model seed and a path.
+int64_t mix_seed(int64_t seed, int64_t salt) {
+  uint64_t z = static_cast<uint64_t>(seed) * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(salt) + 0x632BE59BD9B4E019ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return static_cast<int64_t>((z ^ (z >> 31)) & 0x7FFFFFFFFFFFull);
+}
+
+}  // namespace
+
+ir::Node* Lowerer::emit_node(const std::string& prim_name, std::vector<ir::Node*> inputs, Attrs attrs,
+                             lang::SourceRange r) {
+  const Primitive* prim = Registry::instance().find(prim_name);
+  if (!prim) throw lang::InternalError("unknown primitive '" + prim_name + "'");
+  std::vector<TypeP> types;
+  for (auto* n : inputs) types.push_back(n->type);
+  TypeP out;
+  try {
+    out = prim->infer(types, attrs);
+  } catch (const lang::UserError& e) {
+    fail(r, e.what());
+  }
+  return module_.add_apply(graph_, prim, std::move(inputs), std::move(attrs), out, loc(r));
+}
+
+AV Lowerer::emit(const std::string& prim, std::vector<ir::Node*> inputs, Attrs attrs, lang::SourceRange r) {
+  return make_node(emit_node(prim, std::move(inputs), std::move(attrs), r));
+}
+
+AV Lowerer::call_primitive(const Primitive& prim, std::vector<Arg> args, lang::SourceRange r,
+                           std::optional<DType> init_dtype, const Shape* init_shape,
+                           std::optional<int64_t> init_seed) {
+  const auto& ps = prim.params;
+  std::vector<std::optional<Arg>> bound(ps.size());
+  size_t positional = 0;
+  for (auto& a : args) {
+    size_t k;
+    if (a.keyword.empty()) {
+      k = positional++;
+      if (k < ps.size() && ps[k].kind == ParamSpec::Kind::InputList && false) {}
+      if (k >= ps.size())
+        fail(a.range, fmt::format("{} takes at most {} argument{} but {} were given", prim.name, ps.size(),
+                                  ps.size() == 1 ? "" : "s", args.size()));
+    } else {
+      k = 0;
+      while (k < ps.size() && ps[k].name != a.keyword) ++k;
+      if (k == ps.size()) {
+        std::string names;
+        for (const auto& p : ps) names += (names.empty() ? "" : ", ") + p.name;
+        fail(a.range, fmt::format("{} has no parameter named '{}' (parameters: {})", prim.name, a.keyword, names));
+      }
+      if (bound[k]) fail(a.range, fmt::format("parameter '{}' of {} is given twice", a.keyword, prim.name));
+    }
+    bound[k] = std::move(a);
+  }
+  // Initialiser context (a model's `param w: f32[3, 4] = normal(0.0, 0.02)`): the declared
+  // shape, dtype and a derived seed fill the parameters the call left out.
+  std::vector<ir::Node*> inputs;
+  std::vector<std::pair<size_t, AV>> tensor_args;
+  Attrs attrs;
+  // The dtype weak literals take: that of the first run-time tensor argument.
+  std::optional<DType> ctx;
+  for (size_t k = 0; k < ps.size(); ++k) {
+    if (!bound[k]) continue;
+    const AV& v = bound[k]->value;
+    if (ps[k].kind == ParamSpec::Kind::Input || ps[k].kind == ParamSpec::Kind::OptionalInput) {
+      if (v->kind == AK::Node && v->type->is_tensor() && !ctx) ctx = v->type->dtype;
+    } else if (ps[k].kind == ParamSpec::Kind::InputList && v->kind == AK::Tuple) {
+      for (const auto& e : v->elems)
+        if (e->kind == AK::Node && e->type->is_tensor() && !ctx) ctx = e->type->dtype;
+    }
+  }
+  auto materialise = [&](const AV& v, lang::SourceRange ar, const std::string& pname) -> ir::Node* {
+    if (!tensorish(v))
+      fail(ar, fmt::format("argument '{}' of {} must be a tensor, not {}", pname, prim.name, describe(v)));
+    if (v->kind == AK::Node) return v->node;
+    std::optional<DType> dt = ctx;
+    if (v->kind == AK::Float && dt && !is_float(*dt)) dt = DType::f32;
+    if (v->kind == AK::Bool && dt && *dt != DType::boolean) dt = std::nullopt;
+    if (v->kind == AK::Int && dt && *dt == DType::boolean) dt = std::nullopt;
+    return to_node(v, ar, dt);
+  };
+  bool skipped_optional = false;
+  for (size_t k = 0; k < ps.size(); ++k) {
+    const ParamSpec& p = ps[k];
+    switch (p.kind) {
+      case ParamSpec::Kind::Input:
+        if (!bound[k]) fail(r, fmt::format("missing argument '{}' of {}", p.name, prim.name));
+        inputs.push_back(materialise(bound[k]->value, bound[k]->range, p.name));
+        break;
+      case ParamSpec::Kind::OptionalInput:
+        if (!bound[k] || bound[k]->value->kind == AK::None) {
+          skipped_optional = true;
+          break;
+        }
+        if (skipped_optional)
+          fail(bound[k]->range, fmt::format("{}: '{}' needs the optional inputs before it", prim.name, p.name));
+        inputs.push_back(materialise(bound[k]->value, bound[k]->range, p.name));
+        break;
+      case ParamSpec::Kind::InputList: {
+        if (!bound[k]) fail(r, fmt::format("missing argument '{}' of {}", p.name, prim.name));
+        const AV& v = bound[k]->value;
+        if (v->kind == AK::Tuple) {
+          for (const auto& e : v->elems) inputs.push_back(materialise(e, bound[k]->range, p.name));
+        } else if (v->kind == AK::Node && v->type->kind == Type::Kind::Tuple) {
+          for (size_t e = 0; e < v->type->elems.size(); ++e) {
+            Attrs a;
+            a.set("index", static_cast<int64_t>(e));
+            inputs.push_back(emit_node("tuple_get", {v->node}, a, bound[k]->range));
+          }
+        } else {
+          fail(bound[k]->range, fmt::format("argument '{}' of {} must be a tuple of tensors, not {}", p.name,
+                                            prim.name, describe(v)));
+        }
+        break;
+      }
+      case ParamSpec::Kind::Attr: {
+        if (!bound[k]) {
+          if (p.name == "shape" && init_shape) {
+            attrs.set(p.name, *init_shape);
+          } else if (p.name == "dtype" && init_dtype) {
+            attrs.set(p.name, *init_dtype);
+          } else if (p.name == "seed" && init_seed) {
+            attrs.set(p.name, *init_seed);
+          } else if (p.default_value) {
+            attrs.set(p.name, *p.default_value);
+          } else {
+            fail(r, fmt::format("missing argument '{}' of {}", p.name, prim.name));
+          }
+          break;
+        }
+        auto a = to_attr(bound[k]->value, p.attr_kind);
+        if (!a)
+          fail(bound[k]->range, fmt::format("argument '{}' of {} must be {}, not {}", p.name, prim.name,
+                                            attr_kind_name(p.attr_kind), describe(bound[k]->value)));
+        attrs.set(p.name, *a);
+        break;
+      }
+    }
+  }
+  return emit(prim.name, std::move(inputs), std::move(attrs), r);
+}
+
+AV Lowerer::call(AV callee, std::vector<Arg> args, lang::SourceRange r) {
+  switch (callee->kind) {
+    case AK::Builtin:
+      if (callee->prim && callee->s != "print") return call_primitive(*callee->prim, std::move(args), r);
+      return call_builtin(callee->s, std::move(args), r);
+    case AK::Def: return call_def(*callee, std::move(args), r);
+    case AK::Closure: return call_closure(*callee, std::move(args), r);
+    case AK::ModelClass: return construct_model(*callee, std::move(args), r);
+    case AK::Record:
+      if (callee->model) {
+        AV fwd = eval_attribute(callee, "forward", r);
+        return call_def(*fwd, std::move(args), r);
+      }
+      break;
+    case AK::Error: return callee;
+    default: break;
+  }
+  fail(r, fmt::format("{} is not callable", describe(callee)));
+}
+
+AV Lowerer::call_builtin(const std::string& name, std::vector<Arg> args, lang::SourceRange r) {
+  auto want = [&](size_t n) {
+    for (const auto& a : args)
+      if (!a.keyword.empty()) fail(a.range, fmt::format("{} takes no keyword arguments", name));
+    if (args.size() != n)
+      fail(r, fmt::format("{} takes {} argument{} but {} were given", name, n, n == 1 ? "" : "s", args.size()));
+  };
+  if (name == "print") {
+    std::vector<ir::Node*> xs;
+    for (const auto& a : args) {
+      if (!a.keyword.empty()) fail(a.range, "print takes no keyword arguments");
+      if (contains_function(a.value)) fail(a.range, fmt::format("cannot print {}", describe(a.value)));
+      xs.push_back(to_node(a.value, a.range));
+    }
+    emit("print", xs, {}, r);
+    return make_none();
+  }
+  if (name == "len") {
+    want(1);
+    const AV& v = args[0].value;
+    if (v->kind == AK::Tuple) return make_int(static_cast<int64_t>(v->elems.size()));
+    if (v->kind == AK::Node && v->type->kind == Type::Kind::Tuple) return make_int(static_cast<int64_t>(v->type->elems.size()));
+    if (v->kind == AK::Node && v->type->is_tensor() && v->type->rank() > 0) return make_int(v->type->shape[0]);
+    fail(args[0].range, fmt::format("len() of {} is not defined", describe(v)));
+  }
+  if (name == "shape") {
+    want(1);
+    return eval_attribute(args[0].value, "shape", args[0].range);
+  }
+  if (name == "int" || name == "float" || name == "bool") {
+    want(1);
+    const AV& v = args[0].value;
+    if (is_static_number(v)) {
+      double d = v->kind == AK::Float ? v->f : v->kind == AK::Int ? static_cast<double>(v->i) : v->b;
+      if (name == "int") return make_int(static_cast<int64_t>(d));
+      if (name == "float") return make_float(d);
+      return make_bool(d != 0);
+    }
+    if (v->kind == AK::Node && v->type->is_tensor()) {
+      Attrs a;
+      a.set("dtype", name == "int" ? DType::i32 : name == "float" ? DType::f32 : DType::boolean);
+      return emit("cast", {v->node}, a, r);
+    }
+    fail(args[0].range, fmt::format("{}() of {} is not defined", name, describe(v)));
+  }
+  if (name == "range") fail(r, "range(...) can only be iterated by a for loop: `for i in range(n) { ... }`");
+  fail(r, fmt::format("'{}' is not available in this build of Spora yet", name));
+}
+
+AV Lowerer::construct_model(const AVal& cls, std::vector<Arg> args, lang::SourceRange r) {
+  const lang::ModelDef& md = *cls.model;
+  Env env;
+  env.module = cls.module;
+  env.push();
+  // Constructor arguments (static hyper-parameters or run-time values), plus `seed`.
+  std::vector<AV> bound(md.params.size());
+  int64_t seed = mix_seed(0, model_counter_++);
+  bool seed_given = false;
+  size_t positional = 0;
+  for (auto& a : args) {
+    size_t k;
+    if (a.keyword.empty()) {
+      k = positional++;
+      if (k >= md.params.size())
+        fail(a.range, fmt::format("model '{}' takes {} argument{} but {} were given", md.name, md.params.size(),
+                                  md.params.size() == 1 ? "" : "s", args.size()));
+    } else {
+      if (a.keyword == "seed") {
+        bool declared = false;
+        for (const auto& p : md.params) declared = declared || p.name == "seed";
+        if (!declared) {
+          if (a.value->kind != AK::Int) fail(a.range, fmt::format("seed must be a compile-time integer, not {}", describe(a.value)));
+          seed = a.value->i;
+          seed_given = true;
+          continue;
+        }
+      }
+      k = 0;
+      while (k < md.params.size() && md.params[k].name != a.keyword) ++k;
+      if (k == md.params.size()) {
+        std::string names;
+        for (const auto& p : md.params) names += (names.empty() ? "" : ", ") + p.name;
+        fail(a.range, fmt::format("model '{}' has no parameter named '{}' (parameters: {}{}seed)", md.name,
+                                  a.keyword, names, names.empty() ? "" : ", "));
+      }
+    }
+    if (bound[k]) fail(a.range, fmt::format("parameter '{}' of model '{}' is given twice", md.params[k].name, md.name));
+    bound[k] = a.value;
+  }
+  (void)seed_given;
+  auto rec = std::make_shared<AVal>();
+  rec->kind = AK::Record;
+  rec->record_name = md.name;
+  rec->model = &md;
+  for (size_t k = 0; k < md.params.size(); ++k) {
+    const auto& p = md.params[k];
+    AV v = bound[k];
+    if (!v) {
+      if (!p.default_value) fail(r, fmt::format("missing argument '{}' of model '{}'", p.name, md.name));
+      v = eval(*p.default_value, env);
+    }
+    if (p.type) v = check_annotation(v, *p.type, env, fmt::format("argument '{}' of model '{}'", p.name, md.name), r);
+    env.declare(p.name, Binding{v, false, p.range});
+    rec->statics.emplace_back(p.name, v);
+  }
+  rec->statics.emplace_back("seed", make_int(seed));
+  for (size_t f = 0; f < md.fields.size(); ++f) {
+    const auto& fd = md.fields[f];
+    const int64_t field_seed = mix_seed(seed, static_cast<int64_t>(f) + 1);
+    AV v;
+    if (fd.init && fd.init->kind == lang::ExprKind::Call) {
+      AV callee = eval(*fd.init->callee, env);
+      std::vector<Arg> cargs;
+      for (const auto& a : fd.init->args) cargs.push_back(Arg{"", eval(*a, env), a->range});
+      for (const auto& k : fd.init->kwargs) cargs.push_back(Arg{k.name, eval(*k.value, env), k.value->range});
+      if (callee->kind == AK::Builtin && callee->prim && fd.type) {
+        TypeP t = resolve_type(*fd.type, env);
+        v = call_primitive(*callee->prim, std::move(cargs), fd.init->range, t->dtype, &t->shape, field_seed);
+      } else if (callee->kind == AK::ModelClass) {
+        bool has_seed = false;
+        for (const auto& a : cargs) has_seed = has_seed || a.keyword == "seed";
+        if (!has_seed) cargs.push_back(Arg{"seed", make_int(field_seed), fd.init->range});
+        v = call(callee, std::move(cargs), fd.init->range);
+      } else {
+        v = call(callee, std::move(cargs), fd.init->range);
+      }
+    } else if (fd.init) {
+      v = eval(*fd.init, env);
+    } else if (fd.type) {
+      TypeP t = resolve_type(*fd.type, env);
+      Attrs a;
+      a.set("shape", t->shape);
+      a.set("dtype", t->dtype);
+      v = emit("zeros", {}, a, fd.range);
+    } else {
+      fail(fd.range, fmt::format("field '{}' needs a type or an initial value", fd.name));
+    }
+    if (fd.type && fd.is_param)
+      v = check_annotation(v, *fd.type, env, fmt::format("parameter '{}' of model '{}'", fd.name, md.name),
+                           fd.init ? fd.init->range : fd.range);
+    if (fd.is_param && v->kind != AK::Node && v->kind != AK::Record && v->kind != AK::Tuple)
+      fail(fd.init ? fd.init->range : fd.range,
+           fmt::format("parameter '{}' of model '{}' must be a tensor or a model, not {}", fd.name, md.name, describe(v)));
+    env.declare(fd.name, Binding{v, false, fd.range});
+    if (fd.is_param) {
+      rec->names.push_back(fd.name);
+      rec->elems.push_back(v);
+    } else {
+      rec->statics.emplace_back(fd.name, v);
+    }
+  }
+  return rec;
+}
+
+}  // namespace spora::sem::lower

@@ -1,0 +1,754 @@
+// Driver, globals, function specialisation and value packing of the lowering.
+#include "semantics/lower/lowerer.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "lang/parser.h"
+#include "semantics/ir/verifier.h"
+
+namespace spora::sem {
+
+using lower::Lowerer;
+
+std::string default_std_dir() {
+  if (const char* d = std::getenv("SPORA_STD_DIR")) return d;
+#ifdef SPORA_SOURCE_DIR_STR
+  return std::string(SPORA_SOURCE_DIR_STR) + "/lang/std";
+#else
+  return "lang/std";
+#endif
+}
+
+std::unique_ptr<Program> load_program(lang::SourceManager& sources, const std::string& path,
+                                      lang::DiagnosticEngine& diags, const std::string& std_dir) {
+  auto program = std::make_unique<Program>();
+  int file;
+  try {
+    file = sources.load(path);
+  } catch (const std::exception& e) {
+    diags.error({}, fmt::format("cannot read '{}': {}", path, e.what()));
+    return nullptr;
+  }
+  auto main = lang::parse_file(sources, file, diags);
+  if (!main || diags.has_errors()) return nullptr;
+  program->modules.push_back(std::move(main));
+  program->module_names.push_back("");
+  const std::string dir = std_dir.empty() ? default_std_dir() : std_dir;
+  // Breadth-first over imports; each module is loaded once.
+  for (size_t m = 0; m < program->modules.size(); ++m) {
+    for (const auto& imp : program->modules[m]->imports) {
+      std::string name;
+      for (size_t k = 0; k < imp.path.size(); ++k) name += (k ? "." : "") + imp.path[k];
+      bool seen = false;
+      for (const auto& n : program->module_names) seen = seen || n == name;
+      if (seen) continue;
+      if (imp.path.size() != 2 || imp.path[0] != "std") {
+        diags.error(imp.range, fmt::format("unknown module '{}': only std.<name> modules can be imported", name));
+        continue;
+      }
+      const std::string file_path = dir + "/" + imp.path[1] + ".sp";
+      if (!std::filesystem::exists(file_path)) {
+        diags.error(imp.range, fmt::format("unknown module '{}' (no file {})", name, file_path));
+        continue;
+      }
+      int f = sources.load(file_path);
+      auto mod = lang::parse_file(sources, f, diags);
+      if (!mod) return nullptr;
+      program->modules.push_back(std::move(mod));
+      program->module_names.push_back(name);
+    }
+  }
+  if (diags.has_errors()) return nullptr;
+  return program;
+}
+
+std::unique_ptr<ir::Module> lower_program(const Program& program, lang::DiagnosticEngine& diags,
+                                          const LowerOptions& options) {
+  auto module = std::make_unique<ir::Module>();
+  Lowerer lowerer(program, diags, *module);
+  if (options.check_all) lowerer.check_annotated_functions();
+  bool ok = lowerer.lower_entry(options.entry);
+  if (!ok || diags.has_errors()) return nullptr;
+  auto problems = ir::verify(*module);
+  if (!problems.empty()) {
+    std::string all;
+    for (const auto& p : problems) all += "\n  " + p;
+    throw lang::InternalError("the lowered IR does not verify:" + all);
+  }
+  return module;
+}
+
+}  // namespace spora::sem
+
+namespace spora::sem::lower {
+
+namespace {
+const std::set<std::string>& special_builtins() {
+  static const std::set<std::string> s = {
+      "range", "print", "len", "int", "float", "bool", "shape", "grad", "value_and_grad",
+      "jvp", "vjp", "set_mode", "fashion_mnist", "save", "load", "tuple_len"};
+  return s;
+}
+}  // namespace
+
+Lowerer::Lowerer(const Program& program, lang::DiagnosticEngine& diags, ir::Module& module)
+    : program_(program), diags_(diags), module_(module) {
+  globals_.resize(program.modules.size());
+  for (size_t m = 0; m < program.modules.size(); ++m) {
+    const auto& mod = *program.modules[m];
+    auto& g = globals_[m];
+    auto declare = [&](const std::string& name, AV v, lang::SourceRange r) {
+      if (g.count(name) && g[name].decl.valid()) {
+        error(r, fmt::format("'{}' is already defined", name));
+        diags_.note(g[name].decl, fmt::format("'{}' was first defined here", name));
+        return;
+      }
+      g[name] = Binding{std::move(v), false, r};
+    };
+    for (const auto& f : mod.functions) {
+      auto v = std::make_shared<AVal>();
+      v->kind = AK::Def;
+      v->def = f.get();
+      v->module = static_cast<int>(m);
+      declare(f->name, v, f->name_range);
+    }
+    for (const auto& md : mod.models) {
+      auto v = std::make_shared<AVal>();
+      v->kind = AK::ModelClass;
+      v->model = md.get();
+      v->module = static_cast<int>(m);
+      declare(md->name, v, md->name_range);
+    }
+  }
+  // Imports: `import std.nn` binds `nn` (or the alias) and, at lower priority, every name the
+  // module defines (so std functions can be used unqualified unless shadowed).
+  for (size_t m = 0; m < program.modules.size(); ++m) {
+    for (const auto& imp : program.modules[m]->imports) {
+      std::string name;
+      for (size_t k = 0; k < imp.path.size(); ++k) name += (k ? "." : "") + imp.path[k];
+      for (size_t t = 0; t < program.module_names.size(); ++t) {
+        if (program.module_names[t] != name) continue;
+        auto ns = std::make_shared<AVal>();
+        ns->kind = AK::Namespace;
+        ns->s = name;
+        ns->module = static_cast<int>(t);
+        globals_[m][imp.alias.empty() ? imp.path.back() : imp.alias] = Binding{ns, false, imp.range};
+        for (const auto& [n, b] : globals_[t])
+          if (!globals_[m].count(n) && b.value->kind != AK::Namespace)
+            globals_[m][n] = Binding{b.value, false, {}};
+      }
+    }
+  }
+  // Module-level constants: evaluated now, must be static.
+  for (size_t m = 0; m < program.modules.size(); ++m) {
+    for (const auto& st : program.modules[m]->globals) {
+      Env env;
+      env.module = static_cast<int>(m);
+      env.push();
+      try {
+        AV v = eval(*st->value, env);
+        if (contains_function(v) ? false : !contains_static(v) || v->kind == AK::Node)
+          fail(st->value->range, "a module-level let must be a compile-time constant (a number, string or tuple of those)");
+        bind_pattern(st->pattern, v, env, true, false, st->value->range);
+        for (const auto& [n, b] : env.scopes.back()) globals_[m][n] = b;
+      } catch (const Abort&) {
+      }
+    }
+  }
+}
+
+void Lowerer::error(lang::SourceRange r, const std::string& message) { diags_.error(r, message); }
+
+void Lowerer::fail(lang::SourceRange r, const std::string& message) {
+  diags_.error(r, message);
+  throw Abort{};
+}
+
+const Binding* Lowerer::lookup_global(int module, const std::string& name) const {
+  auto& g = globals_.at(module);
+  auto it = g.find(name);
+  if (it != g.end()) return &it->second;
+  // Built-ins: primitives of the registry, special forms, dtype names.
+  static std::map<std::string, Binding> builtins;
+  auto b = builtins.find(name);
+  if (b != builtins.end()) return &b->second;
+  AV v;
+  if (auto dt = parse_dtype(name)) {
+    v = make_dtype(*dt);
+  } else if (special_builtins().count(name)) {
+    auto a = std::make_shared<AVal>();
+    a->kind = AK::Builtin;
+    a->s = name;
+    v = a;
+  } else if (const Primitive* p = Registry::instance().find(name)) {
+    if (!p->infer) return nullptr;  // control-flow rows are not callable by name
+    auto a = std::make_shared<AVal>();
+    a->kind = AK::Builtin;
+    a->s = name;
+    a->prim = p;
+    v = a;
+  } else {
+    return nullptr;
+  }
+  return &(builtins[name] = Binding{v, false, {}});
+}
+
+// ------------------------------------------------------------------ entry
+bool Lowerer::lower_entry(const std::string& entry) {
+  const Binding* b = lookup_global(0, entry);
+  if (!b || b->value->kind != AK::Def) {
+    diags_.error({}, fmt::format("no function '{}' to run in {}", entry,
+                                 program_.modules.empty() ? "" :
+                                 diags_.sources().path(program_.modules[0]->file)));
+    return false;
+  }
+  const lang::FuncDef& def = *b->value->def;
+  if (!def.params.empty()) {
+    error(def.name_range, fmt::format("'{}' must take no parameters to be run", entry));
+    return false;
+  }
+  ir::Graph* g = module_.add_graph(entry);
+  g->loc = def.range.begin;
+  module_.entry = g;
+  graph_ = g;
+  Env env;
+  env.module = 0;
+  env.push();
+  try {
+    Flow f = def.body ? lower_block(def.body->stmts, 0, env) : Flow{true, eval(*def.body_expr, env), {}};
+    AV result = f.returned && f.value ? f.value : make_none();
+    if (contains_function(result)) fail(f.range, fmt::format("'{}' cannot return a function", entry));
+    g->output = pack(materialise_numbers(result, f.range), f.range);
+  } catch (const Abort&) {
+    return false;
+  }
+  return !diags_.has_errors();
+}
+
+void Lowerer::check_annotated_functions() {
+  // Every function whose parameters all have concrete annotations (no symbolic dims) is
+  // specialised once with those types, so its body is checked even if main never calls it.
+  for (size_t m = 0; m < 1 && m < program_.modules.size(); ++m) {
+    for (const auto& f : program_.modules[m]->functions) {
+      if (f->name == "main") continue;
+      bool all_typed = !f->params.empty();
+      for (const auto& p : f->params) all_typed = all_typed && p.type;
+      if (!all_typed) continue;
+      ir::Graph* g = module_.add_graph("check." + f->name);
+      graph_ = g;
+      Env env;
+      env.module = static_cast<int>(m);
+      env.push();
+      std::vector<Arg> args;
+      bool concrete = true;
+      try {
+        for (const auto& p : f->params) {
+          TypeP t;
+          try {
+            diags_.set_error_limit(diags_.error_count());  // probe quietly
+            t = resolve_type(*p.type, env);
+          } catch (const Abort&) {
+            concrete = false;
+          }
+          diags_.set_error_limit(50);
+          if (!concrete || !t) { concrete = false; break; }
+          args.push_back(Arg{"", make_node(module_.add_param(g, p.name, t, p.range.begin)), p.range});
+        }
+        if (concrete) {
+          auto fn = lookup_global(static_cast<int>(m), f->name)->value;
+          call_def(*fn, std::move(args), f->name_range);
+        }
+      } catch (const Abort&) {
+      }
+      graph_ = nullptr;
+      module_.remove_graph(g);
+    }
+  }
+}
+
+// ------------------------------------------------------------------ values and nodes
+ir::Node* Lowerer::constant(Value v, lang::SourceRange r) {
+  return module_.add_constant(graph_, std::move(v), loc(r));
+}
+
+ir::Node* Lowerer::to_node(const AV& v, lang::SourceRange r, std::optional<DType> dtype) {
+  switch (v->kind) {
+    case AK::Node: return v->node;
+    case AK::Int: return constant(Tensor::scalar(dtype.value_or(DType::i32), static_cast<double>(v->i)), r);
+    case AK::Float: {
+      DType d = dtype && is_float(*dtype) ? *dtype : DType::f32;
+      return constant(Tensor::scalar(d, v->f), r);
+    }
+    case AK::Bool: return constant(Tensor::scalar(dtype.value_or(DType::boolean), v->b ? 1 : 0), r);
+    case AK::Str: return constant(Value::string(v->s), r);
+    case AK::None: return emit_node("make_tuple", {}, {}, r);
+    case AK::Tuple: {
+      std::vector<ir::Node*> xs;
+      for (const auto& e : v->elems) xs.push_back(to_node(e, r));
+      return emit_node("make_tuple", xs, {}, r);
+    }
+    case AK::Record: return pack(materialise_numbers(v, r), r);
+    case AK::Error: throw Abort{};
+    default:
+      fail(r, fmt::format("{} cannot be used as a run-time value here", describe(v)));
+  }
+}
+
+AV Lowerer::materialise_numbers(const AV& v, lang::SourceRange r) {
+  if (is_static_number(v)) return make_node(to_node(v, r));
+  if (v->kind == AK::Tuple || v->kind == AK::Record) {
+    auto c = std::make_shared<AVal>(*v);
+    for (auto& e : c->elems) e = materialise_numbers(e, r);
+    return c;
+  }
+  if (v->kind == AK::Error) throw Abort{};
+  return v;
+}
+
+void Lowerer::flatten(const AV& v, std::vector<ir::Node*>& leaves, lang::SourceRange r, bool materialise) {
+  if (materialise && is_static_number(v)) {
+    leaves.push_back(to_node(v, r));
+    return;
+  }
+  if (v->kind == AK::Node) leaves.push_back(v->node);
+  for (const auto& e : v->elems) flatten(e, leaves, r, materialise);
+}
+
+AV Lowerer::unflatten(const AV& skel, const std::vector<ir::Node*>& leaves, size_t& pos) {
+  if (skel->kind == AK::Node) return make_node(leaves.at(pos++));
+  if (skel->kind == AK::Tuple || skel->kind == AK::Record) {
+    auto c = std::make_shared<AVal>(*skel);
+    for (auto& e : c->elems) e = unflatten(e, leaves, pos);
+    return c;
+  }
+  return skel;
+}
+
+namespace {
+bool has_runtime(const AV& v) {
+  if (v->kind == AK::Node) return true;
+  for (const auto& e : v->elems)
+    if (has_runtime(e)) return true;
+  return false;
+}
+std::string join(const std::vector<std::string>& xs) {
+  std::string s;
+  for (size_t k = 0; k < xs.size(); ++k) s += (k ? "," : "") + xs[k];
+  return s;
+}
+}  // namespace
+
+TypeP Lowerer::packed_type(const AV& v) const {
+  if (v->kind == AK::Node) return v->type;
+  if (v->kind == AK::None) return Type::unit();
+  std::vector<TypeP> ts;
+  std::vector<std::string> names;
+  for (size_t k = 0; k < v->elems.size(); ++k) {
+    if (!has_runtime(v->elems[k])) continue;
+    ts.push_back(packed_type(v->elems[k]));
+    if (v->kind == AK::Record) names.push_back(v->names[k]);
+  }
+  if (v->kind == AK::Record) return Type::record(v->record_name, names, ts);
+  return Type::tuple(ts);
+}
+
+ir::Node* Lowerer::pack(const AV& v, lang::SourceRange r) {
+  if (v->kind == AK::Node) return v->node;
+  if (v->kind == AK::Error) throw Abort{};
+  std::vector<ir::Node*> xs;
+  std::vector<std::string> names;
+  for (size_t k = 0; k < v->elems.size(); ++k) {
+    if (!has_runtime(v->elems[k])) continue;
+    xs.push_back(pack(v->elems[k], r));
+    if (v->kind == AK::Record) names.push_back(v->names[k]);
+  }
+  if (v->kind == AK::Record) {
+    Attrs a;
+    a.set("name", v->record_name);
+    a.set("names", join(names));
+    return emit_node("make_record", xs, a, r);
+  }
+  return emit_node("make_tuple", xs, {}, r);
+}
+
+AV Lowerer::unpack(const AV& skel, ir::Node* n, lang::SourceRange r) {
+  if (skel->kind == AK::Node) return make_node(n);
+  if (skel->kind != AK::Tuple && skel->kind != AK::Record) return skel;
+  auto c = std::make_shared<AVal>(*skel);
+  int64_t k = 0;
+  for (size_t e = 0; e < c->elems.size(); ++e) {
+    if (!has_runtime(c->elems[e])) continue;
+    ir::Node* part;
+    if (skel->kind == AK::Record) {
+      Attrs a;
+      a.set("field", c->names[e]);
+      part = emit_node("record_get", {n}, a, r);
+    } else {
+      Attrs a;
+      a.set("index", k);
+      part = emit_node("tuple_get", {n}, a, r);
+    }
+    ++k;
+    c->elems[e] = unpack(c->elems[e], part, r);
+  }
+  return c;
+}
+
+// ------------------------------------------------------------------ annotations
+int64_t Lowerer::eval_dim(const lang::Expr& e, Env& env, bool bind, int64_t actual) {
+  if (e.kind == lang::ExprKind::Int) return e.int_value;
+  if (e.kind == lang::ExprKind::Name) {
+    if (e.name == "?" ) return actual;
+    const Binding* b = env.lookup(e.name);
+    if (!b) b = lookup_global(env.module, e.name);
+    if (!b) {
+      if (bind && actual != kDynamicDim) {
+        env.declare(e.name, Binding{make_int(actual), false, e.range});
+        return actual;
+      }
+      fail(e.range, fmt::format("unknown dimension '{}'", e.name));
+    }
+    if (b->value->kind != AK::Int)
+      fail(e.range, fmt::format("dimension '{}' must be a compile-time integer, not {}", e.name, describe(b->value)));
+    return b->value->i;
+  }
+  AV v = eval(e, env);
+  if (v->kind != AK::Int) fail(e.range, fmt::format("a dimension must be a compile-time integer, not {}", describe(v)));
+  return v->i;
+}
+
+TypeP Lowerer::resolve_type(const lang::TypeExpr& t, Env& env) {
+  if (t.kind == lang::TypeExpr::Kind::Tuple) {
+    std::vector<TypeP> ts;
+    for (const auto& e : t.elems) ts.push_back(resolve_type(*e, env));
+    return Type::tuple(ts);
+  }
+  auto dt = parse_dtype(t.name);
+  if (!dt) {
+    if (t.name == "int") return Type::scalar(DType::i32);
+    if (t.name == "float") return Type::scalar(DType::f32);
+    if (t.name == "bool") return Type::scalar(DType::boolean);
+    fail(t.range, fmt::format("'{}' is not a concrete tensor type here", t.name));
+  }
+  Shape shape;
+  for (const auto& d : t.dims) shape.push_back(eval_dim(*d, env, false, kDynamicDim));
+  return Type::tensor(*dt, shape);
+}
+
+AV Lowerer::check_annotation(const AV& v, const lang::TypeExpr& t, Env& env, const std::string& what,
+                             lang::SourceRange r) {
+  if (v->kind == AK::Error) return v;
+  if (t.kind == lang::TypeExpr::Kind::Tuple) {
+    std::vector<AV> elems;
+    if (v->kind == AK::Tuple) {
+      elems = v->elems;
+    } else if (v->kind == AK::Node && v->type->kind == Type::Kind::Tuple) {
+      for (size_t k = 0; k < v->type->elems.size(); ++k) {
+        Attrs a;
+        a.set("index", static_cast<int64_t>(k));
+        elems.push_back(make_node(emit_node("tuple_get", {v->node}, a, r)));
+      }
+    } else {
+      fail(r, fmt::format("{} must be a tuple of {} elements, not {}", what, t.elems.size(), describe(v)));
+    }
+    if (elems.size() != t.elems.size())
+      fail(r, fmt::format("{} must be a tuple of {} elements, not {}", what, t.elems.size(), elems.size()));
+    for (size_t k = 0; k < elems.size(); ++k)
+      elems[k] = check_annotation(elems[k], *t.elems[k], env, fmt::format("element {} of {}", k, what), r);
+    return make_tuple(elems);
+  }
+  auto type_text = [&]() {
+    std::string s = t.name;
+    if (t.has_dims) {
+      s += "[";
+      for (size_t k = 0; k < t.dims.size(); ++k) {
+        const auto& d = *t.dims[k];
+        s += (k ? "," : "") + (d.kind == lang::ExprKind::Int ? std::to_string(d.int_value) : d.kind == lang::ExprKind::Name ? d.name : std::string("..."));
+      }
+      s += "]";
+    }
+    return s;
+  };
+  if (t.name == "int" || t.name == "float" || t.name == "bool" || t.name == "str") {
+    bool ok = (t.name == "int" && v->kind == AK::Int) ||
+              (t.name == "float" && (v->kind == AK::Float || v->kind == AK::Int)) ||
+              (t.name == "bool" && v->kind == AK::Bool) || (t.name == "str" && v->kind == AK::Str);
+    if (!ok) {
+      if (v->kind == AK::Node)
+        fail(r, fmt::format("{} must be a compile-time {} but is a run-time {}", what, t.name, describe(v)));
+      fail(r, fmt::format("{} must be {} {} but is {}", what, t.name == "int" ? "an" : "a", t.name, describe(v)));
+    }
+    if (t.name == "float" && v->kind == AK::Int) return make_float(static_cast<double>(v->i));
+    return v;
+  }
+  if (auto dt = parse_dtype(t.name)) {
+    AV val = v;
+    if (is_static_number(v)) {
+      if (t.has_dims && !t.dims.empty())
+        fail(r, fmt::format("{} must be {} but is {}", what, type_text(), describe(v)));
+      if (v->kind == AK::Float && !is_float(*dt))
+        fail(r, fmt::format("{} must be {} but is {}", what, type_text(), describe(v)));
+      val = make_node(to_node(v, r, *dt));
+    }
+    if (val->kind != AK::Node || !val->type->is_tensor())
+      fail(r, fmt::format("{} must be a tensor {} but is {}", what, type_text(), describe(v)));
+    const Type& ty = *val->type;
+    const size_t want_rank = t.has_dims ? t.dims.size() : 0;
+    if (ty.dtype != *dt || ty.shape.size() != want_rank)
+      fail(r, fmt::format("{} must be {} but is {}", what, type_text(), ty.str()));
+    for (size_t k = 0; k < want_rank; ++k) {
+      int64_t want = eval_dim(*t.dims[k], env, true, ty.shape[k]);
+      if (want != ty.shape[k] && ty.shape[k] != kDynamicDim)
+        fail(r, fmt::format("{} must be {} but is {} (dimension {} is {}, expected {})", what, type_text(),
+                            ty.str(), k, ty.shape[k], want));
+    }
+    return val;
+  }
+  // A model name.
+  const Binding* b = env.lookup(t.name);
+  if (!b) b = lookup_global(env.module, t.name);
+  if (!b || b->value->kind != AK::ModelClass) fail(t.range, fmt::format("unknown type '{}'", t.name));
+  if (v->kind != AK::Record || v->model != b->value->model)
+    fail(r, fmt::format("{} must be a {} model but is {}", what, t.name, describe(v)));
+  return v;
+}
+
+// ------------------------------------------------------------------ calling functions
+AV Lowerer::call_def(const AVal& fn, std::vector<Arg> args, lang::SourceRange r) {
+  const lang::FuncDef& def = *fn.def;
+  const std::string fname = fn.self ? fn.self->record_name + "." + def.name : def.name;
+  Env env;
+  env.module = fn.module;
+  env.push();
+  // Bind arguments to parameters.
+  std::vector<AV> bound(def.params.size());
+  std::vector<lang::SourceRange> ranges(def.params.size(), r);
+  size_t positional = 0;
+  for (auto& a : args) {
+    if (a.keyword.empty()) {
+      if (positional >= def.params.size())
+        fail(a.range, fmt::format("'{}' takes {} argument{} but {} were given", fname, def.params.size(),
+                                  def.params.size() == 1 ? "" : "s", args.size()));
+      bound[positional] = a.value;
+      ranges[positional] = a.range;
+      ++positional;
+      continue;
+    }
+    size_t k = 0;
+    while (k < def.params.size() && def.params[k].name != a.keyword) ++k;
+    if (k == def.params.size()) {
+      std::string names;
+      for (const auto& p : def.params) names += (names.empty() ? "" : ", ") + p.name;
+      fail(a.range, fmt::format("'{}' has no parameter named '{}' (parameters: {})", fname, a.keyword, names));
+    }
+    if (bound[k]) fail(a.range, fmt::format("parameter '{}' of '{}' is given twice", a.keyword, fname));
+    bound[k] = a.value;
+    ranges[k] = a.range;
+  }
+  // Method: the receiver's constructor arguments and fields are in scope, and `self`.
+  if (fn.self) {
+    for (const auto& [n, v] : fn.self->statics) env.declare(n, Binding{v, false, {}});
+    for (size_t k = 0; k < fn.self->names.size(); ++k)
+      env.declare(fn.self->names[k], Binding{fn.self->elems[k], false, {}});
+    env.declare("self", Binding{fn.self, false, {}});
+  }
+  for (size_t k = 0; k < def.params.size(); ++k) {
+    const auto& p = def.params[k];
+    if (!bound[k]) {
+      if (!p.default_value)
+        fail(r, fmt::format("missing argument '{}' in call to '{}'", p.name, fname));
+      Env denv;
+      denv.module = fn.module;
+      denv.push();
+      bound[k] = eval(*p.default_value, denv);
+    }
+    if (p.type)
+      bound[k] = check_annotation(bound[k], *p.type, env,
+                                  fmt::format("argument '{}' of '{}'", p.name, fname), ranges[k]);
+  }
+  for (const auto& b : bound)
+    if (b->kind == AK::Error) return make_error();
+
+  // Decide: a specialised graph, or inline.
+  bool inline_call = fn.self && contains_function(fn.self);
+  for (const auto& b : bound) inline_call = inline_call || contains_function(b);
+  for (const auto& d : def.decorators)
+    if (d.name == "inline") inline_call = true;
+  std::string key = fmt::format("{}|{}", static_cast<const void*>(&def), fn.self ? skeleton_key(fn.self) : "");
+  for (const auto& b : bound) key += "|" + skeleton_key(b);
+
+  auto lower_body = [&](Env& body_env) -> Flow {
+    if (def.body_expr) {
+      Flow f;
+      f.returned = true;
+      f.value = eval(*def.body_expr, body_env);
+      f.range = def.body_expr->range;
+      return f;
+    }
+    Flow f = lower_block(def.body->stmts, 0, body_env);
+    if (!f.returned && def.return_type)
+      fail(def.name_range, fmt::format("missing return in '{}', which is declared to return a value", fname));
+    if (!f.returned) {
+      f.value = make_none();
+      f.range = def.name_range;
+    }
+    return f;
+  };
+  auto check_result = [&](AV v, Env& body_env, lang::SourceRange rr) {
+    if (def.return_type)
+      return check_annotation(v, *def.return_type, body_env, fmt::format("the result of '{}'", fname), rr);
+    return v;
+  };
+
+  if (!inline_call) {
+    auto it = specs_.find(key);
+    if (it != specs_.end() && it->second.failed) return make_error();
+    if (it != specs_.end() && !it->second.inline_instead) {
+      Spec& s = it->second;
+      std::vector<ir::Node*> xs;
+      if (fn.self && has_runtime(fn.self)) xs.push_back(pack(fn.self, r));
+      for (const auto& b : bound)
+        if (has_runtime(b)) xs.push_back(pack(b, r));
+      if (s.in_progress) {
+        if (!s.declared_result)
+          fail(r, fmt::format("recursive function '{}' needs a declared return type (-> ...)", fname));
+        return make_node(module_.add_call(graph_, s.graph, xs, s.declared_result, loc(r)));
+      }
+      ir::Node* c = module_.add_call(graph_, s.graph, xs, s.graph->output->type, loc(r));
+      return unpack(s.result_skeleton, c, r);
+    }
+    if (it == specs_.end()) {
+      Spec& s = specs_[key];
+      s.in_progress = true;
+      ir::Graph* saved = graph_;
+      ir::Graph* g = module_.add_graph(fname);
+      g->loc = def.range.begin;
+      for (const auto& d : def.decorators) g->flags.push_back(d.name);
+      s.graph = g;
+      graph_ = g;
+      Env body_env = env;
+      std::vector<ir::Node*> xs;
+      bool ok = false;
+      int errors_before = diags_.error_count();
+      try {
+        if (fn.self && has_runtime(fn.self)) {
+          ir::Node* p = module_.add_param(g, "self", packed_type(fn.self), def.range.begin);
+          AV inner = unpack(fn.self, p, r);
+          for (size_t k = 0; k < inner->names.size(); ++k)
+            body_env.declare(inner->names[k], Binding{inner->elems[k], false, {}});
+          body_env.declare("self", Binding{inner, false, {}});
+          graph_ = saved;
+          xs.push_back(pack(fn.self, r));
+          graph_ = g;
+        }
+        for (size_t k = 0; k < def.params.size(); ++k) {
+          AV inner = bound[k];
+          if (has_runtime(bound[k])) {
+            ir::Node* p = module_.add_param(g, def.params[k].name, packed_type(bound[k]), def.params[k].range.begin);
+            inner = unpack(bound[k], p, r);
+            graph_ = saved;
+            xs.push_back(pack(bound[k], ranges[k]));
+            graph_ = g;
+          }
+          body_env.declare(def.params[k].name, Binding{inner, false, def.params[k].range});
+        }
+        if (def.return_type) {
+          try {
+            diags_.set_error_limit(diags_.error_count());
+            s.declared_result = resolve_type(*def.return_type, body_env);
+          } catch (const Abort&) {
+          }
+          diags_.set_error_limit(50);
+        }
+        Flow f = lower_body(body_env);
+        AV result = check_result(f.value, body_env, f.range);
+        if (result->kind == AK::Error || contains_error(result)) throw Abort{};
+        if (contains_function(result) || (contains_static(result) && result->kind != AK::None)) {
+          // Static or functional results stay static: inline this function at its call sites.
+          graph_ = saved;
+          specs_[key].inline_instead = true;
+          specs_[key].in_progress = false;
+          module_.remove_graph(g);
+        } else {
+          g->output = pack(result, f.range);
+          specs_[key].result_skeleton = result->kind == AK::None ? make_none() : result;
+          ok = true;
+        }
+      } catch (const Abort&) {
+        graph_ = saved;
+        specs_[key].in_progress = false;
+        specs_[key].inline_instead = true;
+        if (diags_.error_count() == errors_before) throw;
+        specs_[key].failed = true;
+        return make_error();
+      }
+      graph_ = saved;
+      if (ok) {
+        Spec& sp = specs_[key];
+        sp.in_progress = false;
+        ir::Node* c = module_.add_call(graph_, g, xs, g->output->type, loc(r));
+        return unpack(sp.result_skeleton, c, r);
+      }
+    }
+  }
+  // Inline.
+  if (inline_depth_ > 64)
+    fail(r, fmt::format("'{}' recurses through compile-time values too deeply (64 levels); give it run-time "
+                        "arguments and a declared return type", fname));
+  ++inline_depth_;
+  struct Guard {
+    int& d;
+    ~Guard() { --d; }
+  } guard{inline_depth_};
+  Env body_env = env;
+  for (size_t k = 0; k < def.params.size(); ++k)
+    body_env.declare(def.params[k].name, Binding{bound[k], false, def.params[k].range});
+  Flow f = lower_body(body_env);
+  return check_result(f.value, body_env, f.range);
+}
+
+AV Lowerer::call_closure(const AVal& clo, std::vector<Arg> args, lang::SourceRange r) {
+  const lang::Expr& lam = *clo.lambda;
+  Env env = *clo.env;
+  env.push();
+  size_t positional = 0;
+  std::vector<bool> given(lam.params.size(), false);
+  for (auto& a : args) {
+    size_t k = positional;
+    if (!a.keyword.empty()) {
+      k = 0;
+      while (k < lam.params.size() && lam.params[k].name != a.keyword) ++k;
+      if (k == lam.params.size()) fail(a.range, fmt::format("the lambda has no parameter named '{}'", a.keyword));
+    } else {
+      ++positional;
+    }
+    if (k >= lam.params.size())
+      fail(a.range, fmt::format("the lambda takes {} argument{} but {} were given", lam.params.size(),
+                                lam.params.size() == 1 ? "" : "s", args.size()));
+    AV v = a.value;
+    if (lam.params[k].type)
+      v = check_annotation(v, *lam.params[k].type, env, fmt::format("argument '{}' of the lambda", lam.params[k].name), a.range);
+    env.declare(lam.params[k].name, Binding{v, false, lam.params[k].range});
+    given[k] = true;
+  }
+  for (size_t k = 0; k < lam.params.size(); ++k) {
+    if (given[k]) continue;
+    if (!lam.params[k].default_value)
+      fail(r, fmt::format("missing argument '{}' in call to the lambda", lam.params[k].name));
+    env.declare(lam.params[k].name, Binding{eval(*lam.params[k].default_value, env), false, lam.params[k].range});
+  }
+  if (inline_depth_ > 64) fail(r, "lambdas call each other too deeply (64 levels)");
+  ++inline_depth_;
+  struct Guard {
+    int& d;
+    ~Guard() { --d; }
+  } guard{inline_depth_};
+  if (lam.body_expr) return eval(*lam.body_expr, env);
+  Flow f = lower_block(lam.body_block->stmts, 0, env);
+  return f.returned ? f.value : make_none();
+}
+
+}  // namespace spora::sem::lower

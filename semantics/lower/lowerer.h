@@ -1,0 +1,126 @@
+// The lowering engine (internal to semantics/). See semantics/lower.h for the algorithm.
+// Split over files: lowerer.cpp (driver, functions, specialisation), expr.cpp (expressions,
+// operators), stmt.cpp (statements and control flow), call.cpp (primitive binding, models,
+// built-ins), aval.cpp (abstract values).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "semantics/lower.h"
+#include "semantics/lower/aval.h"
+
+namespace spora::sem::lower {
+
+// Thrown after a diagnostic has been reported, to abandon the current statement.
+struct Abort {};
+
+// The result of lowering a statement list: either it returned (value set) or fell through.
+struct Flow {
+  bool returned = false;
+  AV value;
+  lang::SourceRange range;  // of the return statement
+};
+
+// A positional or keyword argument after evaluation.
+struct Arg {
+  std::string keyword;  // "" when positional
+  AV value;
+  lang::SourceRange range;
+};
+
+class Lowerer {
+ public:
+  Lowerer(const Program& program, lang::DiagnosticEngine& diags, ir::Module& module);
+  // Lowers the entry function into a graph; false on errors.
+  bool lower_entry(const std::string& entry);
+  // Type-checks every function whose parameters are all annotated with concrete types.
+  void check_annotated_functions();
+
+  // ---- diagnostics
+  [[noreturn]] void fail(lang::SourceRange r, const std::string& message);
+  void error(lang::SourceRange r, const std::string& message);
+  lang::SourceLoc loc(lang::SourceRange r) const { return r.begin; }
+
+  // ---- globals
+  const Binding* lookup_global(int module, const std::string& name) const;
+
+  // ---- expressions (expr.cpp)
+  AV eval(const lang::Expr& e, Env& env);
+  AV eval_binary(lang::BinaryOp op, AV lhs, AV rhs, lang::SourceRange r);
+  AV eval_unary(lang::UnaryOp op, AV v, lang::SourceRange r);
+  AV eval_index(AV obj, const std::vector<lang::IndexItem>& items, Env& env, lang::SourceRange r);
+  AV eval_attribute(AV obj, const std::string& name, lang::SourceRange r);
+  AV eval_list(const lang::Expr& e, Env& env);
+  AV eval_conditional(const lang::Expr& e, Env& env);
+
+  // ---- calls (call.cpp)
+  AV call(AV callee, std::vector<Arg> args, lang::SourceRange r);
+  AV call_primitive(const Primitive& prim, std::vector<Arg> args, lang::SourceRange r,
+                    std::optional<DType> init_dtype = {}, const Shape* init_shape = nullptr,
+                    std::optional<int64_t> init_seed = {});
+  AV call_builtin(const std::string& name, std::vector<Arg> args, lang::SourceRange r);
+  AV construct_model(const AVal& cls, std::vector<Arg> args, lang::SourceRange r);
+  AV call_closure(const AVal& clo, std::vector<Arg> args, lang::SourceRange r);
+  AV call_def(const AVal& fn, std::vector<Arg> args, lang::SourceRange r);
+  // Emits prim(inputs, attrs) after running its shape rule; shape errors point at r.
+  AV emit(const std::string& prim, std::vector<ir::Node*> inputs, Attrs attrs, lang::SourceRange r);
+  ir::Node* emit_node(const std::string& prim, std::vector<ir::Node*> inputs, Attrs attrs,
+                      lang::SourceRange r);
+
+  // ---- statements (stmt.cpp)
+  Flow lower_block(const std::vector<lang::StmtPtr>& stmts, size_t from, Env& env);
+  Flow lower_stmt_list_from(const std::vector<lang::StmtPtr>& stmts, size_t i, Env& env);
+  void bind_pattern(const lang::Pattern& p, AV value, Env& env, bool declare, bool is_var,
+                    lang::SourceRange value_range);
+  Flow lower_if(const std::vector<lang::StmtPtr>& stmts, size_t i, Env& env);
+  void lower_while(const lang::Stmt& s, Env& env);
+  void lower_for(const lang::Stmt& s, Env& env);
+
+  // ---- values <-> nodes (lowerer.cpp)
+  // A run-time node for v; static numbers become constants of `dtype` (or their default).
+  ir::Node* to_node(const AV& v, lang::SourceRange r, std::optional<DType> dtype = {});
+  ir::Node* constant(Value v, lang::SourceRange r);
+  // Flattens v into its run-time leaves (static numbers materialised when `materialise`).
+  void flatten(const AV& v, std::vector<ir::Node*>& leaves, lang::SourceRange r, bool materialise);
+  // Rebuilds a value of skeleton `skel` from leaves (consumed from `pos`).
+  AV unflatten(const AV& skel, const std::vector<ir::Node*>& leaves, size_t& pos);
+  // Materialises static numbers of v (for loop-carried state and branch results).
+  AV materialise_numbers(const AV& v, lang::SourceRange r);
+  // Packs/unpacks one value into a single node (graph parameters and results).
+  ir::Node* pack(const AV& v, lang::SourceRange r);
+  AV unpack(const AV& skel, ir::Node* n, lang::SourceRange r);
+  TypeP packed_type(const AV& v) const;
+
+  // ---- types (lowerer.cpp)
+  // Checks value v against an annotation, binding symbolic dims into `env`. `what` names the
+  // value in messages ("argument 'x' of 'affine'").
+  AV check_annotation(const AV& v, const lang::TypeExpr& t, Env& env, const std::string& what,
+                      lang::SourceRange r);
+  TypeP resolve_type(const lang::TypeExpr& t, Env& env);  // fully concrete tensor types
+  int64_t eval_dim(const lang::Expr& e, Env& env, bool bind, int64_t actual);
+
+  // ---- state
+  const Program& program_;
+  lang::DiagnosticEngine& diags_;
+  ir::Module& module_;
+  ir::Graph* graph_ = nullptr;  // where nodes are emitted now
+  std::vector<std::map<std::string, Binding>> globals_;  // per AST module
+  struct Spec {
+    ir::Graph* graph = nullptr;
+    bool inline_instead = false;
+    bool failed = false;    // lowering it reported errors: later calls are poisoned quietly
+    bool in_progress = false;
+    TypeP declared_result;  // for recursive calls
+    AV result_skeleton;
+  };
+  std::map<std::string, Spec> specs_;
+  int inline_depth_ = 0;
+  std::vector<std::string> inline_stack_;
+  int64_t model_counter_ = 0;
+};
+
+}  // namespace spora::sem::lower

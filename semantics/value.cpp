@@ -1,0 +1,377 @@
+// Run-time values of the reference interpreter and their NumPy-like text (value.h).
+#include "semantics/value.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+
+#include "lang/diagnostics.h"
+
+namespace spora::sem {
+
+namespace {
+
+// IEEE binary16 <-> binary32, round to nearest even.
+float half_to_float(uint16_t h) {
+  uint32_t sign = (h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1f;
+  uint32_t mant = h & 0x3ffu;
+  uint32_t bits;
+  if (exp == 0) {
+    if (mant == 0) {
+      bits = sign;
+    } else {  // subnormal: normalise
+      int e = -1;
+      do {
+        ++e;
+        mant <<= 1;
+      } while ((mant & 0x400u) == 0);
+      bits = sign | static_cast<uint32_t>(127 - 15 - e) << 23 | (mant & 0x3ffu) << 13;
+    }
+  } else if (exp == 31) {
+    bits = sign | 0x7f800000u | mant << 13;
+  } else {
+    bits = sign | (exp + 127 - 15) << 23 | mant << 13;
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+uint16_t float_to_half(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
+  uint32_t abs = bits & 0x7fffffffu;
+  if (abs >= 0x7f800000u) return sign | (abs > 0x7f800000u ? 0x7e00 : 0x7c00);  // nan / inf
+  if (abs >= 0x477ff000u) return sign | 0x7c00;  // rounds to >= 65520: overflow
+  if (abs < 0x38800000u) {                       // below the smallest normal half
+    // value = abs as float; half subnormal unit is 2^-24.
+    float a;
+    std::memcpy(&a, &abs, 4);
+    float scaled = a * 16777216.0f;  // exact (power of two)
+    return sign | static_cast<uint16_t>(std::nearbyint(scaled));
+  }
+  uint32_t exp = (abs >> 23) - 127 + 15;
+  uint32_t mant = abs & 0x7fffffu;
+  uint32_t h = exp << 10 | mant >> 13;
+  uint32_t rest = mant & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;
+  return sign | static_cast<uint16_t>(h);
+}
+
+float bf16_to_float(uint16_t h) {
+  uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+uint16_t float_to_bf16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40);
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+int64_t shape_numel(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) throw lang::InternalError("Tensor: a run-time tensor cannot have a dynamic dim");
+    n *= d;
+  }
+  return n;
+}
+
+}  // namespace
+
+Tensor Tensor::empty(DType dtype, Shape shape) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.numel_ = shape_numel(shape);
+  t.shape_ = std::move(shape);
+  t.storage_ = std::make_shared<std::vector<uint8_t>>(t.nbytes());
+  return t;
+}
+
+Tensor Tensor::zeros(DType dtype, Shape shape) { return empty(dtype, std::move(shape)); }
+
+Tensor Tensor::full(DType dtype, Shape shape, double value) {
+  Tensor t = empty(dtype, std::move(shape));
+  for (int64_t i = 0; i < t.numel_; ++i) t.set(i, value);
+  return t;
+}
+
+double Tensor::get(int64_t i) const {
+  const uint8_t* p = storage_->data();
+  switch (dtype_) {
+    case DType::f16:
+      return half_to_float(reinterpret_cast<const uint16_t*>(p)[i]);
+    case DType::bf16:
+      return bf16_to_float(reinterpret_cast<const uint16_t*>(p)[i]);
+    case DType::f32:
+      return reinterpret_cast<const float*>(p)[i];
+    case DType::f64:
+      return reinterpret_cast<const double*>(p)[i];
+    case DType::i32:
+      return reinterpret_cast<const int32_t*>(p)[i];
+    case DType::i64:
+      return static_cast<double>(reinterpret_cast<const int64_t*>(p)[i]);
+    case DType::boolean:
+      return p[i] ? 1.0 : 0.0;
+  }
+  return 0;
+}
+
+void Tensor::set(int64_t i, double v) {
+  uint8_t* p = storage_->data();
+  switch (dtype_) {
+    case DType::f16:
+      reinterpret_cast<uint16_t*>(p)[i] = float_to_half(static_cast<float>(v));
+      break;
+    case DType::bf16:
+      reinterpret_cast<uint16_t*>(p)[i] = float_to_bf16(static_cast<float>(v));
+      break;
+    case DType::f32:
+      reinterpret_cast<float*>(p)[i] = static_cast<float>(v);
+      break;
+    case DType::f64:
+      reinterpret_cast<double*>(p)[i] = v;
+      break;
+    case DType::i32:
+      reinterpret_cast<int32_t*>(p)[i] = static_cast<int32_t>(v);
+      break;
+    case DType::i64:
+      reinterpret_cast<int64_t*>(p)[i] = static_cast<int64_t>(v);
+      break;
+    case DType::boolean:
+      p[i] = v != 0.0 ? 1 : 0;
+      break;
+  }
+}
+
+double Tensor::item() const {
+  if (numel_ != 1)
+    throw lang::UserError("only a one-element tensor can be used as a number, got " +
+                          type()->str());
+  return get(0);
+}
+
+Tensor Tensor::reshaped(Shape shape) const {
+  if (shape_numel(shape) != numel_)
+    throw lang::InternalError("Tensor::reshaped: cannot reshape " + type()->str() + " to " +
+                              shape_str(shape));
+  Tensor t = *this;
+  t.shape_ = std::move(shape);
+  return t;
+}
+
+Tensor Tensor::cast(DType dtype) const {
+  Tensor t = empty(dtype, shape_);
+  // Exact paths for the integer types (a double cannot hold every i64).
+  if (dtype_ == DType::i64 && dtype == DType::i64) {
+    std::memcpy(t.raw(), raw(), nbytes());
+  } else if (dtype_ == DType::i64 && dtype == DType::i32) {
+    for (int64_t i = 0; i < numel_; ++i)
+      t.data<int32_t>()[i] = static_cast<int32_t>(data<int64_t>()[i]);
+  } else if (dtype_ == DType::i64 && dtype == DType::boolean) {
+    for (int64_t i = 0; i < numel_; ++i) t.data<uint8_t>()[i] = data<int64_t>()[i] != 0;
+  } else if (dtype == DType::i64 && dtype_ == DType::i32) {
+    for (int64_t i = 0; i < numel_; ++i) t.data<int64_t>()[i] = data<int32_t>()[i];
+  } else {
+    // Float -> int truncates toward zero (NumPy astype); NaN and out-of-range values are
+    // clamped instead of being undefined behaviour.
+    for (int64_t i = 0; i < numel_; ++i) {
+      double v = get(i);
+      if (dtype == DType::i32 || dtype == DType::i64) {
+        if (std::isnan(v)) v = 0;
+        double lo = dtype == DType::i32 ? -2147483648.0 : -9223372036854775808.0;
+        double hi = dtype == DType::i32 ? 2147483647.0 : 9223372036854774784.0;
+        v = std::trunc(std::fmin(std::fmax(v, lo), hi));
+      }
+      t.set(i, v);
+    }
+  }
+  return t;
+}
+
+Tensor Tensor::clone() const {
+  Tensor t = empty(dtype_, shape_);
+  if (numel_) std::memcpy(t.raw(), raw(), nbytes());
+  return t;
+}
+
+Value Value::tuple(std::vector<Value> elems) {
+  Value v;
+  v.kind = Kind::Tuple;
+  v.elems = std::make_shared<std::vector<Value>>(std::move(elems));
+  return v;
+}
+
+Value Value::record(TypeP type, std::vector<Value> fields) {
+  Value v;
+  v.kind = Kind::Record;
+  v.record_type = std::move(type);
+  v.elems = std::make_shared<std::vector<Value>>(std::move(fields));
+  return v;
+}
+
+Value Value::string(std::string s) {
+  Value v;
+  v.kind = Kind::String;
+  v.str = std::move(s);
+  return v;
+}
+
+TypeP Value::type() const {
+  switch (kind) {
+    case Kind::None:
+      return Type::unit();
+    case Kind::Tensor:
+      return tensor.type();
+    case Kind::Tuple: {
+      std::vector<TypeP> ts;
+      for (const Value& e : *elems) ts.push_back(e.type());
+      return Type::tuple(std::move(ts));
+    }
+    case Kind::Record: {
+      std::vector<TypeP> ts;
+      for (const Value& e : *elems) ts.push_back(e.type());
+      return Type::record(record_type ? record_type->name : "",
+                          record_type ? record_type->names : std::vector<std::string>{},
+                          std::move(ts));
+    }
+    case Kind::String:
+      return Type::string();
+    case Kind::Opaque:
+      return Type::iterator(opaque ? opaque->describe() : "", Type::unit());
+  }
+  return Type::unit();
+}
+
+// ---- text -----------------------------------------------------------------------------------
+
+std::string format_float(double v, bool single) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  if (v == 0) return std::signbit(v) ? "-0.0" : "0.0";
+  // Shortest round-trip digits of the value in its own precision, as d.ddddde[+-]xx.
+  char buf[64];
+  std::to_chars_result r =
+      single ? std::to_chars(buf, buf + sizeof buf, static_cast<float>(v),
+                             std::chars_format::scientific)
+             : std::to_chars(buf, buf + sizeof buf, v, std::chars_format::scientific);
+  std::string s(buf, r.ptr);
+  bool neg = s[0] == '-';
+  if (neg) s.erase(0, 1);
+  size_t e = s.find('e');
+  int exp = std::atoi(s.c_str() + e + 1);
+  std::string digits;
+  for (size_t i = 0; i < e; ++i)
+    if (s[i] != '.') digits += s[i];
+  std::string out;
+  if (exp < -4 || exp >= 16) {  // Python repr: scientific, `1e-08`, `1.5e+20`
+    out = digits.substr(0, 1);
+    if (digits.size() > 1) out += "." + digits.substr(1);
+    char eb[16];
+    std::snprintf(eb, sizeof eb, "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
+    out += eb;
+  } else if (exp < 0) {
+    out = "0." + std::string(static_cast<size_t>(-exp - 1), '0') + digits;
+  } else {
+    size_t int_len = static_cast<size_t>(exp) + 1;
+    if (digits.size() <= int_len) {
+      out = digits + std::string(int_len - digits.size(), '0') + ".0";
+    } else {
+      out = digits.substr(0, int_len) + "." + digits.substr(int_len);
+    }
+  }
+  return neg ? "-" + out : out;
+}
+
+std::string format_scalar(const Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case DType::boolean:
+      return t.data<uint8_t>()[i] ? "true" : "false";
+    case DType::i32:
+      return std::to_string(t.data<int32_t>()[i]);
+    case DType::i64:
+      return std::to_string(t.data<int64_t>()[i]);
+    case DType::f64:
+      return format_float(t.data<double>()[i], false);
+    default:
+      return format_float(t.get(i), true);
+  }
+}
+
+namespace {
+
+constexpr int64_t kSummariseAbove = 1000;
+constexpr int64_t kEdgeItems = 3;
+
+void format_tensor(const Tensor& t, size_t axis, int64_t offset,
+                   const std::vector<int64_t>& strides, bool summarise, std::string& out) {
+  if (axis == t.shape().size()) {
+    out += format_scalar(t, offset);
+    return;
+  }
+  int64_t n = t.shape()[axis];
+  out += "[";
+  bool cut = summarise && n > 2 * kEdgeItems;
+  for (int64_t i = 0; i < n; ++i) {
+    if (cut && i == kEdgeItems) {
+      out += "..., ";
+      i = n - kEdgeItems;
+    }
+    format_tensor(t, axis + 1, offset + i * strides[axis], strides, summarise, out);
+    if (i + 1 < n) out += ", ";
+  }
+  out += "]";
+}
+
+}  // namespace
+
+std::string format_value(const Value& v) {
+  switch (v.kind) {
+    case Value::Kind::None:
+      return "none";
+    case Value::Kind::Tensor: {
+      const Tensor& t = v.tensor;
+      if (!t.defined()) return "<undefined>";
+      std::vector<int64_t> strides(t.shape().size());
+      int64_t s = 1;
+      for (size_t i = t.shape().size(); i-- > 0;) {
+        strides[i] = s;
+        s *= t.shape()[i];
+      }
+      std::string out;
+      format_tensor(t, 0, 0, strides, t.numel() > kSummariseAbove, out);
+      return out;
+    }
+    case Value::Kind::Tuple: {
+      std::string out = "(";
+      for (size_t i = 0; i < v.elems->size(); ++i) {
+        if (i) out += ", ";
+        out += format_value((*v.elems)[i]);
+      }
+      return out + (v.elems->size() == 1 ? ",)" : ")");
+    }
+    case Value::Kind::Record: {
+      std::string out = (v.record_type ? v.record_type->name : std::string()) + "{";
+      for (size_t i = 0; i < v.elems->size(); ++i) {
+        if (i) out += ", ";
+        if (v.record_type && i < v.record_type->names.size()) out += v.record_type->names[i] + ": ";
+        out += format_value((*v.elems)[i]);
+      }
+      return out + "}";
+    }
+    case Value::Kind::String:
+      return v.str;
+    case Value::Kind::Opaque:
+      return v.opaque ? "<" + v.opaque->describe() + ">" : "<opaque>";
+  }
+  return "";
+}
+
+}  // namespace spora::sem

@@ -1,0 +1,235 @@
+// Golden, negative and conformance tests: each runs the built `spora` program on a small
+// file and checks what it prints (STYLE.md habits 1 and 2).
+//
+//  tests/golden/*.sp      `# RUN: <spora arguments>` (default `run`; the file path is appended),
+//                         `# CHECK: text` lines that must appear in order in stdout (each on a
+//                         later line than the previous match), `# CHECK-NEXT: text` on the very
+//                         next line, `# EXIT: n` the expected exit status (default 0),
+//                         `# CHECK-ERR: text` lines expected in stderr.
+//                         Every golden program's typed IR must also print, parse and print
+//                         back identically (the IR round trip).
+//  tests/negative/*.sp    `# expected-error@+N: message` (or `@-N`, or `# expected-error:` on
+//                         the offending line itself): `spora check` must exit 1 and report
+//                         exactly these errors (line equal, message contains the text).
+//  tests/conformance/*.sp the language contract programs with expected.json (numbers printed
+//                         in order, relative tolerance 1e-4), in graph and eager mode.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <vector>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kSpora = std::string(SPORA_BINARY_DIR) + "/bin/spora";
+
+struct RunResult {
+  int status = -1;
+  std::string out, err;
+};
+
+std::string read_file(const fs::path& p) {
+  std::ifstream f(p);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+RunResult run_spora(const std::string& args) {
+  RunResult r;
+  const fs::path tmp = fs::temp_directory_path() / ("spora_golden_" + std::to_string(::getpid()) + "_" +
+                                                    std::to_string(std::rand()) + ".err");
+  const std::string cmd = kSpora + " " + args + " 2>" + tmp.string();
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  int st = ::pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  r.err = read_file(tmp);
+  fs::remove(tmp);
+  return r;
+}
+
+std::vector<std::string> lines_of(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string line;
+  while (std::getline(ss, line)) out.push_back(line);
+  return out;
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\r')) s.pop_back();
+  size_t k = 0;
+  while (k < s.size() && s[k] == ' ') ++k;
+  return s.substr(k);
+}
+
+std::vector<fs::path> files_in(const std::string& dir) {
+  std::vector<fs::path> out;
+  const fs::path d = fs::path(SPORA_SOURCE_DIR) / dir;
+  if (!fs::exists(d)) return out;
+  for (const auto& e : fs::directory_iterator(d))
+    if (e.path().extension() == ".sp") out.push_back(e.path());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string name_of(const testing::TestParamInfo<fs::path>& info) {
+  std::string s = info.param.stem().string();
+  for (auto& c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return s;
+}
+
+// Checks CHECK / CHECK-NEXT lines against output lines, in order.
+void check_lines(const std::vector<std::pair<std::string, bool>>& checks, const std::string& output,
+                 const std::string& what) {
+  auto lines = lines_of(output);
+  size_t pos = 0;
+  bool first = true;
+  for (const auto& [text, next] : checks) {
+    bool found = false;
+    if (next && !first) {
+      if (pos < lines.size() && lines[pos].find(text) != std::string::npos) {
+        found = true;
+        ++pos;
+      }
+    } else {
+      for (; pos < lines.size(); ++pos) {
+        if (lines[pos].find(text) != std::string::npos) {
+          found = true;
+          ++pos;
+          break;
+        }
+      }
+    }
+    first = false;
+    ASSERT_TRUE(found) << what << ": no line matching '" << text << "'" << (next ? " right after the previous match" : "")
+                       << "\n--- " << what << " ---\n" << output;
+  }
+}
+
+class Golden : public testing::TestWithParam<fs::path> {};
+
+TEST_P(Golden, Output) {
+  const fs::path file = GetParam();
+  std::string run = "run";
+  int want_exit = 0;
+  std::vector<std::pair<std::string, bool>> checks, err_checks;
+  for (const auto& l : lines_of(read_file(file))) {
+    const std::string t = trim(l);
+    if (t.rfind("# RUN:", 0) == 0) run = trim(t.substr(6));
+    else if (t.rfind("# CHECK-NEXT:", 0) == 0) checks.emplace_back(trim(t.substr(13)), true);
+    else if (t.rfind("# CHECK-ERR:", 0) == 0) err_checks.emplace_back(trim(t.substr(12)), false);
+    else if (t.rfind("# CHECK:", 0) == 0) checks.emplace_back(trim(t.substr(8)), false);
+    else if (t.rfind("# EXIT:", 0) == 0) want_exit = std::stoi(t.substr(7));
+  }
+  ASSERT_FALSE(checks.empty() && err_checks.empty()) << file << " has no CHECK lines";
+  RunResult r = run_spora(run + " " + file.string());
+  EXPECT_EQ(r.status, want_exit) << "stderr:\n" << r.err << "\nstdout:\n" << r.out;
+  check_lines(checks, r.out, "stdout");
+  check_lines(err_checks, r.err, "stderr");
+}
+
+TEST_P(Golden, IrRoundTrip) {
+  const fs::path file = GetParam();
+  RunResult typed = run_spora("ir --stage typed " + file.string());
+  if (typed.status != 0) GTEST_SKIP() << "does not compile (a golden error test)";
+  const fs::path tmp = fs::temp_directory_path() / ("spora_rt_" + std::to_string(::getpid()) + "_" + file.stem().string() + ".ir");
+  {
+    std::ofstream f(tmp);
+    f << typed.out;
+  }
+  RunResult again = run_spora("ir --stage typed " + tmp.string());
+  fs::remove(tmp);
+  ASSERT_EQ(again.status, 0) << again.err;
+  EXPECT_EQ(again.out, typed.out);
+}
+
+INSTANTIATE_TEST_SUITE_P(Programs, Golden, testing::ValuesIn(files_in("tests/golden")), name_of);
+
+class Negative : public testing::TestWithParam<fs::path> {};
+
+TEST_P(Negative, Diagnostics) {
+  const fs::path file = GetParam();
+  struct Expect {
+    int line;
+    std::string text;
+    bool seen = false;
+  };
+  std::vector<Expect> expects;
+  static const std::regex re(R"(#\s*expected-error(@([+-]\d+))?:\s*(.*)$)");
+  auto src = lines_of(read_file(file));
+  for (size_t i = 0; i < src.size(); ++i) {
+    std::smatch m;
+    if (std::regex_search(src[i], m, re)) {
+      int line = static_cast<int>(i) + 1 + (m[2].matched ? std::stoi(m[2].str()) : 0);
+      expects.push_back({line, trim(m[3].str())});
+    }
+  }
+  ASSERT_FALSE(expects.empty()) << file << " has no expected-error lines";
+  RunResult r = run_spora("check " + file.string());
+  EXPECT_EQ(r.status, 1) << r.err;
+  static const std::regex diag(R"(^(.*):(\d+):(\d+): error: (.*)$)");
+  for (const auto& l : lines_of(r.err)) {
+    std::smatch m;
+    if (!std::regex_match(l, m, diag)) continue;
+    const int line = std::stoi(m[2].str());
+    bool matched = false;
+    for (auto& e : expects) {
+      if (e.line == line && m[4].str().find(e.text) != std::string::npos) {
+        e.seen = matched = true;
+      }
+    }
+    EXPECT_TRUE(matched) << "unexpected error: " << l;
+  }
+  for (const auto& e : expects)
+    EXPECT_TRUE(e.seen) << "missing error on line " << e.line << ": " << e.text << "\n--- stderr ---\n" << r.err;
+}
+
+INSTANTIATE_TEST_SUITE_P(Programs, Negative, testing::ValuesIn(files_in("tests/negative")), name_of);
+
+// ---------------------------------------------------------------- conformance
+std::vector<double> numbers_in(const std::string& text) {
+  static const std::regex num(R"((^|[^A-Za-z_\d])([-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)\b))");
+  std::vector<double> out;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), num); it != std::sregex_iterator(); ++it)
+    out.push_back(std::stod((*it)[2].str()));
+  return out;
+}
+
+// The conformance programs that the current build must pass (all of them once autodiff exists).
+const std::vector<std::string> kConformance = {"c01_broadcast_reduce", "c02_matmul_batched", "c03_tuples",
+                                               "c04_control_flow", "c05_closures", "c06_model", "c13_slicing"};
+
+class Conformance : public testing::TestWithParam<std::string> {};
+
+TEST_P(Conformance, GraphMode) {
+  const auto expected = nlohmann::json::parse(read_file(fs::path(SPORA_SOURCE_DIR) / "tests/conformance/expected.json"));
+  const std::string name = GetParam();
+  RunResult r = run_spora("run " + (fs::path(SPORA_SOURCE_DIR) / "tests/conformance" / (name + ".sp")).string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto got = numbers_in(r.out);
+  auto want = expected.at(name).get<std::vector<double>>();
+  ASSERT_EQ(got.size(), want.size()) << r.out;
+  for (size_t k = 0; k < got.size(); ++k)
+    EXPECT_LE(std::abs(got[k] - want[k]), std::max(1e-4 * std::abs(want[k]), 1e-5)) << "number " << k << "\n" << r.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Programs, Conformance, testing::ValuesIn(kConformance),
+                         [](const testing::TestParamInfo<std::string>& i) { return i.param; });
+
+}  // namespace

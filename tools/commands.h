@@ -1,0 +1,24 @@
+// Sub-commands of the `spora` program, one function each.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+namespace spora::tools {
+
+struct RunOptions {
+  std::string mode = "graph";
+  bool stats = false;
+};
+
+int cmd_run(const std::string& path, const RunOptions& opts);
+int cmd_check(const std::string& path);
+int cmd_ir(const std::string& path, const std::string& stage, bool dot, const std::string& out);
+int cmd_ops();
+
+// Commands that live in their own files (coll, sim, ...): they add their sub-commands to
+// the app, and run the one that was chosen (returns 2 if none of them was).
+void register_extra_commands(CLI::App& app);
+int run_extra_commands(CLI::App& app);
+
+}  // namespace spora::tools

@@ -1,0 +1,162 @@
+// The `spora` command-line program (DESIGN.md section 8). Each sub-command is a small
+// function; the compile pipeline lives in semantics/pipeline.h.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <fstream>
+#include <iostream>
+
+#include "lang/ast_printer.h"
+#include "lang/parser.h"
+#include "ops/ops.h"
+#include "semantics/interpreter.h"
+#include "semantics/ir/dot.h"
+#include "semantics/ir/printer.h"
+#include "semantics/pipeline.h"
+#include "tools/commands.h"
+
+namespace spora::tools {
+
+namespace {
+
+// Prints a run-time error with its source location, like a compile-time diagnostic.
+void report_runtime_error(const lang::SourceManager& sources, const lang::SourceLoc& loc, const std::string& msg) {
+  lang::DiagnosticEngine diags(sources);
+  lang::SourceRange r{loc, loc};
+  if (loc.valid()) r.end.col = loc.col + 1;
+  diags.error(r, msg);
+  diags.print(std::cerr);
+}
+
+int write_output(const std::string& text, const std::string& out_path) {
+  if (out_path.empty()) {
+    std::cout << text;
+    return 0;
+  }
+  std::ofstream f(out_path);
+  if (!f) {
+    std::cerr << fmt::format("spora: error: cannot write '{}'\n", out_path);
+    return 1;
+  }
+  f << text;
+  return 0;
+}
+
+}  // namespace
+
+int cmd_run(const std::string& path, const RunOptions& opts) {
+  lang::SourceManager sources;
+  lang::DiagnosticEngine diags(sources);
+  sem::Compiled c = sem::compile_file(sources, diags, path);
+  diags.print(std::cerr);
+  if (!c.module) return 1;
+  if (!c.module->entry) {
+    std::cerr << fmt::format("spora: error: {} has no main graph to run\n", path);
+    return 1;
+  }
+  if (opts.mode != "graph" && opts.mode != "eager") {
+    std::cerr << fmt::format("spora: error: unknown mode '{}' (expected graph or eager)\n", opts.mode);
+    return 2;
+  }
+  try {
+    sem::Interpreter interp(*c.module);
+    interp.call(c.module->entry, {});
+  } catch (const sem::RuntimeError& e) {
+    std::cout.flush();
+    report_runtime_error(sources, e.loc, e.what());
+    return 1;
+  } catch (const lang::UserError& e) {
+    std::cout.flush();
+    std::cerr << fmt::format("spora: error: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}
+
+int cmd_check(const std::string& path) {
+  lang::SourceManager sources;
+  lang::DiagnosticEngine diags(sources);
+  sem::LowerOptions options;
+  options.check_all = true;
+  sem::Compiled c = sem::compile_file(sources, diags, path, options);
+  diags.print(std::cerr);
+  if (diags.has_errors()) {
+    std::cerr << fmt::format("{} error{} generated\n", diags.error_count(), diags.error_count() == 1 ? "" : "s");
+    return 1;
+  }
+  return 0;
+}
+
+int cmd_ir(const std::string& path, const std::string& stage, bool dot, const std::string& out) {
+  lang::SourceManager sources;
+  lang::DiagnosticEngine diags(sources);
+  if (stage == "parsed") {
+    int file;
+    try {
+      file = sources.load(path);
+    } catch (const std::exception& e) {
+      std::cerr << fmt::format("spora: error: cannot read '{}': {}\n", path, e.what());
+      return 1;
+    }
+    auto ast = lang::parse_file(sources, file, diags);
+    diags.print(std::cerr);
+    if (!ast || diags.has_errors()) return 1;
+    return write_output(lang::print_ast(*ast), out);
+  }
+  if (stage != "typed") {
+    std::cerr << fmt::format("spora: error: unknown stage '{}' (available: parsed, typed)\n", stage);
+    return 2;
+  }
+  sem::Compiled c = sem::compile_file(sources, diags, path);
+  diags.print(std::cerr);
+  if (!c.module) return 1;
+  return write_output(dot ? ir::to_dot(*c.module) : ir::print_module(*c.module), out);
+}
+
+}  // namespace spora::tools
+
+int main(int argc, char** argv) {
+  using namespace spora;
+  ops::register_all();
+  CLI::App app{
+      "Spora: a typed language for deep-learning models, compiled to a graph IR with automatic "
+      "differentiation, fused CPU/GPU kernels, auto-parallel strategies and a cluster simulator."};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "Describe every command");
+
+  tools::RunOptions run_opts;
+  std::string run_path;
+  auto* run = app.add_subcommand("run", "Compile a .sp program (or a hand-written .ir file) and run its main()");
+  run->add_option("file", run_path, "the program (.sp) or IR module (.ir)")->required();
+  run->add_option("--mode", run_opts.mode, "execution mode: graph (compile the whole program) or eager (op by op)")
+      ->capture_default_str();
+  run->add_flag("--stats", run_opts.stats, "print execution statistics");
+
+  std::string check_path;
+  auto* check = app.add_subcommand("check", "Report the diagnostics of a program without running it (exit 1 on errors)");
+  check->add_option("file", check_path, "the program (.sp)")->required();
+
+  std::string ir_path, stage = "typed", out;
+  bool dot = false;
+  auto* irc = app.add_subcommand("ir", "Print a program at a compilation stage");
+  irc->add_option("file", ir_path, "the program (.sp)")->required();
+  irc->add_option("--stage", stage, "parsed (the AST) or typed (the specialised graph IR)")->capture_default_str();
+  irc->add_flag("--dot", dot, "write Graphviz dot instead of text");
+  irc->add_option("-o,--output", out, "write to this file instead of stdout");
+
+  auto* ops_cmd = app.add_subcommand("ops", "List the primitives of the registry with their signatures");
+
+  tools::register_extra_commands(app);
+
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (*run) return tools::cmd_run(run_path, run_opts);
+    if (*check) return tools::cmd_check(check_path);
+    if (*irc) return tools::cmd_ir(ir_path, stage, dot, out);
+    if (*ops_cmd) return tools::cmd_ops();
+    return tools::run_extra_commands(app);
+  } catch (const lang::InternalError& e) {
+    std::cerr << "spora: internal error: " << e.what() << "\n";
+    return 3;
+  }
+}
