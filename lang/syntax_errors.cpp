@@ -153,6 +153,49 @@ void SyntaxErrorStrategy::report(antlr4::Parser* parser, antlr4::Token* found,
       found, describe_syntax_error(expected, found, source_, parser->getVocabulary()), e);
 }
 
+namespace {
+
+// Whether the parser is inside the braces (or the file) of an item list.
+bool in_item_list(antlr4::Parser* parser) {
+  antlr4::ParserRuleContext* ctx = parser->getContext();
+  switch (ctx->getRuleIndex()) {
+    case P::RuleFile_:
+    case P::RuleBlock: return true;
+    case P::RuleModelDef: return static_cast<P::ModelDefContext*>(ctx)->LBRACE() != nullptr;
+    default: return false;
+  }
+}
+
+// Consumes tokens up to the next separator or list-closing '}' outside brackets (or EOF).
+void skip_rest_of_item(antlr4::Parser* parser) {
+  int depth = 0;
+  for (;;) {
+    size_t la = parser->getTokenStream()->LA(1);
+    if (la == antlr4::Token::EOF) return;
+    if (depth == 0 && (la == P::NEWLINE || la == P::SEMI || la == P::RBRACE)) return;
+    if (la == P::LPAREN || la == P::LBRACK || la == P::LBRACE) ++depth;
+    if ((la == P::RPAREN || la == P::RBRACK || la == P::RBRACE) && depth > 0) --depth;
+    parser->consume();
+  }
+}
+
+}  // namespace
+
+void SyntaxErrorStrategy::sync(antlr4::Parser* parser) {
+  if (!in_item_list(parser)) {
+    DefaultErrorStrategy::sync(parser);
+    return;
+  }
+  if (inErrorRecoveryMode(parser)) return;
+  antlr4::atn::ATNState* state = parser->getATN().states[parser->getState()];
+  const IntervalSet& next = parser->getATN().nextTokens(state);
+  size_t la = parser->getTokenStream()->LA(1);
+  if (next.contains(antlr4::Token::EPSILON) || next.contains(la)) return;
+  beginErrorCondition(parser);
+  report(parser, parser->getCurrentToken(), parser->getExpectedTokens(), nullptr);
+  skip_rest_of_item(parser);
+}
+
 void SyntaxErrorStrategy::reportNoViableAlternative(antlr4::Parser* parser,
                                                     const antlr4::NoViableAltException& e) {
   antlr4::Token* found = e.getOffendingToken();

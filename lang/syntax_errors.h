@@ -1,7 +1,8 @@
 // Internal to lang/: turns ANTLR's syntax errors into Spora diagnostics.
 //
 // SyntaxErrorStrategy keeps ANTLR's recovery (single-token insertion and deletion, resync
-// at loop boundaries) but words every report the same way, in terms a user knows:
+// at loop boundaries; in item lists, skipping the rest of a bad line) but words every
+// report the same way, in terms a user knows:
 //
 //   expected ')' but found 'x'                   one missing / mismatched / extra token
 //   expected ',' or ')' but found end of line     several possibilities (at most 4 listed)
@@ -28,6 +29,12 @@ namespace spora::lang {
 class SyntaxErrorStrategy : public antlr4::DefaultErrorStrategy {
  public:
   explicit SyntaxErrorStrategy(const std::string& source) : source_(source) {}
+
+  // In the item lists (statements of a block, members of a model, top-level items) a token
+  // that cannot start or separate an item is reported, then skipped together with the rest
+  // of its line (brackets balanced), and the list goes on. ANTLR's default would end the
+  // list there, and the closing brace that follows would be reported again.
+  void sync(antlr4::Parser* parser) override;
 
  protected:
   void reportNoViableAlternative(antlr4::Parser* parser,

@@ -128,6 +128,18 @@ void TokenSource::report_stray_character(const antlr4::Token& t) {
   }
 }
 
+std::unique_ptr<antlr4::Token> TokenSource::stop(const antlr4::Token& at, std::string message) {
+  SourceRange range = token_range(file_, &at);
+  if (!error_already_on_line(diags_, file_, range.begin.line)) {
+    diags_.error(range, std::move(message));
+  }
+  had_errors_ = true;
+  stopped_ = true;
+  open_brackets_.clear();
+  _input->seek(_input->size());
+  return SporaLexer::nextToken();  // EOF
+}
+
 std::unique_ptr<antlr4::Token> TokenSource::nextToken() {
   for (;;) {
     std::unique_ptr<antlr4::Token> t = SporaLexer::nextToken();
@@ -143,26 +155,14 @@ std::unique_ptr<antlr4::Token> TokenSource::nextToken() {
       continue;
     }
     if (type == SporaLexer::UNTERMINATED_STRING) {
-      SourceRange range = token_range(file_, t.get());
-      if (!error_already_on_line(diags_, file_, range.begin.line)) {
-        diags_.error(range, "unterminated string");
-      }
-      had_errors_ = true;
-      if (auto* writable = dynamic_cast<antlr4::WritableToken*>(t.get())) {
-        writable->setType(SporaLexer::STRING);
-      }
-      type = SporaLexer::STRING;
+      // It swallowed the rest of its line, closing brackets included: what the parser
+      // would say next is noise.
+      return stop(*t, "unterminated string");
     }
     track_brackets(*t);
     if (open_brackets_.size() > static_cast<size_t>(kMaxBracketDepth)) {
-      diags_.error(token_range(file_, t.get()),
-                   fmt::format("brackets are nested too deeply (the limit is {} levels)",
-                               kMaxBracketDepth));
-      had_errors_ = true;
-      stopped_ = true;
-      open_brackets_.clear();
-      _input->seek(_input->size());  // the next token is EOF
-      return SporaLexer::nextToken();
+      return stop(*t, fmt::format("brackets are nested too deeply (the limit is {} levels)",
+                                  kMaxBracketDepth));
     }
     last_can_end_statement_ = can_end_statement(type);
     return t;

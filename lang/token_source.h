@@ -10,10 +10,11 @@
 //      is dropped; elsewhere a NEWLINE or ';' is kept only right after a token that can end
 //      a statement, so separators never come in runs;
 //   2. lexical errors: a stray character is reported ("unexpected character '$'") and
-//      dropped; an unterminated string is reported and passed on as a STRING, so the parser
-//      does not pile more errors on top;
+//      dropped; an unterminated string is reported and ends the stream (it swallowed the
+//      rest of its line, closing brackets included, so what follows cannot be trusted);
 //   3. the nesting limit: more than kMaxBracketDepth open brackets is reported once, and the
-//      stream then ends (stopped() turns true; the parser's errors after that are noise).
+//      stream ends there too.
+// After the stream has ended early, stopped() is true and the parser's errors are noise.
 #pragma once
 
 #include <memory>
@@ -59,6 +60,8 @@ class TokenSource : public spora_antlr::SporaLexer {
   static bool can_end_statement(size_t type);
   void track_brackets(const antlr4::Token& t);
   void report_stray_character(const antlr4::Token& t);
+  // Reports a fatal lexical error at `at` and returns the EOF token that ends the stream.
+  std::unique_ptr<antlr4::Token> stop(const antlr4::Token& at, std::string message);
 
   const std::string& source_;
   int file_;

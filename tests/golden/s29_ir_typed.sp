@@ -7,10 +7,12 @@ def affine(x: f32[4, 3], w: f32[3, 2]) -> f32[4, 2] {
 def main() {
     print(affine(ones(shape=(4, 3)), ones(shape=(3, 2))))
 }
-# CHECK: graph @affine(%x: f32[4,3], %w: f32[3,2]) -> f32[4,2] {
-# CHECK: matmul(%x, %w) : f32[4,2]
-# CHECK: constant 1.0 : f32
-# CHECK: add(
-# CHECK: relu(
 # CHECK: graph @main() -> () {
-# CHECK: call @affine(
+# CHECK-NEXT: ones(shape=[4,3], dtype=f32) : f32[4,3]
+# CHECK: call @affine(%0, %1) : f32[4,2]
+# CHECK: graph @affine(%x: f32[4,3], %w: f32[3,2]) -> f32[4,2] {
+# CHECK-NEXT: matmul(%x, %w) : f32[4,2]
+# CHECK-NEXT: constant 1.0 : f32
+# CHECK-NEXT: add(%5, %6) : f32[4,2]
+# CHECK-NEXT: relu(%7) : f32[4,2]
+# CHECK-NEXT: return %8

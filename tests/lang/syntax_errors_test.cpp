@@ -142,6 +142,26 @@ TEST(SyntaxErrors, SeveralIndependentErrorsInOneRun) {
   EXPECT_EQ(lines, (std::vector<int>{2, 3, 4, 7, 10}));
 }
 
+TEST(SyntaxErrors, RecoveryInItemListsSkipsTheRestOfTheLine) {
+  Parsed p = parse(
+      "def main() {\n"
+      "    let a = 1.0 let b = 2.0\n"  // 2
+      "    print(a)\n"
+      "    else { print(2.0) }\n"      // 4
+      "    x = )\n"                    // 5
+      "    if a { y = ] }\n"           // 6
+      "}\n"
+      "model M {\n"
+      "    w = 1\n"                    // 9
+      "    param v: f32\n"
+      "}\n"
+      "print(1)\n"                     // 12
+      "def g() = 1\n");
+  std::vector<int> lines;
+  for (const Diagnostic& d : p.diags->diagnostics()) lines.push_back(d.range.begin.line);
+  EXPECT_EQ(lines, (std::vector<int>{2, 4, 5, 6, 9, 12})) << p.printed_diagnostics();
+}
+
 TEST(SyntaxErrors, AtMostOneErrorPerLine) {
   Parsed p = parse("let x = ) ) ) $ $\nlet y = ]\n");
   EXPECT_EQ(p.diags->error_count(), 2) << p.printed_diagnostics();
