@@ -30,8 +30,9 @@ grammar Spora;
 // only right after a token that can end an item, so separators never come in runs and
 // never start a list. That keeps every separator decision LL(1), and a new statement can
 // never start on the line of the previous one (`f (a b)` is a broken call, not `f` and
-// `(a b)`).
-file_ : (topItem (sep topItem?)*)? EOF ;
+// `(a b)`). The leading `sep?` never matches on valid input; it lets error recovery, which
+// skips a bad line up to its separator, resume before the first item too.
+file_ : sep? (topItem (sep topItem?)*)? EOF ;
 
 topItem
   : importDecl
@@ -61,7 +62,7 @@ param : name (':' type)? ('=' expr)? ;
 // model MLP(hidden: int = 512) { param w: f32[784, hidden] = normal(0.0, 0.02) ... }
 modelDef
   : decorator* MODEL name ('(' paramList? ')')? NEWLINE?
-    '{' (member (sep member?)*)? '}'
+    '{' sep? (member (sep member?)*)? '}'
   ;
 
 member
@@ -88,7 +89,7 @@ dim
 
 // ---------------------------------------------------------------- statements
 
-block : '{' (stmt (sep stmt?)*)? '}' ;
+block : '{' sep? (stmt (sep stmt?)*)? '}' ;
 
 stmt
   : letStmt                                         # letStatement

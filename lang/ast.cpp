@@ -6,31 +6,50 @@ namespace spora::lang {
 
 const char* to_string(UnaryOp op) {
   switch (op) {
-    case UnaryOp::Neg: return "-";
-    case UnaryOp::Pos: return "+";
-    case UnaryOp::Not: return "not";
+    case UnaryOp::Neg:
+      return "-";
+    case UnaryOp::Pos:
+      return "+";
+    case UnaryOp::Not:
+      return "not";
   }
   return "?";
 }
 
 const char* to_string(BinaryOp op) {
   switch (op) {
-    case BinaryOp::Add: return "+";
-    case BinaryOp::Sub: return "-";
-    case BinaryOp::Mul: return "*";
-    case BinaryOp::Div: return "/";
-    case BinaryOp::FloorDiv: return "//";
-    case BinaryOp::Mod: return "%";
-    case BinaryOp::MatMul: return "@";
-    case BinaryOp::Pow: return "**";
-    case BinaryOp::Eq: return "==";
-    case BinaryOp::Ne: return "!=";
-    case BinaryOp::Lt: return "<";
-    case BinaryOp::Le: return "<=";
-    case BinaryOp::Gt: return ">";
-    case BinaryOp::Ge: return ">=";
-    case BinaryOp::And: return "and";
-    case BinaryOp::Or: return "or";
+    case BinaryOp::Add:
+      return "+";
+    case BinaryOp::Sub:
+      return "-";
+    case BinaryOp::Mul:
+      return "*";
+    case BinaryOp::Div:
+      return "/";
+    case BinaryOp::FloorDiv:
+      return "//";
+    case BinaryOp::Mod:
+      return "%";
+    case BinaryOp::MatMul:
+      return "@";
+    case BinaryOp::Pow:
+      return "**";
+    case BinaryOp::Eq:
+      return "==";
+    case BinaryOp::Ne:
+      return "!=";
+    case BinaryOp::Lt:
+      return "<";
+    case BinaryOp::Le:
+      return "<=";
+    case BinaryOp::Gt:
+      return ">";
+    case BinaryOp::Ge:
+      return ">=";
+    case BinaryOp::And:
+      return "and";
+    case BinaryOp::Or:
+      return "or";
   }
   return "?";
 }

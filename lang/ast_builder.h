@@ -7,7 +7,7 @@
 // converts literal spellings into values. Ranges: a node covers its context's first to
 // last token; a parenthesised expression keeps the range of what is inside the parentheses.
 //
-// Depth: build() walks at most kMaxNestingDepth levels of expressions, statements and blocks;
+// Depth: build() walks at most kMaxNestingDepth levels of expressions, types, blocks and ifs;
 // beyond that it reports "... nested too deeply" once and gives up (returns nullptr), so the
 // tree it returns can be walked and destroyed recursively without exhausting the stack.
 #pragma once

@@ -22,8 +22,8 @@ std::vector<Decorator> AstBuilder::decorators(const std::vector<P::DecoratorCont
       d.name += text(n);
     }
     // `@name(args)` ends at its `)`, `@name` at the name; never at the optional newline.
-    antlr4::Token* last = c->RPAREN() != nullptr ? c->RPAREN()->getSymbol()
-                                                 : c->dottedName()->getStop();
+    antlr4::Token* last =
+        c->RPAREN() != nullptr ? c->RPAREN()->getSymbol() : c->dottedName()->getStop();
     d.range = span(c->getStart(), last);
     arguments(c->argList(), d.args, d.kwargs);
     out.push_back(std::move(d));
@@ -94,8 +94,8 @@ FieldDecl AstBuilder::field_decl(P::FieldDeclContext* ctx) {
   if (ctx->type() != nullptr) f.type = type(ctx->type());
   if (ctx->expr() != nullptr) f.init = expr(ctx->expr());
   if (!f.is_param && f.init == nullptr) {
-    error(f.range, fmt::format("model field 'let {}' needs a value: 'let {} = ...'", f.name,
-                               f.name));
+    error(f.range,
+          fmt::format("model field 'let {}' needs a value: 'let {} = ...'", f.name, f.name));
   }
   if (f.is_param && f.type == nullptr && f.init == nullptr) {
     error(f.range, fmt::format("parameter '{}' needs a type or an initialiser: "

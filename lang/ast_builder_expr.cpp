@@ -17,22 +17,38 @@ using P = spora_antlr::SporaParser;
 
 BinaryOp binary_op_of(size_t token_type) {
   switch (token_type) {
-    case P::POW: return BinaryOp::Pow;
-    case P::STAR: return BinaryOp::Mul;
-    case P::SLASH: return BinaryOp::Div;
-    case P::FLOOR_DIV: return BinaryOp::FloorDiv;
-    case P::PERCENT: return BinaryOp::Mod;
-    case P::AT: return BinaryOp::MatMul;
-    case P::PLUS: return BinaryOp::Add;
-    case P::MINUS: return BinaryOp::Sub;
-    case P::EQ: return BinaryOp::Eq;
-    case P::NE: return BinaryOp::Ne;
-    case P::LT: return BinaryOp::Lt;
-    case P::LE: return BinaryOp::Le;
-    case P::GT: return BinaryOp::Gt;
-    case P::GE: return BinaryOp::Ge;
-    case P::AND: return BinaryOp::And;
-    default: return BinaryOp::Or;
+    case P::POW:
+      return BinaryOp::Pow;
+    case P::STAR:
+      return BinaryOp::Mul;
+    case P::SLASH:
+      return BinaryOp::Div;
+    case P::FLOOR_DIV:
+      return BinaryOp::FloorDiv;
+    case P::PERCENT:
+      return BinaryOp::Mod;
+    case P::AT:
+      return BinaryOp::MatMul;
+    case P::PLUS:
+      return BinaryOp::Add;
+    case P::MINUS:
+      return BinaryOp::Sub;
+    case P::EQ:
+      return BinaryOp::Eq;
+    case P::NE:
+      return BinaryOp::Ne;
+    case P::LT:
+      return BinaryOp::Lt;
+    case P::LE:
+      return BinaryOp::Le;
+    case P::GT:
+      return BinaryOp::Gt;
+    case P::GE:
+      return BinaryOp::Ge;
+    case P::AND:
+      return BinaryOp::And;
+    default:
+      return BinaryOp::Or;
   }
 }
 
@@ -222,21 +238,35 @@ ExprPtr AstBuilder::string_literal(antlr4::Token* token, SourceRange where) {
     if (i + 1 >= end) break;  // a lone trailing backslash (already an unterminated string)
     char next = raw[++i];
     switch (next) {
-      case 'n': e->string_value += '\n'; break;
-      case 't': e->string_value += '\t'; break;
-      case 'r': e->string_value += '\r'; break;
-      case '0': e->string_value += '\0'; break;
-      case '\\': e->string_value += '\\'; break;
-      case '"': e->string_value += '"'; break;
-      case '\'': e->string_value += '\''; break;
+      case 'n':
+        e->string_value += '\n';
+        break;
+      case 't':
+        e->string_value += '\t';
+        break;
+      case 'r':
+        e->string_value += '\r';
+        break;
+      case '0':
+        e->string_value += '\0';
+        break;
+      case '\\':
+        e->string_value += '\\';
+        break;
+      case '"':
+        e->string_value += '"';
+        break;
+      case '\'':
+        e->string_value += '\'';
+        break;
       default: {
         SourceRange at = where;
         at.begin.col += static_cast<int>(i) - 1;
         at.end = at.begin;
         at.end.col += 2;
-        std::string shown = (next >= 0x20 && next < 0x7F) ? std::string(1, next)
-                                                           : fmt::format("\\x{:02x}",
-                                                                         static_cast<unsigned char>(next));
+        std::string shown = (next >= 0x20 && next < 0x7F)
+                                ? std::string(1, next)
+                                : fmt::format("\\x{:02x}", static_cast<unsigned char>(next));
         error(at, fmt::format("unknown escape sequence '\\{}' in string", shown));
       }
     }

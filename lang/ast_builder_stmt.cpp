@@ -14,7 +14,6 @@ std::unique_ptr<Block> AstBuilder::block(P::BlockContext* ctx) {
 }
 
 StmtPtr AstBuilder::stmt(P::StmtContext* ctx) {
-  Nesting nesting(*this, ctx);
   if (auto* c = dynamic_cast<P::LetStatementContext*>(ctx)) return let_stmt(c->letStmt());
   if (auto* c = dynamic_cast<P::IfStatementContext*>(ctx)) return if_stmt(c->ifStmt());
   if (auto* c = dynamic_cast<P::ExprStatementContext*>(ctx)) return expr_stmt(c);
@@ -94,8 +93,8 @@ StmtPtr AstBuilder::expr_stmt(P::ExprStatementContext* ctx) {
               : op_type == P::STAR_ASSIGN  ? BinaryOp::Mul
                                            : BinaryOp::Div;
   if (target->kind != ExprKind::Name) {
-    error(target->range, fmt::format("'{}' needs a variable name on its left",
-                                     text(op->getStart())));
+    error(target->range,
+          fmt::format("'{}' needs a variable name on its left", text(op->getStart())));
   } else {
     s->pattern.name = target->name;
     s->pattern.range = target->range;
@@ -125,16 +124,27 @@ std::optional<Pattern> AstBuilder::target_pattern(const Expr& e) {
   }
   const char* what = "this expression";
   switch (e.kind) {
-    case ExprKind::Call: what = "a function call"; break;
-    case ExprKind::Attribute: what = "an attribute"; break;
-    case ExprKind::Index: what = "an indexed element"; break;
+    case ExprKind::Call:
+      what = "a function call";
+      break;
+    case ExprKind::Attribute:
+      what = "an attribute";
+      break;
+    case ExprKind::Index:
+      what = "an indexed element";
+      break;
     case ExprKind::Int:
     case ExprKind::Float:
     case ExprKind::Bool:
     case ExprKind::String:
-    case ExprKind::None: what = "a literal"; break;
-    case ExprKind::List: what = "a list"; break;
-    default: break;
+    case ExprKind::None:
+      what = "a literal";
+      break;
+    case ExprKind::List:
+      what = "a list";
+      break;
+    default:
+      break;
   }
   error(e.range, fmt::format("cannot assign to {}; the left side of '=' must be a name or a "
                              "tuple of names",

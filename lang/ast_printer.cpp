@@ -26,16 +26,24 @@ class TreePrinter {
 
   void expr(const Expr& e, int depth, const std::string& label) {
     switch (e.kind) {
-      case ExprKind::Int: line(depth, label, "int " + e.text, e.range); return;
-      case ExprKind::Float: line(depth, label, "float " + e.text, e.range); return;
+      case ExprKind::Int:
+        line(depth, label, "int " + e.text, e.range);
+        return;
+      case ExprKind::Float:
+        line(depth, label, "float " + e.text, e.range);
+        return;
       case ExprKind::Bool:
         line(depth, label, e.bool_value ? "bool true" : "bool false", e.range);
         return;
       case ExprKind::String:
         line(depth, label, "string " + quote_string(e.string_value), e.range);
         return;
-      case ExprKind::None: line(depth, label, "none", e.range); return;
-      case ExprKind::Name: line(depth, label, "name " + e.name, e.range); return;
+      case ExprKind::None:
+        line(depth, label, "none", e.range);
+        return;
+      case ExprKind::Name:
+        line(depth, label, "name " + e.name, e.range);
+        return;
       case ExprKind::List:
       case ExprKind::Tuple:
         line(depth, label, e.kind == ExprKind::List ? "list" : "tuple", e.range);
@@ -126,7 +134,9 @@ class TreePrinter {
         expr(*s.cond, depth + 1, "cond: ");
         if (s.message) expr(*s.message, depth + 1, "message: ");
         return;
-      case StmtKind::Pass: line(depth, label, "pass", s.range); return;
+      case StmtKind::Pass:
+        line(depth, label, "pass", s.range);
+        return;
     }
   }
 
@@ -187,7 +197,8 @@ class TreePrinter {
     line(depth, label, "def " + f.name, f.range);
     decorators(f.decorators, depth + 1);
     for (const Param& p : f.params) param(p, depth + 1);
-    if (f.return_type) line(depth + 1, "returns: ", to_source(*f.return_type), f.return_type->range);
+    if (f.return_type)
+      line(depth + 1, "returns: ", to_source(*f.return_type), f.return_type->range);
     if (f.body) block(*f.body, depth + 1, "body: ");
     if (f.body_expr) expr(*f.body_expr, depth + 1, "body: ");
   }

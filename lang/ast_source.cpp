@@ -31,13 +31,26 @@ std::string quote(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
     switch (c) {
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      case '\0': out += "\\0"; break;
-      case '\\': out += "\\\\"; break;
-      case '"': out += "\\\""; break;
-      default: out += c;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\0':
+        out += "\\0";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '"':
+        out += "\\\"";
+        break;
+      default:
+        out += c;
     }
   }
   return out + "\"";
@@ -57,13 +70,20 @@ std::string quote_string(const std::string& s) { return quote(s); }
 std::string to_source(const Expr& e) {
   switch (e.kind) {
     case ExprKind::Int:
-    case ExprKind::Float: return e.text;
-    case ExprKind::Bool: return e.bool_value ? "true" : "false";
-    case ExprKind::String: return quote(e.string_value);
-    case ExprKind::None: return "none";
-    case ExprKind::Name: return e.name;
-    case ExprKind::List: return "[" + join(e.elems) + "]";
-    case ExprKind::Tuple: return "(" + join(e.elems) + (e.elems.size() == 1 ? ",)" : ")");
+    case ExprKind::Float:
+      return e.text;
+    case ExprKind::Bool:
+      return e.bool_value ? "true" : "false";
+    case ExprKind::String:
+      return quote(e.string_value);
+    case ExprKind::None:
+      return "none";
+    case ExprKind::Name:
+      return e.name;
+    case ExprKind::List:
+      return "[" + join(e.elems) + "]";
+    case ExprKind::Tuple:
+      return "(" + join(e.elems) + (e.elems.size() == 1 ? ",)" : ")");
     case ExprKind::Call: {
       std::string s = nested(e.callee.get()) + "(" + join(e.args);
       for (size_t i = 0; i < e.kwargs.size(); ++i) {
@@ -72,7 +92,8 @@ std::string to_source(const Expr& e) {
       }
       return s + ")";
     }
-    case ExprKind::Attribute: return nested(e.object.get()) + "." + e.name;
+    case ExprKind::Attribute:
+      return nested(e.object.get()) + "." + e.name;
     case ExprKind::Index: {
       std::string s = nested(e.object.get()) + "[";
       for (size_t i = 0; i < e.indices.size(); ++i) {

@@ -28,11 +28,11 @@
 
 namespace spora::lang {
 
-// Nesting limit of expressions, statements and blocks, counted in AST levels (`-x` is one
-// level, `a + b` one, a block one; a chain `a + b + ... + z` is as deep as it is long).
-// Passes that recurse over the tree can count on it. Brackets have their own, lower limit
-// (kMaxBracketDepth in token_source.h).
-inline constexpr int kMaxNestingDepth = 512;
+// Nesting limit of the tree, in levels: each expression node, type, block and `if` is one
+// (`-x` is two, a chain `a + b + ... + z` is as deep as it is long, an `if` inside a block
+// two more). Passes that recurse over the tree can count on it. Brackets have their own
+// limit (kMaxBracketDepth in token_source.h), and the parser one on its own recursion.
+inline constexpr int kMaxNestingDepth = 256;
 
 // Parses file `file` of `sources`.
 std::unique_ptr<Module> parse_file(SourceManager& sources, int file, DiagnosticEngine& diags);

@@ -18,22 +18,21 @@ constexpr size_t kMaxListed = 4;
 
 // Tokens that can only continue an expression that is already complete.
 const std::vector<size_t> kContinuations = {
-    P::LPAREN, P::LBRACK, P::DOT,    P::POW,       P::STAR,         P::SLASH,
-    P::FLOOR_DIV, P::PERCENT, P::AT, P::PLUS,      P::MINUS,        P::EQ,
-    P::NE,     P::LT,     P::LE,     P::GT,        P::GE,           P::AND,
-    P::OR,     P::IF,     P::ASSIGN, P::PLUS_ASSIGN, P::MINUS_ASSIGN, P::STAR_ASSIGN,
-    P::SLASH_ASSIGN};
+    P::LPAREN, P::LBRACK,      P::DOT,          P::POW,         P::STAR,
+    P::SLASH,  P::FLOOR_DIV,   P::PERCENT,      P::AT,          P::PLUS,
+    P::MINUS,  P::EQ,          P::NE,           P::LT,          P::LE,
+    P::GT,     P::GE,          P::AND,          P::OR,          P::IF,
+    P::ASSIGN, P::PLUS_ASSIGN, P::MINUS_ASSIGN, P::STAR_ASSIGN, P::SLASH_ASSIGN};
 // Tokens that appear in an expected set only after an expression.
 const std::vector<size_t> kBinaryOnly = {P::POW, P::STAR, P::SLASH, P::FLOOR_DIV, P::PERCENT,
                                          P::EQ,  P::NE,   P::LT,    P::LE,        P::GT,
                                          P::GE,  P::AND,  P::OR,    P::DOT};
 const std::vector<size_t> kExpressionStarts = {
-    P::NAME,  P::MODEL, P::PARAM,  P::AS,     P::INT,    P::FLOAT, P::STRING, P::TRUE,
+    P::NAME,  P::MODEL, P::PARAM,  P::AS,     P::INT,   P::FLOAT, P::STRING, P::TRUE,
     P::FALSE, P::NONE,  P::LPAREN, P::LBRACK, P::MINUS, P::PLUS,  P::NOT,    P::FN};
-const std::vector<size_t> kStatementKeywords = {P::LET,    P::VAR,    P::IF,   P::FOR,
-                                                P::WHILE,  P::RETURN, P::ASSERT, P::PASS};
-const std::vector<size_t> kDeclarationStarts = {P::IMPORT, P::DEF, P::MODEL, P::LET, P::VAR,
-                                                P::AT};
+const std::vector<size_t> kStatementKeywords = {P::LET,   P::VAR,    P::IF,     P::FOR,
+                                                P::WHILE, P::RETURN, P::ASSERT, P::PASS};
+const std::vector<size_t> kDeclarationStarts = {P::IMPORT, P::DEF, P::MODEL, P::LET, P::VAR, P::AT};
 const std::vector<size_t> kMemberStarts = {P::PARAM, P::LET, P::DEF, P::AT};
 
 bool has(const std::vector<ssize_t>& set, size_t type) {
@@ -54,13 +53,20 @@ void remove_all(std::vector<ssize_t>& set, const std::vector<size_t>& types) {
 
 std::string describe_token_type(size_t type, const antlr4::dfa::Vocabulary& vocabulary) {
   switch (type) {
-    case antlr4::Token::EOF: return "end of file";
-    case P::NEWLINE: return "end of line";
-    case P::NAME: return "a name";
-    case P::INT: return "an integer";
-    case P::FLOAT: return "a number";
-    case P::STRING: return "a string";
-    default: return vocabulary.getLiteralName(type);
+    case antlr4::Token::EOF:
+      return "end of file";
+    case P::NEWLINE:
+      return "end of line";
+    case P::NAME:
+      return "a name";
+    case P::INT:
+      return "an integer";
+    case P::FLOAT:
+      return "a number";
+    case P::STRING:
+      return "a string";
+    default:
+      return vocabulary.getLiteralName(type);
   }
 }
 
@@ -149,8 +155,18 @@ std::string describe_syntax_error(const IntervalSet& expected, antlr4::Token* fo
 
 void SyntaxErrorStrategy::report(antlr4::Parser* parser, antlr4::Token* found,
                                  const IntervalSet& expected, std::exception_ptr e) {
+  size_t reported_before = diags_.diagnostics().size();
   parser->notifyErrorListeners(
       found, describe_syntax_error(expected, found, source_, parser->getVocabulary()), e);
+  if (diags_.diagnostics().size() == reported_before) return;  // the listener kept quiet
+
+  // Braces are left out: a block's '{' is expected to be lines away from its '}'.
+  const OpenBracket* open = tokens_.open_bracket_before(found->getTokenIndex());
+  if (open == nullptr || open->type == P::LBRACE) return;
+  if (open->range.begin.line == static_cast<int>(found->getLine())) return;
+  bool paren = open->type == P::LPAREN;
+  if (!expected.contains(static_cast<size_t>(paren ? P::RPAREN : P::RBRACK))) return;
+  diags_.note(open->range, paren ? "to match this '('" : "to match this '['");
 }
 
 namespace {
@@ -160,9 +176,12 @@ bool in_item_list(antlr4::Parser* parser) {
   antlr4::ParserRuleContext* ctx = parser->getContext();
   switch (ctx->getRuleIndex()) {
     case P::RuleFile_:
-    case P::RuleBlock: return true;
-    case P::RuleModelDef: return static_cast<P::ModelDefContext*>(ctx)->LBRACE() != nullptr;
-    default: return false;
+    case P::RuleBlock:
+      return true;
+    case P::RuleModelDef:
+      return static_cast<P::ModelDefContext*>(ctx)->LBRACE() != nullptr;
+    default:
+      return false;
   }
 }
 

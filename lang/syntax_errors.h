@@ -10,6 +10,9 @@
 //   expected a statement or '}' but found 'else'  as do statement, declaration, member starts
 //   unexpected 'x'                                anything longer, or a lookahead failure
 //
+// When the missing token is the ')' or ']' that closes a bracket opened on an earlier line,
+// a note points at the opening bracket ("to match this '('").
+//
 // Tokens that could only continue an expression (binary operators, `(`, `[`, `.`, `if`,
 // assignment operators) are left out of the list when the error is after an expression.
 //
@@ -28,7 +31,9 @@ namespace spora::lang {
 
 class SyntaxErrorStrategy : public antlr4::DefaultErrorStrategy {
  public:
-  explicit SyntaxErrorStrategy(const std::string& source) : source_(source) {}
+  SyntaxErrorStrategy(const std::string& source, int file, DiagnosticEngine& diags,
+                      const TokenSource& tokens)
+      : source_(source), file_(file), diags_(diags), tokens_(tokens) {}
 
   // In the item lists (statements of a block, members of a model, top-level items) a token
   // that cannot start or separate an item is reported, then skipped together with the rest
@@ -51,6 +56,9 @@ class SyntaxErrorStrategy : public antlr4::DefaultErrorStrategy {
               const antlr4::misc::IntervalSet& expected, std::exception_ptr e);
 
   const std::string& source_;
+  int file_;
+  DiagnosticEngine& diags_;
+  const TokenSource& tokens_;
 };
 
 class SyntaxErrorListener : public antlr4::BaseErrorListener {

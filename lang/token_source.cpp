@@ -30,10 +30,12 @@ SourceRange token_range(int file, const antlr4::Token* token) {
 
 bool error_already_on_line(const DiagnosticEngine& diags, int file, int line) {
   const std::vector<Diagnostic>& earlier = diags.diagnostics();
-  if (earlier.empty()) return false;
-  const Diagnostic& last = earlier.back();
-  return last.severity == Severity::Error && last.range.begin.file == file &&
-         last.range.begin.line == line;
+  for (size_t i = earlier.size(); i-- > 0;) {
+    if (earlier[i].severity == Severity::Note) continue;  // it explains the error before it
+    return earlier[i].severity == Severity::Error && earlier[i].range.begin.file == file &&
+           earlier[i].range.begin.line == line;
+  }
+  return false;
 }
 
 std::string token_text(const std::string& source, const antlr4::Token* token) {
@@ -51,7 +53,7 @@ TokenSource::TokenSource(ByteStream* input, const std::string& source, int file,
 }
 
 bool TokenSource::newline_is_significant() const {
-  return open_brackets_.empty() || open_brackets_.back() == SporaLexer::LBRACE;
+  return open_brackets_.empty() || open_brackets_.back().type == SporaLexer::LBRACE;
 }
 
 bool TokenSource::can_end_statement(size_t type) {
@@ -80,7 +82,7 @@ bool TokenSource::can_end_statement(size_t type) {
 void TokenSource::track_brackets(const antlr4::Token& t) {
   size_t type = t.getType();
   if (type == SporaLexer::LPAREN || type == SporaLexer::LBRACK || type == SporaLexer::LBRACE) {
-    open_brackets_.push_back(type);
+    open_brackets_.push_back({type, token_range(file_, &t)});
     return;
   }
   size_t opener = type == SporaLexer::RPAREN   ? SporaLexer::LPAREN
@@ -90,11 +92,22 @@ void TokenSource::track_brackets(const antlr4::Token& t) {
   if (opener == 0) return;
   // Close the nearest matching opener (a mismatched closer is the parser's to report).
   for (size_t i = open_brackets_.size(); i-- > 0;) {
-    if (open_brackets_[i] == opener) {
+    if (open_brackets_[i].type == opener) {
       open_brackets_.resize(i);
       return;
     }
   }
+}
+
+std::unique_ptr<antlr4::Token> TokenSource::hand_out(std::unique_ptr<antlr4::Token> t,
+                                                     const OpenBracket& open_before) {
+  open_before_.push_back(open_before);
+  return t;
+}
+
+const OpenBracket* TokenSource::open_bracket_before(size_t token_index) const {
+  if (token_index >= open_before_.size() || open_before_[token_index].type == 0) return nullptr;
+  return &open_before_[token_index];
 }
 
 // A byte no token can start with. A well-formed multi-byte UTF-8 character is reported once,
@@ -137,7 +150,7 @@ std::unique_ptr<antlr4::Token> TokenSource::stop(const antlr4::Token& at, std::s
   stopped_ = true;
   open_brackets_.clear();
   _input->seek(_input->size());
-  return SporaLexer::nextToken();  // EOF
+  return hand_out(SporaLexer::nextToken(), OpenBracket{});  // EOF
 }
 
 std::unique_ptr<antlr4::Token> TokenSource::nextToken() {
@@ -148,7 +161,7 @@ std::unique_ptr<antlr4::Token> TokenSource::nextToken() {
       bool bracketed_newline = type == SporaLexer::NEWLINE && !newline_is_significant();
       if (bracketed_newline || !last_can_end_statement_) continue;
       last_can_end_statement_ = false;
-      return t;
+      return hand_out(std::move(t), innermost_open());
     }
     if (type == SporaLexer::ERROR_CHAR) {
       report_stray_character(*t);
@@ -159,13 +172,14 @@ std::unique_ptr<antlr4::Token> TokenSource::nextToken() {
       // would say next is noise.
       return stop(*t, "unterminated string");
     }
+    OpenBracket open_before = innermost_open();
     track_brackets(*t);
     if (open_brackets_.size() > static_cast<size_t>(kMaxBracketDepth)) {
       return stop(*t, fmt::format("brackets are nested too deeply (the limit is {} levels)",
                                   kMaxBracketDepth));
     }
     last_can_end_statement_ = can_end_statement(type);
-    return t;
+    return hand_out(std::move(t), open_before);
   }
 }
 

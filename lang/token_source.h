@@ -15,6 +15,8 @@
 //   3. the nesting limit: more than kMaxBracketDepth open brackets is reported once, and the
 //      stream ends there too.
 // After the stream has ended early, stopped() is true and the parser's errors are noise.
+// It also remembers, for every token it hands out, the innermost bracket still open before
+// it, so an error about a missing ')' can point at the '(' it would close.
 #pragma once
 
 #include <memory>
@@ -27,7 +29,9 @@
 
 namespace spora::lang {
 
-inline constexpr int kMaxBracketDepth = 256;
+// Python's limit too; deep enough for any real program, shallow enough that ANTLR's
+// recursion stays well inside an 8 MiB stack even in an AddressSanitizer build.
+inline constexpr int kMaxBracketDepth = 200;
 
 class ByteStream : public antlr4::ANTLRInputStream {
  public:
@@ -38,13 +42,19 @@ class ByteStream : public antlr4::ANTLRInputStream {
 // token (EOF, or a token conjured up by error recovery) gets an empty range at its start.
 SourceRange token_range(int file, const antlr4::Token* token);
 
-// Whether the last diagnostic is an error on this line of this file. Lexer and parser
+// Whether the last diagnostic (notes aside) is an error on this line of this file. Lexer and parser
 // report at most one error per line: the first is the one to fix, the rest are mostly
 // echoes of it during recovery.
 bool error_already_on_line(const DiagnosticEngine& diags, int file, int line);
 
 // The token's original source bytes.
 std::string token_text(const std::string& source, const antlr4::Token* token);
+
+// An opening bracket: its token type (LPAREN, LBRACK, LBRACE) and where it is.
+struct OpenBracket {
+  size_t type = 0;
+  SourceRange range;
+};
 
 class TokenSource : public spora_antlr::SporaLexer {
  public:
@@ -53,12 +63,21 @@ class TokenSource : public spora_antlr::SporaLexer {
   std::unique_ptr<antlr4::Token> nextToken() override;
 
   bool stopped() const { return stopped_; }
+  // The innermost bracket open before the token with this index (as CommonTokenStream
+  // numbers them), or nullptr.
+  const OpenBracket* open_bracket_before(size_t token_index) const;
   bool had_errors() const { return had_errors_; }
 
  private:
   bool newline_is_significant() const;
   static bool can_end_statement(size_t type);
   void track_brackets(const antlr4::Token& t);
+  OpenBracket innermost_open() const {
+    return open_brackets_.empty() ? OpenBracket{} : open_brackets_.back();
+  }
+  // Every token leaves through here, so open_before_ stays aligned with token indices.
+  std::unique_ptr<antlr4::Token> hand_out(std::unique_ptr<antlr4::Token> t,
+                                          const OpenBracket& open_before);
   void report_stray_character(const antlr4::Token& t);
   // Reports a fatal lexical error at `at` and returns the EOF token that ends the stream.
   std::unique_ptr<antlr4::Token> stop(const antlr4::Token& at, std::string message);
@@ -66,9 +85,10 @@ class TokenSource : public spora_antlr::SporaLexer {
   const std::string& source_;
   int file_;
   DiagnosticEngine& diags_;
-  std::vector<size_t> open_brackets_;  // token types of the unclosed ( [ {
+  std::vector<OpenBracket> open_brackets_;  // the unclosed ( [ {, innermost last
+  std::vector<OpenBracket> open_before_;    // per token handed out (type 0: none)
   bool last_can_end_statement_ = false;
-  size_t skip_until_ = 0;              // byte offset: rest of a multi-byte stray character
+  size_t skip_until_ = 0;  // byte offset: rest of a multi-byte stray character
   bool stopped_ = false;
   bool had_errors_ = false;
 };

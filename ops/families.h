@@ -14,5 +14,6 @@ void register_nn(sem::Registry& r);
 void register_conv(sem::Registry& r);
 void register_creation(sem::Registry& r);
 void register_internal(sem::Registry& r);
+void register_tape(sem::Registry& r);
 
 }  // namespace spora::ops

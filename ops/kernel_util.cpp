@@ -175,6 +175,7 @@ void register_all() {
     register_conv(r);
     register_creation(r);
     register_internal(r);
+    register_tape(r);
   });
 }
 

@@ -3,6 +3,7 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <exception>
@@ -16,8 +17,15 @@ using ir::Node;
 
 // Where each parameter and node of a graph lives in its frames: params first, then nodes.
 struct Interpreter::Layout {
+  std::vector<const Node*> order;  // the params and nodes it was built from
   std::unordered_map<const Node*, size_t> slot;
   size_t size = 0;
+
+  bool matches(const Graph* g) const {
+    if (order.size() != g->params.size() + g->nodes.size()) return false;
+    return std::equal(g->params.begin(), g->params.end(), order.begin()) &&
+           std::equal(g->nodes.begin(), g->nodes.end(), order.begin() + g->params.size());
+  }
 };
 
 // One activation of a graph.
@@ -116,12 +124,12 @@ Value Interpreter::call(const Graph* g, std::vector<Value> args) {
 
 const Interpreter::Layout& Interpreter::layout(const Graph* g) {
   auto it = layouts_.find(g);
-  if (it != layouts_.end() && it->second->size == g->params.size() + g->nodes.size())
-    return *it->second;
-  // First run of g (or g grew since: passes may keep editing a module between runs).
+  if (it != layouts_.end() && it->second->matches(g)) return *it->second;
+  // First run of g, or g changed since (passes may keep editing a module between runs).
   auto l = std::make_unique<Layout>();
-  for (const Node* p : g->params) l->slot.emplace(p, l->size++);
-  for (const Node* n : g->nodes) l->slot.emplace(n, l->size++);
+  for (const Node* p : g->params) l->order.push_back(p);
+  for (const Node* n : g->nodes) l->order.push_back(n);
+  for (const Node* n : l->order) l->slot.emplace(n, l->size++);
   auto& stored = layouts_[g];
   stored = std::move(l);
   return *stored;

@@ -56,10 +56,14 @@ struct LowerOptions {
   std::string entry = "main";
   // Also type-check every function whose parameters are all annotated (spora check).
   bool check_all = false;
+  // Eager (PyNative) mode: run every operation as soon as it is lowered (`--mode eager`;
+  // `set_mode("eager")` as the first statement of main does the same).
+  bool eager = false;
 };
 
 // Lowers the program to a typed module whose entry graph is `options.entry`. Returns null
-// (with diagnostics) on errors.
+// (with diagnostics) on errors. In eager mode the program has already run when this returns
+// (its output printed); the module holds the tape of what ran.
 std::unique_ptr<ir::Module> lower_program(const Program& program, lang::DiagnosticEngine& diags,
                                           const LowerOptions& options = {});
 

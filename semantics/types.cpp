@@ -89,6 +89,13 @@ TypeP Type::function(std::vector<TypeP> params, TypeP result) {
   return t;
 }
 
+TypeP Type::list(TypeP element) {
+  auto t = std::make_shared<Type>();
+  t->kind = Kind::List;
+  t->elems = {std::move(element)};
+  return t;
+}
+
 int64_t Type::numel() const {
   int64_t n = 1;
   for (int64_t d : shape) {
@@ -148,6 +155,8 @@ std::string Type::str() const {
       return "iter<" + (elems.empty() ? std::string("?") : elem_list(elems)) + ">";
     case Kind::Function:
       return "fn(" + elem_list(elems) + ") -> " + (result ? result->str() : "()");
+    case Kind::List:
+      return "list<" + (elems.empty() ? std::string("?") : elem_list(elems)) + ">";
   }
   throw lang::InternalError("Type::str: unknown kind");
 }
@@ -182,6 +191,8 @@ bool operator==(const Type& a, const Type& b) {
       return a.name == b.name && same_elems(a.elems, b.elems);
     case Type::Kind::Function:
       return same_elems(a.elems, b.elems) && same_type(a.result, b.result);
+    case Type::Kind::List:
+      return same_elems(a.elems, b.elems);
   }
   return false;
 }

@@ -6,7 +6,7 @@
 //
 // Text form (printed by str(), parsed by parse_type in semantics/ir/parser.h):
 //   f32[64,784]   f32   i32[?]   (f32, i32[3])   ()   {w: f32[2,1], b: f32[1]}   MLP{w: ..., b: ...}
-//   str   iter<(f32[64,784], i32[64])>   fn(f32, i32) -> f32
+//   str   iter<(f32[64,784], i32[64])>   fn(f32, i32) -> f32   list<(i32, f32[3])>
 #pragma once
 
 #include <cstdint>
@@ -46,6 +46,7 @@ struct Type {
     String,    // a compile-time/run-time string (print, file names)
     Iterator,  // a run-time iterator (datasets); elems[0] is the element type, name the source
     Function,  // a graph value (control-flow bodies): elems = parameter types, result
+    List,      // a run-time list (the tape of a differentiated loop): elems[0] the element type
   };
   Kind kind = Kind::Tensor;
   DType dtype = DType::f32;
@@ -63,6 +64,7 @@ struct Type {
   static TypeP string();
   static TypeP iterator(std::string source, TypeP element);
   static TypeP function(std::vector<TypeP> params, TypeP result);
+  static TypeP list(TypeP element);
 
   bool is_tensor() const { return kind == Kind::Tensor; }
   bool is_scalar() const { return kind == Kind::Tensor && shape.empty(); }

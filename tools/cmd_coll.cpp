@@ -1,8 +1,8 @@
 #include "tools/cmd_coll.h"
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -34,8 +34,8 @@ using parallel::CollectiveSpec;
 using parallel::Schedule;
 
 struct Options {
-  std::string op = "all-reduce", algo = "ring", backend = "threads", dtype = "f32",
-              redop = "sum", sizes = "8:64M", schedule_file;
+  std::string op = "all-reduce", algo = "ring", backend = "threads", dtype = "f32", redop = "sum",
+              sizes = "8:64M", schedule_file;
   int ranks = 4, root = 0, chunks = 1, ranks_per_node = 0, iters = 20, warmup = 5;
   double factor = 2;
   bool check = true, json = false, print_schedule = false;
@@ -62,10 +62,14 @@ std::int64_t parse_bytes(const std::string& text) {
   }
   const std::string unit = text.substr(used);
   double scale = 1;
-  if (unit == "K" || unit == "k") scale = 1024;
-  else if (unit == "M" || unit == "m") scale = 1024.0 * 1024;
-  else if (unit == "G" || unit == "g") scale = 1024.0 * 1024 * 1024;
-  else if (!unit.empty() && unit != "B") throw UsageError(fmt::format("unknown size unit in '{}'", text));
+  if (unit == "K" || unit == "k")
+    scale = 1024;
+  else if (unit == "M" || unit == "m")
+    scale = 1024.0 * 1024;
+  else if (unit == "G" || unit == "g")
+    scale = 1024.0 * 1024 * 1024;
+  else if (!unit.empty() && unit != "B")
+    throw UsageError(fmt::format("unknown size unit in '{}'", text));
   if (value < 0) throw UsageError(fmt::format("size '{}' is negative", text));
   return static_cast<std::int64_t>(value * scale);
 }
@@ -89,8 +93,10 @@ std::int64_t count_for(Collective c, std::int64_t bytes, int ranks, std::size_t 
   switch (c) {
     case Collective::AllReduce:
     case Collective::Broadcast:
-    case Collective::Reduce: return bytes / static_cast<std::int64_t>(element);
-    default: return bytes / static_cast<std::int64_t>(element) / ranks;
+    case Collective::Reduce:
+      return bytes / static_cast<std::int64_t>(element);
+    default:
+      return bytes / static_cast<std::int64_t>(element) / ranks;
   }
 }
 
@@ -99,27 +105,36 @@ std::int64_t bytes_for(Collective c, std::int64_t count, int ranks, std::size_t 
   switch (c) {
     case Collective::AllReduce:
     case Collective::Broadcast:
-    case Collective::Reduce: return b;
-    default: return b * ranks;
+    case Collective::Reduce:
+      return b;
+    default:
+      return b * ranks;
   }
 }
 
 double bus_factor(Collective c, int ranks) {
   const double n = ranks;
   switch (c) {
-    case Collective::AllReduce: return 2 * (n - 1) / n;
+    case Collective::AllReduce:
+      return 2 * (n - 1) / n;
     case Collective::Broadcast:
-    case Collective::Reduce: return 1;
-    default: return (n - 1) / n;
+    case Collective::Reduce:
+      return 1;
+    default:
+      return (n - 1) / n;
   }
 }
 
 std::string_view nccl_type_name(DType t) {
   switch (t) {
-    case DType::F32: return "float";
-    case DType::F64: return "double";
-    case DType::I32: return "int32";
-    case DType::I64: return "int64";
+    case DType::F32:
+      return "float";
+    case DType::F64:
+      return "double";
+    case DType::I32:
+      return "int32";
+    case DType::I64:
+      return "int64";
   }
   return "?";
 }
@@ -149,8 +164,8 @@ Row measure(Communicator& comm, const Options& o, const CollectiveSpec& spec, DT
 
   std::optional<comm::Executor> executor;
   if (schedule) executor.emplace(*schedule, comm, t);
-  const comm::CollectiveCall call{spec.collective, spec.op, t, spec.count, spec.root, in.data(),
-                                  out.data()};
+  const comm::CollectiveCall call{spec.collective, spec.op,   t,         spec.count,
+                                  spec.root,       in.data(), out.data()};
   auto once = [&] {
     if (executor) {
       executor->run(in.data(), out.data());
@@ -176,7 +191,8 @@ Row measure(Communicator& comm, const Options& o, const CollectiveSpec& spec, DT
   row.count = spec.count;
   row.bytes = bytes_for(spec.collective, spec.count, spec.ranks, es);
   row.seconds = all_reduce(comm, seconds, parallel::ReduceOp::Max, DType::F64);
-  row.wrong = o.check ? all_reduce<std::int64_t>(comm, wrong, parallel::ReduceOp::Sum, DType::I64) : -1;
+  row.wrong =
+      o.check ? all_reduce<std::int64_t>(comm, wrong, parallel::ReduceOp::Sum, DType::I64) : -1;
   return row;
 }
 
@@ -199,10 +215,12 @@ struct Report {
 
   void header() const {
     if (o.json) return;
-    std::printf("# spora coll: %s, algorithm %s, %d ranks over %s, %s, %s, chunks %d, %d iterations after %d warm-up\n",
-                std::string(parallel::collective_name(collective)).c_str(), algorithm.c_str(), ranks,
-                o.backend.c_str(), std::string(comm::dtype_name(dtype)).c_str(), o.redop.c_str(),
-                o.chunks, o.iters, o.warmup);
+    std::printf(
+        "# spora coll: %s, algorithm %s, %d ranks over %s, %s, %s, chunks %d, %d iterations after "
+        "%d warm-up\n",
+        std::string(parallel::collective_name(collective)).c_str(), algorithm.c_str(), ranks,
+        o.backend.c_str(), std::string(comm::dtype_name(dtype)).c_str(), o.redop.c_str(), o.chunks,
+        o.iters, o.warmup);
     std::printf("#\n");
     std::printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s\n", "size", "count", "type",
                 "redop", "root", "time", "algbw", "busbw", "#wrong");
@@ -231,7 +249,9 @@ struct Report {
     const double avg = rows.empty() ? 0 : sum / static_cast<double>(rows.size());
     if (!o.json) {
       std::printf("# Wrong elements       : %lld %s\n", static_cast<long long>(wrong),
-                  !o.check ? "(not checked)" : wrong ? "FAILED" : "OK");
+                  !o.check ? "(not checked)"
+                  : wrong  ? "FAILED"
+                           : "OK");
       std::printf("# Avg bus bandwidth    : %g GB/s\n", avg);
       return;
     }
@@ -239,9 +259,8 @@ struct Report {
         "{{\"collective\": \"{}\", \"algorithm\": \"{}\", \"backend\": \"{}\", \"ranks\": {}, "
         "\"dtype\": \"{}\", \"redop\": \"{}\", \"root\": {}, \"chunks\": {}, "
         "\"ranks_per_node\": {}, \"iters\": {}, \"warmup\": {}, \"checked\": {}, \"results\": [",
-        parallel::collective_name(collective), algorithm, o.backend, ranks,
-        comm::dtype_name(dtype), o.redop, o.root, o.chunks, o.ranks_per_node, o.iters, o.warmup,
-        o.check);
+        parallel::collective_name(collective), algorithm, o.backend, ranks, comm::dtype_name(dtype),
+        o.redop, o.root, o.chunks, o.ranks_per_node, o.iters, o.warmup, o.check);
     for (std::size_t i = 0; i < rows.size(); ++i)
       out += fmt::format(
           "{}\n  {{\"size_bytes\": {}, \"count\": {}, \"time_us\": {:.3f}, \"algbw_gbps\": {:.4f}, "
@@ -276,7 +295,8 @@ int run(const Options& o, bool ranks_given) {
     loaded = parallel::parse_schedule(read_file(o.schedule_file), o.schedule_file);
     if (loaded->spec.ranks <= 64) {
       const parallel::CheckResult check = parallel::check_schedule(*loaded);
-      if (!check.ok()) throw UsageError(o.schedule_file + ": the schedule is wrong: " + check.error);
+      if (!check.ok())
+        throw UsageError(o.schedule_file + ": the schedule is wrong: " + check.error);
     } else {
       parallel::validate_schedule(*loaded);
     }
@@ -285,19 +305,23 @@ int run(const Options& o, bool ranks_given) {
   } else {
     const auto c = parallel::parse_collective(o.op);
     if (!c)
-      throw UsageError(fmt::format("unknown --op '{}' (broadcast, scatter, gather, reduce, "
-                                   "all-reduce, all-gather, reduce-scatter, all-to-all)", o.op));
+      throw UsageError(
+          fmt::format("unknown --op '{}' (broadcast, scatter, gather, reduce, "
+                      "all-reduce, all-gather, reduce-scatter, all-to-all)",
+                      o.op));
     collective = *c;
     algorithm = parallel::parse_algorithm(o.algo);
     if (!algorithm)
-      throw UsageError(fmt::format("unknown --algo '{}' (ring, tree, binomial, halving-doubling, "
-                                   "recursive-doubling, bruck, pairwise, hierarchical, native)", o.algo));
+      throw UsageError(
+          fmt::format("unknown --algo '{}' (ring, tree, binomial, halving-doubling, "
+                      "recursive-doubling, bruck, pairwise, hierarchical, native)",
+                      o.algo));
     if (!parallel::supports(*algorithm, collective)) {
       std::string list;
       for (Collective s : parallel::supported_collectives(*algorithm))
         list += (list.empty() ? "" : ", ") + std::string(parallel::collective_name(s));
-      throw UsageError(fmt::format("--algo {} does not implement {} (it implements: {})", o.algo,
-                                   o.op, list));
+      throw UsageError(
+          fmt::format("--algo {} does not implement {} (it implements: {})", o.algo, o.op, list));
     }
     algorithm_label = o.algo;
   }
@@ -315,15 +339,16 @@ int run(const Options& o, bool ranks_given) {
   if (use_mpi) {
     mpi = comm::make_mpi_communicator();
     if (ranks_given && ranks != mpi->size())
-      throw UsageError(fmt::format("--ranks {} but mpirun started {} processes", ranks, mpi->size()));
+      throw UsageError(
+          fmt::format("--ranks {} but mpirun started {} processes", ranks, mpi->size()));
     ranks = mpi->size();
   } else if (o.backend != "threads" && o.backend != "nccl") {
     throw UsageError(fmt::format("unknown --backend '{}' (threads, mpi, nccl)", o.backend));
   }
   if (loaded) {
     if (ranks_given && ranks != loaded->spec.ranks)
-      throw UsageError(fmt::format("--ranks {} but the schedule is for {} ranks", ranks,
-                                   loaded->spec.ranks));
+      throw UsageError(
+          fmt::format("--ranks {} but the schedule is for {} ranks", ranks, loaded->spec.ranks));
     ranks = loaded->spec.ranks;
   }
   if (ranks < 1) throw UsageError("--ranks must be at least 1");
@@ -347,7 +372,8 @@ int run(const Options& o, bool ranks_given) {
                stdout);
     return 0;
   }
-  if (o.root < 0 || o.root >= ranks) throw UsageError(fmt::format("--root {} is not a rank", o.root));
+  if (o.root < 0 || o.root >= ranks)
+    throw UsageError(fmt::format("--root {} is not a rank", o.root));
 
   Report report{o, collective, algorithm_label, ranks, *dtype, {}};
   bool failed = false;
@@ -391,29 +417,39 @@ int run_coll_command(int argc, char** argv) {
 
   Options o;
   CLI::App app{"Run and time a collective (nccl-tests style table)", "spora coll"};
-  app.add_option("--op", o.op, "collective: broadcast, scatter, gather, reduce, all-reduce, "
-                               "all-gather, reduce-scatter, all-to-all")->capture_default_str();
-  app.add_option("--algo", o.algo, "ring, tree, binomial, halving-doubling, recursive-doubling, "
-                                   "bruck, pairwise, hierarchical, native")->capture_default_str();
-  auto* ranks = app.add_option("--ranks,-n", o.ranks, "number of ranks (threads/nccl; mpi: the world)")
-                    ->capture_default_str();
-  app.add_option("--sizes", o.sizes, "MIN:MAX bytes, or one size; K, M, G suffixes (powers of 1024)")
+  app.add_option("--op", o.op,
+                 "collective: broadcast, scatter, gather, reduce, all-reduce, "
+                 "all-gather, reduce-scatter, all-to-all")
+      ->capture_default_str();
+  app.add_option("--algo", o.algo,
+                 "ring, tree, binomial, halving-doubling, recursive-doubling, "
+                 "bruck, pairwise, hierarchical, native")
+      ->capture_default_str();
+  auto* ranks =
+      app.add_option("--ranks,-n", o.ranks, "number of ranks (threads/nccl; mpi: the world)")
+          ->capture_default_str();
+  app.add_option("--sizes", o.sizes,
+                 "MIN:MAX bytes, or one size; K, M, G suffixes (powers of 1024)")
       ->capture_default_str();
   app.add_option("--factor,-f", o.factor, "size step factor")->capture_default_str();
-  app.add_option("--backend", o.backend, "threads, mpi (run under mpirun) or nccl")->capture_default_str();
+  app.add_option("--backend", o.backend, "threads, mpi (run under mpirun) or nccl")
+      ->capture_default_str();
   app.add_option("--dtype", o.dtype, "f32, f64, i32, i64")->capture_default_str();
   app.add_option("--redop", o.redop, "sum, max, min, prod")->capture_default_str();
-  app.add_option("--root", o.root, "root rank of broadcast, scatter, gather, reduce")->capture_default_str();
+  app.add_option("--root", o.root, "root rank of broadcast, scatter, gather, reduce")
+      ->capture_default_str();
   app.add_option("--chunks", o.chunks, "pipelining: split every transfer into this many pieces")
       ->capture_default_str();
   app.add_option("--ranks-per-node", o.ranks_per_node, "hierarchical: devices per node (0: auto)")
       ->capture_default_str();
   app.add_option("--iters", o.iters, "timed calls per size")->capture_default_str();
   app.add_option("--warmup", o.warmup, "untimed calls per size first")->capture_default_str();
-  app.add_option("--check", o.check, "check every output element (0 to skip)")->capture_default_str();
+  app.add_option("--check", o.check, "check every output element (0 to skip)")
+      ->capture_default_str();
   app.add_flag("--json", o.json, "print one JSON object instead of the table");
   app.add_option("--schedule", o.schedule_file, "run a hand-written schedule file (text form)");
-  app.add_flag("--print-schedule", o.print_schedule, "print the schedule of the first size and exit");
+  app.add_flag("--print-schedule", o.print_schedule,
+               "print the schedule of the first size and exit");
   try {
     app.parse(static_cast<int>(args.size()), args.data());
   } catch (const CLI::ParseError& e) {

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "autodiff/install.h"
 #include "lang/ast_printer.h"
 #include "lang/parser.h"
 #include "ops/ops.h"
@@ -47,16 +48,28 @@ int write_output(const std::string& text, const std::string& out_path) {
 int cmd_run(const std::string& path, const RunOptions& opts) {
   lang::SourceManager sources;
   lang::DiagnosticEngine diags(sources);
-  sem::Compiled c = sem::compile_file(sources, diags, path);
-  diags.print(std::cerr);
-  if (!c.module) return 1;
-  if (!c.module->entry) {
-    std::cerr << fmt::format("spora: error: {} has no main graph to run\n", path);
-    return 1;
-  }
   if (opts.mode != "graph" && opts.mode != "eager") {
     std::cerr << fmt::format("spora: error: unknown mode '{}' (expected graph or eager)\n", opts.mode);
     return 2;
+  }
+  sem::LowerOptions options;
+  options.eager = opts.mode == "eager";
+  sem::Compiled c;
+  try {
+    c = sem::compile_file(sources, diags, path, options);
+  } catch (const sem::RuntimeError& e) {
+    // Eager mode runs while it lowers.
+    std::cout.flush();
+    diags.print(std::cerr);
+    report_runtime_error(sources, e.loc, e.what());
+    return 1;
+  }
+  diags.print(std::cerr);
+  if (!c.module) return 1;
+  if (options.eager) return 0;
+  if (!c.module->entry) {
+    std::cerr << fmt::format("spora: error: {} has no main graph to run\n", path);
+    return 1;
   }
   try {
     sem::Interpreter interp(*c.module);
@@ -118,6 +131,7 @@ int cmd_ir(const std::string& path, const std::string& stage, bool dot, const st
 int main(int argc, char** argv) {
   using namespace spora;
   ops::register_all();
+  autodiff::install();
   CLI::App app{
       "Spora: a typed language for deep-learning models, compiled to a graph IR with automatic "
       "differentiation, fused CPU/GPU kernels, auto-parallel strategies and a cluster simulator."};

@@ -9,20 +9,28 @@ namespace spora::comm {
 
 std::size_t dtype_size(DType t) {
   switch (t) {
-    case DType::F32: return 4;
-    case DType::F64: return 8;
-    case DType::I32: return 4;
-    case DType::I64: return 8;
+    case DType::F32:
+      return 4;
+    case DType::F64:
+      return 8;
+    case DType::I32:
+      return 4;
+    case DType::I64:
+      return 8;
   }
   return 0;
 }
 
 std::string_view dtype_name(DType t) {
   switch (t) {
-    case DType::F32: return "f32";
-    case DType::F64: return "f64";
-    case DType::I32: return "i32";
-    case DType::I64: return "i64";
+    case DType::F32:
+      return "f32";
+    case DType::F64:
+      return "f64";
+    case DType::I32:
+      return "i32";
+    case DType::I64:
+      return "i64";
   }
   return "?";
 }
@@ -58,10 +66,20 @@ void reduce_typed(T* __restrict dst, const T* __restrict src, std::size_t n, Red
 
 void host_reduce(void* dst, const void* src, std::size_t count, DType t, ReduceOp op) {
   switch (t) {
-    case DType::F32: reduce_typed(static_cast<float*>(dst), static_cast<const float*>(src), count, op); break;
-    case DType::F64: reduce_typed(static_cast<double*>(dst), static_cast<const double*>(src), count, op); break;
-    case DType::I32: reduce_typed(static_cast<std::int32_t*>(dst), static_cast<const std::int32_t*>(src), count, op); break;
-    case DType::I64: reduce_typed(static_cast<std::int64_t*>(dst), static_cast<const std::int64_t*>(src), count, op); break;
+    case DType::F32:
+      reduce_typed(static_cast<float*>(dst), static_cast<const float*>(src), count, op);
+      break;
+    case DType::F64:
+      reduce_typed(static_cast<double*>(dst), static_cast<const double*>(src), count, op);
+      break;
+    case DType::I32:
+      reduce_typed(static_cast<std::int32_t*>(dst), static_cast<const std::int32_t*>(src), count,
+                   op);
+      break;
+    case DType::I64:
+      reduce_typed(static_cast<std::int64_t*>(dst), static_cast<const std::int64_t*>(src), count,
+                   op);
+      break;
   }
 }
 

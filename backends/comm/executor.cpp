@@ -50,9 +50,15 @@ void Executor::run(const void* input, void* output) {
   auto at = [&](const Region& r) -> char* {
     char* base = nullptr;
     switch (r.buffer) {
-      case BufferKind::Input: base = const_cast<char*>(static_cast<const char*>(input)); break;
-      case BufferKind::Output: base = static_cast<char*>(output); break;
-      case BufferKind::Scratch: base = static_cast<char*>(scratch_.data()); break;
+      case BufferKind::Input:
+        base = const_cast<char*>(static_cast<const char*>(input));
+        break;
+      case BufferKind::Output:
+        base = static_cast<char*>(output);
+        break;
+      case BufferKind::Scratch:
+        base = static_cast<char*>(scratch_.data());
+        break;
     }
     return base + r.offset * es;
   };
@@ -67,12 +73,16 @@ void Executor::run(const void* input, void* output) {
   };
   auto post = [&](const Step& s) -> Request {
     switch (s.kind) {
-      case StepKind::Send: return comm_.isend(at(s.src), s.src.count * es, s.peer, tag_[s.id]);
-      case StepKind::Recv: return comm_.irecv(at(s.dst), s.dst.count * es, s.peer, tag_[s.id]);
+      case StepKind::Send:
+        return comm_.isend(at(s.src), s.src.count * es, s.peer, tag_[s.id]);
+      case StepKind::Recv:
+        return comm_.irecv(at(s.dst), s.dst.count * es, s.peer, tag_[s.id]);
       case StepKind::RecvReduce:
-        if (staging_[s.id] >= 0) return comm_.irecv(staged(s), s.dst.count * es, s.peer, tag_[s.id]);
+        if (staging_[s.id] >= 0)
+          return comm_.irecv(staged(s), s.dst.count * es, s.peer, tag_[s.id]);
         return comm_.irecv_reduce(at(s.dst), s.dst.count, dtype_, op, s.peer, tag_[s.id]);
-      default: break;
+      default:
+        break;
     }
     return {};
   };
@@ -140,8 +150,8 @@ void Executor::run(const void* input, void* output) {
   }
 }
 
-void execute(const parallel::Schedule& schedule, Communicator& comm, DType dtype,
-             const void* input, void* output) {
+void execute(const parallel::Schedule& schedule, Communicator& comm, DType dtype, const void* input,
+             void* output) {
   Executor(schedule, comm, dtype).run(input, output);
 }
 

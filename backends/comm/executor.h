@@ -42,7 +42,7 @@ class Executor {
   Communicator& comm_;
   DType dtype_;
   int rank_;
-  std::vector<int> tag_;              // per step
+  std::vector<int> tag_;               // per step
   std::vector<std::int64_t> staging_;  // per step: element offset in staging_buffer_, or -1
   std::vector<std::vector<int>> dependents_;
   std::vector<std::vector<int>> rounds_;  // stream-ordered backends: step ids per round
@@ -50,7 +50,7 @@ class Executor {
 };
 
 // One-shot convenience.
-void execute(const parallel::Schedule& schedule, Communicator& comm, DType dtype,
-             const void* input, void* output);
+void execute(const parallel::Schedule& schedule, Communicator& comm, DType dtype, const void* input,
+             void* output);
 
 }  // namespace spora::comm

@@ -19,20 +19,28 @@ void check(int code, const char* what) {
 
 MPI_Datatype mpi_type(DType t) {
   switch (t) {
-    case DType::F32: return MPI_FLOAT;
-    case DType::F64: return MPI_DOUBLE;
-    case DType::I32: return MPI_INT32_T;
-    case DType::I64: return MPI_INT64_T;
+    case DType::F32:
+      return MPI_FLOAT;
+    case DType::F64:
+      return MPI_DOUBLE;
+    case DType::I32:
+      return MPI_INT32_T;
+    case DType::I64:
+      return MPI_INT64_T;
   }
   return MPI_BYTE;
 }
 
 MPI_Op mpi_op(ReduceOp op) {
   switch (op) {
-    case ReduceOp::Sum: return MPI_SUM;
-    case ReduceOp::Max: return MPI_MAX;
-    case ReduceOp::Min: return MPI_MIN;
-    case ReduceOp::Prod: return MPI_PROD;
+    case ReduceOp::Sum:
+      return MPI_SUM;
+    case ReduceOp::Max:
+      return MPI_MAX;
+    case ReduceOp::Min:
+      return MPI_MIN;
+    case ReduceOp::Prod:
+      return MPI_PROD;
   }
   return MPI_SUM;
 }
@@ -64,14 +72,16 @@ class MpiCommunicator final : public Communicator {
 
   Request isend(const void* data, std::size_t bytes, int peer, int tag) override {
     MPI_Request r;
-    check(MPI_Isend(data, as_int(bytes, "message size"), MPI_BYTE, peer, checked_tag(tag), comm_, &r),
-          "MPI_Isend");
+    check(
+        MPI_Isend(data, as_int(bytes, "message size"), MPI_BYTE, peer, checked_tag(tag), comm_, &r),
+        "MPI_Isend");
     return track(r);
   }
   Request irecv(void* data, std::size_t bytes, int peer, int tag) override {
     MPI_Request r;
-    check(MPI_Irecv(data, as_int(bytes, "message size"), MPI_BYTE, peer, checked_tag(tag), comm_, &r),
-          "MPI_Irecv");
+    check(
+        MPI_Irecv(data, as_int(bytes, "message size"), MPI_BYTE, peer, checked_tag(tag), comm_, &r),
+        "MPI_Irecv");
     return track(r);
   }
 

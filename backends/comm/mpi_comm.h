@@ -23,7 +23,7 @@ namespace spora::comm {
 
 bool mpi_available();
 void mpi_initialize(int* argc, char*** argv);  // no-op when already initialized
-void mpi_finalize();                            // no-op when not initialized or finalized
+void mpi_finalize();                           // no-op when not initialized or finalized
 bool mpi_initialized();
 int mpi_world_rank();
 int mpi_world_size();

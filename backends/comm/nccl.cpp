@@ -32,20 +32,28 @@ void check_nccl(ncclResult_t r, const char* what) {
 
 ncclDataType_t nccl_type(DType t) {
   switch (t) {
-    case DType::F32: return ncclFloat32;
-    case DType::F64: return ncclFloat64;
-    case DType::I32: return ncclInt32;
-    case DType::I64: return ncclInt64;
+    case DType::F32:
+      return ncclFloat32;
+    case DType::F64:
+      return ncclFloat64;
+    case DType::I32:
+      return ncclInt32;
+    case DType::I64:
+      return ncclInt64;
   }
   return ncclUint8;
 }
 
 ncclRedOp_t nccl_op(ReduceOp op) {
   switch (op) {
-    case ReduceOp::Sum: return ncclSum;
-    case ReduceOp::Max: return ncclMax;
-    case ReduceOp::Min: return ncclMin;
-    case ReduceOp::Prod: return ncclProd;
+    case ReduceOp::Sum:
+      return ncclSum;
+    case ReduceOp::Max:
+      return ncclMax;
+    case ReduceOp::Min:
+      return ncclMin;
+    case ReduceOp::Prod:
+      return ncclProd;
   }
   return ncclSum;
 }
@@ -86,7 +94,9 @@ class NcclCommunicator final : public Communicator {
   }
   void group_start() override { check_nccl(ncclGroupStart(), "ncclGroupStart"); }
   void group_end() override { check_nccl(ncclGroupEnd(), "ncclGroupEnd"); }
-  void synchronize() override { check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
+  void synchronize() override {
+    check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  }
 
   void copy(void* dst, const void* src, std::size_t bytes) override {
     if (bytes)
@@ -221,7 +231,8 @@ void run_nccl_threads(int ranks, const std::function<void(Communicator&)>& body)
   for (int r = 0; r < ranks; ++r) devlist[r] = r;
   check_nccl(ncclCommInitAll(comms.data(), ranks, devlist.data()), "ncclCommInitAll");
   std::vector<std::unique_ptr<Communicator>> wrapped;
-  for (int r = 0; r < ranks; ++r) wrapped.push_back(std::make_unique<NcclCommunicator>(comms[r], r));
+  for (int r = 0; r < ranks; ++r)
+    wrapped.push_back(std::make_unique<NcclCommunicator>(comms[r], r));
   std::exception_ptr error;
   std::mutex error_mutex;
   std::vector<std::thread> threads;

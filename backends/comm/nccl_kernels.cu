@@ -44,11 +44,20 @@ cudaError_t launch(void* dst, const void* src, std::size_t n, int op, cudaStream
   T* d = static_cast<T*>(dst);
   const T* s = static_cast<const T*>(src);
   switch (op) {
-    default: return cudaErrorInvalidValue;
-    case kSum: combine<<<blocks, threads, 0, stream>>>(d, s, n, Sum<T>{}); break;
-    case kProd: combine<<<blocks, threads, 0, stream>>>(d, s, n, Prod<T>{}); break;
-    case kMax: combine<<<blocks, threads, 0, stream>>>(d, s, n, Max<T>{}); break;
-    case kMin: combine<<<blocks, threads, 0, stream>>>(d, s, n, Min<T>{}); break;
+    default:
+      return cudaErrorInvalidValue;
+    case kSum:
+      combine<<<blocks, threads, 0, stream>>>(d, s, n, Sum<T>{});
+      break;
+    case kProd:
+      combine<<<blocks, threads, 0, stream>>>(d, s, n, Prod<T>{});
+      break;
+    case kMax:
+      combine<<<blocks, threads, 0, stream>>>(d, s, n, Max<T>{});
+      break;
+    case kMin:
+      combine<<<blocks, threads, 0, stream>>>(d, s, n, Min<T>{});
+      break;
   }
   return cudaGetLastError();
 }
@@ -58,10 +67,14 @@ cudaError_t launch(void* dst, const void* src, std::size_t n, int op, cudaStream
 cudaError_t reduce(void* dst, const void* src, std::size_t count, int t, int op,
                    cudaStream_t stream) {
   switch (t) {
-    case kF32: return launch<float>(dst, src, count, op, stream);
-    case kF64: return launch<double>(dst, src, count, op, stream);
-    case kI32: return launch<std::int32_t>(dst, src, count, op, stream);
-    case kI64: return launch<std::int64_t>(dst, src, count, op, stream);
+    case kF32:
+      return launch<float>(dst, src, count, op, stream);
+    case kF64:
+      return launch<double>(dst, src, count, op, stream);
+    case kI32:
+      return launch<std::int32_t>(dst, src, count, op, stream);
+    case kI64:
+      return launch<std::int64_t>(dst, src, count, op, stream);
   }
   return cudaErrorInvalidValue;
 }

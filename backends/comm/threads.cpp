@@ -10,7 +10,6 @@
 #include <mutex>
 #include <thread>
 
-
 namespace spora::comm {
 
 namespace {
@@ -213,6 +212,11 @@ std::int64_t block_offset(std::int64_t n, int p, int i) {
 }
 std::int64_t block_size(std::int64_t n, int p, int i) { return n / p + (i < n % p ? 1 : 0); }
 
+// memcpy that accepts the null pointers of empty buffers.
+void copy_bytes(void* dst, const void* src, std::size_t bytes) {
+  if (bytes) std::memcpy(dst, src, bytes);
+}
+
 void ThreadCommunicator::native(const CollectiveCall& c) {
   Rank& me = *w_.ranks[rank_];
   me.input = c.input;
@@ -230,20 +234,28 @@ void ThreadCommunicator::native(const CollectiveCall& c) {
   // dst = reduction over all ranks of elements [offset, offset + count) at in(rank, base + offset).
   auto reduce_all = [&](char* dst, std::int64_t base, std::int64_t count) {
     if (count == 0) return;
-    std::memcpy(dst, in(0, base), count * es);
+    copy_bytes(dst, in(0, base), count * es);
     for (int q = 1; q < p; ++q) host_reduce(dst, in(q, base), count, c.dtype, c.op);
   };
   switch (c.collective) {
-    case Collective::Broadcast: std::memcpy(out(r, 0), in(c.root, 0), n * es); break;
-    case Collective::Scatter: std::memcpy(out(r, 0), in(c.root, r * n), n * es); break;
-    case Collective::Gather: std::memcpy(out(c.root, r * n), in(r, 0), n * es); break;
+    case Collective::Broadcast:
+      copy_bytes(out(r, 0), in(c.root, 0), n * es);
+      break;
+    case Collective::Scatter:
+      copy_bytes(out(r, 0), in(c.root, r * n), n * es);
+      break;
+    case Collective::Gather:
+      copy_bytes(out(c.root, r * n), in(r, 0), n * es);
+      break;
     case Collective::AllGather:
-      for (int q = 0; q < p; ++q) std::memcpy(out(r, q * n), in(q, 0), n * es);
+      for (int q = 0; q < p; ++q) copy_bytes(out(r, q * n), in(q, 0), n * es);
       break;
     case Collective::AllToAll:
-      for (int q = 0; q < p; ++q) std::memcpy(out(r, q * n), in(q, r * n), n * es);
+      for (int q = 0; q < p; ++q) copy_bytes(out(r, q * n), in(q, r * n), n * es);
       break;
-    case Collective::ReduceScatter: reduce_all(out(r, 0), r * n, n); break;
+    case Collective::ReduceScatter:
+      reduce_all(out(r, 0), r * n, n);
+      break;
     case Collective::Reduce: {
       const std::int64_t lo = block_offset(n, p, r);
       reduce_all(out(c.root, lo), lo, block_size(n, p, r));
@@ -255,8 +267,8 @@ void ThreadCommunicator::native(const CollectiveCall& c) {
       w_.barrier();  // every slice is reduced
       for (int q = 0; q < p; ++q)
         if (q != r)
-          std::memcpy(out(r, block_offset(n, p, q)), out(q, block_offset(n, p, q)),
-                      block_size(n, p, q) * es);
+          copy_bytes(out(r, block_offset(n, p, q)), out(q, block_offset(n, p, q)),
+                     block_size(n, p, q) * es);
       break;
     }
   }
@@ -339,4 +351,3 @@ void run_threads(int ranks, const std::function<void(Communicator&)>& body) {
 }
 
 }  // namespace spora::comm
-

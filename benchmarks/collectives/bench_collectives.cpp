@@ -126,7 +126,8 @@ double measure_memory_bandwidth() {
         for (std::size_t i = lo; i < hi; ++i) c[i] = a[i];
       });
     for (auto& t : pool) t.join();
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    best = std::min(
+        best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   benchmark::DoNotOptimize(c.data());
   return 16.0 * n / best / 1e9;
@@ -147,7 +148,8 @@ struct Measurement {
 Measurement measure(const Case& k, std::int64_t bytes, int iters) {
   const int p = g_world->ranks;
   const bool per_buffer = k.collective == Collective::AllReduce ||
-                          k.collective == Collective::Broadcast || k.collective == Collective::Reduce;
+                          k.collective == Collective::Broadcast ||
+                          k.collective == Collective::Reduce;
   const std::int64_t count = bytes / 4 / (per_buffer ? 1 : p);
   const parallel::CollectiveSpec spec{k.collective, parallel::ReduceOp::Sum, p, count, 0};
   std::optional<parallel::Schedule> schedule;
@@ -169,7 +171,8 @@ Measurement measure(const Case& k, std::int64_t bytes, int iters) {
     c.barrier();
     const auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < iters; ++i) once();
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / iters;
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / iters;
     Measurement m;
     m.seconds = all_reduce(c, s, parallel::ReduceOp::Max, DType::F64);
     m.wrong = all_reduce<std::int64_t>(c, comm::count_wrong(spec, r, kType, out.data()),
@@ -179,36 +182,41 @@ Measurement measure(const Case& k, std::int64_t bytes, int iters) {
 }
 
 int iterations_for(std::int64_t bytes) {
-  return static_cast<int>(std::clamp<std::int64_t>((std::int64_t{256} << 20) / std::max<std::int64_t>(bytes, 1), 3, 200));
+  return static_cast<int>(std::clamp<std::int64_t>(
+      (std::int64_t{256} << 20) / std::max<std::int64_t>(bytes, 1), 3, 200));
 }
 
 void register_benchmarks() {
   for (const Case& k : kCases)
     for (std::int64_t bytes = 1024; bytes <= (std::int64_t{64} << 20); bytes *= 4) {
-      std::string name = g_world->backend + "/" + std::string(parallel::collective_name(k.collective)) +
-                         "/" + std::string(parallel::algorithm_name(k.algorithm));
+      std::string name = g_world->backend + "/" +
+                         std::string(parallel::collective_name(k.collective)) + "/" +
+                         std::string(parallel::algorithm_name(k.algorithm));
       if (k.chunks > 1) name += "/chunks:" + std::to_string(k.chunks);
       name += "/bytes:" + std::to_string(bytes);
       const int iters = iterations_for(bytes);
-      benchmark::RegisterBenchmark(name.c_str(), [k, bytes, iters](benchmark::State& state) {
-        const Measurement m = measure(k, bytes, iters);
-        for (auto _ : state) state.SetIterationTime(m.seconds);
-        const double algbw = m.seconds > 0 ? bytes / m.seconds / 1e9 : 0;
-        const double busbw = algbw * bus_factor(k.collective, g_world->ranks);
-        const auto key = std::pair(k.collective, bytes);
-        if (k.algorithm == Algorithm::Native) g_native_busbw[key] = busbw;
-        if (!g_native_busbw.count(key)) {
-          const Measurement native = measure({k.collective, Algorithm::Native}, bytes, iters);
-          g_native_busbw[key] = bytes / native.seconds / 1e9 * bus_factor(k.collective, g_world->ranks);
-        }
-        state.counters["busbw_GBps"] = busbw;
-        state.counters["algbw_GBps"] = algbw;
-        state.counters["native_busbw_GBps"] = g_native_busbw[key];
-        state.counters["vs_native"] = g_native_busbw[key] > 0 ? busbw / g_native_busbw[key] : 0;
-        state.counters["mem_bw_GBps"] = g_mem_bw;
-        state.counters["wrong"] = static_cast<double>(m.wrong);
-        if (m.wrong) state.SkipWithError("wrong results");
-      })
+      benchmark::RegisterBenchmark(
+          name.c_str(),
+          [k, bytes, iters](benchmark::State& state) {
+            const Measurement m = measure(k, bytes, iters);
+            for (auto _ : state) state.SetIterationTime(m.seconds);
+            const double algbw = m.seconds > 0 ? bytes / m.seconds / 1e9 : 0;
+            const double busbw = algbw * bus_factor(k.collective, g_world->ranks);
+            const auto key = std::pair(k.collective, bytes);
+            if (k.algorithm == Algorithm::Native) g_native_busbw[key] = busbw;
+            if (!g_native_busbw.count(key)) {
+              const Measurement native = measure({k.collective, Algorithm::Native}, bytes, iters);
+              g_native_busbw[key] =
+                  bytes / native.seconds / 1e9 * bus_factor(k.collective, g_world->ranks);
+            }
+            state.counters["busbw_GBps"] = busbw;
+            state.counters["algbw_GBps"] = algbw;
+            state.counters["native_busbw_GBps"] = g_native_busbw[key];
+            state.counters["vs_native"] = g_native_busbw[key] > 0 ? busbw / g_native_busbw[key] : 0;
+            state.counters["mem_bw_GBps"] = g_mem_bw;
+            state.counters["wrong"] = static_cast<double>(m.wrong);
+            if (m.wrong) state.SkipWithError("wrong results");
+          })
           ->UseManualTime()
           ->Iterations(iters)
           ->Unit(benchmark::kMicrosecond);

@@ -70,9 +70,15 @@ int ScheduleBuilder::add_step(int rank, Step step, const std::vector<int>& extra
     if (d >= 0) deps.push_back(d);
   // Register reads before writes so a read-modify-write does not depend on itself.
   switch (step.kind) {
-    case StepKind::Send: access(rank, step.src, true, false, step.id, deps); break;
-    case StepKind::Recv: access(rank, step.dst, false, true, step.id, deps); break;
-    case StepKind::RecvReduce: access(rank, step.dst, true, true, step.id, deps); break;
+    case StepKind::Send:
+      access(rank, step.src, true, false, step.id, deps);
+      break;
+    case StepKind::Recv:
+      access(rank, step.dst, false, true, step.id, deps);
+      break;
+    case StepKind::RecvReduce:
+      access(rank, step.dst, true, true, step.id, deps);
+      break;
     case StepKind::Copy:
     case StepKind::LocalReduce:
       access(rank, step.src, true, false, step.id, deps);
@@ -130,7 +136,8 @@ int ScheduleBuilder::recv(int rank, int peer, const Region& dst, bool reduce,
 
 void ScheduleBuilder::transfer(int from, const Region& src, int to, const Region& dst,
                                bool reduce) {
-  if (src.count != dst.count) throw std::logic_error("schedule builder: transfer of unequal regions");
+  if (src.count != dst.count)
+    throw std::logic_error("schedule builder: transfer of unequal regions");
   if (from == to) {
     reduce ? this->reduce(from, src, dst) : copy(from, src, dst);
     return;

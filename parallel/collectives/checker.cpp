@@ -54,7 +54,8 @@ void check_form(const Schedule& s) {
         fail(fmt::format("rank {}: step at position {} has id {}", r, i, step.id));
       for (int d : step.deps)
         if (d < 0 || d >= step.id)
-          fail(fmt::format("{}: depends on step {}, which is not an earlier step", where(r, step), d));
+          fail(fmt::format("{}: depends on step {}, which is not an earlier step", where(r, step),
+                           d));
       if (step.is_communication()) {
         if (step.peer < 0 || step.peer >= spec.ranks || step.peer == r)
           fail(fmt::format("{}: peer {} is not another rank", where(r, step), step.peer));
@@ -109,8 +110,9 @@ Matching match(const Schedule& s) {
       const auto& in = recvs[b][a];
       for (std::size_t k = 0; k < std::max(out.size(), in.size()); ++k) {
         if (k >= in.size())
-          fail(fmt::format("{}: no matching receive (rank {} receives only {} message(s) from rank {})",
-                           where(a, s.ranks[a].steps[out[k]]), b, in.size(), a));
+          fail(fmt::format(
+              "{}: no matching receive (rank {} receives only {} message(s) from rank {})",
+              where(a, s.ranks[a].steps[out[k]]), b, in.size(), a));
         if (k >= out.size())
           fail(fmt::format("{}: no matching send (rank {} sends only {} message(s) to rank {})",
                            where(b, s.ranks[b].steps[in[k]]), a, out.size(), b));
@@ -158,20 +160,22 @@ void check_races(const Schedule& s) {
         accesses.push_back({step.dst, step.id, true});
     }
     std::sort(accesses.begin(), accesses.end(), [](const Access& a, const Access& b) {
-      return std::pair(a.region.buffer, a.region.offset) < std::pair(b.region.buffer, b.region.offset);
+      return std::pair(a.region.buffer, a.region.offset) <
+             std::pair(b.region.buffer, b.region.offset);
     });
     for (std::size_t i = 0; i < accesses.size(); ++i)
-      for (std::size_t j = i + 1; j < accesses.size() && overlap(accesses[i].region, accesses[j].region);
-           ++j) {
+      for (std::size_t j = i + 1;
+           j < accesses.size() && overlap(accesses[i].region, accesses[j].region); ++j) {
         const Access& a = accesses[i].step < accesses[j].step ? accesses[i] : accesses[j];
         const Access& b = accesses[i].step < accesses[j].step ? accesses[j] : accesses[i];
         if ((a.writes || b.writes) && a.step != b.step && !ordered(a.step, b.step)) {
           const std::int64_t lo = std::max(a.region.offset, b.region.offset);
           const std::int64_t hi = std::min(a.region.end(), b.region.end());
-          fail(fmt::format("rank {}: race on {}: steps '{}' and '{}' both touch it, at least one "
-                           "writes, and neither depends on the other",
-                           r, format_region({a.region.buffer, lo, hi - lo}),
-                           format_step(steps[a.step]), format_step(steps[b.step])));
+          fail(
+              fmt::format("rank {}: race on {}: steps '{}' and '{}' both touch it, at least one "
+                          "writes, and neither depends on the other",
+                          r, format_region({a.region.buffer, lo, hi - lo}),
+                          format_step(steps[a.step]), format_step(steps[b.step])));
         }
       }
   }
@@ -308,10 +312,13 @@ class SymbolicRun {
         d = v;
         continue;
       }
-      const std::string at = fmt::format("{}[{}]", buffer_name(step.dst.buffer), step.dst.offset + i);
+      const std::string at =
+          fmt::format("{}[{}]", buffer_name(step.dst.buffer), step.dst.offset + i);
       if (d.ranks == 0 || v.ranks == 0)
-        fail(fmt::format("{}: reduces data that was never written ({} holds {}, the incoming value "
-                         "is {})", where(r, step), at, describe(d), describe(v)));
+        fail(
+            fmt::format("{}: reduces data that was never written ({} holds {}, the incoming value "
+                        "is {})",
+                        where(r, step), at, describe(d), describe(v)));
       if (d.element != v.element)
         fail(fmt::format("{}: combines different elements: {} holds {}, the incoming value is {}",
                          where(r, step), at, describe(d), describe(v)));
@@ -332,7 +339,8 @@ class SymbolicRun {
         std::string why;
         for (int d : partner.deps)
           if (done_round_[step.peer][d] < 0) {
-            why = fmt::format(", which waits for its step {}", format_step(s_.ranks[step.peer].steps[d]));
+            why = fmt::format(", which waits for its step {}",
+                              format_step(s_.ranks[step.peer].steps[d]));
             break;
           }
         return fmt::format("deadlock: {} waits for rank {} step {}{}", where(rank, step), step.peer,
@@ -356,17 +364,24 @@ class SymbolicRun {
 // What output element i of rank r must hold.
 Symbol expected(const CollectiveSpec& spec, int r, std::int64_t i) {
   const std::int64_t n = spec.count;
-  const std::uint64_t all = spec.ranks == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << spec.ranks) - 1;
+  const std::uint64_t all =
+      spec.ranks == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << spec.ranks) - 1;
   const std::uint64_t root = std::uint64_t{1} << spec.root;
   switch (spec.collective) {
-    case Collective::Broadcast: return {root, i};
-    case Collective::Scatter: return {root, r * n + i};
+    case Collective::Broadcast:
+      return {root, i};
+    case Collective::Scatter:
+      return {root, r * n + i};
     case Collective::Gather:
-    case Collective::AllGather: return {std::uint64_t{1} << (i / n), i % n};
+    case Collective::AllGather:
+      return {std::uint64_t{1} << (i / n), i % n};
     case Collective::Reduce:
-    case Collective::AllReduce: return {all, i};
-    case Collective::ReduceScatter: return {all, r * n + i};
-    case Collective::AllToAll: return {std::uint64_t{1} << (i / n), r * n + i % n};
+    case Collective::AllReduce:
+      return {all, i};
+    case Collective::ReduceScatter:
+      return {all, r * n + i};
+    case Collective::AllToAll:
+      return {std::uint64_t{1} << (i / n), r * n + i % n};
   }
   return {};
 }
@@ -383,10 +398,11 @@ void check_result(const Schedule& s, SymbolicRun& run) {
       std::string hint;
       if (out[i].element == want.element && out[i].ranks != 0 && (want.ranks & ~out[i].ranks))
         hint = fmt::format(" (missing {})", ranks_phrase(want.ranks & ~out[i].ranks));
-      fail(fmt::format("rank {}: chunk {} of the result is wrong: output[{}] holds {}, expected "
-                       "{}{}",
-                       r, format_region({BufferKind::Output, i, end - i}), i, describe(out[i]),
-                       describe(want), hint));
+      fail(
+          fmt::format("rank {}: chunk {} of the result is wrong: output[{}] holds {}, expected "
+                      "{}{}",
+                      r, format_region({BufferKind::Output, i, end - i}), i, describe(out[i]),
+                      describe(want), hint));
     }
   }
 }

@@ -24,8 +24,8 @@ Schedule hierarchical_schedule(const CollectiveSpec&, const AlgorithmOptions&);
 //     from_input: each rank's contribution is still in its input buffer (same offsets); the
 //     output is filled on the way. Otherwise the output already holds the contributions.
 //   all-gather: group[i]'s block i is final; afterwards every member has every block.
-void ring_reduce_scatter_inplace(ScheduleBuilder& b, const std::vector<int>& group,
-                                 std::int64_t lo, std::int64_t hi, bool from_input);
+void ring_reduce_scatter_inplace(ScheduleBuilder& b, const std::vector<int>& group, std::int64_t lo,
+                                 std::int64_t hi, bool from_input);
 void ring_all_gather_inplace(ScheduleBuilder& b, const std::vector<int>& group, std::int64_t lo,
                              std::int64_t hi);
 
@@ -43,7 +43,8 @@ class BlockRouter {
   void round(const std::vector<int>& to, Pick pick) {
     std::vector<std::vector<bool>> chosen(held_.size());
     for (std::size_t r = 0; r < held_.size(); ++r)
-      for (const Held& h : held_[r]) chosen[r].push_back(to[r] >= 0 && pick(static_cast<int>(r), h.block));
+      for (const Held& h : held_[r])
+        chosen[r].push_back(to[r] >= 0 && pick(static_cast<int>(r), h.block));
     move(to, chosen);
   }
   // Copies every block (s, r) that rank r holds into its output block s.

@@ -1,20 +1,19 @@
 // Hierarchical two-level all-reduce for a nodes x devices layout.
 //
 // Ranks are numbered node-major: rank = node * g + local, with g = ranks_per_node devices per
-// node and m = p / g nodes. Fast links inside a node, slow ones between nodes:
+// node and m = p / g nodes. Links inside a node are fast, links between nodes slow:
 //
-//          node 0                 node 1
-//     d0  d1  d2  d3         d0  d1  d2  d3
-//     [ ring inside ]        [ ring inside ]      1. reduce-scatter: local rank l ends with
-//      |   |   |   |          |   |   |   |          block l (1/g of the data) summed over
-//      +---|---|---|----------+   |   |   |          its node
-//          +---|---|--------------+   |   |       2. all-reduce of block l among the m ranks
-//              +---|----------------- + ...          with local rank l (a ring per l), so
-//                                                    inter-node traffic is 1/g per device
-//     [ ring inside ]        [ ring inside ]      3. all-gather inside each node
+//   node 0: ranks 0 1 2 3            node 1: ranks 4 5 6 7            (g = 4, m = 2)
+//
+//   1. reduce-scatter inside each node (a ring over 0 1 2 3, another over 4 5 6 7):
+//      local rank l ends with block l (1/g of the data) summed over its node
+//   2. all-reduce of block l across the nodes (a ring over l, g + l, 2g + l, ...):
+//         0 <-> 4     1 <-> 5     2 <-> 6     3 <-> 7
+//      so each device moves only 1/g of the data over the slow links, all g rings at once
+//   3. all-gather inside each node: every rank ends with the whole sum
 //
 // Each phase is a ring (ring.cpp) on a subgroup and an element range of the output buffer;
-// phase 1 reads the contributions from the input.
+// phase 1 reads the contributions straight from the input.
 #include <stdexcept>
 #include <string>
 

@@ -77,8 +77,8 @@ Schedule ring_all_gather(const CollectiveSpec& spec, const AlgorithmOptions& opt
 
 }  // namespace
 
-void ring_reduce_scatter_inplace(ScheduleBuilder& b, const std::vector<int>& group,
-                                 std::int64_t lo, std::int64_t hi, bool from_input) {
+void ring_reduce_scatter_inplace(ScheduleBuilder& b, const std::vector<int>& group, std::int64_t lo,
+                                 std::int64_t hi, bool from_input) {
   const int g = static_cast<int>(group.size());
   auto block = [&](BufferKind buffer, int j) {
     j = mod(j, g);
@@ -105,14 +105,18 @@ void ring_all_gather_inplace(ScheduleBuilder& b, const std::vector<int>& group, 
     return output(lo + block_offset(hi - lo, g, j), block_size(hi - lo, g, j));
   };
   for (int k = 0; k <= g - 2; ++k)
-    for (int i = 0; i < g; ++i) b.transfer(group[i], block(i - k), group[mod(i + 1, g)], block(i - k));
+    for (int i = 0; i < g; ++i)
+      b.transfer(group[i], block(i - k), group[mod(i + 1, g)], block(i - k));
 }
 
 Schedule ring_schedule(const CollectiveSpec& spec, const AlgorithmOptions& options) {
   switch (spec.collective) {
-    case Collective::ReduceScatter: return ring_reduce_scatter(spec, options);
-    case Collective::AllGather: return ring_all_gather(spec, options);
-    default: break;
+    case Collective::ReduceScatter:
+      return ring_reduce_scatter(spec, options);
+    case Collective::AllGather:
+      return ring_all_gather(spec, options);
+    default:
+      break;
   }
   ScheduleBuilder b(spec, "ring", options);
   std::vector<int> everyone(spec.ranks);

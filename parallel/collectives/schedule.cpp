@@ -60,20 +60,28 @@ std::string_view algorithm_name(Algorithm a) { return name_of(kAlgorithmNames, a
 
 std::string_view step_kind_name(StepKind k) {
   switch (k) {
-    case StepKind::Send: return "send";
-    case StepKind::Recv: return "recv";
-    case StepKind::RecvReduce: return "recv-reduce";
-    case StepKind::Copy: return "copy";
-    case StepKind::LocalReduce: return "reduce";
+    case StepKind::Send:
+      return "send";
+    case StepKind::Recv:
+      return "recv";
+    case StepKind::RecvReduce:
+      return "recv-reduce";
+    case StepKind::Copy:
+      return "copy";
+    case StepKind::LocalReduce:
+      return "reduce";
   }
   return "?";
 }
 
 std::string_view buffer_name(BufferKind b) {
   switch (b) {
-    case BufferKind::Input: return "input";
-    case BufferKind::Output: return "output";
-    case BufferKind::Scratch: return "scratch";
+    case BufferKind::Input:
+      return "input";
+    case BufferKind::Output:
+      return "output";
+    case BufferKind::Scratch:
+      return "scratch";
   }
   return "?";
 }
@@ -112,14 +120,18 @@ std::vector<Algorithm> all_algorithms() {
 std::int64_t Schedule::input_count(int rank) const {
   const std::int64_t n = spec.count, p = spec.ranks;
   switch (spec.collective) {
-    case Collective::Broadcast: return rank == spec.root ? n : 0;
-    case Collective::Scatter: return rank == spec.root ? p * n : 0;
+    case Collective::Broadcast:
+      return rank == spec.root ? n : 0;
+    case Collective::Scatter:
+      return rank == spec.root ? p * n : 0;
     case Collective::Gather:
     case Collective::Reduce:
     case Collective::AllReduce:
-    case Collective::AllGather: return n;
+    case Collective::AllGather:
+      return n;
     case Collective::ReduceScatter:
-    case Collective::AllToAll: return p * n;
+    case Collective::AllToAll:
+      return p * n;
   }
   return 0;
 }
@@ -130,20 +142,27 @@ std::int64_t Schedule::output_count(int rank) const {
     case Collective::Broadcast:
     case Collective::Scatter:
     case Collective::AllReduce:
-    case Collective::ReduceScatter: return n;
-    case Collective::Gather: return rank == spec.root ? p * n : 0;
-    case Collective::Reduce: return rank == spec.root ? n : 0;
+    case Collective::ReduceScatter:
+      return n;
+    case Collective::Gather:
+      return rank == spec.root ? p * n : 0;
+    case Collective::Reduce:
+      return rank == spec.root ? n : 0;
     case Collective::AllGather:
-    case Collective::AllToAll: return p * n;
+    case Collective::AllToAll:
+      return p * n;
   }
   return 0;
 }
 
 std::int64_t Schedule::buffer_count(int rank, BufferKind buffer) const {
   switch (buffer) {
-    case BufferKind::Input: return input_count(rank);
-    case BufferKind::Output: return output_count(rank);
-    case BufferKind::Scratch: return ranks.at(rank).scratch_count;
+    case BufferKind::Input:
+      return input_count(rank);
+    case BufferKind::Output:
+      return output_count(rank);
+    case BufferKind::Scratch:
+      return ranks.at(rank).scratch_count;
   }
   return 0;
 }

@@ -92,9 +92,9 @@ enum class StepKind : std::uint8_t { Send, Recv, RecvReduce, Copy, LocalReduce }
 struct Step {
   int id = 0;  // == index in RankProgram::steps
   StepKind kind = StepKind::Copy;
-  int peer = -1;       // Send, Recv, RecvReduce; -1 otherwise
-  Region src;          // Send, Copy, LocalReduce (see the table above)
-  Region dst;          // Recv, RecvReduce, Copy, LocalReduce
+  int peer = -1;          // Send, Recv, RecvReduce; -1 otherwise
+  Region src;             // Send, Copy, LocalReduce (see the table above)
+  Region dst;             // Recv, RecvReduce, Copy, LocalReduce
   std::vector<int> deps;  // ids of earlier steps on the same rank
 
   // The region the step transfers: src for Send, dst otherwise.
@@ -135,10 +135,10 @@ struct Schedule {
   AlgorithmOptions options;  // as given to the generator (informational for hand-written ones)
   std::vector<RankProgram> ranks;  // ranks.size() == spec.ranks
 
-  std::int64_t input_count(int rank) const;   // buffer sizes, from the table above
+  std::int64_t input_count(int rank) const;  // buffer sizes, from the table above
   std::int64_t output_count(int rank) const;
   std::int64_t buffer_count(int rank, BufferKind buffer) const;
-  std::size_t step_count() const;             // over all ranks
+  std::size_t step_count() const;  // over all ranks
   friend bool operator==(const Schedule&, const Schedule&) = default;
 };
 

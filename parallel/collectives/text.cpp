@@ -15,7 +15,9 @@ std::string format_region(const Region& r) {
 std::string format_step(const Step& s) {
   std::string out = fmt::format("{}: {}", s.id, step_kind_name(s.kind));
   switch (s.kind) {
-    case StepKind::Send: out += fmt::format(" to {} {}", s.peer, format_region(s.src)); break;
+    case StepKind::Send:
+      out += fmt::format(" to {} {}", s.peer, format_region(s.src));
+      break;
     case StepKind::Recv:
     case StepKind::RecvReduce:
       out += fmt::format(" from {} {}", s.peer, format_region(s.dst));
@@ -56,8 +58,7 @@ class Line {
 
   [[noreturn]] void fail(const std::string& message, std::size_t column) const {
     throw ScheduleParseError(fmt::format("{}:{}:{}: error: {}\n{}\n{}^", filename_, number_,
-                                         column + 1, message, display_,
-                                         std::string(column, ' ')));
+                                         column + 1, message, display_, std::string(column, ' ')));
   }
   [[noreturn]] void fail(const std::string& message) const { fail(message, token_start_); }
 
@@ -80,8 +81,7 @@ class Line {
   void expect(std::string_view literal) {
     skip_space();
     token_start_ = pos_;
-    if (text_.substr(pos_, literal.size()) != literal)
-      fail(fmt::format("expected '{}'", literal));
+    if (text_.substr(pos_, literal.size()) != literal) fail(fmt::format("expected '{}'", literal));
     pos_ += literal.size();
   }
   bool accept(std::string_view literal) {
@@ -103,17 +103,22 @@ class Line {
     std::string_view name = word("[");
     const std::size_t column = token_start_;
     Region r;
-    if (name == "input") r.buffer = BufferKind::Input;
-    else if (name == "output") r.buffer = BufferKind::Output;
-    else if (name == "scratch") r.buffer = BufferKind::Scratch;
-    else fail(fmt::format("expected a region like output[0:4], found '{}'", name), column);
+    if (name == "input")
+      r.buffer = BufferKind::Input;
+    else if (name == "output")
+      r.buffer = BufferKind::Output;
+    else if (name == "scratch")
+      r.buffer = BufferKind::Scratch;
+    else
+      fail(fmt::format("expected a region like output[0:4], found '{}'", name), column);
     expect("[");
     const std::int64_t begin = integer("a region start");
     expect(":");
     const std::int64_t end = integer("a region end");
     expect("]");
     if (begin < 0 || end < begin)
-      fail(fmt::format("region {}[{}:{}] is empty-backwards or negative", name, begin, end), column);
+      fail(fmt::format("region {}[{}:{}] is empty-backwards or negative", name, begin, end),
+           column);
     r.offset = begin;
     r.count = end - begin;
     return r;
@@ -200,8 +205,8 @@ Step parse_step(Line& line, int expected_id) {
       if (dep < 0 || dep >= expected_id)
         line.fail(expected_id == 0
                       ? std::string("step 0 is the first step and cannot depend on another")
-                      : fmt::format("step {} can only depend on earlier steps (0..{})",
-                                    expected_id, expected_id - 1));
+                      : fmt::format("step {} can only depend on earlier steps (0..{})", expected_id,
+                                    expected_id - 1));
       step.deps.push_back(static_cast<int>(dep));
     }
   }

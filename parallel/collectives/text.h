@@ -32,7 +32,7 @@
 namespace spora::parallel {
 
 std::string print_schedule(const Schedule& schedule);
-std::string format_step(const Step& step);      // "2: recv-reduce from 1 output[0:3] after 0"
+std::string format_step(const Step& step);        // "2: recv-reduce from 1 output[0:3] after 0"
 std::string format_region(const Region& region);  // "output[0:3]"
 
 // A user error in a schedule file: "file:line:col: error: message", the line, and a caret.

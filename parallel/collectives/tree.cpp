@@ -106,7 +106,8 @@ Tree binomial_tree(int p, int root) {
   Tree t = Tree::from_parents(std::move(parent));
   // Children by relative rank, so every subtree is a run of consecutive relative ranks.
   for (auto& c : t.children)
-    std::sort(c.begin(), c.end(), [&](int a, int b) { return (a - root + p) % p < (b - root + p) % p; });
+    std::sort(c.begin(), c.end(),
+              [&](int a, int b) { return (a - root + p) % p < (b - root + p) % p; });
   return t;
 }
 
@@ -283,9 +284,14 @@ Schedule tree_schedule(const CollectiveSpec& spec, const AlgorithmOptions& optio
       case Collective::Broadcast:
         tree_broadcast(b, part.tree, part.lo, part.hi, /*from_input=*/true);
         break;
-      case Collective::Gather: tree_gather(b, part.tree, n, part.lo, part.hi); break;
-      case Collective::Scatter: tree_scatter(b, part.tree, n, part.lo, part.hi); break;
-      default: break;
+      case Collective::Gather:
+        tree_gather(b, part.tree, n, part.lo, part.hi);
+        break;
+      case Collective::Scatter:
+        tree_scatter(b, part.tree, n, part.lo, part.hi);
+        break;
+      default:
+        break;
     }
   }
   return std::move(b).finish();

@@ -55,7 +55,9 @@ Node* Module::add_constant(Graph* g, Value value, lang::SourceLoc loc) {
   n->graph = g;
   g->nodes.push_back(n.get());
   nodes_.push_back(std::move(n));
-  return nodes_.back().get();
+  Node* added = nodes_.back().get();
+  if (on_add) on_add(added);
+  return added;
 }
 
 Node* Module::add_graph_constant(Graph* g, Graph* target, lang::SourceLoc loc) {
@@ -116,7 +118,9 @@ Node* Module::add_apply(Graph* g, const sem::Primitive* prim, std::vector<Node*>
   n->graph = g;
   g->nodes.push_back(n.get());
   nodes_.push_back(std::move(n));
-  return nodes_.back().get();
+  Node* added = nodes_.back().get();
+  if (on_add) on_add(added);
+  return added;
 }
 
 Node* Module::add_call(Graph* g, Graph* callee, std::vector<Node*> inputs, TypeP type,
@@ -131,7 +135,9 @@ Node* Module::add_call(Graph* g, Graph* callee, std::vector<Node*> inputs, TypeP
   n->graph = g;
   g->nodes.push_back(n.get());
   nodes_.push_back(std::move(n));
-  return nodes_.back().get();
+  Node* added = nodes_.back().get();
+  if (on_add) on_add(added);
+  return added;
 }
 
 Graph* Module::find_graph(std::string_view name) const {

@@ -21,6 +21,8 @@
 // Passes that rewrite build new nodes in the same module (or a copy made with clone_module).
 #pragma once
 
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -101,6 +103,14 @@ class Module {
   std::vector<Graph*> children(const Graph* g) const;
 
   Graph* entry = nullptr;          // the graph `spora run` executes (main), if any
+
+  // Per-module bookkeeping of later layers (autodiff keeps its taped loops and generated
+  // backward graphs here), keyed by the layer's name. Not printed.
+  std::map<std::string, std::shared_ptr<void>> annotations;
+
+  // Called after every constant, apply and call node is added (eager mode runs each node
+  // as soon as the lowering emits it).
+  std::function<void(Node*)> on_add;
 
  private:
   std::vector<std::unique_ptr<Graph>> graphs_;

@@ -282,6 +282,12 @@ sem::TypeP parse_type(TokenStream& ts) {
     ts.expect_punct('>');
     return sem::Type::iterator("", elem);
   }
+  if (word.text == "list" && ts.peek().punct('<')) {
+    ts.next();
+    sem::TypeP elem = parse_type(ts);
+    ts.expect_punct('>');
+    return sem::Type::list(elem);
+  }
   if (word.text == "fn" && ts.peek().punct('(')) {
     ts.next();
     std::vector<sem::TypeP> params = type_list(ts, ')', comma);

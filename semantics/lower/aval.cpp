@@ -70,7 +70,7 @@ bool is_static_number(const AV& v) {
 
 bool is_function(const AV& v) {
   return v->kind == AK::Def || v->kind == AK::Closure || v->kind == AK::Builtin ||
-         v->kind == AK::ModelClass;
+         v->kind == AK::ModelClass || v->kind == AK::Transform || v->kind == AK::Pullback;
 }
 
 bool contains_function(const AV& v) {
@@ -131,6 +131,8 @@ std::string skeleton_key(const AV& v) {
     case AK::Builtin: return "builtin:" + v->s;
     case AK::ModelClass: return "model:" + v->model->name;
     case AK::Namespace: return "ns:" + v->s;
+    case AK::Transform: return v->s + "(" + skeleton_key(v->elems[0]) + ")";
+    case AK::Pullback: return fmt::format("pullback@{}", static_cast<const void*>(v.get()));
   }
   return "?";
 }
@@ -152,6 +154,8 @@ std::string describe(const AV& v) {
     case AK::Builtin: return fmt::format("the built-in '{}'", v->s);
     case AK::ModelClass: return fmt::format("the model class '{}'", v->model->name);
     case AK::Namespace: return fmt::format("the module '{}'", v->s);
+    case AK::Transform: return fmt::format("{}({})", v->s, describe(v->elems[0]));
+    case AK::Pullback: return "a pullback function";
   }
   return "a value";
 }

@@ -29,6 +29,8 @@ enum class AK {
   Builtin,     // a primitive of the registry or a built-in special form (name)
   ModelClass,  // a `model` declaration: calling it constructs an instance
   Namespace,   // an imported module (`nn` after `import std.nn`)
+  Transform,   // grad(f) / value_and_grad(f): s names it, elems[0] is f, wrt the arguments
+  Pullback,    // the backward function vjp returns (payload: the recorded region)
 };
 
 struct AVal {
@@ -51,6 +53,9 @@ struct AVal {
   const lang::Expr* lambda = nullptr;    // Closure
   std::shared_ptr<const Env> env;        // Closure: captured bindings
   const Primitive* prim = nullptr;       // Builtin backed by a primitive
+  std::vector<int64_t> wrt;              // Transform: differentiated argument positions
+  bool wrt_tuple = false;                // Transform: wrt was given as a tuple
+  std::shared_ptr<void> payload;         // Pullback
 };
 
 AV make_error();

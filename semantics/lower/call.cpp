@@ -249,6 +249,8 @@ AV Lowerer::call(AV callee, std::vector<Arg> args, lang::SourceRange r) {
         return call_def(*fwd, std::move(args), r);
       }
       break;
+    case AK::Transform: return call_transform(*callee, std::move(args), r);
+    case AK::Pullback: return call_pullback(*callee, std::move(args), r);
     case AK::Error: return callee;
     default: break;
   }
@@ -301,6 +303,10 @@ AV Lowerer::call_builtin(const std::string& name, std::vector<Arg> args, lang::S
     fail(args[0].range, fmt::format("{}() of {} is not defined", name, describe(v)));
   }
   if (name == "range") fail(r, "range(...) can only be iterated by a for loop: `for i in range(n) { ... }`");
+  if (name == "grad" || name == "value_and_grad") return make_transform(name, std::move(args), r);
+  if (name == "vjp") return call_vjp(std::move(args), r);
+  if (name == "jvp") return call_jvp(std::move(args), r);
+  if (name == "set_mode") fail(r, "set_mode(...) must be the first statement of main");
   fail(r, fmt::format("'{}' is not available in this build of Spora yet", name));
 }
 

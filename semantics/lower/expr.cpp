@@ -226,7 +226,7 @@ AV Lowerer::eval_list(const lang::Expr& e, Env& env) {
 }
 
 AV Lowerer::eval_conditional(const lang::Expr& e, Env& env) {
-  AV c = eval(*e.cond, env);
+  AV c = known(eval(*e.cond, env));
   if (c->kind == AK::Error) return c;
   if (is_static_number(c)) return as_double(c) != 0 ? eval(*e.then_expr, env) : eval(*e.else_expr, env);
   if (c->kind != AK::Node || !c->type->is_scalar())

@@ -70,7 +70,7 @@ std::unique_ptr<ir::Module> lower_program(const Program& program, lang::Diagnost
   auto module = std::make_unique<ir::Module>();
   Lowerer lowerer(program, diags, *module);
   if (options.check_all) lowerer.check_annotated_functions();
-  bool ok = lowerer.lower_entry(options.entry);
+  bool ok = lowerer.lower_entry(options.entry, options.eager);
   if (!ok || diags.has_errors()) return nullptr;
   auto problems = ir::verify(*module);
   if (!problems.empty()) {
@@ -197,7 +197,7 @@ const Binding* Lowerer::lookup_global(int module, const std::string& name) const
 }
 
 // ------------------------------------------------------------------ entry
-bool Lowerer::lower_entry(const std::string& entry) {
+bool Lowerer::lower_entry(const std::string& entry, bool eager) {
   const Binding* b = lookup_global(0, entry);
   if (!b || b->value->kind != AK::Def) {
     diags_.error({}, fmt::format("no function '{}' to run in {}", entry,
@@ -217,8 +217,29 @@ bool Lowerer::lower_entry(const std::string& entry) {
   Env env;
   env.module = 0;
   env.push();
+  // `set_mode("eager" | "graph")` as the first statement of main chooses the mode.
+  size_t first = 0;
+  if (def.body && !def.body->stmts.empty()) {
+    const lang::Stmt& s0 = *def.body->stmts[0];
+    if (s0.kind == lang::StmtKind::Expr && s0.value->kind == lang::ExprKind::Call &&
+        s0.value->callee->kind == lang::ExprKind::Name && s0.value->callee->name == "set_mode") {
+      const lang::Expr& call = *s0.value;
+      if (call.args.size() != 1 || call.args[0]->kind != lang::ExprKind::String ||
+          (call.args[0]->string_value != "eager" && call.args[0]->string_value != "graph")) {
+        error(call.range, "set_mode takes \"eager\" or \"graph\"");
+        return false;
+      }
+      eager = call.args[0]->string_value == "eager";
+      first = 1;
+    }
+  }
+  if (eager) {
+    eager_ = true;
+    executor_ = std::make_unique<EagerExecutor>(module_, g);
+    eager_value = [this](const ir::Node* n) { return executor_->value(n); };
+  }
   try {
-    Flow f = def.body ? lower_block(def.body->stmts, 0, env) : Flow{true, eval(*def.body_expr, env), {}};
+    Flow f = def.body ? lower_block(def.body->stmts, first, env) : Flow{true, eval(*def.body_expr, env), {}};
     AV result = f.returned && f.value ? f.value : make_none();
     if (contains_function(result)) fail(f.range, fmt::format("'{}' cannot return a function", entry));
     g->output = pack(materialise_numbers(result, f.range), f.range);
@@ -572,11 +593,24 @@ AV Lowerer::call_def(const AVal& fn, std::vector<Arg> args, lang::SourceRange r)
   for (const auto& b : bound)
     if (b->kind == AK::Error) return make_error();
 
-  // Decide: a specialised graph, or inline.
+  // Decide: a specialised graph, or inline. @checkpoint, @custom_grad (and @jit in eager
+  // mode) always get their own graph: autodiff and eager execution treat them as units.
+  const lang::Decorator* custom = nullptr;
+  bool force_graph = false, jit = false;
+  for (const auto& d : def.decorators) {
+    if (d.name == "custom_grad") custom = &d;
+    if (d.name == "checkpoint" || d.name == "custom_grad") force_graph = true;
+    if (d.name == "jit") jit = true;
+  }
+  if (eager_ && jit) force_graph = true;
   bool inline_call = fn.self && contains_function(fn.self);
   for (const auto& b : bound) inline_call = inline_call || contains_function(b);
+  if (force_graph && inline_call)
+    fail(r, fmt::format("'{}' is @{} and cannot take functions as arguments", fname,
+                        custom ? "custom_grad" : jit ? "jit" : "checkpoint"));
   for (const auto& d : def.decorators)
     if (d.name == "inline") inline_call = true;
+  if (!force_graph && (eager_ || (ad_inline_ && !is_recursive(&def)))) inline_call = true;
   std::string key = fmt::format("{}|{}", static_cast<const void*>(&def), fn.self ? skeleton_key(fn.self) : "");
   for (const auto& b : bound) key += "|" + skeleton_key(b);
 
@@ -626,7 +660,8 @@ AV Lowerer::call_def(const AVal& fn, std::vector<Arg> args, lang::SourceRange r)
       ir::Graph* saved = graph_;
       ir::Graph* g = module_.add_graph(fname);
       g->loc = def.range.begin;
-      for (const auto& d : def.decorators) g->flags.push_back(d.name);
+      for (const auto& d : def.decorators)
+        if (d.name != "custom_grad") g->flags.push_back(d.name);
       s.graph = g;
       graph_ = g;
       Env body_env = env;
@@ -666,6 +701,8 @@ AV Lowerer::call_def(const AVal& fn, std::vector<Arg> args, lang::SourceRange r)
         Flow f = lower_body(body_env);
         AV result = check_result(f.value, body_env, f.range);
         if (result->kind == AK::Error || contains_error(result)) throw Abort{};
+        if (force_graph && (contains_function(result) || (contains_static(result) && result->kind != AK::None)))
+          fail(f.range, fmt::format("'{}' must return run-time values (tensors) to be a graph of its own", fname));
         if (contains_function(result) || (contains_static(result) && result->kind != AK::None)) {
           // Static or functional results stay static: inline this function at its call sites.
           graph_ = saved;
@@ -676,6 +713,11 @@ AV Lowerer::call_def(const AVal& fn, std::vector<Arg> args, lang::SourceRange r)
           g->output = pack(result, f.range);
           specs_[key].result_skeleton = result->kind == AK::None ? make_none() : result;
           ok = true;
+          if (custom) {
+            graph_ = saved;
+            ir::Graph* bwd = custom_grad_graph(*custom, fn.module, g, r);
+            g->flags.push_back("custom_grad=" + bwd->name);
+          }
         }
       } catch (const Abort&) {
         graph_ = saved;
@@ -708,6 +750,45 @@ AV Lowerer::call_def(const AVal& fn, std::vector<Arg> args, lang::SourceRange r)
     body_env.declare(def.params[k].name, Binding{bound[k], false, def.params[k].range});
   Flow f = lower_body(body_env);
   return check_result(f.value, body_env, f.range);
+}
+
+ir::Graph* Lowerer::custom_grad_graph(const lang::Decorator& d, int module, ir::Graph* fwd, lang::SourceRange r) {
+  if (d.args.size() != 1 || !d.kwargs.empty()) fail(d.range, "@custom_grad takes one function: @custom_grad(bwd)");
+  Env env;
+  env.module = module;
+  env.push();
+  AV bwd = eval(*d.args[0], env);
+  if (bwd->kind != AK::Def) fail(d.args[0]->range, fmt::format("@custom_grad needs a def, not {}", describe(bwd)));
+  // Specialise bwd for (inputs..., out, dout) by calling it from a scratch graph.
+  ir::Graph* saved = graph_;
+  ir::Graph* scratch = module_.add_graph("custom_grad.scratch");
+  std::vector<Arg> args;
+  for (ir::Node* p : fwd->params)
+    args.push_back(Arg{"", make_node(module_.add_param(scratch, p->name, p->type)), d.range});
+  args.push_back(Arg{"", make_node(module_.add_param(scratch, "out", fwd->result_type())), d.range});
+  args.push_back(Arg{"", make_node(module_.add_param(scratch, "dout", fwd->result_type())), d.range});
+  graph_ = scratch;
+  const bool saved_inline = ad_inline_, saved_eager = eager_;
+  ad_inline_ = eager_ = false;
+  ir::Graph* result = nullptr;
+  try {
+    call_def(*bwd, std::move(args), d.range);
+  } catch (...) {
+    graph_ = saved;
+    ad_inline_ = saved_inline;
+    eager_ = saved_eager;
+    module_.remove_graph(scratch);
+    throw;
+  }
+  ad_inline_ = saved_inline;
+  eager_ = saved_eager;
+  graph_ = saved;
+  for (ir::Node* n : scratch->nodes)
+    if (n->callee) result = n->callee;
+  module_.remove_graph(scratch);
+  if (!result) fail(d.range, "the @custom_grad function must return the input gradients as tensors");
+  (void)r;
+  return result;
 }
 
 AV Lowerer::call_closure(const AVal& clo, std::vector<Arg> args, lang::SourceRange r) {

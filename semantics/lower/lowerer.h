@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "semantics/lower.h"
+#include "semantics/eager.h"
 #include "semantics/lower/aval.h"
 
 namespace spora::sem::lower {
@@ -36,7 +37,7 @@ class Lowerer {
  public:
   Lowerer(const Program& program, lang::DiagnosticEngine& diags, ir::Module& module);
   // Lowers the entry function into a graph; false on errors.
-  bool lower_entry(const std::string& entry);
+  bool lower_entry(const std::string& entry, bool eager = false);
   // Type-checks every function whose parameters are all annotated with concrete types.
   void check_annotated_functions();
 
@@ -103,7 +104,29 @@ class Lowerer {
   TypeP resolve_type(const lang::TypeExpr& t, Env& env);  // fully concrete tensor types
   int64_t eval_dim(const lang::Expr& e, Env& env, bool bind, int64_t actual);
 
+  // ---- automatic differentiation and eager mode (transforms.cpp)
+  AV make_transform(const std::string& kind, std::vector<Arg> args, lang::SourceRange r);
+  AV call_transform(const AVal& t, std::vector<Arg> args, lang::SourceRange r);
+  AV call_vjp(std::vector<Arg> args, lang::SourceRange r);
+  AV call_pullback(const AVal& pb, std::vector<Arg> args, lang::SourceRange r);
+  AV call_jvp(std::vector<Arg> args, lang::SourceRange r);
+  // Differentiable copy of an argument: static numbers become f32 nodes and every float
+  // tensor leaf a fresh identity node (appended to `leaves`), so each has its own adjoint.
+  AV fresh_leaves(const AV& v, std::vector<ir::Node*>& leaves, lang::SourceRange r);
+  // Rebuilds v's structure with `adj` (in leaf order) in place of its float tensor leaves.
+  AV with_leaves(const AV& v, const std::vector<ir::Node*>& adj, size_t& pos);
+  // In eager mode, a run-time scalar whose value is known becomes static (for control flow).
+  AV known(const AV& v) const;
+  bool is_recursive(const lang::FuncDef* def);
+  // Lowers `decorated`'s bwd function for a @custom_grad graph and returns its graph.
+  ir::Graph* custom_grad_graph(const lang::Decorator& d, int module, ir::Graph* fwd, lang::SourceRange r);
+
   // ---- state
+  bool eager_ = false;        // every node runs as soon as it is emitted (module_.on_add)
+  std::unique_ptr<EagerExecutor> executor_;
+  bool ad_inline_ = false;    // lowering a function being differentiated: inline def calls
+  std::map<const lang::FuncDef*, bool> recursive_;
+  std::function<const Value*(const ir::Node*)> eager_value;  // set in eager mode
   const Program& program_;
   lang::DiagnosticEngine& diags_;
   ir::Module& module_;

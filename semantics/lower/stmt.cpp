@@ -208,7 +208,7 @@ Flow Lowerer::lower_block(const std::vector<lang::StmtPtr>& stmts, size_t from, 
 
 Flow Lowerer::lower_if(const std::vector<lang::StmtPtr>& stmts, size_t i, Env& env) {
   const Stmt& s = *stmts[i];
-  AV c = eval(*s.cond, env);
+  AV c = known(eval(*s.cond, env));
   if (c->kind == AK::Error) throw Abort{};
   if (is_static_number(c)) {
     const bool taken = (c->kind == AK::Float ? c->f : c->kind == AK::Int ? c->i : c->b) != 0;
@@ -316,6 +316,21 @@ struct Carried {
 }  // namespace
 
 void Lowerer::lower_while(const Stmt& s, Env& env) {
+  if (eager_) {
+    // Op by op: test the condition on its value, run the body, repeat.
+    for (;;) {
+      AV cv = known(eval(*s.cond, env));
+      if (cv->kind == AK::Error) throw Abort{};
+      if (!is_static_number(cv))
+        fail(s.cond->range, fmt::format("a while condition must be a bool scalar, not {}", describe(cv)));
+      if ((cv->kind == AK::Float ? cv->f : cv->kind == AK::Int ? cv->i : cv->b) == 0) break;
+      env.push();
+      Flow f = lower_block(s.body->stmts, 0, env);
+      env.pop();
+      if (f.returned) fail(f.range, "return inside a while loop is not supported; use a variable and the loop condition");
+    }
+    return;
+  }
   if (contains_return(s.body.get())) fail(s.range, "return inside a while loop is not supported; use a variable and the loop condition");
   Carried c;
   std::set<std::string> declared;
@@ -473,6 +488,29 @@ void Lowerer::lower_for(const Stmt& s, Env& env) {
     fail(it.range, fmt::format("cannot iterate over {}", describe(iterable)));
   }
 
+  if (eager_ && !over_iter) {
+    // Op by op: the bounds are known, the loop variable is a compile-time integer.
+    auto value_of = [&](ir::Node* n) -> int64_t {
+      AV k = known(make_node(n));
+      if (k->kind != AK::Int) fail(it.range, "the bounds of this loop are not known");
+      return k->i;
+    };
+    const int64_t b = value_of(start), e = value_of(stop), st = value_of(step);
+    for (int64_t i = b; st > 0 ? i < e : i > e; i += st) {
+      AV elem = make_int(i);
+      if (over_tensor) {
+        std::vector<lang::IndexItem> none;
+        Attrs a;
+        a.set("axis", int64_t{0});
+        elem = emit("gather", {iterable->node, to_node(make_int(i), it.range, DType::i64)}, a, it.range);
+      }
+      env.push();
+      bind_pattern(s.pattern, elem, env, true, false, it.range);
+      lower_block(s.body->stmts, 0, env);
+      env.pop();
+    }
+    return;
+  }
   Carried c;
   std::set<std::string> declared;
   {

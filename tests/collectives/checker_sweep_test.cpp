@@ -25,13 +25,18 @@ std::vector<Pair> all_pairs() {
   return out;
 }
 
-std::string pair_name(const testing::TestParamInfo<Pair>& info) {
-  std::string s = std::string(algorithm_name(info.param.algorithm)) + "_" +
-                  std::string(collective_name(info.param.collective));
+std::string name_of(const Pair& p) {
+  std::string s =
+      std::string(algorithm_name(p.algorithm)) + "_" + std::string(collective_name(p.collective));
   for (char& ch : s)
     if (ch == '-') ch = '_';
   return s;
 }
+
+std::string pair_name(const testing::TestParamInfo<Pair>& info) { return name_of(info.param); }
+
+// gtest prints parameters with this (test names and failure messages).
+void PrintTo(const Pair& p, std::ostream* os) { *os << name_of(p); }
 
 class CheckerSweep : public testing::TestWithParam<Pair> {};
 
@@ -48,16 +53,17 @@ TEST_P(CheckerSweep, EveryRankCountFrom1To64) {
         if (p % g == 0) variants.push_back({1, g});
       variants.push_back({1, 0});
     }
-    for (std::int64_t count : {std::int64_t{0}, std::int64_t{1}, std::int64_t{3}, std::int64_t{2 * p + 1}})
+    for (std::int64_t count :
+         {std::int64_t{0}, std::int64_t{1}, std::int64_t{3}, std::int64_t{2 * p + 1}})
       for (int root : roots)
         for (const AlgorithmOptions& options : variants) {
           const CollectiveSpec spec{collective, ReduceOp::Sum, p, count, root};
           const Schedule s = build_schedule(algorithm, spec, options);
           const CheckResult result = check_schedule(s);
-          ASSERT_TRUE(result.ok()) << "ranks=" << p << " count=" << count << " root=" << root
-                                   << " chunks=" << options.chunks
-                                   << " ranks_per_node=" << options.ranks_per_node << ": "
-                                   << result.error;
+          ASSERT_TRUE(result.ok())
+              << "ranks=" << p << " count=" << count << " root=" << root
+              << " chunks=" << options.chunks << " ranks_per_node=" << options.ranks_per_node
+              << ": " << result.error;
         }
   }
 }
@@ -103,7 +109,8 @@ TEST(Algorithms, DefaultNodeLayout) {
 TEST(Algorithms, RingAllReduceTrafficIsOptimal) {
   for (int p : {2, 3, 8}) {
     const std::int64_t n = 24 * p;
-    const Schedule s = build_schedule(Algorithm::Ring, {Collective::AllReduce, ReduceOp::Sum, p, n, 0});
+    const Schedule s =
+        build_schedule(Algorithm::Ring, {Collective::AllReduce, ReduceOp::Sum, p, n, 0});
     for (const RankProgram& r : s.ranks) {
       std::int64_t sent = 0;
       for (const Step& step : r.steps)
@@ -115,7 +122,8 @@ TEST(Algorithms, RingAllReduceTrafficIsOptimal) {
 
 // Lockstep rounds: a ring all-reduce takes 2(p-1) communication rounds (plus local copies).
 TEST(Algorithms, LockstepRoundsOfTheRing) {
-  const Schedule s = build_schedule(Algorithm::Ring, {Collective::AllReduce, ReduceOp::Sum, 5, 50, 0});
+  const Schedule s =
+      build_schedule(Algorithm::Ring, {Collective::AllReduce, ReduceOp::Sum, 5, 50, 0});
   const auto rounds = lockstep_rounds(s);
   int last = 0;
   for (std::size_t r = 0; r < rounds.size(); ++r)

@@ -16,7 +16,8 @@ namespace spora::parallel {
 namespace {
 
 TEST(ScheduleText, PrintsTheRingAllReduce) {
-  const Schedule s = build_schedule(Algorithm::Ring, {Collective::AllReduce, ReduceOp::Sum, 2, 5, 0});
+  const Schedule s =
+      build_schedule(Algorithm::Ring, {Collective::AllReduce, ReduceOp::Sum, 2, 5, 0});
   EXPECT_EQ(print_schedule(s),
             "schedule all-reduce ranks=2 count=5 op=sum root=0 algorithm=ring chunks=1 "
             "ranks-per-node=0\n"
@@ -70,8 +71,9 @@ TEST(ScheduleText, HandWrittenScheduleWithCommentsPassesTheChecker) {
 
 TEST(ScheduleText, ParseErrorsPointAtTheColumn) {
   try {
-    parse_schedule("schedule all-reduce ranks=1 count=2\nrank 0\n  0: copy input[0:2] => output[0:2]\n",
-                   "x.sched");
+    parse_schedule(
+        "schedule all-reduce ranks=1 count=2\nrank 0\n  0: copy input[0:2] => output[0:2]\n",
+        "x.sched");
     FAIL() << "no error";
   } catch (const ScheduleParseError& e) {
     EXPECT_STREQ(e.what(),
@@ -92,7 +94,8 @@ std::string read_file(const std::filesystem::path& path) {
 }
 
 TEST(NegativeSchedules, EachFileFailsWithItsExpectedError) {
-  const std::filesystem::path dir = std::filesystem::path(SPORA_SOURCE_DIR) / "tests/collectives/bad";
+  const std::filesystem::path dir =
+      std::filesystem::path(SPORA_SOURCE_DIR) / "tests/collectives/bad";
   int files = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     if (entry.path().extension() != ".sched") continue;

@@ -3,6 +3,7 @@
 // how many of the rank's output elements differ from the direct computation.
 #pragma once
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,9 @@ inline std::string pair_name(const Pair& p) {
   return s;
 }
 
+// gtest prints parameters with this (test names and failure messages).
+inline void PrintTo(const Pair& p, std::ostream* os) { *os << pair_name(p); }
+
 inline std::vector<ReduceOp> ops_for(Collective c) {
   if (!parallel::is_reducing(c)) return {ReduceOp::Sum};
   return {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min, ReduceOp::Prod};
@@ -45,8 +49,8 @@ inline std::vector<ReduceOp> ops_for(Collective c) {
 inline std::string describe(const Pair& pair, const CollectiveSpec& spec, DType t, int chunks) {
   return pair_name(pair) + " ranks=" + std::to_string(spec.ranks) +
          " count=" + std::to_string(spec.count) + " root=" + std::to_string(spec.root) +
-         " op=" + std::string(parallel::reduce_op_name(spec.op)) + " dtype=" +
-         std::string(dtype_name(t)) + " chunks=" + std::to_string(chunks);
+         " op=" + std::string(parallel::reduce_op_name(spec.op)) +
+         " dtype=" + std::string(dtype_name(t)) + " chunks=" + std::to_string(chunks);
 }
 
 // Runs one case on this rank: fills the input, runs the schedule (or the native collective),

@@ -1,12 +1,13 @@
 // Every algorithm x every collective it implements x reduction ops x dtypes (f32, f64, i32) x
 // rank counts 1-9 and 16 x counts 0, 1, 2 and primes, over the in-process communicator,
 // checked element by element against the direct computation (backends/comm/verify.h).
+#include "backends/comm/threads.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <memory>
 
-#include "backends/comm/threads.h"
 #include "comm_matrix.h"
 #include "parallel/collectives/text.h"
 

@@ -194,6 +194,18 @@ TEST(Interpreter, EntryRunsMain) {
   EXPECT_EQ(scalar(Interpreter(m).run_entry()), 8.0);
 }
 
+TEST(Interpreter, SeesEditsMadeBetweenRuns) {
+  Module m;
+  Graph* g = build_straight_line(m);
+  Interpreter interp(m);
+  EXPECT_EQ(scalar(interp.call(g, {f32(3.0), f32(4.0)})), 21.0);
+  // A pass replaces (x + y) * x by (x + y) + x: same node count, different nodes.
+  Node* sum = g->nodes[0];
+  g->nodes.pop_back();
+  g->output = m.add_apply(g, prim("add"), {sum, g->params[0]}, {}, nullptr);
+  EXPECT_EQ(scalar(interp.call(g, {f32(3.0), f32(4.0)})), 10.0);
+}
+
 TEST(Interpreter, WrongArgumentCountIsAnInternalError) {
   Module m;
   Graph* g = build_straight_line(m);

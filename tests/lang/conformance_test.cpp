@@ -11,7 +11,8 @@ namespace {
 
 std::vector<std::string> conformance_files() {
   std::vector<std::string> files;
-  for (const auto& entry : std::filesystem::directory_iterator(SPORA_SOURCE_DIR "/tests/lang/data")) {
+  for (const auto& entry :
+       std::filesystem::directory_iterator(SPORA_SOURCE_DIR "/tests/lang/data")) {
     if (entry.path().extension() == ".sp") files.push_back(entry.path().string());
   }
   std::sort(files.begin(), files.end());

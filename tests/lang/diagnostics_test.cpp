@@ -1,11 +1,11 @@
 // DiagnosticEngine formatting and SourceManager.
+#include "lang/diagnostics.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <fstream>
 #include <sstream>
-
-#include "lang/diagnostics.h"
 
 namespace spora::lang {
 namespace {

@@ -38,8 +38,8 @@ void walk_args(const std::vector<ExprPtr>& args, const std::vector<KeywordArg>& 
 void walk_expr(const Expr& e, const Visit& v) {
   v("expr " + to_source(e), e.range);
   for (const ExprPtr& x : e.elems) walk_expr(*x, v);
-  for (const ExprPtr* x : {&e.callee, &e.object, &e.operand, &e.lhs, &e.rhs, &e.cond,
-                           &e.then_expr, &e.else_expr, &e.body_expr}) {
+  for (const ExprPtr* x : {&e.callee, &e.object, &e.operand, &e.lhs, &e.rhs, &e.cond, &e.then_expr,
+                           &e.else_expr, &e.body_expr}) {
     if (*x) walk_expr(**x, v);
   }
   walk_args(e.args, e.kwargs, v);

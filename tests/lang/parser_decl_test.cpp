@@ -35,8 +35,9 @@ TEST(ParserDecl, FunctionWithTypedParamsDefaultsAndReturnType) {
 }
 
 TEST(ParserDecl, ExpressionBodiedFunctions) {
-  Parsed p = parse_ok("def square(x) = x * x\ndef stats(x: f32[N]) -> (f32, f32) = (sum(x), max(x))\n"
-                      "def make_affine(a, b) = fn (x) => a * x + b\n");
+  Parsed p = parse_ok(
+      "def square(x) = x * x\ndef stats(x: f32[N]) -> (f32, f32) = (sum(x), max(x))\n"
+      "def make_affine(a, b) = fn (x) => a * x + b\n");
   const auto& fs = p.module->functions;
   ASSERT_EQ(fs.size(), 3u);
   EXPECT_EQ(fs[0]->body, nullptr);
@@ -70,8 +71,9 @@ TEST(ParserDecl, Types) {
 }
 
 TEST(ParserDecl, Decorators) {
-  Parsed p = parse_ok("@jit\ndef a(x) = x\n@checkpoint\n@custom_grad(bwd)\ndef b(x) = x\n"
-                      "@stage(1) def c(x) = x\n@custom_grad(bwd, mode=\"fast\")\n\ndef d(x) = x\n");
+  Parsed p = parse_ok(
+      "@jit\ndef a(x) = x\n@checkpoint\n@custom_grad(bwd)\ndef b(x) = x\n"
+      "@stage(1) def c(x) = x\n@custom_grad(bwd, mode=\"fast\")\n\ndef d(x) = x\n");
   const auto& fs = p.module->functions;
   ASSERT_EQ(fs.size(), 4u);
   ASSERT_EQ(fs[0]->decorators.size(), 1u);

@@ -83,8 +83,9 @@ TEST(ParserExpr, LambdaBlockInsideCallArguments) {
 }
 
 TEST(ParserExpr, IntegerLiterals) {
-  Parsed p = parse_ok("let a = 42\nlet b = 0\nlet c = 9223372036854775807\n"
-                      "let d = -9223372036854775808\nlet e = 007\n");
+  Parsed p = parse_ok(
+      "let a = 42\nlet b = 0\nlet c = 9223372036854775807\n"
+      "let d = -9223372036854775808\nlet e = 007\n");
   const auto& g = p.module->globals;
   EXPECT_EQ(g[0]->value->kind, ExprKind::Int);
   EXPECT_EQ(g[0]->value->int_value, 42);
@@ -103,12 +104,13 @@ TEST(ParserExpr, NegativeLiteralsStayUnary) {
 }
 
 TEST(ParserExpr, FloatLiterals) {
-  Parsed p = parse_ok("let a = 1.0\nlet b = 1.\nlet c = .5\nlet d = 1e-3\nlet e = 2.5e3\n"
-                      "let f = 3E+2\nlet g = 1e-400\n");
+  Parsed p = parse_ok(
+      "let a = 1.0\nlet b = 1.\nlet c = .5\nlet d = 1e-3\nlet e = 2.5e3\n"
+      "let f = 3E+2\nlet g = 1e-400\n");
   const auto& g = p.module->globals;
   std::vector<std::pair<std::string, double>> expected = {
-      {"1.0", 1.0}, {"1.", 1.0}, {".5", 0.5}, {"1e-3", 1e-3}, {"2.5e3", 2500.0},
-      {"3E+2", 300.0}, {"1e-400", 0.0}};
+      {"1.0", 1.0},      {"1.", 1.0},     {".5", 0.5},    {"1e-3", 1e-3},
+      {"2.5e3", 2500.0}, {"3E+2", 300.0}, {"1e-400", 0.0}};
   ASSERT_EQ(g.size(), expected.size());
   for (size_t i = 0; i < g.size(); ++i) {
     EXPECT_EQ(g[i]->value->kind, ExprKind::Float) << expected[i].first;
@@ -161,7 +163,8 @@ TEST(ParserExpr, TuplesAndParentheses) {
 }
 
 TEST(ParserExpr, CallsWithKeywordArguments) {
-  Parsed p = parse_ok("let o = sgd(lr=0.1, momentum=0.9)\nlet m = mean(a, axis=1, keepdims=true)\n");
+  Parsed p =
+      parse_ok("let o = sgd(lr=0.1, momentum=0.9)\nlet m = mean(a, axis=1, keepdims=true)\n");
   const Expr& sgd = *p.module->globals[0]->value;
   ASSERT_EQ(sgd.kind, ExprKind::Call);
   EXPECT_EQ(sgd.callee->name, "sgd");

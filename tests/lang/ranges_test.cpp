@@ -39,8 +39,8 @@ TEST(Ranges, EveryNodeHasAValidRangeInsideTheFile) {
     EXPECT_EQ(r.begin.file, p.module->file) << what;
     EXPECT_EQ(r.end.file, p.module->file) << what;
     EXPECT_GE(r.begin.col, 1) << what;
-    bool ordered = r.end.line > r.begin.line ||
-                   (r.end.line == r.begin.line && r.end.col >= r.begin.col);
+    bool ordered =
+        r.end.line > r.begin.line || (r.end.line == r.begin.line && r.end.col >= r.begin.col);
     EXPECT_TRUE(ordered) << what << " " << where(r);
   });
   EXPECT_GT(count, 100);
@@ -90,7 +90,7 @@ TEST(Ranges, SpecificNodes) {
   EXPECT_EQ(where(if_stmt.else_block->range), "7:24-7:70");
   const Stmt& ret = *if_stmt.else_block->stmts[0]->then_block->stmts[0];
   EXPECT_EQ(where(ret.range), "7:31-7:45");
-  EXPECT_EQ(where(ret.value->range), "7:38-7:45");          // -2 ** 2
+  EXPECT_EQ(where(ret.value->range), "7:38-7:45");           // -2 ** 2
   EXPECT_EQ(where(ret.value->operand->range), "7:39-7:45");  // 2 ** 2
 
   const Stmt& for_stmt = *s[3];

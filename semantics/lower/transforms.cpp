@@ -1,0 +1,373 @@
+// Function transforms in the lowering: grad, value_and_grad, vjp, jvp (the derivative code is
+// emitted by autodiff/ through semantics/ad_hooks.h), @custom_grad, and eager-mode helpers.
+//
+// A transform lowers one call of the function as a region of the current graph (with calls
+// of defs inlined, so the region is first-order straight-line code plus structured control
+// flow), then asks autodiff to emit the derivative after it. In eager mode the region is the
+// tape of nodes that have already run.
+#include <fmt/format.h>
+
+#include "semantics/ad_hooks.h"
+#include "semantics/lower/lowerer.h"
+
+namespace spora::sem::lower {
+
+namespace {
+
+struct PullbackData {
+  std::vector<ir::Node*> region;
+  ir::Graph* graph = nullptr;
+  std::vector<ir::Node*> inputs;   // differentiable leaves of the primals
+  std::vector<AV> primals;         // the primals (their structure)
+  AV out_skeleton;
+  ir::Node* out_node = nullptr;
+};
+
+bool float_leaf(const AV& v) { return v->kind == AK::Node && v->type->is_tensor() && is_float(v->type->dtype); }
+
+}  // namespace
+
+AV Lowerer::known(const AV& v) const {
+  if (!eager_ || v->kind != AK::Node || !eager_value || !v->type->is_scalar()) return v;
+  const Value* x = eager_value(v->node);
+  if (!x || !x->is_tensor()) return v;
+  const double d = x->tensor.item();
+  if (v->type->dtype == DType::boolean) return make_bool(d != 0);
+  if (is_integer(v->type->dtype)) return make_int(static_cast<int64_t>(d));
+  return v;
+}
+
+AV Lowerer::fresh_leaves(const AV& v, std::vector<ir::Node*>& leaves, lang::SourceRange r) {
+  if (is_static_number(v)) {
+    if (v->kind == AK::Bool) return v;
+    ir::Node* n = to_node(make_float(v->kind == AK::Float ? v->f : static_cast<double>(v->i)), r);
+    return fresh_leaves(make_node(n), leaves, r);
+  }
+  if (float_leaf(v)) {
+    ir::Node* n = emit_node("identity", {v->node}, {}, r);
+    leaves.push_back(n);
+    return make_node(n);
+  }
+  if (v->kind == AK::Tuple || v->kind == AK::Record) {
+    auto c = std::make_shared<AVal>(*v);
+    for (auto& e : c->elems) e = fresh_leaves(e, leaves, r);
+    return c;
+  }
+  if (v->kind == AK::Node && (v->type->kind == Type::Kind::Tuple || v->type->kind == Type::Kind::Record)) {
+    // A packed run-time tuple/record: differentiate its unpacked leaves.
+    AV skel = v;
+    return fresh_leaves(unpack(skel, v->node, r), leaves, r);
+  }
+  return v;
+}
+
+AV Lowerer::with_leaves(const AV& v, const std::vector<ir::Node*>& adj, size_t& pos) {
+  if (float_leaf(v)) return make_node(adj.at(pos++));
+  if (v->kind == AK::Tuple || v->kind == AK::Record) {
+    auto c = std::make_shared<AVal>(*v);
+    for (auto& e : c->elems) e = with_leaves(e, adj, pos);
+    return c;
+  }
+  return make_none();  // integer, boolean and static values get no gradient
+}
+
+AV Lowerer::make_transform(const std::string& kind, std::vector<Arg> args, lang::SourceRange r) {
+  auto t = std::make_shared<AVal>();
+  t->kind = AK::Transform;
+  t->s = kind;
+  t->wrt = {0};
+  bool have_fn = false;
+  for (auto& a : args) {
+    if (a.keyword.empty() && !have_fn) {
+      if (!is_function(a.value)) fail(a.range, fmt::format("{} expects a function, not {}", kind, describe(a.value)));
+      t->elems.push_back(a.value);
+      have_fn = true;
+    } else if (a.keyword == "wrt") {
+      if (a.value->kind == AK::Int) {
+        t->wrt = {a.value->i};
+      } else if (a.value->kind == AK::Tuple) {
+        t->wrt.clear();
+        t->wrt_tuple = true;
+        for (const auto& e : a.value->elems) {
+          if (e->kind != AK::Int) fail(a.range, "wrt must be an integer or a tuple of integers");
+          t->wrt.push_back(e->i);
+        }
+      } else {
+        fail(a.range, fmt::format("wrt must be an integer or a tuple of integers, not {}", describe(a.value)));
+      }
+    } else {
+      fail(a.range, fmt::format("{} takes a function and an optional wrt=", kind));
+    }
+  }
+  if (!have_fn) fail(r, fmt::format("{} expects a function", kind));
+  return t;
+}
+
+AV Lowerer::call_transform(const AVal& t, std::vector<Arg> args, lang::SourceRange r) {
+  auto& hooks = autodiff_hooks();
+  if (!hooks.reverse) fail(r, "automatic differentiation is not linked into this program");
+  for (int64_t w : t.wrt) {
+    if (w < 0 || w >= static_cast<int64_t>(args.size()) || !args[static_cast<size_t>(w)].keyword.empty())
+      fail(r, fmt::format("{}: wrt={} but the function was called with {} positional argument{}", t.s, w,
+                          args.size(), args.size() == 1 ? "" : "s"));
+  }
+  std::vector<std::vector<ir::Node*>> leaves(t.wrt.size());
+  std::vector<AV> primals(t.wrt.size());
+  for (size_t k = 0; k < t.wrt.size(); ++k) {
+    Arg& a = args[static_cast<size_t>(t.wrt[k])];
+    a.value = fresh_leaves(a.value, leaves[k], a.range);
+    primals[k] = a.value;
+  }
+  const size_t begin = graph_->nodes.size();
+  ir::Graph* region_graph = graph_;
+  const bool saved = ad_inline_;
+  ad_inline_ = true;
+  AV out;
+  try {
+    out = call(t.elems[0], std::move(args), r);
+  } catch (...) {
+    ad_inline_ = saved;
+    throw;
+  }
+  ad_inline_ = saved;
+  if (out->kind == AK::Error) return out;
+  if (is_static_number(out)) out = make_node(to_node(out, r));
+  if (out->kind != AK::Node || !out->type->is_scalar() || !is_float(out->type->dtype))
+    fail(r, fmt::format("{} needs a function returning a float scalar, but it returned {}", t.s, describe(out)));
+  std::vector<ir::Node*> region(region_graph->nodes.begin() + static_cast<long>(begin), region_graph->nodes.end());
+  std::vector<ir::Node*> inputs;
+  for (const auto& l : leaves) inputs.insert(inputs.end(), l.begin(), l.end());
+  ir::Node* dout = to_node(make_float(1.0), r, out->type->dtype);
+  std::vector<ir::Node*> adj;
+  try {
+    adj = hooks.reverse(module_, region, graph_, inputs, out->node, dout);
+  } catch (const lang::UserError& e) {
+    fail(r, e.what());
+  }
+  std::vector<AV> grads;
+  size_t pos = 0;
+  for (size_t k = 0; k < t.wrt.size(); ++k) grads.push_back(with_leaves(primals[k], adj, pos));
+  AV g = t.wrt_tuple ? make_tuple(grads) : grads[0];
+  if (t.s == "value_and_grad") return make_tuple({out, g});
+  return g;
+}
+
+AV Lowerer::call_vjp(std::vector<Arg> args, lang::SourceRange r) {
+  auto& hooks = autodiff_hooks();
+  if (!hooks.reverse) fail(r, "automatic differentiation is not linked into this program");
+  if (args.empty() || !args[0].keyword.empty() || !is_function(args[0].value))
+    fail(r, "vjp expects a function and its arguments: vjp(f, x, ...)");
+  AV fn = args[0].value;
+  auto data = std::make_shared<PullbackData>();
+  std::vector<Arg> call_args;
+  for (size_t k = 1; k < args.size(); ++k) {
+    if (!args[k].keyword.empty()) fail(args[k].range, "vjp takes the function's arguments positionally");
+    AV p = fresh_leaves(args[k].value, data->inputs, args[k].range);
+    data->primals.push_back(p);
+    call_args.push_back(Arg{"", p, args[k].range});
+  }
+  const size_t begin = graph_->nodes.size();
+  data->graph = graph_;
+  const bool saved = ad_inline_;
+  ad_inline_ = true;
+  AV out;
+  try {
+    out = call(fn, std::move(call_args), r);
+  } catch (...) {
+    ad_inline_ = saved;
+    throw;
+  }
+  ad_inline_ = saved;
+  if (out->kind == AK::Error) return out;
+  out = materialise_numbers(out, r);
+  if (contains_function(out)) fail(r, "vjp of a function that returns a function is not supported");
+  data->out_node = pack(out, r);
+  data->out_skeleton = out;
+  data->region.assign(graph_->nodes.begin() + static_cast<long>(begin), graph_->nodes.end());
+  auto pb = std::make_shared<AVal>();
+  pb->kind = AK::Pullback;
+  pb->payload = data;
+  return make_tuple({out, pb});
+}
+
+AV Lowerer::call_pullback(const AVal& pb, std::vector<Arg> args, lang::SourceRange r) {
+  auto data = std::static_pointer_cast<PullbackData>(pb.payload);
+  if (args.size() != 1 || !args[0].keyword.empty())
+    fail(r, fmt::format("a pullback takes one cotangent (like the output, {})", describe(data->out_skeleton)));
+  if (!ir::is_within(graph_, data->graph))
+    fail(r, "a pullback can only be called where its vjp is visible (not from another function)");
+  // The cotangent takes the output's structure; numbers take its dtype.
+  AV ct = args[0].value;
+  std::vector<ir::Node*> out_leaves, ct_leaves;
+  flatten(data->out_skeleton, out_leaves, r, false);
+  auto fill = [&](auto&& self, const AV& skel, const AV& c) -> void {
+    if (skel->kind == AK::Node) {
+      ir::Node* n = to_node(c, args[0].range, skel->type->is_tensor() ? std::optional<DType>(skel->type->dtype) : std::nullopt);
+      if (!same_type(n->type, skel->type))
+        fail(args[0].range, fmt::format("the cotangent has type {} but the output has type {}", n->type->str(),
+                                        skel->type->str()));
+      ct_leaves.push_back(n);
+      return;
+    }
+    if (skel->kind == AK::Tuple || skel->kind == AK::Record) {
+      if (c->kind != skel->kind || c->elems.size() != skel->elems.size())
+        fail(args[0].range, fmt::format("the cotangent must have the output's structure ({})", describe(skel)));
+      for (size_t k = 0; k < skel->elems.size(); ++k) self(self, skel->elems[k], c->elems[k]);
+    }
+  };
+  fill(fill, data->out_skeleton, ct);
+  size_t pos = 0;
+  AV ct_struct = unflatten(data->out_skeleton, ct_leaves, pos);
+  ir::Node* dout = pack(ct_struct, r);
+  std::vector<ir::Node*> adj;
+  try {
+    adj = autodiff_hooks().reverse(module_, data->region, graph_, data->inputs, data->out_node, dout);
+  } catch (const lang::UserError& e) {
+    fail(r, e.what());
+  }
+  std::vector<AV> grads;
+  size_t at = 0;
+  for (const auto& p : data->primals) grads.push_back(with_leaves(p, adj, at));
+  return make_tuple(grads);
+}
+
+AV Lowerer::call_jvp(std::vector<Arg> args, lang::SourceRange r) {
+  auto& hooks = autodiff_hooks();
+  if (!hooks.forward) fail(r, "automatic differentiation is not linked into this program");
+  if (args.size() != 3) fail(r, "jvp takes a function, a tuple of primals and a tuple of tangents");
+  for (const auto& a : args)
+    if (!a.keyword.empty()) fail(a.range, "jvp takes its arguments positionally");
+  AV fn = args[0].value;
+  if (!is_function(fn)) fail(args[0].range, fmt::format("jvp expects a function, not {}", describe(fn)));
+  if (args[1].value->kind != AK::Tuple || args[2].value->kind != AK::Tuple)
+    fail(r, "jvp expects tuples of primals and tangents: jvp(f, (x,), (v,))");
+  const auto& ps = args[1].value->elems;
+  const auto& ts = args[2].value->elems;
+  if (ps.size() != ts.size())
+    fail(r, fmt::format("jvp got {} primals but {} tangents", ps.size(), ts.size()));
+  std::vector<ir::Node*> inputs, tangents;
+  std::vector<Arg> call_args;
+  for (size_t k = 0; k < ps.size(); ++k) {
+    std::vector<ir::Node*> leaves;
+    AV p = fresh_leaves(ps[k], leaves, args[1].range);
+    // Tangent leaves in the same order, each with its primal leaf's type.
+    std::vector<ir::Node*> tl;
+    auto fill = [&](auto&& self, const AV& skel, const AV& t) -> void {
+      if (float_leaf(skel)) {
+        ir::Node* n = to_node(t, args[2].range, skel->type->dtype);
+        if (!same_type(n->type, skel->type))
+          fail(args[2].range, fmt::format("tangent {} has type {} but its primal has type {}", k, n->type->str(),
+                                          skel->type->str()));
+        tl.push_back(n);
+        return;
+      }
+      if ((skel->kind == AK::Tuple || skel->kind == AK::Record) && t->kind == skel->kind &&
+          t->elems.size() == skel->elems.size()) {
+        for (size_t e = 0; e < skel->elems.size(); ++e) self(self, skel->elems[e], t->elems[e]);
+        return;
+      }
+      if (skel->kind == AK::Tuple || skel->kind == AK::Record)
+        fail(args[2].range, fmt::format("tangent {} must have the structure of its primal ({})", k, describe(skel)));
+    };
+    fill(fill, p, ts[k]);
+    inputs.insert(inputs.end(), leaves.begin(), leaves.end());
+    tangents.insert(tangents.end(), tl.begin(), tl.end());
+    call_args.push_back(Arg{"", p, args[1].range});
+  }
+  const size_t begin = graph_->nodes.size();
+  ir::Graph* region_graph = graph_;
+  const bool saved = ad_inline_;
+  ad_inline_ = true;
+  AV out;
+  try {
+    out = call(fn, std::move(call_args), r);
+  } catch (...) {
+    ad_inline_ = saved;
+    throw;
+  }
+  ad_inline_ = saved;
+  if (out->kind == AK::Error) return out;
+  out = materialise_numbers(out, r);
+  if (contains_function(out)) fail(r, "jvp of a function that returns a function is not supported");
+  ir::Node* out_node = pack(out, r);
+  std::vector<ir::Node*> region(region_graph->nodes.begin() + static_cast<long>(begin), region_graph->nodes.end());
+  ir::Node* tout;
+  try {
+    tout = hooks.forward(module_, region, graph_, inputs, tangents, out_node);
+  } catch (const lang::UserError& e) {
+    fail(r, e.what());
+  }
+  return make_tuple({out, unpack(out, tout, r)});
+}
+
+// ------------------------------------------------------------------ recursion and decorators
+namespace {
+void collect_names(const lang::Expr* e, std::set<std::string>& out);
+void collect_names(const lang::Block* b, std::set<std::string>& out);
+void collect_names(const lang::Stmt* s, std::set<std::string>& out) {
+  if (!s) return;
+  collect_names(s->value.get(), out);
+  collect_names(s->cond.get(), out);
+  collect_names(s->then_block.get(), out);
+  collect_names(s->else_block.get(), out);
+  collect_names(s->body.get(), out);
+}
+void collect_names(const lang::Block* b, std::set<std::string>& out) {
+  if (!b) return;
+  for (const auto& s : b->stmts) collect_names(s.get(), out);
+}
+void collect_names(const lang::Expr* e, std::set<std::string>& out) {
+  if (!e) return;
+  if (e->kind == lang::ExprKind::Name) out.insert(e->name);
+  for (const auto& x : e->elems) collect_names(x.get(), out);
+  collect_names(e->callee.get(), out);
+  for (const auto& x : e->args) collect_names(x.get(), out);
+  for (const auto& k : e->kwargs) collect_names(k.value.get(), out);
+  collect_names(e->object.get(), out);
+  for (const auto& it : e->indices) {
+    collect_names(it.index.get(), out);
+    collect_names(it.start.get(), out);
+    collect_names(it.stop.get(), out);
+    collect_names(it.step.get(), out);
+  }
+  collect_names(e->operand.get(), out);
+  collect_names(e->lhs.get(), out);
+  collect_names(e->rhs.get(), out);
+  collect_names(e->cond.get(), out);
+  collect_names(e->then_expr.get(), out);
+  collect_names(e->else_expr.get(), out);
+  collect_names(e->body_expr.get(), out);
+  collect_names(e->body_block.get(), out);
+}
+}  // namespace
+
+bool Lowerer::is_recursive(const lang::FuncDef* def) {
+  if (auto it = recursive_.find(def); it != recursive_.end()) return it->second;
+  // Does a chain of name references from def's body lead back to def? (Over the top-level
+  // defs of all modules, by name; conservative.)
+  std::map<std::string, std::vector<const lang::FuncDef*>> by_name;
+  for (const auto& m : program_.modules)
+    for (const auto& f : m->functions) by_name[f->name].push_back(f.get());
+  std::set<const lang::FuncDef*> seen;
+  std::vector<const lang::FuncDef*> work{def};
+  bool rec = false;
+  while (!work.empty() && !rec) {
+    const lang::FuncDef* f = work.back();
+    work.pop_back();
+    std::set<std::string> names;
+    collect_names(f->body.get(), names);
+    collect_names(f->body_expr.get(), names);
+    for (const auto& n : names) {
+      auto it = by_name.find(n);
+      if (it == by_name.end()) continue;
+      for (const lang::FuncDef* g : it->second) {
+        if (g == def) rec = true;
+        if (seen.insert(g).second) work.push_back(g);
+      }
+    }
+  }
+  recursive_[def] = rec;
+  return rec;
+}
+
+}  // namespace spora::sem::lower
