@@ -13,12 +13,13 @@ using parallel::Step;
 using parallel::StepKind;
 
 Executor::Executor(const parallel::Schedule& schedule, Communicator& comm, DType dtype)
-    : schedule_(schedule), comm_(comm), dtype_(dtype), rank_(comm.rank()) {
+    : op_(schedule.spec.op), comm_(comm), dtype_(dtype), rank_(comm.rank()) {
   if (schedule.spec.ranks != comm.size())
     throw CommError("schedule for " + std::to_string(schedule.spec.ranks) +
                     " ranks executed on a communicator of " + std::to_string(comm.size()));
-  tag_ = parallel::message_sequence(schedule)[rank_];
-  const auto& steps = schedule.ranks[rank_].steps;
+  tag_ = parallel::message_sequence(schedule)[rank_];  // also checks the schedule's form
+  steps_ = schedule.ranks[rank_].steps;
+  const auto& steps = steps_;
   dependents_.resize(steps.size());
   for (const Step& s : steps)
     for (int d : s.deps) dependents_[d].push_back(s.id);
@@ -45,8 +46,8 @@ Executor::Executor(const parallel::Schedule& schedule, Communicator& comm, DType
 
 void Executor::run(const void* input, void* output) {
   const std::size_t es = dtype_size(dtype_);
-  const auto& steps = schedule_.ranks[rank_].steps;
-  const parallel::ReduceOp op = schedule_.spec.op;
+  const auto& steps = steps_;
+  const parallel::ReduceOp op = op_;
   auto at = [&](const Region& r) -> char* {
     char* base = nullptr;
     switch (r.buffer) {

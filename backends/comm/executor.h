@@ -38,7 +38,8 @@ class Executor {
   void run(const void* input, void* output);
 
  private:
-  const parallel::Schedule& schedule_;
+  std::vector<parallel::Step> steps_;  // this rank's program (a copy: the schedule may go)
+  parallel::ReduceOp op_;
   Communicator& comm_;
   DType dtype_;
   int rank_;

@@ -304,6 +304,43 @@ AV Lowerer::call_builtin(const std::string& name, std::vector<Arg> args, lang::S
   }
   if (name == "range") fail(r, "range(...) can only be iterated by a for loop: `for i in range(n) { ... }`");
   if (name == "grad" || name == "value_and_grad") return make_transform(name, std::move(args), r);
+  if (name == "tree_map") {
+    // tree_map(f, t1, t2, ...): f applied leaf by leaf to trees of one structure (tuples,
+    // records, models); static leaves are kept from t1 (JAX's tree_util.tree_map).
+    if (args.size() < 2) fail(r, "tree_map takes a function and at least one tree");
+    for (const auto& a : args)
+      if (!a.keyword.empty()) fail(a.range, "tree_map takes no keyword arguments");
+    const AV f = args[0].value;
+    if (!is_function(f)) fail(args[0].range, fmt::format("tree_map expects a function, not {}", describe(f)));
+    auto rec = [&](auto&& self, std::vector<AV> leaves) -> AV {
+      const AV& first = leaves[0];
+      if (first->kind == AK::Tuple || first->kind == AK::Record) {
+        for (size_t k = 1; k < leaves.size(); ++k)
+          if (leaves[k]->kind != first->kind || leaves[k]->elems.size() != first->elems.size())
+            fail(args[k + 1].range, fmt::format("tree_map: tree {} does not have the structure of the first ({} vs {})",
+                                                k + 1, describe(leaves[k]), describe(first)));
+        auto c = std::make_shared<AVal>(*first);
+        for (size_t e = 0; e < first->elems.size(); ++e) {
+          std::vector<AV> sub;
+          for (const auto& l : leaves) sub.push_back(l->elems[e]);
+          c->elems[e] = self(self, sub);
+        }
+        return c;
+      }
+      if (first->kind == AK::Node && first->type->is_tensor()) {
+        std::vector<Arg> call_args;
+        for (const auto& l : leaves) {
+          if (l->kind == AK::None) return first;  // no gradient for this leaf: keep it
+          call_args.push_back(Arg{"", l, r});
+        }
+        return call(f, std::move(call_args), r);
+      }
+      return first;
+    };
+    std::vector<AV> trees;
+    for (size_t k = 1; k < args.size(); ++k) trees.push_back(args[k].value);
+    return rec(rec, trees);
+  }
   if (name == "vjp") return call_vjp(std::move(args), r);
   if (name == "jvp") return call_jvp(std::move(args), r);
   if (name == "set_mode") fail(r, "set_mode(...) must be the first statement of main");
