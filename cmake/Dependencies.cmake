@@ -20,6 +20,16 @@ find_program(ANTLR4_TOOL antlr4 REQUIRED)
 add_library(spora_antlr_runtime INTERFACE)
 target_link_libraries(spora_antlr_runtime INTERFACE antlr4_shared)
 target_include_directories(spora_antlr_runtime SYSTEM INTERFACE ${ANTLR4_INCLUDE_DIR})
+if(CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+  # clang rejects one header of the ANTLR 4.9 runtime (misc/InterpreterDataReader.h: a
+  # defaulted constructor with a const member), which the umbrella header includes and
+  # nothing of ours uses. A copy of the umbrella header without it, found first, lets clang
+  # (the fuzzing build) compile the parser.
+  file(READ ${ANTLR4_INCLUDE_DIR}/antlr4-runtime.h _umbrella)
+  string(REPLACE "#include \"misc/InterpreterDataReader.h\"" "" _umbrella "${_umbrella}")
+  file(WRITE ${CMAKE_BINARY_DIR}/antlr-clang-shim/antlr4-runtime.h "${_umbrella}")
+  target_include_directories(spora_antlr_runtime SYSTEM BEFORE INTERFACE ${CMAKE_BINARY_DIR}/antlr-clang-shim)
+endif()
 
 # CUDA (optional).
 set(SPORA_HAVE_CUDA OFF)

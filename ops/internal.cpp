@@ -79,6 +79,25 @@ void add_identity(sem::Registry& r, const std::string& name, const std::string& 
   r.add(std::move(p));
 }
 
+// grad_check(err, label): records the relative error of one derivative check (emitted by the
+// lowering under `spora grad-check`); the driver reads them with grad_check_results().
+void add_grad_check(sem::Registry& r) {
+  Primitive p = row("grad_check", "grad_check(err, label): record a derivative check's relative error",
+                    {input("err"), attr("label", ParamSpec::AttrKind::String, Attr{std::string()})});
+  p.effectful = true;
+  p.differentiable = false;
+  p.infer = [](const std::vector<TypeP>& in, const Attrs&) -> TypeP {
+    expect_inputs(in, 1, 1, "grad_check");
+    tensor_input(in, 0, "grad_check");
+    return Type::unit();
+  };
+  p.eval = [](const std::vector<Value>& in, const Attrs& attrs) -> Value {
+    grad_check_results().emplace_back(attrs.get_string("label"), in.at(0).tensor.item());
+    return unit_value();
+  };
+  r.add(std::move(p));
+}
+
 void add_control_flow(sem::Registry& r, const std::string& name, const std::string& doc) {
   Primitive p = row(name, doc, {});
   p.family = "control";
@@ -92,6 +111,7 @@ void register_internal(sem::Registry& r) {
   add_assert(r);
   add_identity(r, "identity", "identity(x): x unchanged", true);
   add_identity(r, "stop_gradient", "stop_gradient(x): x, with a zero derivative", false);
+  add_grad_check(r);
   add_control_flow(r, "if", "if(c, @then, @else): structured conditional (run by the interpreter)");
   add_control_flow(r, "while",
                    "while(@cond, @body, state...): structured loop (run by the interpreter)");
@@ -101,6 +121,11 @@ void register_internal(sem::Registry& r) {
   add_control_flow(
       r, "for_each",
       "for_each(iter, @body, state...): loop over an iterator (run by the interpreter)");
+}
+
+std::vector<std::pair<std::string, double>>& grad_check_results() {
+  static std::vector<std::pair<std::string, double>> results;
+  return results;
 }
 
 }  // namespace spora::ops

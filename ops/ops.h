@@ -17,6 +17,9 @@
 #pragma once
 
 #include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace spora::ops {
 
@@ -26,5 +29,8 @@ void register_all();
 // Where the `print` primitive writes (std::cout by default); tests set a std::ostringstream.
 void set_print_stream(std::ostream* os);
 std::ostream& print_stream();
+
+// The (label, relative error) pairs recorded by grad_check nodes (spora grad-check).
+std::vector<std::pair<std::string, double>>& grad_check_results();
 
 }  // namespace spora::ops

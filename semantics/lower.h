@@ -59,6 +59,13 @@ struct LowerOptions {
   // Eager (PyNative) mode: run every operation as soon as it is lowered (`--mode eager`;
   // `set_mode("eager")` as the first statement of main does the same).
   bool eager = false;
+  // Every f32 becomes f64 (annotations, literals, initialisers, dtype names): like JAX's
+  // enable_x64, for gradient checking in double precision.
+  bool x64 = false;
+  // After every grad / value_and_grad / jvp call, also emit numerical checks of the derivative
+  // (central finite differences along random directions and, for small inputs, the full
+  // Jacobian; forward vs reverse mode) recorded by `grad_check` nodes (spora grad-check).
+  bool grad_check = false;
 };
 
 // Lowers the program to a typed module whose entry graph is `options.entry`. Returns null

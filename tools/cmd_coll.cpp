@@ -463,4 +463,19 @@ int run_coll_command(int argc, char** argv) {
   }
 }
 
+CLI::App* add_coll_subcommand(CLI::App& app) {
+  CLI::App* coll = app.add_subcommand(
+      "coll", "Run and time a collective, nccl-tests style (spora coll --help for the options)");
+  coll->prefix_command();
+  coll->set_help_flag();  // --help goes through to run_coll_command
+  return coll;
+}
+
+int run_coll_subcommand(CLI::App& coll) {
+  std::vector<std::string> rest = coll.remaining();
+  std::vector<char*> args{const_cast<char*>("spora coll")};
+  for (std::string& s : rest) args.push_back(s.data());
+  return run_coll_command(static_cast<int>(args.size()), args.data());
+}
+
 }  // namespace spora::tools

@@ -16,10 +16,19 @@
 // when an element was wrong or an error occurred.
 #pragma once
 
+#include <CLI/CLI.hpp>
+
 namespace spora::tools {
 
 // argv[0] is the program name; a leading "coll" argument is skipped.
 int run_coll_command(int argc, char** argv);
+
+// Wiring into the `spora` program's CLI11 app, two lines:
+//   CLI::App* coll = add_coll_subcommand(app);          // before parsing
+//   if (coll->parsed()) return run_coll_subcommand(*coll);
+// `coll` is a prefix command: its arguments (--help included) reach run_coll_command as is.
+CLI::App* add_coll_subcommand(CLI::App& app);
+int run_coll_subcommand(CLI::App& coll);
 
 }  // namespace spora::tools
 

@@ -15,6 +15,7 @@ int cmd_run(const std::string& path, const RunOptions& opts);
 int cmd_check(const std::string& path);
 int cmd_ir(const std::string& path, const std::string& stage, bool dot, const std::string& out);
 int cmd_ops();
+int cmd_grad_check(const std::string& path, double tolerance);
 
 // Commands that live in their own files (coll, sim, ...): they add their sub-commands to
 // the app, and run the one that was chosen (returns 2 if none of them was).

@@ -154,11 +154,21 @@ int main(int argc, char** argv) {
   bool dot = false;
   auto* irc = app.add_subcommand("ir", "Print a program at a compilation stage");
   irc->add_option("file", ir_path, "the program (.sp)")->required();
-  irc->add_option("--stage", stage, "parsed (the AST) or typed (the specialised graph IR)")->capture_default_str();
+  irc->add_option("--stage", stage,
+                  "parsed (the AST), typed (the specialised graph IR, with derivative code), grad (the "
+                  "same: derivatives are emitted while lowering) or optimized (after the simplification passes)")
+      ->capture_default_str();
   irc->add_flag("--dot", dot, "write Graphviz dot instead of text");
   irc->add_option("-o,--output", out, "write to this file instead of stdout");
 
   auto* ops_cmd = app.add_subcommand("ops", "List the primitives of the registry with their signatures");
+
+  std::string gc_path;
+  double gc_tol = 1e-6;
+  auto* gc = app.add_subcommand("grad-check",
+                                "Check every derivative main takes against finite differences (in f64)");
+  gc->add_option("file", gc_path, "the program (.sp)")->required();
+  gc->add_option("--tolerance", gc_tol, "largest accepted relative error")->capture_default_str();
 
   tools::register_extra_commands(app);
 
@@ -168,6 +178,7 @@ int main(int argc, char** argv) {
     if (*check) return tools::cmd_check(check_path);
     if (*irc) return tools::cmd_ir(ir_path, stage, dot, out);
     if (*ops_cmd) return tools::cmd_ops();
+    if (*gc) return tools::cmd_grad_check(gc_path, gc_tol);
     return tools::run_extra_commands(app);
   } catch (const lang::InternalError& e) {
     std::cerr << "spora: internal error: " << e.what() << "\n";

@@ -312,21 +312,27 @@ class SymbolicRun {
         d = v;
         continue;
       }
-      const std::string at =
-          fmt::format("{}[{}]", buffer_name(step.dst.buffer), step.dst.offset + i);
-      if (d.ranks == 0 || v.ranks == 0)
-        fail(
-            fmt::format("{}: reduces data that was never written ({} holds {}, the incoming value "
-                        "is {})",
-                        where(r, step), at, describe(d), describe(v)));
-      if (d.element != v.element)
-        fail(fmt::format("{}: combines different elements: {} holds {}, the incoming value is {}",
-                         where(r, step), at, describe(d), describe(v)));
-      if (d.ranks & v.ranks)
-        fail(fmt::format("{}: counts {} twice in {} ({} + {})", where(r, step),
-                         ranks_phrase(d.ranks & v.ranks), at, describe(d), describe(v)));
+      if (d.ranks == 0 || v.ranks == 0 || d.element != v.element || (d.ranks & v.ranks))
+        fail(bad_reduction(r, step, step.dst.offset + i, d, v));
       d.ranks |= v.ranks;
     }
+  }
+
+  // Why combining v into d (element `at` of step's destination) is wrong.
+  static std::string bad_reduction(int r, const Step& step, std::int64_t at, const Symbol& d,
+                                   const Symbol& v) {
+    const std::string where_ = where(r, step);
+    const std::string elem = fmt::format("{}[{}]", buffer_name(step.dst.buffer), at);
+    if (d.ranks == 0 || v.ranks == 0)
+      return fmt::format(
+          "{}: reduces data that was never written ({} holds {}, the incoming "
+          "value is {})",
+          where_, elem, describe(d), describe(v));
+    if (d.element != v.element)
+      return fmt::format("{}: combines different elements: {} holds {}, the incoming value is {}",
+                         where_, elem, describe(d), describe(v));
+    return fmt::format("{}: counts {} twice in {} ({} + {})", where_,
+                       ranks_phrase(d.ranks & v.ranks), elem, describe(d), describe(v));
   }
 
   std::string explain_deadlock(int r, int id) const {

@@ -169,7 +169,7 @@ AV Lowerer::call_primitive(const Primitive& prim, std::vector<Arg> args, lang::S
       fail(ar, fmt::format("argument '{}' of {} must be a tensor, not {}", pname, prim.name, describe(v)));
     if (v->kind == AK::Node) return v->node;
     std::optional<DType> dt = ctx;
-    if (v->kind == AK::Float && dt && !is_float(*dt)) dt = DType::f32;
+    if (v->kind == AK::Float && dt && !is_float(*dt)) dt = float_dtype();
     if (v->kind == AK::Bool && dt && *dt != DType::boolean) dt = std::nullopt;
     if (v->kind == AK::Int && dt && *dt == DType::boolean) dt = std::nullopt;
     return to_node(v, ar, dt);
@@ -231,6 +231,14 @@ AV Lowerer::call_primitive(const Primitive& prim, std::vector<Arg> args, lang::S
         break;
       }
     }
+  }
+  if (x64_) {
+    Attrs wide;
+    for (const auto& [n, a] : attrs.items()) {
+      if (const DType* d = std::get_if<DType>(&a)) wide.set(n, widen(*d));
+      else wide.set(n, a);
+    }
+    attrs = wide;
   }
   return emit(prim.name, std::move(inputs), std::move(attrs), r);
 }
@@ -297,7 +305,7 @@ AV Lowerer::call_builtin(const std::string& name, std::vector<Arg> args, lang::S
     }
     if (v->kind == AK::Node && v->type->is_tensor()) {
       Attrs a;
-      a.set("dtype", name == "int" ? DType::i32 : name == "float" ? DType::f32 : DType::boolean);
+      a.set("dtype", name == "int" ? DType::i32 : name == "float" ? float_dtype() : DType::boolean);
       return emit("cast", {v->node}, a, r);
     }
     fail(args[0].range, fmt::format("{}() of {} is not defined", name, describe(v)));

@@ -117,7 +117,7 @@ AV Lowerer::eval_binary(BinaryOp op, AV lhs, AV rhs, lang::SourceRange r) {
     if (t->kind == AK::Node && t->type->is_tensor() && !is_float(t->type->dtype) &&
         t->type->dtype != DType::boolean && other->kind == AK::Float && op != BinaryOp::MatMul) {
       Attrs a;
-      a.set("dtype", DType::f32);
+      a.set("dtype", float_dtype());
       t = emit("cast", {t->node}, a, r);
     }
   };
@@ -176,7 +176,7 @@ AV Lowerer::eval_list(const lang::Expr& e, Env& env) {
       any_float = any_float || it->kind == AK::Float;
       all_bool = all_bool && it->kind == AK::Bool;
     }
-    DType dt = any_float ? DType::f32 : all_bool ? DType::boolean : DType::i32;
+    DType dt = any_float ? float_dtype() : all_bool ? DType::boolean : DType::i32;
     Tensor t = Tensor::empty(dt, {static_cast<int64_t>(items.size())});
     for (size_t k = 0; k < items.size(); ++k) t.set(static_cast<int64_t>(k), as_double(items[k]));
     return make_node(constant(t, e.range));

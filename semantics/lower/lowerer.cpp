@@ -68,7 +68,7 @@ std::unique_ptr<Program> load_program(lang::SourceManager& sources, const std::s
 std::unique_ptr<ir::Module> lower_program(const Program& program, lang::DiagnosticEngine& diags,
                                           const LowerOptions& options) {
   auto module = std::make_unique<ir::Module>();
-  Lowerer lowerer(program, diags, *module);
+  Lowerer lowerer(program, diags, *module, options);
   if (options.check_all) lowerer.check_annotated_functions();
   bool ok = lowerer.lower_entry(options.entry, options.eager);
   if (!ok || diags.has_errors()) return nullptr;
@@ -94,8 +94,9 @@ const std::set<std::string>& special_builtins() {
 }
 }  // namespace
 
-Lowerer::Lowerer(const Program& program, lang::DiagnosticEngine& diags, ir::Module& module)
-    : program_(program), diags_(diags), module_(module) {
+Lowerer::Lowerer(const Program& program, lang::DiagnosticEngine& diags, ir::Module& module,
+                 const LowerOptions& options)
+    : x64_(options.x64), grad_check_(options.grad_check), program_(program), diags_(diags), module_(module) {
   globals_.resize(program.modules.size());
   for (size_t m = 0; m < program.modules.size(); ++m) {
     const auto& mod = *program.modules[m];
@@ -173,6 +174,10 @@ const Binding* Lowerer::lookup_global(int module, const std::string& name) const
   if (it != g.end()) return &it->second;
   // Built-ins: primitives of the registry, special forms, dtype names.
   static std::map<std::string, Binding> builtins;
+  if (x64_ && name == "f32") {
+    static const Binding wide{make_dtype(DType::f64), false, {}};
+    return &wide;
+  }
   auto b = builtins.find(name);
   if (b != builtins.end()) return &b->second;
   AV v;
@@ -300,7 +305,7 @@ ir::Node* Lowerer::to_node(const AV& v, lang::SourceRange r, std::optional<DType
     case AK::Node: return v->node;
     case AK::Int: return constant(Tensor::scalar(dtype.value_or(DType::i32), static_cast<double>(v->i)), r);
     case AK::Float: {
-      DType d = dtype && is_float(*dtype) ? *dtype : DType::f32;
+      DType d = dtype && is_float(*dtype) ? *dtype : float_dtype();
       return constant(Tensor::scalar(d, v->f), r);
     }
     case AK::Bool: return constant(Tensor::scalar(dtype.value_or(DType::boolean), v->b ? 1 : 0), r);
@@ -448,9 +453,10 @@ TypeP Lowerer::resolve_type(const lang::TypeExpr& t, Env& env) {
     return Type::tuple(ts);
   }
   auto dt = parse_dtype(t.name);
+  if (dt) dt = widen(*dt);
   if (!dt) {
     if (t.name == "int") return Type::scalar(DType::i32);
-    if (t.name == "float") return Type::scalar(DType::f32);
+    if (t.name == "float") return Type::scalar(float_dtype());
     if (t.name == "bool") return Type::scalar(DType::boolean);
     fail(t.range, fmt::format("'{}' is not a concrete tensor type here", t.name));
   }
@@ -505,7 +511,8 @@ AV Lowerer::check_annotation(const AV& v, const lang::TypeExpr& t, Env& env, con
     if (t.name == "float" && v->kind == AK::Int) return make_float(static_cast<double>(v->i));
     return v;
   }
-  if (auto dt = parse_dtype(t.name)) {
+  if (auto dt0 = parse_dtype(t.name)) {
+    const std::optional<DType> dt = widen(*dt0);
     AV val = v;
     if (is_static_number(v)) {
       if (t.has_dims && !t.dims.empty())

@@ -35,7 +35,7 @@ struct Arg {
 
 class Lowerer {
  public:
-  Lowerer(const Program& program, lang::DiagnosticEngine& diags, ir::Module& module);
+  Lowerer(const Program& program, lang::DiagnosticEngine& diags, ir::Module& module, const LowerOptions& options = {});
   // Lowers the entry function into a graph; false on errors.
   bool lower_entry(const std::string& entry, bool eager = false);
   // Type-checks every function whose parameters are all annotated with concrete types.
@@ -123,6 +123,17 @@ class Lowerer {
 
   // ---- state
   bool eager_ = false;        // every node runs as soon as it is emitted (module_.on_add)
+  bool x64_ = false;          // f32 means f64 (LowerOptions::x64)
+  bool grad_check_ = false;   // emit derivative checks after each transform
+  DType float_dtype() const { return x64_ ? DType::f64 : DType::f32; }
+  DType widen(DType d) const { return x64_ && d == DType::f32 ? DType::f64 : d; }
+  // Emits the numerical checks of one derivative (LowerOptions::grad_check).
+  void emit_grad_checks(const AV& fn, const std::vector<Arg>& args, const std::vector<int64_t>& wrt,
+                        const std::vector<AV>& primals, const std::vector<ir::Node*>& inputs,
+                        const std::vector<ir::Node*>& region, ir::Node* out, const std::vector<ir::Node*>& adj,
+                        lang::SourceRange r);
+  // v with its float tensor leaves replaced by `nodes` (in leaf order), other leaves kept.
+  AV replace_leaves(const AV& v, const std::vector<ir::Node*>& nodes, size_t& pos);
   std::unique_ptr<EagerExecutor> executor_;
   bool ad_inline_ = false;    // lowering a function being differentiated: inline def calls
   std::map<const lang::FuncDef*, bool> recursive_;

@@ -71,6 +71,104 @@ AV Lowerer::with_leaves(const AV& v, const std::vector<ir::Node*>& adj, size_t& 
   return make_none();  // integer, boolean and static values get no gradient
 }
 
+AV Lowerer::replace_leaves(const AV& v, const std::vector<ir::Node*>& nodes, size_t& pos) {
+  if (float_leaf(v)) return make_node(nodes.at(pos++));
+  if (v->kind == AK::Tuple || v->kind == AK::Record) {
+    auto c = std::make_shared<AVal>(*v);
+    for (auto& e : c->elems) e = replace_leaves(e, nodes, pos);
+    return c;
+  }
+  return v;
+}
+
+namespace {
+std::string function_label(const AV& fn) {
+  switch (fn->kind) {
+    case AK::Def: return fn->def->name;
+    case AK::Closure: return fmt::format("lambda at line {}", fn->lambda->range.begin.line);
+    case AK::Transform: return fn->s + "(" + function_label(fn->elems[0]) + ")";
+    default: return describe(fn);
+  }
+}
+}  // namespace
+
+void Lowerer::emit_grad_checks(const AV& fn, const std::vector<Arg>& args, const std::vector<int64_t>& wrt,
+                               const std::vector<AV>& primals, const std::vector<ir::Node*>& inputs,
+                               const std::vector<ir::Node*>& region, ir::Node* out,
+                               const std::vector<ir::Node*>& adj, lang::SourceRange r) {
+  const std::string label = function_label(fn);
+  const double eps = x64_ ? 1e-5 : 1e-2;
+  auto op = [&](const char* p, std::vector<ir::Node*> xs, Attrs a = {}) { return emit_node(p, std::move(xs), std::move(a), r); };
+  auto scalar = [&](double v, DType d) { return to_node(make_float(v), r, d); };
+  const DType dt = out->type->dtype;
+  // f at perturbed leaves (inlined again; prints inside f are part of the program's output).
+  auto f_at = [&](const std::vector<ir::Node*>& leaves) {
+    std::vector<Arg> a2 = args;
+    size_t pos = 0;
+    for (size_t k = 0; k < wrt.size(); ++k) a2[static_cast<size_t>(wrt[k])].value = replace_leaves(primals[k], leaves, pos);
+    AV o = call(fn, std::move(a2), r);
+    return to_node(o, r);
+  };
+  auto rel = [&](ir::Node* a, ir::Node* b) {
+    ir::Node* den = op("maximum", {op("maximum", {op("abs", {a}), op("abs", {b})}), scalar(1e-8, dt)});
+    return op("div", {op("abs", {op("sub", {a, b})}), den});
+  };
+  auto report = [&](ir::Node* err, const std::string& what) {
+    Attrs a;
+    a.set("label", label + ": " + what);
+    op("grad_check", {err}, a);
+  };
+  auto total = [&](ir::Node* x) {
+    Attrs a;
+    a.set("axis", std::monostate{});
+    a.set("keepdims", false);
+    return op("sum", {x}, a);
+  };
+  // 1. A random direction: central differences vs <grad, v>, and forward mode vs reverse.
+  std::vector<ir::Node*> dirs, plus, minus;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    Attrs a;
+    a.set("mean", 0.0);
+    a.set("std", 1.0);
+    a.set("shape", inputs[i]->type->shape);
+    a.set("seed", static_cast<int64_t>(7919 + i));
+    a.set("dtype", inputs[i]->type->dtype);
+    ir::Node* v = op("normal", {}, a);
+    dirs.push_back(v);
+    ir::Node* step = op("mul", {v, scalar(eps, inputs[i]->type->dtype)});
+    plus.push_back(op("add", {inputs[i], step}));
+    minus.push_back(op("sub", {inputs[i], step}));
+  }
+  ir::Node* fd = op("div", {op("sub", {f_at(plus), f_at(minus)}), scalar(2 * eps, dt)});
+  ir::Node* an = scalar(0.0, dt);
+  for (size_t i = 0; i < inputs.size(); ++i) an = op("add", {an, total(op("mul", {adj[i], dirs[i]}))});
+  report(rel(fd, an), "finite differences along a random direction");
+  if (auto& hooks = autodiff_hooks(); hooks.forward) {
+    ir::Node* tangent = hooks.forward(module_, region, graph_, inputs, dirs, out);
+    report(rel(tangent, an), "forward mode vs reverse mode");
+  }
+  // 2. Small inputs: the whole gradient, element by element.
+  int64_t n = 0;
+  for (ir::Node* x : inputs) n += x->type->numel();
+  if (n > 16) return;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const int64_t m = inputs[i]->type->numel();
+    for (int64_t j = 0; j < m; ++j) {
+      Tensor e = Tensor::zeros(inputs[i]->type->dtype, inputs[i]->type->shape);
+      e.set(j, eps);
+      ir::Node* step = constant(Value(e), r);
+      std::vector<ir::Node*> p = inputs, q = inputs;
+      p[i] = op("add", {inputs[i], step});
+      q[i] = op("sub", {inputs[i], step});
+      ir::Node* fdj = op("div", {op("sub", {f_at(p), f_at(q)}), scalar(2 * eps, dt)});
+      Tensor onehot = Tensor::zeros(inputs[i]->type->dtype, inputs[i]->type->shape);
+      onehot.set(j, 1.0);
+      ir::Node* anj = total(op("mul", {adj[i], constant(Value(onehot), r)}));
+      report(rel(fdj, anj), "jacobian");
+    }
+  }
+}
+
 AV Lowerer::make_transform(const std::string& kind, std::vector<Arg> args, lang::SourceRange r) {
   auto t = std::make_shared<AVal>();
   t->kind = AK::Transform;
@@ -120,6 +218,7 @@ AV Lowerer::call_transform(const AVal& t, std::vector<Arg> args, lang::SourceRan
   }
   const size_t begin = graph_->nodes.size();
   ir::Graph* region_graph = graph_;
+  const std::vector<Arg> check_args = grad_check_ ? args : std::vector<Arg>{};
   const bool saved = ad_inline_;
   ad_inline_ = true;
   AV out;
@@ -144,6 +243,7 @@ AV Lowerer::call_transform(const AVal& t, std::vector<Arg> args, lang::SourceRan
   } catch (const lang::UserError& e) {
     fail(r, e.what());
   }
+  if (grad_check_) emit_grad_checks(t.elems[0], check_args, t.wrt, primals, inputs, region, out->node, adj, r);
   std::vector<AV> grads;
   size_t pos = 0;
   for (size_t k = 0; k < t.wrt.size(); ++k) grads.push_back(with_leaves(primals[k], adj, pos));

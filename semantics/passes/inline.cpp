@@ -97,13 +97,15 @@ void inline_calls(Module& m) {
   }
 
   // 4. Inlined graphs nothing names any more go (the outermost ones: nested ones go with them).
+  //    Without an entry, top-level graphs are the module's interface and stay.
   const Uses uses(m);
   std::unordered_set<const Graph*> named;
   for (const auto& g : m.graphs())
     for (const Graph* t : flag_targets(m, *g)) named.insert(t);
   std::vector<Graph*> doomed;
   for (Graph* g : inlined)
-    if (g != m.entry && uses.references(g) == 0 && !named.count(g)) doomed.push_back(g);
+    if (g != m.entry && (m.entry || g->parent) && uses.references(g) == 0 && !named.count(g))
+      doomed.push_back(g);
   std::unordered_set<const Graph*> outermost;
   for (Graph* g : doomed)
     if (std::none_of(doomed.begin(), doomed.end(),

@@ -5,7 +5,8 @@
 // nodes at the call's place, @f's parameters bound to the arguments; uses of %r read the copy
 // of @f's output. Graphs nested in @f (closures, loop bodies) are cloned under the caller
 // (ir/clone.h). Afterwards, graphs that were inlined and are no longer named by any node or
-// flag are removed; the entry graph always stays.
+// flag are removed; the entry graph always stays, and so do top-level graphs of a module
+// without an entry (a library: its graphs are its interface).
 //
 // Stays a call: a callee that is recursive (on a cycle of calls, counting a call made from a
 // graph nested in the callee: `f`'s loop body calling `f` is recursion), or flagged
@@ -21,7 +22,7 @@
 //      more than one graph, or calling itself, is recursive.
 //   3. For each graph in that order, rebuild its node list: an inlinable call is replaced by
 //      a copy of its callee's body (already free of inlinable calls, by the order).
-//   4. Remove the inlined graphs nothing names any more (not the entry).
+//   4. Remove the inlined graphs nothing names any more (see above for which stay).
 // Cost: linear in the size of the result (which inlining may make much larger than the input:
 // a chain of graphs each calling the next twice doubles at every level).
 #pragma once

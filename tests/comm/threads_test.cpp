@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 
@@ -48,6 +49,72 @@ TEST_P(ThreadsMatrix, ElementByElement) {
 
 INSTANTIATE_TEST_SUITE_P(Algorithms, ThreadsMatrix, testing::ValuesIn(all_pairs()),
                          [](const auto& info) { return pair_name(info.param); });
+
+// NCCL's execution model, emulated on threads: operations between group_start and group_end
+// all progress together and the group completes as a whole; there is no per-request wait.
+// The executor must then issue schedules in lockstep rounds -- this checks that path (and that
+// the rounds never leave a send waiting for a receive of a later round) without a GPU.
+class GroupSynchronous final : public Communicator {
+ public:
+  explicit GroupSynchronous(Communicator& inner) : inner_(inner) {}
+  int rank() const override { return inner_.rank(); }
+  int size() const override { return inner_.size(); }
+  std::string_view backend() const override { return "group-synchronous"; }
+  bool stream_ordered() const override { return true; }
+  Request isend(const void* data, std::size_t bytes, int peer, int tag) override {
+    return add(inner_.isend(data, bytes, peer, tag));
+  }
+  Request irecv(void* data, std::size_t bytes, int peer, int tag) override {
+    return add(inner_.irecv(data, bytes, peer, tag));
+  }
+  std::vector<std::size_t> wait_some(std::span<const Request> requests) override {
+    std::vector<std::size_t> all(requests.size());
+    for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+    return all;
+  }
+  void group_start() override { in_group_ = true; }
+  void group_end() override {
+    in_group_ = false;
+    complete_group();
+  }
+  void native(const CollectiveCall& call) override { inner_.native(call); }
+  void barrier() override { inner_.barrier(); }
+
+ private:
+  Request add(Request r) {
+    group_.push_back(r);
+    if (!in_group_) complete_group();
+    return Request{next_++};
+  }
+  void complete_group() {
+    while (!group_.empty()) {
+      std::vector<std::size_t> done = inner_.wait_some(group_);
+      std::sort(done.rbegin(), done.rend());
+      for (std::size_t i : done) group_.erase(group_.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+  }
+  Communicator& inner_;
+  std::vector<Request> group_;
+  bool in_group_ = false;
+  std::int64_t next_ = 0;
+};
+
+TEST(Threads, LockstepRoundsAsNcclRunsThem) {
+  for (const Pair& pair : all_pairs()) {
+    if (pair.algorithm == Algorithm::Native) continue;
+    for (int p : {1, 2, 3, 5, 8, 9})
+      for (std::int64_t count : {0, 1, 13, 1031}) {
+        const CollectiveSpec spec{pair.collective, ReduceOp::Max, p, count, p / 2};
+        const auto schedule = parallel::build_schedule(pair.algorithm, spec, {2, 0});
+        std::vector<std::int64_t> wrong(p, -1);
+        run_threads(p, [&](Communicator& comm) {
+          GroupSynchronous grouped(comm);
+          wrong[comm.rank()] = run_case(grouped, pair.algorithm, spec, &schedule, DType::F64);
+        });
+        ASSERT_EQ(wrong, std::vector<std::int64_t>(p, 0)) << describe(pair, spec, DType::F64, 2);
+      }
+  }
+}
 
 TEST(Threads, ExecutorRunsRepeatedly) {
   const CollectiveSpec spec{Collective::AllReduce, ReduceOp::Sum, 4, 1000, 0};

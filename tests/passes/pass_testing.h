@@ -1,0 +1,39 @@
+// Helpers shared by the pass tests: IR written as text, and the semantic check every test
+// module goes through (the interpreter's result and printed output are the same before and
+// after the pass, the effectful nodes are all still there, and the module verifies).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "semantics/ir/ir.h"
+#include "semantics/value.h"
+
+namespace spora::passes::testing {
+
+using Pass = std::function<void(ir::Module&)>;
+
+// Registers the primitives and parses IR text (ir/parser.h syntax); the entry is @main.
+std::unique_ptr<ir::Module> parse(std::string_view text);
+
+// What running the entry shows: the lines `print` wrote, then `=> ` and the result (or
+// `error: ` and the message).
+std::string run(const ir::Module& m, const std::vector<sem::Value>& args = {});
+
+// Parses `input`, runs it, applies `pass`, verifies, runs it again and checks that the run is
+// unchanged and so are the effectful node counts (with `copies_effects`, for passes that
+// copy graph bodies: no kind of effectful node disappears). Returns the printed module.
+std::string after_pass(std::string_view input, const Pass& pass, const std::vector<sem::Value>& args = {},
+                  bool copies_effects = false);
+
+// The same on a module built by the caller.
+std::string after_pass(ir::Module& m, const Pass& pass, const std::vector<sem::Value>& args = {},
+                  bool copies_effects = false);
+
+sem::Value f32(double v);
+sem::Value i64(int64_t v);
+
+}  // namespace spora::passes::testing
