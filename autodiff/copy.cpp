@@ -18,6 +18,30 @@ ir::Graph* custom_grad_of(const ir::Module& m, const ir::Graph& g) {
   return nullptr;
 }
 
+namespace {
+// Graphs called (directly) by g or the graphs nested in it.
+void callees(const ir::Graph& g, std::vector<const ir::Graph*>& out) {
+  for (const ir::Node* n : g.nodes) {
+    if (n->callee) out.push_back(n->callee);
+    if (n->graph_value && n->graph_value->parent) callees(*n->graph_value, out);
+  }
+}
+}  // namespace
+
+bool is_recursive(const ir::Graph& g) {
+  std::vector<const ir::Graph*> work, seen;
+  callees(g, work);
+  while (!work.empty()) {
+    const ir::Graph* h = work.back();
+    work.pop_back();
+    if (h == &g) return true;
+    if (std::find(seen.begin(), seen.end(), h) != seen.end()) continue;
+    seen.push_back(h);
+    callees(*h, work);
+  }
+  return false;
+}
+
 void move_before(ir::Node* n, ir::Node* before) {
   auto& nodes = n->graph->nodes;
   auto it = std::find(nodes.begin(), nodes.end(), n);
@@ -49,7 +73,7 @@ ir::Node* copy_body(ir::Module& m, ir::Graph* dst, const ir::Graph& src, const s
     std::vector<ir::Node*> ins;
     ins.reserve(n->inputs.size());
     for (ir::Node* x : n->inputs) ins.push_back(map.node(x));
-    if (n->callee && !keeps_call(*n->callee) &&
+    if (n->callee && !keeps_call(*n->callee) && !is_recursive(*n->callee) &&
         std::find(stack.begin(), stack.end(), n->callee) == stack.end()) {
       map.nodes[n] = copy_body(m, dst, *n->callee, ins, map, stack);
       continue;

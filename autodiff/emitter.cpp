@@ -112,6 +112,11 @@ Node* zeros_of(Emitter& e, const sem::TypeP& type) {
       a.set("names", names);
       return e.op("make_record", xs, a);
     }
+    case Type::Kind::List: {
+      Attrs a;
+      a.set("elem", type->elems.at(0)->str());
+      return e.op("list_empty", {}, a);
+    }
     default:
       throw lang::InternalError("autodiff: no zero of type " + type->str());
   }
@@ -174,6 +179,14 @@ bool differentiable_type(const sem::TypeP& type) {
   if (type->kind == Type::Kind::Tuple || type->kind == Type::Kind::Record)
     return std::any_of(type->elems.begin(), type->elems.end(), differentiable_type);
   return false;
+}
+
+bool tangent_type(const sem::TypeP& type) {
+  if (!type) return false;
+  if (type->kind == Type::Kind::List) return tangent_type(type->elems.at(0));
+  if (type->kind == Type::Kind::Tuple || type->kind == Type::Kind::Record)
+    return std::any_of(type->elems.begin(), type->elems.end(), tangent_type);
+  return differentiable_type(type);
 }
 
 }  // namespace spora::autodiff

@@ -34,7 +34,10 @@ Node* zeros_of(Emitter& e, const sem::TypeP& type);
 Node* materialise(Emitter& e, const SVal& v, const sem::TypeP& type);
 // v + w (either may be zero), keeping structure.
 SVal add_svals(Emitter& e, const SVal& v, const SVal& w, const sem::TypeP& type);
-// Does values of this type carry gradients (a float tensor, or a tuple/record containing one)?
+// Do values of this type carry gradients (a float tensor, or a tuple/record containing one)?
 bool differentiable_type(const sem::TypeP& type);
+// Do values of this type carry tangents in forward mode: differentiable types, and the tape
+// lists of reverse-differentiated loops (their tangent is a parallel list of tangents).
+bool tangent_type(const sem::TypeP& type);
 
 }  // namespace spora::autodiff

@@ -83,8 +83,19 @@ class Forward {
     if (name == "if") return step_if(c);
     if (name == "while" || name == "for_range" || name == "for_each") return step_loop(c);
     if (!any_tangent(c->inputs)) return;
-    if (name.rfind("list_", 0) == 0)
-      throw lang::UserError("forward mode through a reverse-differentiated loop is not supported yet");
+    // Tape lists (reverse-differentiated loops) carry a parallel list of tangents.
+    if (name == "list_push") {
+      SVal tl = get(c->inputs[0]);
+      ir::Node* l = tl.zero() ? zeros_of(e_, c->inputs[0]->type) : materialise(e_, tl, c->inputs[0]->type);
+      ir::Node* x = materialise(e_, get(c->inputs[1]), c->inputs[1]->type);
+      return set(c, SVal{e_.op("list_push", {l, x}), {}});
+    }
+    if (name == "list_get") {
+      SVal tl = get(c->inputs[0]);
+      if (!tl.zero()) set(c, SVal{e_.op("list_get", {materialise(e_, tl, c->inputs[0]->type), c->inputs[1]}), {}});
+      return;
+    }
+    if (name.rfind("list_", 0) == 0) return;
     if (!c->prim->differentiable || c->prim->effectful) return;
     const auto* rule = c->prim->facet<JvpRule>(kJvpFacet);
     if (!rule || !*rule)
@@ -137,17 +148,21 @@ class Forward {
     if (!any_tangent(init) && !body_has_tangents(B)) return;
     std::vector<TypeP> st;
     for (ir::Node* x : init) st.push_back(x->type);
+    // Only state elements that can carry tangents get a tangent alongside (not counters).
+    std::vector<size_t> carried;
+    for (size_t j = 0; j < k; ++j)
+      if (tangent_type(st[j])) carried.push_back(j);
     std::vector<ir::Node*> t0;
-    for (ir::Node* x : init) t0.push_back(materialise(e_, get(x), x->type));
+    for (size_t j : carried) t0.push_back(materialise(e_, get(init[j]), st[j]));
 
     // Body: (extra?, s..., ts...) -> (s'..., ts'...)
     ir::Graph* Bj = m_.add_graph(B->name + ".jvp", into_);
     std::vector<ir::Node*> ps, tps;
     ir::Node* lead = extra ? m_.add_param(Bj, B->params[0]->name, B->params[0]->type, c->loc) : nullptr;
     for (size_t j = 0; j < k; ++j) ps.push_back(m_.add_param(Bj, "", st[j], c->loc));
-    for (size_t j = 0; j < k; ++j) tps.push_back(m_.add_param(Bj, "", st[j], c->loc));
+    for (size_t j : carried) tps.push_back(m_.add_param(Bj, "", st[j], c->loc));
     Forward sub(m_, Bj, this);
-    for (size_t j = 0; j < k; ++j) sub.set(ps[j], SVal{tps[j], {}});
+    for (size_t q = 0; q < carried.size(); ++q) sub.set(ps[carried[q]], SVal{tps[q], {}});
     std::vector<ir::Node*> args;
     if (lead) args.push_back(lead);
     args.insert(args.end(), ps.begin(), ps.end());
@@ -164,7 +179,7 @@ class Forward {
       at.set("index", static_cast<int64_t>(j));
       outs.push_back(be.op("tuple_get", {out}, at));
     }
-    for (size_t j = 0; j < k; ++j) outs.push_back(materialise(be, sub.part(tout, out->type, j), st[j]));
+    for (size_t j : carried) outs.push_back(materialise(be, sub.part(tout, out->type, j), st[j]));
     Bj->output = be.op("make_tuple", outs);
 
     std::vector<ir::Node*> inputs(c->inputs.begin(), c->inputs.begin() + static_cast<long>(body_at));
@@ -173,7 +188,7 @@ class Forward {
       ir::Graph* Cj = m_.add_graph(C->name + ".jvp", into_);
       std::vector<ir::Node*> cps;
       for (size_t j = 0; j < k; ++j) cps.push_back(m_.add_param(Cj, "", st[j], c->loc));
-      for (size_t j = 0; j < k; ++j) m_.add_param(Cj, "", st[j], c->loc);
+      for (size_t j : carried) m_.add_param(Cj, "", st[j], c->loc);
       ir::CloneMap cmap;
       std::vector<const ir::Graph*> cstack;
       Cj->output = copy_body(m_, Cj, *C, cps, cmap, cstack);
@@ -183,13 +198,14 @@ class Forward {
     inputs.insert(inputs.end(), init.begin(), init.end());
     inputs.insert(inputs.end(), t0.begin(), t0.end());
     std::vector<TypeP> types = st;
-    types.insert(types.end(), st.begin(), st.end());
+    for (size_t j : carried) types.push_back(st[j]);
     ir::Node* r = m_.add_apply(into_, c->prim, inputs, {}, Type::tuple(types), c->loc);
     SVal s;
-    for (size_t j = 0; j < k; ++j) {
+    s.parts.resize(k);
+    for (size_t q = 0; q < carried.size(); ++q) {
       Attrs at;
-      at.set("index", static_cast<int64_t>(k + j));
-      s.parts.push_back(SVal{e_.op("tuple_get", {r}, at), {}});
+      at.set("index", static_cast<int64_t>(k + q));
+      s.parts[carried[q]] = SVal{e_.op("tuple_get", {r}, at), {}};
     }
     set(c, s);
   }

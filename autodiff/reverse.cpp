@@ -114,6 +114,10 @@ class Reverse {
       accumulate(c->inputs[0], s);
       return;
     }
+    if (name == "list_get")
+      throw lang::UserError(
+          "reverse mode through the backward pass of a loop (a second derivative of a loop) is not supported yet; "
+          "use forward-over-reverse, jvp(grad(f), ...), for second derivatives of code with loops");
     if (name == "if") return backprop_if(c, a);
     if (name == "while" || name == "for_range" || name == "for_each") return backprop_loop(c, a);
     if (!c->prim->differentiable || c->prim->effectful) return;

@@ -6,9 +6,11 @@
 // toward zero (NumPy astype; nan -> 0, out-of-range values clamp), anything -> bool is x != 0.
 // logical_and/or/not take bool tensors only. None of these is differentiable except where
 // (with respect to a and b) and cast (the derivative layer treats a cast to an integer or bool
-// dtype as having a zero derivative).
+// dtype as having a zero derivative). where's vjp masks dout into a and b (the condition gets
+// none); cast's casts dout back to the input's float dtype.
 #include <type_traits>
 
+#include "ops/ad_util.h"
 #include "ops/families.h"
 #include "ops/kernel_util.h"
 
@@ -173,6 +175,23 @@ void add_where(sem::Registry& r) {
     });
     return out;
   };
+  // The condition gets no cotangent; a and b get dout where they were chosen.
+  ad::set_rules(
+      p,
+      [](ad::Emitter& e, const ad::Node&, const ad::Nodes& in, ad::Node*,
+         ad::Node* dout) -> ad::Nodes {
+        if (!ad::diff(in[1])) return {nullptr, nullptr, nullptr};
+        ad::Node* zero = ad::k(e, 0, dout);
+        return {nullptr, e.unbroadcast(ad::where(e, in[0], dout, zero), ad::shape_of(in[1])),
+                e.unbroadcast(ad::where(e, in[0], zero, dout), ad::shape_of(in[2]))};
+      },
+      [](ad::Emitter& e, const ad::Node&, const ad::Nodes& in, ad::Node* out,
+         const ad::Nodes& ts) -> ad::Node* {
+        if (!ad::diff(in[1]) || (!ts[1] && !ts[2])) return nullptr;
+        ad::Node* ta = ts[1] ? ts[1] : ad::k(e, 0, out);
+        ad::Node* tb = ts[2] ? ts[2] : ad::k(e, 0, out);
+        return ad::broadcast(e, ad::where(e, in[0], ta, tb), ad::shape_of(out));
+      });
   r.add(std::move(p));
 }
 
@@ -189,6 +208,19 @@ void add_cast(sem::Registry& r) {
   p.eval = [](const std::vector<Value>& in, const Attrs& attrs) -> Value {
     return in.at(0).tensor.cast(attrs.get_dtype("dtype"));
   };
+  // Between float dtypes the derivative casts back; to or from an int or bool it is zero.
+  ad::set_rules(
+      p,
+      [](ad::Emitter& e, const ad::Node&, const ad::Nodes& in, ad::Node* out,
+         ad::Node* dout) -> ad::Nodes {
+        if (!ad::diff(in[0]) || !ad::diff(out)) return {nullptr};
+        return {e.cast(dout, in[0]->type->dtype)};
+      },
+      [](ad::Emitter& e, const ad::Node&, const ad::Nodes& in, ad::Node* out,
+         const ad::Nodes& ts) -> ad::Node* {
+        if (!ts[0] || !ad::diff(in[0]) || !ad::diff(out)) return nullptr;
+        return e.cast(ts[0], out->type->dtype);
+      });
   r.add(std::move(p));
 }
 

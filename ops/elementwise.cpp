@@ -9,15 +9,27 @@
 // divisor, for ints and floats; an integer division by zero is a run-time error, a float one
 // gives inf/nan like NumPy. Integer pow needs a non-negative exponent. Integer arithmetic
 // wraps on overflow. Kernels compute in the tensor's own dtype (f32 math in float).
+//
+// Derivative rules (next to each row): unary ops give g * f'(x) in both modes; binary ops give
+// their two partials, unbroadcast (vjp) or broadcast (jvp) to the right shape. Conventions:
+// relu'(0) = abs'(0) = 0; maximum/minimum split a tie equally between x and y (PyTorch, JAX);
+// d(x % y)/dy = -(x // y); d(x ** y)/dy = x ** y log x for x > 0 and 0 for x <= 0; sign, floor,
+// ceil, round and floordiv are not differentiable (zero derivative). Integer operands have none.
 #include <cmath>
+#include <functional>
 #include <type_traits>
 
+#include "ops/ad_util.h"
 #include "ops/families.h"
 #include "ops/kernel_util.h"
 
 namespace spora::ops {
 
 namespace {
+
+using ad::Emitter;
+using ad::Node;
+using ad::Nodes;
 
 // ---- unary ----------------------------------------------------------------------------------
 
@@ -26,9 +38,24 @@ constexpr bool kIsFloat = std::is_floating_point_v<T>;
 template <class T>
 constexpr bool kIsInt = std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t>;
 
+// The derivative of a unary op applied to g (a cotangent or a tangent; the Jacobian is
+// diagonal, so both modes use the same formula): g * f'(x), given x and y = f(x).
+using UnaryDeriv = std::function<Node*(Emitter& e, Node* x, Node* y, Node* g)>;
+
+void set_unary_rules(Primitive& p, UnaryDeriv d) {
+  ad::set_rules(
+      p,
+      [d](Emitter& e, const Node&, const Nodes& in, Node* out, Node* dout) -> Nodes {
+        return {ad::diff(in[0]) ? d(e, in[0], out, dout) : nullptr};
+      },
+      [d](Emitter& e, const Node&, const Nodes& in, Node* out, const Nodes& ts) -> Node* {
+        return ts[0] && ad::diff(in[0]) ? d(e, in[0], out, ts[0]) : nullptr;
+      });
+}
+
 template <class F>
 void add_unary(sem::Registry& r, const std::string& name, const std::string& doc, bool int_ok,
-               bool differentiable, F f) {
+               bool differentiable, F f, UnaryDeriv deriv = nullptr) {
   Primitive p;
   p.name = name;
   p.family = "elementwise";
@@ -59,6 +86,7 @@ void add_unary(sem::Registry& r, const std::string& name, const std::string& doc
     });
     return out;
   };
+  if (deriv) set_unary_rules(p, std::move(deriv));
   r.add(std::move(p));
 }
 
@@ -85,12 +113,28 @@ T wrap_neg(T x) {
   }
 }
 
+constexpr double kSqrtHalf = 0.70710678118654752440;       // 1 / sqrt(2)
+constexpr double kInvSqrt2Pi = 0.39894228040143267794;     // 1 / sqrt(2 pi)
+constexpr double kTwoOverSqrtPi = 1.12837916709551257390;  // 2 / sqrt(pi)
+
+// Short names for the derivative formulas below: k(e, v, like) a scalar constant of like's
+// dtype, call(e, "exp", x) a unary primitive.
+using ad::k;
+Node* call(Emitter& e, const char* prim, Node* x) { return ad::un(e, prim, x); }
+
 void register_unary(sem::Registry& r) {
-  add_unary(r, "neg", "negation -x", true, true, [](auto x) { return wrap_neg(x); });
-  add_unary(r, "abs", "absolute value", true, true, [](auto x) {
-    using T = decltype(x);
-    return x < T(0) ? wrap_neg(x) : x;
-  });
+  // Derivatives: g * f'(x) (sign, floor, ceil and round are not differentiable: zero).
+  add_unary(
+      r, "neg", "negation -x", true, true, [](auto x) { return wrap_neg(x); },
+      [](Emitter& e, Node*, Node*, Node* g) { return e.neg(g); });
+  add_unary(
+      r, "abs", "absolute value", true, true,
+      [](auto x) {
+        using T = decltype(x);
+        return x < T(0) ? wrap_neg(x) : x;
+      },
+      // sign(x) (0 at x = 0, a subgradient)
+      [](Emitter& e, Node* x, Node*, Node* g) { return e.mul(g, call(e, "sign", x)); });
   add_unary(r, "sign", "sign: -1, 0 or 1 (nan stays nan)", true, false, [](auto x) {
     using T = decltype(x);
     if constexpr (kIsFloat<T>) {
@@ -98,19 +142,28 @@ void register_unary(sem::Registry& r) {
     }
     return static_cast<T>(x > T(0) ? 1 : (x < T(0) ? -1 : 0));
   });
-  add_unary(r, "square", "x * x", true, true, [](auto x) {
-    using T = decltype(x);
-    if constexpr (kIsInt<T>) {
-      using U = std::make_unsigned_t<T>;
-      return static_cast<T>(static_cast<U>(x) * static_cast<U>(x));
-    } else {
-      return x * x;
-    }
-  });
-  add_unary(r, "relu", "max(x, 0)", true, true, [](auto x) {
-    using T = decltype(x);
-    return x > T(0) ? x : T(0);
-  });
+  add_unary(
+      r, "square", "x * x", true, true,
+      [](auto x) {
+        using T = decltype(x);
+        if constexpr (kIsInt<T>) {
+          using U = std::make_unsigned_t<T>;
+          return static_cast<T>(static_cast<U>(x) * static_cast<U>(x));
+        } else {
+          return x * x;
+        }
+      },
+      [](Emitter& e, Node* x, Node*, Node* g) { return e.mul(g, e.mul(x, k(e, 2, x))); });
+  add_unary(
+      r, "relu", "max(x, 0)", true, true,
+      [](auto x) {
+        using T = decltype(x);
+        return x > T(0) ? x : T(0);
+      },
+      // 1 where x > 0 (0 at x = 0, like PyTorch and JAX)
+      [](Emitter& e, Node* x, Node*, Node* g) {
+        return ad::where(e, ad::bin(e, "gt", x, k(e, 0, x)), g, k(e, 0, g));
+      });
   add_unary(r, "floor", "largest integer <= x", true, false, [](auto x) {
     using T = decltype(x);
     if constexpr (kIsFloat<T>)
@@ -133,22 +186,54 @@ void register_unary(sem::Registry& r) {
               else
                 return x;
             });
-  add_unary(r, "exp", "e ** x", false, true, FLOAT_FN(std::exp(x)));
-  add_unary(r, "log", "natural logarithm", false, true, FLOAT_FN(std::log(x)));
-  add_unary(r, "sqrt", "square root", false, true, FLOAT_FN(std::sqrt(x)));
-  add_unary(r, "rsqrt", "1 / sqrt(x)", false, true, FLOAT_FN(T(1) / std::sqrt(x)));
-  add_unary(r, "tanh", "hyperbolic tangent", false, true, FLOAT_FN(std::tanh(x)));
+  add_unary(r, "exp", "e ** x", false, true, FLOAT_FN(std::exp(x)),
+            [](Emitter& e, Node*, Node* y, Node* g) { return e.mul(g, y); });
+  add_unary(r, "log", "natural logarithm", false, true, FLOAT_FN(std::log(x)),
+            [](Emitter& e, Node* x, Node*, Node* g) { return e.div(g, x); });
+  add_unary(r, "sqrt", "square root", false, true, FLOAT_FN(std::sqrt(x)),
+            // 1 / (2 sqrt(x))
+            [](Emitter& e, Node*, Node* y, Node* g) { return e.div(g, e.mul(y, k(e, 2, y))); });
+  add_unary(r, "rsqrt", "1 / sqrt(x)", false, true, FLOAT_FN(T(1) / std::sqrt(x)),
+            // -x^(-3/2) / 2 = -y / (2x)
+            [](Emitter& e, Node* x, Node* y, Node* g) {
+              return e.div(e.mul(g, y), e.mul(x, k(e, -2, x)));
+            });
+  add_unary(
+      r, "tanh", "hyperbolic tangent", false, true, FLOAT_FN(std::tanh(x)),
+      // 1 - y^2
+      [](Emitter& e, Node*, Node* y, Node* g) { return e.mul(g, e.sub(k(e, 1, y), e.mul(y, y))); });
   add_unary(
       r, "sigmoid", "logistic function 1 / (1 + exp(-x)), stable for large |x|", false, true,
-      FLOAT_FN(x >= T(0) ? T(1) / (T(1) + std::exp(-x)) : std::exp(x) / (T(1) + std::exp(x))));
+      FLOAT_FN(x >= T(0) ? T(1) / (T(1) + std::exp(-x)) : std::exp(x) / (T(1) + std::exp(x))),
+      // y (1 - y)
+      [](Emitter& e, Node*, Node* y, Node* g) { return e.mul(g, e.mul(y, e.sub(k(e, 1, y), y))); });
   add_unary(r, "gelu", "x * Phi(x) with the exact erf", false, true,
-            FLOAT_FN(T(0.5) * x * (T(1) + std::erf(x * T(0.70710678118654752440)))));
-  add_unary(r, "sin", "sine", false, true, FLOAT_FN(std::sin(x)));
-  add_unary(r, "cos", "cosine", false, true, FLOAT_FN(std::cos(x)));
-  add_unary(r, "erf", "error function", false, true, FLOAT_FN(std::erf(x)));
-  add_unary(r, "log1p", "log(1 + x), accurate near 0", false, true, FLOAT_FN(std::log1p(x)));
-  add_unary(r, "expm1", "exp(x) - 1, accurate near 0", false, true, FLOAT_FN(std::expm1(x)));
-  add_unary(r, "reciprocal", "1 / x", false, true, FLOAT_FN(T(1) / x));
+            FLOAT_FN(T(0.5) * x * (T(1) + std::erf(x * T(0.70710678118654752440)))),
+            // Phi(x) + x phi(x) = (1 + erf(x / sqrt 2)) / 2 + x exp(-x^2 / 2) / sqrt(2 pi)
+            [](Emitter& e, Node* x, Node*, Node* g) {
+              Node* cdf = e.mul(k(e, 0.5, x),
+                                e.add(k(e, 1, x), call(e, "erf", e.mul(x, k(e, kSqrtHalf, x)))));
+              Node* pdf =
+                  e.mul(call(e, "exp", e.mul(e.mul(x, x), k(e, -0.5, x))), k(e, kInvSqrt2Pi, x));
+              return e.mul(g, e.add(cdf, e.mul(x, pdf)));
+            });
+  add_unary(r, "sin", "sine", false, true, FLOAT_FN(std::sin(x)),
+            [](Emitter& e, Node* x, Node*, Node* g) { return e.mul(g, call(e, "cos", x)); });
+  add_unary(r, "cos", "cosine", false, true, FLOAT_FN(std::cos(x)),
+            [](Emitter& e, Node* x, Node*, Node* g) { return e.neg(e.mul(g, call(e, "sin", x))); });
+  add_unary(r, "erf", "error function", false, true, FLOAT_FN(std::erf(x)),
+            // 2 / sqrt(pi) exp(-x^2)
+            [](Emitter& e, Node* x, Node*, Node* g) {
+              Node* d = e.mul(call(e, "exp", e.neg(e.mul(x, x))), k(e, kTwoOverSqrtPi, x));
+              return e.mul(g, d);
+            });
+  add_unary(r, "log1p", "log(1 + x), accurate near 0", false, true, FLOAT_FN(std::log1p(x)),
+            [](Emitter& e, Node* x, Node*, Node* g) { return e.div(g, e.add(x, k(e, 1, x))); });
+  add_unary(r, "expm1", "exp(x) - 1, accurate near 0", false, true, FLOAT_FN(std::expm1(x)),
+            [](Emitter& e, Node*, Node* y, Node* g) { return e.mul(g, e.add(y, k(e, 1, y))); });
+  add_unary(r, "reciprocal", "1 / x", false, true, FLOAT_FN(T(1) / x),
+            // -1 / x^2 = -y^2
+            [](Emitter& e, Node*, Node* y, Node* g) { return e.neg(e.mul(g, e.mul(y, y))); });
 }
 
 // ---- binary ---------------------------------------------------------------------------------
@@ -257,7 +342,40 @@ T apply_binary(BinOp op, T a, T b) {
   return a;
 }
 
-void add_binary(sem::Registry& r, const std::string& name, const std::string& doc, BinOp op) {
+// The derivative of a binary op with respect to one operand, applied to g (a cotangent or a
+// tangent, of the output's shape): g * df/dx, given x, y and out = f(x, y).
+using BinaryDeriv = std::function<Node*(Emitter& e, Node* x, Node* y, Node* out, Node* g)>;
+
+// vjp: each partial summed back to its operand's shape; jvp: the sum of both partials
+// (a tangent of a broadcast operand is broadcast to the output's shape).
+void set_binary_rules(Primitive& p, BinaryDeriv dx, BinaryDeriv dy) {
+  ad::set_rules(
+      p,
+      [dx, dy](Emitter& e, const Node&, const Nodes& in, Node* out, Node* dout) -> Nodes {
+        Node *x = in[0], *y = in[1];
+        if (!ad::diff(x)) return {nullptr, nullptr};
+        return {e.unbroadcast(dx(e, x, y, out, dout), ad::shape_of(x)),
+                e.unbroadcast(dy(e, x, y, out, dout), ad::shape_of(y))};
+      },
+      [dx, dy](Emitter& e, const Node&, const Nodes& in, Node* out, const Nodes& ts) -> Node* {
+        Node *x = in[0], *y = in[1];
+        if (!ad::diff(x)) return nullptr;
+        const Shape& s = ad::shape_of(out);
+        Node* a = ts[0] ? ad::broadcast(e, dx(e, x, y, out, ts[0]), s) : nullptr;
+        Node* b = ts[1] ? ad::broadcast(e, dy(e, x, y, out, ts[1]), s) : nullptr;
+        return ad::add_opt(e, a, b);
+      });
+}
+
+// The share of maximum's (minimum's) derivative that goes to x: 1 where x wins, 1/2 at ties
+// (like PyTorch and JAX), 0 where y wins. A constant (built from comparisons).
+Node* winner_weight(Emitter& e, Node* x, Node* y, const char* wins) {
+  Node* half = ad::where(e, ad::bin(e, "eq", x, y), k(e, 0.5, x), k(e, 0, x));
+  return ad::where(e, ad::bin(e, wins, x, y), k(e, 1, x), half);
+}
+
+void add_binary(sem::Registry& r, const std::string& name, const std::string& doc, BinOp op,
+                BinaryDeriv dx = nullptr, BinaryDeriv dy = nullptr) {
   Primitive p;
   p.name = name;
   p.family = "elementwise";
@@ -303,6 +421,7 @@ void add_binary(sem::Registry& r, const std::string& name, const std::string& do
     });
     return out;
   };
+  if (dx && dy) set_binary_rules(p, std::move(dx), std::move(dy));
   r.add(std::move(p));
 }
 
@@ -310,15 +429,57 @@ void add_binary(sem::Registry& r, const std::string& name, const std::string& do
 
 void register_elementwise(sem::Registry& r) {
   register_unary(r);
-  add_binary(r, "add", "x + y with broadcasting", BinOp::add);
-  add_binary(r, "sub", "x - y with broadcasting", BinOp::sub);
-  add_binary(r, "mul", "x * y with broadcasting", BinOp::mul);
-  add_binary(r, "div", "true division x / y (integer operands give f32)", BinOp::div);
+  // Partial derivatives (floordiv is not differentiable).
+  auto pass = [](Emitter&, Node*, Node*, Node*, Node* g) { return g; };
+  auto negate = [](Emitter& e, Node*, Node*, Node*, Node* g) { return e.neg(g); };
+  add_binary(r, "add", "x + y with broadcasting", BinOp::add, pass, pass);
+  add_binary(r, "sub", "x - y with broadcasting", BinOp::sub, pass, negate);
+  add_binary(
+      r, "mul", "x * y with broadcasting", BinOp::mul,
+      [](Emitter& e, Node*, Node* y, Node*, Node* g) { return e.mul(g, y); },
+      [](Emitter& e, Node* x, Node*, Node*, Node* g) { return e.mul(g, x); });
+  add_binary(
+      r, "div", "true division x / y (integer operands give f32)", BinOp::div,
+      [](Emitter& e, Node*, Node* y, Node*, Node* g) { return e.div(g, y); },
+      // -x / y^2 = -out / y
+      [](Emitter& e, Node*, Node* y, Node* out, Node* g) {
+        return e.neg(e.div(e.mul(g, out), y));
+      });
   add_binary(r, "floordiv", "floor division x // y (Python semantics)", BinOp::floordiv);
-  add_binary(r, "mod", "remainder x % y with the sign of y (Python semantics)", BinOp::mod);
-  add_binary(r, "pow", "x ** y (integer exponents must be non-negative)", BinOp::pow);
-  add_binary(r, "maximum", "elementwise maximum (nan propagates)", BinOp::maximum);
-  add_binary(r, "minimum", "elementwise minimum (nan propagates)", BinOp::minimum);
+  add_binary(r, "mod", "remainder x % y with the sign of y (Python semantics)", BinOp::mod, pass,
+             // x % y = x - (x // y) * y, and x // y is piecewise constant
+             [](Emitter& e, Node* x, Node* y, Node*, Node* g) {
+               return e.neg(e.mul(g, ad::bin(e, "floordiv", x, y)));
+             });
+  add_binary(
+      r, "pow", "x ** y (integer exponents must be non-negative)", BinOp::pow,
+      // y x^(y-1)
+      [](Emitter& e, Node* x, Node* y, Node*, Node* g) {
+        return e.mul(g, e.mul(y, ad::bin(e, "pow", x, e.sub(y, k(e, 1, y)))));
+      },
+      // out log(x) for x > 0, else 0 (x^y is real there only for integer y, where it is flat
+      // in y along the integers); log reads 1 at x <= 0 so no nan reaches the mask
+      [](Emitter& e, Node* x, Node*, Node* out, Node* g) {
+        Node* pos = ad::bin(e, "gt", x, k(e, 0, x));
+        Node* log_x = call(e, "log", ad::where(e, pos, x, k(e, 1, x)));
+        return ad::where(e, pos, e.mul(g, e.mul(out, log_x)), k(e, 0, g));
+      });
+  add_binary(
+      r, "maximum", "elementwise maximum (nan propagates)", BinOp::maximum,
+      [](Emitter& e, Node* x, Node* y, Node*, Node* g) {
+        return e.mul(g, winner_weight(e, x, y, "gt"));
+      },
+      [](Emitter& e, Node* x, Node* y, Node*, Node* g) {
+        return e.mul(g, winner_weight(e, y, x, "gt"));
+      });
+  add_binary(
+      r, "minimum", "elementwise minimum (nan propagates)", BinOp::minimum,
+      [](Emitter& e, Node* x, Node* y, Node*, Node* g) {
+        return e.mul(g, winner_weight(e, x, y, "lt"));
+      },
+      [](Emitter& e, Node* x, Node* y, Node*, Node* g) {
+        return e.mul(g, winner_weight(e, y, x, "lt"));
+      });
 }
 
 }  // namespace spora::ops

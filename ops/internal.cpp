@@ -7,6 +7,7 @@
 // on print_stream() (std::cout unless set_print_stream was called). It returns ().
 // assert(cond, message="") needs a bool tensor; when some element is false it raises the user
 // error `assertion failed: <message>` (or just `assertion failed`). It returns ().
+#include "ops/ad_util.h"
 #include "ops/families.h"
 #include "ops/kernel_util.h"
 #include "ops/ops.h"
@@ -76,6 +77,10 @@ void add_identity(sem::Registry& r, const std::string& name, const std::string& 
     return in[0];
   };
   p.eval = [](const std::vector<Value>& in, const Attrs&) -> Value { return in.at(0); };
+  // identity passes derivatives through; stop_gradient is not differentiable (no rules).
+  if (diff)
+    ad::set_linear_rules(
+        p, [](ad::Emitter&, const ad::Node&, ad::Node*, ad::Node* dout) { return dout; });
   r.add(std::move(p));
 }
 

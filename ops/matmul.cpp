@@ -8,6 +8,7 @@
 // The kernel accumulates float products in double (integers in wrapping i64) and rounds once.
 #include <type_traits>
 
+#include "ops/ad_util.h"
 #include "ops/families.h"
 #include "ops/kernel_util.h"
 
@@ -88,6 +89,39 @@ void matmul_kernel(const Tensor& a, const Tensor& b, const MatmulShape& s, Tenso
   }
 }
 
+// ---- derivative rules -----------------------------------------------------------------------
+//
+// With 1-D operands promoted (A = a as [..., m, k], B = b as [..., k, n]) and dout reshaped to
+// D = [batch..., m, n]:  dA = D @ B^T,  dB = A^T @ D, each summed over the batch axes its
+// operand was broadcast along and reshaped back. jvp: ta @ b + a @ tb.
+
+using ad::Emitter;
+using ad::Node;
+using ad::Nodes;
+
+Nodes matmul_vjp(Emitter& e, const Node&, const Nodes& in, Node*, Node* dout) {
+  Node *a = in[0], *b = in[1];
+  if (!ad::diff(a)) return {nullptr, nullptr};
+  MatmulShape s = matmul_shape(*a->type, *b->type);
+  Shape d_shape = s.batch;
+  d_shape.push_back(s.m);
+  d_shape.push_back(s.n);
+  Node* D = e.reshape(dout, d_shape);
+  Node* A = e.reshape(a, s.a3);
+  Node* B = e.reshape(b, s.b3);
+  Node* dA = e.op("matmul", {D, ad::swap_last2(e, B)});
+  Node* dB = e.op("matmul", {ad::swap_last2(e, A), D});
+  return {e.reshape(e.unbroadcast(dA, s.a3), ad::shape_of(a)),
+          e.reshape(e.unbroadcast(dB, s.b3), ad::shape_of(b))};
+}
+
+Node* matmul_jvp(Emitter& e, const Node&, const Nodes& in, Node*, const Nodes& ts) {
+  if (!ad::diff(in[0])) return nullptr;
+  Node* da = ts[0] ? e.op("matmul", {ts[0], in[1]}) : nullptr;
+  Node* db = ts[1] ? e.op("matmul", {in[0], ts[1]}) : nullptr;
+  return ad::add_opt(e, da, db);
+}
+
 }  // namespace
 
 void register_matmul(sem::Registry& r) {
@@ -116,6 +150,7 @@ void register_matmul(sem::Registry& r) {
     });
     return out;
   };
+  ad::set_rules(p, matmul_vjp, matmul_jvp);
   r.add(std::move(p));
 }
 

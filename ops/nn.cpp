@@ -20,10 +20,23 @@
 //     (PyTorch).
 //   dropout(x, p=0.5, seed=0, training=true): keeps element i when u(seed, i) >= p (ops/rng.h)
 //     and scales kept elements by 1 / (1 - p); identity when training is false or p is 0.
+//
+// Derivative rules (y the output, sums and means along the op's axes, kept):
+//   softmax       vjp y (dout - sum(dout y))           jvp y (t - sum(t y))
+//   log_softmax   vjp dout - exp(y) sum(dout)          jvp t - sum(exp(y) t)
+//   logsumexp     vjp dout exp(x - y)                  jvp sum(t exp(x - y))
+//   cross_entropy d/dlogits = mass softmax(x) - target per label (target: the one-hot label or
+//                 the soft label, mass: the sum of the soft label, 1 for class indices), scaled
+//                 by the reduction; soft labels get -log_softmax(x); class indices nothing
+//   layer_norm    the usual: rstd (g - mean(g) - xhat mean(g xhat)) with g = dout gamma
+//   batch_norm    inference: affine in x and in every parameter; training: as layer_norm over
+//                 the non-channel axes, plus the paths into new_running_mean / new_running_var
+//   dropout       linear: dropout(dout) with the same seed (the same mask)
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include "ops/ad_util.h"
 #include "ops/families.h"
 #include "ops/kernel_util.h"
 #include "ops/rng.h"
@@ -33,6 +46,20 @@ namespace spora::ops {
 namespace {
 
 using AK = ParamSpec::AttrKind;
+using ad::Emitter;
+using ad::Node;
+using ad::Nodes;
+
+Attrs axes_attrs(const std::vector<int64_t>& axes, bool keepdims) {
+  return ad::attrs_of({{"axis", axes}, {"keepdims", keepdims}});
+}
+Node* mean(Emitter& e, Node* x, const std::vector<int64_t>& axes, bool keepdims) {
+  return e.op("mean", {x}, axes_attrs(axes, keepdims));
+}
+// The sum or mean of every element.
+Node* total(Emitter& e, Node* x, bool average) {
+  return e.op(average ? "mean" : "sum", {x}, ad::attrs_of({{"axis", none()}, {"keepdims", false}}));
+}
 
 Primitive row(std::string name, std::string doc, std::vector<ParamSpec> params) {
   Primitive p;
@@ -97,6 +124,24 @@ void add_softmax(sem::Registry& r, bool log) {
     }
     return out;
   };
+  // Both modes apply the same (symmetric) Jacobian to g.
+  auto apply = [log](Emitter& e, const Node& node, Node* x, Node* y, Node* g) {
+    std::vector<int64_t> axis{normalize_axis(node.attrs.get_int("axis"), *x->type)};
+    if (log) return e.sub(g, e.mul(ad::un(e, "exp", y), e.sum(g, axis, true)));
+    return e.mul(y, e.sub(g, e.sum(e.mul(g, y), axis, true)));
+  };
+  auto apply_t = [log, apply](Emitter& e, const Node& node, Node* x, Node* y, Node* t) {
+    if (!log) return apply(e, node, x, y, t);
+    std::vector<int64_t> axis{normalize_axis(node.attrs.get_int("axis"), *x->type)};
+    return e.sub(t, e.sum(e.mul(ad::un(e, "exp", y), t), axis, true));
+  };
+  ad::set_rules(
+      p,
+      [apply](Emitter& e, const Node& node, const Nodes& in, Node* out, Node* dout) -> Nodes {
+        return {apply(e, node, in[0], out, dout)};
+      },
+      [apply_t](Emitter& e, const Node& node, const Nodes& in, Node* out, const Nodes& ts)
+          -> Node* { return ts[0] ? apply_t(e, node, in[0], out, ts[0]) : nullptr; });
   r.add(std::move(p));
 }
 
@@ -140,6 +185,31 @@ void add_logsumexp(sem::Registry& r) {
     for (int64_t j = 0; j < n; ++j) out.set(j, std::log(sum[j]) + shift_of(m[j]));
     return out;
   };
+  // p = exp(x - out) = d out / d x (softmax over the reduced axes)
+  struct Lse {
+    std::vector<int64_t> axes;
+    bool keepdims;
+    Node* p;
+  };
+  auto partials = [](Emitter& e, const Node& node, Node* x, Node* out) {
+    Lse l;
+    l.axes = reduction_axes(node.attrs, "axis", *x->type);
+    l.keepdims = node.attrs.get_bool("keepdims");
+    l.p = ad::un(e, "exp", e.sub(x, e.expand_reduced(out, ad::shape_of(x), l.axes, l.keepdims)));
+    return l;
+  };
+  ad::set_rules(
+      p,
+      [partials](Emitter& e, const Node& node, const Nodes& in, Node* out, Node* dout) -> Nodes {
+        Lse l = partials(e, node, in[0], out);
+        return {e.mul(e.expand_reduced(dout, ad::shape_of(in[0]), l.axes, l.keepdims), l.p)};
+      },
+      [partials](Emitter& e, const Node& node, const Nodes& in, Node* out,
+                 const Nodes& ts) -> Node* {
+        if (!ts[0]) return nullptr;
+        Lse l = partials(e, node, in[0], out);
+        return e.sum(e.mul(ts[0], l.p), l.axes, l.keepdims);
+      });
   r.add(std::move(p));
 }
 
@@ -217,6 +287,70 @@ Value ce_eval(const std::vector<Value>& in, const Attrs& attrs) {
   return Tensor::scalar(x.dtype(), red == Reduction::sum ? total : total / static_cast<double>(n));
 }
 
+// What both derivative rules of cross_entropy need: d loss_j / d logits = mass p - target
+// (per label j, along the class axis), and -log_softmax(x) for soft labels.
+struct CeParts {
+  int64_t axis;
+  Reduction red;
+  bool soft;
+  Shape kept;     // the label shape with the class axis kept as 1
+  Node* dlogits;  // mass * softmax(x) - target
+};
+
+CeParts ce_parts(Emitter& e, const Node& node, Node* x, Node* labels) {
+  CeParts c;
+  c.axis = ce_label_shape(*x->type).second;
+  c.red = reduction_of(node.attrs);
+  c.soft = ad::diff(labels);
+  c.kept = ad::shape_of(x);
+  c.kept[static_cast<size_t>(c.axis)] = 1;
+  Node* p = e.op("softmax", {x}, ad::attrs_of({{"axis", c.axis}}));
+  if (c.soft) {
+    c.dlogits = e.sub(e.mul(e.sum(labels, {c.axis}, true), p), labels);
+    return c;
+  }
+  // one_hot appends the class axis; move it to position `axis`.
+  const int64_t C = ad::shape_of(x)[static_cast<size_t>(c.axis)];
+  Node* target =
+      e.op("one_hot", {labels}, ad::attrs_of({{"num_classes", C}, {"dtype", x->type->dtype}}));
+  const int64_t r = x->type->rank();
+  if (r > 2) {
+    std::vector<int64_t> perm{0, r - 1};
+    for (int64_t i = 1; i < r - 1; ++i) perm.push_back(i);
+    target = e.op("permute", {target}, ad::attrs_of({{"axes", perm}}));
+  }
+  c.dlogits = e.sub(p, target);
+  return c;
+}
+
+Nodes ce_vjp(Emitter& e, const Node& node, const Nodes& in, Node*, Node* dout) {
+  Node *x = in[0], *labels = in[1];
+  CeParts c = ce_parts(e, node, x, labels);
+  // The cotangent of each label's loss, broadcastable against the logits.
+  Node* g = dout;
+  if (c.red == Reduction::none) g = e.reshape(dout, c.kept);
+  if (c.red == Reduction::mean)
+    g = e.div(dout, ad::k(e, static_cast<double>(numel_of(ce_label_shape(*x->type).first)), dout));
+  Node* dlabels = nullptr;
+  if (c.soft) dlabels = e.neg(e.mul(g, e.op("log_softmax", {x}, ad::attrs_of({{"axis", c.axis}}))));
+  return {e.mul(g, c.dlogits), dlabels};
+}
+
+Node* ce_jvp(Emitter& e, const Node& node, const Nodes& in, Node*, const Nodes& ts) {
+  Node *x = in[0], *labels = in[1];
+  Node* tlabels = ad::diff(labels) ? ts[1] : nullptr;
+  if (!ts[0] && !tlabels) return nullptr;
+  CeParts c = ce_parts(e, node, x, labels);
+  Node* per_label = nullptr;
+  if (ts[0]) per_label = e.sum(e.mul(ts[0], c.dlogits), {c.axis}, false);
+  if (tlabels) {
+    Node* lsm = e.op("log_softmax", {x}, ad::attrs_of({{"axis", c.axis}}));
+    per_label = ad::add_opt(e, per_label, e.neg(e.sum(e.mul(tlabels, lsm), {c.axis}, false)));
+  }
+  if (c.red == Reduction::none) return per_label;
+  return total(e, per_label, c.red == Reduction::mean);
+}
+
 void add_cross_entropy(sem::Registry& r) {
   Primitive p = row(
       "cross_entropy",
@@ -224,6 +358,7 @@ void add_cross_entropy(sem::Registry& r) {
       {input("logits"), input("labels"), attr("reduction", AK::String, Attr{std::string("mean")})});
   p.infer = ce_infer;
   p.eval = ce_eval;
+  ad::set_rules(p, ce_vjp, ce_jvp);
   r.add(std::move(p));
 }
 
@@ -236,6 +371,60 @@ void check_param(const std::vector<TypeP>& in, size_t i, const Type& x, const Sh
   if (t.dtype != x.dtype || t.shape != want)
     user_error(prim + " " + what + " " + t.str() + " does not match " +
                Type::tensor(x.dtype, want)->str() + " for input " + x.str());
+}
+
+// Normalisation over `axes` (kept): xc = x - mean(x), rstd = 1 / sqrt(var + eps), xhat = xc rstd.
+struct Normalised {
+  std::vector<int64_t> axes;
+  Node *xc, *rstd, *xhat;
+};
+
+Normalised normalise(Emitter& e, Node* x, std::vector<int64_t> axes, double eps) {
+  Normalised n;
+  n.axes = std::move(axes);
+  n.xc = e.sub(x, mean(e, x, n.axes, true));
+  Node* var = mean(e, e.mul(n.xc, n.xc), n.axes, true);
+  n.rstd = ad::un(e, "rsqrt", e.add(var, ad::k(e, eps, x)));
+  n.xhat = e.mul(n.xc, n.rstd);
+  return n;
+}
+
+// The derivative of xhat (statistics from x itself) applied to g; symmetric, so it serves
+// both modes: rstd (g - mean(g) - xhat mean(g xhat)).
+Node* normalise_apply(Emitter& e, const Normalised& n, Node* g) {
+  Node* centred = e.sub(g, mean(e, g, n.axes, true));
+  return e.mul(n.rstd, e.sub(centred, e.mul(n.xhat, mean(e, e.mul(g, n.xhat), n.axes, true))));
+}
+
+Normalised layer_norm_stats(Emitter& e, const Node& node, Node* x) {
+  std::vector<int64_t> axes;
+  for (int64_t d = x->type->rank() - node.attrs.get_int("ndim"); d < x->type->rank(); ++d)
+    axes.push_back(d);
+  return normalise(e, x, axes, node.attrs.get_float("eps"));
+}
+
+Nodes layer_norm_vjp(Emitter& e, const Node& node, const Nodes& in, Node*, Node* dout) {
+  Node* x = in[0];
+  Node* gamma = in.size() > 1 ? in[1] : nullptr;
+  Normalised n = layer_norm_stats(e, node, x);
+  Nodes out{normalise_apply(e, n, gamma ? e.mul(dout, gamma) : dout)};
+  if (gamma) out.push_back(e.unbroadcast(e.mul(dout, n.xhat), ad::shape_of(gamma)));
+  if (in.size() > 2) out.push_back(e.unbroadcast(dout, ad::shape_of(in[2])));
+  return out;
+}
+
+Node* layer_norm_jvp(Emitter& e, const Node& node, const Nodes& in, Node* out, const Nodes& ts) {
+  Node* x = in[0];
+  Node* gamma = in.size() > 1 ? in[1] : nullptr;
+  Normalised n = layer_norm_stats(e, node, x);
+  Node* t = nullptr;
+  if (ts[0]) {
+    t = normalise_apply(e, n, ts[0]);
+    if (gamma) t = e.mul(t, gamma);
+  }
+  if (gamma && ts[1]) t = ad::add_opt(e, t, e.mul(n.xhat, ts[1]));
+  if (in.size() > 2 && ts[2]) t = ad::add_opt(e, t, ad::broadcast(e, ts[2], ad::shape_of(out)));
+  return t;
 }
 
 void add_layer_norm(sem::Registry& r) {
@@ -283,10 +472,132 @@ void add_layer_norm(sem::Registry& r) {
     }
     return out;
   };
+  ad::set_rules(p, layer_norm_vjp, layer_norm_jvp);
   r.add(std::move(p));
 }
 
 // ---- batch_norm -----------------------------------------------------------------------------
+
+// batch_norm's derivatives. Per-channel vectors [C] broadcast as [1, C, 1, ...] (chan); the
+// statistics reduce every axis but 1.
+struct BatchNorm {
+  std::vector<int64_t> axes;
+  int64_t count;  // values per channel
+  double momentum, eps;
+  Node *gamma, *rstd_c, *xc, *xhat;  // gamma and rstd broadcastable, xc and xhat like x
+};
+
+Node* chan(Emitter& e, Node* v, const Node* x) {
+  Shape s(static_cast<size_t>(x->type->rank()), 1);
+  s[1] = ad::shape_of(x)[1];
+  return e.reshape(v, s);
+}
+
+BatchNorm batch_norm_parts(Emitter& e, const Node& node, const Nodes& in) {
+  Node* x = in[0];
+  BatchNorm b;
+  b.momentum = node.attrs.get_float("momentum");
+  b.eps = node.attrs.get_float("eps");
+  b.count = 1;
+  for (int64_t d = 0; d < x->type->rank(); ++d) {
+    if (d == 1) continue;
+    b.axes.push_back(d);
+    b.count *= ad::shape_of(x)[static_cast<size_t>(d)];
+  }
+  b.gamma = chan(e, in[1], x);
+  if (node.attrs.get_bool("training")) {
+    Normalised n = normalise(e, x, b.axes, b.eps);
+    b.rstd_c = n.rstd;
+    b.xc = n.xc;
+    b.xhat = n.xhat;
+  } else {
+    b.rstd_c = chan(e, ad::un(e, "rsqrt", e.add(in[4], ad::k(e, b.eps, x))), x);
+    b.xc = e.sub(x, chan(e, in[3], x));
+    b.xhat = e.mul(b.xc, b.rstd_c);
+  }
+  return b;
+}
+
+Nodes batch_norm_vjp(Emitter& e, const Node& node, const Nodes& in, Node*, Node* dout) {
+  Node* x = in[0];
+  BatchNorm b = batch_norm_parts(e, node, in);
+  const bool training = node.attrs.get_bool("training");
+  Node* dy = training ? ad::tuple_part(e, dout, 0) : dout;
+  Node* dx = nullptr;
+  Nodes out(5, nullptr);
+  if (dy) {
+    Node* sum_dy = e.sum(dy, b.axes, false);
+    out[1] = e.sum(e.mul(dy, b.xhat), b.axes, false);
+    out[2] = sum_dy;
+    if (training) {
+      dx = e.mul(b.gamma, normalise_apply(e, Normalised{b.axes, b.xc, b.rstd_c, b.xhat}, dy));
+    } else {
+      // y = (x - rm) rstd gamma + beta with rstd = (rv + eps)^(-1/2)
+      Node* rstd = ad::un(e, "rsqrt", e.add(in[4], ad::k(e, b.eps, x)));
+      dx = e.mul(dy, e.mul(b.gamma, b.rstd_c));
+      out[3] = e.neg(e.mul(sum_dy, e.mul(in[1], rstd)));
+      Node* rstd3 = e.mul(rstd, e.mul(rstd, rstd));
+      out[4] = e.mul(e.sum(e.mul(dy, b.xc), b.axes, false),
+                     e.mul(in[1], e.mul(rstd3, ad::k(e, -0.5, x))));
+    }
+  }
+  if (training) {
+    // new_running_mean = (1 - m) rm + m mean(x); new_running_var = (1 - m) rv + m var_unbiased(x)
+    const double m = b.momentum;
+    if (Node* d = ad::tuple_part(e, dout, 1)) {
+      out[3] = e.mul(d, ad::k(e, 1 - m, d));
+      dx = ad::add_opt(
+          e, dx,
+          ad::broadcast(e, chan(e, e.mul(d, ad::k(e, m / static_cast<double>(b.count), d)), x),
+                        ad::shape_of(x)));
+    }
+    if (Node* d = ad::tuple_part(e, dout, 2)) {
+      out[4] = e.mul(d, ad::k(e, 1 - m, d));
+      Node* scale = ad::k(e, 2 * m / static_cast<double>(b.count - 1), d);
+      dx = ad::add_opt(e, dx, e.mul(b.xc, chan(e, e.mul(d, scale), x)));
+    }
+  }
+  out[0] = dx;
+  return out;
+}
+
+Node* batch_norm_jvp(Emitter& e, const Node& node, const Nodes& in, Node*, const Nodes& ts) {
+  Node* x = in[0];
+  BatchNorm b = batch_norm_parts(e, node, in);
+  const bool training = node.attrs.get_bool("training");
+  Node* ty = nullptr;
+  if (ts[0]) {
+    Node* t = training ? normalise_apply(e, Normalised{b.axes, b.xc, b.rstd_c, b.xhat}, ts[0])
+                       : e.mul(ts[0], b.rstd_c);
+    ty = e.mul(t, b.gamma);
+  }
+  if (ts[1]) ty = ad::add_opt(e, ty, e.mul(b.xhat, chan(e, ts[1], x)));
+  if (ts[2]) ty = ad::add_opt(e, ty, ad::broadcast(e, chan(e, ts[2], x), ad::shape_of(x)));
+  if (!training) {
+    Node* rstd = ad::un(e, "rsqrt", e.add(in[4], ad::k(e, b.eps, x)));
+    if (ts[3])
+      ty = ad::add_opt(
+          e, ty,
+          ad::broadcast(e, chan(e, e.neg(e.mul(ts[3], e.mul(in[1], rstd))), x), ad::shape_of(x)));
+    if (ts[4]) {
+      Node* rstd3 = e.mul(rstd, e.mul(rstd, rstd));
+      Node* f = e.mul(ts[4], e.mul(in[1], e.mul(rstd3, ad::k(e, -0.5, x))));
+      ty = ad::add_opt(e, ty, e.mul(b.xc, chan(e, f, x)));
+    }
+    return ty;
+  }
+  const double m = b.momentum;
+  Node* trm = ts[3] ? e.mul(ts[3], ad::k(e, 1 - m, x)) : nullptr;
+  Node* trv = ts[4] ? e.mul(ts[4], ad::k(e, 1 - m, x)) : nullptr;
+  if (ts[0]) {
+    trm = ad::add_opt(e, trm, e.mul(mean(e, ts[0], b.axes, false), ad::k(e, m, x)));
+    Node* dvar = e.sum(e.mul(b.xc, ts[0]), b.axes, false);
+    trv = ad::add_opt(e, trv, e.mul(dvar, ad::k(e, 2 * m / static_cast<double>(b.count - 1), x)));
+  }
+  if (!ty && !trm && !trv) return nullptr;
+  return e.op("make_tuple", {ty ? ty : e.zeros_like(x), trm ? trm : e.zeros_like(in[3]),
+                             trv ? trv : e.zeros_like(in[4])});
+}
 
 void add_batch_norm(sem::Registry& r) {
   Primitive p =
@@ -355,6 +666,7 @@ void add_batch_norm(sem::Registry& r) {
     if (!training) return y;
     return Value::tuple({y, new_rm, new_rv});
   };
+  ad::set_rules(p, batch_norm_vjp, batch_norm_jvp);
   r.add(std::move(p));
 }
 
@@ -386,6 +698,10 @@ void add_dropout(sem::Registry& r) {
       if (rng::uniform01(seed, static_cast<uint64_t>(i)) >= pr) out.set(i, x.get(i) * scale);
     return out;
   };
+  // Linear in x for a fixed seed: the same op on dout regenerates the same mask.
+  ad::set_linear_rules(p, [](Emitter& e, const Node& node, Node*, Node* dout) {
+    return e.op("dropout", {dout}, node.attrs);
+  });
   r.add(std::move(p));
 }
 

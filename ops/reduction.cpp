@@ -12,6 +12,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "ops/ad_util.h"
 #include "ops/families.h"
 #include "ops/kernel_util.h"
 
@@ -160,6 +161,79 @@ Tensor reduce_kernel(Red op, const Tensor& x, const std::vector<int64_t>& axes,
   return out;
 }
 
+// ---- derivative rules -----------------------------------------------------------------------
+//
+// With axes A and keepdims k, expand(v) = v broadcast back to x's shape (Emitter::expand_reduced):
+//   sum    vjp expand(dout)                         jvp sum(t)
+//   mean   vjp expand(dout) / count                 jvp mean(t)
+//   max    vjp expand(dout) * w                     jvp sum(t * w)     w = (x == expand(out)),
+//          min alike; ties share the derivative equally (w / number of ties), like JAX
+//   prod   vjp expand(dout) * p                     jvp sum(t * p)     p = d out / d x:
+//          out / x without zeros in the group; the product of the others at a group's only
+//          zero; 0 elsewhere (second derivatives at exact zeros are not exact)
+
+using ad::Emitter;
+using ad::Node;
+using ad::Nodes;
+
+struct ReductionAxes {
+  std::vector<int64_t> axes;
+  bool keepdims;
+  int64_t count;  // elements per group
+};
+
+ReductionAxes reduction_of(const Node& node, const Node* x) {
+  ReductionAxes ra;
+  ra.axes = reduction_axes(node.attrs, "axis", *x->type);
+  ra.keepdims = node.attrs.has("keepdims") && node.attrs.get_bool("keepdims");
+  ra.count = 1;
+  for (int64_t a : ra.axes) ra.count *= x->type->shape[static_cast<size_t>(a)];
+  return ra;
+}
+
+Node* expand(Emitter& e, Node* v, const Node* x, const ReductionAxes& ra) {
+  return e.expand_reduced(v, ad::shape_of(x), ra.axes, ra.keepdims);
+}
+
+// d out / d x (with x's shape) of the reductions whose derivative is a weighted selection.
+Node* partials(Emitter& e, Red op, Node* x, Node* out, const ReductionAxes& ra) {
+  if (op == Red::max || op == Red::min) {
+    Node* hit = e.cast(ad::bin(e, "eq", x, expand(e, out, x, ra)), x->type->dtype);
+    return e.div(hit, e.sum(hit, ra.axes, true));
+  }
+  // prod
+  Node* zero = ad::bin(e, "eq", x, ad::k(e, 0, x));
+  Node* safe = ad::where(e, zero, ad::k(e, 1, x), x);
+  Attrs keep = ad::attrs_of({{"axis", ra.axes}, {"keepdims", true}});
+  Node* others = e.op("prod", {safe}, keep);  // product of the non-zero elements
+  Node* zeros = e.sum(e.cast(zero, x->type->dtype), ra.axes, true);
+  Node* no_zero = ad::bin(e, "eq", zeros, ad::k(e, 0, x));
+  Node* one_zero = ad::bin(e, "eq", zeros, ad::k(e, 1, x));
+  Node* at_zero = ad::where(e, ad::bin(e, "logical_and", one_zero, zero), others, ad::k(e, 0, x));
+  return ad::where(e, no_zero, e.div(others, safe), at_zero);
+}
+
+void set_reduction_rules(Primitive& p, Red op) {
+  ad::set_rules(
+      p,
+      [op](Emitter& e, const Node& node, const Nodes& in, Node* out, Node* dout) -> Nodes {
+        Node* x = in[0];
+        if (!ad::diff(x)) return {nullptr};
+        ReductionAxes ra = reduction_of(node, x);
+        Node* g = expand(e, dout, x, ra);
+        if (op == Red::sum) return {g};
+        if (op == Red::mean) return {e.div(g, ad::k(e, static_cast<double>(ra.count), x))};
+        return {e.mul(g, partials(e, op, x, out, ra))};
+      },
+      [op](Emitter& e, const Node& node, const Nodes& in, Node* out, const Nodes& ts) -> Node* {
+        Node* x = in[0];
+        if (!ts[0] || !ad::diff(x)) return nullptr;
+        if (op == Red::sum || op == Red::mean) return e.op(node.prim->name, {ts[0]}, node.attrs);
+        ReductionAxes ra = reduction_of(node, x);
+        return e.sum(e.mul(ts[0], partials(e, op, x, out, ra)), ra.axes, ra.keepdims);
+      });
+}
+
 void add_reduction(sem::Registry& r, const std::string& name, const std::string& doc, Red op) {
   Primitive p;
   p.name = name;
@@ -194,6 +268,7 @@ void add_reduction(sem::Registry& r, const std::string& name, const std::string&
       return reduce_kernel<T>(op, x, axes, out_shape, attrs.is_none("axis"));
     });
   };
+  if (p.differentiable) set_reduction_rules(p, op);
   r.add(std::move(p));
 }
 

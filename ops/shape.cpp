@@ -26,10 +26,24 @@
 // + x.shape[axis+1:], negative indices count from the end. one_hot(labels, num_classes,
 // dtype) appends a class axis; a label outside [0, num_classes) is an error. make_record's
 // field names travel in the string attribute `names`, comma-separated ("w,b").
+//
+// Two helpers exist for the derivatives (each the adjoint of the op it serves, linear, with
+// its own rules, so derivatives of any order stay in this file):
+//   slice_grad(g, shape, starts, stops, steps, squeeze): zeros of `shape` with g written where
+//     slice(., starts, stops, steps, squeeze) reads (the vjp of slice).
+//   scatter_add(x, indices, updates, axis=0): x with updates added at indices along axis, the
+//     inverse layout of gather (NumPy np.add.at(x, (:, ..., indices), updates)); repeated
+//     indices accumulate (the vjp of gather is scatter_add(zeros, indices, dout)).
+//
+// Derivative rules: every op here is linear, so jvp applies the op itself to the tangent and
+// vjp applies its transpose: permute by the inverse permutation, reshape back, unbroadcast,
+// slices of dout (concat, stack), slice_grad (slice), scatter_add (gather) and gather
+// (scatter_add). Tuple and record ops are routed by the AD engines themselves.
 #include <algorithm>
 #include <cstring>
 #include <limits>
 
+#include "ops/ad_util.h"
 #include "ops/families.h"
 #include "ops/kernel_util.h"
 
@@ -126,7 +140,19 @@ void add_transpose(sem::Registry& r, const std::string& name, bool axes_optional
     }
     return strided_copy(x, out, st, 0);
   };
+  ad::set_linear_rules(
+      p, [name](ad::Emitter& e, const ad::Node& node, ad::Node* x, ad::Node* dout) {
+        std::vector<int64_t> perm = perm_of(*x->type, node.attrs, name), inverse(perm.size());
+        for (size_t i = 0; i < perm.size(); ++i)
+          inverse[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+        return e.op("permute", {dout}, ad::attrs_of({{"axes", inverse}}));
+      });
   r.add(std::move(p));
+}
+
+// The transpose of every op that only reshapes: reshape back.
+ad::Node* reshape_back(ad::Emitter& e, const ad::Node&, ad::Node* x, ad::Node* dout) {
+  return e.reshape(dout, ad::shape_of(x));
 }
 
 // ---- reshape / broadcast_to / flatten / squeeze / expand_dims ------------------------------
@@ -171,6 +197,7 @@ void add_reshape(sem::Registry& r) {
     const Tensor& x = in.at(0).tensor;
     return x.reshaped(reshape_target(*x.type(), attrs.get_ints("shape")));
   };
+  ad::set_linear_rules(p, reshape_back);
   r.add(std::move(p));
 }
 
@@ -203,6 +230,9 @@ void add_broadcast_to(sem::Registry& r) {
       st[lead + i] = x.shape()[i] == shape[lead + i] ? in_st[i] : 0;
     return strided_copy(x, shape, st, 0);
   };
+  ad::set_linear_rules(p, [](ad::Emitter& e, const ad::Node&, ad::Node* x, ad::Node* dout) {
+    return e.unbroadcast(dout, ad::shape_of(x));
+  });
   r.add(std::move(p));
 }
 
@@ -260,6 +290,7 @@ void add_reshape_like(sem::Registry& r, const std::string& name, const std::stri
     const Tensor& x = in.at(0).tensor;
     return x.reshaped(shape_fn(*x.type(), attrs));
   };
+  ad::set_linear_rules(p, reshape_back);
   r.add(std::move(p));
 }
 
@@ -308,6 +339,34 @@ std::pair<TypeP, int64_t> join_type(const std::vector<const Type*>& ts, int64_t 
   return {Type::tensor(first.dtype, out), axis};
 }
 
+// slice attributes taking [start, stop) (or, squeezed, index `start`) along `axis`, everything
+// along the axes before it.
+Attrs axis_slice(int64_t axis, int64_t start, int64_t stop, bool squeeze) {
+  std::vector<int64_t> starts(static_cast<size_t>(axis), 0), stops(static_cast<size_t>(axis), kMax),
+      steps(static_cast<size_t>(axis) + 1, 1), sq;
+  starts.push_back(start);
+  stops.push_back(stop);
+  if (squeeze) sq.push_back(axis);
+  return ad::attrs_of({{"starts", starts}, {"stops", stops}, {"steps", steps}, {"squeeze", sq}});
+}
+
+// The vjp of concat (stack): the slice of dout each input was copied to.
+ad::VjpRule join_vjp(bool stack) {
+  return [stack](ad::Emitter& e, const ad::Node& node, const ad::Nodes& in, ad::Node*,
+                 ad::Node* dout) -> ad::Nodes {
+    if (!ad::diff(in[0])) return ad::Nodes(in.size(), nullptr);
+    int64_t axis = normalize_axis(node.attrs.get_int("axis"), *in[0]->type, stack);
+    ad::Nodes out;
+    int64_t offset = 0;
+    for (ad::Node* x : in) {
+      int64_t len = stack ? 1 : ad::shape_of(x)[static_cast<size_t>(axis)];
+      out.push_back(e.op("slice", {dout}, axis_slice(axis, offset, offset + len, stack)));
+      offset += len;
+    }
+    return out;
+  };
+}
+
 void add_join(sem::Registry& r, bool stack) {
   std::string name = stack ? "stack" : "concat";
   Primitive p = row(name,
@@ -340,6 +399,15 @@ void add_join(sem::Registry& r, bool stack) {
     }
     return out;
   };
+  ad::set_rules(p, join_vjp(stack),
+                [](ad::Emitter& e, const ad::Node& node, const ad::Nodes& in, ad::Node*,
+                   const ad::Nodes& ts) -> ad::Node* {
+                  if (!ad::diff(in[0]) || !ad::any_tangent(ts)) return nullptr;
+                  ad::Nodes parts;
+                  for (size_t i = 0; i < in.size(); ++i)
+                    parts.push_back(ad::tangent_or_zero(e, in, ts, i));
+                  return e.op(node.prim->name, parts, node.attrs);
+                });
   r.add(std::move(p));
 }
 
@@ -425,6 +493,14 @@ SlicePlan plan_slice(const Type& t, const Attrs& attrs) {
   return plan;
 }
 
+// The slice attributes of a slice or slice_grad row.
+Attrs slice_attrs(const Attrs& a) {
+  Attrs out;
+  for (const char* name : {"starts", "stops", "steps", "squeeze"})
+    if (const Attr* v = a.find(name)) out.set(name, *v);
+  return out;
+}
+
 void add_slice(sem::Registry& r) {
   Primitive p =
       row("slice",
@@ -441,6 +517,58 @@ void add_slice(sem::Registry& r) {
     SlicePlan plan = plan_slice(*x.type(), attrs);
     return strided_copy(x, plan.out, plan.st, plan.base);
   };
+  ad::set_linear_rules(p, [](ad::Emitter& e, const ad::Node& node, ad::Node* x, ad::Node* dout) {
+    Attrs a = ad::attrs_of({{"shape", ad::shape_of(x)}});
+    Attrs slicing = slice_attrs(node.attrs);
+    for (const auto& [name, value] : slicing.items()) a.set(name, value);
+    return e.op("slice_grad", {dout}, a);
+  });
+  r.add(std::move(p));
+}
+
+void add_slice_grad(sem::Registry& r) {
+  Primitive p =
+      row("slice_grad",
+          "slice_grad(g, shape, starts, stops, steps, squeeze): zeros of shape with g "
+          "where slice reads (the vjp of slice)",
+          {input("g"), attr("shape", AK::Ints), attr("starts", AK::Ints), attr("stops", AK::Ints),
+           attr("steps", AK::Ints), attr("squeeze", AK::Ints, ints({}))});
+  p.infer = [](const std::vector<TypeP>& in, const Attrs& attrs) -> TypeP {
+    expect_inputs(in, 1, 1, "slice_grad");
+    const Type& g = tensor_input(in, 0, "slice_grad");
+    TypeP out = Type::tensor(g.dtype, attrs.get_ints("shape"));
+    Shape want = plan_slice(*out, attrs).out;
+    if (want != g.shape)
+      user_error("slice_grad: " + g.str() + " does not match the slice " +
+                 Type::tensor(g.dtype, want)->str() + " of " + out->str());
+    return out;
+  };
+  p.eval = [](const std::vector<Value>& in, const Attrs& attrs) -> Value {
+    const Tensor& g = in.at(0).tensor;
+    Tensor out = Tensor::zeros(g.dtype(), attrs.get_ints("shape"));
+    SlicePlan plan = plan_slice(*out.type(), attrs);
+    // The copy loop of strided_copy, writing instead of reading (the slots are distinct).
+    size_t es = dtype_size(g.dtype());
+    const uint8_t* src = static_cast<const uint8_t*>(g.raw());
+    uint8_t* dst = static_cast<uint8_t*>(out.raw());
+    std::vector<int64_t> idx(plan.out.size(), 0);
+    int64_t offset = plan.base;
+    for (int64_t f = 0; f < g.numel(); ++f) {
+      std::memcpy(dst + offset * es, src + f * es, es);
+      for (size_t k = plan.out.size(); k-- > 0;) {
+        if (++idx[k] < plan.out[k]) {
+          offset += plan.st[k];
+          break;
+        }
+        offset -= plan.st[k] * (idx[k] - 1);
+        idx[k] = 0;
+      }
+    }
+    return out;
+  };
+  ad::set_linear_rules(p, [](ad::Emitter& e, const ad::Node& node, ad::Node*, ad::Node* dout) {
+    return e.op("slice", {dout}, slice_attrs(node.attrs));
+  });
   r.add(std::move(p));
 }
 
@@ -487,6 +615,93 @@ void add_gather(sem::Registry& r) {
     }
     return out;
   };
+  ad::set_rules(
+      p,
+      [](ad::Emitter& e, const ad::Node& node, const ad::Nodes& in, ad::Node*,
+         ad::Node* dout) -> ad::Nodes {
+        if (!ad::diff(in[0])) return {nullptr, nullptr};
+        return {e.op("scatter_add", {e.zeros_like(in[0]), in[1], dout}, node.attrs), nullptr};
+      },
+      [](ad::Emitter& e, const ad::Node& node, const ad::Nodes& in, ad::Node*,
+         const ad::Nodes& ts) -> ad::Node* {
+        if (!ts[0] || !ad::diff(in[0])) return nullptr;
+        return e.op("gather", {ts[0], in[1]}, node.attrs);
+      });
+  r.add(std::move(p));
+}
+
+// The flat index along `axis` of indices element j (negative counts from the end).
+int64_t index_at(const Tensor& idx, int64_t j, int64_t len, int64_t axis) {
+  int64_t k = idx.dtype() == DType::i64 ? idx.data<int64_t>()[j] : idx.data<int32_t>()[j];
+  int64_t n = k < 0 ? k + len : k;
+  if (n < 0 || n >= len)
+    user_error("index " + std::to_string(k) + " is out of range for axis " + std::to_string(axis) +
+               " of size " + std::to_string(len));
+  return n;
+}
+
+void add_scatter_add(sem::Registry& r) {
+  Primitive p =
+      row("scatter_add",
+          "scatter_add(x, indices, updates, axis=0): x with updates added at indices "
+          "along axis (the vjp of gather)",
+          {input("x"), input("indices"), input("updates"), attr("axis", AK::Int, int_attr(0))});
+  p.infer = [](const std::vector<TypeP>& in, const Attrs& attrs) -> TypeP {
+    expect_inputs(in, 3, 3, "scatter_add");
+    const Type& x = tensor_input(in, 0, "scatter_add");
+    const Type& idx = tensor_input(in, 1, "scatter_add");
+    const Type& upd = tensor_input(in, 2, "scatter_add");
+    if (!is_integer(idx.dtype))
+      user_error("scatter_add indices must be i32 or i64, got " + idx.str());
+    if (!is_float(x.dtype) && !is_integer(x.dtype))
+      user_error("scatter_add expects a numeric tensor, got " + x.str());
+    int64_t axis = normalize_axis(attrs.get_int("axis"), x);
+    Shape want(x.shape.begin(), x.shape.begin() + axis);
+    want.insert(want.end(), idx.shape.begin(), idx.shape.end());
+    want.insert(want.end(), x.shape.begin() + axis + 1, x.shape.end());
+    if (upd.dtype != x.dtype || upd.shape != want)
+      user_error("scatter_add updates " + upd.str() + " do not match " +
+                 Type::tensor(x.dtype, want)->str() + " for " + x.str() + " and indices " +
+                 idx.str());
+    return in[0];
+  };
+  p.eval = [](const std::vector<Value>& in, const Attrs& attrs) -> Value {
+    const Tensor& x = in.at(0).tensor;
+    const Tensor& idx = in.at(1).tensor;
+    const Tensor& upd = in.at(2).tensor;
+    int64_t axis = normalize_axis(attrs.get_int("axis"), *x.type());
+    int64_t outer = 1, inner = 1, len = x.shape()[axis], ni = idx.numel();
+    for (int64_t d = 0; d < axis; ++d) outer *= x.shape()[d];
+    for (int64_t d = axis + 1; d < x.rank(); ++d) inner *= x.shape()[d];
+    Tensor out = x.clone();
+    dispatch(x.dtype(), "scatter_add", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      T* o = out.data<T>();
+      const T* u = upd.data<T>();
+      for (int64_t j = 0; j < ni; ++j) {
+        int64_t n = index_at(idx, j, len, axis);
+        for (int64_t b = 0; b < outer; ++b)
+          for (int64_t i = 0; i < inner; ++i)
+            o[(b * len + n) * inner + i] =
+                static_cast<T>(o[(b * len + n) * inner + i] + u[(b * ni + j) * inner + i]);
+      }
+    });
+    return out;
+  };
+  // Linear in x and in updates: vjp (dout, -, gather(dout)); jvp tx + scatter_add(0, tu).
+  ad::set_rules(
+      p,
+      [](ad::Emitter& e, const ad::Node& node, const ad::Nodes& in, ad::Node*,
+         ad::Node* dout) -> ad::Nodes {
+        if (!ad::diff(in[0])) return {nullptr, nullptr, nullptr};
+        return {dout, nullptr, e.op("gather", {dout, in[1]}, node.attrs)};
+      },
+      [](ad::Emitter& e, const ad::Node& node, const ad::Nodes& in, ad::Node*,
+         const ad::Nodes& ts) -> ad::Node* {
+        if (!ad::diff(in[0]) || (!ts[0] && !ts[2])) return nullptr;
+        if (!ts[2]) return ts[0];
+        return e.op("scatter_add", {ad::tangent_or_zero(e, in, ts, 0), in[1], ts[2]}, node.attrs);
+      });
   r.add(std::move(p));
 }
 
@@ -631,7 +846,9 @@ void register_shape(sem::Registry& r) {
   add_join(r, false);
   add_join(r, true);
   add_slice(r);
+  add_slice_grad(r);
   add_gather(r);
+  add_scatter_add(r);
   add_one_hot(r);
   add_tuple_ops(r);
 }

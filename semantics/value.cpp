@@ -1,6 +1,8 @@
 // Run-time values of the reference interpreter and their NumPy-like text (value.h).
 #include "semantics/value.h"
 
+#include <atomic>
+
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -86,12 +88,33 @@ int64_t shape_numel(const Shape& shape) {
 
 }  // namespace
 
+namespace {
+std::atomic<int64_t> g_live_bytes{0};
+std::atomic<int64_t> g_peak_bytes{0};
+
+// Tensor storage counts itself in the memory statistics while it lives.
+struct CountedBuffer : std::vector<uint8_t> {
+  explicit CountedBuffer(size_t n) : std::vector<uint8_t>(n) {
+    const int64_t now = g_live_bytes.fetch_add(static_cast<int64_t>(n)) + static_cast<int64_t>(n);
+    int64_t peak = g_peak_bytes.load();
+    while (now > peak && !g_peak_bytes.compare_exchange_weak(peak, now)) {
+    }
+  }
+  ~CountedBuffer() { g_live_bytes.fetch_sub(static_cast<int64_t>(size())); }
+  CountedBuffer(const CountedBuffer&) = delete;
+  CountedBuffer& operator=(const CountedBuffer&) = delete;
+};
+}  // namespace
+
+MemoryStats memory_stats() { return MemoryStats{g_live_bytes.load(), g_peak_bytes.load()}; }
+void reset_peak_memory() { g_peak_bytes.store(g_live_bytes.load()); }
+
 Tensor Tensor::empty(DType dtype, Shape shape) {
   Tensor t;
   t.dtype_ = dtype;
   t.numel_ = shape_numel(shape);
   t.shape_ = std::move(shape);
-  t.storage_ = std::make_shared<std::vector<uint8_t>>(t.nbytes());
+  t.storage_ = std::make_shared<CountedBuffer>(t.nbytes());
   return t;
 }
 

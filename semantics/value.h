@@ -83,6 +83,15 @@ struct Value {
   TypeP type() const;
 };
 
+// Bytes of tensor storage alive now and at the peak since the last reset (the interpreter's
+// memory, measured by benchmarks: backward memory of loops, @checkpoint).
+struct MemoryStats {
+  int64_t live_bytes = 0;
+  int64_t peak_bytes = 0;
+};
+MemoryStats memory_stats();
+void reset_peak_memory();
+
 // NumPy-like text of a value, as `print` shows it: scalars as numbers (integers without a
 // decimal point; floats as Python's repr of the value in its own precision: the shortest
 // digits that round-trip to the f32 (f64) value, at least one decimal, scientific below 1e-4

@@ -32,6 +32,9 @@ class Liveness {
     work_.push_back(n);
   }
 
+  // g runs, but its roots are the caller's business (a loop body whose results are chosen).
+  void running(Graph* g) { graphs_.insert(g); }
+
   // Propagates to a fixed point.
   void run() {
     while (!work_.empty()) {
@@ -88,6 +91,7 @@ std::vector<bool> droppable_state(const Module& m, const Effects& effects, const
     std::vector<const Graph*> scopes{f.body};
     if (f.cond) scopes.push_back(f.cond);
     Liveness live(m, effects, scopes);
+    live.running(f.body);  // so that graphs nested in it do not make all its results live
     for (size_t k = 0; k < f.elements; ++k)
       if (!drop[k]) live.node(f.body_result(k));
     for (Node* n : f.body->nodes)
@@ -107,6 +111,11 @@ std::vector<bool> droppable_state(const Module& m, const Effects& effects, const
 
 // Step 3. Returns whether an element was dropped.
 bool drop_unread_elements(Module& m) {
+  const bool any = std::any_of(m.graphs().begin(), m.graphs().end(), [](const auto& g) {
+    return std::any_of(g->nodes.begin(), g->nodes.end(),
+                       [](const Node* n) { return is_control_flow(*n); });
+  });
+  if (!any) return false;
   const Uses uses(m);
   const Effects effects(m);
   std::vector<TupleFlow> flows;

@@ -142,13 +142,14 @@ void fold_loop(Module& m, Node& loop, const Uses& uses, Substitution& replaced) 
 }
 
 void fold_control_flow(Module& m) {
-  const Uses uses(m);
-  Substitution replaced;
   std::vector<Node*> nodes;
   for (const auto& g : m.graphs())
     for (Node* n : g->nodes)
       if (is_control_flow(*n) && n->type && n->type->kind == sem::Type::Kind::Tuple)
         nodes.push_back(n);
+  if (nodes.empty()) return;
+  const Uses uses(m);
+  Substitution replaced;
   for (Node* n : nodes) {
     if (n->is_prim("if"))
       fold_if(*n, uses, replaced);

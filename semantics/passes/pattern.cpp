@@ -40,9 +40,9 @@ namespace {
 // Primitives whose result has the same elements as their input, rearranged or converted:
 // a filled input gives a filled result.
 bool keeps_fill(const Node& n) {
-  static const std::vector<std::string> kNames = {
-      "broadcast_to", "reshape", "flatten", "squeeze", "unsqueeze",
-      "expand_dims",  "transpose", "permute", "cast"};
+  static const std::vector<std::string> kNames = {"broadcast_to", "reshape",   "flatten",
+                                                  "squeeze",      "unsqueeze", "expand_dims",
+                                                  "transpose",    "permute",   "cast"};
   return n.prim && n.inputs.size() == 1 &&
          std::find(kNames.begin(), kNames.end(), n.prim->name) != kNames.end();
 }

@@ -61,9 +61,9 @@ class Pattern {
  private:
   friend class Matcher;
   Kind kind_ = Kind::Any;
-  double value_ = 0;                 // Zero, One
-  std::vector<std::string> prims_;   // Op
-  std::vector<Pattern> args_;        // Op
+  double value_ = 0;                // Zero, One
+  std::vector<std::string> prims_;  // Op
+  std::vector<Pattern> args_;       // Op
   std::optional<Var> bind_;
 };
 
@@ -111,8 +111,8 @@ class Emit {
 using Build = std::function<Node*(const Match&, Emit&)>;
 
 struct Replacement {
-  Replacement(Var v) : var(v) {}                         // NOLINT: implicit, so rules
-  Replacement(const Pattern& p) : var(p.bound()) {}      // NOLINT: read `..., X}`
+  Replacement(Var v) : var(v) {}                     // NOLINT: implicit, so rules
+  Replacement(const Pattern& p) : var(p.bound()) {}  // NOLINT: read `..., X}`
   template <class F, class = std::enable_if_t<std::is_invocable_r_v<Node*, F, const Match&, Emit&>>>
   Replacement(F f) : build(std::move(f)) {}  // NOLINT: implicit, a lambda or function
   std::optional<Var> var;

@@ -60,7 +60,8 @@ size_t fingerprint(const ir::Module& m) {
       mix(h, ptr(n->callee));
       mix(h, ptr(n->graph_value));
       for (const Node* in : n->inputs) mix(h, ptr(in));
-      for (const auto& [name, a] : n->attrs.items()) mix(h, std::hash<std::string>{}(sem::attr_str(a)));
+      for (const auto& [name, a] : n->attrs.items())
+        mix(h, std::hash<std::string>{}(sem::attr_str(a)));
     }
   }
   return h;
@@ -88,8 +89,8 @@ void optimize(ir::Module& m, const PassOptions& options) {
            options.print_after.end();
   };
   for (const std::string& name : options.print_after) {
-    if (name == "all" || std::find(pass_names().begin(), pass_names().end(), name) !=
-                             pass_names().end())
+    if (name == "all" ||
+        std::find(pass_names().begin(), pass_names().end(), name) != pass_names().end())
       continue;
     std::string list;
     for (const std::string& p : pass_names()) list += (list.empty() ? "" : ", ") + p;

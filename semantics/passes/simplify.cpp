@@ -108,9 +108,9 @@ const RuleSet& rules() {
       {"reduce(x) -> x", op({"sum", "mean", "prod", "max", "min"}, X), X},
       {"identity(x) -> x", op("identity", X), X},
       // shapes
+      {"transpose(x) -> x", op(kTransposes, X), if_identity_permutation},
       {"transpose(transpose(x))", op(kTransposes, op(kTransposes, X).as(Var::A)),
        composed_permutation},
-      {"transpose(x) -> x", op(kTransposes, X), if_identity_permutation},
       {"reshape(reshape(x)) -> reshape(x)", op("reshape", op(kReshapes, X)), one_reshape},
   });
   return table;

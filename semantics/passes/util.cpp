@@ -106,8 +106,9 @@ bool Effects::node(const Node* n) const {
   if (!n->is_apply()) return false;
   if (n->prim && n->prim->effectful) return true;
   if (n->callee && graph(n->callee)) return true;
-  return std::any_of(n->inputs.begin(), n->inputs.end(),
-                     [&](const Node* in) { return in && in->graph_value && graph(in->graph_value); });
+  return std::any_of(n->inputs.begin(), n->inputs.end(), [&](const Node* in) {
+    return in && in->graph_value && graph(in->graph_value);
+  });
 }
 
 // ---- uses -----------------------------------------------------------------------------------
@@ -193,33 +194,65 @@ std::vector<Graph*> parents_first(const Module& m) {
   return out;
 }
 
+namespace {
+
+// A copy of n appended to dst, its inputs through the map (graph references unchanged).
+Node* copy_node(Module& m, Graph* dst, const Node& n, const ir::CloneMap& map) {
+  std::vector<Node*> inputs;
+  inputs.reserve(n.inputs.size());
+  for (const Node* in : n.inputs) inputs.push_back(map.node(in));
+  Node* c = nullptr;
+  if (n.is_constant() && n.graph_value)
+    c = m.add_graph_constant(dst, n.graph_value, n.loc);
+  else if (n.is_constant())
+    c = m.add_constant(dst, n.value, n.loc);
+  else if (n.callee)
+    c = m.add_call(dst, n.callee, std::move(inputs), n.type, n.loc);
+  else
+    c = m.add_apply(dst, n.prim, std::move(inputs), n.attrs, n.type, n.loc);
+  c->type = n.type;
+  c->name = n.name;
+  return c;
+}
+
+}  // namespace
+
 Node* splice_body(Module& m, Graph* dst, const Graph& body, const std::vector<Node*>& args) {
   if (args.size() != body.params.size())
     throw lang::InternalError("splice_body: @" + body.name + " takes " +
                               std::to_string(body.params.size()) + " arguments, given " +
                               std::to_string(args.size()));
-  // 1. Copy body (and its nested graphs) as a graph nested in dst.
+  // 1. The parameters are the arguments; each node gets a copy at the end of dst.
   ir::CloneMap map;
-  Graph* copy = ir::clone_graph(m, body, dst, map);
-  Substitution bind;
-  for (size_t i = 0; i < args.size(); ++i) bind.replace(copy->params[i], args[i]);
-  // 2. Move the copy's nodes to the end of dst and its children under dst.
-  for (Node* n : copy->nodes) {
-    n->graph = dst;
-    dst->nodes.push_back(n);
+  for (size_t i = 0; i < args.size(); ++i) map.nodes[body.params[i]] = args[i];
+  std::vector<Node*> copies;
+  for (const Node* n : body.nodes) copies.push_back(map.nodes[n] = copy_node(m, dst, *n, map));
+  // 2. The graphs nested in body that the copies name are cloned under dst, reading the
+  //    copies; so are the ones those clones name (nested graphs may name their siblings).
+  std::unordered_set<const Graph*> queued;
+  std::vector<const Graph*> todo;
+  auto need = [&](const Graph* t) {
+    if (t && t->parent == &body && queued.insert(t).second) todo.push_back(t);
+  };
+  for (const Node* c : copies) {
+    need(c->graph_value);
+    need(c->callee);
   }
-  copy->nodes.clear();
-  for (const auto& [from, to] : map.graphs)
-    if (to->parent == copy) to->parent = dst;
-  // 3. Bind the parameters everywhere the copy reads them.
-  for (const auto& [from, to] : map.nodes) bind.rewrite_inputs(*to);
-  for (const auto& [from, to] : map.graphs)
-    if (to != copy && to->output) to->output = bind(to->output);
-  Node* result = bind(copy->output);
-  // 4. The emptied copy (only its parameters are left) goes.
-  copy->output = nullptr;
-  m.remove_graph(copy);
-  return result;
+  while (!todo.empty()) {
+    const std::vector<const Graph*> batch = std::move(todo);
+    todo.clear();
+    for (const Graph* t : batch) ir::clone_graph(m, *t, dst, map);
+    for (const auto& [from, to] : map.nodes) {
+      need(to->graph_value);
+      need(to->callee);
+    }
+  }
+  // 3. References to body's nested graphs name their clones.
+  for (const auto& [from, to] : map.nodes) {
+    if (to->graph_value) to->graph_value = map.graph(to->graph_value);
+    if (to->callee) to->callee = map.graph(to->callee);
+  }
+  return map.node(body.output);
 }
 
 // ---- tuple-valued control flow --------------------------------------------------------------

@@ -38,8 +38,8 @@ bool keeps_call(const Graph& g);
 // The graphs g names in its flags ("custom_grad=<name>"): they live as long as g does.
 std::vector<Graph*> flag_targets(const Module& m, const Graph& g);
 
-bool is_control_flow(const Node& n);   // if, while, for_range, for_each
-bool is_loop(const Node& n);           // while, for_range, for_each
+bool is_control_flow(const Node& n);  // if, while, for_range, for_each
+bool is_loop(const Node& n);          // while, for_range, for_each
 // Loops: the operand index of state element 0 (while 2, for_range 4, for_each 2), the
 // operand index of the body graph (1, 3, 1), and the body parameter of state element 0
 // (while 0; for_range and for_each 1, after the index/element).

@@ -8,5 +8,5 @@ def main() {
     print(grad(fn (x) => apply_twice(fs[1], x))(1.5))
     print(grad(fn (x) => sum(fs[0](x)))([0.0]))
 }
-# CHECK: 75.75
+# CHECK: 230.66016
 # CHECK-NEXT: [1.0]

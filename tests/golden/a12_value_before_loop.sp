@@ -9,6 +9,6 @@ def f(x) {
 }
 
 def main() {
-    print(f([1.0]), grad(f)([1.0]))
+    print(f([1.5]), grad(f)([1.5]))
 }
-# CHECK: 39.0 [78.0]
+# CHECK: 47.25 [63.0]

@@ -338,6 +338,63 @@ TEST(Dce, WhileStateTheConditionReadsStays) {
   EXPECT_EQ(after_pass(text, eliminate_dead_code), text);
 }
 
+TEST(Dce, UnreadStateOfALoopWithNestedControlFlowIsDropped) {
+  // The body holds an `if` (a nested graph) reading acc; the unread `count` still goes.
+  EXPECT_EQ(after_pass(R"(
+graph @main() -> f32 {
+  %zero = constant 0 : i64
+  %n = constant 4 : i64
+  %one = constant 1 : i64
+  %f0 = constant 0.0 : f32
+  graph @main.body(%i: i64, %acc: f32, %count: i64) -> (f32, i64) {
+    %two = constant 2 : i64
+    %c = lt(%i, %two) : bool
+    graph @main.small() -> f32 {
+      %x = cast(%i, dtype=f32) : f32
+      %s = add(%acc, %x) : f32
+      return %s
+    }
+    graph @main.big() -> f32 {
+      return %acc
+    }
+    %a = if(%c, @main.small, @main.big) : f32
+    %k = add(%count, %one) : i64
+    %t = make_tuple(%a, %k) : (f32, i64)
+    return %t
+  }
+  %r = for_range(%zero, %n, %one, @main.body, %f0, %zero) : (f32, i64)
+  %acc = tuple_get(%r, index=0) : f32
+  return %acc
+}
+)",
+                       eliminate_dead_code),
+            R"(graph @main() -> f32 {
+  %0 = constant 0 : i64
+  %1 = constant 4 : i64
+  %2 = constant 1 : i64
+  %3 = constant 0.0 : f32
+  graph @main.body(%i: i64, %acc: f32) -> (f32,) {
+    %4 = constant 2 : i64
+    %5 = lt(%i, %4) : bool
+    graph @main.small() -> f32 {
+      %6 = cast(%i, dtype=f32) : f32
+      %7 = add(%acc, %6) : f32
+      return %7
+    }
+    graph @main.big() -> f32 {
+      return %acc
+    }
+    %8 = if(%5, @main.small, @main.big) : f32
+    %9 = make_tuple(%8) : (f32,)
+    return %9
+  }
+  %10 = for_range(%0, %1, %2, @main.body, %3) : (f32,)
+  %11 = tuple_get(%10, index=0) : f32
+  return %11
+}
+)");
+}
+
 TEST(Dce, UnreadIfElementsAreDropped) {
   EXPECT_EQ(after_pass(R"(
 graph @main() -> f32 {

@@ -24,7 +24,7 @@ graph @square_plus(%x: f32, %y: f32) -> f32 {
   return %t
 }
 )",
-                  inline_calls),
+                       inline_calls),
             R"(graph @main() -> f32 {
   %0 = constant 3.0 : f32
   %1 = mul(%0, %0) : f32
@@ -53,7 +53,7 @@ graph @g(%x: f32) -> f32 {
   return %y
 }
 )",
-                  inline_calls),
+                       inline_calls),
             R"(graph @main() -> f32 {
   %0 = constant 2.0 : f32
   %1 = add(%0, %0) : f32
@@ -75,7 +75,7 @@ graph @id(%x: f32) -> f32 {
   return %x
 }
 )",
-                  inline_calls),
+                       inline_calls),
             R"(graph @main() -> f32 {
   %0 = constant 2.0 : f32
   %1 = add(%0, %0) : f32
@@ -155,7 +155,7 @@ graph @dec(%n: i64) -> i64 {
   return %m
 }
 )",
-                                  inline_calls);
+                                     inline_calls);
   EXPECT_NE(out.find("call @even("), std::string::npos) << out;
   EXPECT_NE(out.find("call @odd("), std::string::npos) << out;
   EXPECT_EQ(out.find("call @dec("), std::string::npos) << out;
@@ -264,7 +264,7 @@ graph @sum_to(%k: i64) -> i64 {
   return %v
 }
 )",
-                  inline_calls),
+                       inline_calls),
             R"(graph @main() -> i64 {
   %0 = constant 4 : i64
   %1 = constant 0 : i64
@@ -311,7 +311,7 @@ graph @outer(%x: f32) -> f32 {
   return %s
 }
 )",
-                  inline_calls),
+                       inline_calls),
             R"(graph @main() -> f32 {
   %0 = constant 3.0 : f32
   %1 = constant 10.0 : f32
@@ -339,7 +339,7 @@ graph @show(%x: f32) -> () {
   return %p
 }
 )",
-                                inline_calls, {}, /*copies_effects=*/true);
+                                     inline_calls, {}, Effects::copied);
   EXPECT_EQ(out.find("call"), std::string::npos) << out;
 }
 

@@ -35,26 +35,26 @@ std::string run(const ir::Module& m, const std::vector<sem::Value>& args) {
 }
 
 std::string after_pass(ir::Module& m, const Pass& pass, const std::vector<sem::Value>& args,
-                  bool copies_effects) {
+                       Effects effects) {
   const std::string before = run(m, args);
-  const auto effects = ir::effectful_counts(m);
+  const auto counts = ir::effectful_counts(m);
   pass(m);
   ir::verify_or_throw(m, "after the pass under test");
   EXPECT_EQ(run(m, args), before) << "the pass changed what the module computes";
   const auto after = ir::effectful_counts(m);
-  if (!copies_effects) {
-    EXPECT_EQ(after, effects) << "the pass dropped or added effectful nodes";
-  } else {
-    for (const auto& [prim, count] : effects)
+  if (effects == Effects::same) {
+    EXPECT_EQ(after, counts) << "the pass dropped or added effectful nodes";
+  } else if (effects == Effects::copied) {
+    for (const auto& [prim, count] : counts)
       EXPECT_TRUE(after.count(prim) && after.at(prim) > 0) << "every " << prim << " was dropped";
   }
   return ir::print_module(m);
 }
 
-std::string after_pass(std::string_view input, const Pass& pass, const std::vector<sem::Value>& args,
-                  bool copies_effects) {
+std::string after_pass(std::string_view input, const Pass& pass,
+                       const std::vector<sem::Value>& args, Effects effects) {
   std::unique_ptr<ir::Module> m = parse(input);
-  return after_pass(*m, pass, args, copies_effects);
+  return after_pass(*m, pass, args, effects);
 }
 
 sem::Value f32(double v) { return sem::Tensor::scalar(DType::f32, v); }

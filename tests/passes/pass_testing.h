@@ -23,15 +23,21 @@ std::unique_ptr<ir::Module> parse(std::string_view text);
 // `error: ` and the message).
 std::string run(const ir::Module& m, const std::vector<sem::Value>& args = {});
 
+// What happens to the effectful nodes (print, assert) of a module under a pass.
+enum class Effects {
+  same,    // the counts of each kind are unchanged
+  copied,  // bodies were copied (inlining): no kind disappears
+  pruned,  // code that can never run went (a branch not taken): only the run is compared
+};
+
 // Parses `input`, runs it, applies `pass`, verifies, runs it again and checks that the run is
-// unchanged and so are the effectful node counts (with `copies_effects`, for passes that
-// copy graph bodies: no kind of effectful node disappears). Returns the printed module.
-std::string after_pass(std::string_view input, const Pass& pass, const std::vector<sem::Value>& args = {},
-                  bool copies_effects = false);
+// unchanged and the effectful nodes are as `effects` says. Returns the printed module.
+std::string after_pass(std::string_view input, const Pass& pass,
+                       const std::vector<sem::Value>& args = {}, Effects effects = Effects::same);
 
 // The same on a module built by the caller.
 std::string after_pass(ir::Module& m, const Pass& pass, const std::vector<sem::Value>& args = {},
-                  bool copies_effects = false);
+                       Effects effects = Effects::same);
 
 sem::Value f32(double v);
 sem::Value i64(int64_t v);

@@ -1,0 +1,87 @@
+// Simulated collectives: any schedule of parallel/collectives runs in SimGrid on a cluster.
+//
+//   CollectiveSpec spec{Collective::AllReduce, ReduceOp::Sum, 8, 256 << 20};
+//   Schedule s = parallel::build_schedule(Algorithm::Ring, spec);
+//   SimResult r = simulate_collective(load_cluster_spec("examples/clusters/dgx-a100.yaml"), s);
+//   r.seconds                                 // simulated time of the slowest rank
+//
+// Rank r runs on device r (node-major) as one actor, "rank<r>", that executes its step DAG as
+// a dataflow loop, like the host executors of backends/comm:
+//   1. every step whose dependencies are done starts:
+//        Send         put_async of count x element_bytes on mailbox "<src>><dst>#<k>" (the k-th
+//                     message from src to dst, so sends and receives match as in schedule.h)
+//        Recv         get_async on the same mailbox (rendezvous: the transfer starts once both
+//                     sides are posted)
+//        Copy         an Exec of 2 x bytes / memory bandwidth (read + write)
+//        LocalReduce  an Exec of 3 x bytes / memory bandwidth (two reads, one write)
+//        RecvReduce   the receive, and the reduction of what arrives (3 x bytes / memory
+//                     bandwidth): `fused` overlaps the reduction with the transfer, so only the
+//                     part longer than the transfer runs after it (NCCL reduces as data
+//                     arrives); `staged` runs all of it after the receive (receive into a
+//                     staging buffer, then reduce)
+//   2. Activity::wait_any on everything in flight; a completion releases its dependents.
+// With `ordered_pairs` (the default), the messages from one rank to another travel one at a
+// time, in the order the sender posts them, as over one connection or one NCCL channel: a send
+// whose dependencies are done waits until the sends to the same peer posted before it have
+// completed. So the pieces of a chunked transfer follow each other and pipeline across hops.
+// Without it, they share the link fairly and arrive together (chunking cannot pipeline). A
+// schedule whose receiver needs a later message before an earlier one from the same sender
+// deadlocks under the ordering; that is reported as a SimulationError.
+//
+// Before simulating, the schedule is validated (form, matching, races) and checked to be free
+// of deadlock under rendezvous semantics; both raise parallel::ScheduleError.
+//
+// The optional log has one line per completed step and one when a rank is done, ordered by
+// time, then rank, then completion order; times in seconds since the collective started:
+//   [0.000001256] rank1@node0-gpu1: recv-reduce 1024 B from rank0 (step 2, from 0.000000000)
+//   [0.000004768] rank1@node0-gpu1: done, 9 steps
+// It is reproducible bit for bit: SimGrid is deterministic and nothing here depends on
+// addresses, hashing or wall-clock time.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "parallel/collectives/schedule.h"
+#include "sim/cluster_spec.h"
+
+namespace spora::sim {
+
+struct Platform;
+
+enum class RecvReduceModel { Fused, Staged };
+
+struct SimOptions {
+  int element_bytes = 4;  // message size = elements x element_bytes
+  bool ordered_pairs = true;
+  RecvReduceModel recv_reduce = RecvReduceModel::Fused;
+  bool log = false;
+  std::vector<std::string> simgrid_args;  // extra engine arguments: "--cfg=...", "--log=..."
+};
+
+struct SimResult {
+  double seconds = 0;                // from the common start to the last rank's last step
+  std::vector<double> rank_seconds;  // per rank
+  std::vector<std::string> log;      // when SimOptions::log
+};
+
+// Simulates each schedule in turn on one platform (one SimGrid process for all of them).
+// Throws std::invalid_argument (more ranks than devices), parallel::ScheduleError (an invalid
+// or deadlocking schedule), ClusterSpecError or SimulationError (sim/isolation.h).
+std::vector<SimResult> simulate_collectives(const ClusterSpec& cluster,
+                                            const std::vector<parallel::Schedule>& schedules,
+                                            const SimOptions& options = {});
+SimResult simulate_collective(const ClusterSpec& cluster, const parallel::Schedule& schedule,
+                              const SimOptions& options = {});
+
+// In-process building blocks, for simulations that run collectives among other actors: the
+// engine exists, the network model is configured and the platform built. check_for_simulation
+// validates once; run_schedule creates the rank actors and runs the engine until they finish.
+void check_for_simulation(const parallel::Schedule& schedule, int devices,
+                          const SimOptions& options);
+SimResult run_schedule(const Platform& platform, const parallel::Schedule& schedule,
+                       const SimOptions& options);
+
+std::string_view recv_reduce_model_name(RecvReduceModel m);  // "fused", "staged"
+
+}  // namespace spora::sim

@@ -1,0 +1,140 @@
+// The rules through the whole pipeline: .sp programs (in f64, LowerOptions::x64) that take
+// Hessian-vector products three ways, forward over reverse (jvp(grad(f))), reverse over
+// reverse (grad of <grad f, v>) and central differences of grad f, in graph and eager mode.
+#include <cstdio>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "grad_check_util.h"
+#include "semantics/pipeline.h"
+
+namespace spora::autodiff::testing {
+namespace {
+
+// Runs a program; returns the numbers of each printed line.
+std::vector<std::vector<double>> run_program(const std::string& text, bool eager) {
+  setup();
+  std::string path = ::testing::TempDir() + "spora_ad_program.sp";
+  std::ofstream(path) << text;
+  std::ostringstream printed;
+  ops::set_print_stream(&printed);
+  lang::SourceManager sources;
+  lang::DiagnosticEngine diags(sources);
+  sem::LowerOptions options;
+  options.x64 = true;
+  options.eager = eager;
+  sem::Compiled c = sem::compile_file(sources, diags, path, options);
+  for (const auto& d : diags.diagnostics()) ADD_FAILURE() << d.message;
+  if (c.module && !eager) sem::Interpreter(*c.module).run_entry();
+  ops::set_print_stream(nullptr);
+  std::remove(path.c_str());
+  std::vector<std::vector<double>> lines;
+  std::istringstream in(printed.str());
+  const std::regex number(R"([-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?|nan|inf)");
+  for (std::string line; std::getline(in, line);) {
+    lines.emplace_back();
+    for (std::sregex_iterator it(line.begin(), line.end(), number), end; it != end; ++it)
+      lines.back().push_back(std::stod(it->str()));
+  }
+  return lines;
+}
+
+// Prints hv_fwd, hv_rev, hv_fd for `net(w)` (a def taking the weights first) at w along v.
+std::string hvp_program(const std::string& defs, const std::string& args, const std::string& w,
+                        const std::string& v) {
+  return defs + R"(
+def main() {
+    let w = )" +
+         w + R"(
+    let v = )" +
+         v + R"(
+    let gr = fn (w) => grad(net)(w, )" +
+         args + R"()
+    let (g0, hv_fwd) = jvp(gr, (w,), (v,))
+    let hv_rev = grad(fn (w) => sum(gr(w) * v))(w)
+    let h = 0.0001
+    let hv_fd = (gr(w + h * v) - gr(w - h * v)) / (2.0 * h)
+    print(hv_fwd)
+    print(hv_rev)
+    print(hv_fd)
+}
+)";
+}
+
+void expect_hvp_agree(const std::string& program) {
+  for (bool eager : {false, true}) {
+    auto lines = run_program(program, eager);
+    ASSERT_EQ(lines.size(), 3u) << (eager ? "eager" : "graph");
+    ASSERT_EQ(lines[0].size(), lines[1].size());
+    ASSERT_EQ(lines[0].size(), lines[2].size());
+    ASSERT_FALSE(lines[0].empty());
+    for (size_t i = 0; i < lines[0].size(); ++i) {
+      EXPECT_TRUE(close(lines[0][i], lines[1][i], 1e-10))
+          << "forward vs reverse, element " << i << (eager ? " (eager)" : "");
+      EXPECT_TRUE(close(lines[0][i], lines[2][i], 1e-6))
+          << "forward vs differences, element " << i << (eager ? " (eager)" : "");
+    }
+  }
+}
+
+TEST(Programs, HessianVectorProductOfAClassifierLoss) {
+  expect_hvp_agree(hvp_program(
+      R"(
+def net(w, x, y) {
+    let z = x @ w
+    return cross_entropy(z, y) + sum(log_softmax(z, axis=0) * z) * 0.1 + logsumexp(z * z) * 0.01
+}
+)",
+      "[[1.0, 2.0, -1.0], [0.5, -0.3, 0.2], [2.0, 0.1, 0.7], [-1.2, 0.4, 1.1]], [0, 2, 1, 1]",
+      "[[0.1, -0.2, 0.3], [0.3, 0.4, -0.1], [-0.5, 0.2, 0.6]]",
+      "[[1.0, 0.5, 0.1], [-0.3, 0.2, 0.4], [0.7, -1.0, 0.2]]"));
+}
+
+TEST(Programs, HessianVectorProductOfAConvNet) {
+  expect_hvp_agree(hvp_program(R"(
+def net(w, x, g, b) {
+    let y = conv2d(x, w, stride=1, padding=1)
+    let (z, m, v) = batch_norm(y, g, b, zeros(shape=[2]), ones(shape=[2]), training=true)
+    let p = avg_pool2d(gelu(z), kernel=2)
+    let q = layer_norm(reshape(p, shape=[2, 8]))
+    return sum(softmax(q, axis=-1) * q) + logsumexp(q) + mean(sigmoid(q) * p[0, 0, 0, 0]) + sum(v * m)
+}
+)",
+                               "[[[[0.1, 0.2, -0.3, 0.4], [0.5, -0.6, 0.7, 0.8], [0.9, 1.0, -1.1, "
+                               "1.2], [1.3, -1.4, 1.5, 0.6]]], "
+                               "[[[0.2, -0.1, 0.3, 0.5], [-0.4, 0.6, 0.1, 0.9], [0.8, -0.7, 0.2, "
+                               "0.3], [0.5, 0.4, -0.6, 0.1]]]], "
+                               "[1.5, 0.7], [0.1, -0.2]",
+                               "[[[[0.3, -0.2, 0.1], [0.4, 0.5, -0.6], [0.2, 0.1, 0.3]]], [[[-0.3, "
+                               "0.2, 0.5], [0.1, -0.4, 0.6], [0.2, 0.3, -0.1]]]]",
+                               "[[[[0.1, 0.2, 0.3], [0.4, -0.5, 0.6], [0.7, 0.8, -0.9]]], [[[1.0, "
+                               "-0.1, 0.2], [0.3, 0.4, 0.5], [-0.6, 0.7, 0.8]]]]"));
+}
+
+TEST(Programs, HessianVectorProductThroughShapeOps) {
+  expect_hvp_agree(hvp_program(R"(
+def net(w, idx) {
+    let a = concat((w, w * w), axis=1)
+    let s = stack((a[:, 1:3], transpose(a)[0:2, ::-1][:, 0:2]), axis=0)
+    let gth = gather(w, idx, axis=0)
+    return sum(exp(s) * flatten(s)[0, 1]) + prod(tanh(gth) + 2.0) + max(sin(w)) + sum(w ** 3.0) / mean(exp(w))
+}
+)",
+                               "[0, 1, 1]", "[[0.3, -0.2, 0.5], [0.1, 0.4, -0.6]]",
+                               "[[1.0, -0.5, 0.2], [0.3, 0.7, -0.4]]"));
+}
+
+TEST(Programs, SecondDerivativeOfAScalarFunction) {
+  // d2/dt2 (t tanh t) = 2 sech^2 t - 2 t tanh t sech^2 t
+  for (bool eager : {false, true}) {
+    auto lines =
+        run_program("def main() { print(grad(grad(fn (t) => tanh(t) * t))(0.5)) }\n", eager);
+    ASSERT_EQ(lines.size(), 1u);
+    double t = std::tanh(0.5), s2 = 1 - t * t;
+    EXPECT_NEAR(lines[0].at(0), 2 * s2 - 2 * 0.5 * t * s2, 1e-12);
+  }
+}
+
+}  // namespace
+}  // namespace spora::autodiff::testing

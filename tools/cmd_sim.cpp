@@ -1,0 +1,312 @@
+#include "tools/cmd_sim.h"
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "parallel/collectives/algorithms.h"
+#include "parallel/collectives/checker.h"
+#include "sim/cluster_spec.h"
+#include "sim/collectives.h"
+#include "sim/isolation.h"
+
+namespace spora::tools {
+
+namespace {
+
+using parallel::Algorithm;
+using parallel::Collective;
+using parallel::CollectiveSpec;
+using parallel::Schedule;
+
+struct Options {
+  std::string cluster, op = "all-reduce", algo = "ring", dtype = "f32", redop = "sum",
+                       sizes = "8:64M", recv_reduce = "fused", log_file;
+  int ranks = 0, root = 0, chunks = 1, ranks_per_node = 0;
+  double factor = 2;
+  bool json = false, unordered = false;
+  std::vector<std::string> simgrid_args;
+};
+
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct DType {
+  const char* name;       // --dtype
+  const char* nccl_name;  // the table's type column, as nccl-tests prints it
+  int bytes;
+};
+constexpr DType kDTypes[] = {{"f64", "double", 8},    {"f32", "float", 4}, {"f16", "half", 2},
+                             {"bf16", "bfloat16", 2}, {"i64", "int64", 8}, {"i32", "int32", 4},
+                             {"i8", "int8", 1},       {"u8", "uint8", 1}};
+
+// Sizes and bandwidths follow nccl-tests (and `spora coll`, tools/cmd_coll.cpp): `size` is the
+// buffer for all-reduce, broadcast and reduce, all ranks' blocks together for the others.
+std::int64_t parse_size(const std::string& text) {
+  std::size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    throw UsageError(fmt::format("'{}' is not a size (e.g. 8, 1K, 64M, 1G)", text));
+  }
+  const std::string unit = text.substr(used);
+  double scale = 1;
+  if (unit == "K" || unit == "k")
+    scale = 1024;
+  else if (unit == "M" || unit == "m")
+    scale = 1024.0 * 1024;
+  else if (unit == "G" || unit == "g")
+    scale = 1024.0 * 1024 * 1024;
+  else if (!unit.empty() && unit != "B")
+    throw UsageError(fmt::format("unknown size unit in '{}'", text));
+  if (value < 0) throw UsageError(fmt::format("size '{}' is negative", text));
+  return static_cast<std::int64_t>(value * scale);
+}
+
+std::vector<std::int64_t> parse_sizes(const std::string& text, double factor) {
+  const auto colon = text.find(':');
+  const std::int64_t lo = parse_size(text.substr(0, colon));
+  const std::int64_t hi = colon == std::string::npos ? lo : parse_size(text.substr(colon + 1));
+  if (hi < lo) throw UsageError(fmt::format("--sizes {}: the maximum is below the minimum", text));
+  if (factor <= 1 && hi > lo) throw UsageError("--factor must be greater than 1");
+  std::vector<std::int64_t> out;
+  for (double s = static_cast<double>(lo); s <= static_cast<double>(hi) * 1.0000001; s *= factor) {
+    out.push_back(static_cast<std::int64_t>(s));
+    if (lo == 0 || hi == lo) break;
+  }
+  return out;
+}
+
+bool whole_buffer(Collective c) {
+  return c == Collective::AllReduce || c == Collective::Broadcast || c == Collective::Reduce;
+}
+
+double bus_factor(Collective c, int ranks) {
+  const double n = ranks;
+  if (c == Collective::AllReduce) return 2 * (n - 1) / n;
+  if (c == Collective::Broadcast || c == Collective::Reduce) return 1;
+  return (n - 1) / n;
+}
+
+std::string format_time(double us) {
+  if (us >= 10000) return fmt::format("{:7.0f}", us);
+  if (us >= 100) return fmt::format("{:7.1f}", us);
+  return fmt::format("{:7.2f}", us);
+}
+
+struct Row {
+  std::int64_t bytes = 0, count = 0;
+  double seconds = 0;
+};
+
+int run(const Options& o) {
+  if (o.cluster.empty())
+    throw UsageError("--cluster is required (e.g. examples/clusters/dgx-a100.yaml)");
+  const sim::ClusterSpec cluster = sim::load_cluster_spec(o.cluster);
+
+  const auto collective = parallel::parse_collective(o.op);
+  if (!collective)
+    throw UsageError(
+        fmt::format("unknown --op '{}' (broadcast, scatter, gather, reduce, "
+                    "all-reduce, all-gather, reduce-scatter, all-to-all)",
+                    o.op));
+  const auto algorithm = parallel::parse_algorithm(o.algo);
+  if (!algorithm || *algorithm == Algorithm::Native)
+    throw UsageError(
+        fmt::format("unknown --algo '{}' (ring, tree, binomial, halving-doubling, "
+                    "recursive-doubling, bruck, pairwise, hierarchical)",
+                    o.algo));
+  if (!parallel::supports(*algorithm, *collective)) {
+    std::string list;
+    for (Collective s : parallel::supported_collectives(*algorithm))
+      list += (list.empty() ? "" : ", ") + std::string(parallel::collective_name(s));
+    throw UsageError(
+        fmt::format("--algo {} does not implement {} (it implements: {})", o.algo, o.op, list));
+  }
+  const auto redop = parallel::parse_reduce_op(o.redop);
+  if (!redop) throw UsageError(fmt::format("unknown --redop '{}' (sum, max, min, prod)", o.redop));
+  const DType* dtype = nullptr;
+  for (const DType& t : kDTypes)
+    if (o.dtype == t.name) dtype = &t;
+  if (!dtype)
+    throw UsageError(
+        fmt::format("unknown --dtype '{}' (f64, f32, f16, bf16, i64, i32, i8, u8)", o.dtype));
+  if (o.recv_reduce != "fused" && o.recv_reduce != "staged")
+    throw UsageError(fmt::format("unknown --recv-reduce '{}' (fused, staged)", o.recv_reduce));
+
+  const int ranks = o.ranks > 0 ? o.ranks : cluster.device_count();
+  if (ranks > cluster.device_count())
+    throw UsageError(fmt::format("--ranks {} but {} has {} devices", ranks, cluster.name,
+                                 cluster.device_count()));
+  if (o.root < 0 || o.root >= ranks)
+    throw UsageError(fmt::format("--root {} is not a rank", o.root));
+  const int ranks_per_node =
+      o.ranks_per_node > 0 || *algorithm != Algorithm::Hierarchical
+          ? o.ranks_per_node
+          : (ranks % cluster.devices_per_node == 0 ? cluster.devices_per_node : 0);
+
+  std::vector<Schedule> schedules;
+  std::vector<Row> rows;
+  for (std::int64_t bytes : parse_sizes(o.sizes, o.factor)) {
+    CollectiveSpec spec{*collective, *redop, ranks, bytes / dtype->bytes, o.root};
+    if (!whole_buffer(*collective)) spec.count /= ranks;
+    schedules.push_back(parallel::build_schedule(*algorithm, spec, {o.chunks, ranks_per_node}));
+    Row row;
+    row.count = spec.count;
+    row.bytes = spec.count * dtype->bytes * (whole_buffer(*collective) ? 1 : ranks);
+    rows.push_back(row);
+  }
+
+  sim::SimOptions options;
+  options.element_bytes = dtype->bytes;
+  options.ordered_pairs = !o.unordered;
+  options.recv_reduce =
+      o.recv_reduce == "fused" ? sim::RecvReduceModel::Fused : sim::RecvReduceModel::Staged;
+  options.log = !o.log_file.empty();
+  options.simgrid_args = o.simgrid_args;
+  const std::vector<sim::SimResult> results =
+      sim::simulate_collectives(cluster, schedules, options);
+  for (std::size_t i = 0; i < rows.size(); ++i) rows[i].seconds = results[i].seconds;
+
+  if (options.log) {
+    std::ofstream file;
+    if (o.log_file != "-") {
+      file.open(o.log_file);
+      if (!file) throw UsageError(fmt::format("cannot write the log to '{}'", o.log_file));
+    }
+    std::string text;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      text += fmt::format("# size {} B ({} elements)\n", rows[i].bytes, rows[i].count);
+      for (const std::string& line : results[i].log) text += line + "\n";
+    }
+    if (o.log_file == "-")
+      std::fputs(text.c_str(), stdout);
+    else
+      file << text;
+  }
+
+  const Collective c = *collective;
+  auto algbw = [](const Row& r) { return r.seconds > 0 ? r.bytes / r.seconds / 1e9 : 0; };
+  auto busbw = [&](const Row& r) { return algbw(r) * bus_factor(c, ranks); };
+  double sum = 0;
+  for (const Row& r : rows) sum += busbw(r);
+  const double avg = rows.empty() ? 0 : sum / static_cast<double>(rows.size());
+  const bool reducing = parallel::is_reducing(c), rooted = parallel::is_rooted(c);
+
+  if (o.json) {
+    std::string out = fmt::format(
+        "{{\"collective\": \"{}\", \"algorithm\": \"{}\", \"backend\": \"sim\", \"cluster\": "
+        "\"{}\", \"ranks\": {}, \"dtype\": \"{}\", \"redop\": \"{}\", \"root\": {}, \"chunks\": "
+        "{}, \"ranks_per_node\": {}, \"ordered_pairs\": {}, \"recv_reduce\": \"{}\", "
+        "\"simulated\": true, \"results\": [",
+        parallel::collective_name(c), o.algo, cluster.name, ranks, o.dtype, o.redop, o.root,
+        o.chunks, ranks_per_node, !o.unordered, o.recv_reduce);
+    for (std::size_t i = 0; i < rows.size(); ++i)
+      out += fmt::format(
+          "{}\n  {{\"size_bytes\": {}, \"count\": {}, \"time_us\": {:.3f}, \"algbw_gbps\": {:.4f}, "
+          "\"busbw_gbps\": {:.4f}}}",
+          i ? "," : "", rows[i].bytes, rows[i].count, rows[i].seconds * 1e6, algbw(rows[i]),
+          busbw(rows[i]));
+    out += fmt::format("\n], \"avg_busbw_gbps\": {:.4f}}}\n", avg);
+    std::fputs(out.c_str(), stdout);
+    return 0;
+  }
+  std::printf("# spora sim-coll: %s, algorithm %s, %d ranks on %s, %s, %s, chunks %d, simulated\n",
+              std::string(parallel::collective_name(c)).c_str(), o.algo.c_str(), ranks,
+              cluster.summary().c_str(), o.dtype.c_str(), o.redop.c_str(), o.chunks);
+  std::printf("# network model: SimGrid CM02, alpha-beta; pairs %s, receive-reduce %s\n",
+              o.unordered ? "unordered" : "ordered", o.recv_reduce.c_str());
+  std::printf("#\n");
+  std::printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s\n", "size", "count", "type", "redop",
+              "root", "time", "algbw", "busbw", "#wrong");
+  std::printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s\n", "(B)", "(elements)", "", "", "",
+              "(us)", "(GB/s)", "(GB/s)", "");
+  for (const Row& r : rows)
+    std::printf("  %10lld  %12lld  %8s  %6s  %6d  %s  %6.2f  %6.2f  %6s\n",
+                static_cast<long long>(r.bytes), static_cast<long long>(r.count), dtype->nccl_name,
+                reducing ? o.redop.c_str() : "none", rooted ? o.root : -1,
+                format_time(r.seconds * 1e6).c_str(), algbw(r), busbw(r), "-");
+  std::printf("# Avg bus bandwidth    : %g GB/s\n", avg);
+  return 0;
+}
+
+}  // namespace
+
+int run_sim_coll_command(int argc, char** argv) {
+  std::vector<char*> args(argv, argv + argc);
+  if (args.size() > 1 && std::string(args[1]) == "sim-coll") args.erase(args.begin() + 1);
+
+  Options o;
+  CLI::App app{"Simulate a collective on a cluster spec (nccl-tests style table)",
+               "spora sim-coll"};
+  app.add_option("--cluster,-c", o.cluster,
+                 "cluster spec (YAML), e.g. examples/clusters/dgx-a100.yaml");
+  app.add_option("--op", o.op,
+                 "collective: broadcast, scatter, gather, reduce, all-reduce, "
+                 "all-gather, reduce-scatter, all-to-all")
+      ->capture_default_str();
+  app.add_option("--algo", o.algo,
+                 "ring, tree, binomial, halving-doubling, recursive-doubling, bruck, pairwise, "
+                 "hierarchical")
+      ->capture_default_str();
+  app.add_option("--ranks,-n", o.ranks, "number of ranks (default: every device)");
+  app.add_option("--sizes", o.sizes,
+                 "MIN:MAX bytes, or one size; K, M, G suffixes (powers of 1024)")
+      ->capture_default_str();
+  app.add_option("--factor,-f", o.factor, "size step factor")->capture_default_str();
+  app.add_option("--dtype", o.dtype, "f64, f32, f16, bf16, i64, i32, i8, u8")
+      ->capture_default_str();
+  app.add_option("--redop", o.redop, "sum, max, min, prod")->capture_default_str();
+  app.add_option("--root", o.root, "root rank of broadcast, scatter, gather, reduce")
+      ->capture_default_str();
+  app.add_option("--chunks", o.chunks, "pipelining: split every transfer into this many pieces")
+      ->capture_default_str();
+  app.add_option("--ranks-per-node", o.ranks_per_node,
+                 "hierarchical: devices per node (default: the cluster's)");
+  app.add_option("--recv-reduce", o.recv_reduce,
+                 "fused (reduce as data arrives) or staged (receive, then reduce)")
+      ->capture_default_str();
+  app.add_flag("--unordered", o.unordered,
+               "let a pair's messages share the link instead of travelling in order");
+  app.add_option("--log", o.log_file, "write the per-step simulation log to FILE ('-': stdout)");
+  app.add_option("--simgrid-arg", o.simgrid_args,
+                 "pass an argument to SimGrid (e.g. --simgrid-arg=--cfg=network/model:LV08)");
+  app.add_flag("--json", o.json, "print one JSON object instead of the table");
+  try {
+    app.parse(static_cast<int>(args.size()), args.data());
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    return run(o);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "spora sim-coll: error: %s\n", e.what());
+    return 1;
+  }
+}
+
+CLI::App* add_sim_coll_subcommand(CLI::App& app) {
+  CLI::App* sim = app.add_subcommand(
+      "sim-coll",
+      "Simulate a collective on a cluster spec, nccl-tests style (spora sim-coll --help)");
+  sim->prefix_command();
+  sim->set_help_flag();  // --help goes through to run_sim_coll_command
+  return sim;
+}
+
+int run_sim_coll_subcommand(CLI::App& sim_coll) {
+  std::vector<std::string> rest = sim_coll.remaining();
+  std::vector<char*> args{const_cast<char*>("spora sim-coll")};
+  for (std::string& s : rest) args.push_back(s.data());
+  return run_sim_coll_command(static_cast<int>(args.size()), args.data());
+}
+
+}  // namespace spora::tools

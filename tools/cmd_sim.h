@@ -1,0 +1,28 @@
+// `spora sim-coll`: simulate a collective on a cluster spec, nccl-tests style.
+//
+//   spora sim-coll --cluster examples/clusters/dgx-a100.yaml --op all-reduce --sizes 8:1G
+//   spora sim-coll --cluster examples/clusters/dgx-a100-cluster-32.yaml --algo hierarchical
+//                  --sizes 1G --json
+//   spora sim-coll --cluster this-machine.yaml --sizes 1K --log -     # per-step log to stdout
+//
+// The table is `spora coll`'s (tools/cmd_coll.h): size, count, type, redop, root, time,
+// algbw, busbw with nccl-tests' bus-bandwidth factors, and a `#wrong` column that is always
+// `-` (nothing is computed). Times are simulated (sim/collectives.h); ranks default to every
+// device of the cluster, rank r on device r (node-major). --json prints one JSON object.
+// The exit status is 1 on an error (a bad spec, an invalid schedule, ...).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace spora::tools {
+
+// argv[0] is the program name; a leading "sim-coll" argument is skipped.
+int run_sim_coll_command(int argc, char** argv);
+
+// Wiring into the `spora` program's CLI11 app, like add_coll_subcommand (cmd_coll.h):
+//   CLI::App* sim = add_sim_coll_subcommand(app);        // before parsing
+//   if (sim->parsed()) return run_sim_coll_subcommand(*sim);
+CLI::App* add_sim_coll_subcommand(CLI::App& app);
+int run_sim_coll_subcommand(CLI::App& sim_coll);
+
+}  // namespace spora::tools
