@@ -59,6 +59,8 @@ Node* Emitter::reshape(Node* x, const Shape& shape) {
 Node* Emitter::unbroadcast(Node* x, const Shape& shape) {
   const Shape& s = x->type->shape;
   if (s == shape) return x;
+  if (s.size() < shape.size())
+    throw lang::InternalError("unbroadcast: " + x->type->str() + " has fewer dimensions than " + sem::shape_str(shape));
   // Sum the leading axes x has in excess, then the axes where `shape` has size 1.
   const size_t lead = s.size() - shape.size();
   std::vector<int64_t> axes;

@@ -105,7 +105,12 @@ class Forward {
       SVal t = get(x);
       ts.push_back(t.zero() ? nullptr : materialise(e_, t, x->type));
     }
-    if (ir::Node* t = (*rule)(e_, *c, c->inputs, c, ts)) set(c, SVal{t, {}});
+    if (ir::Node* t = (*rule)(e_, *c, c->inputs, c, ts)) {
+      if (!sem::same_type(t->type, c->type))
+        throw lang::InternalError(fmt::format("the jvp rule of {} returned {} for an output of type {}", name,
+                                              t->type->str(), c->type->str()));
+      set(c, SVal{t, {}});
+    }
   }
 
   bool body_has_tangents(const ir::Graph* g) const {

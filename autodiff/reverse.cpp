@@ -126,8 +126,13 @@ class Reverse {
       throw lang::UserError(fmt::format("cannot differentiate '{}': it has no derivative rule", name));
     Node* dout = materialise(e_, a, c->type);
     std::vector<Node*> dins = (*rule)(e_, *c, c->inputs, c, dout);
-    for (size_t i = 0; i < dins.size() && i < c->inputs.size(); ++i)
-      if (dins[i]) accumulate(c->inputs[i], SVal{dins[i], {}});
+    for (size_t i = 0; i < dins.size() && i < c->inputs.size(); ++i) {
+      if (!dins[i]) continue;
+      if (!sem::same_type(dins[i]->type, c->inputs[i]->type))
+        throw lang::InternalError(fmt::format("the vjp rule of {} returned {} for input {} of type {}", name,
+                                              dins[i]->type->str(), i, c->inputs[i]->type->str()));
+      accumulate(c->inputs[i], SVal{dins[i], {}});
+    }
   }
 
   // Adjoints of the nodes outside `inner` (free variables of a recomputed body).

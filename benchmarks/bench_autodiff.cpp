@@ -14,6 +14,9 @@
 
 #include <fmt/format.h>
 
+#include <iostream>
+#include <sstream>
+
 #include "autodiff/install.h"
 #include "lang/parser.h"
 #include "ops/ops.h"

@@ -28,7 +28,7 @@ namespace {
 
 struct LogEntry {
   double time;
-  int rank, order;
+  int rank, step;  // the rank's "done" line sorts after its steps
   std::string text;
 };
 
@@ -38,32 +38,43 @@ struct Run {
   const Schedule& schedule;
   const Platform& platform;
   const SimOptions& options;
+  int id = 0;                               // mailbox names are unique per run
   double start = 0;                         // engine clock when the collective started
   std::vector<std::vector<int>> sequence;   // k of every communication step (message tag)
-  std::vector<std::vector<int>> peer_send;  // receive steps: the id of the matching send
+  std::vector<std::vector<int>> match;      // communication steps: the peer's matching step
   std::vector<std::vector<double>> posted;  // when each activity was posted (since start)
-  std::vector<double> finished;             // per rank, -1 while unfinished
+  std::vector<std::vector<char>> send_posted;
+  std::vector<std::vector<char>> parked;   // receives posted before their send (see RankActor)
+  std::vector<std::vector<char>> flowing;  // sends whose transfer has started
+  std::vector<std::vector<int>> unparked;  // per rank: parked receives whose send came since
+  std::vector<double> finished;            // per rank, -1 while unfinished
   std::vector<int> steps_done;
   std::vector<LogEntry> log;
 
-  Run(const Schedule& s, const Platform& p, const SimOptions& o)
-      : schedule(s), platform(p), options(o) {
+  Run(const Schedule& s, const Platform& p, const SimOptions& o, int run_id)
+      : schedule(s), platform(p), options(o), id(run_id) {
     sequence = parallel::message_sequence(schedule);
     const int ranks = schedule.spec.ranks;
     std::map<std::tuple<int, int, int>, int> sends;  // (src, dst, k) -> step id
     for (int r = 0; r < ranks; ++r)
       for (const Step& step : schedule.ranks[r].steps)
         if (step.kind == StepKind::Send) sends[{r, step.peer, sequence[r][step.id]}] = step.id;
-    peer_send.resize(ranks);
-    posted.resize(ranks);
     for (int r = 0; r < ranks; ++r) {
-      const auto& steps = schedule.ranks[r].steps;
-      peer_send[r].assign(steps.size(), -1);
-      posted[r].assign(steps.size(), 0);
-      for (const Step& step : steps)
-        if (step.kind == StepKind::Recv || step.kind == StepKind::RecvReduce)
-          peer_send[r][step.id] = sends.at({step.peer, r, sequence[r][step.id]});
+      const std::size_t n = schedule.ranks[r].steps.size();
+      match.emplace_back(n, -1);
+      posted.emplace_back(n, 0);
+      send_posted.emplace_back(n, 0);
+      parked.emplace_back(n, 0);
+      flowing.emplace_back(n, 0);
     }
+    for (int r = 0; r < ranks; ++r)
+      for (const Step& step : schedule.ranks[r].steps)
+        if (step.kind == StepKind::Recv || step.kind == StepKind::RecvReduce) {
+          const int send = sends.at({step.peer, r, sequence[r][step.id]});
+          match[r][step.id] = send;
+          match[step.peer][send] = step.id;
+        }
+    unparked.resize(ranks);
     finished.assign(ranks, -1);
     steps_done.assign(ranks, 0);
   }
@@ -72,12 +83,27 @@ struct Run {
   double bytes(const Step& step) const {
     return static_cast<double>(step.count()) * options.element_bytes;
   }
+  // The k-th message from src to dst.
   sg4::Mailbox* mailbox(int src, int dst, int k) const {
-    return sg4::Mailbox::by_name(fmt::format("{}>{}#{}", src, dst, k));
+    return sg4::Mailbox::by_name(fmt::format("{}:{}>{}#{}", id, src, dst, k));
+  }
+  // Doorbells from src to dst (see RankActor).
+  sg4::Mailbox* doorbell(int src, int dst) const {
+    return sg4::Mailbox::by_name(fmt::format("{}:{}>{}:bell", id, src, dst));
   }
 };
 
 // One rank: its step DAG as a dataflow loop over SimGrid activities.
+//
+// SimGrid's cost per completion grows with the activities an actor has pending, and schedules
+// post receives early (a flat ring over p ranks pre-posts ~p per rank). So a receive posted
+// before its send is *parked*: instead of a pending get, its mailbox gets this actor as
+// permanent receiver, which makes the send start flowing the moment it is posted -- exactly
+// when the rendezvous would have started it. The sender, seeing the receive parked, rings a
+// zero-byte doorbell from itself to the receiver along the same route: it costs no bandwidth
+// and arrives after the route latency, no later than the message. The receiver, woken by any
+// doorbell, gets every message unparked so far (finished or still flowing). Each sender has
+// its own doorbell, so the one in flight always has the latency of the messages it announces.
 class RankActor {
  public:
   RankActor(Run& run, int rank)
@@ -104,27 +130,30 @@ class RankActor {
     while (done < n) {
       for (int id : ready) start(id);
       ready.clear();
-      if (flight_.empty()) return;  // stuck: reported after the run
+      if (waits_.empty()) return;  // stuck: reported after the run
       const auto index = static_cast<std::ptrdiff_t>(sg4::Activity::wait_any(activities_));
-      const InFlight f = flight_[static_cast<std::size_t>(index)];
-      flight_.erase(flight_.begin() + index);
+      const Wait w = waits_[static_cast<std::size_t>(index)];
+      waits_.erase(waits_.begin() + index);
       activities_.erase(activities_.begin() + index);
-      if (steps_[f.step].kind == StepKind::Send && run_.options.ordered_pairs)
-        next_to(steps_[f.step].peer);
-      if (!finish_phase(f)) continue;  // a receive-reduce moves on to its reduction
+      if (w.what == Wait::Doorbell) {
+        answer_doorbell(w.peer);
+        continue;
+      }
+      if (steps_[w.step].kind == StepKind::Send) sent(w.step);
+      if (!finish_phase(w)) continue;  // a receive-reduce moves on to its reduction
       ++done;
       ++run_.steps_done[rank_];
-      for (int d : dependents[f.step])
+      for (int d : dependents[w.step])
         if (--waiting[d] == 0) ready.insert(d);
     }
     run_.finished[rank_] = run_.now();
-    log(fmt::format("done, {} steps", n));
+    log(static_cast<int>(n), fmt::format("done, {} steps", n));
   }
 
  private:
-  struct InFlight {
-    int step;
-    bool reducing;  // a receive-reduce past its receive
+  struct Wait {
+    enum What { Step, Reduce, Doorbell } what;  // Reduce: a receive-reduce past its receive
+    int step, peer;
   };
 
   void start(int id) {
@@ -132,44 +161,107 @@ class RankActor {
     const double bytes = run_.bytes(step);
     ready_at_[id] = run_.now();
     switch (step.kind) {
-      case StepKind::Send:
-        if (run_.options.ordered_pairs) {
-          std::deque<int>& queue = outbox_[step.peer];
-          queue.push_back(id);
-          if (queue.size() == 1) post_send(id);  // otherwise it waits for those ahead of it
-        } else {
+      case StepKind::Send: {
+        // A message whose receiver is waiting goes behind the pair's transfers in progress;
+        // one whose receiver is not is posted at once and starts when the receiver posts.
+        const bool receiver_waits = run_.parked[step.peer][run_.match[rank_][id]];
+        if (run_.options.ordered_pairs && receiver_waits && busy(step.peer))
+          outbox_[step.peer].push_back(id);
+        else
           post_send(id);
-        }
         return;
+      }
       case StepKind::Recv:
-      case StepKind::RecvReduce:
-        post(id,
-             run_.mailbox(step.peer, rank_, run_.sequence[rank_][id])->get_async(&payloads_[id]));
+      case StepKind::RecvReduce: {
+        run_.posted[rank_][id] = run_.now();
+        sg4::Mailbox* box = run_.mailbox(step.peer, rank_, run_.sequence[rank_][id]);
+        const int send = run_.match[rank_][id];
+        if (!run_.send_posted[step.peer][send]) {
+          // Park. Registering is a simcall, during which other actors run (no simulated time
+          // passes): if the sender posted meanwhile, it did not see us parked, so get now.
+          box->set_receiver(sg4::Actor::self());
+          if (!run_.send_posted[step.peer][send]) {
+            run_.parked[rank_][id] = 1;
+            if (parked_from_[step.peer]++ == 0 && !bell_waiting_[step.peer]) listen(step.peer);
+            return;
+          }
+        }
+        run_.flowing[step.peer][send] = 1;  // the rendezvous starts the transfer now
+        wait_for(box->get_async(&payloads_[id]), {Wait::Step, id, step.peer});
+        box->set_receiver(nullptr);  // after the get: a message that went ahead is found
         return;
+      }
       case StepKind::Copy:
-        post(id, memory_pass(2 * bytes));
+        run_.posted[rank_][id] = run_.now();
+        wait_for(memory_pass(2 * bytes), {Wait::Step, id, -1});
         return;
       case StepKind::LocalReduce:
-        post(id, memory_pass(3 * bytes));
+        run_.posted[rank_][id] = run_.now();
+        wait_for(memory_pass(3 * bytes), {Wait::Step, id, -1});
         return;
     }
   }
 
-  void post(int id, sg4::ActivityPtr activity) {
-    run_.posted[rank_][id] = run_.now();
+  void wait_for(sg4::ActivityPtr activity, Wait w) {
     activities_.push_back(std::move(activity));
-    flight_.push_back({id, false});
+    waits_.push_back(w);
   }
+
+  // Shared flags are set before each simcall and read after it: other actors run during one.
   void post_send(int id) {
     const Step& step = steps_[id];
-    post(id, run_.mailbox(rank_, step.peer, run_.sequence[rank_][id])
-                 ->put_async(&token_, static_cast<std::uint64_t>(run_.bytes(step))));
+    run_.posted[rank_][id] = run_.now();
+    run_.send_posted[rank_][id] = 1;
+    sending_[step.peer].push_back(id);
+    wait_for(run_.mailbox(rank_, step.peer, run_.sequence[rank_][id])
+                 ->put_async(&token_, static_cast<std::uint64_t>(run_.bytes(step))),
+             {Wait::Step, id, step.peer});
+    const int recv = run_.match[rank_][id];
+    if (run_.parked[step.peer][recv]) {  // the message flows already: tell the receiver
+      run_.flowing[rank_][id] = 1;
+      run_.parked[step.peer][recv] = 0;
+      run_.unparked[step.peer].push_back(recv);
+      run_.doorbell(rank_, step.peer)->put_init(&token_, 0)->detach();
+    }
   }
-  // A send to `peer` completed: the next one queued for that peer goes.
-  void next_to(int peer) {
+
+  void listen(int peer) {
+    bell_waiting_[peer] = true;
+    wait_for(run_.doorbell(peer, rank_)->get_async(&bell_payload_), {Wait::Doorbell, -1, peer});
+  }
+
+  void answer_doorbell(int peer) {
+    bell_waiting_[peer] = false;
+    std::vector<int> unparked;  // taken first: senders add to the list during the gets below
+    unparked.swap(run_.unparked[rank_]);
+    for (int id : unparked) {
+      const int from = steps_[id].peer;
+      --parked_from_[from];
+      sg4::Mailbox* box = run_.mailbox(from, rank_, run_.sequence[rank_][id]);
+      wait_for(box->get_async(&payloads_[id]), {Wait::Step, id, from});
+      box->set_receiver(nullptr);
+    }
+    if (parked_from_[peer] > 0) listen(peer);
+  }
+
+  // Whether a message to `peer` is being transferred.
+  bool busy(int peer) const {
+    const auto it = sending_.find(peer);
+    if (it == sending_.end()) return false;
+    return std::any_of(it->second.begin(), it->second.end(),
+                       [&](int id) { return run_.flowing[rank_][id] != 0; });
+  }
+
+  // Send `id` completed: the next message queued for that peer may go.
+  void sent(int id) {
+    const int peer = steps_[id].peer;
+    std::erase(sending_[peer], id);
     std::deque<int>& queue = outbox_[peer];
-    queue.pop_front();
-    if (!queue.empty()) post_send(queue.front());
+    if (!queue.empty() && !busy(peer)) {
+      const int next = queue.front();
+      queue.pop_front();
+      post_send(next);
+    }
   }
 
   // An Exec as long as moving `bytes` through the device memory.
@@ -179,19 +271,19 @@ class RankActor {
   }
 
   // Returns true when the step is complete.
-  bool finish_phase(const InFlight& f) {
-    const Step& step = steps_[f.step];
-    if (step.kind == StepKind::RecvReduce && !f.reducing) {
+  bool finish_phase(const Wait& w) {
+    const Step& step = steps_[w.step];
+    if (step.kind == StepKind::RecvReduce && w.what == Wait::Step) {
       double reduce = 3 * run_.bytes(step) / run_.platform.memory_bandwidth;
       if (run_.options.recv_reduce == RecvReduceModel::Fused) {
         // The reduction ran alongside the transfer, which began once both sides were posted.
-        const double began = std::max(run_.posted[rank_][f.step],
-                                      run_.posted[step.peer][run_.peer_send[rank_][f.step]]);
+        const double began =
+            std::max(run_.posted[rank_][w.step], run_.posted[step.peer][run_.match[rank_][w.step]]);
         reduce -= run_.now() - began;
       }
       if (reduce > 0) {
-        activities_.push_back(sg4::this_actor::exec_async(run_.platform.flops_for(host_, reduce)));
-        flight_.push_back({f.step, true});
+        wait_for(sg4::this_actor::exec_async(run_.platform.flops_for(host_, reduce)),
+                 {Wait::Reduce, w.step, -1});
         return false;
       }
     }
@@ -216,13 +308,13 @@ class RankActor {
         what = fmt::format("{} {} B", parallel::step_kind_name(step.kind), bytes);
         break;
     }
-    log(fmt::format("{} (step {}, from {:.9f})", what, step.id, ready_at_[step.id]));
+    log(step.id, fmt::format("{} (step {}, from {:.9f})", what, step.id, ready_at_[step.id]));
   }
 
-  void log(std::string text) {
+  void log(int step, std::string text) {
     if (!run_.options.log) return;
     run_.log.push_back(
-        {run_.now(), rank_, order_++,
+        {run_.now(), rank_, step,
          fmt::format("[{:.9f}] rank{}@{}: {}", run_.now(), rank_, host_->get_name(), text)});
   }
 
@@ -230,13 +322,16 @@ class RankActor {
   const int rank_;
   const std::vector<Step>& steps_;
   const sg4::Host* host_;
-  std::vector<sg4::ActivityPtr> activities_;  // in flight, and what each one is for
-  std::vector<InFlight> flight_;
-  std::vector<void*> payloads_;            // where receives put the (meaningless) payload pointer
-  std::vector<double> ready_at_;           // when each step's dependencies were done
-  std::map<int, std::deque<int>> outbox_;  // ordered_pairs: per peer, sends in posting order
-  int token_ = 0;                          // what sends carry: only the simulated size matters
-  int order_ = 0;
+  std::vector<sg4::ActivityPtr> activities_;  // the wait set, and what each one is for
+  std::vector<Wait> waits_;
+  std::map<int, int> parked_from_;    // per peer: how many receives are parked
+  std::map<int, bool> bell_waiting_;  // per peer: listening to its doorbell
+  std::vector<void*> payloads_;       // where receives put the (meaningless) payload pointer
+  void* bell_payload_ = nullptr;
+  std::vector<double> ready_at_;             // when each step's dependencies were done
+  std::map<int, std::deque<int>> outbox_;    // per peer: sends waiting for the pair's link
+  std::map<int, std::vector<int>> sending_;  // per peer: sends posted, not complete
+  int token_ = 0;                            // what sends carry: only the simulated size matters
 };
 
 // Results travel from the simulation process as text; doubles in hexadecimal, exactly.
@@ -287,7 +382,8 @@ void check_for_simulation(const Schedule& schedule, int devices, const SimOption
 
 SimResult run_schedule(const Platform& platform, const Schedule& schedule,
                        const SimOptions& options) {
-  Run run(schedule, platform, options);
+  static int runs = 0;  // per simulation process
+  Run run(schedule, platform, options, runs++);
   run.start = sg4::Engine::get_clock();
   for (int r = 0; r < schedule.spec.ranks; ++r)
     sg4::Actor::create(fmt::format("rank{}", r), platform.devices[static_cast<std::size_t>(r)],
@@ -297,17 +393,14 @@ SimResult run_schedule(const Platform& platform, const Schedule& schedule,
   SimResult result;
   for (int r = 0; r < schedule.spec.ranks; ++r) {
     if (run.finished[r] < 0)
-      throw SimulationError(fmt::format(
-          "the simulation deadlocked: rank {} stopped after {} of its {} steps{}", r,
-          run.steps_done[r], schedule.ranks[r].steps.size(),
-          options.ordered_pairs ? " (a pair's messages go in the order they are posted; a "
-                                  "schedule may need them unordered)"
-                                : ""));
+      throw SimulationError(
+          fmt::format("the simulation deadlocked: rank {} stopped after {} of its {} steps", r,
+                      run.steps_done[r], schedule.ranks[r].steps.size()));
     result.rank_seconds.push_back(run.finished[r]);
     result.seconds = std::max(result.seconds, run.finished[r]);
   }
   std::stable_sort(run.log.begin(), run.log.end(), [](const LogEntry& a, const LogEntry& b) {
-    return std::tie(a.time, a.rank, a.order) < std::tie(b.time, b.rank, b.order);
+    return std::tie(a.time, a.rank, a.step) < std::tie(b.time, b.rank, b.step);
   });
   for (LogEntry& e : run.log) result.log.push_back(std::move(e.text));
   return result;

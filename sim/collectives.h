@@ -20,21 +20,23 @@
 //                     arrives); `staged` runs all of it after the receive (receive into a
 //                     staging buffer, then reduce)
 //   2. Activity::wait_any on everything in flight; a completion releases its dependents.
-// With `ordered_pairs` (the default), the messages from one rank to another travel one at a
-// time, in the order the sender posts them, as over one connection or one NCCL channel: a send
-// whose dependencies are done waits until the sends to the same peer posted before it have
+// With `ordered_pairs` (the default), messages from one rank to another whose receiver is
+// already waiting travel one at a time, in the order the sender posts them, as over one
+// connection or one NCCL channel: such a send waits until the pair's transfer in progress has
 // completed. So the pieces of a chunked transfer follow each other and pipeline across hops.
-// Without it, they share the link fairly and arrive together (chunking cannot pipeline). A
-// schedule whose receiver needs a later message before an earlier one from the same sender
-// deadlocks under the ordering; that is reported as a SimulationError.
+// A message whose receiver is not waiting yet never waits in that line (it starts when the
+// receiver posts, and may then share the link with one in progress), so the ordering cannot
+// deadlock a schedule. Without `ordered_pairs`, all messages share the links fairly and the
+// pieces of a chunked transfer arrive together (chunking cannot pipeline).
 //
 // Before simulating, the schedule is validated (form, matching, races) and checked to be free
 // of deadlock under rendezvous semantics; both raise parallel::ScheduleError.
 //
 // The optional log has one line per completed step and one when a rank is done, ordered by
-// time, then rank, then completion order; times in seconds since the collective started:
-//   [0.000001256] rank1@node0-gpu1: recv-reduce 1024 B from rank0 (step 2, from 0.000000000)
-//   [0.000004768] rank1@node0-gpu1: done, 9 steps
+// time, then rank, then step id (what completes at the same instant is listed in program
+// order, whatever order SimGrid handled it in); times in seconds since the start:
+//   [0.000005064] rank1@node0-gpu1: recv-reduce 8 B from rank0 (step 5, from 0.000000048)
+//   [0.000024096] rank1@node0-gpu1: done, 15 steps
 // It is reproducible bit for bit: SimGrid is deterministic and nothing here depends on
 // addresses, hashing or wall-clock time.
 #pragma once

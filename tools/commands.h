@@ -3,17 +3,20 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
 namespace spora::tools {
 
 struct RunOptions {
   std::string mode = "graph";
   bool stats = false;
+  bool optimize = true;   // run the simplification passes before executing (graph mode)
 };
 
 int cmd_run(const std::string& path, const RunOptions& opts);
 int cmd_check(const std::string& path);
-int cmd_ir(const std::string& path, const std::string& stage, bool dot, const std::string& out);
+int cmd_ir(const std::string& path, const std::string& stage, bool dot, const std::string& out,
+           const std::vector<std::string>& print_after);
 int cmd_ops();
 int cmd_grad_check(const std::string& path, double tolerance);
 

@@ -13,6 +13,7 @@
 #include "semantics/interpreter.h"
 #include "semantics/ir/dot.h"
 #include "semantics/ir/printer.h"
+#include "semantics/passes/pipeline.h"
 #include "semantics/pipeline.h"
 #include "tools/commands.h"
 
@@ -67,6 +68,7 @@ int cmd_run(const std::string& path, const RunOptions& opts) {
   diags.print(std::cerr);
   if (!c.module) return 1;
   if (options.eager) return 0;
+  if (opts.optimize) passes::optimize(*c.module);
   if (!c.module->entry) {
     std::cerr << fmt::format("spora: error: {} has no main graph to run\n", path);
     return 1;
@@ -100,7 +102,8 @@ int cmd_check(const std::string& path) {
   return 0;
 }
 
-int cmd_ir(const std::string& path, const std::string& stage, bool dot, const std::string& out) {
+int cmd_ir(const std::string& path, const std::string& stage, bool dot, const std::string& out,
+           const std::vector<std::string>& print_after) {
   lang::SourceManager sources;
   lang::DiagnosticEngine diags(sources);
   if (stage == "parsed") {
@@ -116,13 +119,25 @@ int cmd_ir(const std::string& path, const std::string& stage, bool dot, const st
     if (!ast || diags.has_errors()) return 1;
     return write_output(lang::print_ast(*ast), out);
   }
-  if (stage != "typed") {
-    std::cerr << fmt::format("spora: error: unknown stage '{}' (available: parsed, typed)\n", stage);
+  if (stage != "typed" && stage != "grad" && stage != "optimized") {
+    std::cerr << fmt::format("spora: error: unknown stage '{}' (available: parsed, typed, grad, optimized)\n", stage);
     return 2;
   }
   sem::Compiled c = sem::compile_file(sources, diags, path);
   diags.print(std::cerr);
   if (!c.module) return 1;
+  if (stage == "optimized" || !print_after.empty()) {
+    passes::PassOptions po;
+    po.print_after = print_after;
+    po.dump = &std::cout;
+    try {
+      passes::optimize(*c.module, po);
+    } catch (const lang::UserError& e) {
+      std::cerr << fmt::format("spora: error: {}\n", e.what());
+      return 2;
+    }
+    if (!print_after.empty()) return 0;
+  }
   return write_output(dot ? ir::to_dot(*c.module) : ir::print_module(*c.module), out);
 }
 
@@ -145,6 +160,8 @@ int main(int argc, char** argv) {
   run->add_option("--mode", run_opts.mode, "execution mode: graph (compile the whole program) or eager (op by op)")
       ->capture_default_str();
   run->add_flag("--stats", run_opts.stats, "print execution statistics");
+  bool no_opt = false;
+  run->add_flag("--no-optimize", no_opt, "run the IR as lowered, without the simplification passes");
 
   std::string check_path;
   auto* check = app.add_subcommand("check", "Report the diagnostics of a program without running it (exit 1 on errors)");
@@ -159,6 +176,11 @@ int main(int argc, char** argv) {
                   "same: derivatives are emitted while lowering) or optimized (after the simplification passes)")
       ->capture_default_str();
   irc->add_flag("--dot", dot, "write Graphviz dot instead of text");
+  std::vector<std::string> print_after;
+  irc->add_option("--print-after", print_after,
+                  "print the module after these simplification passes (inline, fold-tuples, fold-constants, "
+                  "simplify, cse, dce, or all)")
+      ->delimiter(',');
   irc->add_option("-o,--output", out, "write to this file instead of stdout");
 
   auto* ops_cmd = app.add_subcommand("ops", "List the primitives of the registry with their signatures");
@@ -174,9 +196,10 @@ int main(int argc, char** argv) {
 
   CLI11_PARSE(app, argc, argv);
   try {
+    run_opts.optimize = !no_opt;
     if (*run) return tools::cmd_run(run_path, run_opts);
     if (*check) return tools::cmd_check(check_path);
-    if (*irc) return tools::cmd_ir(ir_path, stage, dot, out);
+    if (*irc) return tools::cmd_ir(ir_path, stage, dot, out, print_after);
     if (*ops_cmd) return tools::cmd_ops();
     if (*gc) return tools::cmd_grad_check(gc_path, gc_tol);
     return tools::run_extra_commands(app);

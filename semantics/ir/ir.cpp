@@ -17,11 +17,11 @@ bool Graph::has_flag(std::string_view f) const {
   return std::find(flags.begin(), flags.end(), f) != flags.end();
 }
 
-std::string Module::unique_name(std::string base) const {
+std::string Module::unique_name(std::string base) {
   if (base.empty()) base = "g";
   if (!find_graph(base)) return base;
-  for (int i = 1;; ++i) {
-    std::string candidate = base + "." + std::to_string(i);
+  for (int& i = next_suffix_[base];;) {
+    std::string candidate = base + "." + std::to_string(++i);
     if (!find_graph(candidate)) return candidate;
   }
 }
@@ -30,6 +30,7 @@ Graph* Module::add_graph(std::string name, Graph* parent) {
   auto g = std::make_unique<Graph>();
   g->name = unique_name(std::move(name));
   g->parent = parent;
+  name_index_[g->name] = g.get();
   graphs_.push_back(std::move(g));
   return graphs_.back().get();
 }
@@ -141,8 +142,14 @@ Node* Module::add_call(Graph* g, Graph* callee, std::vector<Node*> inputs, TypeP
 }
 
 Graph* Module::find_graph(std::string_view name) const {
-  for (const auto& g : graphs_)
-    if (g->name == name) return g.get();
+  auto it = name_index_.find(std::string(name));
+  if (it != name_index_.end() && it->second->name == name) return it->second;
+  for (const auto& g : graphs_) {
+    if (g->name == name) {
+      name_index_[g->name] = g.get();
+      return g.get();
+    }
+  }
   return nullptr;
 }
 
@@ -151,6 +158,7 @@ void Module::remove_graph(Graph* g) {
   for (const auto& c : graphs_)
     if (is_within(c.get(), g)) doomed.insert(c.get());
   if (entry && doomed.count(entry)) entry = nullptr;
+  std::erase_if(name_index_, [&](const auto& kv) { return doomed.count(kv.second) > 0; });
   std::erase_if(nodes_, [&](const std::unique_ptr<Node>& n) { return doomed.count(n->graph) > 0; });
   std::erase_if(graphs_,
                 [&](const std::unique_ptr<Graph>& c) { return doomed.count(c.get()) > 0; });

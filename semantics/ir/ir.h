@@ -25,6 +25,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "lang/diagnostics.h"
@@ -115,7 +116,11 @@ class Module {
  private:
   std::vector<std::unique_ptr<Graph>> graphs_;
   std::vector<std::unique_ptr<Node>> nodes_;
-  std::string unique_name(std::string base) const;
+  // Graph names -> graphs (a cache: a renamed graph is found by a scan and re-indexed), and
+  // the next suffix to try per base name, so that naming many copies stays linear.
+  mutable std::unordered_map<std::string, Graph*> name_index_;
+  std::unordered_map<std::string, int> next_suffix_;
+  std::string unique_name(std::string base);
 };
 
 // Is `g` equal to `ancestor` or nested in it?

@@ -25,7 +25,7 @@ bool evaluable(const Node& n) {
 
 class Folder {
  public:
-  explicit Folder(Module& m) : m_(m) {}
+  explicit Folder(Module& m) : m_(m), splicer_(m) {}
 
   void graph(Graph* g) {
     std::deque<Node*> work(g->nodes.begin(), g->nodes.end());
@@ -38,7 +38,7 @@ class Folder {
         if (std::optional<bool> c = truth(n->inputs[0])) {
           // Splice the taken branch, then walk its nodes like the rest.
           const size_t before = g->nodes.size();
-          Node* result = splice_body(m_, g, *graph_operand(*n, *c ? 1 : 2), {});
+          Node* result = splicer_.splice(g, *graph_operand(*n, *c ? 1 : 2), {});
           work.insert(work.begin(), g->nodes.begin() + static_cast<long>(before), g->nodes.end());
           g->nodes.resize(before);
           replaced_.replace(n, result);
@@ -61,6 +61,7 @@ class Folder {
 
  private:
   Module& m_;
+  Splicer splicer_;
   Substitution replaced_;
   std::unordered_map<const Node*, std::optional<sem::Value>> evaluated_;  // input-less applies
 

@@ -9,7 +9,7 @@
 //     uniform: deterministic, see cse.h), which are evaluated on demand but left in place:
 //     they are the compact form of their value;
 //   - `if` whose condition is constant becomes a copy of the branch it takes (util.h
-//     splice_body), and uses of its result read the branch's result;
+//     Splicer), and uses of its result read the branch's result;
 //   - a loop that runs no iteration (`while` whose condition graph returns a constant false;
 //     `for_range` with constant bounds and an empty range) becomes make_tuple of its initial
 //     state.

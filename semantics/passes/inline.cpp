@@ -72,6 +72,7 @@ void inline_calls(Module& m) {
   };
 
   // 3. Rebuild each graph's list, callees first.
+  Splicer splicer(m);
   Substitution replaced;
   std::unordered_set<Graph*> inlined;
   for (Graph* g : calls.order()) {
@@ -84,7 +85,7 @@ void inline_calls(Module& m) {
         g->nodes.push_back(n);
         continue;
       }
-      replaced.replace(n, splice_body(m, g, *n->callee, n->inputs));
+      replaced.replace(n, splicer.splice(g, *n->callee, n->inputs));
       inlined.insert(n->callee);
     }
     // Uses of the replaced calls are in g and the graphs nested in it; g may be copied into

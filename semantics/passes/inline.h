@@ -4,14 +4,15 @@
 // Rewrites: every `%r = call @f(args...)` whose callee can be inlined becomes a copy of @f's
 // nodes at the call's place, @f's parameters bound to the arguments; uses of %r read the copy
 // of @f's output. Graphs nested in @f (closures, loop bodies) are cloned under the caller
-// (ir/clone.h). Afterwards, graphs that were inlined and are no longer named by any node or
+// (util.h Splicer). Afterwards, graphs that were inlined and are no longer named by any node or
 // flag are removed; the entry graph always stays, and so do top-level graphs of a module
 // without an entry (a library: its graphs are its interface).
 //
 // Stays a call: a callee that is recursive (on a cycle of calls, counting a call made from a
 // graph nested in the callee: `f`'s loop body calling `f` is recursion), or flagged
 // "checkpoint", "custom_grad=<graph>" or "noinline" (autodiff and the runtime need those call
-// boundaries).
+// boundaries). Other flags do not keep a call: a @jit graph is inlined into its caller like
+// any other (the caller is compiled as a whole).
 //
 // Assumes a module that verifies. Guarantees: the module verifies; the values of the entry
 // (and of every remaining graph) are unchanged, effects included and in the same order; no

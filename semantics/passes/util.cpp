@@ -196,20 +196,18 @@ std::vector<Graph*> parents_first(const Module& m) {
 
 namespace {
 
-// A copy of n appended to dst, its inputs through the map (graph references unchanged).
-Node* copy_node(Module& m, Graph* dst, const Node& n, const ir::CloneMap& map) {
-  std::vector<Node*> inputs;
-  inputs.reserve(n.inputs.size());
-  for (const Node* in : n.inputs) inputs.push_back(map.node(in));
+// A copy of n appended to g: its scalar fields; inputs and graph references as they are (the
+// caller points them through its map).
+Node* copy_node(Module& m, Graph* g, const Node& n) {
   Node* c = nullptr;
   if (n.is_constant() && n.graph_value)
-    c = m.add_graph_constant(dst, n.graph_value, n.loc);
+    c = m.add_graph_constant(g, n.graph_value, n.loc);
   else if (n.is_constant())
-    c = m.add_constant(dst, n.value, n.loc);
+    c = m.add_constant(g, n.value, n.loc);
   else if (n.callee)
-    c = m.add_call(dst, n.callee, std::move(inputs), n.type, n.loc);
+    c = m.add_call(g, n.callee, n.inputs, n.type, n.loc);
   else
-    c = m.add_apply(dst, n.prim, std::move(inputs), n.attrs, n.type, n.loc);
+    c = m.add_apply(g, n.prim, n.inputs, n.attrs, n.type, n.loc);
   c->type = n.type;
   c->name = n.name;
   return c;
@@ -217,41 +215,63 @@ Node* copy_node(Module& m, Graph* dst, const Node& n, const ir::CloneMap& map) {
 
 }  // namespace
 
-Node* splice_body(Module& m, Graph* dst, const Graph& body, const std::vector<Node*>& args) {
-  if (args.size() != body.params.size())
-    throw lang::InternalError("splice_body: @" + body.name + " takes " +
-                              std::to_string(body.params.size()) + " arguments, given " +
-                              std::to_string(args.size()));
-  // 1. The parameters are the arguments; each node gets a copy at the end of dst.
-  ir::CloneMap map;
-  for (size_t i = 0; i < args.size(); ++i) map.nodes[body.params[i]] = args[i];
-  std::vector<Node*> copies;
-  for (const Node* n : body.nodes) copies.push_back(map.nodes[n] = copy_node(m, dst, *n, map));
-  // 2. The graphs nested in body that the copies name are cloned under dst, reading the
-  //    copies; so are the ones those clones name (nested graphs may name their siblings).
-  std::unordered_set<const Graph*> queued;
-  std::vector<const Graph*> todo;
-  auto need = [&](const Graph* t) {
-    if (t && t->parent == &body && queued.insert(t).second) todo.push_back(t);
-  };
-  for (const Node* c : copies) {
-    need(c->graph_value);
-    need(c->callee);
-  }
-  while (!todo.empty()) {
-    const std::vector<const Graph*> batch = std::move(todo);
-    todo.clear();
-    for (const Graph* t : batch) ir::clone_graph(m, *t, dst, map);
-    for (const auto& [from, to] : map.nodes) {
-      need(to->graph_value);
-      need(to->callee);
+Splicer::Splicer(Module& m) : m_(m) {
+  for (const auto& g : m.graphs()) names_.insert(g->name);
+}
+
+std::string Splicer::fresh_name(const std::string& base) {
+  for (int& k = next_.try_emplace(base, 1).first->second;; ++k) {
+    std::string name = base + "." + std::to_string(k);
+    if (names_.insert(name).second) {
+      ++k;
+      return name;
     }
   }
-  // 3. References to body's nested graphs name their clones.
-  for (const auto& [from, to] : map.nodes) {
-    if (to->graph_value) to->graph_value = map.graph(to->graph_value);
-    if (to->callee) to->callee = map.graph(to->callee);
+}
+
+Node* Splicer::splice(Graph* dst, const Graph& body, const std::vector<Node*>& args) {
+  if (args.size() != body.params.size())
+    throw lang::InternalError("splice: @" + body.name + " takes " +
+                              std::to_string(body.params.size()) + " arguments, given " +
+                              std::to_string(args.size()));
+  ir::CloneMap map;
+  std::vector<Node*> copies;
+  // 1. The parameters are the arguments; each node gets a copy at the end of dst.
+  for (size_t i = 0; i < args.size(); ++i) map.nodes[body.params[i]] = args[i];
+  for (const Node* n : body.nodes) copies.push_back(map.nodes[n] = copy_node(m_, dst, *n));
+  // 2. The nested graphs the copies reach, parents first (a graph is only named from inside
+  //    its parent, so the walk enters a parent before its children).
+  std::vector<const Graph*> nested;
+  std::unordered_set<const Graph*> seen;
+  auto reach = [&](const Graph* t) {
+    if (t && t != &body && ir::is_within(t, &body) && seen.insert(t).second) nested.push_back(t);
+  };
+  for (const Node* n : body.nodes) {
+    reach(n->graph_value);
+    reach(n->callee);
   }
+  for (size_t i = 0; i < nested.size(); ++i)
+    for (const Node* n : nested[i]->nodes) {
+      reach(n->graph_value);
+      reach(n->callee);
+    }
+  for (const Graph* h : nested) {
+    Graph* g =
+        m_.add_graph(fresh_name(h->name), h->parent == &body ? dst : map.graphs.at(h->parent));
+    g->loc = h->loc;
+    g->flags = h->flags;
+    map.graphs[h] = g;
+    for (const Node* p : h->params) map.nodes[p] = m_.add_param(g, p->name, p->type, p->loc);
+    for (const Node* n : h->nodes) copies.push_back(map.nodes[n] = copy_node(m_, g, *n));
+  }
+  // 3. Every copy reads copies: inputs, graph references, outputs.
+  for (Node* c : copies) {
+    for (Node*& in : c->inputs) in = map.node(in);
+    if (c->graph_value) c->graph_value = map.graph(c->graph_value);
+    if (c->callee) c->callee = map.graph(c->callee);
+  }
+  for (const Graph* h : nested)
+    map.graphs.at(h)->output = h->output ? map.node(h->output) : nullptr;
   return map.node(body.output);
 }
 

@@ -118,11 +118,26 @@ void erase_nodes(Module& m, const std::unordered_set<const Node*>& doomed);
 // Every graph of m, each parent before its children (module order otherwise).
 std::vector<Graph*> parents_first(const Module& m);
 
-// Appends to dst's list copies of body's nodes, body's parameters bound to `args`; the graphs
-// nested in body are cloned under dst (ir/clone.h). Returns what the copy computes: the copy
-// of body's output, an argument, or a free variable of body. The free variables of body must
-// be visible from dst.
-Node* splice_body(Module& m, Graph* dst, const Graph& body, const std::vector<Node*>& args);
+// Copies graph bodies into other graphs (inlining a call, taking a branch).
+//
+// splice(dst, body, args) appends to dst's list copies of body's nodes, body's parameters bound
+// to `args`, and copies the graphs nested in body that they reach under dst. It returns what
+// the copy computes: the copy of body's output, an argument, or a free variable of body (free
+// variables are read as they are: they must be visible from dst). Like ir/clone.h, but it
+// keeps an index of the module's graph names, so that the n-th copy of a nested graph `f.body`
+// is named `f.body.n` in constant time (Module::add_graph alone probes f.body.1, f.body.2, ...
+// one linear search each).
+class Splicer {
+ public:
+  explicit Splicer(Module& m);
+  Node* splice(Graph* dst, const Graph& body, const std::vector<Node*>& args);
+
+ private:
+  Module& m_;
+  std::unordered_set<std::string> names_;
+  std::unordered_map<std::string, int> next_;  // base name -> next suffix to try
+  std::string fresh_name(const std::string& base);
+};
 
 // ---- tuple-valued control flow --------------------------------------------------------------
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "semantics/ir/printer.h"
+#include "semantics/iterable.h"
 #include "tests/passes/pass_testing.h"
 
 namespace spora::passes::testing {
@@ -470,6 +471,51 @@ graph @main() -> f32 {
   %6 = for_range(%0, %1, %2, @main.body, %3) : (f32,)
   %7 = tuple_get(%6, index=0) : f32
   return %7
+}
+)");
+}
+
+// Yields 1.0, 2.0, 3.0.
+struct Three : sem::Iterable {
+  int i = 0;
+  void reset() override { i = 0; }
+  bool next(sem::Value& out) override {
+    if (i == 3) return false;
+    out = f32(++i);
+    return true;
+  }
+  std::string describe() const override { return "three"; }
+};
+
+TEST(Dce, ForEachStateIsDroppedLikeOtherLoops) {
+  sem::Value it;
+  it.kind = sem::Value::Kind::Opaque;
+  it.opaque = std::make_shared<Three>();
+  EXPECT_EQ(after_pass(R"(
+graph @main(%it: iter<f32>) -> f32 {
+  %zero = constant 0.0 : f32
+  graph @main.body(%x: f32, %sum: f32, %max: f32) -> (f32, f32) {
+    %s = add(%sum, %x) : f32
+    %m = maximum(%max, %x) : f32
+    %t = make_tuple(%s, %m) : (f32, f32)
+    return %t
+  }
+  %r = for_each(%it, @main.body, %zero, %zero) : (f32, f32)
+  %s = tuple_get(%r, index=0) : f32
+  return %s
+}
+)",
+                       eliminate_dead_code, {it}),
+            R"(graph @main(%it: iter<f32>) -> f32 {
+  %0 = constant 0.0 : f32
+  graph @main.body(%x: f32, %sum: f32) -> (f32,) {
+    %1 = add(%sum, %x) : f32
+    %2 = make_tuple(%1) : (f32,)
+    return %2
+  }
+  %3 = for_each(%it, @main.body, %0) : (f32,)
+  %4 = tuple_get(%3, index=0) : f32
+  return %4
 }
 )");
 }

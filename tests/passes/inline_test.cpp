@@ -343,6 +343,40 @@ graph @show(%x: f32) -> () {
   EXPECT_EQ(out.find("call"), std::string::npos) << out;
 }
 
+TEST(Inline, NestedGraphsThatNameTheirSiblingsAreClonedTogether) {
+  // @f.leaf and @f.other are nested in @f but only named from @f.outer, a sibling: the copies
+  // must name each other's copies (the verifier in after_pass checks visibility).
+  const std::string out = after_pass(R"(
+graph @main() -> f32 {
+  %a = constant 2.0 : f32
+  %b = call @f(%a) : f32
+  return %b
+}
+graph @f(%x: f32) -> f32 {
+  %c = constant true : bool
+  graph @f.leaf() -> f32 {
+    %n = neg(%x) : f32
+    return %n
+  }
+  graph @f.other() -> f32 {
+    return %x
+  }
+  graph @f.outer() -> f32 {
+    %r = if(%c, @f.leaf, @f.other) : f32
+    return %r
+  }
+  graph @f.no() -> f32 {
+    return %x
+  }
+  %r = if(%c, @f.outer, @f.no) : f32
+  return %r
+}
+)",
+                                     inline_calls);
+  EXPECT_EQ(out.find("graph @f("), std::string::npos) << out;
+  EXPECT_NE(out.find("if(%1, @f.leaf.1, @f.other.1)"), std::string::npos) << out;
+}
+
 TEST(Inline, WithoutAnEntryTopLevelGraphsStay) {
   // A library module: @lib_a is inlined into @lib_b but stays, it is part of the interface.
   std::unique_ptr<ir::Module> m = parse(R"(
