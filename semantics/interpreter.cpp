@@ -303,7 +303,7 @@ Value Interpreter::eval_control(const Node* n, const std::vector<Value>& in, con
     const DType index_dtype = in[0].tensor.dtype() == DType::i32 ? DType::i32 : DType::i64;
     const Graph* body = graph_operand(in[3], n, 3);
     std::vector<Value> state(in.begin() + 4, in.end());
-    for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
+    for (int64_t i = start; step > 0 ? i < stop : i > stop;) {
       // The index has the integer dtype of start (ir.h: i32 or i64).
       Tensor index = Tensor::empty(index_dtype, {});
       if (index_dtype == DType::i32)
@@ -315,6 +315,9 @@ Value Interpreter::eval_control(const Node* n, const std::vector<Value>& in, con
       args.emplace_back(std::move(index));
       for (Value& s : state) args.push_back(std::move(s));
       state = loop_state(run_nested(body, std::move(args), frame), body, state.size());
+      // The step past the last index may leave int64 (range(0, 2**63 - 1, 2**62)): the
+      // loop is over then too.
+      if (__builtin_add_overflow(i, step, &i)) break;
     }
     return Value::tuple(std::move(state));
   }

@@ -176,8 +176,9 @@ class RankActor {
         run_.posted[rank_][id] = run_.now();
         sg4::Mailbox* box = run_.mailbox(step.peer, rank_, run_.sequence[rank_][id]);
         const int send = run_.match[rank_][id];
-        if (!run_.send_posted[step.peer][send]) {
-          // Park. Registering is a simcall, during which other actors run (no simulated time
+        const bool park = !run_.send_posted[step.peer][send];
+        if (park) {
+          // Registering is a simcall, during which other actors run (no simulated time
           // passes): if the sender posted meanwhile, it did not see us parked, so get now.
           box->set_receiver(sg4::Actor::self());
           if (!run_.send_posted[step.peer][send]) {
@@ -188,7 +189,7 @@ class RankActor {
         }
         run_.flowing[step.peer][send] = 1;  // the rendezvous starts the transfer now
         wait_for(box->get_async(&payloads_[id]), {Wait::Step, id, step.peer});
-        box->set_receiver(nullptr);  // after the get: a message that went ahead is found
+        if (park) box->set_receiver(nullptr);  // after the get, which finds a message gone ahead
         return;
       }
       case StepKind::Copy:

@@ -8,10 +8,12 @@
 // Rank r runs on device r (node-major) as one actor, "rank<r>", that executes its step DAG as
 // a dataflow loop, like the host executors of backends/comm:
 //   1. every step whose dependencies are done starts:
-//        Send         put_async of count x element_bytes on mailbox "<src>><dst>#<k>" (the k-th
-//                     message from src to dst, so sends and receives match as in schedule.h)
+//        Send         put_async of count x element_bytes on mailbox "<run>:<src>><dst>#<k>" (the
+//                     k-th message from src to dst, so sends and receives match as in
+//                     schedule.h)
 //        Recv         get_async on the same mailbox (rendezvous: the transfer starts once both
-//                     sides are posted)
+//                     sides are posted; a receive posted before its send is "parked" to keep
+//                     the wait sets small, with the same timing: see collectives.cpp)
 //        Copy         an Exec of 2 x bytes / memory bandwidth (read + write)
 //        LocalReduce  an Exec of 3 x bytes / memory bandwidth (two reads, one write)
 //        RecvReduce   the receive, and the reduction of what arrives (3 x bytes / memory

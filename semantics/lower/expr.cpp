@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "semantics/lower/lowerer.h"
 
@@ -40,10 +41,22 @@ double as_double(const AV& v) {
   return v->kind == AK::Float ? v->f : v->kind == AK::Int ? static_cast<double>(v->i) : (v->b ? 1.0 : 0.0);
 }
 
+// Floor division of b != 0 into a; a == INT64_MIN, b == -1 (2^63) is the caller's to refuse.
 int64_t floor_div(int64_t a, int64_t b) {
   int64_t q = a / b;
   if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
   return q;
+}
+
+// x ** y for y >= 0 by repeated squaring; nullopt when it does not fit in 64 bits.
+std::optional<int64_t> int_pow(int64_t x, int64_t y) {
+  int64_t result = 1;
+  for (;;) {
+    if ((y & 1) != 0 && __builtin_mul_overflow(result, x, &result)) return std::nullopt;
+    y >>= 1;
+    if (y == 0) return result;
+    if (__builtin_mul_overflow(x, x, &x)) return std::nullopt;
+  }
 }
 
 }  // namespace
@@ -65,24 +78,38 @@ static AV fold(Lowerer& L, BinaryOp op, const AV& a, const AV& b, lang::SourceRa
   }
   if (ints) {
     int64_t x = a->kind == AK::Int ? a->i : a->b, y = b->kind == AK::Int ? b->i : b->b;
+    // Compile-time integers are 64-bit, like the literals: a result that does not fit is an
+    // error, never a silent wrap-around.
+    auto overflow = [&]() {
+      L.fail(r, fmt::format("integer overflow: {} {} {} does not fit in 64 bits", x, lang::to_string(op), y));
+    };
+    int64_t z = 0;
     switch (op) {
-      case BinaryOp::Add: return make_int(x + y);
-      case BinaryOp::Sub: return make_int(x - y);
-      case BinaryOp::Mul: return make_int(x * y);
+      case BinaryOp::Add:
+        if (__builtin_add_overflow(x, y, &z)) overflow();
+        return make_int(z);
+      case BinaryOp::Sub:
+        if (__builtin_sub_overflow(x, y, &z)) overflow();
+        return make_int(z);
+      case BinaryOp::Mul:
+        if (__builtin_mul_overflow(x, y, &z)) overflow();
+        return make_int(z);
       case BinaryOp::Div:
         if (y == 0) L.fail(r, "division by zero");
         return make_float(static_cast<double>(x) / static_cast<double>(y));
       case BinaryOp::FloorDiv:
         if (y == 0) L.fail(r, "integer division by zero");
+        if (x == std::numeric_limits<int64_t>::min() && y == -1) overflow();
         return make_int(floor_div(x, y));
       case BinaryOp::Mod:
         if (y == 0) L.fail(r, "integer modulo by zero");
+        if (y == -1) return make_int(0);  // floor_div(INT64_MIN, -1) would overflow
         return make_int(x - floor_div(x, y) * y);
       case BinaryOp::Pow:
         if (y >= 0) {
-          int64_t p = 1;
-          for (int64_t k = 0; k < y; ++k) p *= x;
-          return make_int(p);
+          std::optional<int64_t> p = int_pow(x, y);
+          if (!p) overflow();
+          return make_int(*p);
         }
         return make_float(std::pow(static_cast<double>(x), static_cast<double>(y)));
       default: break;
@@ -145,7 +172,11 @@ AV Lowerer::eval_unary(lang::UnaryOp op, AV v, lang::SourceRange r) {
       if (is_static_number(v) || (v->kind == AK::Node && v->type->is_tensor())) return v;
       break;
     case lang::UnaryOp::Neg:
-      if (v->kind == AK::Int) return make_int(-v->i);
+      if (v->kind == AK::Int) {
+        if (v->i == std::numeric_limits<int64_t>::min())
+          fail(r, fmt::format("integer overflow: -({}) does not fit in 64 bits", v->i));
+        return make_int(-v->i);
+      }
       if (v->kind == AK::Float) return make_float(-v->f);
       if (v->kind == AK::Node && v->type->is_tensor())
         return call_primitive(*Registry::instance().find("neg"), {{"", v, r}}, r);
@@ -353,6 +384,8 @@ AV Lowerer::eval_index(AV obj, const std::vector<lang::IndexItem>& items, Env& e
     fail(r, fmt::format("too many indices for {}: {} given", obj->type->str(), items.size()));
   std::vector<int64_t> starts, stops, steps, squeeze;
   constexpr int64_t kEnd = std::numeric_limits<int64_t>::max();
+  // slice reads only the start of a squeezed axis; its stop is start + 1 where that fits.
+  auto index_stop = [](int64_t i) { return i < kEnd ? i + 1 : kEnd; };
   auto static_int = [&](const lang::ExprPtr& e, int64_t dflt) -> int64_t {
     if (!e) return dflt;
     AV v = eval(*e, env);
@@ -373,7 +406,7 @@ AV Lowerer::eval_index(AV obj, const std::vector<lang::IndexItem>& items, Env& e
     }
     if (i->kind != AK::Int) fail(items[0].range, fmt::format("a tensor index must be an integer, not {}", describe(i)));
     starts.push_back(i->i);
-    stops.push_back(i->i + 1);
+    stops.push_back(index_stop(i->i));
     steps.push_back(1);
     squeeze.push_back(0);
   } else {
@@ -388,7 +421,7 @@ AV Lowerer::eval_index(AV obj, const std::vector<lang::IndexItem>& items, Env& e
       } else {
         int64_t i = static_int(it.index, 0);
         starts.push_back(i);
-        stops.push_back(i + 1);
+        stops.push_back(index_stop(i));
         steps.push_back(1);
         squeeze.push_back(static_cast<int64_t>(k));
       }

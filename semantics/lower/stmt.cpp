@@ -84,6 +84,13 @@ bool always_returns(const lang::Block* b) {
   return false;
 }
 
+// The loop index after i: i + step, or `stop` when that leaves int64 (as the step past the
+// last index of range(0, 2**63 - 1, 2**62) does); the loop is over either way.
+int64_t next_index(int64_t i, int64_t step, int64_t stop) {
+  int64_t next = 0;
+  return __builtin_add_overflow(i, step, &next) ? stop : next;
+}
+
 }  // namespace
 
 void Lowerer::bind_pattern(const lang::Pattern& p, AV value, Env& env, bool declare, bool is_var,
@@ -496,7 +503,7 @@ void Lowerer::lower_for(const Stmt& s, Env& env) {
       return k->i;
     };
     const int64_t b = value_of(start), e = value_of(stop), st = value_of(step);
-    for (int64_t i = b; st > 0 ? i < e : i > e; i += st) {
+    for (int64_t i = b; st > 0 ? i < e : i > e; i = next_index(i, st, e)) {
       AV elem = make_int(i);
       if (over_tensor) {
         std::vector<lang::IndexItem> none;

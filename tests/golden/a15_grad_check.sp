@@ -14,5 +14,5 @@ def main() {
     print(grad(f, wrt=(0, 1))(x, w))
 }
 # CHECK: f: finite differences along a random direction
-# CHECK: f: forward vs reverse
+# CHECK: f: forward mode vs reverse mode
 # CHECK: all derivatives agree

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
+#include "semantics/ir/parser.h"
 #include "semantics/iterable.h"
 #include "tests/ir/test_modules.h"
 #include "tests/ir/test_prims.h"
@@ -55,6 +58,36 @@ TEST(Interpreter, ForRangeSumsWithPositiveAndNegativeStep) {
     EXPECT_STREQ(e.what(), "for_range step must not be zero");
     EXPECT_EQ(e.loc.line, 7);
   }
+}
+
+// The index after the last one may not fit in int64: the loop ends there instead of
+// overflowing (undefined behaviour, caught by -DSPORA_SANITIZE=ON).
+TEST(Interpreter, ForRangeEndsWhereTheNextIndexWouldOverflow) {
+  ensure_prims();
+  auto m = parse_module(R"(
+graph @count(%start: i64, %stop: i64, %step: i64) -> i64 {
+  %zero = constant 0 : i64
+  graph @body(%i: i64, %n: i64) -> (i64,) {
+    %one = constant 1 : i64
+    %next = add(%n, %one) : i64
+    %t = make_tuple(%next) : (i64,)
+    return %t
+  }
+  %r = for_range(%start, %stop, %step, @body, %zero) : (i64,)
+  %c = tuple_get(%r, index=0) : i64
+  return %c
+}
+)");
+  Graph* count = m->find_graph("count");
+  ASSERT_NE(count, nullptr);
+  Interpreter interp(*m);
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  // kMax - 10, kMax - 6, kMax - 2, then kMax + 2 does not fit.
+  EXPECT_EQ(scalar(interp.call(count, {i64(kMax - 10), i64(kMax), i64(4)})), 3.0);
+  EXPECT_EQ(scalar(interp.call(count, {i64(kMin + 10), i64(kMin), i64(-4)})), 3.0);
+  EXPECT_EQ(scalar(interp.call(count, {i64(0), i64(kMax), i64(kMax)})), 1.0);
+  EXPECT_EQ(scalar(interp.call(count, {i64(-1), i64(kMin), i64(kMin)})), 1.0);
 }
 
 TEST(Interpreter, RecursiveFactorial) {
