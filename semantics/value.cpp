@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 
 #include "lang/diagnostics.h"
 
@@ -75,6 +76,17 @@ uint16_t float_to_bf16(float f) {
   if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40);
   bits += 0x7fffu + ((bits >> 16) & 1u);
   return static_cast<uint16_t>(bits >> 16);
+}
+
+// A double stored in an integer element: truncated toward zero (NumPy astype), NaN as 0 and
+// out-of-range values clamped to the type's range instead of being undefined behaviour.
+template <class T>
+T to_integer(double v) {
+  if (std::isnan(v)) return 0;
+  // The largest double below 2^31 is 2^31 - 1 itself; below 2^63 it is 2^63 - 1024.
+  constexpr double lo = static_cast<double>(std::numeric_limits<T>::min());
+  constexpr double hi = sizeof(T) == 4 ? 2147483647.0 : 9223372036854774784.0;
+  return static_cast<T>(std::trunc(std::fmin(std::fmax(v, lo), hi)));
 }
 
 int64_t shape_numel(const Shape& shape) {
@@ -163,10 +175,10 @@ void Tensor::set(int64_t i, double v) {
       reinterpret_cast<double*>(p)[i] = v;
       break;
     case DType::i32:
-      reinterpret_cast<int32_t*>(p)[i] = static_cast<int32_t>(v);
+      reinterpret_cast<int32_t*>(p)[i] = to_integer<int32_t>(v);
       break;
     case DType::i64:
-      reinterpret_cast<int64_t*>(p)[i] = static_cast<int64_t>(v);
+      reinterpret_cast<int64_t*>(p)[i] = to_integer<int64_t>(v);
       break;
     case DType::boolean:
       p[i] = v != 0.0 ? 1 : 0;
@@ -194,7 +206,7 @@ Tensor Tensor::cast(DType dtype) const {
   Tensor t = empty(dtype, shape_);
   // Exact paths for the integer types (a double cannot hold every i64).
   if (dtype_ == DType::i64 && dtype == DType::i64) {
-    std::memcpy(t.raw(), raw(), nbytes());
+    if (numel_) std::memcpy(t.raw(), raw(), nbytes());
   } else if (dtype_ == DType::i64 && dtype == DType::i32) {
     for (int64_t i = 0; i < numel_; ++i)
       t.data<int32_t>()[i] = static_cast<int32_t>(data<int64_t>()[i]);
@@ -203,18 +215,8 @@ Tensor Tensor::cast(DType dtype) const {
   } else if (dtype == DType::i64 && dtype_ == DType::i32) {
     for (int64_t i = 0; i < numel_; ++i) t.data<int64_t>()[i] = data<int32_t>()[i];
   } else {
-    // Float -> int truncates toward zero (NumPy astype); NaN and out-of-range values are
-    // clamped instead of being undefined behaviour.
-    for (int64_t i = 0; i < numel_; ++i) {
-      double v = get(i);
-      if (dtype == DType::i32 || dtype == DType::i64) {
-        if (std::isnan(v)) v = 0;
-        double lo = dtype == DType::i32 ? -2147483648.0 : -9223372036854775808.0;
-        double hi = dtype == DType::i32 ? 2147483647.0 : 9223372036854774784.0;
-        v = std::trunc(std::fmin(std::fmax(v, lo), hi));
-      }
-      t.set(i, v);
-    }
+    // Float -> int truncates toward zero, NaN and out-of-range values clamped (set does).
+    for (int64_t i = 0; i < numel_; ++i) t.set(i, get(i));
   }
   return t;
 }

@@ -576,13 +576,24 @@ AV Lowerer::call_def(const AVal& fn, std::vector<Arg> args, lang::SourceRange r)
     bound[k] = a.value;
     ranges[k] = a.range;
   }
-  // Method: the receiver's constructor arguments and fields are in scope, and `self`.
-  if (fn.self) {
-    for (const auto& [n, v] : fn.self->statics) env.declare(n, Binding{v, false, {}});
-    for (size_t k = 0; k < fn.self->names.size(); ++k)
-      env.declare(fn.self->names[k], Binding{fn.self->elems[k], false, {}});
-    env.declare("self", Binding{fn.self, false, {}});
-  }
+  // Method: the receiver's constructor arguments, fields, sibling methods and `self` are in
+  // scope.
+  auto bind_receiver = [&](Env& e, const AV& self) {
+    for (const auto& [n, v] : self->statics) e.declare(n, Binding{v, false, {}});
+    for (size_t k = 0; k < self->names.size(); ++k) e.declare(self->names[k], Binding{self->elems[k], false, {}});
+    if (self->model) {
+      for (const auto& m : self->model->methods) {
+        auto d = std::make_shared<AVal>();
+        d->kind = AK::Def;
+        d->def = m.get();
+        d->self = self;
+        d->module = fn.module;
+        e.declare(m->name, Binding{d, false, {}});
+      }
+    }
+    e.declare("self", Binding{self, false, {}});
+  };
+  if (fn.self) bind_receiver(env, fn.self);
   for (size_t k = 0; k < def.params.size(); ++k) {
     const auto& p = def.params[k];
     if (!bound[k]) {
@@ -679,9 +690,7 @@ AV Lowerer::call_def(const AVal& fn, std::vector<Arg> args, lang::SourceRange r)
         if (fn.self && has_runtime(fn.self)) {
           ir::Node* p = module_.add_param(g, "self", packed_type(fn.self), def.range.begin);
           AV inner = unpack(fn.self, p, r);
-          for (size_t k = 0; k < inner->names.size(); ++k)
-            body_env.declare(inner->names[k], Binding{inner->elems[k], false, {}});
-          body_env.declare("self", Binding{inner, false, {}});
+          bind_receiver(body_env, inner);
           graph_ = saved;
           xs.push_back(pack(fn.self, r));
           graph_ = g;

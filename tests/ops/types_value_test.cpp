@@ -1,4 +1,6 @@
 // Type::str, type equality, Tensor conversions, format_value and attr_str.
+#include <limits>
+
 #include "ops_test_util.h"
 
 namespace spora::ops::testing {
@@ -53,6 +55,21 @@ TEST(Tensor, ConversionsAndCast) {
   Tensor c = r.clone();
   c.set(0, 9);
   EXPECT_EQ(r.get(0), 1.0);
+}
+
+// Storing a double in an integer element truncates toward zero; NaN and values outside the
+// type's range are clamped (a plain static_cast of them is undefined behaviour).
+TEST(Tensor, IntegerElementsClampWhatDoesNotFit) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  Tensor t = T({5}, {-2.7, 1e300, -inf, nan, 3e9}, i64);
+  EXPECT_EQ(fmt(t), "[-2, 9223372036854774784, -9223372036854775808, 0, 3000000000]");
+  EXPECT_EQ(fmt(T({5}, {-2.7, 1e300, -inf, nan, 3e9}).cast(i32)),
+            "[-2, 2147483647, -2147483648, 0, 2147483647]");
+  Tensor s = Tensor::empty(i32, {2});
+  s.set(0, -3e9);
+  s.set(1, 2147483647.9);
+  EXPECT_EQ(fmt(s), "[-2147483648, 2147483647]");
 }
 
 TEST(FormatValue, Scalars) {
