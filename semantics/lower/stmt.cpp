@@ -320,6 +320,42 @@ struct Carried {
   AV skeleton;                    // tuple of the carried values (materialised)
   std::vector<ir::Node*> leaves;  // their run-time leaves
 };
+
+// The body's result: the carried variables' new values (their types must not change).
+ir::Node* body_result(Lowerer& L, const Carried& c, Env& benv, lang::SourceRange r) {
+  std::vector<AV> after;
+  for (const auto& v : c.vars) after.push_back(benv.lookup(v)->value);
+  AV next = L.materialise_numbers(make_tuple(after), r);
+  if (contains_error(next)) throw Abort{};
+  for (size_t k = 0; k < c.vars.size(); ++k)
+    if (skeleton_key(next->elems[k]) != skeleton_key(c.skeleton->elems[k]))
+      L.fail(r, fmt::format("variable '{}' changes type in the loop: {} before, {} after an iteration", c.vars[k],
+                            describe(c.skeleton->elems[k]), describe(next->elems[k])));
+  std::vector<ir::Node*> leaves;
+  L.flatten(next, leaves, r, false);
+  return L.emit_node("make_tuple", leaves, {}, r);
+}
+
+// Emits the loop `prim(inputs..., carried leaves...)` and rebinds the carried variables to its
+// results.
+void emit_loop(Lowerer& L, const char* prim, std::vector<ir::Node*> inputs, const Carried& c, Env& env,
+               lang::SourceRange r) {
+  std::vector<TypeP> ts;
+  for (auto* l : c.leaves) {
+    inputs.push_back(l);
+    ts.push_back(l->type);
+  }
+  ir::Node* loop = L.module_.add_apply(L.graph_, Registry::instance().find(prim), inputs, {}, Type::tuple(ts), L.loc(r));
+  std::vector<ir::Node*> outs;
+  for (size_t k = 0; k < ts.size(); ++k) {
+    Attrs a;
+    a.set("index", static_cast<int64_t>(k));
+    outs.push_back(L.emit_node("tuple_get", {loop}, a, r));
+  }
+  size_t pos = 0;
+  AV vals = L.unflatten(c.skeleton, outs, pos);
+  for (size_t k = 0; k < c.vars.size(); ++k) env.lookup_mutable(c.vars[k])->value = vals->elems[k];
+}
 }  // namespace
 
 void Lowerer::lower_while(const Stmt& s, Env& env) {
@@ -386,39 +422,15 @@ void Lowerer::lower_while(const Stmt& s, Env& env) {
   try {
     benv.push();
     lower_block(s.body->stmts, 0, benv);
-    std::vector<AV> after;
-    for (const auto& v : c.vars) after.push_back(benv.lookup(v)->value);
-    AV next = materialise_numbers(make_tuple(after), s.range);
-    if (contains_error(next)) throw Abort{};
-    for (size_t k = 0; k < c.vars.size(); ++k)
-      if (skeleton_key(next->elems[k]) != skeleton_key(c.skeleton->elems[k]))
-        fail(s.range, fmt::format("variable '{}' changes type in the loop: {} before, {} after an iteration", c.vars[k],
-                                  describe(c.skeleton->elems[k]), describe(next->elems[k])));
-    std::vector<ir::Node*> leaves;
-    flatten(next, leaves, s.range, false);
-    body_g->output = emit_node("make_tuple", leaves, {}, s.range);
+    body_g->output = body_result(*this, c, benv, s.range);
   } catch (...) {
     graph_ = saved;
     throw;
   }
   graph_ = saved;
-  std::vector<ir::Node*> inputs{module_.add_graph_constant(graph_, cond_g, loc(s.range)),
-                                module_.add_graph_constant(graph_, body_g, loc(s.range))};
-  std::vector<TypeP> ts;
-  for (auto* l : c.leaves) {
-    inputs.push_back(l);
-    ts.push_back(l->type);
-  }
-  ir::Node* loop = module_.add_apply(graph_, Registry::instance().find("while"), inputs, {}, Type::tuple(ts), loc(s.range));
-  std::vector<ir::Node*> outs;
-  for (size_t k = 0; k < ts.size(); ++k) {
-    Attrs a;
-    a.set("index", static_cast<int64_t>(k));
-    outs.push_back(emit_node("tuple_get", {loop}, a, s.range));
-  }
-  size_t pos = 0;
-  AV vals = unflatten(c.skeleton, outs, pos);
-  for (size_t k = 0; k < c.vars.size(); ++k) env.lookup_mutable(c.vars[k])->value = vals->elems[k];
+  emit_loop(*this, "while",
+            {module_.add_graph_constant(graph_, cond_g, loc(s.range)), module_.add_graph_constant(graph_, body_g, loc(s.range))},
+            c, env, s.range);
 }
 
 void Lowerer::lower_for(const Stmt& s, Env& env) {
@@ -559,17 +571,7 @@ void Lowerer::lower_for(const Stmt& s, Env& env) {
     }
     bind_pattern(s.pattern, elem, benv, true, false, it.range);
     lower_block(s.body->stmts, 0, benv);
-    std::vector<AV> after;
-    for (const auto& v : c.vars) after.push_back(benv.lookup(v)->value);
-    AV next = materialise_numbers(make_tuple(after), s.range);
-    if (contains_error(next)) throw Abort{};
-    for (size_t k = 0; k < c.vars.size(); ++k)
-      if (skeleton_key(next->elems[k]) != skeleton_key(c.skeleton->elems[k]))
-        fail(s.range, fmt::format("variable '{}' changes type in the loop: {} before, {} after an iteration", c.vars[k],
-                                  describe(c.skeleton->elems[k]), describe(next->elems[k])));
-    std::vector<ir::Node*> leaves;
-    flatten(next, leaves, s.range, false);
-    body_g->output = emit_node("make_tuple", leaves, {}, s.range);
+    body_g->output = body_result(*this, c, benv, s.range);
   } catch (...) {
     graph_ = saved;
     throw;
@@ -582,22 +584,7 @@ void Lowerer::lower_for(const Stmt& s, Env& env) {
     inputs = {start, stop, step};
   }
   inputs.push_back(module_.add_graph_constant(graph_, body_g, loc(s.range)));
-  std::vector<TypeP> ts;
-  for (auto* l : c.leaves) {
-    inputs.push_back(l);
-    ts.push_back(l->type);
-  }
-  ir::Node* loop = module_.add_apply(graph_, Registry::instance().find(over_iter ? "for_each" : "for_range"), inputs, {},
-                                     Type::tuple(ts), loc(s.range));
-  std::vector<ir::Node*> outs;
-  for (size_t k = 0; k < ts.size(); ++k) {
-    Attrs a;
-    a.set("index", static_cast<int64_t>(k));
-    outs.push_back(emit_node("tuple_get", {loop}, a, s.range));
-  }
-  size_t pos = 0;
-  AV vals = unflatten(c.skeleton, outs, pos);
-  for (size_t k = 0; k < c.vars.size(); ++k) env.lookup_mutable(c.vars[k])->value = vals->elems[k];
+  emit_loop(*this, over_iter ? "for_each" : "for_range", inputs, c, env, s.range);
 }
 
 }  // namespace spora::sem::lower
