@@ -1,4 +1,5 @@
 #include "tools/cmd_coll.h"
+#include "tools/size_args.h"
 
 #include <fmt/format.h>
 
@@ -52,41 +53,8 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-std::int64_t parse_bytes(const std::string& text) {
-  std::size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    throw UsageError(fmt::format("'{}' is not a size (e.g. 8, 1K, 64M, 1G)", text));
-  }
-  const std::string unit = text.substr(used);
-  double scale = 1;
-  if (unit == "K" || unit == "k")
-    scale = 1024;
-  else if (unit == "M" || unit == "m")
-    scale = 1024.0 * 1024;
-  else if (unit == "G" || unit == "g")
-    scale = 1024.0 * 1024 * 1024;
-  else if (!unit.empty() && unit != "B")
-    throw UsageError(fmt::format("unknown size unit in '{}'", text));
-  if (value < 0) throw UsageError(fmt::format("size '{}' is negative", text));
-  return static_cast<std::int64_t>(value * scale);
-}
-
-std::vector<std::int64_t> parse_sizes(const std::string& text, double factor) {
-  const auto colon = text.find(':');
-  const std::int64_t lo = parse_bytes(text.substr(0, colon));
-  const std::int64_t hi = colon == std::string::npos ? lo : parse_bytes(text.substr(colon + 1));
-  if (hi < lo) throw UsageError(fmt::format("--sizes {}: the maximum is below the minimum", text));
-  if (factor <= 1 && hi > lo) throw UsageError("--factor must be greater than 1");
-  std::vector<std::int64_t> out;
-  for (double s = static_cast<double>(lo); s <= static_cast<double>(hi) * 1.0000001; s *= factor) {
-    out.push_back(static_cast<std::int64_t>(s));
-    if (lo == 0 || hi == lo) break;
-  }
-  return out;
-}
+using spora::tools::parse_size;
+using spora::tools::parse_sizes;
 
 // nccl-tests' size conventions: per-rank element count for a size in bytes.
 std::int64_t count_for(Collective c, std::int64_t bytes, int ranks, std::size_t element) {

@@ -1,4 +1,5 @@
 #include "tools/cmd_sim.h"
+#include "tools/size_args.h"
 
 #include <fmt/format.h>
 
@@ -49,41 +50,8 @@ constexpr DType kDTypes[] = {{"f64", "double", 8},    {"f32", "float", 4}, {"f16
 
 // Sizes and bandwidths follow nccl-tests (and `spora coll`, tools/cmd_coll.cpp): `size` is the
 // buffer for all-reduce, broadcast and reduce, all ranks' blocks together for the others.
-std::int64_t parse_size(const std::string& text) {
-  std::size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    throw UsageError(fmt::format("'{}' is not a size (e.g. 8, 1K, 64M, 1G)", text));
-  }
-  const std::string unit = text.substr(used);
-  double scale = 1;
-  if (unit == "K" || unit == "k")
-    scale = 1024;
-  else if (unit == "M" || unit == "m")
-    scale = 1024.0 * 1024;
-  else if (unit == "G" || unit == "g")
-    scale = 1024.0 * 1024 * 1024;
-  else if (!unit.empty() && unit != "B")
-    throw UsageError(fmt::format("unknown size unit in '{}'", text));
-  if (value < 0) throw UsageError(fmt::format("size '{}' is negative", text));
-  return static_cast<std::int64_t>(value * scale);
-}
-
-std::vector<std::int64_t> parse_sizes(const std::string& text, double factor) {
-  const auto colon = text.find(':');
-  const std::int64_t lo = parse_size(text.substr(0, colon));
-  const std::int64_t hi = colon == std::string::npos ? lo : parse_size(text.substr(colon + 1));
-  if (hi < lo) throw UsageError(fmt::format("--sizes {}: the maximum is below the minimum", text));
-  if (factor <= 1 && hi > lo) throw UsageError("--factor must be greater than 1");
-  std::vector<std::int64_t> out;
-  for (double s = static_cast<double>(lo); s <= static_cast<double>(hi) * 1.0000001; s *= factor) {
-    out.push_back(static_cast<std::int64_t>(s));
-    if (lo == 0 || hi == lo) break;
-  }
-  return out;
-}
+using spora::tools::parse_size;
+using spora::tools::parse_sizes;
 
 bool whole_buffer(Collective c) {
   return c == Collective::AllReduce || c == Collective::Broadcast || c == Collective::Reduce;

@@ -1,0 +1,52 @@
+// Message sizes on the command line, nccl-tests style (`8`, `1K`, `64M`, `1G`, ranges `8:64M`
+// stepped by a factor), shared by `spora coll` and `spora sim-coll`. Errors throw
+// std::invalid_argument with a message for the user.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace spora::tools {
+
+inline std::int64_t parse_size(const std::string& text) {
+  std::size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    throw std::invalid_argument(fmt::format("'{}' is not a size (e.g. 8, 1K, 64M, 1G)", text));
+  }
+  const std::string unit = text.substr(used);
+  double scale = 1;
+  if (unit == "K" || unit == "k")
+    scale = 1024;
+  else if (unit == "M" || unit == "m")
+    scale = 1024.0 * 1024;
+  else if (unit == "G" || unit == "g")
+    scale = 1024.0 * 1024 * 1024;
+  else if (!unit.empty() && unit != "B")
+    throw std::invalid_argument(fmt::format("unknown size unit in '{}'", text));
+  if (value < 0) throw std::invalid_argument(fmt::format("size '{}' is negative", text));
+  return static_cast<std::int64_t>(value * scale);
+}
+
+// "lo:hi" -> lo, lo*factor, ... up to hi; "n" -> {n}.
+inline std::vector<std::int64_t> parse_sizes(const std::string& text, double factor) {
+  const auto colon = text.find(':');
+  const std::int64_t lo = parse_size(text.substr(0, colon));
+  const std::int64_t hi = colon == std::string::npos ? lo : parse_size(text.substr(colon + 1));
+  if (hi < lo) throw std::invalid_argument(fmt::format("--sizes {}: the maximum is below the minimum", text));
+  if (factor <= 1 && hi > lo) throw std::invalid_argument("--factor must be greater than 1");
+  std::vector<std::int64_t> out;
+  for (double s = static_cast<double>(lo); s <= static_cast<double>(hi) * 1.0000001; s *= factor) {
+    out.push_back(static_cast<std::int64_t>(s));
+    if (lo == 0 || hi == lo) break;
+  }
+  return out;
+}
+
+}  // namespace spora::tools
