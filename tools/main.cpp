@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <chrono>
 #include <fstream>
 #include <iostream>
 
@@ -75,7 +76,18 @@ int cmd_run(const std::string& path, const RunOptions& opts) {
   }
   try {
     sem::Interpreter interp(*c.module);
+    sem::reset_peak_memory();
+    const auto t0 = std::chrono::steady_clock::now();
     interp.call(c.module->entry, {});
+    if (opts.stats) {
+      std::cout.flush();
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      size_t nodes = 0;
+      for (const auto& g : c.module->graphs()) nodes += g->nodes.size();
+      std::cerr << fmt::format("stats: {} graphs, {} nodes after optimization; ran in {:.1f} ms; peak tensor memory {:.3f} MB\n",
+                               c.module->graphs().size(), nodes, ms,
+                               static_cast<double>(sem::memory_stats().peak_bytes) / 1e6);
+    }
   } catch (const sem::RuntimeError& e) {
     std::cout.flush();
     report_runtime_error(sources, e.loc, e.what());
@@ -159,7 +171,7 @@ int main(int argc, char** argv) {
   run->add_option("file", run_path, "the program (.sp) or IR module (.ir)")->required();
   run->add_option("--mode", run_opts.mode, "execution mode: graph (compile the whole program) or eager (op by op)")
       ->capture_default_str();
-  run->add_flag("--stats", run_opts.stats, "print execution statistics");
+  run->add_flag("--stats", run_opts.stats, "print graph size, run time and peak tensor memory (graph mode) to stderr");
   bool no_opt = false;
   run->add_flag("--no-optimize", no_opt, "run the IR as lowered, without the simplification passes");
 
