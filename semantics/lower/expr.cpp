@@ -207,9 +207,17 @@ AV Lowerer::eval_list(const lang::Expr& e, Env& env) {
       any_float = any_float || it->kind == AK::Float;
       all_bool = all_bool && it->kind == AK::Bool;
     }
-    DType dt = any_float ? float_dtype() : all_bool ? DType::boolean : DType::i32;
+    // Integers are i32 unless one needs 64 bits; i64 elements are written exactly.
+    bool wide = false;
+    for (const auto& it : items) wide = wide || (it->kind == AK::Int && it->i != static_cast<int32_t>(it->i));
+    DType dt = any_float ? float_dtype() : all_bool ? DType::boolean : wide ? DType::i64 : DType::i32;
     Tensor t = Tensor::empty(dt, {static_cast<int64_t>(items.size())});
-    for (size_t k = 0; k < items.size(); ++k) t.set(static_cast<int64_t>(k), as_double(items[k]));
+    for (size_t k = 0; k < items.size(); ++k) {
+      if (dt == DType::i64)
+        t.data<int64_t>()[k] = items[k]->kind == AK::Int ? items[k]->i : items[k]->b;
+      else
+        t.set(static_cast<int64_t>(k), as_double(items[k]));
+    }
     return make_node(constant(t, e.range));
   }
   // Nested constant literals: if every item is a constant node, merge them into one constant.
@@ -226,6 +234,7 @@ AV Lowerer::eval_list(const lang::Expr& e, Env& env) {
         fail(e.elems[k]->range, fmt::format("ragged tensor literal: row {} has shape {} but row 0 has shape {}", k,
                                             shape_str(t.shape()), shape_str(first.shape())));
       if (is_float(t.dtype())) dt = t.dtype();
+      else if (t.dtype() == DType::i64 && !is_float(dt)) dt = DType::i64;
     }
     Shape shape{static_cast<int64_t>(items.size())};
     shape.insert(shape.end(), first.shape().begin(), first.shape().end());
@@ -233,7 +242,13 @@ AV Lowerer::eval_list(const lang::Expr& e, Env& env) {
     int64_t n = first.numel();
     for (size_t k = 0; k < items.size(); ++k) {
       const Tensor& t = items[k]->node->value.tensor;
-      for (int64_t i = 0; i < n; ++i) out.set(static_cast<int64_t>(k) * n + i, t.get(i));
+      const int64_t at = static_cast<int64_t>(k) * n;
+      if (dt == DType::i64 && t.dtype() != DType::boolean) {  // exactly, not through a double
+        for (int64_t i = 0; i < n; ++i)
+          out.data<int64_t>()[at + i] = t.dtype() == DType::i64 ? t.data<int64_t>()[i] : t.data<int32_t>()[i];
+      } else {
+        for (int64_t i = 0; i < n; ++i) out.set(at + i, t.get(i));
+      }
     }
     // The row constants are now unused; the verifier tolerates them and DCE removes them.
     return make_node(constant(out, e.range));

@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 
 #include "lang/parser.h"
 #include "semantics/ir/verifier.h"
@@ -303,7 +304,17 @@ ir::Node* Lowerer::constant(Value v, lang::SourceRange r) {
 ir::Node* Lowerer::to_node(const AV& v, lang::SourceRange r, std::optional<DType> dtype) {
   switch (v->kind) {
     case AK::Node: return v->node;
-    case AK::Int: return constant(Tensor::scalar(dtype.value_or(DType::i32), static_cast<double>(v->i)), r);
+    case AK::Int: {
+      // i32 unless the value needs 64 bits; an integer dtype too narrow for it is an error
+      // (never a wrap-around), and i64 is written exactly (a double holds only 53 bits).
+      const bool fits_i32 = v->i >= std::numeric_limits<int32_t>::min() && v->i <= std::numeric_limits<int32_t>::max();
+      const DType d = dtype.value_or(fits_i32 ? DType::i32 : DType::i64);
+      if (d == DType::i32 && !fits_i32) fail(r, fmt::format("integer {} does not fit in i32", v->i));
+      if (d != DType::i64) return constant(Tensor::scalar(d, static_cast<double>(v->i)), r);
+      Tensor t = Tensor::empty(DType::i64, {});
+      t.data<int64_t>()[0] = v->i;
+      return constant(t, r);
+    }
     case AK::Float: {
       DType d = dtype && is_float(*dtype) ? *dtype : float_dtype();
       return constant(Tensor::scalar(d, v->f), r);

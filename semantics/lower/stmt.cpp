@@ -477,7 +477,9 @@ void Lowerer::lower_for(const Stmt& s, Env& env) {
       if (a[k]->kind == AK::Error) throw Abort{};
       if (a[k]->kind == AK::Node && a[k]->type->is_scalar() && is_integer(a[k]->type->dtype)) {
         if (a[k]->type->dtype == DType::i64) dt = DType::i64;
-      } else if (a[k]->kind != AK::Int) {
+      } else if (a[k]->kind == AK::Int) {
+        if (a[k]->i != static_cast<int32_t>(a[k]->i)) dt = DType::i64;  // a bound needs 64 bits
+      } else {
         fail(it.args[k]->range, fmt::format("range arguments must be integers, not {}", describe(a[k])));
       }
     }

@@ -31,7 +31,13 @@ AV Lowerer::known(const AV& v) const {
   if (!eager_ || v->kind != AK::Node || !eager_value || !v->type->is_scalar()) return v;
   const Value* x = eager_value(v->node);
   if (!x || !x->is_tensor()) return v;
-  const double d = x->tensor.item();
+  const sem::Tensor& t = x->tensor;
+  // Integers exactly: through a double, an i64 beyond 2^53 would change (and 2^63 overflow).
+  if (is_integer(v->type->dtype) && t.numel() == 1) {
+    if (t.dtype() == DType::i64) return make_int(t.data<int64_t>()[0]);
+    if (t.dtype() == DType::i32) return make_int(t.data<int32_t>()[0]);
+  }
+  const double d = t.item();
   if (v->type->dtype == DType::boolean) return make_bool(d != 0);
   if (is_integer(v->type->dtype)) return make_int(static_cast<int64_t>(d));
   return v;
