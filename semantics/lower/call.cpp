@@ -114,7 +114,7 @@ ir::Node* Lowerer::emit_node(const std::string& prim_name, std::vector<ir::Node*
   } catch (const lang::UserError& e) {
     fail(r, e.what());
   }
-  return module_.add_apply(graph_, prim, std::move(inputs), std::move(attrs), out, loc(r));
+  return module_.add_apply(current_graph(r), prim, std::move(inputs), std::move(attrs), out, loc(r));
 }
 
 AV Lowerer::emit(const std::string& prim, std::vector<ir::Node*> inputs, Attrs attrs, lang::SourceRange r) {

@@ -282,7 +282,7 @@ AV Lowerer::eval_conditional(const lang::Expr& e, Env& env) {
     fail(e.cond->range, fmt::format("a condition must be bool, not {}", c->type->str()));
   }
   // Two zero-parameter branch graphs nested in the current one.
-  ir::Graph* saved = graph_;
+  ir::Graph* saved = current_graph(e.range);
   AV results[2];
   ir::Graph* branches[2];
   const lang::Expr* exprs[2] = {e.then_expr.get(), e.else_expr.get()};

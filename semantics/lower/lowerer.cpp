@@ -93,6 +93,9 @@ const std::set<std::string>& special_builtins() {
       "jvp", "vjp", "set_mode", "tree_map"};
   return s;
 }
+
+constexpr const char* kModuleLevelLet =
+    "a module-level let must be a compile-time constant (a number, string or tuple of those)";
 }  // namespace
 
 Lowerer::Lowerer(const Program& program, lang::DiagnosticEngine& diags, ir::Module& module,
@@ -153,7 +156,7 @@ Lowerer::Lowerer(const Program& program, lang::DiagnosticEngine& diags, ir::Modu
       try {
         AV v = eval(*st->value, env);
         if (contains_function(v) ? false : !contains_static(v) || v->kind == AK::Node)
-          fail(st->value->range, "a module-level let must be a compile-time constant (a number, string or tuple of those)");
+          fail(st->value->range, kModuleLevelLet);
         bind_pattern(st->pattern, v, env, true, false, st->value->range);
         for (const auto& [n, b] : env.scopes.back()) globals_[m][n] = b;
       } catch (const Abort&) {
@@ -163,6 +166,11 @@ Lowerer::Lowerer(const Program& program, lang::DiagnosticEngine& diags, ir::Modu
 }
 
 void Lowerer::error(lang::SourceRange r, const std::string& message) { diags_.error(r, message); }
+
+ir::Graph* Lowerer::current_graph(lang::SourceRange r) {
+  if (!graph_) fail(r, kModuleLevelLet);
+  return graph_;
+}
 
 void Lowerer::fail(lang::SourceRange r, const std::string& message) {
   diags_.error(r, message);
@@ -298,7 +306,7 @@ void Lowerer::check_annotated_functions() {
 
 // ------------------------------------------------------------------ values and nodes
 ir::Node* Lowerer::constant(Value v, lang::SourceRange r) {
-  return module_.add_constant(graph_, std::move(v), loc(r));
+  return module_.add_constant(current_graph(r), std::move(v), loc(r));
 }
 
 ir::Node* Lowerer::to_node(const AV& v, lang::SourceRange r, std::optional<DType> dtype) {
@@ -678,9 +686,9 @@ AV Lowerer::call_def(const AVal& fn, std::vector<Arg> args, lang::SourceRange r)
       if (s.in_progress) {
         if (!s.declared_result)
           fail(r, fmt::format("recursive function '{}' needs a declared return type (-> ...)", fname));
-        return make_node(module_.add_call(graph_, s.graph, xs, s.declared_result, loc(r)));
+        return make_node(module_.add_call(current_graph(r), s.graph, xs, s.declared_result, loc(r)));
       }
-      ir::Node* c = module_.add_call(graph_, s.graph, xs, s.graph->output->type, loc(r));
+      ir::Node* c = module_.add_call(current_graph(r), s.graph, xs, s.graph->output->type, loc(r));
       return unpack(s.result_skeleton, c, r);
     }
     if (it == specs_.end()) {
@@ -758,7 +766,7 @@ AV Lowerer::call_def(const AVal& fn, std::vector<Arg> args, lang::SourceRange r)
       if (ok) {
         Spec& sp = specs_[key];
         sp.in_progress = false;
-        ir::Node* c = module_.add_call(graph_, g, xs, g->output->type, loc(r));
+        ir::Node* c = module_.add_call(current_graph(r), g, xs, g->output->type, loc(r));
         return unpack(sp.result_skeleton, c, r);
       }
     }

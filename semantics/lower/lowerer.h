@@ -45,6 +45,9 @@ class Lowerer {
   [[noreturn]] void fail(lang::SourceRange r, const std::string& message);
   void error(lang::SourceRange r, const std::string& message);
   lang::SourceLoc loc(lang::SourceRange r) const { return r.begin; }
+  // The graph nodes go to now. A module-level let is evaluated outside any graph: whatever
+  // would emit a node there is an error at r (it must fold to a compile-time constant).
+  ir::Graph* current_graph(lang::SourceRange r);
 
   // ---- globals
   const Binding* lookup_global(int module, const std::string& name) const;

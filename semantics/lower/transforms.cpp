@@ -224,7 +224,7 @@ AV Lowerer::call_transform(const AVal& t, std::vector<Arg> args, lang::SourceRan
     a.value = fresh_leaves(a.value, leaves[k], a.range);
     primals[k] = a.value;
   }
-  const size_t begin = graph_->nodes.size();
+  const size_t begin = current_graph(r)->nodes.size();
   ir::Graph* region_graph = graph_;
   const std::vector<Arg> check_args = grad_check_ ? args : std::vector<Arg>{};
   const bool saved = ad_inline_;
@@ -274,7 +274,7 @@ AV Lowerer::call_vjp(std::vector<Arg> args, lang::SourceRange r) {
     data->primals.push_back(p);
     call_args.push_back(Arg{"", p, args[k].range});
   }
-  const size_t begin = graph_->nodes.size();
+  const size_t begin = current_graph(r)->nodes.size();
   data->graph = graph_;
   const bool saved = ad_inline_;
   ad_inline_ = true;
@@ -382,7 +382,7 @@ AV Lowerer::call_jvp(std::vector<Arg> args, lang::SourceRange r) {
     tangents.insert(tangents.end(), tl.begin(), tl.end());
     call_args.push_back(Arg{"", p, args[1].range});
   }
-  const size_t begin = graph_->nodes.size();
+  const size_t begin = current_graph(r)->nodes.size();
   ir::Graph* region_graph = graph_;
   const bool saved = ad_inline_;
   ad_inline_ = true;
