@@ -1,6 +1,7 @@
 #include "semantics/eager.h"
 
 #include "semantics/interpreter.h"
+#include "semantics/registry.h"
 
 namespace spora::sem {
 
@@ -42,7 +43,7 @@ void EagerExecutor::run(ir::Node* n) {
       Interpreter interp(m_);
       values_[n] = interp.call(n->callee, std::move(args));
     } else if (n->prim->eval) {
-      values_[n] = n->prim->eval(args, n->attrs);
+      values_[n] = kernel_for(*n->prim)(args, n->attrs);
     } else {
       throw lang::InternalError("eager: control flow '" + n->prim->name + "' in eager mode");
     }

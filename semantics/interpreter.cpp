@@ -248,7 +248,7 @@ Value Interpreter::eval_node(const Node* n, const Frame& frame) {
     if (is_control_flow(n->prim)) return eval_control(n, in, frame);
     if (!n->prim->eval)
       throw lang::InternalError("primitive " + n->prim->name + " has no reference kernel");
-    return n->prim->eval(in, n->attrs);
+    return kernel_for(*n->prim)(in, n->attrs);
   } catch (RuntimeError& e) {
     if (!e.loc.valid())
       e.loc = n->loc;  // generated code: blame the nearest located node

@@ -1,6 +1,8 @@
 // The primitive registry and static attributes (registry.h).
 #include "semantics/registry.h"
 
+#include <atomic>
+
 #include "lang/diagnostics.h"
 
 namespace spora::sem {
@@ -100,6 +102,20 @@ DType Attrs::get_dtype(std::string_view name) const {
 bool Attrs::is_none(std::string_view name) const {
   const Attr* a = find(name);
   return !a || std::holds_alternative<std::monostate>(*a);
+}
+
+namespace {
+std::atomic<Backend> g_backend{Backend::Reference};
+}
+
+void set_backend(Backend b) { g_backend.store(b, std::memory_order_relaxed); }
+Backend backend() { return g_backend.load(std::memory_order_relaxed); }
+
+const RefKernel& kernel_for(const Primitive& p) {
+  if (g_backend.load(std::memory_order_relaxed) == Backend::Cpu) {
+    if (const RefKernel* k = p.facet<RefKernel>(kCpuKernelFacet)) return *k;
+  }
+  return p.eval;
 }
 
 Registry& Registry::instance() {

@@ -8,6 +8,8 @@
 #include <iostream>
 
 #include "autodiff/install.h"
+#include "backends/cpu/cpu.h"
+#include "backends/runtime/runtime.h"
 #include "lang/ast_printer.h"
 #include "lang/parser.h"
 #include "ops/ops.h"
@@ -159,6 +161,9 @@ int main(int argc, char** argv) {
   using namespace spora;
   ops::register_all();
   autodiff::install();
+  runtime::install();
+  cpu::register_kernels();
+  sem::set_backend(sem::Backend::Cpu);
   CLI::App app{
       "Spora: a typed language for deep-learning models, compiled to a graph IR with automatic "
       "differentiation, fused CPU/GPU kernels, auto-parallel strategies and a cluster simulator."};

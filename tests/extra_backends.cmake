@@ -1,0 +1,4 @@
+# Backend test folders: tests/runtime (allocator, planner, data, checkpoints) and tests/cpu
+# (every CPU kernel against the reference kernel).
+spora_test_dir(runtime spora_runtime spora_cpu)
+spora_test_dir(cpu spora_cpu spora_runtime)
