@@ -30,6 +30,8 @@ class Tensor {
   int64_t numel() const { return numel_; }
   TypeP type() const { return Type::tensor(dtype_, shape_); }
   bool defined() const { return static_cast<bool>(storage_); }
+  // True when no other Tensor shares this storage (a kernel may then write its result into it).
+  bool unique() const { return storage_ && storage_.use_count() == 1; }
 
   // Typed access to the contiguous buffer. T must match dtype (float for f32, double for f64,
   // int32_t, int64_t, bool (stored as uint8_t: use data<uint8_t>()), uint16_t for f16/bf16).
