@@ -1,0 +1,560 @@
+// The reference workloads W1-W6 of ../shared/bench/WORKLOADS.md (programs in
+// benchmarks/workloads/), in graph mode and in eager mode, plus the machine limits they are
+// compared with, all measured in one process. benchmarks/compare.py runs this binary and the
+// PyTorch peer script together and prints the ratios; benchmarks/README.md says what is timed.
+//
+//   W<n>/graph   the program is compiled once (lowering + AD + the simplification passes);
+//                main() runs once to build step's inputs (parameters, data); then each timed
+//                iteration is one sem::Interpreter call of the graph @step on the Cpu backend.
+//                Training steps (W2, W3) feed the updated parameters into the next call.
+//   W<n>/eager   what a user of eager mode pays per step: lowering `run_steps(k)` in eager mode
+//                parses the program, builds the inputs, then runs k steps op by op (each
+//                operation is type-checked and executed as the lowering reaches it, the
+//                derivative on the recorded tape). Per step = (time(k steps) - time(0 steps)) / k,
+//                time(0 steps) being the median of runs of the same program with k = 0.
+//   Limit/...    OpenBLAS SGEMM 1024^3, the 9 GEMMs of W2 back to back, STREAM triad.
+//
+// Every workload is verified once before it is timed (a failure skips the benchmark with the
+// reason): the step's outputs are finite and agree with the reference backend within 1e-4
+// (relative to the largest magnitude), eager mode prints the same loss as graph mode, and W5
+// matches its closed form (computed in double) on a few elements.
+//
+// Counters: median_ms / min_ms per step (the compare script quotes the median), bg_load (CPU
+// cores used by other processes while timing; above ~0.1 the number is contaminated).
+// Extra flag (before the Google Benchmark flags): --profile=W2,W4[,eager] prints, for each
+// workload, where a graph-mode step spends its time per primitive (Interpreter::set_trace).
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+#include <fmt/format.h>
+#include <omp.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "autodiff/install.h"
+#include "backends/cpu/cpu.h"
+#include "backends/runtime/runtime.h"
+#include "lang/parser.h"
+#include "ops/ops.h"
+#include "semantics/interpreter.h"
+#include "semantics/lower.h"
+#include "semantics/passes/pipeline.h"
+#include "semantics/registry.h"
+
+namespace {
+
+using spora::sem::Value;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// ------------------------------------------------------------------ load accounting
+// CPU seconds used by other processes during a timed loop, as in ../shared/bench/torch_workloads.py.
+struct BgMeter {
+  static double busy_seconds() {
+    std::ifstream f("/proc/stat");
+    std::string cpu;
+    double v[8] = {};
+    f >> cpu;
+    for (double& x : v) f >> x;
+    return (v[0] + v[1] + v[2] + v[5] + v[6]) / static_cast<double>(sysconf(_SC_CLK_TCK));
+  }
+  static double own_seconds() {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+           1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+  }
+  double busy0 = busy_seconds(), own0 = own_seconds();
+  Clock::time_point t0 = Clock::now();
+  double cores() const {
+    const double dt = seconds_since(t0);
+    return std::max(0.0, ((busy_seconds() - busy0) - (own_seconds() - own0)) / std::max(dt, 1e-9));
+  }
+};
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+void report_times(benchmark::State& state, const std::vector<double>& seconds, const BgMeter& bg) {
+  state.counters["median_ms"] = median(seconds) * 1e3;
+  state.counters["min_ms"] = seconds.empty() ? 0 : *std::min_element(seconds.begin(), seconds.end()) * 1e3;
+  state.counters["bg_load"] = bg.cores();
+}
+
+// ------------------------------------------------------------------ the workloads
+struct Workload {
+  std::string id;      // "W2"
+  std::string file;    // benchmarks/workloads/<file>
+  int eager_steps;     // k of the eager measurement (the eager tape keeps every step's values)
+  int eager_runs;      // timed eager runs (each lowers the program with k steps)
+  bool feeds_back;     // step returns (loss, new parameters): the next call trains them
+};
+
+const std::vector<Workload>& workloads() {
+  static const std::vector<Workload> w = {
+      {"W1", "w1_mlp_forward.sp", 20, 15, false},      {"W2", "w2_mlp_train.sp", 10, 15, true},
+      {"W3", "w3_lenet5_train.sp", 5, 11, true},       {"W4", "w4_transformer_block.sp", 2, 7, false},
+      {"W5", "w5_elementwise_chain.sp", 4, 11, false}, {"W6", "w6_rnn_unrolled.sp", 3, 11, false},
+  };
+  return w;
+}
+
+const Workload& workload(const std::string& id) {
+  for (const auto& w : workloads())
+    if (w.id == id) return w;
+  throw std::runtime_error("unknown workload " + id);
+}
+
+std::string read_source(const Workload& w) {
+  const std::string path = std::string(SPORA_SOURCE_DIR) + "/benchmarks/workloads/" + w.file;
+  std::ifstream f(path);
+  if (!f) throw std::runtime_error("cannot read " + path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+void init_spora() {
+  static bool done = false;
+  if (done) return;
+  done = true;
+  spora::ops::register_all();
+  spora::autodiff::install();
+  spora::runtime::install();
+  spora::cpu::register_kernels();
+  spora::sem::set_backend(spora::sem::Backend::Cpu);
+}
+
+// Parses and lowers `text` with `entry` as the entry point; in eager mode this runs it.
+std::unique_ptr<spora::ir::Module> lower(const std::string& text, const std::string& entry, bool eager) {
+  spora::lang::SourceManager sources;
+  spora::lang::DiagnosticEngine diags(sources);
+  auto ast = spora::lang::parse_string(sources, "workload.sp", text, diags);
+  if (!ast || diags.has_errors()) {
+    diags.print(std::cerr);
+    throw std::runtime_error("parse failed");
+  }
+  spora::sem::Program program;
+  program.modules.push_back(std::move(ast));
+  program.module_names.push_back("");
+  spora::sem::LowerOptions options;
+  options.entry = entry;
+  options.eager = eager;
+  auto m = spora::sem::lower_program(program, diags, options);
+  if (!m) {
+    diags.print(std::cerr);
+    throw std::runtime_error("lowering failed");
+  }
+  return m;
+}
+
+// The program text with an extra entry point running `run_steps(k, check)`.
+std::string eager_program(const std::string& text, int k, bool check) {
+  return text + fmt::format("\ndef bench_eager() {{\n    run_steps({}, {})\n}}\n", k, check ? "true" : "false");
+}
+
+// Runs `fn` with print() output captured; returns the text.
+template <class F> std::string capture_prints(F&& fn) {
+  std::ostringstream sink;
+  spora::ops::set_print_stream(&sink);
+  try {
+    fn();
+  } catch (...) {
+    spora::ops::set_print_stream(nullptr);
+    throw;
+  }
+  spora::ops::set_print_stream(nullptr);
+  return sink.str();
+}
+
+// Every number in a printed text ("[0.5, 1e-08] -2.0" -> 0.5, 1e-08, -2.0).
+std::vector<double> numbers_in(const std::string& s) {
+  std::vector<double> out;
+  const char* p = s.c_str();
+  while (*p) {
+    char* end = nullptr;
+    if (std::isdigit(static_cast<unsigned char>(*p)) || *p == '-' || *p == '.') {
+      const double v = std::strtod(p, &end);
+      if (end != p) {
+        out.push_back(v);
+        p = end;
+        continue;
+      }
+    }
+    ++p;
+  }
+  return out;
+}
+
+void flatten_leaves(const Value& v, std::vector<spora::sem::Tensor>& out) {
+  if (v.is_tensor()) out.push_back(v.tensor);
+  if (v.kind == Value::Kind::Tuple || v.kind == Value::Kind::Record)
+    for (const auto& e : v.items()) flatten_leaves(e, out);
+}
+
+// Exact-erf GELU chain of W5, in double.
+double w5_closed_form(double x) {
+  const double z = x * 1.5 + 0.25;
+  return 0.5 * z * (1.0 + std::erf(z / std::sqrt(2.0))) * 0.75 + std::tanh(x);
+}
+
+// What `run_steps(1, true)` prints, computed from graph mode's step output and inputs.
+std::vector<double> expected_eager_print(const std::string& id, const Value& out, const std::vector<Value>& args) {
+  if (id == "W1") {
+    double s = 0;
+    for (int64_t i = 0; i < out.tensor.numel(); ++i) s += out.tensor.get(i);
+    return {s};
+  }
+  if (id == "W5") {
+    std::vector<double> v;
+    for (int i = 0; i < 4; ++i) v.push_back(args[0].tensor.get(i));
+    for (int i = 0; i < 4; ++i) v.push_back(w5_closed_form(args[0].tensor.get(i)));
+    return v;
+  }
+  return {out.items()[0].tensor.item()};  // the loss
+}
+
+// ------------------------------------------------------------------ graph-mode set-up
+struct GraphCase {
+  std::unique_ptr<spora::ir::Module> module;
+  const spora::ir::Graph* step = nullptr;
+  std::vector<Value> args;  // step's inputs, as main() built them
+  std::string error;        // non-empty: verification failed
+};
+
+// Returns "" or what is wrong: every float leaf finite and within 1e-4 of the reference.
+std::string compare_outputs(const Value& got, const Value& want) {
+  std::vector<spora::sem::Tensor> a, b;
+  flatten_leaves(got, a);
+  flatten_leaves(want, b);
+  if (a.size() != b.size()) return "output structure differs from the reference backend";
+  for (size_t k = 0; k < a.size(); ++k) {
+    if (a[k].numel() != b[k].numel()) return fmt::format("output {} has a different size", k);
+    double scale = 0, err = 0;
+    for (int64_t i = 0; i < a[k].numel(); ++i) {
+      const double x = a[k].get(i), y = b[k].get(i);
+      if (!std::isfinite(x)) return fmt::format("output {} element {} is {}", k, i, x);
+      scale = std::max(scale, std::fabs(y));
+      err = std::max(err, std::fabs(x - y));
+    }
+    if (err > 1e-4 * std::max(scale, 1e-3))
+      return fmt::format("output {} differs from the reference backend by {:.3g} (largest magnitude {:.3g})", k, err, scale);
+  }
+  return "";
+}
+
+void set_up(const std::string& id, GraphCase& c);
+
+GraphCase& graph_case(const std::string& id) {
+  static std::map<std::string, GraphCase> cache;
+  auto it = cache.find(id);
+  if (it != cache.end()) return it->second;
+  init_spora();
+  GraphCase& c = cache[id];
+  try {
+    set_up(id, c);
+  } catch (const std::exception& e) {
+    c.error = fmt::format("{}: {}", id, e.what());
+  }
+  if (c.error.empty())
+    std::cerr << fmt::format("# {}: verified (graph vs reference kernels{}, eager vs graph)\n", id,
+                             id == "W5" ? ", closed form" : "");
+  return c;
+}
+
+void set_up(const std::string& id, GraphCase& c) {
+  const std::string text = read_source(workload(id));
+  c.module = lower(text, "main", false);
+  Value inputs;
+  capture_prints([&] { inputs = spora::sem::Interpreter(*c.module).call(c.module->entry, {}); });
+  c.args = inputs.items();
+  // The step graph is the program now: the passes optimise it and drop main.
+  c.module->entry = c.module->find_graph("step");
+  if (!c.module->entry) throw std::runtime_error(id + ": no graph @step");
+  spora::passes::optimize(*c.module);
+  c.step = c.module->entry;
+  // Verification: Cpu backend vs the reference kernels, W5's closed form, eager vs graph.
+  spora::sem::set_backend(spora::sem::Backend::Reference);
+  const Value want = spora::sem::Interpreter(*c.module).call(c.step, c.args);
+  spora::sem::set_backend(spora::sem::Backend::Cpu);
+  const Value got = spora::sem::Interpreter(*c.module).call(c.step, c.args);
+  c.error = compare_outputs(got, want);
+  if (c.error.empty() && id == "W5") {
+    const spora::sem::Tensor& x = c.args[0].tensor;
+    for (int64_t i : {int64_t{0}, int64_t{1}, int64_t{2}, int64_t{12345}, x.numel() - 1}) {
+      const double f = w5_closed_form(x.get(i)), y = got.tensor.get(i);
+      if (std::fabs(y - f) > 1e-5 * (1 + std::fabs(f)))
+        c.error = fmt::format("W5 y[{}] = {} but the closed form gives {}", i, y, f);
+    }
+  }
+  if (c.error.empty()) {
+    const std::string printed =
+        capture_prints([&] { lower(eager_program(text, 1, true), "bench_eager", true); });
+    const std::vector<double> e = numbers_in(printed), g = expected_eager_print(id, got, c.args);
+    double scale = 1e-3;
+    for (double v : g) scale = std::max(scale, std::fabs(v));
+    bool same = e.size() == g.size();
+    for (size_t k = 0; same && k < e.size(); ++k) same = std::fabs(e[k] - g[k]) <= 1e-4 * scale;
+    if (!same) c.error = fmt::format("eager mode printed '{}' but graph mode gives {}", printed, fmt::join(g, " "));
+  }
+}
+
+// ------------------------------------------------------------------ graph and eager benchmarks
+void BM_Graph(benchmark::State& state, const std::string& id) {
+  GraphCase& c = graph_case(id);
+  if (!c.error.empty()) {
+    state.SkipWithError(c.error.c_str());
+    return;
+  }
+  spora::sem::Interpreter interp(*c.module);
+  std::vector<Value> args = c.args;
+  const bool feed = workload(id).feeds_back;
+  auto once = [&] {
+    Value out = interp.call(c.step, args);
+    if (feed) args[0] = out.items()[1];
+    benchmark::DoNotOptimize(out);
+  };
+  for (int k = 0; k < 3; ++k) once();  // warm-up: allocator caches, OpenBLAS threads
+  std::vector<double> times;
+  BgMeter bg;
+  for (auto _ : state) {
+    const auto t0 = Clock::now();
+    once();
+    const double dt = seconds_since(t0);
+    state.SetIterationTime(dt);
+    times.push_back(dt);
+  }
+  report_times(state, times, bg);
+}
+
+void BM_Eager(benchmark::State& state, const std::string& id) {
+  GraphCase& c = graph_case(id);  // verification (eager included) happens there
+  if (!c.error.empty()) {
+    state.SkipWithError(c.error.c_str());
+    return;
+  }
+  const Workload& w = workload(id);
+  const std::string text = read_source(w);
+  const std::string base = eager_program(text, 0, false), full = eager_program(text, w.eager_steps, false);
+  auto time_of = [&](const std::string& program) {
+    const auto t0 = Clock::now();
+    benchmark::DoNotOptimize(lower(program, "bench_eager", true));
+    return seconds_since(t0);
+  };
+  auto base_time = [&] {
+    std::vector<double> t;
+    for (int k = 0; k < 5; ++k) t.push_back(time_of(base));
+    return median(t);
+  };
+  time_of(full);  // warm-up
+  const double base_before = base_time();
+  std::vector<double> totals;
+  BgMeter bg;
+  for (auto _ : state) {
+    totals.push_back(time_of(full));
+    state.SetIterationTime(std::max(0.0, totals.back() - base_before) / w.eager_steps);
+  }
+  // The counters use the 0-step time measured before and after the timed runs.
+  const double base_s = 0.5 * (base_before + base_time());
+  std::vector<double> per_step;
+  for (double t : totals) per_step.push_back(std::max(0.0, t - base_s) / w.eager_steps);
+  report_times(state, per_step, bg);
+  state.counters["setup_ms"] = base_s * 1e3;
+  state.counters["steps"] = w.eager_steps;
+}
+
+// ------------------------------------------------------------------ machine limits
+std::vector<float> filled(size_t n, float scale) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>(i % 7) * scale;
+  return v;
+}
+
+// OpenBLAS cblas_sgemm, row-major NN, 1024^3 (the threads OPENBLAS_NUM_THREADS allows).
+void BM_Limit_Sgemm1024(benchmark::State& state) {
+  const int n = 1024;
+  auto a = filled(size_t{n} * n, 0.01f), b = filled(size_t{n} * n, 0.02f), c = filled(size_t{n} * n, 0);
+  auto gemm = [&] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.f, a.data(), n, b.data(), n, 0.f, c.data(), n);
+  };
+  for (int k = 0; k < 3; ++k) gemm();
+  std::vector<double> times;
+  BgMeter bg;
+  for (auto _ : state) {
+    const auto t0 = Clock::now();
+    gemm();
+    times.push_back(seconds_since(t0));
+    state.SetIterationTime(times.back());
+  }
+  report_times(state, times, bg);
+  const double flop = 2.0 * n * n * n;
+  state.counters["gflops_best"] = flop / *std::min_element(times.begin(), times.end()) / 1e9;
+  state.counters["gflops_median"] = flop / median(times) / 1e9;
+  state.counters["threads"] = openblas_get_num_threads();
+}
+
+// The 9 GEMMs of a W2 step (3 forward, 3 dW, 3 dX; 257 MFLOP) back to back, as
+// ../shared/bench/src/w2gemm.c: the GEMM-only time a W2 step cannot beat with OpenBLAS.
+void BM_Limit_W2Gemms(benchmark::State& state) {
+  const int B = 64, d[4] = {784, 512, 512, 10};
+  std::vector<float> W[3], dW[3], A[4], dA[4];
+  for (int l = 0; l < 3; ++l) W[l] = filled(size_t(d[l + 1]) * d[l], 0.01f), dW[l] = W[l];
+  for (int l = 0; l < 4; ++l) A[l] = filled(size_t(B) * d[l], 0.01f), dA[l] = A[l];
+  auto step = [&] {
+    for (int l = 0; l < 3; ++l)
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, d[l + 1], d[l], 1.f, A[l].data(), d[l], W[l].data(),
+                  d[l], 0.f, A[l + 1].data(), d[l + 1]);
+    for (int l = 2; l >= 0; --l) {
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, d[l + 1], d[l], B, 1.f, dA[l + 1].data(), d[l + 1],
+                  A[l].data(), d[l], 0.f, dW[l].data(), d[l]);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, B, d[l], d[l + 1], 1.f, dA[l + 1].data(), d[l + 1],
+                  W[l].data(), d[l], 0.f, dA[l].data(), d[l]);
+    }
+  };
+  for (int k = 0; k < 20; ++k) step();
+  std::vector<double> times;
+  BgMeter bg;
+  for (auto _ : state) {
+    const auto t0 = Clock::now();
+    step();
+    times.push_back(seconds_since(t0));
+    state.SetIterationTime(times.back());
+  }
+  report_times(state, times, bg);
+}
+
+// STREAM triad a = b + s*c over 3 x 320 MB of doubles (beyond the caches), OpenMP threads.
+void BM_Limit_Triad(benchmark::State& state) {
+  const int64_t n = 40'000'000;
+  std::vector<double> a(static_cast<size_t>(n)), b(static_cast<size_t>(n), 1.0), c(static_cast<size_t>(n), 2.0);
+  auto triad = [&] {
+    double* pa = a.data();
+    const double *pb = b.data(), *pc = c.data();
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; ++i) pa[i] = pb[i] + 3.0 * pc[i];
+  };
+  triad();
+  std::vector<double> times;
+  BgMeter bg;
+  for (auto _ : state) {
+    const auto t0 = Clock::now();
+    triad();
+    times.push_back(seconds_since(t0));
+    state.SetIterationTime(times.back());
+  }
+  report_times(state, times, bg);
+  const double bytes = 3.0 * 8.0 * static_cast<double>(n);
+  state.counters["gbs_best"] = bytes / *std::min_element(times.begin(), times.end()) / 1e9;
+  state.counters["gbs_median"] = bytes / median(times) / 1e9;
+  state.counters["threads"] = omp_get_max_threads();
+}
+
+// ------------------------------------------------------------------ per-primitive profile
+// Where one graph-mode step spends its time: per primitive (and the kernel it ran: the Cpu
+// backend's or the reference fallback), then the costliest (primitive, result type) pairs.
+void profile(const std::string& id, int steps) {
+  GraphCase& c = graph_case(id);
+  if (!c.error.empty()) {
+    std::cout << fmt::format("{}: not profiled: {}\n", id, c.error);
+    return;
+  }
+  struct Acc {
+    double s = 0;
+    int n = 0;
+  };
+  std::map<std::string, Acc> by_prim, by_shape;
+  double leaf_total = 0;
+  spora::sem::Interpreter interp(*c.module);
+  interp.call(c.step, c.args);  // warm-up
+  interp.set_trace([&](const spora::sem::TraceEvent& e) {
+    const spora::sem::Primitive* p = e.node->prim;
+    if (!p || !p->eval) return;  // calls and control flow include their nodes' time
+    const bool cpu = p->facet<spora::sem::RefKernel>(spora::sem::kCpuKernelFacet) != nullptr;
+    const std::string name = p->name + (cpu ? "" : " (ref)");
+    by_prim[name].s += e.seconds, by_prim[name].n++;
+    by_shape[fmt::format("{:<22} -> {}", name, e.node->type->str())].s += e.seconds;
+    by_shape[fmt::format("{:<22} -> {}", name, e.node->type->str())].n++;
+    leaf_total += e.seconds;
+  });
+  const auto t0 = Clock::now();
+  for (int k = 0; k < steps; ++k) interp.call(c.step, c.args);
+  const double wall = seconds_since(t0) / steps;
+  interp.set_trace(nullptr);
+  auto print = [&](const std::map<std::string, Acc>& m, size_t top) {
+    std::vector<std::pair<std::string, Acc>> v(m.begin(), m.end());
+    std::sort(v.begin(), v.end(), [](auto& x, auto& y) { return x.second.s > y.second.s; });
+    for (size_t k = 0; k < v.size() && k < top; ++k)
+      std::cout << fmt::format("  {:>9.3f} ms {:>5.1f}% {:>6} x  {}\n", v[k].second.s / steps * 1e3,
+                               100 * v[k].second.s / steps / wall, v[k].second.n / steps, v[k].first);
+  };
+  std::cout << fmt::format("== {} graph-mode step: {:.3f} ms traced wall; primitives {:.3f} ms; "
+                           "interpreter and tracing overhead {:.3f} ms ==\n",
+                           id, wall * 1e3, leaf_total / steps * 1e3, (wall - leaf_total / steps) * 1e3);
+  std::cout << "  by primitive ((ref) = no kernel.cpu facet, reference kernel ran):\n";
+  print(by_prim, 40);
+  std::cout << "  by primitive and result type (top 15):\n";
+  print(by_shape, 15);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string profile_ids;
+  std::vector<char*> rest;
+  for (int k = 0; k < argc; ++k) {
+    const std::string a = argv[k];
+    if (a.rfind("--profile=", 0) == 0)
+      profile_ids = a.substr(10);
+    else
+      rest.push_back(argv[k]);
+  }
+  if (!profile_ids.empty()) {
+    init_spora();
+    std::stringstream ss(profile_ids);
+    for (std::string id; std::getline(ss, id, ',');) profile(id, id == "W4" ? 3 : 10);
+    return 0;
+  }
+  for (const auto& w : workloads()) {
+    benchmark::RegisterBenchmark((w.id + "/graph").c_str(), BM_Graph, w.id)
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond)
+        ->MinTime(2.0);
+    benchmark::RegisterBenchmark((w.id + "/eager").c_str(), BM_Eager, w.id)
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond)
+        ->Iterations(w.eager_runs);
+  }
+  benchmark::RegisterBenchmark("Limit/Sgemm1024", BM_Limit_Sgemm1024)
+      ->UseManualTime()
+      ->Unit(benchmark::kMillisecond)
+      ->Iterations(40);
+  benchmark::RegisterBenchmark("Limit/W2Gemms", BM_Limit_W2Gemms)
+      ->UseManualTime()
+      ->Unit(benchmark::kMillisecond)
+      ->MinTime(1.0);
+  benchmark::RegisterBenchmark("Limit/Triad", BM_Limit_Triad)
+      ->UseManualTime()
+      ->Unit(benchmark::kMillisecond)
+      ->Iterations(10);
+  int n = static_cast<int>(rest.size());
+  benchmark::Initialize(&n, rest.data());
+  if (benchmark::ReportUnrecognizedArguments(n, rest.data())) return 1;
+  try {
+    benchmark::RunSpecifiedBenchmarks();
+  } catch (const std::exception& e) {
+    std::cerr << "bench_workloads: error: " << e.what() << "\n";
+    return 1;
+  }
+  benchmark::Shutdown();
+  return 0;
+}

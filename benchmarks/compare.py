@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""Side-by-side run of the reference workloads W1-W6 (../shared/bench/WORKLOADS.md): the PyTorch
+peer script and our bench_workloads in one invocation (same machine state, 2 threads each), then
+one table of ratios against the targets, plus W2 against its GEMM lower bound and W5 against the
+triad bandwidth bound, both measured in the same run.
+
+Usage:  python3 benchmarks/compare.py [--build build] [--only W2,W5] [--quick] [--out results.json]
+        python3 benchmarks/compare.py --ours-json ours.json --peer-json peer.json   (table only)
+
+The peer's number is PyTorch *eager* in its best environment (the fastest of the script's
+configurations: default, OMP_WAIT_POLICY=PASSIVE, + glibc malloc kept off mmap), as
+WORKLOADS.md asks; TorchScript / nn.RNN variants are shown for information. Ours runs with
+OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 and no other tuning. Every ratio is printed, passing
+or not; bg columns are the CPU cores other processes used while timing (> 0.15: contaminated).
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+PEER = os.path.join(os.path.dirname(ROOT), "shared", "bench", "torch_workloads.py")
+IDS = ["W1", "W2", "W3", "W4", "W5", "W6"]
+# Targets of the issue: ours / PyTorch eager (best env), at most this.
+TARGETS = {("W2", "graph"): 0.9, ("W3", "graph"): 1.0, ("W4", "graph"): 1.0}
+EAGER_TARGET = 1.3
+W2_FLOP = 2 * 64 * (784 * 512 + 512 * 512 + 512 * 10) * 3  # 257 MFLOP
+W2_BOUND_TARGET = 1.5
+W5_BYTES = 2 * 4 * 4 * 1024 * 1024  # read x, write y: 32 MB
+THREADS = "2"
+
+
+def busy_cores(dt=1.0):
+    def stat():
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:9]]
+        return v[0] + v[1] + v[2] + v[5] + v[6], sum(v)
+    b0, t0 = stat()
+    time.sleep(dt)
+    b1, t1 = stat()
+    return (b1 - b0) / max(t1 - t0, 1) * os.cpu_count()
+
+
+def wait_quiet(max_wait, thr=0.10):
+    """Blocks until the machine's CPU use is below thr cores twice in a row (as quiet.sh)."""
+    start, ok = time.time(), 0
+    while True:
+        load = busy_cores()
+        ok = ok + 1 if load < thr else 0
+        if ok >= 2:
+            return load
+        if time.time() - start > max_wait:
+            print(f"# WARNING: machine not quiet after {max_wait:.0f} s ({load:.2f} cores busy); measuring anyway",
+                  file=sys.stderr)
+            return load
+
+
+def run_peer(args, env):
+    cmd = ["python3", args.peer, "--out", args.peer_json or "/tmp/spora_compare_peer.json",
+           "--quiet-wait", str(args.quiet_wait)]
+    if args.only:
+        cmd += ["--only", args.only]
+    if args.quick:
+        cmd += ["--quick"]
+    print("# peer: " + " ".join(cmd), file=sys.stderr, flush=True)
+    subprocess.check_call(cmd, env=env, stdout=sys.stderr)
+    return json.load(open(cmd[cmd.index("--out") + 1]))
+
+
+def run_ours(args, env):
+    out = args.ours_json or "/tmp/spora_compare_ours.json"
+    exe = os.path.join(args.build, "bin", "bench_workloads")
+    ids = args.only.split(",") if args.only else IDS
+    filt = "^(" + "|".join(re.escape(i) + "/" for i in ids) + "|Limit/)"
+    cmd = [exe, f"--benchmark_filter={filt}", f"--benchmark_out={out}", "--benchmark_out_format=json"]
+    if args.quick:
+        cmd += ["--benchmark_min_time=0.3"]
+    wait_quiet(args.quiet_wait)
+    print("# ours: " + " ".join(cmd), file=sys.stderr, flush=True)
+    subprocess.check_call(cmd, env=env, stdout=sys.stderr)
+    return json.load(open(out))
+
+
+def ours_table(data):
+    """{(id, mode): row} from Google Benchmark JSON; mode is graph, eager or the Limit name."""
+    rows = {}
+    for b in data["benchmarks"]:
+        parts = b["name"].split("/")
+        rows[(parts[0], parts[1])] = b
+    return rows
+
+
+def peer_tables(data):
+    """(best eager per id, best of any mode per id): {id: (median_ms, config, mode, bg)}."""
+    eager, anymode = {}, {}
+    for r in data["results"]:
+        wid = r["workload"].split()[0]
+        row = (r["median_ms"], r["config"], r["mode"], r["bg_load"])
+        if r["mode"].startswith("eager") and (wid not in eager or row[0] < eager[wid][0]):
+            eager[wid] = row
+        if wid not in anymode or row[0] < anymode[wid][0]:
+            anymode[wid] = row
+    return eager, anymode
+
+
+def verdict(ratio, target):
+    if target is None:
+        return "-"
+    return "pass" if ratio <= target else "MISS"
+
+
+def print_report(ours, peer):
+    o = ours_table(ours)
+    pe, pa = peer_tables(peer)
+    lines = []
+    hdr = (f"{'workload':<8} {'mode':<6} {'ours ms':>9} {'peer ms':>9} {'ratio':>6} {'target':>7} {'result':>6}"
+           f" {'bg ours':>7} {'bg peer':>7}  peer: best env (config) / fastest peer variant")
+    lines += [hdr, "-" * len(hdr)]
+    summary = []
+    for wid in IDS:
+        for mode in ("graph", "eager"):
+            if (wid, mode) not in o or wid not in pe:
+                continue
+            b = o[(wid, mode)]
+            if b.get("error_occurred"):
+                lines.append(f"{wid:<8} {mode:<6} {'error: ' + b.get('error_message', '?')}")
+                continue
+            ms = b["median_ms"]
+            pms, pcfg, pmode, pbg = pe[wid]
+            ratio = ms / pms
+            target = TARGETS.get((wid, mode)) if mode == "graph" else EAGER_TARGET
+            v = verdict(ratio, target)
+            amin = pa[wid]
+            lines.append(f"{wid:<8} {mode:<6} {ms:>9.3f} {pms:>9.3f} {ratio:>6.2f} "
+                         f"{'<= ' + format(target, '.1f') if target else '-':>7} {v:>6} {b['bg_load']:>7.2f} {pbg:>7.2f}"
+                         f"  {pcfg}; fastest {amin[2]} {amin[0]:.3f} ms")
+            summary.append(dict(workload=wid, mode=mode, ours_ms=ms, peer_ms=pms, ratio=ratio, target=target,
+                                result=v, bg_ours=b["bg_load"], bg_peer=pbg, peer_config=pcfg))
+    lines.append("")
+    # Machine limits measured by our binary in the same run.
+    sg = o.get(("Limit", "Sgemm1024"))
+    w2g = o.get(("Limit", "W2Gemms"))
+    tr = o.get(("Limit", "Triad"))
+    w2 = o.get(("W2", "graph"))
+    if sg and w2 and not w2.get("error_occurred"):
+        bound = W2_FLOP / (sg["gflops_best"] * 1e9) * 1e3
+        r = w2["median_ms"] / bound
+        lines.append(f"W2 graph vs GEMM lower bound: 257 MFLOP at the SGEMM 1024^3 rate {sg['gflops_best']:.1f} GFLOP/s "
+                     f"({sg['threads']:.0f} threads) = {bound:.3f} ms; ours {w2['median_ms']:.3f} ms -> {r:.2f}x "
+                     f"(target <= {W2_BOUND_TARGET}: {verdict(r, W2_BOUND_TARGET)})")
+        summary.append(dict(workload="W2", mode="graph vs GEMM bound", ours_ms=w2["median_ms"], bound_ms=bound,
+                            ratio=r, target=W2_BOUND_TARGET, result=verdict(r, W2_BOUND_TARGET)))
+        if w2g:
+            lines.append(f"   the 9 W2 GEMMs back to back in OpenBLAS: {w2g['median_ms']:.3f} ms "
+                         f"-> ours / that = {w2['median_ms'] / w2g['median_ms']:.2f}x")
+    w5 = o.get(("W5", "graph"))
+    if tr and w5 and not w5.get("error_occurred"):
+        bound = W5_BYTES / (tr["gbs_best"] * 1e9) * 1e3
+        lines.append(f"W5 graph vs triad bound: 32 MB at {tr['gbs_best']:.1f} GB/s = {bound:.3f} ms; "
+                     f"ours {w5['median_ms']:.3f} ms -> {w5['median_ms'] / bound:.1f}x")
+        summary.append(dict(workload="W5", mode="graph vs triad bound", ours_ms=w5["median_ms"], bound_ms=bound,
+                            ratio=w5["median_ms"] / bound))
+    return "\n".join(lines), summary
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"), help="build dir holding bin/bench_workloads")
+    ap.add_argument("--peer", default=PEER, help="the PyTorch peer script")
+    ap.add_argument("--only", default="", help="comma list of workloads, e.g. W2,W5")
+    ap.add_argument("--quick", action="store_true", help="fewer runs on both sides (smoke test)")
+    ap.add_argument("--quiet-wait", type=float, default=60,
+                    help="max seconds to wait for an idle machine before each measurement (peer: per workload)")
+    ap.add_argument("--ours-json", help="our Google Benchmark JSON (with --peer-json and no run: table only)")
+    ap.add_argument("--peer-json", help="the peer's JSON")
+    ap.add_argument("--no-run", action="store_true", help="only print the table of --ours-json and --peer-json")
+    ap.add_argument("--out", help="write the table rows and both raw results as JSON")
+    a = ap.parse_args()
+    env = dict(os.environ, OMP_NUM_THREADS=THREADS, OPENBLAS_NUM_THREADS=THREADS)
+    if a.no_run:
+        ours, peer = json.load(open(a.ours_json)), json.load(open(a.peer_json))
+    else:
+        peer = run_peer(a, env)
+        ours = run_ours(a, env)
+    text, summary = print_report(ours, peer)
+    ctx = ours.get("context", {})
+    print(f"# {time.strftime('%Y-%m-%d %H:%M')} on {ctx.get('host_name', '?')}, {ctx.get('num_cpus', '?')} cpus; "
+          f"threads {THREADS} (ours: OMP/OPENBLAS_NUM_THREADS; peer: torch.set_num_threads)")
+    print(text)
+    if a.out:
+        with open(a.out, "w") as f:
+            json.dump(dict(rows=summary, ours=ours, peer=peer), f, indent=1)
+        print(f"# wrote {a.out}")
+
+
+if __name__ == "__main__":
+    main()
