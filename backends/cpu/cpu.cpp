@@ -1,5 +1,14 @@
+// The CPU backend's registration (cpu.h): one call per kernel family.
 #include "backends/cpu/cpu.h"
 
+#include "backends/cpu/kernels.h"
+
 namespace spora::cpu {
-void register_kernels() {}
+
+void register_kernels() {
+  register_elementwise();
+  register_compare();
+  register_reduction();
+}
+
 }  // namespace spora::cpu

@@ -1,0 +1,128 @@
+// Shared machinery of the CPU kernels (kernels.h).
+#include "backends/cpu/kernels.h"
+
+#include <atomic>
+
+namespace spora::cpu {
+
+void set_kernel(const std::string& name, CpuKernel k) {
+  Primitive* p = sem::Registry::instance().find_mutable(name);
+  if (!p || !p->eval) internal_error("cpu kernel for '" + name + "', which has no reference kernel");
+  RefKernel ref = p->eval;
+  p->facets[sem::kCpuKernelFacet] =
+      RefKernel([ref, k](const std::vector<Value>& in, const Attrs& attrs) -> Value {
+        return k(ref, in, attrs);
+      });
+}
+
+namespace {
+
+Isa detect_isa() {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
+    return Isa::avx512;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Isa::avx2;
+  return Isa::base;
+}
+
+const Isa g_best = detect_isa();
+std::atomic<Isa> g_isa{g_best};
+
+}  // namespace
+
+Isa isa() { return g_isa.load(std::memory_order_relaxed); }
+
+Isa force_isa(Isa want) {
+  if (static_cast<int>(want) > static_cast<int>(g_best)) want = g_best;
+  return g_isa.exchange(want);
+}
+
+int max_threads() { return omp_get_max_threads(); }
+
+Tensor reuse_or_empty(const std::vector<Value>& in, std::initializer_list<size_t> candidates,
+                      DType dtype, const Shape& shape) {
+  for (size_t i : candidates) {
+    if (i >= in.size() || !in[i].is_tensor()) continue;
+    const Tensor& t = in[i].tensor;
+    if (t.dtype() == dtype && t.shape() == shape && t.unique()) return t;
+  }
+  return Tensor::empty(dtype, shape);
+}
+
+int64_t numel_of(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+std::vector<int64_t> strides_of(const Shape& s) {
+  std::vector<int64_t> st(s.size());
+  int64_t v = 1;
+  for (size_t i = s.size(); i-- > 0;) {
+    st[i] = v;
+    v *= s[i];
+  }
+  return st;
+}
+
+bool broadcast_shapes(const Shape& a, const Shape& b, Shape& out) {
+  size_t r = std::max(a.size(), b.size());
+  out.assign(r, 1);
+  for (size_t i = 0; i < r; ++i) {
+    int64_t da = i < r - a.size() ? 1 : a[i - (r - a.size())];
+    int64_t db = i < r - b.size() ? 1 : b[i - (r - b.size())];
+    if (da == db || db == 1)
+      out[i] = da;
+    else if (da == 1)
+      out[i] = db;
+    else
+      return false;
+  }
+  return true;
+}
+
+int64_t normalize_axis(int64_t axis, int64_t rank, const Tensor& t, bool extra) {
+  int64_t n = rank + (extra ? 1 : 0);
+  int64_t a = axis < 0 ? axis + n : axis;
+  if (a < 0 || a >= n)
+    user_error("axis " + std::to_string(axis) + " is out of range for " + t.type()->str());
+  return a;
+}
+
+BroadcastPlan plan_broadcast(const std::vector<const Shape*>& ins, const Shape& out) {
+  const size_t r = out.size(), k = ins.size();
+  // Strides of every operand along every output axis (0 where broadcast).
+  std::vector<std::vector<int64_t>> full(k, std::vector<int64_t>(r, 0));
+  for (size_t j = 0; j < k; ++j) {
+    const Shape& s = *ins[j];
+    std::vector<int64_t> st = strides_of(s);
+    for (size_t i = 0; i < s.size(); ++i) {
+      size_t o = i + (r - s.size());
+      if (s[i] == out[o] && s[i] != 1) full[j][o] = st[i];
+    }
+  }
+  BroadcastPlan plan;
+  plan.st.assign(k, {});
+  for (size_t i = 0; i < r; ++i) {
+    if (out[i] == 1) continue;
+    bool merge = !plan.dims.empty();
+    for (size_t j = 0; merge && j < k; ++j)
+      merge = plan.st[j].back() == full[j][i] * out[i];
+    if (merge) {
+      // The previous axis and this one walk every operand contiguously: one axis.
+      plan.dims.back() *= out[i];
+      for (size_t j = 0; j < k; ++j) plan.st[j].back() = full[j][i];
+    } else {
+      plan.dims.push_back(out[i]);
+      for (size_t j = 0; j < k; ++j) plan.st[j].push_back(full[j][i]);
+    }
+  }
+  if (plan.dims.empty()) {
+    plan.dims.push_back(1);
+    for (size_t j = 0; j < k; ++j) plan.st[j].push_back(0);
+  }
+  return plan;
+}
+
+}  // namespace spora::cpu
