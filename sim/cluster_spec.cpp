@@ -197,8 +197,29 @@ std::optional<double> parse_plain(std::string_view text) {
   return v;
 }
 
+// device.op_classes: per op class (sim/cost.h) an efficiency and a launch overhead.
+void read_op_classes(const Reader& r, const Fields& device, DeviceSpec& d) {
+  d.launch_overhead = device.quantity_or("launch_overhead", parse_duration, "a duration",
+                                         "\"5 us\"", 0, /*zero_ok=*/true);
+  if (!device.has("op_classes")) return;
+  const YAML::Node classes = device.get("op_classes");
+  const Fields f(r, classes, "device.op_classes", op_class_names());
+  for (const std::string& name : op_class_names()) {
+    if (!f.has(name)) continue;
+    const Fields c(r, f.get(name), "device.op_classes." + name, {"efficiency", "launch_overhead"});
+    OpClassSpec spec;
+    spec.efficiency = c.fraction_or("efficiency", 1);
+    if (c.has("launch_overhead"))
+      spec.launch_overhead = c.quantity("launch_overhead", parse_duration, "a duration",
+                                        "\"5 us\"", /*zero_ok=*/true);
+    d.op_classes[name] = spec;
+  }
+}
+
 DeviceSpec read_device(const Reader& r, const YAML::Node& node) {
-  const Fields f(r, node, "device", {"kind", "model", "peak_flops", "memory", "memory_bandwidth"});
+  const Fields f(r, node, "device",
+                 {"kind", "model", "peak_flops", "memory", "memory_bandwidth", "launch_overhead",
+                  "op_classes"});
   DeviceSpec d;
   d.kind = f.has("kind") ? f.choice("kind", {"gpu", "npu", "tpu", "cpu"}) : "gpu";
   d.model = f.text_or("model", "");
@@ -212,6 +233,7 @@ DeviceSpec read_device(const Reader& r, const YAML::Node& node) {
   d.memory_bytes = f.quantity("memory", parse_bytes, "a size", "\"80 GB\"");
   d.memory_bandwidth =
       f.quantity("memory_bandwidth", parse_bandwidth, "a bandwidth", "\"2039 GB/s\"");
+  read_op_classes(r, f, d);
   return d;
 }
 
@@ -383,6 +405,12 @@ NetworkSpec read_network(const Reader& r, const YAML::Node& node, int nodes, int
 }
 
 }  // namespace
+
+const std::vector<std::string>& op_class_names() {
+  static const std::vector<std::string> k{"matmul", "conv", "elementwise", "reduction", "norm",
+                                          "pool",   "copy", "creation",    "view",      "host"};
+  return k;
+}
 
 double DeviceSpec::max_peak_flops() const {
   double best = 0;

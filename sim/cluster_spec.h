@@ -29,12 +29,24 @@ class ClusterSpecError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// How well one op class (sim/cost.h) uses the device: the fraction of its roofline it achieves
+// and the fixed time each operation adds (kernel launch, framework dispatch).
+struct OpClassSpec {
+  double efficiency = 1;                 // in (0, 1]
+  std::optional<double> launch_overhead;  // seconds; unset: DeviceSpec::launch_overhead
+};
+
+// The op classes a spec may name under device.op_classes (sim/cost.h lists what each holds).
+const std::vector<std::string>& op_class_names();
+
 struct DeviceSpec {
   std::string kind = "gpu";                  // gpu | npu | tpu | cpu: names the hosts (node0-gpu3)
   std::string model;                         // free text, e.g. "NVIDIA A100-SXM4-80GB"
   std::map<std::string, double> peak_flops;  // dtype (f64 f32 tf32 bf16 f16 f8 i8) -> FLOP/s
   double memory_bytes = 0;                   // capacity
   double memory_bandwidth = 0;               // bytes/s
+  double launch_overhead = 0;                // seconds per operation, for every op class ...
+  std::map<std::string, OpClassSpec> op_classes;  // ... unless its entry here says otherwise
 
   double max_peak_flops() const;  // the highest entry of peak_flops
 };

@@ -24,7 +24,7 @@ using parallel::Schedule;
 using parallel::Step;
 using parallel::StepKind;
 
-namespace {
+namespace detail {
 
 struct LogEntry {
   double time;
@@ -335,6 +335,14 @@ class RankActor {
   int token_ = 0;                            // what sends carry: only the simulated size matters
 };
 
+}  // namespace detail
+
+namespace {
+
+using detail::LogEntry;
+using detail::RankActor;
+using detail::Run;
+
 // Results travel from the simulation process as text; doubles in hexadecimal, exactly.
 std::string serialize(const std::vector<SimResult>& results) {
   std::string out;
@@ -406,6 +414,42 @@ SimResult run_schedule(const Platform& platform, const Schedule& schedule,
   for (LogEntry& e : run.log) result.log.push_back(std::move(e.text));
   return result;
 }
+
+// ScheduleRun: the schedule and options live here, the Run refers to them.
+struct ScheduleRun::State {
+  parallel::Schedule schedule;
+  SimOptions options;
+  std::unique_ptr<Run> run;
+};
+
+ScheduleRun::ScheduleRun(const Platform& platform, parallel::Schedule schedule,
+                         const SimOptions& options, double start)
+    : state_(std::make_unique<State>()) {
+  static int runs = 1000000;  // apart from run_schedule's ids
+  state_->schedule = std::move(schedule);
+  state_->options = options;
+  state_->run = std::make_unique<Run>(state_->schedule, platform, state_->options, runs++);
+  state_->run->start = start;
+}
+
+ScheduleRun::~ScheduleRun() = default;
+
+void ScheduleRun::run_rank(int rank) { RankActor(*state_->run, rank)(); }
+
+bool ScheduleRun::finished(int rank) const { return state_->run->finished[rank] >= 0; }
+
+std::vector<std::string> ScheduleRun::take_log() {
+  std::vector<LogEntry>& log = state_->run->log;
+  std::stable_sort(log.begin(), log.end(), [](const LogEntry& a, const LogEntry& b) {
+    return std::tie(a.time, a.rank, a.step) < std::tie(b.time, b.rank, b.step);
+  });
+  std::vector<std::string> lines;
+  for (LogEntry& e : log) lines.push_back(std::move(e.text));
+  log.clear();
+  return lines;
+}
+
+const parallel::Schedule& ScheduleRun::schedule() const { return state_->schedule; }
 
 std::vector<SimResult> simulate_collectives(const ClusterSpec& cluster,
                                             const std::vector<Schedule>& schedules,

@@ -43,6 +43,7 @@
 // addresses, hashing or wall-clock time.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -85,6 +86,32 @@ void check_for_simulation(const parallel::Schedule& schedule, int devices,
                           const SimOptions& options);
 SimResult run_schedule(const Platform& platform, const parallel::Schedule& schedule,
                        const SimOptions& options);
+
+// One schedule run by actors the caller creates (a training step's communication streams):
+// construct it inside the simulation process once the platform is built, then each rank's
+// actor, running on that rank's device, calls run_rank(rank), which returns when the rank's
+// steps are done. Log times count from `start` (engine clock). Validate the schedule first
+// (check_for_simulation). Mailboxes are private to each ScheduleRun.
+namespace detail {
+struct Run;
+}
+class ScheduleRun {
+ public:
+  ScheduleRun(const Platform& platform, parallel::Schedule schedule, const SimOptions& options,
+              double start = 0);
+  ~ScheduleRun();
+  ScheduleRun(const ScheduleRun&) = delete;
+  ScheduleRun& operator=(const ScheduleRun&) = delete;
+
+  void run_rank(int rank);
+  bool finished(int rank) const;
+  std::vector<std::string> take_log();  // sorted as SimResult::log; empties it
+  const parallel::Schedule& schedule() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 std::string_view recv_reduce_model_name(RecvReduceModel m);  // "fused", "staged"
 

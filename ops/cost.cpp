@@ -1,0 +1,180 @@
+// The "cost" facet of every primitive row (sim/cost.h): FLOPs, bytes moved and op class as
+// functions of the row's types, grouped by the family file that defines the row. The
+// simulator turns them into device time with the cluster spec's roofline, efficiencies and
+// launch overheads (sim/cost_model.h). tests/sim/cost_test.cpp checks that every row but the
+// control-flow ones has a rule, and the closed forms below.
+//
+// Conventions:
+//   - bytes: every input read once and the output written once, at their own sizes (a
+//     broadcast operand counts once, not once per use); views (reshape, tuple and record
+//     plumbing) move nothing.
+//   - flops: a multiply-add is 2. Arithmetic is 1 per element; transcendental functions
+//     (exp, log, tanh, erf, ...) a nominal 10, as they cost several instructions each; these
+//     ops are memory-bound on every device we model, so the figure rarely decides the time.
+//   - matmul: 2 m n k per batch element. conv2d: 2 x output elements x (C/groups) kh kw, plus
+//     the bias; its two derivative helpers the same count (each is one convolution).
+//   - pooling: one comparison or addition per output element per window element.
+//   - normalisations: per input element, softmax and log_softmax 5 (max, subtract, exp, sum,
+//     divide), cross_entropy 5, layer_norm and batch_norm 8 (mean, variance, normalise, scale,
+//     shift).
+#include "ops/families.h"
+#include "ops/kernel_util.h"
+#include "sim/cost.h"
+
+namespace spora::ops {
+
+namespace {
+
+using sim::CostRule;
+using sim::elements;
+using sim::input_bytes;
+using sim::OpCost;
+using sim::set_cost;
+using sim::type_bytes;
+using Types = std::vector<TypeP>;
+
+// The product of a pooling row's kernel attribute (an int or a pair).
+double window(const Attrs& attrs) {
+  const auto& k = attrs.get_ints("kernel");
+  if (k.empty()) return 1;
+  return k.size() == 1 ? static_cast<double>(k[0] * k[0]) : static_cast<double>(k[0] * k[1]);
+}
+
+// Multiply-adds per output element of a convolution with weight w [O, C/groups, kh, kw].
+double conv_macs_per_output(const TypeP& w) {
+  if (!w || !w->is_tensor() || w->rank() != 4 || w->shape[0] <= 0) return 0;
+  return elements(w) / static_cast<double>(w->shape[0]);
+}
+
+// Per element of the first input, for the normalisations whose output may be a tuple.
+CostRule per_input_element(double flops, const std::string& op_class) {
+  return [flops, op_class](const Types& in, const TypeP& out, const Attrs&) {
+    return OpCost{flops * (in.empty() ? 0 : elements(in[0])), input_bytes(in) + type_bytes(out),
+                  op_class};
+  };
+}
+
+CostRule pool_cost(bool over_output) {
+  return [over_output](const Types& in, const TypeP& out, const Attrs& attrs) {
+    // Forward rows and max_pool2d_select work per output window; the gradient helpers per
+    // element of their cotangent (one window each).
+    const TypeP& windows = over_output ? out : in.back();
+    return OpCost{elements(windows) * window(attrs), input_bytes(in) + type_bytes(out), "pool"};
+  };
+}
+
+void elementwise_costs(sem::Registry& r) {
+  for (const char* name : {"neg", "abs", "sign", "square", "relu", "floor", "ceil", "round",
+                           "reciprocal", "add", "sub", "mul", "div", "floordiv", "mod", "maximum",
+                           "minimum"})
+    set_cost(r, name, sim::elementwise_cost(1));
+  for (const char* name : {"exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "gelu", "sin", "cos",
+                           "erf", "log1p", "expm1", "pow"})
+    set_cost(r, name, sim::elementwise_cost(10));
+}
+
+void compare_costs(sem::Registry& r) {
+  for (const char* name : {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
+                           "logical_not", "where", "cast"})
+    set_cost(r, name, sim::elementwise_cost(1));
+}
+
+void reduction_costs(sem::Registry& r) {
+  for (const char* name : {"sum", "mean", "prod", "max", "min", "argmax", "argmin", "all", "any"})
+    set_cost(r, name, sim::reduction_cost(1));
+}
+
+void matmul_costs(sem::Registry& r) {
+  set_cost(r, "matmul", [](const Types& in, const TypeP& out, const Attrs&) {
+    // out holds batch x m x n elements (promoted axes removed), each a dot product over k.
+    const double k = in[0]->rank() > 0 ? static_cast<double>(in[0]->shape.back()) : 0;
+    return OpCost{2 * k * elements(out), input_bytes(in) + type_bytes(out), "matmul"};
+  });
+}
+
+void shape_costs(sem::Registry& r) {
+  for (const char* name : {"reshape", "flatten", "squeeze", "unsqueeze", "expand_dims",
+                           "make_tuple", "tuple_get", "make_record", "record_get"})
+    set_cost(r, name, sim::view_cost());
+  for (const char* name : {"transpose", "permute", "broadcast_to", "concat", "stack", "slice",
+                           "gather"})
+    set_cost(r, name, sim::copy_cost());
+  set_cost(r, "one_hot", sim::elementwise_cost(1));
+  // Zeros of the input's shape written, g read into them.
+  set_cost(r, "slice_grad", [](const Types& in, const TypeP& out, const Attrs&) {
+    return OpCost{0, input_bytes(in) + type_bytes(out), "copy"};
+  });
+  // x copied to the output, one addition per update.
+  set_cost(r, "scatter_add", [](const Types& in, const TypeP& out, const Attrs&) {
+    return OpCost{in.size() > 2 ? elements(in[2]) : 0, input_bytes(in) + type_bytes(out), "copy"};
+  });
+}
+
+void nn_costs(sem::Registry& r) {
+  set_cost(r, "softmax", per_input_element(5, "norm"));
+  set_cost(r, "log_softmax", per_input_element(5, "norm"));
+  set_cost(r, "logsumexp", sim::reduction_cost(4));
+  set_cost(r, "cross_entropy", per_input_element(5, "norm"));
+  set_cost(r, "layer_norm", per_input_element(8, "norm"));
+  set_cost(r, "batch_norm", per_input_element(8, "norm"));
+  set_cost(r, "dropout", sim::elementwise_cost(3));
+}
+
+void conv_costs(sem::Registry& r) {
+  set_cost(r, "conv2d", [](const Types& in, const TypeP& out, const Attrs&) {
+    const bool bias = in.size() > 2 && in[2] && in[2]->is_tensor();
+    const double flops = elements(out) * (2 * conv_macs_per_output(in[1]) + (bias ? 1 : 0));
+    return OpCost{flops, input_bytes(in) + type_bytes(out), "conv"};
+  });
+  // conv2d_input_grad(g, w): one multiply-add per cotangent element per weight of its channel.
+  set_cost(r, "conv2d_input_grad", [](const Types& in, const TypeP& out, const Attrs&) {
+    return OpCost{2 * elements(in[0]) * conv_macs_per_output(in[1]),
+                  input_bytes(in) + type_bytes(out), "conv"};
+  });
+  // conv2d_weight_grad(x, g) -> w's shape: the same products, accumulated into w.
+  set_cost(r, "conv2d_weight_grad", [](const Types& in, const TypeP& out, const Attrs&) {
+    return OpCost{2 * elements(in[1]) * conv_macs_per_output(out),
+                  input_bytes(in) + type_bytes(out), "conv"};
+  });
+  set_cost(r, "max_pool2d", pool_cost(true));
+  set_cost(r, "avg_pool2d", pool_cost(true));
+  set_cost(r, "max_pool2d_select", pool_cost(true));
+  set_cost(r, "max_pool2d_grad", pool_cost(false));
+  set_cost(r, "avg_pool2d_grad", pool_cost(false));
+}
+
+void creation_costs(sem::Registry& r) {
+  set_cost(r, "zeros", sim::creation_cost(0));
+  set_cost(r, "ones", sim::creation_cost(0));
+  set_cost(r, "full", sim::creation_cost(0));
+  set_cost(r, "arange", sim::creation_cost(1));
+  set_cost(r, "normal", sim::creation_cost(10));
+  set_cost(r, "uniform", sim::creation_cost(10));
+}
+
+void internal_costs(sem::Registry& r) {
+  for (const char* name : {"print", "assert", "grad_check"}) set_cost(r, name, sim::host_cost());
+  for (const char* name : {"identity", "stop_gradient"}) set_cost(r, name, sim::view_cost());
+}
+
+void tape_costs(sem::Registry& r) {
+  for (const char* name : {"list_empty", "list_push", "list_get", "list_len"})
+    set_cost(r, name, sim::host_cost());
+}
+
+}  // namespace
+
+void register_costs(sem::Registry& r) {
+  elementwise_costs(r);
+  compare_costs(r);
+  reduction_costs(r);
+  matmul_costs(r);
+  shape_costs(r);
+  nn_costs(r);
+  conv_costs(r);
+  creation_costs(r);
+  internal_costs(r);
+  tape_costs(r);
+}
+
+}  // namespace spora::ops

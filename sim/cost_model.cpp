@@ -1,0 +1,56 @@
+// The roofline with per-class efficiencies and overheads (cost_model.h).
+#include "sim/cost_model.h"
+
+#include <algorithm>
+
+namespace spora::sim {
+
+CostModel::CostModel(const DeviceSpec& device, std::string matmul_dtype)
+    : device_(device), matmul_dtype_(std::move(matmul_dtype)) {}
+
+double CostModel::peak_flops(DType dtype, const std::string& op_class) const {
+  const auto& peaks = device_.peak_flops;
+  auto entry = [&](const std::string& name) -> double {
+    const auto it = peaks.find(name);
+    return it == peaks.end() ? 0 : it->second;
+  };
+  if (!matmul_dtype_.empty() && dtype == DType::f32 && (op_class == "matmul" || op_class == "conv"))
+    if (const double p = entry(matmul_dtype_); p > 0) return p;
+  if (is_float(dtype))
+    if (const double p = entry(std::string(dtype_name(dtype))); p > 0) return p;
+  if (const double p = entry("f32"); p > 0) return p;
+  return device_.max_peak_flops();
+}
+
+double CostModel::efficiency(const std::string& op_class) const {
+  const auto it = device_.op_classes.find(op_class);
+  return it == device_.op_classes.end() ? 1 : it->second.efficiency;
+}
+
+double CostModel::launch_overhead(const std::string& op_class) const {
+  if (op_class == "view" || op_class == "host") return 0;
+  const auto it = device_.op_classes.find(op_class);
+  if (it != device_.op_classes.end() && it->second.launch_overhead)
+    return *it->second.launch_overhead;
+  return device_.launch_overhead;
+}
+
+OpTime CostModel::time(const OpCost& cost, DType dtype) const {
+  OpTime t;
+  if (cost.op_class == "view" || cost.op_class == "host") return t;
+  const double compute = cost.flops / peak_flops(dtype, cost.op_class);
+  const double memory = cost.bytes / device_.memory_bandwidth;
+  t.compute_bound = compute > memory;
+  t.overhead = launch_overhead(cost.op_class);
+  t.seconds = std::max(compute, memory) / efficiency(cost.op_class) + t.overhead;
+  return t;
+}
+
+DType compute_dtype(const std::vector<sem::TypeP>& inputs, const sem::TypeP& output) {
+  for (const sem::TypeP& t : inputs)
+    if (t && t->is_tensor() && is_float(t->dtype)) return t->dtype;
+  if (output && output->is_tensor()) return output->dtype;
+  return DType::f32;
+}
+
+}  // namespace spora::sim
