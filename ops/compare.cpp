@@ -13,6 +13,7 @@
 #include "ops/ad_util.h"
 #include "ops/families.h"
 #include "ops/kernel_util.h"
+#include "semantics/passes/fusion_kind.h"
 
 namespace spora::ops {
 
@@ -56,6 +57,7 @@ struct Broadcast2 {
 
 void add_compare(sem::Registry& r, const std::string& name, const std::string& doc, Cmp op) {
   Primitive p;
+  p.facets[passes::kFusionFacet] = passes::FusionKind::Broadcast;
   p.name = name;
   p.family = "compare";
   p.doc = doc;
@@ -92,6 +94,7 @@ const Type& bool_input(const std::vector<TypeP>& in, size_t i, const std::string
 
 void add_logical(sem::Registry& r, const std::string& name, const std::string& doc, bool is_and) {
   Primitive p;
+  p.facets[passes::kFusionFacet] = passes::FusionKind::Broadcast;
   p.name = name;
   p.family = "compare";
   p.doc = doc;
@@ -123,6 +126,7 @@ void add_logical(sem::Registry& r, const std::string& name, const std::string& d
 void add_logical_not(sem::Registry& r) {
   Primitive p;
   p.name = "logical_not";
+  p.facets[passes::kFusionFacet] = passes::FusionKind::Elementwise;
   p.family = "compare";
   p.doc = "boolean negation (not x)";
   p.params = {input("x")};
@@ -143,6 +147,7 @@ void add_logical_not(sem::Registry& r) {
 void add_where(sem::Registry& r) {
   Primitive p;
   p.name = "where";
+  p.facets[passes::kFusionFacet] = passes::FusionKind::Broadcast;
   p.family = "compare";
   p.doc = "where(c, a, b): a where c is true, else b (broadcasting all three)";
   p.params = {input("c"), input("a"), input("b")};
@@ -198,6 +203,7 @@ void add_where(sem::Registry& r) {
 void add_cast(sem::Registry& r) {
   Primitive p;
   p.name = "cast";
+  p.facets[passes::kFusionFacet] = passes::FusionKind::Elementwise;
   p.family = "compare";
   p.doc = "cast(x, dtype): convert; float -> int truncates toward zero, -> bool is x != 0";
   p.params = {input("x"), attr("dtype", ParamSpec::AttrKind::DType)};

@@ -32,6 +32,7 @@
 #include "ops/ad_util.h"
 #include "ops/families.h"
 #include "ops/kernel_util.h"
+#include "semantics/passes/fusion_kind.h"
 
 namespace spora::ops {
 
@@ -185,6 +186,7 @@ void add_conv_grad(sem::Registry& r, bool input_grad) {
   Primitive p;
   p.name = name;
   p.family = "conv";
+  p.facets[passes::kFusionFacet] = passes::FusionKind::OutputFusable;
   p.doc = input_grad ? "conv2d_input_grad(g, w, stride, padding, dilation, groups, shape): the "
                        "vjp of conv2d in x (a transposed convolution)"
                      : "conv2d_weight_grad(x, g, stride, padding, dilation, groups, shape): the "
@@ -280,6 +282,7 @@ ad::Node* conv2d_jvp(ad::Emitter& e, const ad::Node& node, const ad::Nodes& in, 
 void add_conv2d(sem::Registry& r) {
   Primitive p;
   p.name = "conv2d";
+  p.facets[passes::kFusionFacet] = passes::FusionKind::OutputFusable;
   p.family = "conv";
   p.doc =
       "conv2d(x, w, b=none, stride=1, padding=0, dilation=1, groups=1): NCHW x OIHW convolution";
@@ -395,6 +398,7 @@ void add_pool(sem::Registry& r, bool is_max) {
       return e.op("avg_pool2d_grad", {dout}, with_shape(pool_attrs(node.attrs), ad::shape_of(x)));
     });
   }
+  p.facets[passes::kFusionFacet] = passes::FusionKind::Opaque;
   r.add(std::move(p));
 }
 
@@ -476,6 +480,7 @@ void add_max_pool_helper(sem::Registry& r, bool select) {
              const ad::Nodes& ts) -> ad::Node* {
         return ts[1] ? e.op(name, {in[0], ts[1]}, node.attrs) : nullptr;
       });
+  p.facets[passes::kFusionFacet] = passes::FusionKind::Opaque;
   r.add(std::move(p));
 }
 
@@ -532,6 +537,7 @@ void add_avg_pool_grad(sem::Registry& r) {
   ad::set_linear_rules(p, [](ad::Emitter& e, const ad::Node& node, ad::Node*, ad::Node* dout) {
     return e.op("avg_pool2d", {dout}, pool_attrs(node.attrs));
   });
+  p.facets[passes::kFusionFacet] = passes::FusionKind::Opaque;
   r.add(std::move(p));
 }
 

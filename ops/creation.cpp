@@ -11,6 +11,7 @@
 
 #include "ops/families.h"
 #include "ops/kernel_util.h"
+#include "semantics/passes/fusion_kind.h"
 #include "ops/rng.h"
 
 namespace spora::ops {
@@ -35,6 +36,7 @@ Primitive row(std::string name, std::string doc, std::vector<ParamSpec> params) 
   Primitive p;
   p.name = std::move(name);
   p.family = "creation";
+  p.facets[passes::kFusionFacet] = passes::FusionKind::Opaque;
   p.doc = std::move(doc);
   p.params = std::move(params);
   p.differentiable = false;

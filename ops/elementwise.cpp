@@ -22,6 +22,7 @@
 #include "ops/ad_util.h"
 #include "ops/families.h"
 #include "ops/kernel_util.h"
+#include "semantics/passes/fusion_kind.h"
 
 namespace spora::ops {
 
@@ -61,6 +62,7 @@ void add_unary(sem::Registry& r, const std::string& name, const std::string& doc
   p.family = "elementwise";
   p.doc = doc;
   p.params = {input("x")};
+  p.facets[passes::kFusionFacet] = passes::FusionKind::Elementwise;
   p.differentiable = differentiable;
   p.infer = [name, int_ok](const std::vector<TypeP>& in, const Attrs&) -> TypeP {
     expect_inputs(in, 1, 1, name);
@@ -381,6 +383,7 @@ void add_binary(sem::Registry& r, const std::string& name, const std::string& do
   p.family = "elementwise";
   p.doc = doc;
   p.params = {input("x"), input("y")};
+  p.facets[passes::kFusionFacet] = passes::FusionKind::Broadcast;
   p.differentiable = op != BinOp::floordiv;
   p.infer = [name, op](const std::vector<TypeP>& in, const Attrs&) -> TypeP {
     expect_inputs(in, 2, 2, name);

@@ -10,6 +10,7 @@
 #include "ops/ad_util.h"
 #include "ops/families.h"
 #include "ops/kernel_util.h"
+#include "semantics/passes/fusion_kind.h"
 #include "ops/ops.h"
 
 namespace spora::ops {
@@ -22,6 +23,7 @@ Primitive row(std::string name, std::string doc, std::vector<ParamSpec> params) 
   p.family = "internal";
   p.doc = std::move(doc);
   p.params = std::move(params);
+  p.facets[passes::kFusionFacet] = passes::FusionKind::Opaque;
   return p;
 }
 
@@ -72,6 +74,7 @@ void add_assert(sem::Registry& r) {
 void add_identity(sem::Registry& r, const std::string& name, const std::string& doc, bool diff) {
   Primitive p = row(name, doc, {input("x")});
   p.differentiable = diff;
+  p.facets[passes::kFusionFacet] = passes::FusionKind::Elementwise;
   p.infer = [name](const std::vector<TypeP>& in, const Attrs&) -> TypeP {
     expect_inputs(in, 1, 1, name);
     return in[0];

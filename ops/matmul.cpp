@@ -11,6 +11,7 @@
 #include "ops/ad_util.h"
 #include "ops/families.h"
 #include "ops/kernel_util.h"
+#include "semantics/passes/fusion_kind.h"
 
 namespace spora::ops {
 
@@ -127,6 +128,7 @@ Node* matmul_jvp(Emitter& e, const Node&, const Nodes& in, Node*, const Nodes& t
 void register_matmul(sem::Registry& r) {
   Primitive p;
   p.name = "matmul";
+  p.facets[passes::kFusionFacet] = passes::FusionKind::OutputFusable;
   p.family = "matmul";
   p.doc = "matrix product a @ b (NumPy: 1-D operands, broadcast batch axes)";
   p.params = {input("a"), input("b")};

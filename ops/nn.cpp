@@ -39,6 +39,7 @@
 #include "ops/ad_util.h"
 #include "ops/families.h"
 #include "ops/kernel_util.h"
+#include "semantics/passes/fusion_kind.h"
 #include "ops/rng.h"
 
 namespace spora::ops {
@@ -142,6 +143,7 @@ void add_softmax(sem::Registry& r, bool log) {
       },
       [apply_t](Emitter& e, const Node& node, const Nodes& in, Node* out, const Nodes& ts)
           -> Node* { return ts[0] ? apply_t(e, node, in[0], out, ts[0]) : nullptr; });
+  p.facets[passes::kFusionFacet] = passes::FusionKind::Reduction;
   r.add(std::move(p));
 }
 
@@ -210,6 +212,7 @@ void add_logsumexp(sem::Registry& r) {
         Lse l = partials(e, node, in[0], out);
         return e.sum(e.mul(ts[0], l.p), l.axes, l.keepdims);
       });
+  p.facets[passes::kFusionFacet] = passes::FusionKind::Reduction;
   r.add(std::move(p));
 }
 
@@ -359,6 +362,7 @@ void add_cross_entropy(sem::Registry& r) {
   p.infer = ce_infer;
   p.eval = ce_eval;
   ad::set_rules(p, ce_vjp, ce_jvp);
+  p.facets[passes::kFusionFacet] = passes::FusionKind::Reduction;
   r.add(std::move(p));
 }
 
@@ -473,6 +477,7 @@ void add_layer_norm(sem::Registry& r) {
     return out;
   };
   ad::set_rules(p, layer_norm_vjp, layer_norm_jvp);
+  p.facets[passes::kFusionFacet] = passes::FusionKind::Reduction;
   r.add(std::move(p));
 }
 
@@ -667,6 +672,11 @@ void add_batch_norm(sem::Registry& r) {
     return Value::tuple({y, new_rm, new_rv});
   };
   ad::set_rules(p, batch_norm_vjp, batch_norm_jvp);
+  // Inference is a per-channel affine map of x; training computes batch statistics.
+  p.facets[passes::kFusionFacet] = passes::FusionKindRule([](const Attrs& a) {
+    return a.has("training") && a.get_bool("training") ? passes::FusionKind::Opaque
+                                                       : passes::FusionKind::Broadcast;
+  });
   r.add(std::move(p));
 }
 
@@ -702,6 +712,8 @@ void add_dropout(sem::Registry& r) {
   ad::set_linear_rules(p, [](Emitter& e, const Node& node, Node*, Node* dout) {
     return e.op("dropout", {dout}, node.attrs);
   });
+  // a counter-based mask (ops/rng.h): elementwise in the flat index
+  p.facets[passes::kFusionFacet] = passes::FusionKind::Elementwise;
   r.add(std::move(p));
 }
 

@@ -15,6 +15,7 @@
 #include "ops/ad_util.h"
 #include "ops/families.h"
 #include "ops/kernel_util.h"
+#include "semantics/passes/fusion_kind.h"
 
 namespace spora::ops {
 
@@ -238,6 +239,9 @@ void add_reduction(sem::Registry& r, const std::string& name, const std::string&
   Primitive p;
   p.name = name;
   p.family = "reduction";
+  // argmax/argmin track an index: the kernel generator does not emit them.
+  p.facets[passes::kFusionFacet] =
+      is_arg(op) ? passes::FusionKind::Opaque : passes::FusionKind::Reduction;
   p.doc = doc;
   p.params = {
       input("x"),

@@ -46,6 +46,7 @@
 #include "ops/ad_util.h"
 #include "ops/families.h"
 #include "ops/kernel_util.h"
+#include "semantics/passes/fusion_kind.h"
 
 namespace spora::ops {
 
@@ -86,6 +87,7 @@ Primitive row(std::string name, std::string doc, std::vector<ParamSpec> params) 
   p.family = "shape";
   p.doc = std::move(doc);
   p.params = std::move(params);
+  p.facets[passes::kFusionFacet] = passes::FusionKind::Opaque;  // the rows below say when not
   return p;
 }
 
@@ -147,6 +149,7 @@ void add_transpose(sem::Registry& r, const std::string& name, bool axes_optional
           inverse[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
         return e.op("permute", {dout}, ad::attrs_of({{"axes", inverse}}));
       });
+  p.facets[passes::kFusionFacet] = passes::FusionKind::Injective;
   r.add(std::move(p));
 }
 
@@ -198,6 +201,7 @@ void add_reshape(sem::Registry& r) {
     return x.reshaped(reshape_target(*x.type(), attrs.get_ints("shape")));
   };
   ad::set_linear_rules(p, reshape_back);
+  p.facets[passes::kFusionFacet] = passes::FusionKind::Injective;
   r.add(std::move(p));
 }
 
@@ -233,6 +237,7 @@ void add_broadcast_to(sem::Registry& r) {
   ad::set_linear_rules(p, [](ad::Emitter& e, const ad::Node&, ad::Node* x, ad::Node* dout) {
     return e.unbroadcast(dout, ad::shape_of(x));
   });
+  p.facets[passes::kFusionFacet] = passes::FusionKind::Broadcast;
   r.add(std::move(p));
 }
 
@@ -291,6 +296,7 @@ void add_reshape_like(sem::Registry& r, const std::string& name, const std::stri
     return x.reshaped(shape_fn(*x.type(), attrs));
   };
   ad::set_linear_rules(p, reshape_back);
+  p.facets[passes::kFusionFacet] = passes::FusionKind::Injective;
   r.add(std::move(p));
 }
 
@@ -408,6 +414,8 @@ void add_join(sem::Registry& r, bool stack) {
                     parts.push_back(ad::tangent_or_zero(e, in, ts, i));
                   return e.op(node.prim->name, parts, node.attrs);
                 });
+  // the kernel generator does not emit joins
+  p.facets[passes::kFusionFacet] = passes::FusionKind::Opaque;
   r.add(std::move(p));
 }
 
@@ -523,6 +531,7 @@ void add_slice(sem::Registry& r) {
     for (const auto& [name, value] : slicing.items()) a.set(name, value);
     return e.op("slice_grad", {dout}, a);
   });
+  p.facets[passes::kFusionFacet] = passes::FusionKind::Injective;
   r.add(std::move(p));
 }
 
@@ -569,6 +578,7 @@ void add_slice_grad(sem::Registry& r) {
   ad::set_linear_rules(p, [](ad::Emitter& e, const ad::Node& node, ad::Node*, ad::Node* dout) {
     return e.op("slice", {dout}, slice_attrs(node.attrs));
   });
+  p.facets[passes::kFusionFacet] = passes::FusionKind::Opaque;
   r.add(std::move(p));
 }
 
@@ -627,6 +637,8 @@ void add_gather(sem::Registry& r) {
         if (!ts[0] || !ad::diff(in[0])) return nullptr;
         return e.op("gather", {ts[0], in[1]}, node.attrs);
       });
+  // data-dependent reads: not fused
+  p.facets[passes::kFusionFacet] = passes::FusionKind::Opaque;
   r.add(std::move(p));
 }
 
@@ -702,6 +714,7 @@ void add_scatter_add(sem::Registry& r) {
         if (!ts[2]) return ts[0];
         return e.op("scatter_add", {ad::tangent_or_zero(e, in, ts, 0), in[1], ts[2]}, node.attrs);
       });
+  p.facets[passes::kFusionFacet] = passes::FusionKind::Opaque;
   r.add(std::move(p));
 }
 
@@ -736,6 +749,7 @@ void add_one_hot(sem::Registry& r) {
     }
     return out;
   };
+  p.facets[passes::kFusionFacet] = passes::FusionKind::Injective;
   r.add(std::move(p));
 }
 

@@ -10,6 +10,7 @@
 // list_push appends in place to the shared buffer in O(1) and returns the same list.
 #include "ops/families.h"
 #include "ops/kernel_util.h"
+#include "semantics/passes/fusion_kind.h"
 #include "semantics/ir/parser.h"
 
 namespace spora::ops {
@@ -25,6 +26,7 @@ Primitive row(std::string name, std::string doc, std::vector<ParamSpec> params) 
   Primitive p;
   p.name = std::move(name);
   p.family = "tape";
+  p.facets[passes::kFusionFacet] = passes::FusionKind::Opaque;
   p.doc = std::move(doc);
   p.params = std::move(params);
   p.differentiable = false;  // autodiff handles loops and their tapes structurally

@@ -105,6 +105,12 @@ struct DepthGuard {
 
 }  // namespace
 
+FusedKernelHook& fused_kernel_hook() {
+  static FusedKernelHook hook;
+  return hook;
+}
+void set_fused_kernel_hook(FusedKernelHook hook) { fused_kernel_hook() = std::move(hook); }
+
 Interpreter::Interpreter(const ir::Module& module) : module_(module) {}
 Interpreter::~Interpreter() = default;
 
@@ -243,7 +249,12 @@ Value Interpreter::eval_node(const Node* n, const Frame& frame) {
   for (const Node* x : n->inputs) in.push_back(lookup(x, frame));
 
   try {
-    if (n->callee) return call_graph(n, in, frame);
+    if (n->callee) {
+      Value fused;
+      const FusedKernelHook& hook = fused_kernel_hook();
+      if (hook && n->callee->has_flag("fused") && hook(*n->callee, in, fused)) return fused;
+      return call_graph(n, in, frame);
+    }
     if (!n->prim) throw lang::InternalError("an apply with neither primitive nor callee");
     if (is_control_flow(n->prim)) return eval_control(n, in, frame);
     if (!n->prim->eval)

@@ -68,6 +68,13 @@ struct TraceEvent {
 };
 using TraceHook = std::function<void(const TraceEvent&)>;
 
+// Runs a call of a fusion group (a graph flagged "fused", semantics/passes/fusion.h) with a
+// compiled kernel: true with `result` set, or false to run the group's nodes one by one.
+// backends/codegen installs it (process-wide); without one every group runs node by node.
+using FusedKernelHook =
+    std::function<bool(const ir::Graph& group, const std::vector<Value>& args, Value& result)>;
+void set_fused_kernel_hook(FusedKernelHook hook);
+
 class Interpreter {
  public:
   explicit Interpreter(const ir::Module& module);

@@ -2,3 +2,4 @@
 # (every CPU kernel against the reference kernel).
 spora_test_dir(runtime spora_runtime spora_cpu)
 spora_test_dir(cpu spora_cpu spora_runtime)
+spora_test_dir(fusion spora_codegen spora_cpu spora_runtime)

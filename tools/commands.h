@@ -11,12 +11,13 @@ struct RunOptions {
   std::string mode = "graph";
   bool stats = false;
   bool optimize = true;   // run the simplification passes before executing (graph mode)
+  bool fuse = true;       // fuse operators and run the groups with generated kernels (graph mode)
 };
 
 int cmd_run(const std::string& path, const RunOptions& opts);
 int cmd_check(const std::string& path);
 int cmd_ir(const std::string& path, const std::string& stage, bool dot, const std::string& out,
-           const std::vector<std::string>& print_after);
+           const std::vector<std::string>& print_after, const std::string& emit = "");
 int cmd_ops();
 int cmd_grad_check(const std::string& path, double tolerance);
 

@@ -19,6 +19,7 @@
 #include "semantics/passes/pipeline.h"
 #include "semantics/pipeline.h"
 #include "tools/commands.h"
+#include "tools/fused_stage.h"
 
 namespace spora::tools {
 
@@ -72,6 +73,7 @@ int cmd_run(const std::string& path, const RunOptions& opts) {
   if (!c.module) return 1;
   if (options.eager) return 0;
   if (opts.optimize) passes::optimize(*c.module);
+  const auto fused = fuse_for_run(*c.module, opts.fuse);
   if (!c.module->entry) {
     std::cerr << fmt::format("spora: error: {} has no main graph to run\n", path);
     return 1;
@@ -89,6 +91,7 @@ int cmd_run(const std::string& path, const RunOptions& opts) {
       std::cerr << fmt::format("stats: {} graphs, {} nodes after optimization; ran in {:.1f} ms; peak tensor memory {:.3f} MB\n",
                                c.module->graphs().size(), nodes, ms,
                                static_cast<double>(sem::memory_stats().peak_bytes) / 1e6);
+      if (fused) std::cerr << "stats: " << describe_fusion(*fused) << "\n";
     }
   } catch (const sem::RuntimeError& e) {
     std::cout.flush();
@@ -117,7 +120,7 @@ int cmd_check(const std::string& path) {
 }
 
 int cmd_ir(const std::string& path, const std::string& stage, bool dot, const std::string& out,
-           const std::vector<std::string>& print_after) {
+           const std::vector<std::string>& print_after, const std::string& emit) {
   lang::SourceManager sources;
   lang::DiagnosticEngine diags(sources);
   if (stage == "parsed") {
@@ -133,14 +136,14 @@ int cmd_ir(const std::string& path, const std::string& stage, bool dot, const st
     if (!ast || diags.has_errors()) return 1;
     return write_output(lang::print_ast(*ast), out);
   }
-  if (stage != "typed" && stage != "grad" && stage != "optimized") {
-    std::cerr << fmt::format("spora: error: unknown stage '{}' (available: parsed, typed, grad, optimized)\n", stage);
+  if (stage != "typed" && stage != "grad" && stage != "optimized" && stage != "fused") {
+    std::cerr << fmt::format("spora: error: unknown stage '{}' (available: parsed, typed, grad, optimized, fused)\n", stage);
     return 2;
   }
   sem::Compiled c = sem::compile_file(sources, diags, path);
   diags.print(std::cerr);
   if (!c.module) return 1;
-  if (stage == "optimized" || !print_after.empty()) {
+  if (stage == "optimized" || stage == "fused" || !print_after.empty()) {
     passes::PassOptions po;
     po.print_after = print_after;
     po.dump = &std::cout;
@@ -152,6 +155,15 @@ int cmd_ir(const std::string& path, const std::string& stage, bool dot, const st
     }
     if (!print_after.empty()) return 0;
   }
+  if (stage == "fused" && !dot) {
+    try {
+      return write_output(fused_stage(*c.module, emit), out);
+    } catch (const lang::UserError& e) {
+      std::cerr << fmt::format("spora: error: {}\n", e.what());
+      return 2;
+    }
+  }
+  if (stage == "fused") fused_stage(*c.module, "");
   return write_output(dot ? ir::to_dot(*c.module) : ir::print_module(*c.module), out);
 }
 
@@ -177,6 +189,8 @@ int main(int argc, char** argv) {
   run->add_option("--mode", run_opts.mode, "execution mode: graph (compile the whole program) or eager (op by op)")
       ->capture_default_str();
   run->add_flag("--stats", run_opts.stats, "print graph size, run time and peak tensor memory (graph mode) to stderr");
+  bool no_fuse = false;
+  run->add_flag("--no-fuse", no_fuse, "graph mode: run every node on its own (no operator fusion, no generated kernels)");
   bool no_opt = false;
   run->add_flag("--no-optimize", no_opt, "run the IR as lowered, without the simplification passes");
 
@@ -190,8 +204,12 @@ int main(int argc, char** argv) {
   irc->add_option("file", ir_path, "the program (.sp)")->required();
   irc->add_option("--stage", stage,
                   "parsed (the AST), typed (the specialised graph IR, with derivative code), grad (the "
-                  "same: derivatives are emitted while lowering) or optimized (after the simplification passes)")
+                  "same: derivatives are emitted while lowering), optimized (after the simplification passes) or "
+                  "fused (after operator fusion: groups become calls of @fused graphs)")
       ->capture_default_str();
+  std::string emit;
+  irc->add_option("--emit", emit, "with --stage fused: print the generated source of every fusion group instead "
+                  "(kernels: C++ and CUDA)");
   irc->add_flag("--dot", dot, "write Graphviz dot instead of text");
   std::vector<std::string> print_after;
   irc->add_option("--print-after", print_after,
@@ -214,9 +232,10 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     run_opts.optimize = !no_opt;
+    run_opts.fuse = !no_fuse;
     if (*run) return tools::cmd_run(run_path, run_opts);
     if (*check) return tools::cmd_check(check_path);
-    if (*irc) return tools::cmd_ir(ir_path, stage, dot, out, print_after);
+    if (*irc) return tools::cmd_ir(ir_path, stage, dot, out, print_after, emit);
     if (*ops_cmd) return tools::cmd_ops();
     if (*gc) return tools::cmd_grad_check(gc_path, gc_tol);
     return tools::run_extra_commands(app);

@@ -1,0 +1,108 @@
+// Kernel generation for fusion groups (DESIGN.md section 6): the loop nest of each group
+// (semantics/passes/fusion_plan.h) printed as C++ (one OpenMP loop nest, vectorisable inner
+// loops) or CUDA (grid-stride loops, block reductions), and the C++ compiled by the system
+// compiler into a cached shared object. See README.md of this folder.
+//
+//   emit_cpp / emit_cuda       one kernel's source (named by the hash of its body, so equal
+//                              groups share a kernel), and whole translation units with the
+//                              target's prelude (the sp_* helpers, vectorised exp/erf/tanh)
+//   compile_cpp                source -> shared object in the cache (a hash of compiler, flags,
+//                              machine and source names it; a second build loads it without
+//                              compiling), dlopen'ed once per process
+//   nvrtc_compile              CUDA source -> CUBIN for sm_90 with NVRTC (compile only: a check
+//                              that the generated CUDA is valid where no GPU is present)
+//   FusedRuntime               (fused_runtime.h) runs the calls of fused graphs with them
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "semantics/ir/ir.h"
+#include "semantics/passes/fusion_plan.h"
+
+namespace spora::codegen {
+
+// ---- source --------------------------------------------------------------------------------
+
+struct KernelSource {
+  std::string name;  // spora_k<hash of the body>
+  std::string text;  // the function(s)
+};
+
+// C++: `extern "C" int NAME(const void* const* in, void* const* out)`; in[k] / out[k] point
+// to the plan's buffers (row-major, bool as uint8_t); returns 0, or 1 when an SP_CHECK failed.
+KernelSource emit_cpp(const passes::KernelPlan& plan);
+// A translation unit: the C++ prelude, then each distinct kernel once.
+std::string cpp_unit(const std::vector<KernelSource>& kernels);
+const std::string& cpp_prelude();
+
+// CUDA: `extern "C" __global__ void NAME(in0.., out0.., int* sp_err, double* sp_totals)`, plus
+// NAME_init (sets the totals) and NAME_finish (the scalar epilogue) when the group has totals.
+// Launch: one block per row for row reductions (blockDim a multiple of 32, at most 1024),
+// any grid for elementwise groups.
+KernelSource emit_cuda(const passes::KernelPlan& plan);
+std::string cuda_unit(const std::vector<KernelSource>& kernels);
+const std::string& cuda_prelude();
+
+// Every fused graph of m with its loop nest (those plan_group accepts), in module order.
+struct FusedGroup {
+  const ir::Graph* graph;
+  passes::KernelPlan plan;
+};
+std::vector<FusedGroup> fused_groups(const ir::Module& m);
+
+// What `spora ir --emit kernels` prints: per fused graph a header comment, its C++ and
+// (cuda) its CUDA source; the preludes once at the top when `preludes`.
+std::string kernel_listing(const ir::Module& m, bool cuda, bool preludes);
+
+// ---- C++ compilation -----------------------------------------------------------------------
+
+struct CompileOptions {
+  std::string compiler;   // the system C++ compiler (SPORA_CXX, else the one Spora was built with)
+  std::string flags;      // -O3 -march=native -fopenmp ... (SPORA_CXXFLAGS replaces them)
+  std::string cache_dir;  // SPORA_CACHE_DIR, else $XDG_CACHE_HOME/spora/kernels, else
+                          // ~/.cache/spora/kernels
+};
+CompileOptions default_compile_options();
+
+// Process-wide counters (tests check that a cached build does not compile).
+struct CompileStats {
+  size_t compiles = 0;    // compiler runs that produced a shared object
+  size_t cache_hits = 0;  // shared objects found in the cache
+  size_t failures = 0;    // compiler runs that failed (or could not start)
+};
+CompileStats compile_stats();
+void reset_compile_stats();
+
+// A loaded shared object of kernels.
+class KernelLibrary {
+ public:
+  using Fn = int (*)(const void* const* in, void* const* out);
+  ~KernelLibrary();
+  Fn find(const std::string& name) const;  // null when absent
+  const std::string& path() const { return path_; }
+
+ private:
+  friend std::shared_ptr<KernelLibrary> compile_cpp(const std::string&, const CompileOptions&,
+                                                    std::string*);
+  void* handle_ = nullptr;
+  std::string path_;
+};
+
+// Compiles (or finds in the cache) and loads a translation unit. On failure: null, and the
+// compiler's message (its first lines) in *error.
+std::shared_ptr<KernelLibrary> compile_cpp(const std::string& source, const CompileOptions& options,
+                                           std::string* error = nullptr);
+
+// ---- CUDA ----------------------------------------------------------------------------------
+
+// Is NVRTC available (Spora built with the CUDA toolkit)?
+bool nvrtc_available();
+// Compiles a CUDA translation unit for `arch` (sm_90) to CUBIN; true on success, else the
+// log in *log. Always false (with a message) without NVRTC.
+bool nvrtc_compile(const std::string& source, const std::string& arch = "sm_90",
+                   std::string* log = nullptr);
+
+}  // namespace spora::codegen

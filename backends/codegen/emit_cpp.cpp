@@ -1,0 +1,323 @@
+// C++ source of fused kernels (codegen.h): the prelude and one OpenMP loop nest per plan.
+//
+//   extern "C" int spora_k<hash>(const void* const* in_, void* const* out_) {
+//     const float* in0 = (const float*)in_[0]; ...   float* out0 = (float*)out_[0]; ...
+//     int err = 0; double t0 = 0;                     // totals
+//     #pragma omp parallel for reduction(...)          // rows (x chunks of the inner loop)
+//     for (int64_t task = 0; task < TASKS; ++task) {
+//       const int64_t r = ...; row setup
+//       pre; accumulators; #pragma omp simd reduction(...) for (j ...) { body } post  // each pass
+//     }
+//     epilogue; return err != 0;
+//   }
+//
+// Inner loops carry `omp simd`: iterations are independent (an output may share its buffer
+// with an input read at the same index only, fusion_plan.h in_place_ok). Reductions
+// accumulate floats in double; max/min track nan apart so that they vectorise.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <set>
+
+#include "backends/codegen/codegen.h"
+#include "backends/codegen/hash.h"
+
+namespace spora::codegen {
+
+using passes::Accumulator;
+using passes::KernelPlan;
+using passes::ReduceOp;
+
+namespace {
+
+// The vectorised f32 math of the CPU backend (backends/cpu/vmath.h), embedded at build time.
+const char* const kVmath =
+#if __has_include("codegen_vmath.inc")
+#include "codegen_vmath.inc"
+    ;
+constexpr bool kHaveVmath = true;
+#else
+    "";
+constexpr bool kHaveVmath = false;
+#endif
+
+const char* const kPrelude = R"SPORA(// Spora fused kernels (backends/codegen): generated C++.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#define SP_INF_F std::numeric_limits<float>::infinity()
+#define SP_INF_D std::numeric_limits<double>::infinity()
+#define SP_NAN_F std::numeric_limits<float>::quiet_NaN()
+#define SP_NAN_D std::numeric_limits<double>::quiet_NaN()
+#define SP_CHECK(cond) err |= (cond) ? 1 : 0
+#define SP_FN static inline __attribute__((always_inline))
+namespace {
+template <class T> SP_FN T sp_neg(T x) { return -x; }
+template <class T> SP_FN T sp_abs(T x) { return x < T(0) ? -x : x; }
+template <class T> SP_FN T sp_sign(T x) { return x != x ? x : (x > T(0) ? T(1) : (x < T(0) ? T(-1) : T(0))); }
+template <class T> SP_FN T sp_square(T x) { return x * x; }
+template <class T> SP_FN T sp_relu(T x) { return x > T(0) ? x : T(0); }
+template <class T> SP_FN T sp_floor(T x) { return std::floor(x); }
+template <class T> SP_FN T sp_ceil(T x) { return std::ceil(x); }
+template <class T> SP_FN T sp_round(T x) { return std::nearbyint(x); }
+template <class T> SP_FN T sp_sqrt(T x) { return std::sqrt(x); }
+template <class T> SP_FN T sp_rsqrt(T x) { return T(1) / std::sqrt(x); }
+template <class T> SP_FN T sp_reciprocal(T x) { return T(1) / x; }
+template <class T> SP_FN T sp_sin(T x) { return std::sin(x); }
+template <class T> SP_FN T sp_cos(T x) { return std::cos(x); }
+template <class T> SP_FN T sp_log1p(T x) { return std::log1p(x); }
+template <class T> SP_FN T sp_expm1(T x) { return std::expm1(x); }
+template <class T> SP_FN T sp_pow(T x, T y) { return std::pow(x, y); }
+template <class T> SP_FN T sp_maximum(T a, T b) { return a != a || b != b ? std::numeric_limits<T>::quiet_NaN() : (a > b ? a : b); }
+template <class T> SP_FN T sp_minimum(T a, T b) { return a != a || b != b ? std::numeric_limits<T>::quiet_NaN() : (a < b ? a : b); }
+template <class T> SP_FN T sp_finite_or_zero(T x) { return x - x == T(0) ? x : T(0); }
+// Python floor division and remainder on floats (ops/elementwise.cpp).
+template <class T> SP_FN T sp_floordiv(T a, T b) {
+  if (b == 0) return a / b;
+  T mod = std::fmod(a, b);
+  T div = (a - mod) / b;
+  if (mod != 0 && ((b < 0) != (mod < 0))) div -= T(1);
+  if (div == 0) return std::copysign(T(0), a / b);
+  T fl = std::floor(div);
+  if (div - fl > T(0.5)) fl += T(1);
+  return fl;
+}
+template <class T> SP_FN T sp_mod(T a, T b) {
+  if (b == 0) return std::fmod(a, b);
+  T m = std::fmod(a, b);
+  if (m != 0) {
+    if ((b < 0) != (m < 0)) m += b;
+  } else {
+    m = std::copysign(T(0), b);
+  }
+  return m;
+}
+// The counter-based generator of ops/rng.h (dropout keeps element i when u(seed, i) >= p).
+SP_FN uint64_t sp_rng_finalize(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+SP_FN double sp_uniform01(uint64_t seed, uint64_t i) {
+  const uint64_t g = 0x9E3779B97F4A7C15ull;
+  uint64_t bits = sp_rng_finalize(sp_rng_finalize(seed + g) + (i + 1) * g);
+  return static_cast<double>(bits >> 11) * 0x1.0p-53;
+}
+template <class T> SP_FN T sp_dropout(T x, uint64_t seed, uint64_t i, double p, double scale) {
+  return sp_uniform01(seed, i) >= p ? static_cast<T>(static_cast<double>(x) * scale) : T(0);
+}
+// f64: the C library.
+SP_FN double sp_exp(double x) { return std::exp(x); }
+SP_FN double sp_log(double x) { return std::log(x); }
+SP_FN double sp_tanh(double x) { return std::tanh(x); }
+SP_FN double sp_erf(double x) { return std::erf(x); }
+SP_FN double sp_sigmoid(double x) { return x >= 0 ? 1 / (1 + std::exp(-x)) : std::exp(x) / (1 + std::exp(x)); }
+SP_FN double sp_gelu(double x) { return 0.5 * x * (1 + std::erf(x * 0.70710678118654752440)); }
+}  // namespace
+)SPORA";
+
+// f32 transcendental functions: vmath's when embedded, else the C library's.
+const char* const kF32Vmath = R"SPORA(namespace {
+SP_FN float sp_exp(float x) { return spora::cpu::vm::exp(x); }
+SP_FN float sp_log(float x) { return spora::cpu::vm::log(x); }
+SP_FN float sp_tanh(float x) { return spora::cpu::vm::tanh(x); }
+SP_FN float sp_erf(float x) { return spora::cpu::vm::erf(x); }
+SP_FN float sp_sigmoid(float x) { return spora::cpu::vm::sigmoid(x); }
+SP_FN float sp_gelu(float x) { return spora::cpu::vm::gelu(x); }
+}  // namespace
+)SPORA";
+const char* const kF32Libm = R"SPORA(namespace {
+SP_FN float sp_exp(float x) { return std::exp(x); }
+SP_FN float sp_log(float x) { return std::log(x); }
+SP_FN float sp_tanh(float x) { return std::tanh(x); }
+SP_FN float sp_erf(float x) { return std::erf(x); }
+SP_FN float sp_sigmoid(float x) { return x >= 0 ? 1 / (1 + std::exp(-x)) : std::exp(x) / (1 + std::exp(x)); }
+SP_FN float sp_gelu(float x) { return 0.5f * x * (1 + std::erf(x * 0.70710678118654752440f)); }
+}  // namespace
+)SPORA";
+
+std::string buffer_type(DType d) {
+  switch (d) {
+    case DType::f32:
+      return "float";
+    case DType::f64:
+      return "double";
+    case DType::i32:
+      return "int32_t";
+    case DType::i64:
+      return "int64_t";
+    default:
+      return "uint8_t";
+  }
+}
+
+std::string init_value(const Accumulator& a) {
+  switch (a.op) {
+    case ReduceOp::Sum:
+    case ReduceOp::Any:
+      return "0";
+    case ReduceOp::Prod:
+    case ReduceOp::All:
+      return "1";
+    case ReduceOp::Max:
+      return a.ctype == "float" ? "(-SP_INF_F)" : "(-SP_INF_D)";
+    case ReduceOp::Min:
+      return a.ctype == "float" ? "SP_INF_F" : "SP_INF_D";
+  }
+  return "0";
+}
+
+// The OpenMP reduction clauses of some accumulators.
+std::string clauses(const std::vector<const Accumulator*>& accs) {
+  std::string out;
+  for (const Accumulator* a : accs) {
+    switch (a->op) {
+      case ReduceOp::Sum:
+        out += " reduction(+:" + a->var + ")";
+        break;
+      case ReduceOp::Prod:
+        out += " reduction(*:" + a->var + ")";
+        break;
+      case ReduceOp::Max:
+        out += " reduction(max:" + a->var + ") reduction(|:" + a->var + "n)";
+        break;
+      case ReduceOp::Min:
+        out += " reduction(min:" + a->var + ") reduction(|:" + a->var + "n)";
+        break;
+      case ReduceOp::All:
+        out += " reduction(&:" + a->var + ")";
+        break;
+      case ReduceOp::Any:
+        out += " reduction(|:" + a->var + ")";
+        break;
+    }
+  }
+  return out;
+}
+
+void declare(std::string& out, const Accumulator& a, const std::string& indent) {
+  out += fmt::format("{}{} {} = {};\n", indent, a.ctype, a.var, init_value(a));
+  if (a.op == ReduceOp::Max || a.op == ReduceOp::Min) out += indent + "int " + a.var + "n = 0;\n";
+}
+
+std::string update(const Accumulator& a) {
+  const std::string v = "(" + a.ctype + ")(" + a.value + ")";
+  switch (a.op) {
+    case ReduceOp::Sum:
+      return a.var + " += " + v + ";";
+    case ReduceOp::Prod:
+      return a.var + " *= " + v + ";";
+    case ReduceOp::Max:
+      return fmt::format("{0} = {1} > {0} ? {1} : {0}; {0}n |= {1} != {1};", a.var, v);
+    case ReduceOp::Min:
+      return fmt::format("{0} = {1} < {0} ? {1} : {0}; {0}n |= {1} != {1};", a.var, v);
+    case ReduceOp::All:
+      return a.var + " &= (" + a.value + ") ? 1 : 0;";
+    case ReduceOp::Any:
+      return a.var + " |= (" + a.value + ") ? 1 : 0;";
+  }
+  return "";
+}
+
+void finish(std::string& out, const Accumulator& a, const std::string& indent) {
+  if (a.op == ReduceOp::Max || a.op == ReduceOp::Min)
+    out += fmt::format("{0}if ({1}n) {1} = {2};\n", indent, a.var,
+                       a.ctype == "float" ? "SP_NAN_F" : "SP_NAN_D");
+}
+
+void lines(std::string& out, const std::vector<std::string>& stmts, const std::string& indent) {
+  for (const std::string& s : stmts) out += indent + s + "\n";
+}
+
+}  // namespace
+
+const std::string& cpp_prelude() {
+  static const std::string p = std::string(kPrelude) +
+                               (kHaveVmath ? std::string(kVmath) + "\n" + kF32Vmath : kF32Libm);
+  return p;
+}
+
+KernelSource emit_cpp(const KernelPlan& plan) {
+  std::string body;
+  const std::string I1 = "  ", I2 = "    ", I3 = "      ";
+  for (size_t k = 0; k < plan.inputs.size(); ++k) {
+    const std::string t = buffer_type(plan.inputs[k].dtype);
+    body += fmt::format("{}const {}* in{} = static_cast<const {}*>(in_[{}]);\n", I1, t, k, t, k);
+  }
+  for (size_t k = 0; k < plan.outputs.size(); ++k) {
+    const std::string t = buffer_type(plan.outputs[k].dtype);
+    body += fmt::format("{}{}* out{} = static_cast<{}*>(out_[{}]);\n", I1, t, k, t, k);
+  }
+  body += I1 + "int err = 0;\n";
+  std::vector<const Accumulator*> totals;
+  for (const Accumulator& t : plan.totals) {
+    declare(body, t, I1);
+    totals.push_back(&t);
+  }
+  // Tasks: rows, each row's inner loop split into chunks when rows alone are too few.
+  int64_t chunk = plan.inner, chunks = 1;
+  if (plan.splittable && plan.rows < 64 && plan.inner >= 16384) {
+    chunk = 8192;
+    chunks = (plan.inner + chunk - 1) / chunk;
+  }
+  const int64_t tasks = plan.rows * chunks;
+  const int64_t work = plan.rows * plan.inner;
+  std::vector<const Accumulator*> outer = totals;
+  std::string err_clause = plan.checks ? " reduction(|:err)" : "";
+  body += fmt::format("{}#pragma omp parallel for schedule(static){}{} if({} >= 32768)\n", I1,
+                      clauses(outer), err_clause, work);
+  body += fmt::format("{}for (int64_t task = 0; task < {}; ++task) {{\n", I1, tasks);
+  if (chunks == 1) {
+    body += I2 + "const int64_t r = task;\n";
+    body += fmt::format("{}const int64_t j0 = 0, j1 = {};\n", I2, plan.inner);
+  } else {
+    body += fmt::format("{}const int64_t r = task / {};\n", I2, chunks);
+    body += fmt::format("{}const int64_t j0 = (task % {}) * {};\n", I2, chunks, chunk);
+    body += fmt::format("{}const int64_t j1 = j0 + {} < {} ? j0 + {} : {};\n", I2, chunk,
+                        plan.inner, chunk, plan.inner);
+  }
+  body += I2 + "(void)r;\n";
+  lines(body, plan.row_setup, I2);
+  for (const passes::KernelPass& pass : plan.passes) {
+    lines(body, pass.pre, I2);
+    std::vector<const Accumulator*> in_loop;
+    for (const Accumulator& a : pass.accs) {
+      declare(body, a, I2);
+      in_loop.push_back(&a);
+    }
+    for (size_t t : pass.body_totals) in_loop.push_back(&plan.totals[t]);
+    if (!pass.body.empty() || !pass.accs.empty() || !pass.body_totals.empty()) {
+      body += fmt::format("{}#pragma omp simd{}{}\n", I2, clauses(in_loop), err_clause);
+      body += I2 + "for (int64_t j = j0; j < j1; ++j) {\n";
+      lines(body, plan.inner_setup, I3);
+      lines(body, pass.body, I3);
+      for (const Accumulator& a : pass.accs) body += I3 + update(a) + "\n";
+      for (size_t t : pass.body_totals) body += I3 + update(plan.totals[t]) + "\n";
+      body += I2 + "}\n";
+    }
+    for (const Accumulator& a : pass.accs) finish(body, a, I2);
+    lines(body, pass.post, I2);
+    for (size_t t : pass.post_totals) body += I2 + update(plan.totals[t]) + "\n";
+  }
+  body += I1 + "}\n";
+  for (const Accumulator& t : plan.totals) finish(body, t, I1);
+  lines(body, plan.epilogue, I1);
+  body += I1 + "return err != 0;\n";
+
+  KernelSource k;
+  k.name = "spora_k" + hash_hex(body).substr(0, 16);
+  k.text = "// " + plan.describe + "\n" + "extern \"C\" int " + k.name +
+           "(const void* const* in_, void* const* out_) {\n" + body + "}\n";
+  return k;
+}
+
+std::string cpp_unit(const std::vector<KernelSource>& kernels) {
+  std::string out = cpp_prelude();
+  std::set<std::string> seen;
+  for (const KernelSource& k : kernels)
+    if (seen.insert(k.name).second) out += "\n" + k.text;
+  return out;
+}
+
+}  // namespace spora::codegen

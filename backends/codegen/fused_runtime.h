@@ -1,0 +1,69 @@
+// Running fusion groups with their compiled kernels (DESIGN.md section 6): the interpreter's
+// fused-kernel hook (semantics/interpreter.h).
+//
+// A FusedRuntime is made for one module after fuse_operators (semantics/passes/fusion.h): it
+// plans every fused graph, emits the C++ of those whose domain has at least `min_elements`
+// elements, compiles them as one translation unit (codegen.h: cached on disk, so a second run
+// does not compile), and installs the hook while it lives. A call of a fused graph then
+//   1. checks the arguments against the kernel's buffers (dtype, shape),
+//   2. runs the group's output-fusable anchor (matmul, conv2d) with its backend kernel
+//      (sem::kernel_for: BLAS), whose result the epilogue may overwrite in place,
+//   3. allocates the outputs and runs the kernel.
+// Anything else runs the group node by node, exactly as the unfused program: a group without a
+// kernel (too small, unplannable, compile failure), unexpected arguments, or a kernel that
+// reports a failed check (a label out of range: the node-by-node run raises the error).
+// A compile failure prints one warning (`spora: warning: ...`) and never stops the program.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "backends/codegen/codegen.h"
+#include "semantics/interpreter.h"
+
+namespace spora::codegen {
+
+struct FusedOptions {
+  CompileOptions compile = default_compile_options();
+  // Groups with fewer domain elements run node by node (compiling would cost more than it
+  // saves). SPORA_FUSE_MIN_ELEMENTS overrides the default of default_fused_options().
+  int64_t min_elements = 0;
+  bool warn = true;  // a compile failure prints a warning on stderr
+};
+FusedOptions default_fused_options();  // min_elements 4096 (or SPORA_FUSE_MIN_ELEMENTS)
+
+class FusedRuntime {
+ public:
+  explicit FusedRuntime(const ir::Module& m, FusedOptions options = default_fused_options());
+  ~FusedRuntime();
+  FusedRuntime(const FusedRuntime&) = delete;
+  FusedRuntime& operator=(const FusedRuntime&) = delete;
+
+  size_t groups() const { return groups_; }     // fused graphs of the module
+  size_t kernels() const { return entries_.size(); }  // of them, with a compiled kernel
+  const std::string& error() const { return error_; }  // the compile failure, if any
+  size_t launches() const { return launches_; }
+  size_t fallbacks() const { return fallbacks_; }
+
+  // The hook itself: runs `group` on `args` with its kernel (false: run it node by node).
+  bool run(const ir::Graph& group, const std::vector<sem::Value>& args, sem::Value& result);
+
+ private:
+  struct Entry {
+    passes::KernelPlan plan;
+    std::string name;
+    KernelLibrary::Fn fn = nullptr;
+    const ir::Node* anchor = nullptr;
+  };
+  std::unordered_map<const ir::Graph*, Entry> entries_;
+  std::shared_ptr<KernelLibrary> library_;
+  std::string error_;
+  size_t groups_ = 0;
+  std::atomic<size_t> launches_{0}, fallbacks_{0};
+};
+
+}  // namespace spora::codegen

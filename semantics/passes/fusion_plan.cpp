@@ -1,0 +1,1176 @@
+// Lowering of a fusion group to a loop nest (fusion_plan.h).
+//
+// Steps:
+//   1. Translate the group's nodes into planning nodes (PNode): one per elementwise, shape or
+//      reduction op; softmax, log_softmax, logsumexp, layer_norm, cross_entropy and inference
+//      batch_norm become their elementwise ops and keepdims reductions; the anchor and the
+//      external inputs become loads, scalar constants literals.
+//   2. Classify reductions: over every axis of their input a total, else a row reduction; all
+//      row reductions must reduce the same axes of the same shape (the domain). Levels: a row
+//      reduction needs one pass more than the row reductions it reads.
+//   3. Choose the loop structure (rows x inner) and emit, pass by pass, every value at the
+//      coordinates its consumers read it at (memoised per coordinates), then the outputs,
+//      the totals and the scalar epilogue.
+#include "semantics/passes/fusion_plan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <memory>
+#include <regex>
+#include <set>
+#include <unordered_map>
+
+#include "semantics/passes/fusion_kind.h"
+
+namespace spora::passes {
+
+using sem::Shape;
+
+int64_t KernelBuffer::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+const char* reduce_op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum:
+      return "sum";
+    case ReduceOp::Prod:
+      return "prod";
+    case ReduceOp::Max:
+      return "max";
+    case ReduceOp::Min:
+      return "min";
+    case ReduceOp::All:
+      return "all";
+    case ReduceOp::Any:
+      return "any";
+  }
+  return "sum";
+}
+
+GroupSpec group_of(const ir::Graph& fused) {
+  GroupSpec g;
+  g.inputs.assign(fused.params.begin(), fused.params.end());
+  for (const ir::Node* n : fused.nodes)
+    if (n != fused.output || !n->is_prim("make_tuple")) g.nodes.push_back(n);
+  if (fused.output && fused.output->is_prim("make_tuple") && fused.output->graph == &fused)
+    g.outputs.assign(fused.output->inputs.begin(), fused.output->inputs.end());
+  else if (fused.output)
+    g.outputs.push_back(fused.output);
+  return g;
+}
+
+namespace {
+
+int64_t numel(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+bool is_real(DType d) { return d == DType::f32 || d == DType::f64; }
+
+std::string ctype(DType d) {
+  switch (d) {
+    case DType::f32:
+      return "float";
+    case DType::f64:
+      return "double";
+    case DType::i32:
+      return "int32_t";
+    case DType::i64:
+      return "int64_t";
+    case DType::boolean:
+      return "bool";
+    default:
+      return "void";
+  }
+}
+
+std::string literal(double v, DType d) {
+  if (d == DType::boolean) return v != 0 ? "true" : "false";
+  if (d == DType::i32) return fmt::format("((int32_t){})", static_cast<int64_t>(v));
+  if (d == DType::i64) return fmt::format("((int64_t){}LL)", static_cast<int64_t>(v));
+  const bool single = d == DType::f32;
+  if (std::isnan(v)) return single ? "SP_NAN_F" : "SP_NAN_D";
+  if (std::isinf(v)) return std::string(v < 0 ? "(-" : "(") + (single ? "SP_INF_F" : "SP_INF_D") + ")";
+  std::string s = single ? fmt::format("{:.9g}", static_cast<float>(v)) : fmt::format("{:.17g}", v);
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  if (single) s += "f";
+  return v < 0 || s[0] == '-' ? "(" + s + ")" : s;
+}
+
+// ---- planning nodes ---------------------------------------------------------------------------
+
+struct PNode {
+  enum class K {
+    Input, Literal, Unary, Binary, Compare, Logical, Not, Where, Cast, FiniteOrZero, Reshape,
+    Permute, Broadcast, OneHot, Slice, Dropout, Reduce
+  };
+  K k = K::Input;
+  std::string op;
+  std::vector<PNode*> in;
+  DType dtype = DType::f32;
+  Shape shape;
+  int id = 0;
+  int input = -1;              // Input: the kernel input
+  double value = 0;            // Literal
+  ReduceOp red = ReduceOp::Sum;
+  bool mean = false;           // Reduce: divide by the count
+  std::vector<int64_t> axes;   // Reduce (sorted; result keeps them as 1)
+  std::vector<int64_t> perm;   // Permute: result axis i is input axis perm[i]
+  int64_t axis = 0, classes = 0;  // OneHot: the class axis of the result
+  std::vector<int64_t> starts, steps;  // Slice, per input axis
+  std::vector<bool> squeezed;
+  double p = 0;                // Dropout
+  int64_t seed = 0;
+  // analysis
+  bool total = false;          // Reduce over every axis
+  int level = 0;               // row-reduction passes needed before this value
+  bool scalar = false;         // depends on a total
+};
+
+struct Fail {
+  std::string why;
+};
+[[noreturn]] void fail(std::string why) { throw Fail{std::move(why)}; }
+
+const std::set<std::string>& unary_ops() {
+  static const std::set<std::string> s = {"neg",  "abs",  "sign",  "square", "relu",    "floor",
+                                          "ceil", "round", "exp",  "log",    "sqrt",    "rsqrt",
+                                          "tanh", "sigmoid", "gelu", "sin",  "cos",     "erf",
+                                          "log1p", "expm1", "reciprocal"};
+  return s;
+}
+const std::set<std::string>& binary_ops() {
+  static const std::set<std::string> s = {"add", "sub",   "mul",     "div",    "floordiv",
+                                          "mod", "pow", "maximum", "minimum"};
+  return s;
+}
+const std::set<std::string>& compare_ops() {
+  static const std::set<std::string> s = {"eq", "ne", "lt", "le", "gt", "ge"};
+  return s;
+}
+const std::set<std::string>& reshape_ops() {
+  static const std::set<std::string> s = {"reshape", "flatten", "squeeze", "unsqueeze",
+                                          "expand_dims"};
+  return s;
+}
+
+std::vector<int64_t> axes_attr(const sem::Attrs& a, const char* name, int64_t rank) {
+  std::vector<int64_t> axes;
+  if (a.is_none(name)) {
+    for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
+    return axes;
+  }
+  const sem::Attr* v = a.find(name);
+  if (const auto* one = std::get_if<int64_t>(v))
+    axes.push_back(*one);
+  else
+    axes = a.get_ints(name);
+  for (int64_t& x : axes) x = x < 0 ? x + rank : x;
+  std::sort(axes.begin(), axes.end());
+  axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
+  return axes;
+}
+
+// Python's slice clamping (ops/shape.cpp adjust_slice): (start, count).
+std::pair<int64_t, int64_t> adjust_slice(int64_t start, int64_t stop, int64_t step, int64_t len) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  const bool omit_start = start == kMax || start == kMin;
+  const bool omit_stop = stop == kMax || stop == kMin;
+  if (omit_start)
+    start = step > 0 ? 0 : len - 1;
+  else if (start < 0)
+    start = std::max<int64_t>(start + len, step < 0 ? -1 : 0);
+  else if (start >= len)
+    start = step < 0 ? len - 1 : len;
+  if (omit_stop)
+    stop = step > 0 ? len : -1;
+  else if (stop < 0)
+    stop = std::max<int64_t>(stop + len, step < 0 ? -1 : 0);
+  else if (stop >= len)
+    stop = step < 0 ? len - 1 : len;
+  int64_t count = 0;
+  if (step < 0) {
+    if (stop < start) count = (start - stop - 1) / (-step) + 1;
+  } else if (start < stop) {
+    count = (stop - start - 1) / step + 1;
+  }
+  return {count ? start : 0, count};
+}
+
+// Step 1: the planning nodes of a group.
+class Builder {
+ public:
+  explicit Builder(const GroupSpec& g) : g_(g) {
+    for (size_t i = 0; i < g.inputs.size(); ++i) input_index_[g.inputs[i]] = static_cast<int>(i);
+    for (const ir::Node* n : g.nodes) members_.insert(n);
+  }
+
+  std::vector<std::unique_ptr<PNode>> nodes;
+  std::vector<PNode*> outputs;
+  std::vector<KernelBuffer> inputs;  // kernel inputs (group inputs, then the anchor)
+  int anchor = -1;
+
+  void run() {
+    for (const ir::Node* in : g_.inputs) {
+      if (!in->type || !in->type->is_tensor()) fail("an input is not a tensor");
+      inputs.push_back({in->type->dtype, in->type->shape});
+    }
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      const ir::Node* n = g_.nodes[i];
+      if (n->is_constant()) continue;  // literals are made where they are read
+      if (!n->is_apply() || !n->prim) fail("a member is not a primitive apply");
+      if (!n->type || !n->type->is_tensor()) fail(n->prim->name + " does not give a tensor");
+      check_static(n->type->shape, n->prim->name);
+      if (fusion_kind(*n->prim, n->attrs) == FusionKind::OutputFusable) {
+        if (anchor >= 0) fail("two output-fusable anchors");
+        for (const ir::Node* x : n->inputs)
+          if (members_.count(x) && !scalar_constant(x))
+            fail(n->prim->name + " reads a value of its own group");
+        anchor = static_cast<int>(i);
+        PNode* a = make(PNode::K::Input, n->type->dtype, n->type->shape);
+        a->input = static_cast<int>(inputs.size());
+        inputs.push_back({n->type->dtype, n->type->shape});
+        map_[n] = a;
+        continue;
+      }
+      map_[n] = translate(*n);
+    }
+    for (const ir::Node* o : g_.outputs) {
+      auto it = map_.find(o);
+      if (it == map_.end()) fail("an output is not a member");
+      outputs.push_back(it->second);
+    }
+    dedupe();
+  }
+
+ private:
+  std::vector<std::unique_ptr<PNode>> dropped_;
+
+  // Equal planning nodes become one (softmax and cross_entropy of the same logits share their
+  // max and sum), and nodes no output needs are dropped.
+  void dedupe() {
+    std::unordered_map<std::string, PNode*> seen;
+    std::unordered_map<const PNode*, PNode*> same;
+    for (auto& p : nodes) {
+      PNode* n = p.get();
+      for (PNode*& x : n->in)
+        if (auto it = same.find(x); it != same.end()) x = it->second;
+      std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}",
+                                    static_cast<int>(n->k), n->op, static_cast<int>(n->dtype),
+                                    fmt::join(n->shape, ","), n->input, n->value,
+                                    static_cast<int>(n->red), n->mean, fmt::join(n->axes, ","),
+                                    fmt::join(n->perm, ","), n->axis, n->classes,
+                                    fmt::join(n->starts, ","), fmt::join(n->steps, ","),
+                                    fmt::join(n->squeezed, ","), n->p, n->seed, n->in.size());
+      for (const PNode* x : n->in) key += "," + std::to_string(x->id);
+      if (n->k == PNode::K::Literal && std::signbit(n->value)) key += "-";
+      auto [it, fresh] = seen.emplace(key, n);
+      if (!fresh) same[n] = it->second;
+    }
+    for (PNode*& o : outputs)
+      if (auto it = same.find(o); it != same.end()) o = it->second;
+    std::set<const PNode*> live;
+    std::vector<const PNode*> stack(outputs.begin(), outputs.end());
+    while (!stack.empty()) {
+      const PNode* n = stack.back();
+      stack.pop_back();
+      if (!live.insert(n).second) continue;
+      for (const PNode* x : n->in) stack.push_back(x);
+    }
+    std::vector<std::unique_ptr<PNode>> kept;
+    for (auto& p : nodes) (live.count(p.get()) ? kept : dropped_).push_back(std::move(p));
+    nodes = std::move(kept);
+  }
+
+  const GroupSpec& g_;
+  std::unordered_map<const ir::Node*, int> input_index_;
+  std::set<const ir::Node*> members_;
+  std::unordered_map<const ir::Node*, PNode*> map_;
+
+  static void check_static(const Shape& s, const std::string& what) {
+    for (int64_t d : s)
+      if (d <= 0) fail(what + ": dynamic or empty shape");
+  }
+
+  static bool scalar_constant(const ir::Node* n) {
+    return n->is_constant() && !n->graph_value && n->value.is_tensor() &&
+           n->value.tensor.numel() == 1 &&
+           (is_real(n->value.tensor.dtype()) || is_integer(n->value.tensor.dtype()) ||
+            n->value.tensor.dtype() == DType::boolean);
+  }
+
+  PNode* make(PNode::K k, DType d, Shape s, std::vector<PNode*> in = {}) {
+    auto p = std::make_unique<PNode>();
+    p->k = k;
+    p->dtype = d;
+    p->shape = std::move(s);
+    p->in = std::move(in);
+    p->id = static_cast<int>(nodes.size());
+    nodes.push_back(std::move(p));
+    return nodes.back().get();
+  }
+  PNode* lit(double v, DType d) {
+    PNode* p = make(PNode::K::Literal, d, {});
+    p->value = v;
+    return p;
+  }
+  PNode* un(const std::string& op, PNode* x) {
+    PNode* p = make(PNode::K::Unary, x->dtype, x->shape, {x});
+    p->op = op;
+    return p;
+  }
+  static Shape broadcast(const Shape& a, const Shape& b) {
+    Shape out(std::max(a.size(), b.size()), 1);
+    for (size_t i = 0; i < out.size(); ++i) {
+      int64_t x = i < out.size() - a.size() ? 1 : a[i - (out.size() - a.size())];
+      int64_t y = i < out.size() - b.size() ? 1 : b[i - (out.size() - b.size())];
+      if (x != y && x != 1 && y != 1) fail("operands do not broadcast");
+      out[i] = x == 1 ? y : x;
+    }
+    return out;
+  }
+  PNode* bin(const std::string& op, PNode* x, PNode* y) {
+    PNode* p = make(PNode::K::Binary, x->dtype, broadcast(x->shape, y->shape), {x, y});
+    p->op = op;
+    return p;
+  }
+  PNode* reduce(ReduceOp op, bool mean, PNode* x, std::vector<int64_t> axes, DType d) {
+    if (axes.empty()) fail("a reduction over no axes");
+    Shape s = x->shape;
+    for (int64_t a : axes) s[static_cast<size_t>(a)] = 1;
+    PNode* p = make(PNode::K::Reduce, d, s, {x});
+    p->red = op;
+    p->mean = mean;
+    p->axes = std::move(axes);
+    return p;
+  }
+  PNode* reshape(PNode* x, Shape s) {
+    if (s == x->shape) return x;
+    return make(PNode::K::Reshape, x->dtype, std::move(s), {x});
+  }
+
+  PNode* value(const ir::Node* n) {
+    auto it = map_.find(n);
+    if (it != map_.end()) return it->second;
+    if (scalar_constant(n)) {
+      PNode* p = make(PNode::K::Literal, n->value.tensor.dtype(), n->value.tensor.shape());
+      p->value = n->value.tensor.item();
+      map_[n] = p;
+      return p;
+    }
+    auto ii = input_index_.find(n);
+    if (ii == input_index_.end()) fail("a value that is neither a member nor an input");
+    if (!n->type || !n->type->is_tensor()) fail("an input is not a tensor");
+    check_static(n->type->shape, "input");
+    PNode* p = make(PNode::K::Input, n->type->dtype, n->type->shape);
+    p->input = ii->second;
+    map_[n] = p;
+    return p;
+  }
+
+  PNode* translate(const ir::Node& n) {
+    const std::string& op = n.prim->name;
+    std::vector<PNode*> in;
+    for (const ir::Node* x : n.inputs) in.push_back(value(x));
+    const DType d = n.type->dtype;
+    const Shape& s = n.type->shape;
+    auto need_float = [&](DType t) {
+      if (!is_real(t)) fail(op + " on " + std::string(dtype_name(t)));
+    };
+    if (op == "identity" || op == "stop_gradient") return in.at(0);
+    if (unary_ops().count(op)) {
+      need_float(d);
+      return un(op, in.at(0));
+    }
+    if (binary_ops().count(op)) {
+      need_float(d);
+      need_float(in.at(0)->dtype);
+      return bin(op, in[0], in.at(1));
+    }
+    if (compare_ops().count(op)) {
+      PNode* p = make(PNode::K::Compare, DType::boolean, s, {in.at(0), in.at(1)});
+      p->op = op;
+      return p;
+    }
+    if (op == "logical_and" || op == "logical_or") {
+      PNode* p = make(PNode::K::Logical, DType::boolean, s, {in.at(0), in.at(1)});
+      p->op = op;
+      return p;
+    }
+    if (op == "logical_not") return make(PNode::K::Not, DType::boolean, s, {in.at(0)});
+    if (op == "where") {
+      if (!is_real(d) && d != DType::boolean) fail("where on " + std::string(dtype_name(d)));
+      return make(PNode::K::Where, d, s, {in.at(0), in.at(1), in.at(2)});
+    }
+    if (op == "cast") {
+      if (!is_real(d) && d != DType::boolean) fail("cast to " + std::string(dtype_name(d)));
+      return make(PNode::K::Cast, d, s, {in.at(0)});
+    }
+    if (reshape_ops().count(op)) return reshape(in.at(0), s);
+    if (op == "transpose" || op == "permute") {
+      PNode* p = make(PNode::K::Permute, d, s, {in.at(0)});
+      const int64_t rank = static_cast<int64_t>(s.size());
+      if (n.attrs.is_none("axes")) {
+        for (int64_t i = rank; i-- > 0;) p->perm.push_back(i);
+      } else {
+        for (int64_t a : n.attrs.get_ints("axes")) p->perm.push_back(a < 0 ? a + rank : a);
+      }
+      return p;
+    }
+    if (op == "broadcast_to") return make(PNode::K::Broadcast, d, s, {in.at(0)});
+    if (op == "one_hot") {
+      need_float(d);
+      PNode* p = make(PNode::K::OneHot, d, s, {in.at(0)});
+      p->axis = static_cast<int64_t>(s.size()) - 1;
+      p->classes = s.back();
+      return p;
+    }
+    if (op == "slice") return slice(n, in.at(0));
+    if (op == "dropout") {
+      const double pr = n.attrs.get_float("p");
+      if (!n.attrs.get_bool("training") || pr == 0) return in.at(0);
+      PNode* p = make(PNode::K::Dropout, d, s, {in.at(0)});
+      p->p = pr;
+      p->seed = n.attrs.get_int("seed");
+      return p;
+    }
+    if (op == "sum" || op == "mean" || op == "prod" || op == "max" || op == "min" ||
+        op == "all" || op == "any") {
+      return reduction(n, op, in.at(0));
+    }
+    if (op == "softmax" || op == "log_softmax") return softmax(n, in.at(0), op == "log_softmax");
+    if (op == "logsumexp") {
+      PNode* x = in.at(0);
+      need_float(x->dtype);
+      auto axes = axes_attr(n.attrs, "axis", static_cast<int64_t>(x->shape.size()));
+      auto [sh, s_exp] = shifted_sum(x, axes);
+      PNode* out = bin("add", un("log", s_exp), sh);
+      return reshape(out, s);
+    }
+    if (op == "layer_norm") return layer_norm(n, in);
+    if (op == "cross_entropy") return cross_entropy(n, in);
+    if (op == "batch_norm") return batch_norm(n, in);
+    fail(op + " is not supported by the kernel generator");
+  }
+
+  PNode* reduction(const ir::Node& n, const std::string& op, PNode* x) {
+    auto axes = axes_attr(n.attrs, "axis", static_cast<int64_t>(x->shape.size()));
+    const DType d = n.type->dtype;
+    ReduceOp r = ReduceOp::Sum;
+    if (op == "all" || op == "any") {
+      r = op == "all" ? ReduceOp::All : ReduceOp::Any;
+    } else {
+      if (!is_real(x->dtype) || d != x->dtype) fail(op + " on " + std::string(dtype_name(x->dtype)));
+      r = op == "prod" ? ReduceOp::Prod
+          : op == "max" ? ReduceOp::Max
+          : op == "min" ? ReduceOp::Min
+                        : ReduceOp::Sum;
+    }
+    return reshape(reduce(r, op == "mean", x, axes, d), n.type->shape);
+  }
+
+  // (finite_or_zero(max(x)), sum(exp(x - that))) over axes, both keepdims.
+  std::pair<PNode*, PNode*> shifted_sum(PNode* x, const std::vector<int64_t>& axes) {
+    PNode* m = reduce(ReduceOp::Max, false, x, axes, x->dtype);
+    PNode* sh = make(PNode::K::FiniteOrZero, x->dtype, m->shape, {m});
+    PNode* e = un("exp", bin("sub", x, sh));
+    return {sh, reduce(ReduceOp::Sum, false, e, axes, x->dtype)};
+  }
+
+  PNode* softmax(const ir::Node& n, PNode* x, bool log) {
+    if (!is_real(x->dtype)) fail("softmax on a non-float tensor");
+    int64_t axis = n.attrs.get_int("axis");
+    if (axis < 0) axis += static_cast<int64_t>(x->shape.size());
+    PNode* m = reduce(ReduceOp::Max, false, x, {axis}, x->dtype);
+    PNode* z = bin("sub", x, make(PNode::K::FiniteOrZero, x->dtype, m->shape, {m}));
+    PNode* e = un("exp", z);
+    PNode* s = reduce(ReduceOp::Sum, false, e, {axis}, x->dtype);
+    return log ? bin("sub", z, un("log", s)) : bin("div", e, s);
+  }
+
+  PNode* layer_norm(const ir::Node& n, const std::vector<PNode*>& in) {
+    PNode* x = in.at(0);
+    if (!is_real(x->dtype)) fail("layer_norm on a non-float tensor");
+    const int64_t rank = static_cast<int64_t>(x->shape.size());
+    std::vector<int64_t> axes;
+    for (int64_t a = rank - n.attrs.get_int("ndim"); a < rank; ++a) axes.push_back(a);
+    PNode* mu = reduce(ReduceOp::Sum, true, x, axes, x->dtype);
+    PNode* xc = bin("sub", x, mu);
+    PNode* var = reduce(ReduceOp::Sum, true, bin("mul", xc, xc), axes, x->dtype);
+    PNode* rstd = un("rsqrt", bin("add", var, lit(n.attrs.get_float("eps"), x->dtype)));
+    PNode* y = bin("mul", xc, rstd);
+    if (in.size() > 1) y = bin("mul", y, in[1]);
+    if (in.size() > 2) y = bin("add", y, in[2]);
+    return y;
+  }
+
+  PNode* cross_entropy(const ir::Node& n, const std::vector<PNode*>& in) {
+    PNode* x = in.at(0);
+    PNode* labels = in.at(1);
+    if (!is_real(x->dtype)) fail("cross_entropy on a non-float tensor");
+    const int64_t axis = x->shape.size() >= 2 ? 1 : 0;
+    auto [sh, s] = shifted_sum(x, {axis});
+    PNode* lse = bin("add", un("log", s), sh);  // kept shape
+    PNode* loss = nullptr;
+    if (is_real(labels->dtype)) {
+      PNode* t = bin("mul", labels, bin("sub", x, lse));
+      loss = un("neg", reduce(ReduceOp::Sum, false, t, {axis}, x->dtype));
+    } else {
+      if (!is_integer(labels->dtype)) fail("cross_entropy labels of another dtype");
+      PNode* oh = make(PNode::K::OneHot, x->dtype, x->shape, {labels});
+      oh->axis = axis;
+      oh->classes = x->shape[static_cast<size_t>(axis)];
+      PNode* picked = reduce(ReduceOp::Sum, false, bin("mul", x, oh), {axis}, x->dtype);
+      loss = bin("sub", lse, picked);
+    }
+    const std::string red = n.attrs.has("reduction") ? n.attrs.get_string("reduction") : "mean";
+    if (red == "none") return reshape(loss, n.type->shape);
+    std::vector<int64_t> all;
+    for (size_t a = 0; a < loss->shape.size(); ++a) all.push_back(static_cast<int64_t>(a));
+    return reshape(reduce(ReduceOp::Sum, red == "mean", loss, all, x->dtype), n.type->shape);
+  }
+
+  PNode* batch_norm(const ir::Node& n, const std::vector<PNode*>& in) {
+    if (n.attrs.get_bool("training")) fail("batch_norm in training");
+    PNode* x = in.at(0);
+    if (!is_real(x->dtype)) fail("batch_norm on a non-float tensor");
+    Shape chan(x->shape.size(), 1);
+    chan[1] = x->shape[1];
+    auto c = [&](PNode* v) { return reshape(v, chan); };
+    PNode* rstd = un("rsqrt", bin("add", in.at(4), lit(n.attrs.get_float("eps"), x->dtype)));
+    PNode* y = bin("mul", bin("sub", x, c(in.at(3))), c(rstd));
+    return bin("add", bin("mul", y, c(in.at(1))), c(in.at(2)));
+  }
+
+  PNode* slice(const ir::Node& n, PNode* x) {
+    const auto& starts = n.attrs.get_ints("starts");
+    const auto& stops = n.attrs.get_ints("stops");
+    const auto& steps = n.attrs.get_ints("steps");
+    const auto& squeeze = n.attrs.get_ints("squeeze");
+    PNode* p = make(PNode::K::Slice, n.type->dtype, n.type->shape, {x});
+    for (size_t i = 0; i < x->shape.size(); ++i) {
+      const int64_t len = x->shape[i];
+      if (i >= starts.size()) {
+        p->starts.push_back(0);
+        p->steps.push_back(1);
+        p->squeezed.push_back(false);
+        continue;
+      }
+      const bool sq = std::find(squeeze.begin(), squeeze.end(), static_cast<int64_t>(i)) !=
+                      squeeze.end();
+      if (sq) {
+        int64_t idx = starts[i] < 0 ? starts[i] + len : starts[i];
+        if (idx < 0 || idx >= len) fail("slice index out of range");
+        p->starts.push_back(idx);
+        p->steps.push_back(0);
+        p->squeezed.push_back(true);
+        continue;
+      }
+      const int64_t step = i < steps.size() ? steps[i] : 1;
+      const int64_t stop = i < stops.size() ? stops[i] : std::numeric_limits<int64_t>::max();
+      if (step == 0) fail("slice step 0");
+      p->starts.push_back(adjust_slice(starts[i], stop, step, len).first);
+      p->steps.push_back(step);
+      p->squeezed.push_back(false);
+    }
+    return p;
+  }
+};
+
+// ---- index expressions -------------------------------------------------------------------------
+
+// An integer index expression; `inner` when it depends on the inner loop.
+struct Ix {
+  std::string e = "0";
+  bool inner = false;
+};
+
+// The coordinates a value is read at (one per axis of its shape) and, when known, its flat
+// row-major index.
+struct Coords {
+  std::vector<Ix> c;
+  Ix flat;
+  bool has_flat = false;
+  std::string key() const {
+    std::string k;
+    for (const Ix& x : c) k += x.e + ",";
+    if (has_flat) k += "|" + flat.e;
+    return k;
+  }
+};
+
+std::vector<int64_t> strides(const Shape& s) {
+  std::vector<int64_t> st(s.size(), 1);
+  for (size_t i = s.size(); i-- > 1;) st[i - 1] = st[i] * s[i];
+  return st;
+}
+
+Ix linear(const std::vector<Ix>& c, const Shape& s) {
+  auto st = strides(s);
+  Ix out{"", false};
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == 1 || c[i].e == "0") continue;
+    std::string term = st[i] == 1 ? c[i].e : fmt::format("{} * {}", c[i].e, st[i]);
+    out.e += (out.e.empty() ? "" : " + ") + term;
+    out.inner = out.inner || c[i].inner;
+  }
+  if (out.e.empty()) return Ix{"0", false};
+  if (out.e.find(' ') != std::string::npos) out.e = "(" + out.e + ")";
+  return out;
+}
+
+Ix linear(const Coords& x, const Shape& s) { return x.has_flat ? x.flat : linear(x.c, s); }
+
+std::vector<Ix> delinear(const Ix& lin, const Shape& s) {
+  auto st = strides(s);
+  const int64_t total = numel(s);
+  std::vector<Ix> out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == 1) {
+      out.push_back(Ix{"0", false});
+      continue;
+    }
+    std::string e = lin.e;
+    if (st[i] != 1) e = fmt::format("({} / {})", e, st[i]);
+    if (st[i] * s[i] != total) e = fmt::format("({} % {})", e, s[i]);
+    out.push_back(Ix{e, lin.inner});
+  }
+  return out;
+}
+
+Coords from_flat(const Ix& flat, const Shape& s) {
+  Coords x;
+  x.c = delinear(flat, s);
+  x.flat = flat;
+  x.has_flat = true;
+  return x;
+}
+
+// Coordinates in shape `to` of the element at x in shape `from` (same element count).
+Coords reshape_coords(const Coords& x, const Shape& from, const Shape& to) {
+  if (from == to) return x;
+  size_t pre = 0;
+  while (pre < from.size() && pre < to.size() && from[pre] == to[pre]) ++pre;
+  size_t suf = 0;
+  while (suf < from.size() - pre && suf < to.size() - pre &&
+         from[from.size() - 1 - suf] == to[to.size() - 1 - suf])
+    ++suf;
+  Shape fmid(from.begin() + pre, from.end() - suf), tmid(to.begin() + pre, to.end() - suf);
+  std::vector<Ix> mid(x.c.begin() + pre, x.c.end() - suf);
+  Coords out;
+  out.c.assign(x.c.begin(), x.c.begin() + pre);
+  for (const Ix& i : delinear(linear(mid, fmid), tmid)) out.c.push_back(i);
+  out.c.insert(out.c.end(), x.c.end() - suf, x.c.end());
+  out.flat = x.flat;
+  out.has_flat = x.has_flat;
+  return out;
+}
+
+// Coordinates in `to` (broadcastable to `from`) of the element broadcast to x.
+Coords broadcast_coords(const Coords& x, const Shape& from, const Shape& to) {
+  if (from == to) return x;
+  Coords out;
+  const size_t off = from.size() - to.size();
+  for (size_t i = 0; i < to.size(); ++i)
+    out.c.push_back(to[i] == 1 ? Ix{"0", false} : x.c[off + i]);
+  if (numel(to) == 1) {
+    out.flat = Ix{"0", false};
+    out.has_flat = true;
+  }
+  return out;
+}
+
+// ---- step 2 and 3: the loop nest ---------------------------------------------------------------
+
+class Emitter {
+ public:
+  Emitter(Builder& b, std::vector<PNode*> outputs) : b_(b), outputs_(std::move(outputs)) {}
+
+  KernelPlan run() {
+    analyse();
+    // Elementwise groups first try one flat loop; if an operand needs per-axis coordinates,
+    // the last axis becomes the inner loop (coordinates of the others are per row).
+    if (row_reduce_.empty() && domain_.size() > 1) {
+      KernelPlan flat = emit(/*flat=*/true);
+      if (!uses_coordinates(flat)) return flat;
+    }
+    return emit(row_reduce_.empty() && domain_.size() <= 1);
+  }
+
+ private:
+  Builder& b_;
+  std::vector<PNode*> outputs_;
+  std::vector<PNode*> row_reduce_, totals_;
+  Shape domain_;
+  std::vector<int64_t> raxes_;  // the reduced axes of the domain
+  int passes_ = 0;              // row-reduction passes
+
+  // per emission
+  KernelPlan plan_;
+  std::vector<Ix> dcoord_;      // canonical domain coordinates
+  Ix dflat_;                    // canonical flat index
+  std::vector<size_t> outer_axes_, inner_axes_;
+  int pass_ = 0;                // current pass; -1: the epilogue
+  int var_ = 0;
+  struct Memo {
+    std::string var;
+    bool inner;
+    int pass;
+  };
+  std::map<std::string, Memo> memo_;
+  std::unordered_map<const PNode*, std::string> reduced_;  // row reduction -> its row variable
+  std::unordered_map<const PNode*, std::string> total_var_;
+  std::vector<std::string> in_place_index_;  // per input: the one index read, or "*"
+  std::set<std::string> checked_;            // label variables whose range is checked
+
+  void analyse() {
+    for (auto& p : b_.nodes) {
+      PNode* n = p.get();
+      for (PNode* x : n->in) {
+        n->level = std::max(n->level, x->level);
+        n->scalar = n->scalar || x->scalar;
+      }
+      if (n->k != PNode::K::Reduce) continue;
+      const PNode* x = n->in[0];
+      n->total = n->axes.size() == x->shape.size();
+      if (n->total) {
+        if (x->scalar) fail("a total of a total");
+        n->scalar = true;
+        totals_.push_back(n);
+        continue;
+      }
+      if (x->scalar) fail("a row reduction reads a total");
+      if (row_reduce_.empty()) {
+        domain_ = x->shape;
+        raxes_ = n->axes;
+      } else if (x->shape != domain_ || n->axes != raxes_) {
+        fail("row reductions over different axes or shapes");
+      }
+      n->level += 1;
+      passes_ = std::max(passes_, n->level);
+      row_reduce_.push_back(n);
+    }
+    std::stable_sort(row_reduce_.begin(), row_reduce_.end(),
+                     [](const PNode* a, const PNode* b) { return a->level < b->level; });
+    if (row_reduce_.empty()) {
+      // The domain: the largest value evaluated per element.
+      for (PNode* o : outputs_)
+        if (!o->scalar && numel(o->shape) > numel(domain_)) domain_ = o->shape;
+      for (PNode* t : totals_)
+        if (numel(t->in[0]->shape) > numel(domain_)) domain_ = t->in[0]->shape;
+    }
+  }
+
+  bool uses_coordinates(const KernelPlan& p) const {
+    static const std::regex coord("\\bc[0-9]+\\b");
+    for (const KernelPass& ps : p.passes)
+      for (const auto* list : {&ps.pre, &ps.body, &ps.post})
+        for (const std::string& s : *list)
+          if (std::regex_search(s, coord)) return true;
+    return false;
+  }
+
+  // ---- statements ----
+
+  std::vector<std::string>& row_list() {
+    return pass_ < 0 ? plan_.epilogue : plan_.passes[static_cast<size_t>(pass_)].pre;
+  }
+  std::string define(const std::string& type, const std::string& expr, bool inner) {
+    std::string v = "v" + std::to_string(var_++);
+    std::string stmt = "const " + type + " " + v + " = " + expr + ";";
+    if (inner && pass_ >= 0)
+      plan_.passes[static_cast<size_t>(pass_)].body.push_back(stmt);
+    else
+      row_list().push_back(stmt);
+    return v;
+  }
+  void statement(const std::string& s, bool inner) {
+    if (inner && pass_ >= 0)
+      plan_.passes[static_cast<size_t>(pass_)].body.push_back(s);
+    else
+      row_list().push_back(s);
+  }
+
+  struct Val {
+    std::string e;
+    bool inner;
+  };
+
+  // The value of n at coordinates x (in n's shape).
+  Val value(PNode* n, const Coords& x) {
+    if (n->scalar && pass_ >= 0) fail("a value computed from a total is read per element");
+    if (n->k == PNode::K::Literal) return {literal(n->value, n->dtype), false};
+    const std::string key = std::to_string(n->id) + "@" + x.key() + (pass_ < 0 ? "#e" : "");
+    auto it = memo_.find(key);
+    if (it != memo_.end() && (it->second.inner ? it->second.pass == pass_ : it->second.pass <= pass_))
+      return {it->second.var, it->second.inner};
+    Val v = compute(n, x);
+    memo_[key] = Memo{v.e, v.inner, pass_};
+    return v;
+  }
+
+  Val load(PNode* n, const Coords& x) {
+    const Ix idx = linear(x, n->shape);
+    std::string& seen = in_place_index_[static_cast<size_t>(n->input)];
+    if (seen.empty())
+      seen = idx.e;
+    else if (seen != idx.e)
+      seen = "*";
+    std::string e = fmt::format("in{}[{}]", n->input, idx.e);
+    if (n->dtype == DType::boolean) e = "(" + e + " != 0)";
+    return {define(ctype(n->dtype), e, idx.inner), idx.inner};
+  }
+
+  Val compute(PNode* n, const Coords& x) {
+    using K = PNode::K;
+    auto operand = [&](size_t i) {
+      PNode* a = n->in[i];
+      return value(a, broadcast_coords(x, n->shape, a->shape));
+    };
+    const std::string t = ctype(n->dtype);
+    switch (n->k) {
+      case K::Input:
+        return load(n, x);
+      case K::Literal:
+        return {literal(n->value, n->dtype), false};
+      case K::Unary: {
+        Val a = operand(0);
+        return {define(t, "sp_" + n->op + "(" + a.e + ")", a.inner), a.inner};
+      }
+      case K::Binary: {
+        Val a = operand(0), b = operand(1);
+        static const std::map<std::string, std::string> infix = {
+            {"add", "+"}, {"sub", "-"}, {"mul", "*"}, {"div", "/"}};
+        auto op = infix.find(n->op);
+        std::string e = op != infix.end() ? "(" + a.e + " " + op->second + " " + b.e + ")"
+                                          : "sp_" + n->op + "(" + a.e + ", " + b.e + ")";
+        return {define(t, e, a.inner || b.inner), a.inner || b.inner};
+      }
+      case K::Compare: {
+        Val a = operand(0), b = operand(1);
+        static const std::map<std::string, std::string> sym = {{"eq", "=="}, {"ne", "!="},
+                                                               {"lt", "<"},  {"le", "<="},
+                                                               {"gt", ">"},  {"ge", ">="}};
+        return {define("bool", "(" + a.e + " " + sym.at(n->op) + " " + b.e + ")",
+                       a.inner || b.inner),
+                a.inner || b.inner};
+      }
+      case K::Logical: {
+        Val a = operand(0), b = operand(1);
+        std::string e = "(" + a.e + (n->op == "logical_and" ? " && " : " || ") + b.e + ")";
+        return {define("bool", e, a.inner || b.inner), a.inner || b.inner};
+      }
+      case K::Not: {
+        Val a = operand(0);
+        return {define("bool", "(!" + a.e + ")", a.inner), a.inner};
+      }
+      case K::Where: {
+        Val c = operand(0), a = operand(1), b = operand(2);
+        const bool in = c.inner || a.inner || b.inner;
+        return {define(t, "(" + c.e + " ? " + a.e + " : " + b.e + ")", in), in};
+      }
+      case K::Cast: {
+        Val a = operand(0);
+        std::string e = n->dtype == DType::boolean ? "(" + a.e + " != 0)"
+                                                   : "((" + t + ")(" + a.e + "))";
+        return {define(t, e, a.inner), a.inner};
+      }
+      case K::FiniteOrZero: {
+        Val a = operand(0);
+        return {define(t, "sp_finite_or_zero(" + a.e + ")", a.inner), a.inner};
+      }
+      case K::Reshape:
+        return value(n->in[0], reshape_coords(x, n->shape, n->in[0]->shape));
+      case K::Broadcast:
+        return operand(0);
+      case K::Permute: {
+        Coords y;
+        y.c.resize(x.c.size());
+        bool identity = true;
+        for (size_t i = 0; i < n->perm.size(); ++i) {
+          y.c[static_cast<size_t>(n->perm[i])] = x.c[i];
+          identity = identity && n->perm[i] == static_cast<int64_t>(i);
+        }
+        if (identity) y = x;
+        return value(n->in[0], y);
+      }
+      case K::Slice: {
+        Coords y;
+        size_t k = 0;
+        for (size_t i = 0; i < n->starts.size(); ++i) {
+          if (n->squeezed[i]) {
+            y.c.push_back(Ix{std::to_string(n->starts[i]), false});
+            continue;
+          }
+          const Ix& c = x.c[k++];
+          std::string e = c.e;
+          if (n->steps[i] != 1) e = fmt::format("{} * {}", e, n->steps[i]);
+          if (c.e == "0") e = "0";
+          if (n->starts[i] != 0) e = e == "0" ? std::to_string(n->starts[i])
+                                              : fmt::format("({} + {})", n->starts[i], e);
+          else if (e.find(' ') != std::string::npos)
+            e = "(" + e + ")";
+          y.c.push_back(Ix{e, c.inner});
+        }
+        return value(n->in[0], y);
+      }
+      case K::OneHot: {
+        Coords y;
+        for (size_t i = 0; i < x.c.size(); ++i)
+          if (static_cast<int64_t>(i) != n->axis) y.c.push_back(x.c[i]);
+        const Ix& cls = x.c[static_cast<size_t>(n->axis)];
+        Val lab = value(n->in[0], y);
+        if (checked_.insert(lab.e).second) {  // a new load of the label: check its range
+          statement(fmt::format("SP_CHECK((int64_t)({0}) < 0 || (int64_t)({0}) >= {1});", lab.e,
+                                n->classes),
+                    lab.inner);
+          plan_.checks = true;
+        }
+        const bool in = lab.inner || cls.inner;
+        return {define(t, fmt::format("((int64_t)({}) == {} ? ({})1 : ({})0)", lab.e, cls.e, t, t),
+                       in),
+                in};
+      }
+      case K::Dropout: {
+        Val a = operand(0);
+        Ix flat = linear(x, n->shape);
+        const double scale = 1.0 / (1.0 - n->p);
+        std::string e = fmt::format("sp_dropout({}, (uint64_t){}ULL, (uint64_t)({}), {}, {})", a.e,
+                                    static_cast<uint64_t>(n->seed), flat.e,
+                                    literal(n->p, DType::f64), literal(scale, DType::f64));
+        const bool in = a.inner || flat.inner;
+        return {define(t, e, in), in};
+      }
+      case K::Reduce: {
+        if (n->total) {
+          auto it = total_var_.find(n);
+          if (it == total_var_.end() || pass_ >= 0) fail("a total read before it is complete");
+          return {it->second, false};
+        }
+        // A row value: read at the row's own coordinates only.
+        for (size_t i = 0; i < x.c.size(); ++i) {
+          const bool reduced = std::find(raxes_.begin(), raxes_.end(), static_cast<int64_t>(i)) !=
+                               raxes_.end();
+          const std::string want = reduced || domain_[i] == 1 ? "0" : dcoord_[i].e;
+          if (x.c[i].e != want) fail("a row reduction read at another row's coordinates");
+        }
+        auto it = reduced_.find(n);
+        if (it == reduced_.end()) fail("a row reduction read before its pass");
+        return {it->second, false};
+      }
+    }
+    fail("unknown planning node");
+  }
+
+  // The coordinates of a value of shape s evaluated once per domain element (numel(s) ==
+  // numel(domain)) or once per row (numel(s) == rows).
+  Coords root(const Shape& s, bool per_row) {
+    if (!per_row) return s == domain_ ? domain_coords() : from_flat(dflat_, s);
+    Shape keep = domain_;
+    for (int64_t a : raxes_) keep[static_cast<size_t>(a)] = 1;
+    Coords rowc;
+    for (size_t i = 0; i < domain_.size(); ++i) rowc.c.push_back(keep[i] == 1 ? Ix{"0", false} : dcoord_[i]);
+    rowc.flat = Ix{"r", false};
+    rowc.has_flat = true;
+    return reshape_coords(rowc, keep, s);
+  }
+  Coords domain_coords() const {
+    Coords x;
+    x.c = dcoord_;
+    x.flat = dflat_;
+    x.has_flat = true;
+    return x;
+  }
+
+  KernelPlan emit(bool flat) {
+    plan_ = KernelPlan{};
+    memo_.clear();
+    checked_.clear();
+    reduced_.clear();
+    total_var_.clear();
+    var_ = 0;
+    in_place_index_.assign(b_.inputs.size(), "");
+    plan_.inputs = b_.inputs;
+    plan_.anchor = b_.anchor;
+    const size_t rank = domain_.size();
+
+    // Loop structure.
+    outer_axes_.clear();
+    inner_axes_.clear();
+    for (size_t i = 0; i < rank; ++i) {
+      bool inner;
+      if (!row_reduce_.empty())
+        inner = std::find(raxes_.begin(), raxes_.end(), static_cast<int64_t>(i)) != raxes_.end();
+      else
+        inner = flat || i + 1 == rank;
+      (inner ? inner_axes_ : outer_axes_).push_back(i);
+    }
+    plan_.rows = 1;
+    plan_.inner = 1;
+    for (size_t a : outer_axes_) plan_.rows *= domain_[a];
+    for (size_t a : inner_axes_) plan_.inner *= domain_[a];
+    plan_.splittable = row_reduce_.empty();
+
+    // Canonical coordinates: one loop axis is the loop variable itself, several are decoded.
+    dcoord_.assign(rank, Ix{"0", false});
+    auto decode = [&](const std::vector<size_t>& axes, const char* var, bool inner,
+                      std::vector<std::string>& setup) {
+      std::vector<size_t> real;
+      for (size_t a : axes)
+        if (domain_[a] != 1) real.push_back(a);
+      if (real.size() == 1) {
+        dcoord_[real[0]] = Ix{var, inner};
+        return;
+      }
+      Shape sub;
+      for (size_t a : real) sub.push_back(domain_[a]);
+      auto parts = delinear(Ix{var, inner}, sub);
+      for (size_t k = 0; k < real.size(); ++k) {
+        dcoord_[real[k]] = Ix{"c" + std::to_string(real[k]), inner};
+        setup.push_back(fmt::format("const int64_t c{} = {};", real[k], parts[k].e));
+      }
+    };
+    decode(outer_axes_, "r", false, plan_.row_setup);
+    decode(inner_axes_, "j", true, plan_.inner_setup);
+    const bool prefix = std::all_of(outer_axes_.begin(), outer_axes_.end(),
+                                    [&](size_t a) { return a < rank - inner_axes_.size(); });
+    if (prefix)
+      dflat_ = plan_.rows == 1 ? Ix{"j", true}
+               : plan_.inner == 1 ? Ix{"r", false}
+                                  : Ix{fmt::format("(r * {} + j)", plan_.inner), true};
+    else
+      dflat_ = linear(dcoord_, domain_);
+
+    plan_.passes.resize(static_cast<size_t>(passes_) + 1);
+
+    // Row reductions, pass by pass.
+    for (PNode* n : row_reduce_) {
+      pass_ = n->level - 1;
+      Val v = value(n->in[0], domain_coords());
+      Accumulator a;
+      a.var = "a" + std::to_string(var_++);
+      a.op = n->red;
+      a.ctype = accumulator_type(n);
+      a.value = v.e;
+      auto& pass = plan_.passes[static_cast<size_t>(pass_)];
+      pass.accs.push_back(a);
+      std::string result = finish(n, a.var, numel_reduced(n));
+      std::string var = "v" + std::to_string(var_++);
+      pass.post.push_back("const " + ctype(n->dtype) + " " + var + " = " + result + ";");
+      reduced_[n] = var;
+    }
+
+    // The final pass: outputs per element and per row, and the totals' inputs.
+    pass_ = passes_;
+    const int64_t dn = numel(domain_);
+    auto per_row = [&](const Shape& s) {
+      if (numel(s) == dn) return false;
+      if (!row_reduce_.empty() && numel(s) == plan_.rows) return true;
+      fail("a value of " + std::to_string(numel(s)) + " elements in a domain of " +
+           std::to_string(dn));
+    };
+    for (size_t k = 0; k < outputs_.size(); ++k) {
+      PNode* o = outputs_[k];
+      plan_.outputs.push_back({o->dtype, o->shape});
+      if (o->scalar) continue;  // epilogue
+      const bool row = per_row(o->shape);
+      Coords x = root(o->shape, row);
+      Val v = value(o, x);
+      Ix idx = linear(x, o->shape);
+      std::string store = fmt::format("out{}[{}] = {};", k, idx.e,
+                                      o->dtype == DType::boolean ? "(uint8_t)(" + v.e + ")" : v.e);
+      if (row)
+        plan_.passes.back().post.push_back(store);
+      else
+        plan_.passes.back().body.push_back(store);
+    }
+    for (PNode* t : totals_) {
+      PNode* x = t->in[0];
+      const bool row = per_row(x->shape);
+      Val v = value(x, root(x->shape, row));
+      Accumulator a;
+      a.var = "t" + std::to_string(plan_.totals.size());
+      a.op = t->red;
+      a.ctype = accumulator_type(t);
+      a.value = v.e;
+      (row ? plan_.passes.back().post_totals : plan_.passes.back().body_totals)
+          .push_back(plan_.totals.size());
+      plan_.totals.push_back(a);
+    }
+
+    // The epilogue: totals and what is computed from them.
+    pass_ = -1;
+    for (size_t k = 0; k < totals_.size(); ++k) {
+      const PNode* t = totals_[k];
+      const Accumulator& a = plan_.totals[k];
+      std::string var = "v" + std::to_string(var_++);
+      plan_.epilogue.push_back("const " + ctype(t->dtype) + " " + var + " = " +
+                               finish(t, a.var, numel(t->in[0]->shape)) + ";");
+      total_var_[t] = var;
+    }
+    for (size_t k = 0; k < outputs_.size(); ++k) {
+      PNode* o = outputs_[k];
+      if (!o->scalar) continue;
+      if (numel(o->shape) != 1) fail("a total broadcast to an output");
+      Coords zero;
+      zero.c.assign(o->shape.size(), Ix{"0", false});
+      Val v = value(o, zero);
+      plan_.epilogue.push_back(fmt::format(
+          "out{}[0] = {};", k, o->dtype == DType::boolean ? "(uint8_t)(" + v.e + ")" : v.e));
+    }
+
+    plan_.in_place_ok.assign(b_.inputs.size(), false);
+    for (size_t i = 0; i < b_.inputs.size(); ++i)
+      plan_.in_place_ok[i] = in_place_index_[i] == dflat_.e && b_.inputs[i].numel() == dn;
+    plan_.describe = fmt::format("domain [{}], {} rows x {} inner, {} reduction pass{}, {} total{}",
+                                 fmt::join(domain_, ","), plan_.rows, plan_.inner, passes_,
+                                 passes_ == 1 ? "" : "es", plan_.totals.size(),
+                                 plan_.totals.size() == 1 ? "" : "s");
+    return plan_;
+  }
+
+  static int64_t numel_reduced(const PNode* n) {
+    int64_t c = 1;
+    for (int64_t a : n->axes) c *= n->in[0]->shape[static_cast<size_t>(a)];
+    return c;
+  }
+  static std::string accumulator_type(const PNode* n) {
+    if (n->red == ReduceOp::All || n->red == ReduceOp::Any) return "int";
+    if (n->red == ReduceOp::Max || n->red == ReduceOp::Min) return ctype(n->in[0]->dtype);
+    return "double";
+  }
+  // The reduction's value from its finished accumulator.
+  static std::string finish(const PNode* n, const std::string& acc, int64_t count) {
+    const std::string t = ctype(n->dtype);
+    if (n->red == ReduceOp::All || n->red == ReduceOp::Any) return "(" + acc + " != 0)";
+    if (n->mean) return fmt::format("(({})({} / {}))", t, acc, literal(static_cast<double>(count), DType::f64));
+    return "((" + t + ")(" + acc + "))";
+  }
+};
+
+}  // namespace
+
+std::optional<KernelPlan> plan_group(const GroupSpec& group, std::string* why) {
+  try {
+    Builder b(group);
+    b.run();
+    if (b.outputs.empty()) fail("no outputs");
+    Emitter e(b, b.outputs);
+    return e.run();
+  } catch (const Fail& f) {
+    if (why) *why = f.why;
+    return std::nullopt;
+  }
+}
+
+}  // namespace spora::passes

@@ -1,0 +1,110 @@
+// Fused programs compute what unfused ones compute: every conformance program and workload
+// run whole (printed numbers and result, relative 1e-5), the workloads' step graphs called on
+// their inputs (every gradient compared), and every fusion group of the examples (which train
+// on the real dataset for minutes) run on random inputs against its nodes one by one.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "semantics/interpreter.h"
+#include "semantics/ir/parser.h"
+#include "semantics/ir/printer.h"
+#include "semantics/ir/verifier.h"
+#include "semantics/passes/fusion.h"
+#include "tests/fusion/fusion_testing.h"
+
+namespace spora::fusion_testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<std::string> programs(const std::string& dir) {
+  std::vector<std::string> out;
+  const fs::path root = fs::path(SPORA_SOURCE_DIR) / dir;
+  if (!fs::exists(root)) return out;
+  for (const auto& e : fs::directory_iterator(root))
+    if (e.path().extension() == ".sp") out.push_back(e.path().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Runs `path` unfused, then fused with compiled kernels; both must agree. Returns the module.
+std::unique_ptr<ir::Module> check_program(const std::string& path, size_t* groups) {
+  std::string diags;
+  auto unfused = compile(path, &diags);
+  EXPECT_TRUE(unfused) << path << ":\n" << diags;
+  if (!unfused) return nullptr;
+  const ProgramRun want = run_entry(*unfused);
+
+  auto fused = compile(path);
+  const passes::FusionStats stats = passes::fuse_operators(*fused);
+  ir::verify_or_throw(*fused, "after fusion");
+  // The fused module prints and parses back.
+  const std::string text = ir::print_module(*fused);
+  EXPECT_EQ(ir::print_module(*ir::parse_module(text)), text) << path;
+  codegen::FusedRuntime rt(*fused, test_fused_options());
+  EXPECT_EQ(rt.kernels(), rt.groups()) << path << ": " << rt.error();
+  const ProgramRun got = run_entry(*fused);
+  EXPECT_EQ(got.error, want.error) << path;
+  EXPECT_EQ(compare_printed(got.printed, want.printed), "") << path;
+  EXPECT_EQ(compare(got.result, want.result), "") << path;
+  EXPECT_EQ(rt.fallbacks(), 0u) << path;
+  if (groups) *groups = stats.groups;
+  return fused;
+}
+
+TEST(FusedPrograms, ConformanceProgramsAgree) {
+  size_t total = 0;
+  const auto list = programs("tests/conformance");
+  ASSERT_GE(list.size(), 10u);
+  for (const std::string& p : list) {
+    size_t groups = 0;
+    check_program(p, &groups);
+    total += groups;
+  }
+  EXPECT_GT(total, 0u) << "the conformance programs should have fusion groups";
+}
+
+TEST(FusedPrograms, WorkloadsAgreeWholeAndStepByStep) {
+  const auto list = programs("benchmarks/workloads");
+  if (list.empty()) GTEST_SKIP() << "no workloads";
+  for (const std::string& p : list) {
+    size_t groups = 0;
+    auto fused = check_program(p, &groups);
+    if (!fused) continue;
+    // The step graph on main's inputs: every output (loss and gradients) agrees.
+    const ir::Graph* step = fused->find_graph("step");
+    if (!step) continue;
+    auto unfused = compile(p);
+    const ProgramRun inputs = run_entry(*unfused);
+    ASSERT_EQ(inputs.result.kind, sem::Value::Kind::Tuple) << p;
+    std::vector<sem::Value> args(inputs.result.items());
+    const ProgramRun want = call(*unfused, unfused->find_graph("step"), args);
+    codegen::FusedRuntime rt(*fused, test_fused_options());
+    const ProgramRun got = call(*fused, step, args);
+    EXPECT_EQ(got.error, "") << p;
+    EXPECT_EQ(compare(got.result, want.result), "") << p;
+    EXPECT_GT(rt.launches(), 0u) << p << ": no fused kernel ran";
+  }
+}
+
+TEST(FusedPrograms, ExampleGroupsAgreeOnRandomInputs) {
+  const auto list = programs("examples");
+  if (list.empty()) GTEST_SKIP() << "no examples";
+  for (const std::string& p : list) {
+    std::string diags;
+    auto m = compile(p, &diags);
+    ASSERT_TRUE(m) << p << ":\n" << diags;
+    passes::fuse_operators(*m);
+    ir::verify_or_throw(*m, "after fusion");
+    codegen::FusedRuntime rt(*m, test_fused_options());
+    EXPECT_GT(rt.groups(), 0u) << p;
+    EXPECT_EQ(rt.kernels(), rt.groups()) << p << ": " << rt.error();
+    size_t checked = 0;
+    EXPECT_EQ(check_groups(*m, rt, &checked), "") << p;
+    EXPECT_EQ(checked, rt.groups()) << p;
+  }
+}
+
+}  // namespace
+}  // namespace spora::fusion_testing
