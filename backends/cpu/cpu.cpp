@@ -9,6 +9,11 @@ void register_kernels() {
   register_elementwise();
   register_compare();
   register_reduction();
+  register_matmul();
+  register_nn();
+  register_conv();
+  register_shape();
+  register_creation();
 }
 
 }  // namespace spora::cpu

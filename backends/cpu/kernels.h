@@ -221,6 +221,10 @@ SPORA_INLINE double to_double(T v) {
 // already has that dtype.
 Tensor cast_tensor(const Tensor& x, DType to);
 
+// x with its axes permuted (result axis i is input axis perm[i]), a new contiguous tensor
+// (shape.cpp).
+Tensor permute_copy(const Tensor& x, const std::vector<int64_t>& perm);
+
 // ---- shapes ---------------------------------------------------------------------------------
 
 int64_t numel_of(const Shape& s);

@@ -123,17 +123,18 @@ struct Gen {
 
 // ---- comparison -----------------------------------------------------------------------------
 
-enum class Tol { exact, approx };
+// exact: equal values (and zero signs); approx: f32 |d| <= 1e-6 + 1e-5 |want|, f64
+// |d| <= 1e-12 (scale + |want|); scaled: both dtypes allow scale (GEMM-like sums, where scale
+// is the sum of the magnitudes of the products): f32 also + 1e-6 scale.
+enum class Tol { exact, approx, scaled };
 
 inline bool same_bits_or_nan(double a, double b) {
   if (std::isnan(a) && std::isnan(b)) return true;
   return a == b && std::signbit(a) == std::signbit(b);
 }
 
-// Checks got against want: same kind, dtype and shape; elements equal (exact: equal values
-// with equal zero signs, nan matching nan) or close (approx: f32 |d| <= 1e-6 + 1e-5 |want|,
-// f64 |d| <= 1e-12 (scale + |want|), scale the sum of the magnitudes of the terms of a sum
-// that was added in another order).
+// Checks got against want: same kind, dtype and shape; elements equal or close (Tol), nan
+// matching nan.
 inline ::testing::AssertionResult matches(const Value& want, const Value& got, Tol tol,
                                           double scale = 0) {
   if (want.kind != got.kind) return ::testing::AssertionFailure() << "kinds differ";
@@ -160,7 +161,7 @@ inline ::testing::AssertionResult matches(const Value& want, const Value& got, T
     } else if (w.dtype() == DType::f64) {
       ok = std::abs(a - b) <= 1e-12 * (scale + std::abs(a)) + 1e-300;
     } else {
-      ok = std::abs(a - b) <= 1e-6 + 1e-5 * std::abs(a);
+      ok = std::abs(a - b) <= 1e-6 + 1e-5 * std::abs(a) + (tol == Tol::scaled ? 1e-6 * scale : 0);
     }
     if (!ok)
       return ::testing::AssertionFailure()

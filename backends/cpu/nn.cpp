@@ -1,0 +1,521 @@
+// CPU kernels of the nn family (ops/nn.cpp): softmax, log_softmax, logsumexp, cross_entropy,
+// layer_norm, batch_norm, dropout. f32 and f64 (anything else goes to the reference kernel).
+//
+// Numerics follow the reference: the maximum is subtracted first (so logits of 1e4 stay
+// finite), sums and statistics accumulate in double and the result is rounded once. f32
+// exponentials use the vectorised vm::exp (f32 results within a few ulp of the reference);
+// f64 uses libm and sums in the reference's order (the reference's values, or within an ulp). dropout reproduces the reference's mask exactly (ops/rng.h).
+//
+// Layout: an axis splits a tensor into [outer, len, inner]; the common inner == 1 case walks
+// contiguous rows, inner > 1 vectorises across the inner axis. Rows run in parallel.
+#include <cmath>
+#include <limits>
+
+#include "backends/cpu/kernels.h"
+#include "backends/cpu/vmath.h"
+#include "ops/rng.h"
+
+namespace spora::cpu {
+
+namespace {
+
+bool is_f32_or_f64(const Tensor& t) { return t.dtype() == DType::f32 || t.dtype() == DType::f64; }
+
+double shift_of(double m) { return std::isfinite(m) ? m : 0.0; }
+
+struct AxisView {
+  int64_t outer = 1, len = 1, inner = 1;
+  AxisView(const Shape& s, int64_t axis) {
+    for (int64_t d = 0; d < axis; ++d) outer *= s[d];
+    len = s[axis];
+    for (size_t d = axis + 1; d < s.size(); ++d) inner *= s[d];
+  }
+};
+
+// ---- row primitives (contiguous rows of n elements) -----------------------------------------
+
+// The maximum ignoring nan (the reference's std::max from -inf), as double.
+SPORA_MULTIVERSION((template <class T>), row_max, (<T>), (const T* x, int64_t n, double* out),
+                   (x, n, out), {
+                     T m = -std::numeric_limits<T>::infinity();
+                     _Pragma("omp simd reduction(max : m)") for (int64_t i = 0; i < n; ++i) m =
+                         x[i] > m ? x[i] : m;
+                     *out = static_cast<double>(m);
+                   })
+
+// e[i] = exp(x[i] - shift) (e may be null) and the sum of them in double.
+SPORA_MULTIVERSION((), row_exp_f32, (),
+                   (const float* x, int64_t n, float shift, float* e, double* sum),
+                   (x, n, shift, e, sum), {
+                     double s = 0;
+                     if (e) {
+                       _Pragma("omp simd reduction(+ : s)") for (int64_t i = 0; i < n; ++i) {
+                         float v = vm::exp(x[i] - shift);
+                         e[i] = v;
+                         s += static_cast<double>(v);
+                       }
+                     } else {
+                       _Pragma("omp simd reduction(+ : s)") for (int64_t i = 0; i < n; ++i) s +=
+                           static_cast<double>(vm::exp(x[i] - shift));
+                     }
+                     *sum = s;
+                   })
+
+// The sum of exp(x - shift) over a row (and the exponentials into e when given).
+template <class T>
+double row_exp_sum(const T* x, int64_t n, double shift, T* e) {
+  if constexpr (std::is_same_v<T, float>) {
+    double s;
+    row_exp_f32(x, n, static_cast<float>(shift), e, &s);
+    return s;
+  } else {
+    double s = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      double v = std::exp(x[i] - shift);
+      if (e) e[i] = v;
+      s += v;
+    }
+    return s;
+  }
+}
+
+// Sums of a row in double: f32 vectorised (reordered; the f32 result rounds the difference
+// away), f64 in the reference's order (so f64 statistics are the reference's bit for bit).
+SPORA_MULTIVERSION((template <class T>), row_sum, (<T>), (const T* x, int64_t n, double* out),
+                   (x, n, out), {
+                     double s = 0;
+                     if constexpr (std::is_same_v<T, float>) {
+                       _Pragma("omp simd reduction(+ : s)") for (int64_t i = 0; i < n; ++i) s +=
+                           static_cast<double>(x[i]);
+                     } else {
+                       for (int64_t i = 0; i < n; ++i) s += x[i];
+                     }
+                     *out = s;
+                   })
+
+SPORA_MULTIVERSION((template <class T>), row_sq_dev, (<T>),
+                   (const T* x, int64_t n, double mean, double* out), (x, n, mean, out), {
+                     double s = 0;
+                     if constexpr (std::is_same_v<T, float>) {
+                       _Pragma("omp simd reduction(+ : s)") for (int64_t i = 0; i < n; ++i) {
+                         double d = static_cast<double>(x[i]) - mean;
+                         s += d * d;
+                       }
+                     } else {
+                       for (int64_t i = 0; i < n; ++i) {
+                         double d = x[i] - mean;
+                         s += d * d;
+                       }
+                     }
+                     *out = s;
+                   })
+
+// ---- softmax / log_softmax ------------------------------------------------------------------
+
+template <class T>
+void softmax_rows(const T* x, T* y, int64_t rows, int64_t len, bool log) {
+  parallel_for(rows, len * 12, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const T* xr = x + r * len;
+      T* yr = y + r * len;
+      double m;
+      row_max<T>(xr, len, &m);
+      const double shift = shift_of(m);
+      if (log) {
+        const double lse = std::log(row_exp_sum<T>(xr, len, shift, nullptr)) + shift;
+        for (int64_t i = 0; i < len; ++i) yr[i] = static_cast<T>(static_cast<double>(xr[i]) - lse);
+      } else {
+        const double sum = row_exp_sum<T>(xr, len, shift, yr);
+        if constexpr (std::is_same_v<T, float>) {
+          const float inv = static_cast<float>(1.0 / sum);
+          for (int64_t i = 0; i < len; ++i) yr[i] *= inv;
+        } else {
+          for (int64_t i = 0; i < len; ++i) yr[i] /= sum;
+        }
+      }
+    }
+  }, 1);
+}
+
+// Along a middle axis: per outer block [len, inner], vectorised along inner.
+template <class T>
+void softmax_strided(const T* x, T* y, const AxisView& v, bool log) {
+  parallel_tasks(v.outer, v.len * v.inner * 12, [&](int64_t o) {
+    const T* xo = x + o * v.len * v.inner;
+    T* yo = y + o * v.len * v.inner;
+    std::vector<double> m(v.inner, -std::numeric_limits<double>::infinity()), sum(v.inner, 0.0);
+    for (int64_t k = 0; k < v.len; ++k)
+      for (int64_t i = 0; i < v.inner; ++i) {
+        double a = static_cast<double>(xo[k * v.inner + i]);
+        m[i] = a > m[i] ? a : m[i];
+      }
+    for (int64_t i = 0; i < v.inner; ++i) m[i] = shift_of(m[i]);
+    for (int64_t k = 0; k < v.len; ++k)
+      for (int64_t i = 0; i < v.inner; ++i) {
+        double z = static_cast<double>(xo[k * v.inner + i]) - m[i];
+        double e = std::is_same_v<T, float> ? vm::exp(static_cast<float>(z)) : std::exp(z);
+        sum[i] += e;
+        if (!log) yo[k * v.inner + i] = static_cast<T>(e);
+      }
+    for (int64_t i = 0; i < v.inner; ++i) sum[i] = log ? std::log(sum[i]) + m[i] : 1.0 / sum[i];
+    for (int64_t k = 0; k < v.len; ++k)
+      for (int64_t i = 0; i < v.inner; ++i) {
+        int64_t at = k * v.inner + i;
+        yo[at] = log ? static_cast<T>(static_cast<double>(xo[at]) - sum[i])
+                     : static_cast<T>(static_cast<double>(yo[at]) * sum[i]);
+      }
+  });
+}
+
+CpuKernel softmax_kernel(bool log) {
+  return [log](const RefKernel& ref, const std::vector<Value>& in, const Attrs& attrs) -> Value {
+    const Tensor& x = in.at(0).tensor;
+    int64_t axis = attrs.get_int("axis"), r = x.rank();
+    int64_t a = axis < 0 ? axis + r : axis;
+    if (!is_f32_or_f64(x) || r == 0 || a < 0 || a >= r) return ref(in, attrs);
+    AxisView v(x.shape(), a);
+    Tensor out = reuse_or_empty(in, {0}, x.dtype(), x.shape());
+    if (x.numel() == 0) return out;
+    dispatch(x.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (std::is_floating_point_v<T>) {
+        if (v.inner == 1)
+          softmax_rows<T>(x.data<T>(), out.data<T>(), v.outer, v.len, log);
+        else
+          softmax_strided<T>(x.data<T>(), out.data<T>(), v, log);
+      }
+    });
+    return out;
+  };
+}
+
+// ---- logsumexp ------------------------------------------------------------------------------
+
+Value logsumexp_kernel(const RefKernel& ref, const std::vector<Value>& in, const Attrs& attrs) {
+  const Tensor& x = in.at(0).tensor;
+  if (!is_f32_or_f64(x)) return ref(in, attrs);
+  const int64_t r = x.rank();
+  std::vector<int64_t> axes;
+  const sem::Attr* a = attrs.find("axis");
+  if (!a || std::holds_alternative<std::monostate>(*a)) {
+    for (int64_t i = 0; i < r; ++i) axes.push_back(i);
+  } else {
+    std::vector<int64_t> given = std::holds_alternative<int64_t>(*a)
+                                     ? std::vector<int64_t>{std::get<int64_t>(*a)}
+                                     : attrs.get_ints("axis");
+    for (int64_t ax : given) {
+      int64_t n = ax < 0 ? ax + r : ax;
+      if (n < 0 || n >= r) return ref(in, attrs);
+      axes.push_back(n);
+    }
+    std::sort(axes.begin(), axes.end());
+    if (std::adjacent_find(axes.begin(), axes.end()) != axes.end()) return ref(in, attrs);
+  }
+  bool keep = attrs.has("keepdims") && attrs.get_bool("keepdims");
+  // Kept axes first, reduced axes last (a copy when they are not already last): rows.
+  std::vector<int64_t> perm;
+  Shape out_shape;
+  for (int64_t d = 0; d < r; ++d) {
+    bool red = std::binary_search(axes.begin(), axes.end(), d);
+    if (!red) {
+      perm.push_back(d);
+      out_shape.push_back(x.shape()[d]);
+    } else if (keep) {
+      out_shape.push_back(1);
+    }
+  }
+  perm.insert(perm.end(), axes.begin(), axes.end());
+  int64_t len = 1;
+  for (int64_t d : axes) len *= x.shape()[d];
+  Tensor rows = x;
+  bool identity = true;
+  for (int64_t i = 0; i < r; ++i) identity = identity && perm[i] == i;
+  if (!identity) rows = permute_copy(x, perm);
+  Tensor out = Tensor::empty(x.dtype(), out_shape);
+  const int64_t n = out.numel();
+  dispatch(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>) {
+      const T* px = rows.data<T>();
+      T* po = out.data<T>();
+      parallel_for(n, len * 10, [&](int64_t b, int64_t e) {
+        for (int64_t j = b; j < e; ++j) {
+          double m;
+          row_max<T>(px + j * len, len, &m);
+          double shift = shift_of(m);
+          po[j] = static_cast<T>(std::log(row_exp_sum<T>(px + j * len, len, shift, nullptr)) + shift);
+        }
+      }, 1);
+    }
+  });
+  return out;
+}
+
+// ---- cross_entropy --------------------------------------------------------------------------
+
+Value cross_entropy_kernel(const RefKernel& ref, const std::vector<Value>& in, const Attrs& attrs) {
+  const Tensor& x = in.at(0).tensor;
+  const Tensor& labels = in.at(1).tensor;
+  if (!is_f32_or_f64(x) || x.rank() == 0) return ref(in, attrs);
+  const std::string red = attrs.has("reduction") ? attrs.get_string("reduction") : "mean";
+  if (red != "mean" && red != "sum" && red != "none") return ref(in, attrs);
+  const int64_t axis = x.rank() >= 2 ? 1 : 0;
+  Shape label_shape = x.shape();
+  label_shape.erase(label_shape.begin() + axis);
+  const bool soft = is_float(labels.dtype());
+  bool ok = soft ? labels.dtype() == x.dtype() && labels.shape() == x.shape()
+                 : (labels.dtype() == DType::i32 || labels.dtype() == DType::i64) &&
+                       labels.shape() == label_shape;
+  if (!ok) return ref(in, attrs);
+  AxisView v(x.shape(), axis);
+  const int64_t n = v.outer * v.inner;
+  // Class indices, checked in order before any work (the reference's first error).
+  std::vector<int64_t> cls;
+  if (!soft) {
+    cls.resize(static_cast<size_t>(n));
+    for (int64_t j = 0; j < n; ++j) {
+      int64_t c = labels.dtype() == DType::i64 ? labels.data<int64_t>()[j] : labels.data<int32_t>()[j];
+      if (c < 0 || c >= v.len)
+        user_error("cross_entropy label " + std::to_string(c) + " is out of range for " +
+                   std::to_string(v.len) + " classes");
+      cls[j] = c;
+    }
+  }
+  std::vector<double> loss(static_cast<size_t>(n));
+  dispatch(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>) {
+      const T* px = x.data<T>();
+      const T* pl = soft ? labels.data<T>() : nullptr;
+      parallel_for(n, v.len * 12, [&](int64_t b, int64_t e) {
+        std::vector<T> col;
+        for (int64_t j = b; j < e; ++j) {
+          int64_t o = j / v.inner, i = j % v.inner;
+          const T* row = px + o * v.len * v.inner + i;
+          const T* lrow = soft ? pl + o * v.len * v.inner + i : nullptr;
+          if (v.inner != 1) {  // gather the strided class row
+            col.resize(v.len);
+            for (int64_t k = 0; k < v.len; ++k) col[k] = row[k * v.inner];
+            row = col.data();
+          }
+          double m;
+          row_max<T>(row, v.len, &m);
+          double shift = shift_of(m);
+          double lse = std::log(row_exp_sum<T>(row, v.len, shift, nullptr)) + shift;
+          double l = 0;
+          if (soft) {
+            for (int64_t k = 0; k < v.len; ++k)
+              l -= static_cast<double>(lrow[k * v.inner]) * (static_cast<double>(row[k]) - lse);
+          } else {
+            l = lse - static_cast<double>(row[cls[j]]);
+          }
+          loss[j] = l;
+        }
+      }, 1);
+    }
+  });
+  if (red == "none") {
+    Tensor out = Tensor::empty(x.dtype(), label_shape);
+    for (int64_t j = 0; j < n; ++j) out.set(j, loss[j]);
+    return out;
+  }
+  double total = 0;
+  for (int64_t j = 0; j < n; ++j) total += loss[j];
+  return Tensor::scalar(x.dtype(), red == "sum" ? total : total / static_cast<double>(n));
+}
+
+// ---- layer_norm -----------------------------------------------------------------------------
+
+// y = (x - mean) rstd [* gamma] [+ beta], in double, rounded once.
+SPORA_MULTIVERSION((template <class T>), normalise_row, (<T>),
+                   (const T* x, T* y, int64_t n, double mean, double rstd, const T* g, const T* b),
+                   (x, y, n, mean, rstd, g, b), {
+                     if (g && b) {
+                       _Pragma("omp simd") for (int64_t i = 0; i < n; ++i) y[i] = static_cast<T>(
+                           (static_cast<double>(x[i]) - mean) * rstd * static_cast<double>(g[i]) +
+                           static_cast<double>(b[i]));
+                     } else if (g) {
+                       _Pragma("omp simd") for (int64_t i = 0; i < n; ++i) y[i] = static_cast<T>(
+                           (static_cast<double>(x[i]) - mean) * rstd * static_cast<double>(g[i]));
+                     } else if (b) {
+                       _Pragma("omp simd") for (int64_t i = 0; i < n; ++i) y[i] = static_cast<T>(
+                           (static_cast<double>(x[i]) - mean) * rstd + static_cast<double>(b[i]));
+                     } else {
+                       _Pragma("omp simd") for (int64_t i = 0; i < n; ++i) y[i] =
+                           static_cast<T>((static_cast<double>(x[i]) - mean) * rstd);
+                     }
+                   })
+
+bool has_input(const std::vector<Value>& in, size_t i) {
+  return i < in.size() && in[i].kind != Value::Kind::None;
+}
+
+Value layer_norm_kernel(const RefKernel& ref, const std::vector<Value>& in, const Attrs& attrs) {
+  const Tensor& x = in.at(0).tensor;
+  const int64_t nd = attrs.get_int("ndim");
+  if (!is_f32_or_f64(x) || nd < 1 || nd > x.rank()) return ref(in, attrs);
+  Shape norm(x.shape().end() - nd, x.shape().end());
+  const bool has_g = has_input(in, 1), has_b = has_input(in, 2);
+  for (size_t i : {size_t{1}, size_t{2}})
+    if (has_input(in, i) &&
+        (in[i].tensor.dtype() != x.dtype() || in[i].tensor.shape() != norm))
+      return ref(in, attrs);
+  const double eps = attrs.get_float("eps");
+  const int64_t inner = numel_of(norm), outer = inner ? x.numel() / inner : 0;
+  Tensor out = reuse_or_empty(in, {0}, x.dtype(), x.shape());
+  dispatch(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>) {
+      const T* px = x.data<T>();
+      T* py = out.data<T>();
+      const T* g = has_g ? in[1].tensor.data<T>() : nullptr;
+      const T* b = has_b ? in[2].tensor.data<T>() : nullptr;
+      parallel_for(outer, inner * 6, [&](int64_t lo, int64_t hi) {
+        for (int64_t o = lo; o < hi; ++o) {
+          const T* xr = px + o * inner;
+          double mean, var;
+          row_sum<T>(xr, inner, &mean);
+          mean /= static_cast<double>(inner);
+          row_sq_dev<T>(xr, inner, mean, &var);
+          var /= static_cast<double>(inner);
+          normalise_row<T>(xr, py + o * inner, inner, mean, 1.0 / std::sqrt(var + eps), g, b);
+        }
+      }, 1);
+    }
+  });
+  return out;
+}
+
+// ---- batch_norm -----------------------------------------------------------------------------
+
+Value batch_norm_kernel(const RefKernel& ref, const std::vector<Value>& in, const Attrs& attrs) {
+  const Tensor& x = in.at(0).tensor;
+  if (!is_f32_or_f64(x) || x.rank() < 2 || in.size() < 5) return ref(in, attrs);
+  const int64_t C = x.shape()[1];
+  for (size_t i = 1; i < 5; ++i)
+    if (!in[i].is_tensor() || in[i].tensor.dtype() != x.dtype() || in[i].tensor.shape() != Shape{C})
+      return ref(in, attrs);
+  const bool training = attrs.get_bool("training");
+  const double momentum = attrs.get_float("momentum"), eps = attrs.get_float("eps");
+  AxisView v(x.shape(), 1);
+  const int64_t count = v.outer * v.inner;
+  if (training && count <= 1) return ref(in, attrs);  // the reference's error
+  Tensor y = Tensor::empty(x.dtype(), x.shape());
+  Tensor new_rm = Tensor::empty(x.dtype(), {C}), new_rv = Tensor::empty(x.dtype(), {C});
+  std::vector<double> mean(C), rstd(C);
+  dispatch(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>) {
+      const T* px = x.data<T>();
+      const T* rm = in[3].tensor.data<T>();
+      const T* rv = in[4].tensor.data<T>();
+      parallel_tasks(C, count * 2, [&](int64_t c) {
+        double var;
+        if (!training) {
+          mean[c] = static_cast<double>(rm[c]);
+          var = static_cast<double>(rv[c]);
+        } else {
+          // f64: one running sum in the reference's order (o, then i)
+          double s = 0, ss = 0;
+          for (int64_t o = 0; o < v.outer; ++o) {
+            const T* row = px + (o * C + c) * v.inner;
+            if constexpr (std::is_same_v<T, double>) {
+              for (int64_t i = 0; i < v.inner; ++i) s += row[i];
+            } else {
+              double part;
+              row_sum<T>(row, v.inner, &part);
+              s += part;
+            }
+          }
+          mean[c] = s / static_cast<double>(count);
+          for (int64_t o = 0; o < v.outer; ++o) {
+            const T* row = px + (o * C + c) * v.inner;
+            if constexpr (std::is_same_v<T, double>) {
+              for (int64_t i = 0; i < v.inner; ++i) {
+                double d = row[i] - mean[c];
+                ss += d * d;
+              }
+            } else {
+              double part;
+              row_sq_dev<T>(row, v.inner, mean[c], &part);
+              ss += part;
+            }
+          }
+          var = ss / static_cast<double>(count);
+          new_rm.data<T>()[c] =
+              static_cast<T>((1 - momentum) * static_cast<double>(rm[c]) + momentum * mean[c]);
+          new_rv.data<T>()[c] = static_cast<T>((1 - momentum) * static_cast<double>(rv[c]) +
+                                               momentum * ss / static_cast<double>(count - 1));
+        }
+        rstd[c] = 1.0 / std::sqrt(var + eps);
+      });
+      const T* g = in[1].tensor.data<T>();
+      const T* b = in[2].tensor.data<T>();
+      T* py = y.data<T>();
+      parallel_for(v.outer * C, v.inner * 4, [&](int64_t lo, int64_t hi) {
+        for (int64_t oc = lo; oc < hi; ++oc) {
+          int64_t c = oc % C;
+          // (x - mean) rstd g + b, the reference's expression
+          const double gr = rstd[c], gc = static_cast<double>(g[c]), bc = static_cast<double>(b[c]);
+          const T* xr = px + oc * v.inner;
+          T* yr = py + oc * v.inner;
+          for (int64_t i = 0; i < v.inner; ++i)
+            yr[i] = static_cast<T>((static_cast<double>(xr[i]) - mean[c]) * gr * gc + bc);
+        }
+      }, 1);
+    }
+  });
+  if (!training) return y;
+  return Value::tuple({y, new_rm, new_rv});
+}
+
+// ---- dropout --------------------------------------------------------------------------------
+
+SPORA_MULTIVERSION((template <class T>), dropout_run, (<T>),
+                   (const T* x, T* y, int64_t begin, int64_t end, uint64_t key, double p,
+                    double scale),
+                   (x, y, begin, end, key, p, scale), {
+                     _Pragma("omp simd") for (int64_t i = begin; i < end; ++i) {
+                       // ops::rng::uniform01(seed, i) with the key splitmix64(seed) hoisted
+                       uint64_t bits = ops::rng::finalize(
+                           key + (static_cast<uint64_t>(i) + 1) * ops::rng::kGamma);
+                       double u = static_cast<double>(bits >> 11) * 0x1.0p-53;
+                       y[i] = u >= p ? static_cast<T>(static_cast<double>(x[i]) * scale) : T(0);
+                     }
+                   })
+
+Value dropout_kernel(const RefKernel& ref, const std::vector<Value>& in, const Attrs& attrs) {
+  const Tensor& x = in.at(0).tensor;
+  if (!is_f32_or_f64(x)) return ref(in, attrs);
+  const double p = attrs.get_float("p");
+  if (!attrs.get_bool("training") || p == 0) return x;
+  if (p >= 1) return Tensor::zeros(x.dtype(), x.shape());
+  const uint64_t key = ops::rng::splitmix64(static_cast<uint64_t>(attrs.get_int("seed")));
+  const double scale = 1.0 / (1.0 - p);
+  Tensor out = reuse_or_empty(in, {0}, x.dtype(), x.shape());
+  dispatch(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>) {
+      const T* px = x.data<T>();
+      T* py = out.data<T>();
+      parallel_for(x.numel(), 8, [&](int64_t b, int64_t e) {
+        dropout_run<T>(px, py, b, e, key, p, scale);
+      });
+    }
+  });
+  return out;
+}
+
+}  // namespace
+
+void register_nn() {
+  set_kernel("softmax", softmax_kernel(false));
+  set_kernel("log_softmax", softmax_kernel(true));
+  set_kernel("logsumexp", logsumexp_kernel);
+  set_kernel("cross_entropy", cross_entropy_kernel);
+  set_kernel("layer_norm", layer_norm_kernel);
+  set_kernel("batch_norm", batch_norm_kernel);
+  set_kernel("dropout", dropout_kernel);
+}
+
+}  // namespace spora::cpu

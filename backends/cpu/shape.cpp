@@ -1,0 +1,561 @@
+// CPU kernels of the shape family (ops/shape.cpp): transpose permute broadcast_to slice
+// slice_grad concat stack gather scatter_add one_hot, the views reshape flatten squeeze
+// unsqueeze expand_dims (which share the input's storage, like the reference), and
+// identity / stop_gradient. All exact and dtype-agnostic (bytes are copied); scatter_add
+// adds in the reference's order per destination.
+//
+// Copies go through one strided-copy engine: the output's axes collapsed to the fewest
+// (size-1 axes dropped, neighbours merged where the input walks them contiguously), then runs
+// along the last axis: memcpy at input stride 1, a fill at stride 0, a typed gather otherwise;
+// a matrix transpose (the last two axes swapped) goes in 32 x 32 tiles. Rows run in parallel.
+// Invalid attributes go to the reference kernel, which raises the reference's error.
+#include <algorithm>
+#include <limits>
+
+#include "backends/cpu/kernels.h"
+
+namespace spora::cpu {
+
+namespace {
+
+constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+
+// ---- the strided copy engine ----------------------------------------------------------------
+
+template <size_t Size>
+struct Bytes {
+  uint8_t b[Size];
+};
+
+// dst[run] = src[offset + i * stride] for i < len, elements of es bytes.
+void gather_run(uint8_t* dst, const uint8_t* src, int64_t offset, int64_t stride, int64_t len,
+                size_t es) {
+  if (stride == 1) {
+    std::memcpy(dst, src + offset * es, static_cast<size_t>(len) * es);
+    return;
+  }
+  auto typed = [&](auto tag) {
+    using E = decltype(tag);
+    const E* s = reinterpret_cast<const E*>(src) + offset;
+    E* d = reinterpret_cast<E*>(dst);
+    for (int64_t i = 0; i < len; ++i) d[i] = s[i * stride];
+  };
+  switch (es) {
+    case 1:
+      return typed(uint8_t{});
+    case 2:
+      return typed(uint16_t{});
+    case 4:
+      return typed(uint32_t{});
+    case 8:
+      return typed(uint64_t{});
+    default:
+      for (int64_t i = 0; i < len; ++i)
+        std::memcpy(dst + i * es, src + (offset + i * stride) * es, es);
+  }
+}
+
+// A 32 x 32-tiled transpose of rows x cols elements: dst[r, c] = src[c * ld + r].
+void transpose_tiles(uint8_t* dst, const uint8_t* src, int64_t rows, int64_t cols, int64_t ld,
+                     size_t es) {
+  constexpr int64_t kTile = 32;
+  for (int64_t r0 = 0; r0 < rows; r0 += kTile)
+    for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
+      int64_t r1 = std::min(rows, r0 + kTile), c1 = std::min(cols, c0 + kTile);
+      for (int64_t r = r0; r < r1; ++r)
+        gather_run(dst + (r * cols + c0) * es, src, c0 * ld + r, ld, c1 - c0, es);
+    }
+}
+
+// out[o] = x[base + sum_k idx_k(o) st[k]] for the output shape (strides may be 0 or negative).
+void strided_copy_into(const uint8_t* src, int64_t base, const Shape& out_shape,
+                       const std::vector<int64_t>& st, uint8_t* dst, size_t es) {
+  BroadcastPlan plan;
+  plan.st.assign(1, {});
+  for (size_t i = 0; i < out_shape.size(); ++i) {
+    if (out_shape[i] == 1) continue;
+    if (!plan.dims.empty() && plan.st[0].back() == st[i] * out_shape[i]) {
+      plan.dims.back() *= out_shape[i];
+      plan.st[0].back() = st[i];
+    } else {
+      plan.dims.push_back(out_shape[i]);
+      plan.st[0].push_back(st[i]);
+    }
+  }
+  if (plan.dims.empty()) {
+    plan.dims.push_back(1);
+    plan.st[0].push_back(0);
+  }
+  const size_t r = plan.dims.size();
+  const int64_t inner = plan.dims.back(), sin = plan.st[0].back();
+  if (r >= 2 && plan.st[0][r - 2] == 1 && sin != 1 && inner > 1) {
+    // The last two axes swapped: tiles of [rows, inner] per leading index.
+    const int64_t rows = plan.dims[r - 2], mat = rows * inner;
+    Shape lead(plan.dims.begin(), plan.dims.end() - 2);
+    std::vector<int64_t> lst(plan.st[0].begin(), plan.st[0].end() - 2);
+    const int64_t nlead = numel_of(lead);
+    parallel_tasks(nlead, mat, [&](int64_t j) {
+      int64_t off = base, rem = j;
+      for (size_t d = lead.size(); d-- > 0;) {
+        off += (rem % lead[d]) * lst[d];
+        rem /= lead[d];
+      }
+      transpose_tiles(dst + j * mat * static_cast<int64_t>(es), src + off * static_cast<int64_t>(es),
+                      rows, inner, sin, es);
+    });
+    return;
+  }
+  for_each_run<1>(plan, 1, [&](const int64_t* offs, int64_t pos, int64_t len) {
+    uint8_t* d = dst + pos * static_cast<int64_t>(es);
+    if (sin == 0 && len > 1) {  // one element repeated
+      for (int64_t i = 0; i < len; ++i) std::memcpy(d + i * es, src + (base + offs[0]) * es, es);
+      return;
+    }
+    gather_run(d, src, base + offs[0], sin, len, es);
+  });
+}
+
+Tensor strided_copy(const Tensor& x, const Shape& out_shape, const std::vector<int64_t>& st,
+                    int64_t base) {
+  Tensor out = Tensor::empty(x.dtype(), out_shape);
+  if (out.numel() == 0) return out;
+  strided_copy_into(static_cast<const uint8_t*>(x.raw()), base, out_shape, st,
+                    static_cast<uint8_t*>(out.raw()), dtype_size(x.dtype()));
+  return out;
+}
+
+// ---- transpose / permute / broadcast_to -----------------------------------------------------
+
+bool perm_of(const Tensor& x, const Attrs& attrs, std::vector<int64_t>& perm) {
+  const int64_t r = x.rank();
+  perm.clear();
+  if (attrs.is_none("axes")) {
+    for (int64_t i = r; i-- > 0;) perm.push_back(i);
+    return true;
+  }
+  const auto& axes = attrs.get_ints("axes");
+  if (static_cast<int64_t>(axes.size()) != r) return false;
+  std::vector<bool> seen(static_cast<size_t>(r), false);
+  for (int64_t a : axes) {
+    int64_t n = a < 0 ? a + r : a;
+    if (n < 0 || n >= r || seen[n]) return false;
+    seen[n] = true;
+    perm.push_back(n);
+  }
+  return true;
+}
+
+Value transpose_kernel(const RefKernel& ref, const std::vector<Value>& in, const Attrs& attrs) {
+  const Tensor& x = in.at(0).tensor;
+  std::vector<int64_t> perm;
+  if (!perm_of(x, attrs, perm)) return ref(in, attrs);
+  return permute_copy(x, perm);
+}
+
+bool broadcast_to_ok(const Shape& s, const Shape& shape) {
+  if (s.size() > shape.size()) return false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    int64_t d = s[i], o = shape[i + shape.size() - s.size()];
+    if (d != o && d != 1) return false;
+  }
+  for (int64_t d : shape)
+    if (d < 0) return false;
+  return true;
+}
+
+Value broadcast_to_kernel(const RefKernel& ref, const std::vector<Value>& in, const Attrs& attrs) {
+  const Tensor& x = in.at(0).tensor;
+  const Shape& shape = attrs.get_ints("shape");
+  if (!broadcast_to_ok(x.shape(), shape)) return ref(in, attrs);
+  std::vector<int64_t> in_st = strides_of(x.shape()), st(shape.size(), 0);
+  size_t lead = shape.size() - x.shape().size();
+  for (size_t i = 0; i < x.shape().size(); ++i)
+    st[lead + i] = x.shape()[i] == shape[lead + i] ? in_st[i] : 0;
+  return strided_copy(x, shape, st, 0);
+}
+
+// ---- views ----------------------------------------------------------------------------------
+
+// reshape's target with one -1 wildcard; false when it does not fit.
+bool reshape_target(const Tensor& x, const std::vector<int64_t>& shape, Shape& out) {
+  int64_t known = 1, wild = -1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1) {
+      if (wild >= 0) return false;
+      wild = static_cast<int64_t>(i);
+    } else if (shape[i] < 0) {
+      return false;
+    } else {
+      known *= shape[i];
+    }
+  }
+  out = shape;
+  if (wild >= 0) {
+    if (known == 0 || x.numel() % known != 0) return false;
+    out[wild] = x.numel() / known;
+    return true;
+  }
+  return known == x.numel();
+}
+
+Value reshape_kernel(const RefKernel& ref, const std::vector<Value>& in, const Attrs& attrs) {
+  const Tensor& x = in.at(0).tensor;
+  Shape out;
+  if (!reshape_target(x, attrs.get_ints("shape"), out)) return ref(in, attrs);
+  return x.reshaped(out);
+}
+
+Value flatten_kernel(const RefKernel& ref, const std::vector<Value>& in, const Attrs& attrs) {
+  const Tensor& x = in.at(0).tensor;
+  if (x.rank() == 0) return x.reshaped({1});
+  int64_t a = attrs.get_int("start_axis"), r = x.rank();
+  int64_t s = a < 0 ? a + r : a;
+  if (s < 0 || s >= r) return ref(in, attrs);
+  Shape out(x.shape().begin(), x.shape().begin() + s);
+  int64_t n = 1;
+  for (int64_t i = s; i < r; ++i) n *= x.shape()[i];
+  out.push_back(n);
+  return x.reshaped(out);
+}
+
+Value squeeze_kernel(const RefKernel& ref, const std::vector<Value>& in, const Attrs& attrs) {
+  const Tensor& x = in.at(0).tensor;
+  const int64_t r = x.rank();
+  std::vector<bool> drop(static_cast<size_t>(r), false);
+  const sem::Attr* a = attrs.find("axis");
+  if (!a || std::holds_alternative<std::monostate>(*a)) {
+    for (int64_t i = 0; i < r; ++i) drop[i] = x.shape()[i] == 1;
+  } else {
+    std::vector<int64_t> axes = std::holds_alternative<int64_t>(*a)
+                                    ? std::vector<int64_t>{std::get<int64_t>(*a)}
+                                    : attrs.get_ints("axis");
+    for (int64_t ax : axes) {
+      int64_t n = ax < 0 ? ax + r : ax;
+      if (n < 0 || n >= r || drop[n] || x.shape()[n] != 1) return ref(in, attrs);
+      drop[n] = true;
+    }
+  }
+  Shape out;
+  for (int64_t i = 0; i < r; ++i)
+    if (!drop[i]) out.push_back(x.shape()[i]);
+  return x.reshaped(out);
+}
+
+Value unsqueeze_kernel(const RefKernel& ref, const std::vector<Value>& in, const Attrs& attrs) {
+  const Tensor& x = in.at(0).tensor;
+  int64_t ax = attrs.get_int("axis"), n = x.rank() + 1;
+  int64_t a = ax < 0 ? ax + n : ax;
+  if (a < 0 || a >= n) return ref(in, attrs);
+  Shape out = x.shape();
+  out.insert(out.begin() + a, 1);
+  return x.reshaped(out);
+}
+
+Value identity_kernel(const RefKernel&, const std::vector<Value>& in, const Attrs&) {
+  return in.at(0);
+}
+
+// ---- concat / stack -------------------------------------------------------------------------
+
+CpuKernel join_kernel(bool stack) {
+  return [stack](const RefKernel& ref, const std::vector<Value>& in, const Attrs& attrs) -> Value {
+    if (in.empty()) return ref(in, attrs);
+    for (const Value& v : in)
+      if (!v.is_tensor()) return ref(in, attrs);
+    const Tensor& first = in[0].tensor;
+    const int64_t r = first.rank();
+    if (!stack && r == 0) return ref(in, attrs);
+    int64_t ax = attrs.get_int("axis"), n = r + (stack ? 1 : 0);
+    int64_t axis = ax < 0 ? ax + n : ax;
+    if (axis < 0 || axis >= n) return ref(in, attrs);
+    Shape out = first.shape();
+    for (size_t i = 1; i < in.size(); ++i) {
+      const Tensor& t = in[i].tensor;
+      if (t.dtype() != first.dtype() || t.rank() != r) return ref(in, attrs);
+      for (int64_t d = 0; d < r; ++d)
+        if ((stack || d != axis) && t.shape()[d] != first.shape()[d]) return ref(in, attrs);
+      if (!stack) out[axis] += t.shape()[axis];
+    }
+    if (stack) out.insert(out.begin() + axis, static_cast<int64_t>(in.size()));
+    Tensor result = Tensor::empty(first.dtype(), out);
+    if (result.numel() == 0) return result;
+    const int64_t es = static_cast<int64_t>(dtype_size(first.dtype()));
+    int64_t outer = 1;
+    for (int64_t d = 0; d < axis; ++d) outer *= out[d];
+    const int64_t row = result.numel() / outer;  // elements of one outer slice of the result
+    uint8_t* dst = static_cast<uint8_t*>(result.raw());
+    // Per input: its chunk of each outer slice and where that chunk starts in the row.
+    std::vector<int64_t> chunk(in.size()), col(in.size());
+    int64_t c = 0;
+    for (size_t i = 0; i < in.size(); ++i) {
+      chunk[i] = in[i].tensor.numel() / outer;
+      col[i] = c;
+      c += chunk[i];
+    }
+    parallel_for(outer, row, [&](int64_t lo, int64_t hi) {
+      for (int64_t o = lo; o < hi; ++o)
+        for (size_t i = 0; i < in.size(); ++i)
+          std::memcpy(dst + (o * row + col[i]) * es,
+                      static_cast<const uint8_t*>(in[i].tensor.raw()) + o * chunk[i] * es,
+                      static_cast<size_t>(chunk[i] * es));
+    }, 1);
+    return result;
+  };
+}
+
+// ---- slice / slice_grad ---------------------------------------------------------------------
+
+struct SlicePlan {
+  Shape out;
+  std::vector<int64_t> st;
+  int64_t base = 0;
+};
+
+// Python's PySlice_AdjustIndices for one axis (the reference's adjust_slice).
+std::pair<int64_t, int64_t> adjust_slice(int64_t start, int64_t stop, int64_t step, int64_t len) {
+  bool omit_start = start == kMax || start == kMin;
+  bool omit_stop = stop == kMax || stop == kMin;
+  if (omit_start)
+    start = step > 0 ? 0 : len - 1;
+  else if (start < 0)
+    start = std::max<int64_t>(start + len, step < 0 ? -1 : 0);
+  else if (start >= len)
+    start = step < 0 ? len - 1 : len;
+  if (omit_stop)
+    stop = step > 0 ? len : -1;
+  else if (stop < 0)
+    stop = std::max<int64_t>(stop + len, step < 0 ? -1 : 0);
+  else if (stop >= len)
+    stop = step < 0 ? len - 1 : len;
+  int64_t count = 0;
+  if (step < 0) {
+    if (stop < start) count = (start - stop - 1) / (-step) + 1;
+  } else if (start < stop) {
+    count = (stop - start - 1) / step + 1;
+  }
+  return {count ? start : 0, count};
+}
+
+// The slice of a tensor of shape s; false where the reference reports an error.
+bool plan_slice(const Shape& s, const Attrs& attrs, SlicePlan& plan) {
+  const auto& starts = attrs.get_ints("starts");
+  const auto& stops = attrs.get_ints("stops");
+  const auto& steps = attrs.get_ints("steps");
+  const auto& squeeze = attrs.get_ints("squeeze");
+  const int64_t r = static_cast<int64_t>(s.size());
+  if (static_cast<int64_t>(starts.size()) > r) return false;
+  for (int64_t q : squeeze)
+    if (q < 0 || q >= static_cast<int64_t>(starts.size())) return false;
+  std::vector<int64_t> in_st = strides_of(s);
+  for (int64_t i = 0; i < r; ++i) {
+    const int64_t len = s[i];
+    const size_t ui = static_cast<size_t>(i);
+    if (ui >= starts.size()) {
+      plan.out.push_back(len);
+      plan.st.push_back(in_st[i]);
+      continue;
+    }
+    if (std::find(squeeze.begin(), squeeze.end(), i) != squeeze.end()) {
+      int64_t idx = starts[ui], n = idx < 0 ? idx + len : idx;
+      if (n < 0 || n >= len) return false;
+      plan.base += n * in_st[i];
+      continue;
+    }
+    int64_t step = ui < steps.size() ? steps[ui] : 1;
+    int64_t stop = ui < stops.size() ? stops[ui] : kMax;
+    if (step == 0) return false;
+    auto [start, count] = adjust_slice(starts[ui], stop, step, len);
+    plan.out.push_back(count);
+    plan.st.push_back(in_st[i] * step);
+    plan.base += start * in_st[i];
+  }
+  return true;
+}
+
+Value slice_kernel(const RefKernel& ref, const std::vector<Value>& in, const Attrs& attrs) {
+  const Tensor& x = in.at(0).tensor;
+  SlicePlan plan;
+  if (!plan_slice(x.shape(), attrs, plan)) return ref(in, attrs);
+  return strided_copy(x, plan.out, plan.st, plan.base);
+}
+
+Value slice_grad_kernel(const RefKernel& ref, const std::vector<Value>& in, const Attrs& attrs) {
+  const Tensor& g = in.at(0).tensor;
+  const Shape& shape = attrs.get_ints("shape");
+  SlicePlan plan;
+  for (int64_t d : shape)
+    if (d < 0) return ref(in, attrs);
+  if (!plan_slice(shape, attrs, plan) || plan.out != g.shape()) return ref(in, attrs);
+  Tensor out = Tensor::zeros(g.dtype(), shape);
+  if (g.numel() == 0) return out;
+  // The slots slice reads are distinct: scatter g into them, row by row.
+  const size_t es = dtype_size(g.dtype());
+  const uint8_t* src = static_cast<const uint8_t*>(g.raw());
+  uint8_t* dst = static_cast<uint8_t*>(out.raw());
+  BroadcastPlan bp;
+  bp.dims = plan.out.empty() ? Shape{1} : plan.out;
+  bp.st = {plan.out.empty() ? std::vector<int64_t>{0} : plan.st};
+  const int64_t sin = bp.st[0].back();
+  for_each_run<1>(bp, 1, [&](const int64_t* offs, int64_t pos, int64_t len) {
+    for (int64_t i = 0; i < len; ++i)
+      std::memcpy(dst + (plan.base + offs[0] + i * sin) * es, src + (pos + i) * es, es);
+  });
+  return out;
+}
+
+// ---- gather / scatter_add / one_hot ---------------------------------------------------------
+
+// Indices normalised along an axis of length len, checked in order (the reference's first
+// error); false when an index is out of range (the reference then raises the error).
+bool read_indices(const Tensor& idx, int64_t len, std::vector<int64_t>& out) {
+  out.resize(static_cast<size_t>(idx.numel()));
+  for (int64_t j = 0; j < idx.numel(); ++j) {
+    int64_t k = idx.dtype() == DType::i64 ? idx.data<int64_t>()[j] : idx.data<int32_t>()[j];
+    int64_t n = k < 0 ? k + len : k;
+    if (n < 0 || n >= len) return false;
+    out[j] = n;
+  }
+  return true;
+}
+
+bool int_indices(const Tensor& t) { return t.dtype() == DType::i32 || t.dtype() == DType::i64; }
+
+Value gather_kernel(const RefKernel& ref, const std::vector<Value>& in, const Attrs& attrs) {
+  const Tensor& x = in.at(0).tensor;
+  const Tensor& idx = in.at(1).tensor;
+  int64_t ax = attrs.get_int("axis"), r = x.rank();
+  int64_t axis = ax < 0 ? ax + r : ax;
+  if (!int_indices(idx) || axis < 0 || axis >= r) return ref(in, attrs);
+  const int64_t len = x.shape()[axis];
+  std::vector<int64_t> ks;
+  if (!read_indices(idx, len, ks)) return ref(in, attrs);
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= x.shape()[d];
+  for (int64_t d = axis + 1; d < r; ++d) inner *= x.shape()[d];
+  Shape out_shape(x.shape().begin(), x.shape().begin() + axis);
+  out_shape.insert(out_shape.end(), idx.shape().begin(), idx.shape().end());
+  out_shape.insert(out_shape.end(), x.shape().begin() + axis + 1, x.shape().end());
+  Tensor out = Tensor::empty(x.dtype(), out_shape);
+  if (out.numel() == 0) return out;
+  const int64_t es = static_cast<int64_t>(dtype_size(x.dtype())), ni = idx.numel();
+  const uint8_t* src = static_cast<const uint8_t*>(x.raw());
+  uint8_t* dst = static_cast<uint8_t*>(out.raw());
+  parallel_for(outer * ni, inner, [&](int64_t lo, int64_t hi) {
+    for (int64_t t = lo; t < hi; ++t) {
+      int64_t o = t / ni, j = t % ni;
+      std::memcpy(dst + t * inner * es, src + (o * len + ks[j]) * inner * es,
+                  static_cast<size_t>(inner * es));
+    }
+  }, 1);
+  return out;
+}
+
+Value scatter_add_kernel(const RefKernel& ref, const std::vector<Value>& in, const Attrs& attrs) {
+  const Tensor& x = in.at(0).tensor;
+  const Tensor& idx = in.at(1).tensor;
+  const Tensor& upd = in.at(2).tensor;
+  int64_t ax = attrs.get_int("axis"), r = x.rank();
+  int64_t axis = ax < 0 ? ax + r : ax;
+  const DType dt = x.dtype();
+  bool numeric = dt == DType::f32 || dt == DType::f64 || dt == DType::i32 || dt == DType::i64;
+  if (!numeric || !int_indices(idx) || axis < 0 || axis >= r || upd.dtype() != dt)
+    return ref(in, attrs);
+  Shape want(x.shape().begin(), x.shape().begin() + axis);
+  want.insert(want.end(), idx.shape().begin(), idx.shape().end());
+  want.insert(want.end(), x.shape().begin() + axis + 1, x.shape().end());
+  const int64_t len = x.shape()[axis];
+  std::vector<int64_t> ks;
+  if (upd.shape() != want || !read_indices(idx, len, ks)) return ref(in, attrs);
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= x.shape()[d];
+  for (int64_t d = axis + 1; d < r; ++d) inner *= x.shape()[d];
+  Tensor out = reuse_or_empty(in, {0}, dt, x.shape());
+  if (out.raw() != x.raw() && x.numel() > 0) std::memcpy(out.raw(), x.raw(), x.nbytes());
+  const int64_t ni = idx.numel();
+  dispatch(dt, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (!std::is_same_v<T, uint8_t>) {
+      T* o = out.data<T>();
+      const T* u = upd.data<T>();
+      // Each outer slice is its own set of destinations: slices in parallel, indices in order.
+      parallel_for(outer, ni * inner, [&](int64_t lo, int64_t hi) {
+        for (int64_t b = lo; b < hi; ++b)
+          for (int64_t j = 0; j < ni; ++j) {
+            T* d = o + (b * len + ks[j]) * inner;
+            const T* s = u + (b * ni + j) * inner;
+            for (int64_t i = 0; i < inner; ++i) {
+              if constexpr (kIsInt<T>) {
+                using U = std::make_unsigned_t<T>;
+                d[i] = static_cast<T>(static_cast<U>(d[i]) + static_cast<U>(s[i]));
+              } else {
+                d[i] = static_cast<T>(d[i] + s[i]);
+              }
+            }
+          }
+      }, 1);
+    }
+  });
+  return out;
+}
+
+Value one_hot_kernel(const RefKernel& ref, const std::vector<Value>& in, const Attrs& attrs) {
+  const Tensor& labels = in.at(0).tensor;
+  const int64_t c = attrs.get_int("num_classes");
+  const DType dt = attrs.get_dtype("dtype");
+  if (!int_indices(labels) || c < 0 || dt == DType::f16 || dt == DType::bf16) return ref(in, attrs);
+  std::vector<int64_t> ks(static_cast<size_t>(labels.numel()));
+  for (int64_t i = 0; i < labels.numel(); ++i) {
+    int64_t k = labels.dtype() == DType::i64 ? labels.data<int64_t>()[i] : labels.data<int32_t>()[i];
+    if (k < 0 || k >= c) return ref(in, attrs);
+    ks[i] = k;
+  }
+  Shape out_shape = labels.shape();
+  out_shape.push_back(c);
+  Tensor out = Tensor::empty(dt, out_shape);
+  dispatch(dt, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* o = out.data<T>();
+    const T one = from_double<T>(1.0);
+    parallel_for(labels.numel(), c, [&](int64_t lo, int64_t hi) {
+      std::fill(o + lo * c, o + hi * c, T(0));
+      for (int64_t i = lo; i < hi; ++i) o[i * c + ks[i]] = one;
+    }, 1);
+  });
+  return out;
+}
+
+}  // namespace
+
+Tensor permute_copy(const Tensor& x, const std::vector<int64_t>& perm) {
+  std::vector<int64_t> in_st = strides_of(x.shape());
+  Shape out;
+  std::vector<int64_t> st;
+  for (int64_t a : perm) {
+    out.push_back(x.shape()[a]);
+    st.push_back(in_st[a]);
+  }
+  return strided_copy(x, out, st, 0);
+}
+
+void register_shape() {
+  set_kernel("transpose", transpose_kernel);
+  set_kernel("permute", transpose_kernel);
+  set_kernel("broadcast_to", broadcast_to_kernel);
+  set_kernel("reshape", reshape_kernel);
+  set_kernel("flatten", flatten_kernel);
+  set_kernel("squeeze", squeeze_kernel);
+  set_kernel("unsqueeze", unsqueeze_kernel);
+  set_kernel("expand_dims", unsqueeze_kernel);
+  set_kernel("identity", identity_kernel);
+  set_kernel("stop_gradient", identity_kernel);
+  set_kernel("concat", join_kernel(false));
+  set_kernel("stack", join_kernel(true));
+  set_kernel("slice", slice_kernel);
+  set_kernel("slice_grad", slice_grad_kernel);
+  set_kernel("gather", gather_kernel);
+  set_kernel("scatter_add", scatter_add_kernel);
+  set_kernel("one_hot", one_hot_kernel);
+}
+
+}  // namespace spora::cpu

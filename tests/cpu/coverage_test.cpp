@@ -1,0 +1,34 @@
+// Every primitive with a reference kernel has a CPU kernel ("kernel.cpu" facet), except the
+// rows listed below, which stay on their reference kernel on purpose.
+#include <set>
+
+#include "tests/cpu/cpu_test_util.h"
+
+namespace spora::cpu::testing {
+namespace {
+
+// Rows that are not tensor computations: effects (print, assert, grad_check), the tuple and
+// record plumbing of the front end, and the tape lists of reverse-mode loops. Their reference
+// kernels are already what a CPU kernel would be.
+const std::set<std::string> kReferenceOnly = {
+    "print",      "assert",    "grad_check", "make_tuple", "tuple_get", "make_record",
+    "record_get", "list_empty", "list_push", "list_get",   "list_len"};
+
+TEST(CpuCoverage, EveryPrimitiveWithAReferenceKernelHasACpuKernel) {
+  prim("add");  // registers everything
+  int with_kernel = 0;
+  for (const sem::Primitive* p : sem::Registry::instance().all()) {
+    if (!p->eval) continue;  // control flow
+    bool has = p->facet<sem::RefKernel>(sem::kCpuKernelFacet) != nullptr;
+    if (kReferenceOnly.count(p->name)) {
+      EXPECT_FALSE(has) << p->name << " is in the allow-list but has a cpu kernel";
+      continue;
+    }
+    EXPECT_TRUE(has) << p->name << " has no cpu kernel";
+    with_kernel += has;
+  }
+  EXPECT_GE(with_kernel, 85);
+}
+
+}  // namespace
+}  // namespace spora::cpu::testing
