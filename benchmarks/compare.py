@@ -5,7 +5,7 @@ one table of ratios against the targets, plus W2 against its GEMM lower bound an
 triad bandwidth bound, both measured in the same run.
 
 Usage:  python3 benchmarks/compare.py [--build build] [--only W2,W5] [--quick] [--out results.json]
-        python3 benchmarks/compare.py --ours-json ours.json --peer-json peer.json   (table only)
+        python3 benchmarks/compare.py --no-run --ours-json ours.json --peer-json peer.json   (table only)
 
 The peer's number is PyTorch *eager* in its best environment (the fastest of the script's
 configurations: default, OMP_WAIT_POLICY=PASSIVE, + glibc malloc kept off mmap), as
@@ -59,30 +59,47 @@ def wait_quiet(max_wait, thr=0.10):
             return load
 
 
-def run_peer(args, env):
-    cmd = ["python3", args.peer, "--out", args.peer_json or "/tmp/spora_compare_peer.json",
-           "--quiet-wait", str(args.quiet_wait)]
-    if args.only:
-        cmd += ["--only", args.only]
+def run_peer(args, env, only, out):
+    cmd = ["python3", args.peer, "--out", out, "--quiet-wait", str(args.quiet_wait), "--only", only]
     if args.quick:
         cmd += ["--quick"]
     print("# peer: " + " ".join(cmd), file=sys.stderr, flush=True)
     subprocess.check_call(cmd, env=env, stdout=sys.stderr)
-    return json.load(open(cmd[cmd.index("--out") + 1]))
+    return json.load(open(out))
 
 
-def run_ours(args, env):
-    out = args.ours_json or "/tmp/spora_compare_ours.json"
+def run_ours(args, env, ids, limits, out):
     exe = os.path.join(args.build, "bin", "bench_workloads")
-    ids = args.only.split(",") if args.only else IDS
-    filt = "^(" + "|".join(re.escape(i) + "/" for i in ids) + "|Limit/)"
-    cmd = [exe, f"--benchmark_filter={filt}", f"--benchmark_out={out}", "--benchmark_out_format=json"]
+    alts = [re.escape(i) + "/" for i in ids] + (["Limit/"] if limits else [])
+    cmd = [exe, "--benchmark_filter=^(" + "|".join(alts) + ")", f"--benchmark_out={out}",
+           "--benchmark_out_format=json"]
     if args.quick:
         cmd += ["--benchmark_min_time=0.3"]
     wait_quiet(args.quiet_wait)
     print("# ours: " + " ".join(cmd), file=sys.stderr, flush=True)
     subprocess.check_call(cmd, env=env, stdout=sys.stderr)
     return json.load(open(out))
+
+
+def run_all(args, env):
+    """Both sides; with --interleave, workload by workload (peer then ours), so that each pair
+    sees the same machine state on a shared machine; else the peer for all, then ours for all."""
+    ids = args.only.split(",") if args.only else IDS
+    tmp = "/tmp/spora_compare"
+    if not args.interleave:
+        peer = run_peer(args, env, ",".join(ids), tmp + "_peer.json")
+        ours = run_ours(args, env, ids, True, tmp + "_ours.json")
+        return ours, peer
+    ours, peer = None, None
+    for wid in ids:
+        p = run_peer(args, env, wid, f"{tmp}_peer_{wid}.json")
+        o = run_ours(args, env, [wid], wid == ids[-1], f"{tmp}_ours_{wid}.json")
+        if peer is None:
+            peer, ours = p, o
+        else:
+            peer["results"] += p["results"]
+            ours["benchmarks"] += o["benchmarks"]
+    return ours, peer
 
 
 def ours_table(data):
@@ -175,17 +192,18 @@ def main():
     ap.add_argument("--quick", action="store_true", help="fewer runs on both sides (smoke test)")
     ap.add_argument("--quiet-wait", type=float, default=60,
                     help="max seconds to wait for an idle machine before each measurement (peer: per workload)")
-    ap.add_argument("--ours-json", help="our Google Benchmark JSON (with --peer-json and no run: table only)")
-    ap.add_argument("--peer-json", help="the peer's JSON")
+    ap.add_argument("--interleave", action=argparse.BooleanOptionalAction, default=True,
+                    help="run peer and ours workload by workload (default), not all of one side first")
     ap.add_argument("--no-run", action="store_true", help="only print the table of --ours-json and --peer-json")
+    ap.add_argument("--ours-json", help="with --no-run: our Google Benchmark JSON")
+    ap.add_argument("--peer-json", help="with --no-run: the peer's JSON (torch_workloads.py --out)")
     ap.add_argument("--out", help="write the table rows and both raw results as JSON")
     a = ap.parse_args()
     env = dict(os.environ, OMP_NUM_THREADS=THREADS, OPENBLAS_NUM_THREADS=THREADS)
     if a.no_run:
         ours, peer = json.load(open(a.ours_json)), json.load(open(a.peer_json))
     else:
-        peer = run_peer(a, env)
-        ours = run_ours(a, env)
+        ours, peer = run_all(a, env)
     text, summary = print_report(ours, peer)
     ctx = ours.get("context", {})
     print(f"# {time.strftime('%Y-%m-%d %H:%M')} on {ctx.get('host_name', '?')}, {ctx.get('num_cpus', '?')} cpus; "
