@@ -9,16 +9,18 @@
 #include <exception>
 
 #include "semantics/iterable.h"
+#include "semantics/liveness.h"
 
 namespace spora::sem {
 
 using ir::Graph;
 using ir::Node;
 
-// Where each parameter and node of a graph lives in its frames: params first, then nodes.
+// Where each parameter and node of a graph lives in its frames (params first, then nodes),
+// and when each value dies (liveness.h): computed once per graph.
 struct Interpreter::Layout {
   std::vector<const Node*> order;  // the params and nodes it was built from
-  std::unordered_map<const Node*, size_t> slot;
+  Liveness live;
   size_t size = 0;
 
   bool matches(const Graph* g) const {
@@ -28,13 +30,20 @@ struct Interpreter::Layout {
   }
 };
 
-// One activation of a graph.
+// One activation of a graph. A slot is pending until its node has run, then live until its
+// last use (liveness.h), then released.
 struct Interpreter::Frame {
+  enum : uint8_t { kPending = 0, kLive = 1, kReleased = 2 };
   const Graph* graph;
   const Frame* parent;  // the active frame of graph->parent (null for top-level graphs)
   const Layout* layout;
   std::vector<Value> slots;
-  std::vector<uint8_t> defined;
+  std::vector<uint8_t> state;
+
+  void release(size_t s) {
+    slots[s] = Value();
+    state[s] = kReleased;
+  }
 };
 
 namespace {
@@ -59,11 +68,6 @@ constexpr size_t kStackReserve = 512 * 1024;
 // The stack of each extra thread deep recursion continues on.
 constexpr size_t kHopStack = 64 * 1024 * 1024;
 
-bool is_control_flow(const sem::Primitive* p) {
-  const std::string& n = p->name;
-  return n == "if" || n == "while" || n == "for_range" || n == "for_each";
-}
-
 bool truthy(const Value& v, const Node* n) {
   if (!v.is_tensor() || v.tensor.numel() != 1)
     throw lang::InternalError(n->prim->name + ": condition is not a scalar tensor");
@@ -86,11 +90,13 @@ const Graph* graph_operand(const Value& v, const Node* n, size_t i) {
   return ref->graph;
 }
 
-// Unpacks the (s'...) tuple a loop body returns.
+// Unpacks the (s'...) tuple a loop body returns (moving the elements out when nothing else
+// holds the tuple, so the state keeps one reference per buffer).
 std::vector<Value> loop_state(Value result, const Graph* body, size_t expected) {
   if (result.kind != Value::Kind::Tuple || result.items().size() != expected)
     throw lang::InternalError("loop body @" + body->name + " must return a tuple of " +
                               std::to_string(expected) + " values");
+  if (result.elems.use_count() == 1) return std::move(*result.elems);
   return std::vector<Value>(result.items());
 }
 
@@ -135,7 +141,8 @@ const Interpreter::Layout& Interpreter::layout(const Graph* g) {
   auto l = std::make_unique<Layout>();
   for (const Node* p : g->params) l->order.push_back(p);
   for (const Node* n : g->nodes) l->order.push_back(n);
-  for (const Node* n : l->order) l->slot.emplace(n, l->size++);
+  l->live = analyze_liveness(*g);
+  l->size = l->order.size();
   auto& stored = layouts_[g];
   stored = std::move(l);
   return *stored;
@@ -153,9 +160,11 @@ const Value& Interpreter::lookup(const Node* n, const Frame& frame) const {
     throw lang::InternalError("node of @" + (n->graph ? n->graph->name : std::string("?")) +
                               " used outside of its graph's activation (from @" +
                               frame.graph->name + ")");
-  auto it = f->layout->slot.find(n);
-  if (it == f->layout->slot.end() || !f->defined[it->second])
+  auto it = f->layout->live.slot.find(n);
+  if (it == f->layout->live.slot.end() || f->state[it->second] == Frame::kPending)
     throw lang::InternalError("node of @" + f->graph->name + " used before it is computed");
+  if (f->state[it->second] == Frame::kReleased)
+    throw lang::InternalError("node of @" + f->graph->name + " used after its last use");
   return f->slots[it->second];
 }
 
@@ -164,25 +173,34 @@ Value Interpreter::run_graph(const Graph* g, std::vector<Value>& args, const Fra
     throw lang::InternalError("@" + g->name + " runs outside of an activation of its parent @" +
                               g->parent->name);
   const Layout& l = layout(g);
-  Frame frame{g, parent, &l, std::vector<Value>(l.size), std::vector<uint8_t>(l.size, 0)};
+  const Liveness& live = l.live;
+  Frame frame{g, parent, &l, std::vector<Value>(l.size), std::vector<uint8_t>(l.size, Frame::kPending)};
   for (size_t i = 0; i < g->params.size(); ++i) {
     frame.slots[i] = std::move(args[i]);
-    frame.defined[i] = 1;
+    frame.state[i] = Frame::kLive;
   }
+  for (size_t s : live.release_at_start) frame.release(s);
   for (size_t i = 0; i < g->nodes.size(); ++i) {
     const Node* n = g->nodes[i];
     const size_t slot = g->params.size() + i;
     if (!trace_) {
-      frame.slots[slot] = eval_node(n, frame);
+      frame.slots[slot] = eval_node(n, frame, i);
     } else {
       auto start = std::chrono::steady_clock::now();
-      frame.slots[slot] = eval_node(n, frame);
+      frame.slots[slot] = eval_node(n, frame, i);
       std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
       trace_(TraceEvent{n, &frame.slots[slot], took.count(), depth_ - 1});
     }
-    frame.defined[slot] = 1;
+    frame.state[slot] = Frame::kLive;
+    // Values whose last use this was die now (liveness.h).
+    for (size_t s : live.release_after[i]) frame.release(s);
   }
   if (!g->output) return Value::tuple({});
+  if (g->output->graph == g) {  // the frame ends: hand the value over
+    auto it = live.slot.find(g->output);
+    if (it != live.slot.end() && frame.state[it->second] == Frame::kLive)
+      return std::move(frame.slots[it->second]);
+  }
   return lookup(g->output, frame);
 }
 
@@ -231,7 +249,7 @@ Value Interpreter::call_graph(const Node* site, std::vector<Value>& args, const 
   return std::move(hop.result);
 }
 
-Value Interpreter::eval_node(const Node* n, const Frame& frame) {
+Value Interpreter::eval_node(const Node* n, Frame& frame, size_t pos) {
   if (n->is_constant()) {
     if (n->graph_value) {
       Value v;
@@ -244,9 +262,21 @@ Value Interpreter::eval_node(const Node* n, const Frame& frame) {
   if (!n->is_apply())
     throw lang::InternalError("a parameter in the node list of @" + frame.graph->name);
 
+  // Inputs at their last use are moved out of the frame: the kernel then holds the only
+  // reference and may reuse the buffer for its result.
+  const Liveness& live = frame.layout->live;
+  const std::vector<bool>& moves = live.move_input[pos];
   std::vector<Value> in;
   in.reserve(n->inputs.size());
-  for (const Node* x : n->inputs) in.push_back(lookup(x, frame));
+  for (size_t k = 0; k < n->inputs.size(); ++k) {
+    if (moves[k]) {
+      const size_t s = live.slot.at(n->inputs[k]);
+      in.push_back(std::move(frame.slots[s]));
+      frame.release(s);
+    } else {
+      in.push_back(lookup(n->inputs[k], frame));
+    }
+  }
 
   try {
     if (n->callee) {
@@ -256,9 +286,11 @@ Value Interpreter::eval_node(const Node* n, const Frame& frame) {
       return call_graph(n, in, frame);
     }
     if (!n->prim) throw lang::InternalError("an apply with neither primitive nor callee");
-    if (is_control_flow(n->prim)) return eval_control(n, in, frame);
+    if (is_control_flow(*n)) return eval_control(n, in, frame);
     if (!n->prim->eval)
       throw lang::InternalError("primitive " + n->prim->name + " has no reference kernel");
+    // The allocator's pool for what the kernel allocates (liveness.h, rule 6).
+    LifetimeScope hint(live.long_lived[live.num_params + pos] ? Lifetime::Long : Lifetime::Short);
     return kernel_for(*n->prim)(in, n->attrs);
   } catch (RuntimeError& e) {
     if (!e.loc.valid())
@@ -282,7 +314,7 @@ Value Interpreter::run_nested(const Graph* body, std::vector<Value> args, const 
   return run_graph(body, args, env);
 }
 
-Value Interpreter::eval_control(const Node* n, const std::vector<Value>& in, const Frame& frame) {
+Value Interpreter::eval_control(const Node* n, std::vector<Value>& in, const Frame& frame) {
   const std::string& op = n->prim->name;
   auto need = [&](size_t count) {
     if (in.size() < count)
@@ -299,9 +331,12 @@ Value Interpreter::eval_control(const Node* n, const std::vector<Value>& in, con
     need(2);
     const Graph* cond = graph_operand(in[0], n, 0);
     const Graph* body = graph_operand(in[1], n, 1);
-    std::vector<Value> state(in.begin() + 2, in.end());
-    while (truthy(run_nested(cond, state, frame), n))
-      state = loop_state(run_nested(body, state, frame), body, state.size());
+    std::vector<Value> state(std::make_move_iterator(in.begin() + 2), std::make_move_iterator(in.end()));
+    // The body takes the state by move: the previous state dies as the next one is made.
+    while (truthy(run_nested(cond, state, frame), n)) {
+      const size_t k = state.size();
+      state = loop_state(run_nested(body, std::move(state), frame), body, k);
+    }
     return Value::tuple(std::move(state));
   }
 
@@ -313,7 +348,7 @@ Value Interpreter::eval_control(const Node* n, const std::vector<Value>& in, con
     if (step == 0) throw lang::UserError("for_range step must not be zero");
     const DType index_dtype = in[0].tensor.dtype() == DType::i32 ? DType::i32 : DType::i64;
     const Graph* body = graph_operand(in[3], n, 3);
-    std::vector<Value> state(in.begin() + 4, in.end());
+    std::vector<Value> state(std::make_move_iterator(in.begin() + 4), std::make_move_iterator(in.end()));
     for (int64_t i = start; step > 0 ? i < stop : i > stop;) {
       // The index has the integer dtype of start (ir.h: i32 or i64).
       Tensor index = Tensor::empty(index_dtype, {});
@@ -339,7 +374,7 @@ Value Interpreter::eval_control(const Node* n, const std::vector<Value>& in, con
     if (in[0].kind != Value::Kind::Opaque || !iter)
       throw lang::InternalError("for_each: operand 0 is not an iterable");
     const Graph* body = graph_operand(in[1], n, 1);
-    std::vector<Value> state(in.begin() + 2, in.end());
+    std::vector<Value> state(std::make_move_iterator(in.begin() + 2), std::make_move_iterator(in.end()));
     iter->reset();
     Value element;
     while (iter->next(element)) {

@@ -15,6 +15,12 @@
 //                                            i a scalar of start's dtype (i32 or i64)
 //       for_each(iter, @body, s...)          iter is an Iterable (semantics/iterable.h)
 //     Bodies run with the current frame chain as their environment.
+//   - Memory (semantics/liveness.h, computed once per graph): a value is released right after
+//     its last use (a value a nested body reads stays until the node running the body has
+//     finished; the graph's output stays), and handed to its last user by move, so a kernel
+//     may reuse a uniquely held input buffer. Loop state is moved into each iteration: the
+//     previous state dies as the next is produced. Kernels allocate under the allocator's
+//     long-lived pool hint for values that outlive a loop or are a loop's next state.
 //   - A graph constant evaluates to an opaque GraphRef (it only names the graph; the
 //     environment is always the active frame of the graph's parent).
 //
@@ -103,8 +109,8 @@ class Interpreter {
   struct Layout;
 
   Value run_graph(const ir::Graph* g, std::vector<Value>& args, const Frame* parent);
-  Value eval_node(const ir::Node* n, const Frame& frame);
-  Value eval_control(const ir::Node* n, const std::vector<Value>& in, const Frame& frame);
+  Value eval_node(const ir::Node* n, Frame& frame, size_t pos);
+  Value eval_control(const ir::Node* n, std::vector<Value>& in, const Frame& frame);
   Value run_nested(const ir::Graph* body, std::vector<Value> args, const Frame& frame);
   const Value& lookup(const ir::Node* n, const Frame& frame) const;
   const Frame* frame_of(const ir::Graph* g, const Frame* from) const;

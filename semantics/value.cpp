@@ -1,12 +1,13 @@
 // Run-time values of the reference interpreter and their NumPy-like text (value.h).
 #include "semantics/value.h"
 
+#include <algorithm>
 #include <atomic>
-
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <new>
 
 #include "lang/diagnostics.h"
 
@@ -104,38 +105,111 @@ namespace {
 std::atomic<int64_t> g_live_bytes{0};
 std::atomic<int64_t> g_peak_bytes{0};
 
-// Tensor storage counts itself in the memory statistics while it lives.
-struct CountedBuffer : std::vector<uint8_t> {
-  explicit CountedBuffer(size_t n) : std::vector<uint8_t>(n) {
-    const int64_t now = g_live_bytes.fetch_add(static_cast<int64_t>(n)) + static_cast<int64_t>(n);
-    int64_t peak = g_peak_bytes.load();
-    while (now > peak && !g_peak_bytes.compare_exchange_weak(peak, now)) {
-    }
+// aligned_alloc / free; never cached.
+class MallocAllocator final : public Allocator {
+ public:
+  Block allocate(size_t bytes, Lifetime) override {
+    const size_t size = (std::max<size_t>(bytes, 1) + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
+    void* p = std::aligned_alloc(kBufferAlignment, size);
+    if (!p) throw std::bad_alloc();
+    return Block{p, size, 0};
   }
-  ~CountedBuffer() { g_live_bytes.fetch_sub(static_cast<int64_t>(size())); }
-  CountedBuffer(const CountedBuffer&) = delete;
-  CountedBuffer& operator=(const CountedBuffer&) = delete;
+  void deallocate(const Block& block) override { std::free(block.ptr); }
 };
+
+std::atomic<Allocator*> g_allocators[kDeviceKinds] = {};
+thread_local Lifetime t_lifetime = Lifetime::Short;
 }  // namespace
+
+std::string Device::str() const {
+  return kind == Kind::cpu ? std::string("cpu") : "cuda:" + std::to_string(index);
+}
+
+Allocator& malloc_allocator() {
+  static MallocAllocator* a = new MallocAllocator();  // never destroyed: buffers may outlive main
+  return *a;
+}
+
+void set_allocator(Allocator* a, Device::Kind kind) { g_allocators[static_cast<size_t>(kind)].store(a); }
+
+Allocator& allocator(Device::Kind kind) {
+  if (Allocator* a = g_allocators[static_cast<size_t>(kind)].load()) return *a;
+  if (kind == Device::Kind::cpu) return malloc_allocator();
+  throw lang::InternalError("no allocator is installed for " + Device{kind, 0}.str() + " tensors");
+}
+
+Lifetime current_lifetime() { return t_lifetime; }
+LifetimeScope::LifetimeScope(Lifetime lifetime) : saved_(t_lifetime) { t_lifetime = lifetime; }
+LifetimeScope::~LifetimeScope() { t_lifetime = saved_; }
+
+Storage::Storage(size_t nbytes, Device device, Lifetime lifetime)
+    : nbytes_(nbytes), device_(device), lifetime_(lifetime), allocator_(&allocator(device.kind)) {
+  block_ = allocator_->allocate(nbytes, lifetime);
+  const int64_t n = static_cast<int64_t>(nbytes);
+  const int64_t now = g_live_bytes.fetch_add(n) + n;
+  int64_t peak = g_peak_bytes.load();
+  while (now > peak && !g_peak_bytes.compare_exchange_weak(peak, now)) {
+  }
+}
+
+Storage::~Storage() {
+  g_live_bytes.fetch_sub(static_cast<int64_t>(nbytes_));
+  allocator_->deallocate(block_);
+}
 
 MemoryStats memory_stats() { return MemoryStats{g_live_bytes.load(), g_peak_bytes.load()}; }
 void reset_peak_memory() { g_peak_bytes.store(g_live_bytes.load()); }
 
-Tensor Tensor::empty(DType dtype, Shape shape) {
+Tensor Tensor::empty(DType dtype, Shape shape, Device device) {
   Tensor t;
   t.dtype_ = dtype;
   t.numel_ = shape_numel(shape);
   t.shape_ = std::move(shape);
-  t.storage_ = std::make_shared<CountedBuffer>(t.nbytes());
+  t.storage_ = std::make_shared<Storage>(t.nbytes(), device, current_lifetime());
   return t;
 }
 
-Tensor Tensor::zeros(DType dtype, Shape shape) { return empty(dtype, std::move(shape)); }
+Tensor Tensor::zeros(DType dtype, Shape shape) {
+  Tensor t = empty(dtype, std::move(shape));
+  if (t.nbytes()) std::memset(t.raw(), 0, t.nbytes());
+  return t;
+}
+
+namespace {
+template <class T>
+void fill_as(Tensor& t, T v) {
+  std::fill_n(t.data<T>(), t.numel(), v);
+}
+}  // namespace
 
 Tensor Tensor::full(DType dtype, Shape shape, double value) {
   Tensor t = empty(dtype, std::move(shape));
-  for (int64_t i = 0; i < t.numel_; ++i) t.set(i, value);
+  if (t.numel_ == 0) return t;
+  switch (dtype) {
+    case DType::f32:
+      fill_as(t, static_cast<float>(value));
+      break;
+    case DType::f64:
+      fill_as(t, value);
+      break;
+    default: {  // the conversions of set(), once
+      t.set(0, value);
+      const size_t width = dtype_size(dtype);
+      for (int64_t i = 1; i < t.numel_; ++i)
+        std::memcpy(t.data<uint8_t>() + static_cast<size_t>(i) * width, t.data<uint8_t>(), width);
+    }
+  }
   return t;
+}
+
+std::vector<int64_t> Tensor::strides() const {
+  std::vector<int64_t> st(shape_.size());
+  int64_t s = 1;
+  for (size_t i = shape_.size(); i-- > 0;) {
+    st[i] = s;
+    s *= shape_[i];
+  }
+  return st;
 }
 
 double Tensor::get(int64_t i) const {

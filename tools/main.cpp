@@ -9,10 +9,13 @@
 
 #include "autodiff/install.h"
 #include "backends/cpu/cpu.h"
+#include "backends/runtime/allocator.h"
+#include "backends/runtime/memory_plan.h"
 #include "backends/runtime/runtime.h"
 #include "lang/ast_printer.h"
 #include "lang/parser.h"
 #include "ops/ops.h"
+#include "semantics/eager.h"
 #include "semantics/interpreter.h"
 #include "semantics/ir/dot.h"
 #include "semantics/ir/printer.h"
@@ -48,6 +51,22 @@ int write_output(const std::string& text, const std::string& out_path) {
   return 0;
 }
 
+double megabytes(int64_t bytes) { return static_cast<double>(bytes) / 1e6; }
+
+// `spora run --stats` of an eager run (the program ran while it was lowered).
+void print_eager_stats(const ir::Module* m, double ms, int64_t live_before) {
+  const sem::EagerStats e = sem::last_eager_stats();
+  const sem::MemoryStats mem = sem::memory_stats();
+  std::cerr << fmt::format(
+      "stats: eager; {} ops run in {:.1f} ms; entry graph {} nodes at the end (at most {}; {} collected in {} "
+      "collections)\n",
+      e.ops_run, ms, m && m->entry ? m->entry->nodes.size() : size_t{0}, e.peak_graph_nodes, e.nodes_removed,
+      e.collections);
+  std::cerr << fmt::format("stats: peak tensor memory {:.3f} MB ({:.3f} MB live before); {}\n",
+                           megabytes(mem.peak_bytes), megabytes(live_before),
+                           runtime::describe(runtime::caching_allocator().stats()));
+}
+
 }  // namespace
 
 int cmd_run(const std::string& path, const RunOptions& opts) {
@@ -60,6 +79,10 @@ int cmd_run(const std::string& path, const RunOptions& opts) {
   sem::LowerOptions options;
   options.eager = opts.mode == "eager";
   sem::Compiled c;
+  const int64_t live_at_start = sem::memory_stats().live_bytes;
+  sem::reset_peak_memory();
+  runtime::caching_allocator().reset_stats();
+  const auto compile_start = std::chrono::steady_clock::now();
   try {
     c = sem::compile_file(sources, diags, path, options);
   } catch (const sem::RuntimeError& e) {
@@ -71,7 +94,15 @@ int cmd_run(const std::string& path, const RunOptions& opts) {
   }
   diags.print(std::cerr);
   if (!c.module) return 1;
-  if (options.eager) return 0;
+  if (options.eager) {
+    if (opts.stats) {
+      std::cout.flush();
+      print_eager_stats(c.module.get(),
+                        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - compile_start).count(),
+                        live_at_start);
+    }
+    return 0;
+  }
   if (opts.optimize) passes::optimize(*c.module);
   const auto fused = fuse_for_run(*c.module, opts.fuse);
   if (!c.module->entry) {
@@ -80,17 +111,25 @@ int cmd_run(const std::string& path, const RunOptions& opts) {
   }
   try {
     sem::Interpreter interp(*c.module);
+    const int64_t live_before = sem::memory_stats().live_bytes;  // the module's constants
     sem::reset_peak_memory();
+    runtime::caching_allocator().reset_stats();
     const auto t0 = std::chrono::steady_clock::now();
     interp.call(c.module->entry, {});
     if (opts.stats) {
       std::cout.flush();
       const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      const sem::MemoryStats mem = sem::memory_stats();
       size_t nodes = 0;
       for (const auto& g : c.module->graphs()) nodes += g->nodes.size();
-      std::cerr << fmt::format("stats: {} graphs, {} nodes after optimization; ran in {:.1f} ms; peak tensor memory {:.3f} MB\n",
-                               c.module->graphs().size(), nodes, ms,
-                               static_cast<double>(sem::memory_stats().peak_bytes) / 1e6);
+      std::cerr << fmt::format("stats: {} graphs, {} nodes after optimization ({} in @{}); ran in {:.1f} ms\n",
+                               c.module->graphs().size(), nodes, c.module->entry->nodes.size(),
+                               c.module->entry->name, ms);
+      std::cerr << fmt::format("stats: {}\n", runtime::describe(runtime::plan_module(*c.module)));
+      std::cerr << fmt::format("stats: measured peak tensor memory {:.3f} MB ({:.3f} MB above the {:.3f} MB live "
+                               "before the run); {}\n",
+                               megabytes(mem.peak_bytes), megabytes(mem.peak_bytes - live_before),
+                               megabytes(live_before), runtime::describe(runtime::caching_allocator().stats()));
       if (fused) std::cerr << "stats: " << describe_fusion(*fused) << "\n";
     }
   } catch (const sem::RuntimeError& e) {
@@ -188,7 +227,7 @@ int main(int argc, char** argv) {
   run->add_option("file", run_path, "the program (.sp) or IR module (.ir)")->required();
   run->add_option("--mode", run_opts.mode, "execution mode: graph (compile the whole program) or eager (op by op)")
       ->capture_default_str();
-  run->add_flag("--stats", run_opts.stats, "print graph size, run time and peak tensor memory (graph mode) to stderr");
+  run->add_flag("--stats", run_opts.stats, "print to stderr: graph size, run time, the planned and the measured peak tensor memory, the allocator's reserved bytes and cache hits (eager mode: ops run, entry graph size, peak memory)");
   bool no_fuse = false;
   run->add_flag("--no-fuse", no_fuse, "graph mode: run every node on its own (no operator fusion, no generated kernels)");
   bool no_opt = false;

@@ -1,5 +1,7 @@
 #include "backends/runtime/runtime.h"
 
+#include "backends/runtime/allocator.h"
+
 namespace spora::runtime {
-void install() {}
+void install() { sem::set_allocator(&caching_allocator()); }
 }  // namespace spora::runtime

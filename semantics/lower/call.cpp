@@ -357,6 +357,7 @@ AV Lowerer::call_builtin(const std::string& name, std::vector<Arg> args, lang::S
 
 AV Lowerer::construct_model(const AVal& cls, std::vector<Arg> args, lang::SourceRange r) {
   const lang::ModelDef& md = *cls.model;
+  LongLived parameters;  // eager mode initialises them now: the allocator's long-lived pool
   Env env;
   env.module = cls.module;
   env.push();

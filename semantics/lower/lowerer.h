@@ -4,6 +4,7 @@
 // built-ins), aval.cpp (abstract values).
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <set>
@@ -138,6 +139,42 @@ class Lowerer {
   // v with its float tensor leaves replaced by `nodes` (in leaf order), other leaves kept.
   AV replace_leaves(const AV& v, const std::vector<ir::Node*>& nodes, size_t& pos);
   std::unique_ptr<EagerExecutor> executor_;
+
+  // ---- eager-mode memory (eager_memory.cpp)
+  // Every lower_block in progress is a frame; at the end of each statement of the innermost
+  // one, the nodes of the entry graph that nothing can reach any more are collected (see
+  // EagerExecutor::collect). Roots: the bindings of every frame's environment (through tuples,
+  // records, closures, bound methods, transforms and pullbacks), and the temporaries of the
+  // statements in progress in the outer frames: the nodes each made since it started, apart
+  // from those made inside its nested blocks of the same environment (loop iterations, which
+  // bind what they keep), so a loop does not pin its past iterations.
+  struct EagerFrame {
+    const Env* env = nullptr;
+    uint64_t entry = 0;                      // executor clock when the block started
+    uint64_t stmt_start = 0;                 // ... when its current statement started
+    uint64_t first_block = UINT64_MAX;       // ... when the statement's first nested block started
+    uint64_t last_block_exit = UINT64_MAX;   // ... when its latest nested block ended
+  };
+  class EagerBlock {  // RAII: one frame while a lower_block runs (no-op outside eager mode)
+   public:
+    EagerBlock(Lowerer& lowerer, const Env& env);
+    ~EagerBlock();
+    EagerBlock(const EagerBlock&) = delete;
+    EagerBlock& operator=(const EagerBlock&) = delete;
+    void statement_start();
+    void statement_end();  // collects when it may
+   private:
+    bool module_entry_is_current() const;
+    Lowerer& L_;
+    bool active_ = false;
+    bool nested_block_ = false;  // same environment as the frame below
+  };
+  std::vector<EagerFrame> eager_frames_;
+  uint64_t eager_collected_at_ = UINT64_MAX;  // executor clock at the last collection
+  void eager_collect();
+  // The nodes a vjp pullback (AK::Pullback) needs: its tape (`region`) and the rest.
+  static void pullback_nodes(const AVal& pb, std::vector<ir::Node*>& region, std::vector<ir::Node*>& others,
+                             std::vector<AV>& values);
   bool ad_inline_ = false;    // lowering a function being differentiated: inline def calls
   std::map<const lang::FuncDef*, bool> recursive_;
   std::function<const Value*(const ir::Node*)> eager_value;  // set in eager mode

@@ -135,8 +135,10 @@ void Lowerer::bind_pattern(const lang::Pattern& p, AV value, Env& env, bool decl
 }
 
 Flow Lowerer::lower_block(const std::vector<lang::StmtPtr>& stmts, size_t from, Env& env) {
+  EagerBlock eager_block(*this, env);  // eager mode: collect what statements leave behind
   for (size_t i = from; i < stmts.size(); ++i) {
     const Stmt& s = *stmts[i];
+    eager_block.statement_start();
     try {
       switch (s.kind) {
         case StmtKind::Let: {
@@ -209,6 +211,7 @@ Flow Lowerer::lower_block(const std::vector<lang::StmtPtr>& stmts, size_t from, 
         return Flow{true, make_error(), s.range};
       }
     }
+    eager_block.statement_end();
   }
   return Flow{};
 }

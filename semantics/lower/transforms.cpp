@@ -27,6 +27,17 @@ bool float_leaf(const AV& v) { return v->kind == AK::Node && v->type->is_tensor(
 
 }  // namespace
 
+void Lowerer::pullback_nodes(const AVal& pb, std::vector<ir::Node*>& region, std::vector<ir::Node*>& others,
+                              std::vector<AV>& values) {
+  auto data = std::static_pointer_cast<PullbackData>(pb.payload);
+  if (!data) return;
+  region.insert(region.end(), data->region.begin(), data->region.end());
+  others.insert(others.end(), data->inputs.begin(), data->inputs.end());
+  if (data->out_node) others.push_back(data->out_node);
+  values.insert(values.end(), data->primals.begin(), data->primals.end());
+  if (data->out_skeleton) values.push_back(data->out_skeleton);
+}
+
 AV Lowerer::known(const AV& v) const {
   if (!eager_ || v->kind != AK::Node || !eager_value || !v->type->is_scalar()) return v;
   const Value* x = eager_value(v->node);
