@@ -29,7 +29,7 @@ enum class AK {
   Builtin,     // a primitive of the registry or a built-in special form (name)
   ModelClass,  // a `model` declaration: calling it constructs an instance
   Namespace,   // an imported module (`nn` after `import std.nn`)
-  Transform,   // grad(f) / value_and_grad(f): s names it, elems[0] is f, wrt the arguments
+  Transform,   // grad(f) / value_and_grad(f): s names it, elems[0] is f, wrt the arguments, b has_aux
   Pullback,    // the backward function vjp returns (payload: the recorded region)
 };
 

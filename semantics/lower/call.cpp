@@ -349,6 +349,31 @@ AV Lowerer::call_builtin(const std::string& name, std::vector<Arg> args, lang::S
     for (size_t k = 1; k < args.size(); ++k) trees.push_back(args[k].value);
     return rec(rec, trees);
   }
+  if (name == "replace") {
+    // replace(m, field=value, ...): a copy of record or model m with the named fields
+    // (parameters, buffers, sub-models) replaced by values of the same structure and types
+    // (Python's dataclasses.replace, Flax's .replace).
+    if (args.empty() || !args[0].keyword.empty()) fail(r, "replace takes a record and field=value arguments");
+    const AV& rec = args[0].value;
+    if (rec->kind != AK::Record) fail(args[0].range, fmt::format("replace expects a record or model, not {}", describe(rec)));
+    auto c = std::make_shared<AVal>(*rec);
+    for (size_t k = 1; k < args.size(); ++k) {
+      const Arg& a = args[k];
+      if (a.keyword.empty()) fail(a.range, "replace takes field=value arguments after the record");
+      size_t f = 0;
+      while (f < c->names.size() && c->names[f] != a.keyword) ++f;
+      if (f == c->names.size()) {
+        std::string fields;
+        for (const auto& n : c->names) fields += (fields.empty() ? "" : ", ") + n;
+        fail(a.range, fmt::format("{} has no field '{}' (fields: {})", describe(rec), a.keyword, fields));
+      }
+      if (skeleton_key(a.value) != skeleton_key(c->elems[f]))
+        fail(a.range, fmt::format("replace: field '{}' is {} but the new value is {}", a.keyword,
+                                  describe(c->elems[f]), describe(a.value)));
+      c->elems[f] = a.value;
+    }
+    return c;
+  }
   if (name == "vjp") return call_vjp(std::move(args), r);
   if (name == "jvp") return call_jvp(std::move(args), r);
   if (name == "set_mode") fail(r, "set_mode(...) must be the first statement of main");
@@ -431,6 +456,21 @@ AV Lowerer::construct_model(const AVal& cls, std::vector<Arg> args, lang::Source
         if (!has_seed) cargs.push_back(Arg{"seed", make_int(field_seed), fd.init->range});
         v = call(callee, std::move(cargs), fd.init->range);
       } else {
+        // An initialiser written in Spora (std.nn's xavier_uniform): like a primitive's, its
+        // `shape`, `dtype` and `seed` parameters default to the field's type and seed.
+        if (callee->kind == AK::Def && fd.type) {
+          TypeP t = resolve_type(*fd.type, env);
+          std::vector<AV> dims;
+          for (int64_t d : t->shape) dims.push_back(make_int(d));
+          const std::pair<const char*, AV> defaults[] = {
+              {"shape", make_tuple(dims)}, {"dtype", make_dtype(t->dtype)}, {"seed", make_int(field_seed)}};
+          for (const auto& [name, value] : defaults) {
+            bool declared = false, given = false;
+            for (const auto& p : callee->def->params) declared = declared || p.name == name;
+            for (const auto& a : cargs) given = given || a.keyword == name;
+            if (declared && !given) cargs.push_back(Arg{name, value, fd.init->range});
+          }
+        }
         v = call(callee, std::move(cargs), fd.init->range);
       }
     } else if (fd.init) {
@@ -444,14 +484,18 @@ AV Lowerer::construct_model(const AVal& cls, std::vector<Arg> args, lang::Source
     } else {
       fail(fd.range, fmt::format("field '{}' needs a type or an initial value", fd.name));
     }
-    if (fd.type && fd.is_param)
-      v = check_annotation(v, *fd.type, env, fmt::format("parameter '{}' of model '{}'", fd.name, md.name),
+    // A `let` field holding a run-time tensor is a buffer (BatchNorm's running statistics): a
+    // field of the record like a parameter, but not differentiated (transforms.cpp).
+    const bool buffer = !fd.is_param && v->kind == AK::Node && v->type->is_tensor();
+    if (fd.type && (fd.is_param || buffer))
+      v = check_annotation(v, *fd.type, env,
+                           fmt::format("{} '{}' of model '{}'", buffer ? "buffer" : "parameter", fd.name, md.name),
                            fd.init ? fd.init->range : fd.range);
     if (fd.is_param && v->kind != AK::Node && v->kind != AK::Record && v->kind != AK::Tuple)
       fail(fd.init ? fd.init->range : fd.range,
            fmt::format("parameter '{}' of model '{}' must be a tensor or a model, not {}", fd.name, md.name, describe(v)));
     env.declare(fd.name, Binding{v, false, fd.range});
-    if (fd.is_param) {
+    if (fd.is_param || buffer) {
       rec->names.push_back(fd.name);
       rec->elems.push_back(v);
     } else {

@@ -139,6 +139,9 @@ AV Lowerer::eval_binary(BinaryOp op, AV lhs, AV rhs, lang::SourceRange r) {
   }
   if (lhs->kind == AK::DType && rhs->kind == AK::DType && (op == BinaryOp::Eq || op == BinaryOp::Ne))
     return make_bool((lhs->dtype == rhs->dtype) == (op == BinaryOp::Eq));
+  // `x == none` is decided at compile time (Python's `x is None`): optional arguments.
+  if ((lhs->kind == AK::None || rhs->kind == AK::None) && (op == BinaryOp::Eq || op == BinaryOp::Ne))
+    return make_bool((lhs->kind == rhs->kind) == (op == BinaryOp::Eq));
   // JAX's weak typing: an integer tensor meeting a float literal becomes f32 first.
   auto promote = [&](AV& t, const AV& other) {
     if (t->kind == AK::Node && t->type->is_tensor() && !is_float(t->type->dtype) &&

@@ -90,7 +90,7 @@ namespace {
 const std::set<std::string>& special_builtins() {
   static const std::set<std::string> s = {
       "range", "print", "len", "int", "float", "bool", "shape", "grad", "value_and_grad",
-      "jvp", "vjp", "set_mode", "tree_map"};
+      "jvp", "vjp", "set_mode", "tree_map", "replace"};
   return s;
 }
 

@@ -25,6 +25,16 @@ struct PullbackData {
 
 bool float_leaf(const AV& v) { return v->kind == AK::Node && v->type->is_tensor() && is_float(v->type->dtype); }
 
+// Field k of a model instance is a buffer: a `let` field holding a run-time tensor
+// (BatchNorm's running statistics). It travels with the model like a parameter but is not
+// differentiated: its gradient is none, so tree_map-based optimizers leave it alone.
+bool is_buffer(const AVal& rec, size_t k) {
+  if (rec.kind != AK::Record || !rec.model || k >= rec.names.size()) return false;
+  for (const auto& f : rec.model->fields)
+    if (f.name == rec.names[k]) return !f.is_param;
+  return false;
+}
+
 }  // namespace
 
 void Lowerer::pullback_nodes(const AVal& pb, std::vector<ir::Node*>& region, std::vector<ir::Node*>& others,
@@ -67,7 +77,8 @@ AV Lowerer::fresh_leaves(const AV& v, std::vector<ir::Node*>& leaves, lang::Sour
   }
   if (v->kind == AK::Tuple || v->kind == AK::Record) {
     auto c = std::make_shared<AVal>(*v);
-    for (auto& e : c->elems) e = fresh_leaves(e, leaves, r);
+    for (size_t k = 0; k < c->elems.size(); ++k)
+      if (!is_buffer(*c, k)) c->elems[k] = fresh_leaves(c->elems[k], leaves, r);
     return c;
   }
   if (v->kind == AK::Node && (v->type->kind == Type::Kind::Tuple || v->type->kind == Type::Kind::Record)) {
@@ -82,7 +93,8 @@ AV Lowerer::with_leaves(const AV& v, const std::vector<ir::Node*>& adj, size_t& 
   if (float_leaf(v)) return make_node(adj.at(pos++));
   if (v->kind == AK::Tuple || v->kind == AK::Record) {
     auto c = std::make_shared<AVal>(*v);
-    for (auto& e : c->elems) e = with_leaves(e, adj, pos);
+    for (size_t k = 0; k < c->elems.size(); ++k)
+      c->elems[k] = is_buffer(*c, k) ? make_none() : with_leaves(c->elems[k], adj, pos);
     return c;
   }
   return make_none();  // integer, boolean and static values get no gradient
@@ -92,7 +104,8 @@ AV Lowerer::replace_leaves(const AV& v, const std::vector<ir::Node*>& nodes, siz
   if (float_leaf(v)) return make_node(nodes.at(pos++));
   if (v->kind == AK::Tuple || v->kind == AK::Record) {
     auto c = std::make_shared<AVal>(*v);
-    for (auto& e : c->elems) e = replace_leaves(e, nodes, pos);
+    for (size_t k = 0; k < c->elems.size(); ++k)
+      if (!is_buffer(*c, k)) c->elems[k] = replace_leaves(c->elems[k], nodes, pos);
     return c;
   }
   return v;
@@ -124,6 +137,7 @@ void Lowerer::emit_grad_checks(const AV& fn, const std::vector<Arg>& args, const
     size_t pos = 0;
     for (size_t k = 0; k < wrt.size(); ++k) a2[static_cast<size_t>(wrt[k])].value = replace_leaves(primals[k], leaves, pos);
     AV o = call(fn, std::move(a2), r);
+    if (o->kind == AK::Tuple && !o->elems.empty()) o = o->elems[0];  // has_aux: (value, aux)
     return to_node(o, r);
   };
   // Relative error; below 1e-4 in magnitude the difference counts as absolute (a derivative
@@ -212,8 +226,11 @@ AV Lowerer::make_transform(const std::string& kind, std::vector<Arg> args, lang:
       } else {
         fail(a.range, fmt::format("wrt must be an integer or a tuple of integers, not {}", describe(a.value)));
       }
+    } else if (a.keyword == "has_aux") {
+      if (a.value->kind != AK::Bool) fail(a.range, fmt::format("has_aux must be true or false, not {}", describe(a.value)));
+      t->b = a.value->b;
     } else {
-      fail(a.range, fmt::format("{} takes a function and an optional wrt=", kind));
+      fail(a.range, fmt::format("{} takes a function and optional wrt= and has_aux=", kind));
     }
   }
   if (!have_fn) fail(r, fmt::format("{} expects a function", kind));
@@ -249,6 +266,16 @@ AV Lowerer::call_transform(const AVal& t, std::vector<Arg> args, lang::SourceRan
   }
   ad_inline_ = saved;
   if (out->kind == AK::Error) return out;
+  // has_aux=true (JAX): f returns (value, aux); aux is passed through, not differentiated.
+  AV aux;
+  if (t.b) {
+    if (out->kind == AK::Node && out->type->kind == Type::Kind::Tuple) out = unpack(out, out->node, r);
+    if (out->kind != AK::Tuple || out->elems.size() != 2)
+      fail(r, fmt::format("{} with has_aux=true needs a function returning (value, aux), but it returned {}", t.s,
+                          describe(out)));
+    aux = out->elems[1];
+    out = out->elems[0];
+  }
   if (is_static_number(out)) out = make_node(to_node(out, r));
   if (out->kind != AK::Node || !out->type->is_scalar() || !is_float(out->type->dtype))
     fail(r, fmt::format("{} needs a function returning a float scalar, but it returned {}", t.s, describe(out)));
@@ -267,8 +294,8 @@ AV Lowerer::call_transform(const AVal& t, std::vector<Arg> args, lang::SourceRan
   size_t pos = 0;
   for (size_t k = 0; k < t.wrt.size(); ++k) grads.push_back(with_leaves(primals[k], adj, pos));
   AV g = t.wrt_tuple ? make_tuple(grads) : grads[0];
-  if (t.s == "value_and_grad") return make_tuple({out, g});
-  return g;
+  if (t.s == "value_and_grad") return make_tuple({aux ? make_tuple({out, aux}) : out, g});
+  return aux ? make_tuple({g, aux}) : g;
 }
 
 AV Lowerer::call_vjp(std::vector<Arg> args, lang::SourceRange r) {

@@ -8,6 +8,8 @@
 //                         `# CHECK-ERR: text` lines expected in stderr.
 //                         Every golden program's typed IR must also print, parse and print
 //                         back identically (the IR round trip).
+//  tests/std/*.sp         the standard library's tests: golden programs (as above) whose CHECK
+//                         lines must hold in graph mode and in eager mode.
 //  tests/negative/*.sp    `# expected-error@+N: message` (or `@-N`, or `# expected-error:` on
 //                         the offending line itself): `spora check` must exit 1 and report
 //                         exactly these errors (line equal, message contains the text).
@@ -131,11 +133,9 @@ void check_lines(const std::vector<std::pair<std::string, bool>>& checks, const 
   }
 }
 
-class Golden : public testing::TestWithParam<fs::path> {};
-
-TEST_P(Golden, Output) {
-  const fs::path file = GetParam();
-  std::string run = "run";
+// Runs one golden program (`default_run` unless it has a `# RUN:` line) and checks its output.
+void check_golden(const fs::path& file, const std::string& default_run) {
+  std::string run = default_run;
   int want_exit = 0;
   std::vector<std::pair<std::string, bool>> checks, err_checks;
   for (const auto& l : lines_of(read_file(file))) {
@@ -153,6 +153,16 @@ TEST_P(Golden, Output) {
   check_lines(err_checks, r.err, "stderr");
 }
 
+bool has_run_line(const fs::path& file) {
+  for (const auto& l : lines_of(read_file(file)))
+    if (trim(l).rfind("# RUN:", 0) == 0) return true;
+  return false;
+}
+
+class Golden : public testing::TestWithParam<fs::path> {};
+
+TEST_P(Golden, Output) { check_golden(GetParam(), "run"); }
+
 TEST_P(Golden, IrRoundTrip) {
   const fs::path file = GetParam();
   RunResult typed = run_spora("ir --stage typed " + file.string());
@@ -169,6 +179,19 @@ TEST_P(Golden, IrRoundTrip) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Programs, Golden, testing::ValuesIn(files_in("tests/golden")), name_of);
+
+// tests/std/*.sp: the standard library's tests (lang/std/), golden programs whose CHECK lines
+// must hold in graph and in eager mode. A file with a `# RUN:` line (spora grad-check) runs
+// once, as written.
+class Std : public testing::TestWithParam<fs::path> {};
+
+TEST_P(Std, GraphMode) { check_golden(GetParam(), "run --mode graph"); }
+TEST_P(Std, EagerMode) {
+  if (has_run_line(GetParam())) GTEST_SKIP() << "runs once, as its RUN line says";
+  check_golden(GetParam(), "run --mode eager");
+}
+
+INSTANTIATE_TEST_SUITE_P(Programs, Std, testing::ValuesIn(files_in("tests/std")), name_of);
 
 class Negative : public testing::TestWithParam<fs::path> {};
 
