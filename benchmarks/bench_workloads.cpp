@@ -3,10 +3,12 @@
 // compared with, all measured in one process. benchmarks/compare.py runs this binary and the
 // PyTorch peer script together and prints the ratios; benchmarks/README.md says what is timed.
 //
-//   W<n>/graph   the program is compiled once (lowering + AD + the simplification passes);
-//                main() runs once to build step's inputs (parameters, data); then each timed
+//   W<n>/graph   the program is compiled once, as `spora run` compiles it (lowering + AD, the
+//                simplification passes, operator fusion with generated C++ kernels); main()
+//                runs once to build step's inputs (parameters, data); then each timed
 //                iteration is one sem::Interpreter call of the graph @step on the Cpu backend.
 //                Training steps (W2, W3) feed the updated parameters into the next call.
+//   W<n>/graph-nofuse  the same without operator fusion (for information).
 //   W<n>/eager   what a user of eager mode pays per step: lowering `run_steps(n)` in eager mode
 //                parses the program, builds the inputs, then runs n steps op by op (each
 //                operation is type-checked and executed as the lowering reaches it, the
@@ -15,15 +17,15 @@
 //   Limit/...    OpenBLAS SGEMM 1024^3, the 9 GEMMs of W2 back to back, STREAM triad.
 //
 // Every workload is verified once before it is timed (a failure skips the benchmark with the
-// reason): the step's outputs are finite and agree with the reference backend within 1e-4
-// (relative to the largest magnitude), eager mode prints the same loss as graph mode, and W5
-// matches its closed form (computed in double) on a few elements.
+// reason): the step's outputs, fused and unfused, are finite and agree with the reference
+// kernels within 1e-4 (relative to the largest magnitude), eager mode prints the same loss as
+// graph mode, and W5 matches its closed form (computed in double) on a few elements.
 //
 // Counters: median_ms / min_ms per step (the compare script quotes the median), bg_load (CPU
 // cores used by other processes while timing; above ~0.1 the number is contaminated).
 // Extra flag (before the Google Benchmark flags): --profile=W2,W4[,eager] prints, for each
 // workload, where a graph-mode step spends its time per primitive (Interpreter::set_trace);
-// --dump-ir=W2 prints the optimised module whose entry is @step (what graph mode runs).
+// --dump-ir=W2 prints the optimised, fused module whose entry is @step (what graph mode runs).
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 #include <fmt/format.h>
@@ -39,6 +41,7 @@
 #include <sstream>
 
 #include "autodiff/install.h"
+#include "backends/codegen/fused_runtime.h"
 #include "backends/cpu/cpu.h"
 #include "backends/runtime/runtime.h"
 #include "lang/parser.h"
@@ -46,6 +49,7 @@
 #include "semantics/interpreter.h"
 #include "semantics/ir/printer.h"
 #include "semantics/lower.h"
+#include "semantics/passes/fusion.h"
 #include "semantics/passes/pipeline.h"
 #include "semantics/registry.h"
 
@@ -227,12 +231,56 @@ std::vector<double> expected_eager_print(const std::string& id, const Value& out
 }
 
 // ------------------------------------------------------------------ graph-mode set-up
-struct GraphCase {
+// The step graph compiled as `spora run` compiles a program: optimize, then (fused) operator
+// fusion with the generated kernels of backends/codegen.
+struct StepModule {
   std::unique_ptr<spora::ir::Module> module;
   const spora::ir::Graph* step = nullptr;
+  std::unique_ptr<spora::codegen::FusedRuntime> fused;  // null: unfused
+  // The fused-kernel hook is process-wide: point it at this module's kernels (or none).
+  void activate() const {
+    if (!fused) {
+      spora::sem::set_fused_kernel_hook(nullptr);
+      return;
+    }
+    spora::codegen::FusedRuntime* rt = fused.get();
+    spora::sem::set_fused_kernel_hook([rt](const spora::ir::Graph& g, const std::vector<Value>& a, Value& r) {
+      return rt->run(g, a, r);
+    });
+  }
+  Value call(const std::vector<Value>& args) const {
+    activate();
+    return spora::sem::Interpreter(*module).call(step, args);
+  }
+};
+
+struct GraphCase {
+  StepModule plain, fused;
   std::vector<Value> args;  // step's inputs, as main() built them
   std::string error;        // non-empty: verification failed
 };
+
+// Lowers the workload, runs main() for step's inputs when `inputs` is given, and makes @step
+// the entry of the module (the passes then optimise it and drop main).
+StepModule compile_step(const std::string& text, bool fuse, std::vector<Value>* inputs) {
+  StepModule s;
+  s.module = lower(text, "main", false);
+  if (inputs) {
+    Value v;
+    capture_prints([&] { v = spora::sem::Interpreter(*s.module).call(s.module->entry, {}); });
+    *inputs = v.items();
+  }
+  s.module->entry = s.module->find_graph("step");
+  if (!s.module->entry) throw std::runtime_error("no graph @step");
+  spora::passes::optimize(*s.module);
+  if (fuse) {
+    spora::passes::fuse_operators(*s.module);
+    s.fused = std::make_unique<spora::codegen::FusedRuntime>(*s.module);
+    spora::sem::set_fused_kernel_hook(nullptr);
+  }
+  s.step = s.module->entry;
+  return s;
+}
 
 // Returns "" or what is wrong: every float leaf finite and within 1e-4 of the reference.
 std::string compare_outputs(const Value& got, const Value& want) {
@@ -269,34 +317,36 @@ GraphCase& graph_case(const std::string& id) {
     c.error = fmt::format("{}: {}", id, e.what());
   }
   if (c.error.empty())
-    std::cerr << fmt::format("# {}: verified (graph vs reference kernels{}, eager vs graph)\n", id,
-                             id == "W5" ? ", closed form" : "");
+    std::cerr << fmt::format("# {}: verified (graph fused and unfused vs reference kernels{}, eager vs graph); "
+                             "{} fusion groups, {} compiled kernels\n",
+                             id, id == "W5" ? ", closed form" : "", c.fused.fused->groups(), c.fused.fused->kernels());
   return c;
 }
 
 void set_up(const std::string& id, GraphCase& c) {
   const std::string text = read_source(workload(id));
-  c.module = lower(text, "main", false);
-  Value inputs;
-  capture_prints([&] { inputs = spora::sem::Interpreter(*c.module).call(c.module->entry, {}); });
-  c.args = inputs.items();
-  // The step graph is the program now: the passes optimise it and drop main.
-  c.module->entry = c.module->find_graph("step");
-  if (!c.module->entry) throw std::runtime_error(id + ": no graph @step");
-  spora::passes::optimize(*c.module);
-  c.step = c.module->entry;
-  // Verification: Cpu backend vs the reference kernels, W5's closed form, eager vs graph.
+  c.plain = compile_step(text, false, &c.args);
+  c.fused = compile_step(text, true, nullptr);
+  // Verification: the Cpu backend (unfused, fused) vs the reference kernels, W5's closed form,
+  // eager vs graph.
   spora::sem::set_backend(spora::sem::Backend::Reference);
-  const Value want = spora::sem::Interpreter(*c.module).call(c.step, c.args);
+  const Value want = c.plain.call(c.args);
   spora::sem::set_backend(spora::sem::Backend::Cpu);
-  const Value got = spora::sem::Interpreter(*c.module).call(c.step, c.args);
-  c.error = compare_outputs(got, want);
+  const Value got_plain = c.plain.call(c.args);
+  const Value got = c.fused.call(c.args);
+  c.error = compare_outputs(got_plain, want);
+  if (!c.error.empty()) c.error = "unfused: " + c.error;
+  if (c.error.empty()) {
+    c.error = compare_outputs(got, want);
+    if (!c.error.empty()) c.error = "fused: " + c.error;
+  }
   if (c.error.empty() && id == "W5") {
     const spora::sem::Tensor& x = c.args[0].tensor;
     for (int64_t i : {int64_t{0}, int64_t{1}, int64_t{2}, int64_t{12345}, x.numel() - 1}) {
-      const double f = w5_closed_form(x.get(i)), y = got.tensor.get(i);
-      if (std::fabs(y - f) > 1e-5 * (1 + std::fabs(f)))
-        c.error = fmt::format("W5 y[{}] = {} but the closed form gives {}", i, y, f);
+      const double f = w5_closed_form(x.get(i));
+      for (const Value* y : {&got, &got_plain})
+        if (std::fabs(y->tensor.get(i) - f) > 1e-5 * (1 + std::fabs(f)))
+          c.error = fmt::format("W5 y[{}] = {} but the closed form gives {}", i, y->tensor.get(i), f);
     }
   }
   if (c.error.empty()) {
@@ -312,23 +362,26 @@ void set_up(const std::string& id, GraphCase& c) {
 }
 
 // ------------------------------------------------------------------ graph and eager benchmarks
-void BM_Graph(benchmark::State& state, const std::string& id) {
+void BM_Graph(benchmark::State& state, const std::string& id, bool fused) {
   GraphCase& c = graph_case(id);
   if (!c.error.empty()) {
     state.SkipWithError(c.error.c_str());
     return;
   }
-  spora::sem::Interpreter interp(*c.module);
+  const StepModule& s = fused ? c.fused : c.plain;
+  s.activate();
+  spora::sem::Interpreter interp(*s.module);
   std::vector<Value> args = c.args;
   const bool feed = workload(id).feeds_back;
   auto once = [&] {
-    Value out = interp.call(c.step, args);
+    Value out = interp.call(s.step, args);
     if (feed) args[0] = out.items()[1];
     benchmark::DoNotOptimize(out);
   };
   for (int k = 0; k < 3; ++k) once();  // warm-up: allocator caches, OpenBLAS threads
   std::vector<double> times;
   BgMeter bg;
+  const size_t launches0 = s.fused ? s.fused->launches() : 0, fallbacks0 = s.fused ? s.fused->fallbacks() : 0;
   for (auto _ : state) {
     const auto t0 = Clock::now();
     once();
@@ -337,6 +390,12 @@ void BM_Graph(benchmark::State& state, const std::string& id) {
     times.push_back(dt);
   }
   report_times(state, times, bg);
+  if (s.fused) {
+    const double n = static_cast<double>(std::max<size_t>(times.size(), 1));
+    state.counters["fused_launches"] = static_cast<double>(s.fused->launches() - launches0) / n;
+    state.counters["fused_fallbacks"] = static_cast<double>(s.fused->fallbacks() - fallbacks0) / n;
+  }
+  spora::sem::set_fused_kernel_hook(nullptr);
 }
 
 void BM_Eager(benchmark::State& state, const std::string& id) {
@@ -465,35 +524,51 @@ void BM_Limit_Triad(benchmark::State& state) {
 
 // ------------------------------------------------------------------ per-primitive profile
 // Where one graph-mode step spends its time: per primitive (and the kernel it ran: the Cpu
-// backend's or the reference fallback), then the costliest (primitive, result type) pairs.
-void profile(const std::string& id, int steps) {
-  GraphCase& c = graph_case(id);
-  if (!c.error.empty()) {
-    std::cout << fmt::format("{}: not profiled: {}\n", id, c.error);
-    return;
-  }
+// backend's, or "(ref)" for the reference fallback) or fusion group ("fused[add+relu]"), then
+// the costliest (primitive, result type) pairs. From Interpreter::set_trace: a node's event
+// comes after the node ran, nested nodes (loop bodies, calls, groups run node by node) before
+// their parent's event one level deeper, so a fused call counts only when it ran its kernel.
+std::string fused_label(const spora::ir::Graph& g) {
+  std::vector<std::string> prims;
+  for (const auto* n : g.nodes)
+    if (n->prim && n->prim->eval && prims.size() < 6) prims.push_back(n->prim->name);
+  return fmt::format("fused[{}{}]", fmt::join(prims, "+"), prims.size() == 6 ? "+..." : "");
+}
+
+void profile_module(const std::string& id, const StepModule& s, const std::vector<Value>& args, int steps) {
   struct Acc {
     double s = 0;
     int n = 0;
   };
   std::map<std::string, Acc> by_prim, by_shape;
+  std::map<int, double> nested;  // leaf time seen at each depth since the last event above it
   double leaf_total = 0;
-  spora::sem::Interpreter interp(*c.module);
-  interp.call(c.step, c.args);  // warm-up
+  s.activate();
+  spora::sem::Interpreter interp(*s.module);
+  interp.call(s.step, args);  // warm-up
   interp.set_trace([&](const spora::sem::TraceEvent& e) {
-    const spora::sem::Primitive* p = e.node->prim;
-    if (!p || !p->eval) return;  // calls and control flow include their nodes' time
-    const bool cpu = p->facet<spora::sem::RefKernel>(spora::sem::kCpuKernelFacet) != nullptr;
-    const std::string name = p->name + (cpu ? "" : " (ref)");
+    const spora::ir::Node* n = e.node;
+    const spora::sem::Primitive* p = n->prim;
+    std::string name;
+    if (p && p->eval) {
+      const bool cpu = p->facet<spora::sem::RefKernel>(spora::sem::kCpuKernelFacet) != nullptr;
+      name = p->name + (cpu ? "" : " (ref)");
+    } else if (n->callee && spora::passes::is_fused_graph(*n->callee) && nested[e.depth + 1] == 0) {
+      name = fused_label(*n->callee);
+    }
+    nested[e.depth + 1] = 0;
+    if (name.empty()) return;  // calls and control flow: their nodes were counted
+    nested[e.depth] += e.seconds;
+    const std::string shaped = fmt::format("{:<28} -> {}", name, n->type->str());
     by_prim[name].s += e.seconds, by_prim[name].n++;
-    by_shape[fmt::format("{:<22} -> {}", name, e.node->type->str())].s += e.seconds;
-    by_shape[fmt::format("{:<22} -> {}", name, e.node->type->str())].n++;
+    by_shape[shaped].s += e.seconds, by_shape[shaped].n++;
     leaf_total += e.seconds;
   });
   const auto t0 = Clock::now();
-  for (int k = 0; k < steps; ++k) interp.call(c.step, c.args);
+  for (int k = 0; k < steps; ++k) interp.call(s.step, args);
   const double wall = seconds_since(t0) / steps;
   interp.set_trace(nullptr);
+  spora::sem::set_fused_kernel_hook(nullptr);
   auto print = [&](const std::map<std::string, Acc>& m, size_t top) {
     std::vector<std::pair<std::string, Acc>> v(m.begin(), m.end());
     std::sort(v.begin(), v.end(), [](auto& x, auto& y) { return x.second.s > y.second.s; });
@@ -501,13 +576,24 @@ void profile(const std::string& id, int steps) {
       std::cout << fmt::format("  {:>9.3f} ms {:>5.1f}% {:>6} x  {}\n", v[k].second.s / steps * 1e3,
                                100 * v[k].second.s / steps / wall, v[k].second.n / steps, v[k].first);
   };
-  std::cout << fmt::format("== {} graph-mode step: {:.3f} ms traced wall; primitives {:.3f} ms; "
-                           "interpreter and tracing overhead {:.3f} ms ==\n",
-                           id, wall * 1e3, leaf_total / steps * 1e3, (wall - leaf_total / steps) * 1e3);
-  std::cout << "  by primitive ((ref) = no kernel.cpu facet, reference kernel ran):\n";
-  print(by_prim, 40);
+  std::cout << fmt::format("== {} graph-mode step, {}: {:.3f} ms (traced); in kernels {:.3f} ms; "
+                           "interpreter and tracing {:.3f} ms ==\n",
+                           id, s.fused ? "fused" : "unfused", wall * 1e3, leaf_total / steps * 1e3,
+                           (wall - leaf_total / steps) * 1e3);
+  std::cout << "  by primitive or fusion group ((ref): no kernel.cpu facet, the reference kernel ran):\n";
+  print(by_prim, 30);
   std::cout << "  by primitive and result type (top 15):\n";
   print(by_shape, 15);
+}
+
+void profile(const std::string& id, int steps) {
+  GraphCase& c = graph_case(id);
+  if (!c.error.empty()) {
+    std::cout << fmt::format("{}: not profiled: {}\n", id, c.error);
+    return;
+  }
+  profile_module(id, c.plain, c.args, steps);
+  profile_module(id, c.fused, c.args, steps);
 }
 
 }  // namespace
@@ -526,8 +612,8 @@ int main(int argc, char** argv) {
   }
   if (!dump_id.empty()) {
     GraphCase& c = graph_case(dump_id);
-    if (!c.module) return 1;
-    std::cout << spora::ir::print_module(*c.module);
+    if (!c.fused.module) return 1;
+    std::cout << spora::ir::print_module(*c.fused.module);
     return c.error.empty() ? 0 : 1;
   }
   if (!profile_ids.empty()) {
@@ -537,10 +623,14 @@ int main(int argc, char** argv) {
     return 0;
   }
   for (const auto& w : workloads()) {
-    benchmark::RegisterBenchmark((w.id + "/graph").c_str(), BM_Graph, w.id)
+    benchmark::RegisterBenchmark((w.id + "/graph").c_str(), BM_Graph, w.id, true)
         ->UseManualTime()
         ->Unit(benchmark::kMillisecond)
         ->MinTime(2.0);
+    benchmark::RegisterBenchmark((w.id + "/graph-nofuse").c_str(), BM_Graph, w.id, false)
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond)
+        ->MinTime(1.0);
     benchmark::RegisterBenchmark((w.id + "/eager").c_str(), BM_Eager, w.id)
         ->UseManualTime()
         ->Unit(benchmark::kMillisecond)

@@ -134,25 +134,25 @@ def print_report(ours, peer):
     o = ours_table(ours)
     pe, pa = peer_tables(peer)
     lines = []
-    hdr = (f"{'workload':<8} {'mode':<6} {'ours ms':>9} {'peer ms':>9} {'ratio':>6} {'target':>7} {'result':>6}"
+    hdr = (f"{'workload':<8} {'mode':<12} {'ours ms':>9} {'peer ms':>9} {'ratio':>6} {'target':>7} {'result':>6}"
            f" {'bg ours':>7} {'bg peer':>7}  peer: best env (config) / fastest peer variant")
     lines += [hdr, "-" * len(hdr)]
     summary = []
     for wid in IDS:
-        for mode in ("graph", "eager"):
+        for mode in ("graph", "graph-nofuse", "eager"):
             if (wid, mode) not in o or wid not in pe:
                 continue
             b = o[(wid, mode)]
             if b.get("error_occurred"):
-                lines.append(f"{wid:<8} {mode:<6} {'error: ' + b.get('error_message', '?')}")
+                lines.append(f"{wid:<8} {mode:<12} {'error: ' + b.get('error_message', '?')}")
                 continue
             ms = b["median_ms"]
             pms, pcfg, pmode, pbg = pe[wid]
             ratio = ms / pms
-            target = TARGETS.get((wid, mode)) if mode == "graph" else EAGER_TARGET
+            target = EAGER_TARGET if mode == "eager" else TARGETS.get((wid, mode))
             v = verdict(ratio, target)
             amin = pa[wid]
-            lines.append(f"{wid:<8} {mode:<6} {ms:>9.3f} {pms:>9.3f} {ratio:>6.2f} "
+            lines.append(f"{wid:<8} {mode:<12} {ms:>9.3f} {pms:>9.3f} {ratio:>6.2f} "
                          f"{'<= ' + format(target, '.1f') if target else '-':>7} {v:>6} {b['bg_load']:>7.2f} {pbg:>7.2f}"
                          f"  {pcfg}; fastest {amin[2]} {amin[0]:.3f} ms")
             summary.append(dict(workload=wid, mode=mode, ours_ms=ms, peer_ms=pms, ratio=ratio, target=target,
