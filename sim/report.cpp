@@ -14,7 +14,12 @@ namespace spora::sim {
 namespace {
 
 std::string ms(double seconds) { return fmt::format("{:.4f} ms", seconds * 1e3); }
-std::string mb(double bytes) { return fmt::format("{:.2f} MB", bytes / 1e6); }
+std::string mb(double bytes) {
+  if (bytes < 1e3) return fmt::format("{:.0f} B", bytes);
+  if (bytes < 1e6) return fmt::format("{:.2f} kB", bytes / 1e3);
+  if (bytes < 1e9) return fmt::format("{:.2f} MB", bytes / 1e6);
+  return fmt::format("{:.2f} GB", bytes / 1e9);
+}
 double us(double seconds) { return seconds * 1e6; }
 
 int shown(const TrainSimResult& r, int max_ranks) {

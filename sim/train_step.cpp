@@ -398,6 +398,7 @@ TrainSimResult simulate_train_step(const ClusterSpec& cluster, const StepProgram
   SimOptions sim_options;
   sim_options.element_bytes = element_bytes;
   sim_options.log = options.log_collectives;
+  sim_options.recv_reduce = options.recv_reduce;
   if (r.comm_model == CommModel::Steps) {
     std::map<std::int64_t, bool> checked;
     for (const Bucket& b : r.buckets) {

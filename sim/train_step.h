@@ -45,6 +45,7 @@
 
 #include "parallel/collectives/schedule.h"
 #include "sim/cluster_spec.h"
+#include "sim/collectives.h"
 #include "sim/step_program.h"
 
 namespace spora::sim {
@@ -58,6 +59,7 @@ struct TrainSimOptions {
   std::string algorithm = "auto";            // ring | hierarchical | tree | halving-doubling
   CommModel comm_model = CommModel::Auto;
   bool bucket_copies = true;                 // copy gradients into and out of the buckets
+  RecvReduceModel recv_reduce = RecvReduceModel::Fused;  // steps model (sim/collectives.h)
   std::string matmul_dtype;                  // CostModel's: run f32 matmul/conv at this rate
   bool log = false;
   bool log_collectives = false;              // also every step of every all-reduce (steps model)

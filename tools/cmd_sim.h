@@ -25,4 +25,25 @@ int run_sim_coll_command(int argc, char** argv);
 CLI::App* add_sim_coll_subcommand(CLI::App& app);
 int run_sim_coll_subcommand(CLI::App& sim_coll);
 
+// `spora sim` (tools/cmd_sim_step.cpp): one data-parallel training step on a cluster spec.
+//   spora sim model.sp --cluster examples/clusters/dgx-a100.yaml --strategy dp --batch 256
+//             [--fn main] [--optimizer sgd] [--bucket-mb 25] [--algo auto] [--comm-model auto]
+//             [--trace step.json] [--svg step.svg] [--log -] [--json]
+// The program sets its batch with a module-level `let batch = N` (the simulator sets it to
+// --batch / ranks) and its entry takes value_and_grad of the loss (sim/step_program.h).
+// Prints the step time, throughput, per-device compute / communication / idle / exposed
+// communication and peak memory (sim/report.h).
+CLI::App* add_sim_subcommand(CLI::App& app);
+int run_sim_subcommand();
+
+// `spora calibrate` (tools/cmd_calibrate.cpp): measures this machine with our own CPU kernels
+// and MPI and writes a cluster spec (default examples/clusters/this-machine.yaml).
+CLI::App* add_calibrate_subcommand(CLI::App& app);
+int run_calibrate_subcommand();
+
+// `spora run-dp` (tools/cmd_run_dp.cpp): the real data-parallel step over MPI, under
+// `mpirun -np N`, timed; the program contract is `spora sim`'s.
+CLI::App* add_run_dp_subcommand(CLI::App& app);
+int run_run_dp_subcommand();
+
 }  // namespace spora::tools

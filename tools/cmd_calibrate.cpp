@@ -1,0 +1,447 @@
+// `spora calibrate`: measure this machine and write its cluster spec.
+//
+//   spora calibrate [--out examples/clusters/this-machine.yaml] [--devices 2] [--no-mpi]
+//
+// One device is one core: the measurements run in child processes with OMP_NUM_THREADS=1 and
+// OPENBLAS_NUM_THREADS=1, one per device and all at once (so they share the memory system
+// the way the ranks of `spora run-dp` do), and each figure is the median over the children.
+//   1. compute (`calibrate --measure compute`, the child): our own CPU kernels
+//      (sem::kernel_for, Backend::Cpu) on a sweep of sizes per op class (sim/cost.h), each
+//      timed as the median of repeated calls after a warm-up:
+//        peak_flops.f32      the best matmul rate of the sweep (f64: the best f64 matmul)
+//        memory_bandwidth    the best bytes/s of large add and mul (each byte read or written
+//                            counted once, as the cost facet counts it)
+//        op_classes.C        efficiency = the median over C's sweep of roofline time /
+//                            measured time (the kernel's fixed cost taken off first);
+//                            launch_overhead = the interpreter's time per node of a long chain
+//                            of scalar adds, plus what a tiny op of class C costs in its kernel
+//                            beyond a tiny add
+//   2. MPI point-to-point (`mpirun -np 2 ... calibrate --measure mpi`): half the round trip of
+//      8-byte ping-pongs (latency), 1 MiB ping-pongs (bandwidth: the size of gradient-bucket
+//      chunks), and 1 MiB exchanged both ways at once. If both directions together get no less than 3/4 of the one-way rate, the
+//      interconnect is a `switch` of that bandwidth per direction, else a `shared` bus of the
+//      two-way total.
+//   3. The YAML is written to a temporary file and renamed (atomic), with the measurements
+//      in its header comment.
+// The whole takes well under a minute.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backends/comm/mpi_comm.h"
+#include "lang/diagnostics.h"
+#include "semantics/interpreter.h"
+#include "semantics/ir/ir.h"
+#include "semantics/registry.h"
+#include "sim/cost.h"
+#include "tools/cmd_sim.h"
+
+namespace spora::tools {
+
+namespace {
+
+struct Options {
+  std::string out = "examples/clusters/this-machine.yaml", measure;
+  int devices = 0;
+  bool no_mpi = false;
+};
+
+Options g_options;
+
+using Clock = std::chrono::steady_clock;
+using sem::Attrs;
+using sem::Tensor;
+using sem::Value;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// The median time of f() over repetitions adding up to about `budget` seconds (at least 3).
+double time_it(const std::function<void()>& f, double budget = 0.05) {
+  f();  // warm-up
+  const auto t0 = Clock::now();
+  f();
+  const double once = std::max(seconds_since(t0), 1e-7);
+  const int reps = std::clamp(static_cast<int>(budget / once), 3, 2000);
+  std::vector<double> times;
+  for (int i = 0; i < reps; ++i) {
+    const auto t = Clock::now();
+    f();
+    times.push_back(seconds_since(t));
+  }
+  return median(times);
+}
+
+Tensor random_tensor(DType dtype, sem::Shape shape, std::mt19937& rng) {
+  Tensor t = Tensor::zeros(dtype, std::move(shape));
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  if (is_float(dtype))
+    for (int64_t i = 0; i < t.numel(); ++i) t.set(i, u(rng));
+  return t;
+}
+
+// One primitive application: the kernel the CPU backend runs, and its cost facet.
+struct Case {
+  std::string prim;
+  std::vector<Value> inputs;
+  Attrs attrs;
+};
+
+// The row's defaults for every attribute the case does not set.
+Attrs with_defaults(const sem::Primitive& p, Attrs attrs) {
+  for (const sem::ParamSpec& s : p.params)
+    if (s.kind == sem::ParamSpec::Kind::Attr && !attrs.has(s.name) && s.default_value)
+      attrs.set(s.name, *s.default_value);
+  return attrs;
+}
+
+struct Measured {
+  double seconds = 0;
+  sim::OpCost cost;
+};
+
+Measured measure(const Case& c, double budget = 0.05) {
+  const sem::Primitive* p = sem::Registry::instance().find(c.prim);
+  if (!p) throw lang::InternalError("calibrate: no primitive " + c.prim);
+  const Attrs attrs = with_defaults(*p, c.attrs);
+  std::vector<sem::TypeP> types;
+  for (const Value& v : c.inputs) types.push_back(v.kind == Value::Kind::None ? nullptr : v.type());
+  const sem::RefKernel& kernel = sem::kernel_for(*p);
+  Measured m;
+  m.seconds = time_it([&] { (void)kernel(c.inputs, attrs); }, budget);
+  const sim::CostRule* rule = p->facet<sim::CostRule>(sim::kCostFacet);
+  if (!rule) throw lang::InternalError("calibrate: no cost rule for " + c.prim);
+  m.cost = (*rule)(types, p->infer(types, attrs), attrs);
+  return m;
+}
+
+Attrs attrs_of(std::initializer_list<std::pair<const char*, sem::Attr>> items) {
+  Attrs a;
+  for (const auto& [k, v] : items) a.set(k, v);
+  return a;
+}
+
+using Ints = std::vector<int64_t>;
+
+// The interpreter's time per node: a chain of n scalar adds, run as a graph.
+double interpreter_overhead() {
+  ir::Module m;
+  ir::Graph* g = m.add_graph("chain");
+  const sem::TypeP scalar = sem::Type::scalar(DType::f32);
+  ir::Node* x = m.add_param(g, "x", scalar);
+  const sem::Primitive* add = sem::Registry::instance().find("add");
+  ir::Node* acc = x;
+  const int n = 2000;
+  for (int i = 0; i < n; ++i) acc = m.add_apply(g, add, {acc, x}, {}, scalar);
+  g->output = acc;
+  sem::Interpreter interp(m);
+  const Value one(Tensor::scalar(DType::f32, 1.0));
+  return time_it([&] { (void)interp.call(g, {one}); }, 0.3) / n;
+}
+
+// `calibrate --measure compute`: prints `key value` lines.
+int measure_compute() {
+  std::mt19937 rng(7);
+  auto f32 = [&](sem::Shape s) { return Value(random_tensor(DType::f32, std::move(s), rng)); };
+  std::map<std::string, double> out;
+
+  // Matmul sweep: training-sized products, skinny and square.
+  std::vector<Measured> matmuls;
+  for (const auto& [m, k, n] : std::vector<std::array<int64_t, 3>>{
+           {64, 784, 512}, {64, 512, 512}, {128, 1024, 1024}, {256, 256, 256},
+           {512, 512, 512}, {1024, 1024, 1024}, {256, 1024, 4096}, {2048, 256, 256}})
+    matmuls.push_back(measure({"matmul", {f32({m, k}), f32({k, n})}, {}}));
+  double peak = 0;
+  for (const Measured& mm : matmuls) peak = std::max(peak, mm.cost.flops / mm.seconds);
+  Value a64(random_tensor(DType::f64, {512, 512}, rng));
+  const Measured mm64 = measure({"matmul", {a64, a64}, {}});
+  out["peak_f32"] = peak;
+  out["peak_f64"] = mm64.cost.flops / mm64.seconds;
+
+  // Memory bandwidth: large adds and muls.
+  double bandwidth = 0;
+  for (const char* op : {"add", "mul"}) {
+    const Measured e = measure({op, {f32({1 << 22}), f32({1 << 22})}, {}}, 0.2);
+    bandwidth = std::max(bandwidth, e.cost.bytes / e.seconds);
+  }
+  out["memory_bandwidth"] = bandwidth;
+
+  // Fixed costs: tiny ops of each class against a tiny add.
+  const double tiny_add = measure({"add", {f32({1}), f32({1})}, {}}).seconds;
+  std::map<std::string, double> tiny{{"elementwise", tiny_add}};
+  tiny["matmul"] = measure({"matmul", {f32({1, 1}), f32({1, 1})}, {}}).seconds;
+  tiny["conv"] = measure({"conv2d", {f32({1, 1, 1, 1}), f32({1, 1, 1, 1}), Value()}, {}}).seconds;
+  tiny["reduction"] = measure({"sum", {f32({1})}, {}}).seconds;
+  tiny["norm"] = measure({"softmax", {f32({1, 1})}, {}}).seconds;
+  tiny["pool"] =
+      measure({"max_pool2d", {f32({1, 1, 2, 2})}, attrs_of({{"kernel", Ints{2}}})}).seconds;
+  tiny["copy"] = measure({"permute", {f32({1, 1})}, attrs_of({{"axes", Ints{1, 0}}})}).seconds;
+  tiny["creation"] = measure({"zeros", {}, attrs_of({{"shape", Ints{1}}})}).seconds;
+  const double interp = interpreter_overhead();
+  out["launch_overhead"] = interp;
+
+  // Efficiency per class: median of roofline / (measured - the kernel's fixed cost).
+  std::map<std::string, std::vector<Measured>> sweep;
+  sweep["matmul"] = matmuls;
+  auto conv = [&](sem::Shape x, sem::Shape w, int64_t pad) {
+    return Case{"conv2d", {f32(std::move(x)), f32(std::move(w)), Value()},
+                attrs_of({{"padding", Ints{pad}}})};
+  };
+  for (const Case& c : {conv({64, 1, 28, 28}, {6, 1, 5, 5}, 2), conv({64, 6, 14, 14}, {16, 6, 5, 5}, 0),
+                        conv({16, 32, 32, 32}, {32, 32, 3, 3}, 1), conv({8, 64, 16, 16}, {64, 64, 3, 3}, 1)})
+    sweep["conv"].push_back(measure(c));
+  for (int64_t n : {1 << 16, 1 << 19, 1 << 22}) {
+    for (const char* op : {"add", "mul", "gt"}) sweep["elementwise"].push_back(measure({op, {f32({n}), f32({n})}, {}}));
+    for (const char* op : {"relu", "exp", "tanh"}) sweep["elementwise"].push_back(measure({op, {f32({n})}, {}}));
+  }
+  for (const auto& shape : std::vector<sem::Shape>{{64, 512}, {512, 1024}, {1024, 4096}}) {
+    sweep["reduction"].push_back(measure({"sum", {f32(shape)}, attrs_of({{"axis", Ints{0}}})}));
+    sweep["reduction"].push_back(measure({"sum", {f32(shape)}, attrs_of({{"axis", Ints{1}}})}));
+    sweep["reduction"].push_back(measure({"max", {f32(shape)}, attrs_of({{"axis", Ints{1}}})}));
+    sweep["norm"].push_back(measure({"softmax", {f32(shape)}, {}}));
+    sweep["norm"].push_back(measure({"layer_norm", {f32(shape), Value(), Value()}, {}}));
+    sweep["copy"].push_back(measure({"permute", {f32(shape)}, attrs_of({{"axes", Ints{1, 0}}})}));
+    sweep["creation"].push_back(measure({"zeros", {}, attrs_of({{"shape", Ints(shape)}})}));
+  }
+  Value labels(Tensor::zeros(DType::i32, {512}));
+  sweep["norm"].push_back(measure({"cross_entropy", {f32({512, 1000}), labels}, {}}));
+  for (const auto& shape : std::vector<sem::Shape>{{64, 6, 28, 28}, {16, 32, 32, 32}, {8, 64, 56, 56}})
+    sweep["pool"].push_back(measure({"max_pool2d", {f32(shape)}, attrs_of({{"kernel", Ints{2}}})}));
+
+  for (const auto& [cls, cases] : sweep) {
+    std::vector<double> eff;
+    for (const Measured& c : cases) {
+      const double roofline = std::max(c.cost.flops / peak, c.cost.bytes / bandwidth);
+      const double t = std::max(c.seconds - tiny[cls], 0.05 * c.seconds);
+      eff.push_back(std::min(1.0, roofline / t));
+    }
+    out["efficiency." + cls] = median(eff);
+    out["overhead." + cls] = interp + std::max(0.0, tiny[cls] - tiny_add);
+  }
+  for (const auto& [k, v] : out) std::printf("%s %.9g\n", k.c_str(), v);
+  return 0;
+}
+
+// `calibrate --measure mpi` under mpirun -np 2: rank 0 prints `key value` lines.
+int measure_mpi() {
+  comm::mpi_initialize(nullptr, nullptr);
+  struct Finalize {
+    ~Finalize() { comm::mpi_finalize(); }
+  } finalize;
+  auto world = comm::make_mpi_communicator();
+  if (world->size() != 2) throw lang::UserError("calibrate --measure mpi needs exactly 2 ranks");
+  const int rank = world->rank(), peer = 1 - rank;
+  std::vector<char> a(1 << 20, 1), b(1 << 20, 0);
+  auto wait = [&](std::vector<comm::Request> rs) {
+    while (!rs.empty()) {
+      const std::vector<std::size_t> done = world->wait_some(rs);
+      std::vector<comm::Request> left;
+      for (std::size_t i = 0; i < rs.size(); ++i)
+        if (std::find(done.begin(), done.end(), i) == done.end()) left.push_back(rs[i]);
+      rs = left;
+    }
+  };
+  // Half a round trip of `bytes`, the median of `reps`.
+  auto ping_pong = [&](std::size_t bytes, int reps) {
+    std::vector<double> times;
+    for (int i = 0; i < reps + 3; ++i) {
+      world->barrier();
+      const auto t0 = Clock::now();
+      if (rank == 0) {
+        wait({world->isend(a.data(), bytes, peer, i)});
+        wait({world->irecv(b.data(), bytes, peer, i)});
+      } else {
+        wait({world->irecv(b.data(), bytes, peer, i)});
+        wait({world->isend(a.data(), bytes, peer, i)});
+      }
+      if (i >= 3) times.push_back(seconds_since(t0) / 2);
+    }
+    return median(times);
+  };
+  const double latency = ping_pong(8, 2000);
+  const double one_way = ping_pong(a.size(), 60);
+  std::vector<double> both;
+  for (int i = 0; i < 63; ++i) {
+    world->barrier();
+    const auto t0 = Clock::now();
+    wait({world->isend(a.data(), a.size(), peer, 100000 + i),
+          world->irecv(b.data(), b.size(), peer, 100000 + i)});
+    if (i >= 3) both.push_back(seconds_since(t0));
+  }
+  if (rank == 0) {
+    std::printf("mpi_latency %.9g\n", latency);
+    std::printf("mpi_bandwidth %.9g\n", static_cast<double>(a.size()) / (one_way - latency));
+    std::printf("mpi_bidirectional_bandwidth %.9g\n", static_cast<double>(a.size()) / median(both));
+  }
+  return 0;
+}
+
+std::string self_path() {
+  return std::filesystem::read_symlink("/proc/self/exe").string();
+}
+
+// Runs `copies` instances of a shell command at once and parses their `key value` lines; each
+// key gets the median over the instances (empty when one failed).
+std::map<std::string, double> run_children(const std::string& command, int copies = 1) {
+  std::vector<FILE*> pipes;
+  for (int i = 0; i < copies; ++i) {
+    FILE* pipe = popen(command.c_str(), "r");
+    if (!pipe) throw lang::UserError(fmt::format("cannot run: {}", command));
+    pipes.push_back(pipe);
+  }
+  std::map<std::string, std::vector<double>> all;
+  bool failed = false;
+  for (FILE* pipe : pipes) {
+    char line[512];
+    while (std::fgets(line, sizeof line, pipe)) {
+      std::istringstream in(line);
+      std::string key;
+      double value = 0;
+      if (in >> key >> value) all[key].push_back(value);
+    }
+    failed = pclose(pipe) != 0 || failed;
+  }
+  std::map<std::string, double> values;
+  if (failed) return values;
+  for (auto& [key, v] : all) values[key] = median(v);
+  return values;
+}
+
+std::string gb(double bytes_per_s) { return fmt::format("{:.3g} GB/s", bytes_per_s / 1e9); }
+std::string gflops(double f) { return fmt::format("{:.4g} GFLOP/s", f / 1e9); }
+std::string usec(double s) { return fmt::format("{:.3g} us", s * 1e6); }
+
+int calibrate(const Options& o) {
+  const auto t0 = Clock::now();
+  const std::string self = self_path();
+  const std::string env = "OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1";
+  const int devices =
+      o.devices > 0 ? o.devices : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  std::fprintf(stderr, "calibrate: measuring the CPU kernels, %d single-threaded processes at once...\n",
+               devices);
+  const auto c =
+      run_children(fmt::format("{} '{}' calibrate --measure compute", env, self), devices);
+  if (c.empty()) throw lang::UserError("the compute measurement failed");
+  std::map<std::string, double> m;
+  if (!o.no_mpi) {
+    std::fprintf(stderr, "calibrate: measuring MPI point-to-point between 2 ranks...\n");
+    m = run_children(fmt::format("{} mpirun --oversubscribe --allow-run-as-root -np 2 '{}' calibrate "
+                              "--measure mpi 2>/dev/null",
+                              env, self));
+    if (m.empty())
+      std::fprintf(stderr, "calibrate: mpirun failed; the interconnect falls back to memory copies\n");
+  }
+  const double bw = c.at("memory_bandwidth");
+  const bool have_mpi = m.count("mpi_latency") && m.count("mpi_bandwidth");
+  const double one_way = have_mpi ? m.at("mpi_bandwidth") : bw / 2;
+  const double two_way = have_mpi ? m.at("mpi_bidirectional_bandwidth") : bw / 4;
+  const bool switched = two_way >= 0.75 * one_way;
+  const double link = switched ? one_way : 2 * two_way;
+  const double latency = have_mpi ? m.at("mpi_latency") : 1e-6;
+
+  std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
+  std::string y;
+  y += "# This machine, measured by `spora calibrate` (tools/cmd_calibrate.cpp) on " +
+       std::string(date) + ":\n";
+  y += fmt::format("# {} devices, one per core; each a single-threaded run of our CPU kernels.\n",
+                   devices);
+  y += fmt::format("#   best f32 matmul {}, f64 {}; large add/mul {}\n", gflops(c.at("peak_f32")),
+                   gflops(c.at("peak_f64")), gb(bw));
+  y += fmt::format("#   interpreter: {} per node of a chain of scalar adds\n",
+                   usec(c.at("launch_overhead")));
+  if (have_mpi)
+    y += fmt::format("#   MPI (mpirun -np 2): latency {}, one way {}, both ways at once {} each\n",
+                     usec(latency), gb(one_way), gb(two_way));
+  else
+    y += "#   no MPI measurement: transfers assumed to be memory copies\n";
+  y += "# Efficiencies: the median over each op class's sweep of roofline / measured time.\n";
+  y += "# Rerun `spora calibrate` to refresh; the numbers drift with the load of the machine.\n";
+  y += "name: this-machine\nnodes: 1\n";
+  y += fmt::format("devices_per_node: {}\n", devices);
+  y += "device:\n  kind: cpu\n  model: x86-64 core (one thread of our CPU kernels)\n";
+  y += fmt::format("  peak_flops:\n    f32: {}\n    f64: {}\n", gflops(c.at("peak_f32")),
+                   gflops(c.at("peak_f64")));
+  y += "  memory: " +
+       fmt::format("{:.3g} GB", static_cast<double>(sysconf(_SC_PHYS_PAGES)) *
+                                    static_cast<double>(sysconf(_SC_PAGE_SIZE)) / devices / 1e9) +
+       "\n";
+  y += fmt::format("  memory_bandwidth: {}\n", gb(bw));
+  y += fmt::format("  launch_overhead: {}\n", usec(c.at("launch_overhead")));
+  y += "  op_classes:\n";
+  for (const char* cls : {"matmul", "conv", "elementwise", "reduction", "norm", "pool", "copy",
+                          "creation"}) {
+    const std::string e = std::string("efficiency.") + cls, h = std::string("overhead.") + cls;
+    if (!c.count(e)) continue;
+    y += fmt::format("    {}: {{efficiency: {:.3f}, launch_overhead: {}}}\n", cls,
+                     std::clamp(c.at(e), 0.001, 1.0), usec(c.at(h)));
+  }
+  y += fmt::format("interconnect:\n  kind: {}\n  bandwidth: {}\n  latency: {}\n",
+                   switched ? "switch" : "shared", gb(link), usec(latency));
+
+  const std::filesystem::path out(o.out);
+  if (out.has_parent_path()) std::filesystem::create_directories(out.parent_path());
+  const std::string tmp = o.out + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    if (!f) throw lang::UserError(fmt::format("cannot write '{}'", tmp));
+    f << y;
+  }
+  std::filesystem::rename(tmp, out);
+  std::fputs(y.c_str(), stdout);
+  std::fprintf(stderr, "calibrate: wrote %s in %.1f s\n", o.out.c_str(), seconds_since(t0));
+  return 0;
+}
+
+}  // namespace
+
+CLI::App* add_calibrate_subcommand(CLI::App& app) {
+  Options& o = g_options;
+  CLI::App* cmd = app.add_subcommand(
+      "calibrate", "Measure this machine (CPU kernels, interpreter, MPI) and write its cluster spec");
+  cmd->add_option("--out,-o", o.out, "where to write the spec")->capture_default_str();
+  cmd->add_option("--devices", o.devices, "devices of the node (default: the cores)");
+  cmd->add_flag("--no-mpi", o.no_mpi, "skip the MPI measurement");
+  cmd->add_option("--measure", o.measure, "internal: run one measurement (compute, mpi)");
+  return cmd;
+}
+
+int run_calibrate_subcommand() {
+  try {
+    if (g_options.measure == "compute") return measure_compute();
+    if (g_options.measure == "mpi") return measure_mpi();
+    if (!g_options.measure.empty())
+      throw lang::UserError(fmt::format("unknown --measure '{}'", g_options.measure));
+    return calibrate(g_options);
+  } catch (const lang::InternalError&) {
+    throw;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "spora calibrate: error: %s\n", e.what());
+    return 1;
+  }
+}
+
+}  // namespace spora::tools

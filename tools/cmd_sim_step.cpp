@@ -1,0 +1,203 @@
+// `spora sim`: simulate one data-parallel training step of a program on a cluster spec
+// (sim/train_step.h). See tools/cmd_sim.h for the usage.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lang/diagnostics.h"
+#include "sim/cluster_spec.h"
+#include "sim/isolation.h"
+#include "sim/report.h"
+#include "sim/step_program.h"
+#include "sim/train_step.h"
+#include "tools/cmd_sim.h"
+
+namespace spora::tools {
+
+namespace {
+
+struct Options {
+  std::string file, cluster, strategy = "dp", entry = "main", batch_name = "batch",
+                             optimizer = "sgd", algo = "auto", comm_model = "auto", matmul_dtype,
+                             trace, svg, log_file, recv_reduce = "fused";
+  long batch = 0;
+  int ranks = 0, trace_ranks = 16;
+  double lr = 0.01, bucket_mb = 25, first_bucket_mb = 1;
+  bool json = false, no_copies = false, log_collectives = false;
+  std::vector<std::string> simgrid_args;
+};
+
+Options g_options;
+
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+void write_file(const std::string& path, const std::string& text) {
+  if (path == "-") {
+    std::fputs(text.c_str(), stdout);
+    return;
+  }
+  std::ofstream f(path, std::ios::binary);
+  if (!f) throw UsageError(fmt::format("cannot write '{}'", path));
+  f << text;
+}
+
+std::string json_report(const sim::StepProgram& program, const sim::TrainSimResult& r) {
+  std::string out = fmt::format(
+      "{{\"ranks\": {}, \"batch_per_rank\": {}, \"global_batch\": {}, \"algorithm\": \"{}\", "
+      "\"comm_model\": \"{}\", \"buckets\": {}, \"step_seconds\": {:.9g}, \"throughput\": "
+      "{:.6g}, \"compute_seconds\": {:.9g}, \"update_seconds\": {:.9g}, \"events\": {}, "
+      "\"wall_seconds\": {:.3f}, \"devices\": [",
+      r.ranks, program.batch, r.global_batch, r.algorithm, sim::comm_model_name(r.comm_model),
+      r.buckets.size(), r.step_seconds, r.throughput,
+      r.devices.empty() ? 0.0 : r.devices[0].compute, r.update_seconds, r.events,
+      r.wall_seconds);
+  for (std::size_t k = 0; k < r.devices.size(); ++k) {
+    const sim::DeviceReport& d = r.devices[k];
+    out += fmt::format(
+        "{}\n  {{\"compute\": {:.9g}, \"communication\": {:.9g}, \"idle\": {:.9g}, "
+        "\"exposed_communication\": {:.9g}, \"parameters\": {:.0f}, \"gradients\": {:.0f}, "
+        "\"optimizer_state\": {:.0f}, \"activations\": {:.0f}, \"peak_memory\": {:.0f}}}",
+        k ? "," : "", d.compute, d.communication, d.idle, d.exposed_communication, d.parameters,
+        d.gradients, d.optimizer_state, d.activations, d.peak_memory());
+  }
+  out += "\n]}\n";
+  return out;
+}
+
+int run(const Options& o) {
+  if (o.cluster.empty())
+    throw UsageError("--cluster is required (e.g. examples/clusters/dgx-a100.yaml)");
+  if (o.strategy != "dp")
+    throw UsageError(fmt::format("unknown --strategy '{}' (dp: data parallelism)", o.strategy));
+  const sim::ClusterSpec cluster = sim::load_cluster_spec(o.cluster);
+  const int ranks = o.ranks > 0 ? o.ranks : cluster.device_count();
+  if (ranks > cluster.device_count())
+    throw UsageError(fmt::format("--ranks {} but {} has {} devices", ranks, cluster.name,
+                                 cluster.device_count()));
+  sim::StepOptions so;
+  so.entry = o.entry;
+  so.batch_name = o.batch_name;
+  so.optimizer = o.optimizer;
+  so.lr = o.lr;
+  if (o.batch != 0) {
+    if (o.batch < 0 || o.batch % ranks != 0)
+      throw UsageError(fmt::format("--batch {} is not a positive multiple of the {} ranks",
+                                   o.batch, ranks));
+    so.batch = o.batch / ranks;
+  }
+  const sim::StepProgram program = sim::build_step_program(o.file, so);
+
+  sim::TrainSimOptions to;
+  to.ranks = ranks;
+  to.bucket_bytes = o.bucket_mb * (1 << 20);
+  to.first_bucket_bytes = o.first_bucket_mb * (1 << 20);
+  to.algorithm = o.algo;
+  if (o.comm_model == "auto")
+    to.comm_model = sim::CommModel::Auto;
+  else if (o.comm_model == "steps")
+    to.comm_model = sim::CommModel::Steps;
+  else if (o.comm_model == "bulk")
+    to.comm_model = sim::CommModel::Bulk;
+  else
+    throw UsageError(fmt::format("unknown --comm-model '{}' (auto, steps, bulk)", o.comm_model));
+  to.bucket_copies = !o.no_copies;
+  if (o.recv_reduce != "fused" && o.recv_reduce != "staged")
+    throw UsageError(fmt::format("unknown --recv-reduce '{}' (fused, staged)", o.recv_reduce));
+  to.recv_reduce =
+      o.recv_reduce == "fused" ? sim::RecvReduceModel::Fused : sim::RecvReduceModel::Staged;
+  to.matmul_dtype = o.matmul_dtype;
+  to.log = !o.log_file.empty();
+  to.log_collectives = o.log_collectives;
+  to.simgrid_args = o.simgrid_args;
+  sim::TrainSimResult r = sim::simulate_train_step(cluster, program, to);
+
+  if (to.log) {
+    std::string text;
+    for (const std::string& line : r.log) text += line + "\n";
+    write_file(o.log_file, text);
+  }
+  if (!o.trace.empty()) write_file(o.trace, sim::chrome_trace(cluster, program, r, o.trace_ranks));
+  if (!o.svg.empty()) write_file(o.svg, sim::svg_timeline(cluster, program, r, o.trace_ranks));
+  if (o.json)
+    std::fputs(json_report(program, r).c_str(), stdout);
+  else
+    std::fputs(sim::format_report(cluster, program, r).c_str(), stdout);
+  return 0;
+}
+
+}  // namespace
+
+CLI::App* add_sim_subcommand(CLI::App& app) {
+  Options& o = g_options;
+  CLI::App* sim = app.add_subcommand(
+      "sim", "Simulate one data-parallel training step of a program on a cluster spec");
+  sim->add_option("file", o.file, "the program (.sp): `let batch = N` and a main that takes "
+                                  "value_and_grad of its loss")
+      ->required();
+  sim->add_option("--cluster,-c", o.cluster, "cluster spec (YAML), e.g. examples/clusters/dgx-a100.yaml");
+  sim->add_option("--strategy", o.strategy, "parallel strategy: dp (data parallelism)")
+      ->capture_default_str();
+  sim->add_option("--batch,-b", o.batch,
+                  "global batch, split evenly over the ranks (default: the program's batch per rank)");
+  sim->add_option("--ranks,-n", o.ranks, "number of ranks (default: every device)");
+  sim->add_option("--fn", o.entry, "the function that runs one training step (no parameters)")
+      ->capture_default_str();
+  sim->add_option("--batch-name", o.batch_name, "the module-level constant that holds the batch")
+      ->capture_default_str();
+  sim->add_option("--optimizer", o.optimizer, "sgd, momentum or adam")->capture_default_str();
+  sim->add_option("--bucket-mb", o.bucket_mb, "gradient bucket cap in MiB (DDP's bucket_cap_mb)")
+      ->capture_default_str();
+  sim->add_option("--first-bucket-mb", o.first_bucket_mb, "cap of the first bucket in MiB")
+      ->capture_default_str();
+  sim->add_flag("--no-bucket-copies", o.no_copies,
+                "all-reduce gradients in place (DDP's gradient_as_bucket_view)");
+  sim->add_option("--algo", o.algo,
+                  "all-reduce: auto (hierarchical across nodes, else ring), ring, hierarchical, "
+                  "tree, halving-doubling, binomial")
+      ->capture_default_str();
+  sim->add_option("--comm-model", o.comm_model,
+                  "auto (steps up to 64 ranks), steps (every step of the schedule) or bulk "
+                  "(one transfer per ring phase)")
+      ->capture_default_str();
+  sim->add_option("--recv-reduce", o.recv_reduce,
+                  "steps model: fused (reduce as data arrives, NCCL) or staged (receive, then "
+                  "reduce: MPI)")
+      ->capture_default_str();
+  sim->add_option("--matmul-dtype", o.matmul_dtype,
+                  "run f32 matmul and conv at this peak of the spec (tf32, bf16, f16)");
+  sim->add_option("--trace", o.trace, "write a Chrome trace (Perfetto) to FILE");
+  sim->add_option("--svg", o.svg, "write an SVG timeline to FILE");
+  sim->add_option("--trace-ranks", o.trace_ranks, "devices in the trace and the SVG (0: all)")
+      ->capture_default_str();
+  sim->add_option("--log", o.log_file, "write the simulation log to FILE ('-': stdout)");
+  sim->add_flag("--log-collectives", o.log_collectives,
+                "with --log, also every step of every all-reduce (steps model)");
+  sim->add_option("--simgrid-arg", o.simgrid_args, "pass an argument to SimGrid");
+  sim->add_flag("--json", o.json, "print one JSON object instead of the report");
+  return sim;
+}
+
+int run_sim_subcommand() {
+  try {
+    return run(g_options);
+  } catch (const lang::InternalError&) {
+    throw;
+  } catch (const lang::UserError& e) {
+    std::fprintf(stderr, "spora sim: error: %s\n", e.what());
+  } catch (const sim::ClusterSpecError& e) {
+    std::fprintf(stderr, "spora sim: error: %s\n", e.what());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "spora sim: error: %s\n", e.what());
+  }
+  return 1;
+}
+
+}  // namespace spora::tools
