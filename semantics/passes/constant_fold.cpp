@@ -90,10 +90,11 @@ class Folder {
     return v->tensor.item() != 0.0;
   }
 
-  // prim->eval's result when it succeeds and has the node's type.
+  // The kernel's result when it succeeds and has the node's type: the current backend's kernel
+  // (sem::kernel_for), so a folded value is bit for bit the one the program computes at run time.
   static std::optional<sem::Value> evaluate(const Node& n, const std::vector<sem::Value>& in) {
     try {
-      sem::Value v = n.prim->eval(in, n.attrs);
+      sem::Value v = sem::kernel_for(*n.prim)(in, n.attrs);
       if (v.is_tensor() && sem::same_type(v.type(), n.type)) return v;
     } catch (const std::exception&) {
       // Raised again at run time, where it has a location and a call stack.
