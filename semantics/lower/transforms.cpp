@@ -409,7 +409,8 @@ AV Lowerer::call_jvp(std::vector<Arg> args, lang::SourceRange r) {
       }
       if ((skel->kind == AK::Tuple || skel->kind == AK::Record) && t->kind == skel->kind &&
           t->elems.size() == skel->elems.size()) {
-        for (size_t e = 0; e < skel->elems.size(); ++e) self(self, skel->elems[e], t->elems[e]);
+        for (size_t e = 0; e < skel->elems.size(); ++e)
+          if (!is_buffer(*skel, e)) self(self, skel->elems[e], t->elems[e]);  // buffers: no tangent
         return;
       }
       if (skel->kind == AK::Tuple || skel->kind == AK::Record)

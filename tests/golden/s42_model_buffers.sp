@@ -20,6 +20,10 @@ def main() {
     print(m.total, g_is_none(m, x))
     print(m.w)
     print(m(x))
+    # forward mode: a tangent with the model's structure; the buffer's entry is ignored
+    let s = Stat(2)
+    let (y, t) = jvp(fn (k) => sum(k(x)), (s,), (tree_map(fn (p) => p * 0.0 + 1.0, s),))
+    print(y, t)
 }
 
 def g_is_none(m, x) = grad(loss)(m, x).total == none
@@ -28,3 +32,4 @@ def g_is_none(m, x) = grad(loss)(m, x).total == none
 # CHECK: [3.0, 6.0] true
 # CHECK-NEXT: [0.661888, -0.11436799]
 # CHECK-NEXT: [4.3237762, 5.542528]
+# CHECK-NEXT: 6.0 6.0
