@@ -1,0 +1,203 @@
+// The CPU backend's kernels against the reference kernels, on the shapes of the W1-W6
+// workloads: matmul 64x784x512, the LeNet first convolution and its two gradients, the W5
+// elementwise chain y = gelu(x * 1.5 + 0.25) * 0.75 + tanh(x) on 4M floats (op by op, and
+// whole with intermediates handed over by move so the kernels reuse them in place),
+// softmax / cross_entropy on 64x10 logits and layer_norm on 8x128x256.
+//
+//   build/bin/bench_cpu_kernels [--benchmark_filter=W5]
+//
+// Each benchmark comes in a /ref and a /cpu variant; the ratio is the speed-up.
+#include <benchmark/benchmark.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu.h"
+#include "backends/runtime/runtime.h"
+#include "ops/ops.h"
+#include "semantics/registry.h"
+#include "semantics/value.h"
+
+namespace {
+
+using namespace spora;
+using sem::Attr;
+using sem::Attrs;
+using sem::Tensor;
+using sem::Value;
+
+void setup() {
+  static bool once = [] {
+    ops::register_all();
+    runtime::install();
+    cpu::register_kernels();
+    return true;
+  }();
+  (void)once;
+}
+
+const sem::Primitive& prim(const std::string& name) {
+  setup();
+  return *sem::Registry::instance().find(name);
+}
+
+const sem::RefKernel& kernel(const std::string& name, bool cpu) {
+  const sem::Primitive& p = prim(name);
+  return cpu ? *p.facet<sem::RefKernel>(sem::kCpuKernelFacet) : p.eval;
+}
+
+Attrs attrs_of(const std::string& name, std::vector<std::pair<std::string, Attr>> given) {
+  const sem::Primitive& p = prim(name);
+  Attrs out;
+  for (const auto& ps : p.params) {
+    if (ps.kind != sem::ParamSpec::Kind::Attr) continue;
+    bool found = false;
+    for (auto& [n, v] : given)
+      if (n == ps.name) {
+        out.set(n, v);
+        found = true;
+      }
+    if (!found && ps.default_value) out.set(ps.name, *ps.default_value);
+  }
+  return out;
+}
+
+Tensor random(DType dt, sem::Shape shape, double lo = -1, double hi = 1, uint64_t seed = 1) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(lo, hi);
+  Tensor t = Tensor::empty(dt, std::move(shape));
+  for (int64_t i = 0; i < t.numel(); ++i) t.set(i, u(rng));
+  return t;
+}
+
+// One primitive on fixed inputs (kept alive by the caller: no in-place reuse).
+void run(benchmark::State& state, const std::string& name, const std::vector<Value>& in,
+         const Attrs& attrs, bool cpu) {
+  const sem::RefKernel& k = kernel(name, cpu);
+  for (auto _ : state) {
+    Value v = k(in, attrs);
+    benchmark::DoNotOptimize(v.tensor.raw());
+  }
+}
+
+#define SPORA_PAIR(NAME, ...)                                                    \
+  void BM_##NAME(benchmark::State& state, bool cpu) { __VA_ARGS__ }              \
+  BENCHMARK_CAPTURE(BM_##NAME, ref, false)->Unit(benchmark::kMillisecond);       \
+  BENCHMARK_CAPTURE(BM_##NAME, cpu, true)->Unit(benchmark::kMillisecond);
+
+SPORA_PAIR(Matmul_64x784x512, {
+  static Tensor a = random(DType::f32, {64, 784}), b = random(DType::f32, {784, 512});
+  run(state, "matmul", {a, b}, {}, cpu);
+})
+
+// LeNet layer 1: x [64, 1, 28, 28] * w [6, 1, 5, 5], padding 2, bias.
+Attrs lenet_attrs(const std::string& name, bool with_shape, sem::Shape shape = {}) {
+  std::vector<std::pair<std::string, Attr>> a = {{"padding", Attr{std::vector<int64_t>{2}}}};
+  if (with_shape) a.push_back({"shape", Attr{shape}});
+  return attrs_of(name, a);
+}
+Tensor& lenet_x() {
+  static Tensor x = random(DType::f32, {64, 1, 28, 28});
+  return x;
+}
+Tensor& lenet_w() {
+  static Tensor w = random(DType::f32, {6, 1, 5, 5});
+  return w;
+}
+Tensor& lenet_g() {
+  static Tensor g = random(DType::f32, {64, 6, 28, 28});
+  return g;
+}
+
+SPORA_PAIR(Conv2d_LeNet1, {
+  static Tensor b = random(DType::f32, {6});
+  run(state, "conv2d", {lenet_x(), lenet_w(), b}, lenet_attrs("conv2d", false), cpu);
+})
+SPORA_PAIR(Conv2dInputGrad_LeNet1, {
+  run(state, "conv2d_input_grad", {lenet_g(), lenet_w()},
+      lenet_attrs("conv2d_input_grad", true, {64, 1, 28, 28}), cpu);
+})
+SPORA_PAIR(Conv2dWeightGrad_LeNet1, {
+  run(state, "conv2d_weight_grad", {lenet_x(), lenet_g()},
+      lenet_attrs("conv2d_weight_grad", true, {6, 1, 5, 5}), cpu);
+})
+
+// ---- W5: y = gelu(x * 1.5 + 0.25) * 0.75 + tanh(x) on 4M floats ----------------------------
+
+constexpr int64_t kW5 = int64_t{1} << 22;
+Tensor& w5_x() {
+  static Tensor x = random(DType::f32, {kW5}, -3, 3);
+  return x;
+}
+Value scalar(double v) { return Tensor::scalar(DType::f32, v); }
+
+SPORA_PAIR(W5_mul_scalar, { run(state, "mul", {w5_x(), scalar(1.5)}, {}, cpu); })
+SPORA_PAIR(W5_add_scalar, { run(state, "add", {w5_x(), scalar(0.25)}, {}, cpu); })
+SPORA_PAIR(W5_gelu, { run(state, "gelu", {w5_x()}, {}, cpu); })
+SPORA_PAIR(W5_tanh, { run(state, "tanh", {w5_x()}, {}, cpu); })
+SPORA_PAIR(W5_add, { run(state, "add", {w5_x(), w5_x()}, {}, cpu); })
+
+// The whole chain; `moved`: each intermediate is handed to its last user by move (what the
+// interpreter does), so the kernels write into it in place instead of allocating.
+void w5_chain(benchmark::State& state, bool cpu, bool moved) {
+  const auto& mul = kernel("mul", cpu);
+  const auto& add = kernel("add", cpu);
+  const auto& gelu = kernel("gelu", cpu);
+  const auto& tanh = kernel("tanh", cpu);
+  Value c15 = scalar(1.5), c025 = scalar(0.25), c075 = scalar(0.75);
+  Attrs none;
+  // Arguments by value: a moved argument is the input vector's only reference to its tensor.
+  auto call1 = [&](const sem::RefKernel& k, Value a) {
+    std::vector<Value> in;
+    in.push_back(std::move(a));
+    return k(in, none);
+  };
+  auto call2 = [&](const sem::RefKernel& k, Value a, Value b) {
+    std::vector<Value> in;
+    in.push_back(std::move(a));
+    in.push_back(std::move(b));
+    return k(in, none);
+  };
+  for (auto _ : state) {
+    Value x = w5_x();
+    Value t1 = call2(mul, x, c15);
+    Value t2 = moved ? call2(add, std::move(t1), c025) : call2(add, t1, c025);
+    Value t3 = moved ? call1(gelu, std::move(t2)) : call1(gelu, t2);
+    Value t4 = moved ? call2(mul, std::move(t3), c075) : call2(mul, t3, c075);
+    Value t5 = call1(tanh, x);
+    Value y = moved ? call2(add, std::move(t4), std::move(t5)) : call2(add, t4, t5);
+    benchmark::DoNotOptimize(y.tensor.raw());
+  }
+  state.SetItemsProcessed(state.iterations() * kW5);
+}
+BENCHMARK_CAPTURE(w5_chain, ref, false, false)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(w5_chain, cpu, true, false)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(w5_chain, cpu_moved, true, true)->Unit(benchmark::kMillisecond);
+
+// ---- small nn ops ---------------------------------------------------------------------------
+
+Tensor& logits() {
+  static Tensor x = random(DType::f32, {64, 10}, -4, 4);
+  return x;
+}
+
+SPORA_PAIR(Softmax_64x10, { run(state, "softmax", {logits()}, attrs_of("softmax", {}), cpu); })
+SPORA_PAIR(CrossEntropy_64x10, {
+  static Tensor labels = [] {
+    Tensor t = Tensor::empty(DType::i32, {64});
+    for (int64_t i = 0; i < 64; ++i) t.data<int32_t>()[i] = static_cast<int32_t>(i % 10);
+    return t;
+  }();
+  run(state, "cross_entropy", {logits(), labels}, attrs_of("cross_entropy", {}), cpu);
+})
+SPORA_PAIR(LayerNorm_8x128x256, {
+  static Tensor x = random(DType::f32, {8, 128, 256});
+  static Tensor g = random(DType::f32, {256}), b = random(DType::f32, {256});
+  run(state, "layer_norm", {x, g, b}, attrs_of("layer_norm", {}), cpu);
+})
+SPORA_PAIR(Sum_4M, { run(state, "sum", {w5_x()}, attrs_of("sum", {}), cpu); })
+
+}  // namespace
+
+BENCHMARK_MAIN();
