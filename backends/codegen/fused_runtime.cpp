@@ -57,7 +57,8 @@ FusedRuntime::FusedRuntime(const ir::Module& m, FusedOptions options) {
     entries_.emplace(g.get(), std::move(e));
   }
   if (!entries_.empty()) {
-    library_ = compile_cpp(cpp_unit(sources), options.compile, &error_);
+    library_ = options.library ? options.library
+                               : compile_cpp(cpp_unit(sources), options.compile, &error_);
     for (auto it = entries_.begin(); it != entries_.end();) {
       it->second.fn = library_ ? library_->find(it->second.name) : nullptr;
       it = it->second.fn ? std::next(it) : entries_.erase(it);

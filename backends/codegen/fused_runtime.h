@@ -33,6 +33,9 @@ struct FusedOptions {
   // saves). SPORA_FUSE_MIN_ELEMENTS overrides the default of default_fused_options().
   int64_t min_elements = 0;
   bool warn = true;  // a compile failure prints a warning on stderr
+  // A library already built with the groups' kernels (cpp_unit of emit_cpp of their plans):
+  // nothing is compiled, kernels are looked up in it by name.
+  std::shared_ptr<KernelLibrary> library;
 };
 FusedOptions default_fused_options();  // min_elements 4096 (or SPORA_FUSE_MIN_ELEMENTS)
 

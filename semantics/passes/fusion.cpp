@@ -238,8 +238,10 @@ class GraphFusion {
     return spec;
   }
 
-  // No path leaves the group and comes back.
-  bool convex(const std::vector<int>& members) const {
+  // No path leaves the group and comes back, in the graph where every other group is one node
+  // (reaching one member of a group reaches all of its successors): contracting the group
+  // keeps the graph of groups acyclic. Only nodes before the group's last member can lead back.
+  bool convex(const std::vector<int>& members) {
     std::vector<char> in(n_, 0), seen(n_, 0);
     for (int i : members) in[i] = 1;
     const int last = members.back();
@@ -250,17 +252,19 @@ class GraphFusion {
     while (!stack.empty()) {
       const int v = stack.back();
       stack.pop_back();
-      if (seen[v]) continue;
-      seen[v] = 1;
-      for (int u : succ_[v]) {
-        if (in[u]) return false;
-        if (u < last) stack.push_back(u);
-      }
+      const int root = find(v);
+      if (seen[root]) continue;
+      seen[root] = 1;
+      for (int w : members_[root])
+        for (int u : succ_[w]) {
+          if (in[u]) return false;
+          if (u < last) stack.push_back(u);
+        }
     }
     return true;
   }
 
-  bool acceptable(const std::vector<int>& members) const {
+  bool acceptable(const std::vector<int>& members) {
     if (members.size() > options_.max_group_size) return false;
     for (int i : members)
       if (kind_[i] == FusionKind::Opaque) return false;
@@ -331,10 +335,15 @@ class GraphFusion {
     }
   }
 
+  // Phase 2 merges groups that iterate the same domain only (two groups whose element counts
+  // merely coincide gain nothing from one loop nest).
   bool try_merge(int a, int b) {
     a = find(a);
     b = find(b);
     if (a == b || gkind_[a] == FusionKind::Opaque || gkind_[b] == FusionKind::Opaque) return false;
+    auto pa = plan_group(spec_of(members_[a]));
+    auto pb = plan_group(spec_of(members_[b]));
+    if (!pa || !pb || pa->domain != pb->domain) return false;
     return merge({a, b}, std::max(a, b));
   }
 

@@ -498,20 +498,27 @@ class Builder {
     return log ? bin("sub", z, un("log", s)) : bin("div", e, s);
   }
 
+  // The normalisations compute in f64 and round once, like their reference kernels: they
+  // divide by a standard deviation, which would amplify f32 rounding of their inputs' noise.
+  PNode* to(PNode* v, DType d) {
+    return v->dtype == d ? v : make(PNode::K::Cast, d, v->shape, {v});
+  }
+
   PNode* layer_norm(const ir::Node& n, const std::vector<PNode*>& in) {
-    PNode* x = in.at(0);
-    if (!is_real(x->dtype)) fail("layer_norm on a non-float tensor");
+    PNode* x0 = in.at(0);
+    if (!is_real(x0->dtype)) fail("layer_norm on a non-float tensor");
+    PNode* x = to(x0, DType::f64);
     const int64_t rank = static_cast<int64_t>(x->shape.size());
     std::vector<int64_t> axes;
     for (int64_t a = rank - n.attrs.get_int("ndim"); a < rank; ++a) axes.push_back(a);
-    PNode* mu = reduce(ReduceOp::Sum, true, x, axes, x->dtype);
+    PNode* mu = reduce(ReduceOp::Sum, true, x, axes, DType::f64);
     PNode* xc = bin("sub", x, mu);
-    PNode* var = reduce(ReduceOp::Sum, true, bin("mul", xc, xc), axes, x->dtype);
-    PNode* rstd = un("rsqrt", bin("add", var, lit(n.attrs.get_float("eps"), x->dtype)));
+    PNode* var = reduce(ReduceOp::Sum, true, bin("mul", xc, xc), axes, DType::f64);
+    PNode* rstd = un("rsqrt", bin("add", var, lit(n.attrs.get_float("eps"), DType::f64)));
     PNode* y = bin("mul", xc, rstd);
-    if (in.size() > 1) y = bin("mul", y, in[1]);
-    if (in.size() > 2) y = bin("add", y, in[2]);
-    return y;
+    if (in.size() > 1) y = bin("mul", y, to(in[1], DType::f64));
+    if (in.size() > 2) y = bin("add", y, to(in[2], DType::f64));
+    return to(y, x0->dtype);
   }
 
   PNode* cross_entropy(const ir::Node& n, const std::vector<PNode*>& in) {
@@ -542,14 +549,16 @@ class Builder {
 
   PNode* batch_norm(const ir::Node& n, const std::vector<PNode*>& in) {
     if (n.attrs.get_bool("training")) fail("batch_norm in training");
-    PNode* x = in.at(0);
-    if (!is_real(x->dtype)) fail("batch_norm on a non-float tensor");
+    PNode* x0 = in.at(0);
+    if (!is_real(x0->dtype)) fail("batch_norm on a non-float tensor");
+    PNode* x = to(x0, DType::f64);
     Shape chan(x->shape.size(), 1);
     chan[1] = x->shape[1];
-    auto c = [&](PNode* v) { return reshape(v, chan); };
-    PNode* rstd = un("rsqrt", bin("add", in.at(4), lit(n.attrs.get_float("eps"), x->dtype)));
+    auto c = [&](PNode* v) { return reshape(to(v, DType::f64), chan); };
+    PNode* rstd = un("rsqrt", bin("add", to(in.at(4), DType::f64),
+                                  lit(n.attrs.get_float("eps"), DType::f64)));
     PNode* y = bin("mul", bin("sub", x, c(in.at(3))), c(rstd));
-    return bin("add", bin("mul", y, c(in.at(1))), c(in.at(2)));
+    return to(bin("add", bin("mul", y, c(in.at(1))), c(in.at(2))), x0->dtype);
   }
 
   PNode* slice(const ir::Node& n, PNode* x) {
@@ -1002,6 +1011,7 @@ class Emitter {
     in_place_index_.assign(b_.inputs.size(), "");
     plan_.inputs = b_.inputs;
     plan_.anchor = b_.anchor;
+    plan_.domain = domain_;
     const size_t rank = domain_.size();
 
     // Loop structure.

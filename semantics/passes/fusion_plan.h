@@ -83,6 +83,7 @@ struct KernelPass {
 struct KernelPlan {
   std::vector<KernelBuffer> inputs;   // in0, in1, ...: the group's inputs, then the anchor's result
   std::vector<KernelBuffer> outputs;  // out0, out1, ...
+  sem::Shape domain;                  // the iteration domain B
   int64_t rows = 1;                   // outer iterations (variable r)
   int64_t inner = 1;                  // inner iterations (variable j)
   bool splittable = false;            // no row reductions: inner may be split across threads

@@ -1,0 +1,176 @@
+// Kernel generation: the source of a W5-like chain (one vectorisable loop, vectorised erf and
+// tanh), the compile cache (a second build of the same source compiles nothing, in this
+// process or from disk), the fallback when the compiler fails (a warning, results unchanged),
+// and NVRTC compilation of the CUDA source of every group of the workloads for sm_90.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <sstream>
+
+#include "semantics/ir/parser.h"
+#include "semantics/ir/verifier.h"
+#include "semantics/passes/fusion.h"
+#include "tests/fusion/fusion_testing.h"
+
+namespace spora::fusion_testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* kChain = R"(
+graph @main(%x: f32[100000]) -> f32[100000] {
+  %a = constant 1.5 : f32
+  %b = mul(%x, %a) : f32[100000]
+  %c = constant 0.25 : f32
+  %d = add(%b, %c) : f32[100000]
+  %e = gelu(%d) : f32[100000]
+  %f = constant 0.75 : f32
+  %g = mul(%e, %f) : f32[100000]
+  %h = tanh(%x) : f32[100000]
+  %y = add(%g, %h) : f32[100000]
+  return %y
+}
+)";
+
+std::unique_ptr<ir::Module> fused_chain() {
+  setup();
+  auto m = ir::parse_module(kChain);
+  passes::fuse_operators(*m);
+  ir::verify_or_throw(*m, "after fusion");
+  return m;
+}
+
+TEST(Codegen, TheW5ChainIsOneFlatVectorisedLoop) {
+  auto m = fused_chain();
+  const auto groups = codegen::fused_groups(*m);
+  ASSERT_EQ(groups.size(), 1u);
+  const passes::KernelPlan& plan = groups[0].plan;
+  EXPECT_EQ(plan.rows, 1);
+  EXPECT_EQ(plan.inner, 100000);
+  EXPECT_TRUE(plan.splittable);
+  const std::string cpp = codegen::emit_cpp(plan).text;
+  EXPECT_NE(cpp.find("#pragma omp parallel for"), std::string::npos) << cpp;
+  EXPECT_NE(cpp.find("#pragma omp simd"), std::string::npos) << cpp;
+  EXPECT_NE(cpp.find("sp_gelu(") , std::string::npos) << cpp;
+  EXPECT_NE(cpp.find("out0[j] = "), std::string::npos) << cpp;
+  // The prelude maps f32 gelu/tanh to the CPU backend's vectorised math when it is embedded.
+  EXPECT_NE(codegen::cpp_prelude().find("sp_gelu(float x)"), std::string::npos);
+  const std::string cuda = codegen::emit_cuda(plan).text;
+  EXPECT_NE(cuda.find("__global__"), std::string::npos);
+  EXPECT_NE(cuda.find("gridDim.x"), std::string::npos) << "a grid-stride loop";
+}
+
+TEST(Codegen, ASecondBuildComesFromTheCache) {
+  auto m = fused_chain();
+  codegen::CompileOptions o = test_compile_options();
+  o.cache_dir = (fs::temp_directory_path() / ("spora_cache_test_" + std::to_string(::getpid()))).string();
+  fs::remove_all(o.cache_dir);
+  std::vector<codegen::KernelSource> k;
+  for (const auto& g : codegen::fused_groups(*m)) k.push_back(codegen::emit_cpp(g.plan));
+  const std::string unit = codegen::cpp_unit(k);
+  codegen::reset_compile_stats();
+  std::string error;
+  {
+    auto lib = codegen::compile_cpp(unit, o, &error);
+    ASSERT_TRUE(lib) << error;
+    EXPECT_TRUE(lib->find(k[0].name));
+    EXPECT_EQ(codegen::compile_stats().compiles, 1u);
+    auto again = codegen::compile_cpp(unit, o, &error);  // loaded in this process already
+    EXPECT_EQ(again.get(), lib.get());
+  }
+  // Released: the next build loads the object from the disk cache without compiling.
+  auto lib = codegen::compile_cpp(unit, o, &error);
+  ASSERT_TRUE(lib) << error;
+  EXPECT_EQ(codegen::compile_stats().compiles, 1u);
+  EXPECT_EQ(codegen::compile_stats().cache_hits, 2u);
+  EXPECT_EQ(codegen::compile_stats().failures, 0u);
+  // Other flags are another object.
+  codegen::CompileOptions o2 = o;
+  o2.flags += " -DSPORA_OTHER_FLAGS";
+  ASSERT_TRUE(codegen::compile_cpp(unit, o2, &error)) << error;
+  EXPECT_EQ(codegen::compile_stats().compiles, 2u);
+  fs::remove_all(o.cache_dir);
+}
+
+TEST(Codegen, ACompilerFailureFallsBackToNodeByNode) {
+  auto m = fused_chain();
+  std::vector<sem::Value> args{random_value(m->entry->params[0]->type, 3)};
+  auto reference = ir::parse_module(kChain);
+  const ProgramRun want = call(*reference, reference->entry, args);
+
+  codegen::FusedOptions o = test_fused_options();
+  o.compile.compiler = "/nonexistent/spora-cxx";
+  o.compile.cache_dir = (fs::temp_directory_path() / "spora_cache_fail_test").string();
+  o.warn = true;
+  codegen::reset_compile_stats();
+  testing::internal::CaptureStderr();
+  codegen::FusedRuntime rt(*m, o);
+  const std::string warning = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(rt.kernels(), 0u);
+  EXPECT_EQ(rt.groups(), 1u);
+  EXPECT_NE(rt.error().find("/nonexistent/spora-cxx"), std::string::npos) << rt.error();
+  EXPECT_NE(warning.find("spora: warning: fused kernels could not be compiled"),
+            std::string::npos)
+      << warning;
+  EXPECT_EQ(codegen::compile_stats().failures, 1u);
+  const ProgramRun got = call(*m, m->entry, args);
+  EXPECT_EQ(got.error, "");
+  EXPECT_EQ(compare(got.result, want.result, 0, 0), "") << "node by node: exactly the reference";
+  EXPECT_EQ(rt.launches(), 0u);
+  // A source the compiler rejects also falls back.
+  std::string error;
+  EXPECT_FALSE(codegen::compile_cpp("this is not C++", test_compile_options(), &error));
+  EXPECT_NE(error.find("failed"), std::string::npos) << error;
+}
+
+TEST(Codegen, AKernelsFailedCheckRunsTheGroupNodeByNode) {
+  // A label out of range: the kernel reports it, the node-by-node run raises the error.
+  setup();
+  auto m = ir::parse_module(R"(
+graph @main(%x: f32[4,3], %y: i32[4]) -> f32 {
+  %a = constant 2.0 : f32
+  %b = mul(%x, %a) : f32[4,3]
+  %l = cross_entropy(%b, %y, reduction="mean") : f32
+  return %l
+}
+)");
+  passes::fuse_operators(*m);
+  codegen::FusedRuntime rt(*m, test_fused_options());
+  ASSERT_EQ(rt.kernels(), 1u) << rt.error();
+  sem::Tensor labels = sem::Tensor::zeros(DType::i32, {4});
+  labels.data<int32_t>()[2] = 7;
+  const ProgramRun bad =
+      call(*m, m->entry, {random_value(sem::Type::tensor(DType::f32, {4, 3}), 1), labels});
+  EXPECT_NE(bad.error.find("out of range"), std::string::npos) << bad.error;
+  EXPECT_EQ(rt.fallbacks(), 1u);
+  labels.data<int32_t>()[2] = 2;
+  const ProgramRun good =
+      call(*m, m->entry, {random_value(sem::Type::tensor(DType::f32, {4, 3}), 1), labels});
+  EXPECT_EQ(good.error, "");
+  EXPECT_EQ(rt.launches(), 1u);
+}
+
+TEST(Codegen, NvrtcCompilesEveryWorkloadKernelForSm90) {
+  if (!codegen::nvrtc_available()) GTEST_SKIP() << "built without the CUDA toolkit (no NVRTC)";
+  std::vector<codegen::KernelSource> kernels;
+  for (const char* w : {"w2_mlp_train", "w3_lenet5_train", "w4_transformer_block",
+                        "w5_elementwise_chain", "w6_rnn_unrolled"}) {
+    const std::string path = std::string(SPORA_SOURCE_DIR) + "/benchmarks/workloads/" + w + ".sp";
+    if (!fs::exists(path)) continue;
+    auto m = compile(path);
+    ASSERT_TRUE(m) << path;
+    passes::fuse_operators(*m);
+    for (const auto& g : codegen::fused_groups(*m)) kernels.push_back(codegen::emit_cuda(g.plan));
+  }
+  auto chain = fused_chain();
+  for (const auto& g : codegen::fused_groups(*chain)) kernels.push_back(codegen::emit_cuda(g.plan));
+  ASSERT_GT(kernels.size(), 5u);
+  std::string log;
+  EXPECT_TRUE(codegen::nvrtc_compile(codegen::cuda_unit(kernels), "sm_90", &log)) << log;
+  // And a broken source is reported, not accepted.
+  EXPECT_FALSE(codegen::nvrtc_compile("__global__ void k() { undefined_name; }", "sm_90", &log));
+  EXPECT_NE(log.find("undefined_name"), std::string::npos) << log;
+}
+
+}  // namespace
+}  // namespace spora::fusion_testing
