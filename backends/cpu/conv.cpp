@@ -2,15 +2,15 @@
 // im2col + OpenBLAS GEMM, and the pooling kernels (max_pool2d, avg_pool2d and the helpers
 // max_pool2d_grad, max_pool2d_select, avg_pool2d_grad) by direct loops over planes.
 //
-// Convolution, for each group g and a chunk of images (the column buffer kept under
-// kColBudget elements):
-//   col  [K = Cg kh kw, nb P]  = im2col(x)              (P = OH OW, images side by side)
-//   conv2d              out_g [Og, nb P] = w_g [Og, K] col         (+ bias, scattered to NCHW)
-//   conv2d_weight_grad  dw_g  [Og, K]   += dout_g [Og, nb P] col^T
-//   conv2d_input_grad   dcol  [K, nb P]  = w_g^T dout_g, then col2im adds dcol into dx
-// im2col and col2im run in parallel over (image, channel) planes, the GEMMs on OpenBLAS's
-// threads. GEMM accumulates in the operands' precision (the reference in double): results
-// agree within the rounding of the sums of |products|.
+// Convolution, per image n and group g, with col [K = Cg kh kw, P = OH OW] = im2col(x[n, g])
+// in a per-thread scratch buffer (it stays in cache between im2col and the GEMM):
+//   conv2d              y[n, g]  [Og, P]  = w_g [Og, K] col  (+ bias), in place in NCHW
+//   conv2d_input_grad   dcol     [K, P]   = w_g^T dout[n, g], then col2im adds it into dx[n]
+//   conv2d_weight_grad  dw_g     [Og, K] += dout[n, g] col^T (images in 8 fixed groups whose
+//                                            partial sums are added in order)
+// (image, group) tasks run in parallel, each GEMM single-threaded; a single task splits its
+// GEMM across the threads instead. GEMM accumulates in the operands' precision (the reference
+// in double): results agree within the rounding of the sums of |products|.
 //
 // Pooling is exact: the same comparisons (nan wins, the first maximum of a window in
 // row-major order) and the same double sums in the same order as the reference, in parallel
@@ -18,6 +18,7 @@
 // reference kernel (which raises its error).
 #include <cmath>
 #include <limits>
+#include <memory>
 
 #include "backends/cpu/blas.h"
 #include "backends/cpu/kernels.h"
@@ -138,72 +139,79 @@ void col2im_plane(const Conv& g, const T* dcol, int64_t ld, int64_t col0, int64_
     }
 }
 
-// Elements of the column buffer per chunk of images.
-constexpr int64_t kColBudget = int64_t{1} << 22;
-
-int64_t images_per_chunk(const Conv& g) {
-  int64_t per = std::max<int64_t>(1, g.K() * g.P());
-  return std::max<int64_t>(1, std::min(g.N, kColBudget / per));
-}
-
 enum class ConvOp { forward, input_grad, weight_grad };
+
+// Per-thread scratch (a column buffer), reused across the tasks a thread runs.
+template <class T>
+struct Scratch {
+  std::vector<std::unique_ptr<T[]>> bufs;
+  int64_t size;
+  explicit Scratch(int64_t n) : bufs(static_cast<size_t>(std::max(1, max_threads()))), size(n) {}
+  T* get() {
+    // Threads of the backend's own team have distinct numbers below max_threads(); a call
+    // made from inside another parallel region runs its tasks on one thread.
+    auto& b = bufs[static_cast<size_t>(omp_get_thread_num()) % bufs.size()];
+    if (!b) b.reset(new T[static_cast<size_t>(size)]);  // uninitialised: im2col writes it all
+    return b.get();
+  }
+};
+
+// Fixed groups of images for the weight gradient (their partial sums are added in order, so
+// the result does not depend on the number of threads).
+constexpr int64_t kWeightGradGroups = 8;
 
 // forward: a = x, b = w, out = y (bias optional). input_grad: a = dout, b = w, out = dx.
 // weight_grad: a = x, b = dout, out = dw.
 template <class T>
 void conv_run(ConvOp op, const Conv& g, const T* a, const T* b, const T* bias, T* out) {
-  const int64_t K = g.K(), P = g.P(), nb = images_per_chunk(g);
-  std::vector<T> col(static_cast<size_t>(K * nb * P));
-  std::vector<T> mat(static_cast<size_t>(g.Og * nb * P));  // [Og, nb P]
-  if (op != ConvOp::forward) {
-    int64_t n = numel_of(op == ConvOp::input_grad ? g.x_shape() : g.w_shape());
-    std::fill(out, out + n, T(0));
-  }
-  for (int64_t n0 = 0; n0 < g.N; n0 += nb) {
-    const int64_t cnt = std::min(nb, g.N - n0), ld = cnt * P;
-    for (int64_t grp = 0; grp < g.G; ++grp) {
-      if (op != ConvOp::input_grad) {
-        const T* x = a;
-        parallel_tasks(cnt, K * P,
-                       [&](int64_t i) { im2col(g, x, n0 + i, grp, col.data(), ld, i * P); });
-      }
-      if (op == ConvOp::forward) {
-        const T* w = b + grp * g.Og * K;
-        gemm(false, false, g.Og, ld, K, T(1), w, K, col.data(), ld, T(0), mat.data(), ld);
-        parallel_for(cnt * g.Og, P, [&](int64_t lo, int64_t hi) {
-          for (int64_t r = lo; r < hi; ++r) {
-            int64_t i = r / g.Og, o = r % g.Og;
-            const T* src = mat.data() + o * ld + i * P;
-            T* dst = out + ((n0 + i) * g.O + grp * g.Og + o) * P;
-            T bv = bias ? bias[grp * g.Og + o] : T(0);
-            for (int64_t p = 0; p < P; ++p) dst[p] = src[p] + bv;
-          }
-        }, 1);
-        continue;
-      }
-      // Gather dout_g [Og, cnt P] from NCHW.
-      const T* dout = op == ConvOp::input_grad ? a : b;
-      parallel_for(cnt * g.Og, P, [&](int64_t lo, int64_t hi) {
-        for (int64_t r = lo; r < hi; ++r) {
-          int64_t i = r / g.Og, o = r % g.Og;
-          const T* src = dout + ((n0 + i) * g.O + grp * g.Og + o) * P;
-          std::copy(src, src + P, mat.data() + o * ld + i * P);
+  const int64_t K = g.K(), P = g.P();
+  Scratch<T> col(K * P);
+  if (op == ConvOp::forward) {
+    // y[n, group] = w_g [Og, K] col [K, P] (+ bias), written in place in NCHW.
+    parallel_tasks(g.N * g.G, g.Og * K * P, [&](int64_t t) {
+      const int64_t n = t / g.G, grp = t % g.G;
+      T* c = col.get();
+      im2col(g, a, n, grp, c, P, 0);
+      T* y = out + (n * g.O + grp * g.Og) * P;
+      gemm(false, false, g.Og, P, K, T(1), b + grp * g.Og * K, K, c, P, T(0), y, P);
+      if (bias)
+        for (int64_t o = 0; o < g.Og; ++o) {
+          const T bv = bias[grp * g.Og + o];
+          for (int64_t p = 0; p < P; ++p) y[o * P + p] += bv;
         }
-      }, 1);
-      if (op == ConvOp::weight_grad) {
-        T* dw = out + grp * g.Og * K;
-        gemm(false, true, g.Og, K, ld, T(1), mat.data(), ld, col.data(), ld, T(1), dw, K);
-      } else {
-        const T* w = b + grp * g.Og * K;
-        gemm(true, false, K, ld, g.Og, T(1), w, K, mat.data(), ld, T(0), col.data(), ld);
-        parallel_tasks(cnt * g.Cg, K * P / std::max<int64_t>(1, g.Cg), [&](int64_t t) {
-          int64_t i = t / g.Cg, c = t % g.Cg;
-          T* plane = out + ((n0 + i) * g.C + grp * g.Cg + c) * g.H * g.W;
-          col2im_plane(g, col.data(), ld, i * P, c, plane);
-        });
-      }
-    }
+    });
+    return;
   }
+  if (op == ConvOp::input_grad) {
+    // dcol [K, P] = w_g^T dout[n, group] (contiguous [Og, P]), then col2im into dx[n].
+    std::fill(out, out + numel_of(g.x_shape()), T(0));
+    parallel_tasks(g.N * g.G, g.Og * K * P, [&](int64_t t) {
+      const int64_t n = t / g.G, grp = t % g.G;
+      T* c = col.get();
+      gemm(true, false, K, P, g.Og, T(1), b + grp * g.Og * K, K, a + (n * g.O + grp * g.Og) * P, P,
+           T(0), c, P);
+      for (int64_t ch = 0; ch < g.Cg; ++ch)
+        col2im_plane(g, c, P, 0, ch, out + (n * g.C + grp * g.Cg + ch) * g.H * g.W);
+    });
+    return;
+  }
+  // dw_g [Og, K] += dout[n, group] [Og, P] col^T, images in fixed groups, partials in order.
+  const int64_t wn = numel_of(g.w_shape());
+  const int64_t groups = std::min(g.N, kWeightGradGroups);
+  std::vector<T> partial(static_cast<size_t>(groups * wn), T(0));
+  parallel_tasks(groups, (g.N / groups + 1) * g.O * K * P, [&](int64_t q) {
+    T* dw = partial.data() + q * wn;
+    T* c = col.get();
+    for (int64_t n = q * g.N / groups; n < (q + 1) * g.N / groups; ++n)
+      for (int64_t grp = 0; grp < g.G; ++grp) {
+        im2col(g, a, n, grp, c, P, 0);
+        gemm(false, true, g.Og, K, P, T(1), b + (n * g.O + grp * g.Og) * P, P, c, P, T(1),
+             dw + grp * g.Og * K, K);
+      }
+  });
+  std::copy(partial.begin(), partial.begin() + wn, out);
+  for (int64_t q = 1; q < groups; ++q)
+    for (int64_t i = 0; i < wn; ++i) out[i] += partial[q * wn + i];
 }
 
 bool has_input(const std::vector<Value>& in, size_t i) {

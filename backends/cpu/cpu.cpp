@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "backends/cpu/blas.h"
 #include "backends/cpu/kernels.h"
 
 namespace spora::cpu {
@@ -11,6 +12,7 @@ namespace spora::cpu {
 void register_kernels() {
   // SPORA_CPU_KERNELS=0 leaves every row on its reference kernel (to compare the two end to end).
   if (const char* env = std::getenv("SPORA_CPU_KERNELS"); env && std::strcmp(env, "0") == 0) return;
+  configure_blas();
   register_elementwise();
   register_compare();
   register_reduction();
