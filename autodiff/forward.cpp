@@ -204,7 +204,7 @@ class Forward {
     inputs.insert(inputs.end(), t0.begin(), t0.end());
     std::vector<TypeP> types = st;
     for (size_t j : carried) types.push_back(st[j]);
-    ir::Node* r = m_.add_apply(into_, c->prim, inputs, {}, Type::tuple(types), c->loc);
+    ir::Node* r = m_.add_apply(into_, c->prim, inputs, c->attrs, Type::tuple(types), c->loc);
     SVal s;
     s.parts.resize(k);
     for (size_t q = 0; q < carried.size(); ++q) {

@@ -1,5 +1,6 @@
 # Every third-party dependency is found here, once (see ../shared/TOOLCHAIN.md).
 find_package(Threads REQUIRED)
+find_package(ZLIB REQUIRED)
 find_package(OpenMP REQUIRED COMPONENTS CXX)
 set(BLA_VENDOR OpenBLAS)
 find_package(BLAS REQUIRED)

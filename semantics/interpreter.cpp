@@ -375,9 +375,12 @@ Value Interpreter::eval_control(const Node* n, std::vector<Value>& in, const Fra
       throw lang::InternalError("for_each: operand 0 is not an iterable");
     const Graph* body = graph_operand(in[1], n, 1);
     std::vector<Value> state(std::make_move_iterator(in.begin() + 2), std::make_move_iterator(in.end()));
-    iter->reset();
+    // Part k of an iterator with several element types (iterable.h): part 0 starts the walk,
+    // later parts continue it.
+    const int64_t part = n->attrs.has("part") ? n->attrs.get_int("part") : 0;
+    if (part == 0) iter->reset();
     Value element;
-    while (iter->next(element)) {
+    while (iter->next_in(part, element)) {
       std::vector<Value> args;
       args.reserve(state.size() + 1);
       args.push_back(std::move(element));

@@ -54,8 +54,13 @@ class Attrs {
 // How a call's arguments bind to a primitive: each parameter is a tensor input, a variadic
 // list of tensor inputs (given as one tuple argument: `concat((a, b), axis=0)`), or a static
 // attribute with an optional default. Positional arguments bind in order, then keywords.
+// Two kinds serve effectful and I/O primitives: Value, one input of any run-time type (a
+// model, a tuple: `save(net, "mlp.ckpt")`), and Kwargs (last in the signature, attr_kind
+// String): every keyword argument no other parameter takes becomes one more input, and the
+// names go, comma-separated, to the string attribute named like the parameter
+// (`log_epoch(e, test_loss=l, test_acc=a)` -> inputs (e, l, a), metrics="test_loss,test_acc").
 struct ParamSpec {
-  enum class Kind { Input, OptionalInput, InputList, Attr };
+  enum class Kind { Input, OptionalInput, InputList, Attr, Value, Kwargs };
   // What an Attr parameter accepts (the front end converts and checks the argument):
   enum class AttrKind { Int, Float, Bool, String, Ints, IntsOrNone, IntOrNone, DType, Any };
   std::string name;

@@ -81,6 +81,15 @@ TypeP Type::iterator(std::string source, TypeP element) {
   return t;
 }
 
+TypeP Type::iterator(std::string source, std::vector<TypeP> elements) {
+  if (elements.empty()) throw lang::InternalError("Type::iterator: no element type");
+  auto t = std::make_shared<Type>();
+  t->kind = Kind::Iterator;
+  t->name = std::move(source);
+  t->elems = std::move(elements);
+  return t;
+}
+
 TypeP Type::function(std::vector<TypeP> params, TypeP result) {
   auto t = std::make_shared<Type>();
   t->kind = Kind::Function;

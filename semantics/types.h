@@ -44,7 +44,8 @@ struct Type {
     Tuple,     // elems
     Record,    // name (model name, may be empty) + field names + elems
     String,    // a compile-time/run-time string (print, file names)
-    Iterator,  // a run-time iterator (datasets); elems[0] is the element type, name the source
+    Iterator,  // a run-time iterator (datasets); elems[0] is the element type (elems[k] that of
+               // part k, semantics/iterable.h), name the source
     Function,  // a graph value (control-flow bodies): elems = parameter types, result
     List,      // a run-time list (the tape of a differentiated loop): elems[0] the element type
   };
@@ -63,6 +64,8 @@ struct Type {
   static TypeP record(std::string name, std::vector<std::string> names, std::vector<TypeP> elems);
   static TypeP string();
   static TypeP iterator(std::string source, TypeP element);
+  // An iterator walked in parts, one per element type (semantics/iterable.h); elems not empty.
+  static TypeP iterator(std::string source, std::vector<TypeP> elements);
   static TypeP function(std::vector<TypeP> params, TypeP result);
   static TypeP list(TypeP element);
 

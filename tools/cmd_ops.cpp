@@ -12,6 +12,7 @@ int cmd_ops() {
     std::string sig;
     for (const auto& ps : p->params) {
       if (!sig.empty()) sig += ", ";
+      if (ps.kind == sem::ParamSpec::Kind::Kwargs) sig += "**";
       sig += ps.name;
       if (ps.kind == sem::ParamSpec::Kind::InputList) sig += "...";
       if (ps.kind == sem::ParamSpec::Kind::OptionalInput) sig += "=none";

@@ -277,10 +277,12 @@ sem::TypeP parse_type(TokenStream& ts) {
   Token word = ts.next();
   if (word.text == "str") return sem::Type::string();
   if (word.text == "iter" && ts.peek().punct('<')) {
+    // iter<E> or, for an iterator walked in parts (semantics/iterable.h), iter<E0, E1, ...>.
     ts.next();
-    sem::TypeP elem = parse_type(ts);
+    std::vector<sem::TypeP> elems{parse_type(ts)};
+    while (ts.accept_punct(',')) elems.push_back(parse_type(ts));
     ts.expect_punct('>');
-    return sem::Type::iterator("", elem);
+    return sem::Type::iterator("", std::move(elems));
   }
   if (word.text == "list" && ts.peek().punct('<')) {
     ts.next();

@@ -187,7 +187,8 @@ sem::Attr attr_value(const sem::Primitive& prim, const std::string& name, const 
   using AK = sem::ParamSpec::AttrKind;
   const sem::ParamSpec* spec = nullptr;
   for (const sem::ParamSpec& p : prim.params)
-    if (p.kind == sem::ParamSpec::Kind::Attr && p.name == name) spec = &p;
+    if ((p.kind == sem::ParamSpec::Kind::Attr || p.kind == sem::ParamSpec::Kind::Kwargs) && p.name == name)
+      spec = &p;
   if (!spec) {
     if (!prim.params.empty())
       throw ParseError(name_range, prim.name + " has no attribute '" + name + "'");

@@ -280,7 +280,13 @@ class Verifier {
         problem(g, &n, "iterates over " + type_str(it) + ", not an iterator");
         return;
       }
-      loop_body(g, n, body(g, n, 1), {it->elems[0]}, 2);
+      // part=k walks the elements of type elems[k] (semantics/iterable.h).
+      const int64_t part = n.attrs.has("part") ? n.attrs.get_int("part") : 0;
+      if (part < 0 || static_cast<size_t>(part) >= it->elems.size()) {
+        problem(g, &n, "part " + std::to_string(part) + " of " + type_str(it) + " does not exist");
+        return;
+      }
+      loop_body(g, n, body(g, n, 1), {it->elems[static_cast<size_t>(part)]}, 2);
     }
   }
 };

@@ -126,19 +126,28 @@ AV Lowerer::call_primitive(const Primitive& prim, std::vector<Arg> args, lang::S
                            std::optional<int64_t> init_seed) {
   const auto& ps = prim.params;
   std::vector<std::optional<Arg>> bound(ps.size());
+  std::vector<Arg> kwargs;  // for a Kwargs parameter (registry.h)
+  const bool takes_kwargs = !ps.empty() && ps.back().kind == ParamSpec::Kind::Kwargs;
+  const size_t n_positional = ps.size() - (takes_kwargs ? 1 : 0);
   size_t positional = 0;
   for (auto& a : args) {
     size_t k;
     if (a.keyword.empty()) {
       k = positional++;
-      if (k < ps.size() && ps[k].kind == ParamSpec::Kind::InputList && false) {}
-      if (k >= ps.size())
-        fail(a.range, fmt::format("{} takes at most {} argument{} but {} were given", prim.name, ps.size(),
-                                  ps.size() == 1 ? "" : "s", args.size()));
+      if (k >= n_positional)
+        fail(a.range, fmt::format("{} takes at most {} argument{} but {} were given", prim.name, n_positional,
+                                  n_positional == 1 ? "" : "s", args.size()));
     } else {
       k = 0;
-      while (k < ps.size() && ps[k].name != a.keyword) ++k;
-      if (k == ps.size()) {
+      while (k < n_positional && ps[k].name != a.keyword) ++k;
+      if (k == n_positional && takes_kwargs) {
+        for (const auto& other : kwargs)
+          if (other.keyword == a.keyword)
+            fail(a.range, fmt::format("argument '{}' of {} is given twice", a.keyword, prim.name));
+        kwargs.push_back(std::move(a));
+        continue;
+      }
+      if (k == n_positional) {
         std::string names;
         for (const auto& p : ps) names += (names.empty() ? "" : ", ") + p.name;
         fail(a.range, fmt::format("{} has no parameter named '{}' (parameters: {})", prim.name, a.keyword, names));
@@ -175,6 +184,7 @@ AV Lowerer::call_primitive(const Primitive& prim, std::vector<Arg> args, lang::S
     return to_node(v, ar, dt);
   };
   bool skipped_optional = false;
+  AV value_arg;  // the first Value argument with a structure (a model, a tuple)
   for (size_t k = 0; k < ps.size(); ++k) {
     const ParamSpec& p = ps[k];
     switch (p.kind) {
@@ -206,6 +216,26 @@ AV Lowerer::call_primitive(const Primitive& prim, std::vector<Arg> args, lang::S
           fail(bound[k]->range, fmt::format("argument '{}' of {} must be a tuple of tensors, not {}", p.name,
                                             prim.name, describe(v)));
         }
+        break;
+      }
+      case ParamSpec::Kind::Value: {
+        if (!bound[k]) fail(r, fmt::format("missing argument '{}' of {}", p.name, prim.name));
+        const AV& v = bound[k]->value;
+        if (contains_function(v))
+          fail(bound[k]->range, fmt::format("argument '{}' of {} must be a value, not {}", p.name, prim.name, describe(v)));
+        inputs.push_back(to_node(v, bound[k]->range));
+        if (!value_arg && (v->kind == AK::Record || v->kind == AK::Tuple)) value_arg = materialise_numbers(v, bound[k]->range);
+        break;
+      }
+      case ParamSpec::Kind::Kwargs: {
+        std::string names;
+        for (const Arg& a : kwargs) {
+          if (contains_function(a.value))
+            fail(a.range, fmt::format("argument '{}' of {} must be a value, not {}", a.keyword, prim.name, describe(a.value)));
+          inputs.push_back(to_node(a.value, a.range));
+          names += (names.empty() ? "" : ",") + a.keyword;
+        }
+        attrs.set(p.name, names);
         break;
       }
       case ParamSpec::Kind::Attr: {
@@ -240,7 +270,11 @@ AV Lowerer::call_primitive(const Primitive& prim, std::vector<Arg> args, lang::S
     }
     attrs = wide;
   }
-  return emit(prim.name, std::move(inputs), std::move(attrs), r);
+  AV result = emit(prim.name, std::move(inputs), std::move(attrs), r);
+  // A primitive that returns the type of its Value argument (`load(path, like=net)`) gives a
+  // value of that argument's structure: a model stays a model, with its methods.
+  if (value_arg && same_type(result->type, packed_type(value_arg))) return unpack(value_arg, result->node, r);
+  return result;
 }
 
 AV Lowerer::call(AV callee, std::vector<Arg> args, lang::SourceRange r) {

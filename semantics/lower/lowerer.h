@@ -84,6 +84,7 @@ class Lowerer {
   Flow lower_if(const std::vector<lang::StmtPtr>& stmts, size_t i, Env& env);
   void lower_while(const lang::Stmt& s, Env& env);
   void lower_for(const lang::Stmt& s, Env& env);
+  bool lower_for_eager_iter(const lang::Stmt& s, const AV& iterable, Env& env);
 
   // ---- values <-> nodes (lowerer.cpp)
   // A run-time node for v; static numbers become constants of `dtype` (or their default).

@@ -3,8 +3,11 @@
 // are its results / loop-carried state, flattened into tuples of run-time leaves.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <set>
 
+#include "semantics/interpreter.h"
+#include "semantics/iterable.h"
 #include "semantics/lower/lowerer.h"
 
 namespace spora::sem::lower {
@@ -342,13 +345,14 @@ ir::Node* body_result(Lowerer& L, const Carried& c, Env& benv, lang::SourceRange
 // Emits the loop `prim(inputs..., carried leaves...)` and rebinds the carried variables to its
 // results.
 void emit_loop(Lowerer& L, const char* prim, std::vector<ir::Node*> inputs, const Carried& c, Env& env,
-               lang::SourceRange r) {
+               lang::SourceRange r, Attrs attrs = {}) {
   std::vector<TypeP> ts;
   for (auto* l : c.leaves) {
     inputs.push_back(l);
     ts.push_back(l->type);
   }
-  ir::Node* loop = L.module_.add_apply(L.graph_, Registry::instance().find(prim), inputs, {}, Type::tuple(ts), L.loc(r));
+  ir::Node* loop =
+      L.module_.add_apply(L.graph_, Registry::instance().find(prim), inputs, std::move(attrs), Type::tuple(ts), L.loc(r));
   std::vector<ir::Node*> outs;
   for (size_t k = 0; k < ts.size(); ++k) {
     Attrs a;
@@ -535,7 +539,7 @@ void Lowerer::lower_for(const Stmt& s, Env& env) {
     }
     return;
   }
-  Carried c;
+  if (eager_ && over_iter && lower_for_eager_iter(s, iterable, env)) return;
   std::set<std::string> declared;
   {
     std::vector<std::string> loop_names;
@@ -544,52 +548,114 @@ void Lowerer::lower_for(const Stmt& s, Env& env) {
   }
   std::vector<std::string> names;
   assigned_names(s.body.get(), names, declared);
-  std::vector<AV> init;
-  for (const auto& n : names) {
-    if (const Binding* b = env.lookup(n)) {
-      c.vars.push_back(n);
-      init.push_back(b->value);
+  // An iterator whose elements have several types (a dataset's last partial batch) is walked
+  // in parts (semantics/iterable.h): one for_each per element type, the body lowered once for
+  // each, every part continuing with the state the one before left.
+  const size_t n_parts = over_iter ? std::max<size_t>(1, iterable->type->elems.size()) : 1;
+  for (size_t part = 0; part < n_parts; ++part) {
+    Carried c;
+    std::vector<AV> init;
+    for (const auto& n : names) {
+      if (const Binding* b = env.lookup(n)) {
+        c.vars.push_back(n);
+        init.push_back(b->value);
+      }
     }
-  }
-  c.skeleton = materialise_numbers(make_tuple(init), s.range);
-  flatten(c.skeleton, c.leaves, s.range, false);
-  if (contains_error(c.skeleton)) throw Abort{};
+    c.skeleton = materialise_numbers(make_tuple(init), s.range);
+    flatten(c.skeleton, c.leaves, s.range, false);
+    if (contains_error(c.skeleton)) throw Abort{};
 
-  ir::Graph* saved = graph_;
-  ir::Graph* body_g = module_.add_graph(saved->name + ".body", saved);
-  TypeP elem_type = over_iter ? iterable->type->elems.at(0) : start->type;
-  ir::Node* elem_param = module_.add_param(body_g, s.pattern.is_tuple ? "" : s.pattern.name, elem_type, loc(s.pattern.range));
-  std::vector<ir::Node*> params;
-  for (auto* l : c.leaves) params.push_back(module_.add_param(body_g, "", l->type, loc(s.range)));
-  graph_ = body_g;
-  Env benv = env;
-  try {
-    size_t pos = 0;
-    AV vals = unflatten(c.skeleton, params, pos);
-    for (size_t k = 0; k < c.vars.size(); ++k) benv.lookup_mutable(c.vars[k])->value = vals->elems[k];
-    benv.push();
-    AV elem = make_node(elem_param);
-    if (over_tensor) {
-      Attrs a;
-      a.set("axis", int64_t{0});
-      elem = emit("gather", {iterable->node, elem_param}, a, it.range);
+    ir::Graph* saved = graph_;
+    ir::Graph* body_g = module_.add_graph(saved->name + ".body", saved);
+    TypeP elem_type = over_iter ? iterable->type->elems.at(part) : start->type;
+    ir::Node* elem_param =
+        module_.add_param(body_g, s.pattern.is_tuple ? "" : s.pattern.name, elem_type, loc(s.pattern.range));
+    std::vector<ir::Node*> params;
+    for (auto* l : c.leaves) params.push_back(module_.add_param(body_g, "", l->type, loc(s.range)));
+    graph_ = body_g;
+    Env benv = env;
+    try {
+      size_t pos = 0;
+      AV vals = unflatten(c.skeleton, params, pos);
+      for (size_t k = 0; k < c.vars.size(); ++k) benv.lookup_mutable(c.vars[k])->value = vals->elems[k];
+      benv.push();
+      AV elem = make_node(elem_param);
+      if (over_tensor) {
+        Attrs a;
+        a.set("axis", int64_t{0});
+        elem = emit("gather", {iterable->node, elem_param}, a, it.range);
+      }
+      bind_pattern(s.pattern, elem, benv, true, false, it.range);
+      lower_block(s.body->stmts, 0, benv);
+      body_g->output = body_result(*this, c, benv, s.range);
+    } catch (const Abort&) {
+      graph_ = saved;
+      if (part > 0)
+        diags_.note(it.range, fmt::format("the last element of this iterator has another type than the others: {} "
+                                          "(a partial last batch; drop_last=true leaves it out)",
+                                          elem_type->str()));
+      throw;
+    } catch (...) {
+      graph_ = saved;
+      throw;
     }
-    bind_pattern(s.pattern, elem, benv, true, false, it.range);
-    lower_block(s.body->stmts, 0, benv);
-    body_g->output = body_result(*this, c, benv, s.range);
-  } catch (...) {
     graph_ = saved;
-    throw;
+    std::vector<ir::Node*> inputs;
+    if (over_iter) {
+      inputs = {iterable->node};
+    } else {
+      inputs = {start, stop, step};
+    }
+    inputs.push_back(module_.add_graph_constant(graph_, body_g, loc(s.range)));
+    Attrs attrs;
+    if (n_parts > 1) attrs.set("part", static_cast<int64_t>(part));
+    emit_loop(*this, over_iter ? "for_each" : "for_range", inputs, c, env, s.range, std::move(attrs));
   }
-  graph_ = saved;
-  std::vector<ir::Node*> inputs;
-  if (over_iter) {
-    inputs = {iterable->node};
-  } else {
-    inputs = {start, stop, step};
+}
+
+// Eager mode over an iterator: pull the elements one at a time and lower (so run) the body for
+// each, like the unrolled range loop; each element becomes constants of its own type, so a
+// partial last batch needs no second part. False when the iterator has no value yet (it was
+// not made in the eagerly run graph): the caller then emits a for_each.
+bool Lowerer::lower_for_eager_iter(const Stmt& s, const AV& iterable, Env& env) {
+  const Value* v = eager_value ? eager_value(iterable->node) : nullptr;
+  auto* iter = v && v->kind == Value::Kind::Opaque ? dynamic_cast<Iterable*>(v->opaque.get()) : nullptr;
+  if (!iter) return false;
+  const lang::Expr& it = *s.value;
+  // Keep the iterator alive while the body runs, whatever the executor does with its values.
+  std::shared_ptr<Opaque> keep = v->opaque;
+  auto as_av = [&](auto&& self, const Value& e) -> AV {
+    if (e.kind == Value::Kind::Tuple) {
+      std::vector<AV> parts;
+      for (const Value& x : e.items()) parts.push_back(self(self, x));
+      return make_tuple(std::move(parts));
+    }
+    return make_node(constant(e, it.range));
+  };
+  auto pull = [&](Value& e) {
+    try {
+      return iter->next(e);
+    } catch (const RuntimeError&) {
+      throw;
+    } catch (const lang::UserError& err) {
+      throw RuntimeError(err.what(), loc(it.range));
+    }
+  };
+  try {
+    iter->reset();
+  } catch (const lang::UserError& err) {
+    throw RuntimeError(err.what(), loc(it.range));
   }
-  inputs.push_back(module_.add_graph_constant(graph_, body_g, loc(s.range)));
-  emit_loop(*this, over_iter ? "for_each" : "for_range", inputs, c, env, s.range);
+  Value e;
+  while (pull(e)) {
+    AV elem = as_av(as_av, e);
+    e = Value();
+    env.push();
+    bind_pattern(s.pattern, elem, env, true, false, it.range);
+    lower_block(s.body->stmts, 0, env);
+    env.pop();
+  }
+  return true;
 }
 
 }  // namespace spora::sem::lower

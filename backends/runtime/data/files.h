@@ -1,0 +1,45 @@
+// Whole-file reading (plain or gzip), atomic writing and CRC32: what every data format of
+// backends/runtime/data/ builds on.
+//
+// Errors are lang::UserError naming the path and the OS reason:
+//   cannot open 'x.npy': No such file or directory
+// Atomic write (write_file_atomic): the bytes go to a temporary file in the same directory
+// (`.<name>.tmp.<pid>.<n>`), which is fsync'ed, renamed over the target and the directory
+// fsync'ed; on any failure the temporary file is removed and the old target is left intact.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace spora::runtime::data {
+
+using Bytes = std::vector<uint8_t>;
+
+// The whole file. `gunzip`: a gzip file is decompressed (a plain file is read as is).
+Bytes read_file(const std::string& path, bool gunzip = false);
+// At most `n` leading bytes (decompressed when the file is gzip): headers at compile time.
+Bytes read_prefix(const std::string& path, size_t n);
+bool file_exists(const std::string& path);
+
+// Writes `bytes` to `path` atomically (see above). Test hook: when fail_after_bytes >= 0 the
+// write fails (a UserError, like a full disk) after that many bytes reached the temporary file.
+void write_file_atomic(const std::string& path, std::string_view bytes);
+void set_atomic_write_failure_for_testing(int64_t fail_after_bytes);
+
+// CRC-32 (zlib's, the one of gzip and PNG) of the bytes, continuing from `crc`.
+uint32_t crc32_of(const void* data, size_t n, uint32_t crc = 0);
+
+// Big- and little-endian integers.
+uint32_t load_be32(const uint8_t* p);
+void store_be32(uint8_t* p, uint32_t v);
+uint32_t load_le32(const uint8_t* p);
+uint64_t load_le64(const uint8_t* p);
+void store_le32(uint8_t* p, uint32_t v);
+void store_le64(uint8_t* p, uint64_t v);
+
+// "No such file or directory" for the current errno.
+std::string os_reason();
+
+}  // namespace spora::runtime::data

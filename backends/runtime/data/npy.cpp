@@ -1,0 +1,220 @@
+// .npy reading and writing (see npy.h).
+#include "backends/runtime/data/npy.h"
+
+#include <bit>
+#include <cctype>
+#include <cstring>
+
+#include "lang/diagnostics.h"
+
+namespace spora::runtime::data {
+
+namespace {
+
+static_assert(std::endian::native == std::endian::little, "npy reading assumes a little-endian host");
+
+[[noreturn]] void fail(const std::string& message) { throw lang::UserError(message); }
+
+constexpr char kMagic[] = "\x93NUMPY";
+
+// The value text after `'key':` in the header dict, up to the matching end (a quoted string,
+// a parenthesised tuple or a word).
+std::string dict_value(const std::string& dict, const std::string& key, const std::string& path) {
+  size_t at = dict.find("'" + key + "'");
+  if (at == std::string::npos) at = dict.find("\"" + key + "\"");
+  if (at == std::string::npos) fail("'" + path + "' is not a valid npy file (its header has no '" + key + "')");
+  at = dict.find(':', at);
+  if (at == std::string::npos) fail("'" + path + "' is not a valid npy file (malformed header)");
+  ++at;
+  while (at < dict.size() && std::isspace(static_cast<unsigned char>(dict[at]))) ++at;
+  if (at >= dict.size()) fail("'" + path + "' is not a valid npy file (malformed header)");
+  const char open = dict[at];
+  size_t end;
+  if (open == '\'' || open == '"') {
+    end = dict.find(open, at + 1);
+    if (end == std::string::npos) fail("'" + path + "' is not a valid npy file (malformed header)");
+    return dict.substr(at + 1, end - at - 1);
+  }
+  if (open == '(') {
+    end = dict.find(')', at);
+    if (end == std::string::npos) fail("'" + path + "' is not a valid npy file (malformed header)");
+    return dict.substr(at, end - at + 1);
+  }
+  end = at;
+  while (end < dict.size() && (std::isalnum(static_cast<unsigned char>(dict[end])) || dict[end] == '_')) ++end;
+  return dict.substr(at, end - at);
+}
+
+struct DescrInfo {
+  DType dtype;
+  size_t size;
+};
+
+DescrInfo descr_info(const std::string& descr, const std::string& path) {
+  if (descr.size() >= 3) {
+    const std::string code = descr.substr(1);
+    if (code == "f2") return {DType::f16, 2};
+    if (code == "f4") return {DType::f32, 4};
+    if (code == "f8") return {DType::f64, 8};
+    if (code == "i4") return {DType::i32, 4};
+    if (code == "i8") return {DType::i64, 8};
+    if (code == "b1") return {DType::boolean, 1};
+    if (code == "u1" || code == "i1") return {DType::i32, 1};
+    if (code == "u2" || code == "i2") return {DType::i32, 2};
+    if (code == "u4") return {DType::i64, 4};
+  }
+  fail("'" + path + "' holds npy dtype '" + descr +
+       "', which Spora cannot load (it loads f2 f4 f8 i1 i2 i4 i8 u1 u2 u4 b1)");
+}
+
+// Element i of the file's data (little-endian after swapping) stored into t at flat index j.
+void convert(const uint8_t* src, const NpyHeader& h, sem::Tensor& t, int64_t i, int64_t j) {
+  uint8_t buf[8];
+  const size_t n = h.elem_size;
+  std::memcpy(buf, src + static_cast<size_t>(i) * n, n);
+  if (h.descr[0] == '>')
+    for (size_t k = 0; k < n / 2; ++k) std::swap(buf[k], buf[n - 1 - k]);
+  const std::string code = h.descr.substr(1);
+  auto* dst = static_cast<uint8_t*>(t.raw());
+  if (code == "u1") {
+    t.data<int32_t>()[j] = buf[0];
+  } else if (code == "i1") {
+    t.data<int32_t>()[j] = static_cast<int8_t>(buf[0]);
+  } else if (code == "u2" || code == "i2") {
+    uint16_t v;
+    std::memcpy(&v, buf, 2);
+    t.data<int32_t>()[j] = code == "u2" ? static_cast<int32_t>(v) : static_cast<int16_t>(v);
+  } else if (code == "u4") {
+    uint32_t v;
+    std::memcpy(&v, buf, 4);
+    t.data<int64_t>()[j] = v;
+  } else if (code == "b1") {
+    dst[j] = buf[0] != 0;
+  } else {
+    std::memcpy(dst + static_cast<size_t>(j) * n, buf, n);
+  }
+}
+
+}  // namespace
+
+std::string NpyHeader::str() const { return std::string(dtype_name(dtype)) + sem::shape_str(shape); }
+
+NpyHeader parse_npy_header(const Bytes& b, const std::string& path) {
+  if (b.size() < 10 || std::memcmp(b.data(), kMagic, 6) != 0)
+    fail("'" + path + "' is not an npy file (it does not start with \\x93NUMPY)");
+  const int major = b[6];
+  size_t len, start;
+  if (major == 1) {
+    len = b[8] | (size_t{b[9]} << 8);
+    start = 10;
+  } else if (major == 2 || major == 3) {
+    if (b.size() < 12) fail("'" + path + "' is truncated (in its npy header)");
+    len = load_le32(b.data() + 8);
+    start = 12;
+  } else {
+    fail("'" + path + "' is npy version " + std::to_string(major) + "." + std::to_string(b[7]) +
+         ", which Spora cannot read (it reads 1.0 to 3.0)");
+  }
+  if (b.size() < start + len) fail("'" + path + "' is truncated (in its npy header)");
+  const std::string dict(reinterpret_cast<const char*>(b.data() + start), len);
+  NpyHeader h;
+  h.data_offset = start + len;
+  h.descr = dict_value(dict, "descr", path);
+  const DescrInfo info = descr_info(h.descr, path);
+  h.dtype = info.dtype;
+  h.elem_size = info.size;
+  const std::string fo = dict_value(dict, "fortran_order", path);
+  if (fo != "True" && fo != "False") fail("'" + path + "' is not a valid npy file (fortran_order is '" + fo + "')");
+  h.fortran_order = fo == "True";
+  const std::string shape = dict_value(dict, "shape", path);
+  for (size_t i = 1; i < shape.size();) {
+    while (i < shape.size() && !std::isdigit(static_cast<unsigned char>(shape[i]))) {
+      if (shape[i] == '-') fail("'" + path + "' has a negative dimension in its shape " + shape);
+      ++i;
+    }
+    if (i >= shape.size()) break;
+    int64_t d = 0;
+    while (i < shape.size() && std::isdigit(static_cast<unsigned char>(shape[i]))) {
+      d = d * 10 + (shape[i] - '0');
+      if (d > (int64_t{1} << 40)) fail("'" + path + "' has an implausible shape " + shape);
+      ++i;
+    }
+    h.shape.push_back(d);
+  }
+  return h;
+}
+
+NpyHeader read_npy_header(const std::string& path) {
+  Bytes head = read_prefix(path, 12);
+  if (head.size() >= 10 && std::memcmp(head.data(), kMagic, 6) == 0) {
+    const size_t len = head[6] == 1 ? (head[8] | (size_t{head[9]} << 8)) + 10
+                                    : (head.size() >= 12 ? load_le32(head.data() + 8) + 12 : 12);
+    head = read_prefix(path, std::min<size_t>(len, size_t{1} << 24));
+  }
+  return parse_npy_header(head, path);
+}
+
+sem::Tensor read_npy(const std::string& path) {
+  Bytes b = read_file(path, true);
+  NpyHeader h = parse_npy_header(b, path);
+  sem::Tensor t = sem::Tensor::empty(h.dtype, h.shape);
+  const size_t need = h.data_offset + static_cast<size_t>(t.numel()) * h.elem_size;
+  if (b.size() < need)
+    fail("'" + path + "' is truncated: its header announces " + h.str() + " (" + std::to_string(need) +
+         " bytes), the file has " + std::to_string(b.size()) + " bytes");
+  const uint8_t* src = b.data() + h.data_offset;
+  const int64_t n = t.numel();
+  if (!h.fortran_order) {
+    for (int64_t i = 0; i < n; ++i) convert(src, h, t, i, i);
+    return t;
+  }
+  // Column-major: file element i has multi-index (i0, i1, ...) with i0 varying fastest.
+  const int64_t r = t.rank();
+  std::vector<int64_t> idx(static_cast<size_t>(r), 0), stride(static_cast<size_t>(r), 1);
+  for (int64_t d = r - 2; d >= 0; --d) stride[d] = stride[d + 1] * h.shape[d + 1];
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t j = 0;
+    for (int64_t d = 0; d < r; ++d) j += idx[d] * stride[d];
+    convert(src, h, t, i, j);
+    for (int64_t d = 0; d < r; ++d) {
+      if (++idx[d] < h.shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return t;
+}
+
+std::string npy_bytes(const sem::Tensor& t, const std::string& path) {
+  std::string descr;
+  switch (t.dtype()) {
+    case DType::f16: descr = "<f2"; break;
+    case DType::f32: descr = "<f4"; break;
+    case DType::f64: descr = "<f8"; break;
+    case DType::i32: descr = "<i4"; break;
+    case DType::i64: descr = "<i8"; break;
+    case DType::boolean: descr = "|b1"; break;
+    case DType::bf16:
+      fail("cannot write '" + path + "': npy has no bf16 type (cast to f32 first)");
+  }
+  std::string shape = "(";
+  for (int64_t d = 0; d < t.rank(); ++d) shape += std::to_string(t.shape()[d]) + (t.rank() == 1 ? ",)" : d + 1 < t.rank() ? ", " : ")");
+  if (t.rank() == 0) shape += ")";
+  std::string dict = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
+  // Pad with spaces so that magic + version + length + dict + '\n' is a multiple of 64.
+  const size_t total = 10 + dict.size() + 1;
+  dict.append((64 - total % 64) % 64, ' ');
+  dict += '\n';
+  if (dict.size() > 65535) fail("cannot write '" + path + "': the npy header of " + t.type()->str() + " is too long");
+  std::string out(kMagic, 6);
+  out += '\x01';
+  out += '\x00';
+  out += static_cast<char>(dict.size() & 0xff);
+  out += static_cast<char>(dict.size() >> 8);
+  out += dict;
+  out.append(static_cast<const char*>(t.raw()), t.nbytes());
+  return out;
+}
+
+void write_npy(const sem::Tensor& t, const std::string& path) { write_file_atomic(path, npy_bytes(t, path)); }
+
+}  // namespace spora::runtime::data
