@@ -106,15 +106,22 @@ size_t EagerExecutor::collect(const std::unordered_set<const ir::Node*>& live,
   size_t removed = 0;
   std::vector<ir::Node*> kept;
   kept.reserve(graph_->nodes.size());
+  std::unordered_set<const ir::Node*> erase;
   for (ir::Node* n : graph_->nodes) {
     if (!live.count(n)) {
-      // Forgotten: no value, no contents (the node object itself stays in the module's arena).
+      // Forgotten: no value, and the node is destroyed. Nodes that name graphs (control flow,
+      // calls, graph constants) are only emptied: later layers key state on them.
       values_.erase(n);
+      ++removed;
+      const bool names_graph = n->graph_value || n->callee || (n->prim && !n->prim->eval);
+      if (!names_graph) {
+        erase.insert(n);
+        continue;
+      }
       n->value = Value();
       n->inputs.clear();
       n->inputs.shrink_to_fit();
       n->attrs = Attrs{};
-      ++removed;
       continue;
     }
     kept.push_back(n);
@@ -132,6 +139,7 @@ size_t EagerExecutor::collect(const std::unordered_set<const ir::Node*>& live,
     }
   }
   graph_->nodes = std::move(kept);
+  m_.erase_nodes(erase);
   stats_.nodes_removed += static_cast<int64_t>(removed);
   note_sizes();
   return removed;

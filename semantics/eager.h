@@ -52,7 +52,8 @@ class EagerExecutor {
   uint64_t seq(const ir::Node* n) const;
 
   // Keeps the nodes of `live` and forgets every other node of the entry graph: its value is
-  // dropped and it leaves the graph's node list (its contents are cleared). A kept apply node
+  // dropped, it leaves the graph's node list and is destroyed (one that names a graph is only
+  // emptied), so no pointer to it may be used again. A kept apply node
   // becomes a constant holding its value (its inputs may be gone), except the nodes of
   // `keep_inputs`, which stay applies (a tape that autodiff may still walk); their inputs must
   // be in `live`. Returns the number of nodes removed.

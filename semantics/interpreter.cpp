@@ -278,19 +278,23 @@ Value Interpreter::eval_node(const Node* n, Frame& frame, size_t pos) {
     }
   }
 
+  // The allocator's pool for what a kernel allocates (liveness.h, rule 6).
+  const Lifetime lifetime = live.long_lived[live.num_params + pos] ? Lifetime::Long : Lifetime::Short;
   try {
     if (n->callee) {
       Value fused;
       const FusedKernelHook& hook = fused_kernel_hook();
-      if (hook && n->callee->has_flag("fused") && hook(*n->callee, in, fused)) return fused;
+      if (hook && n->callee->has_flag("fused")) {
+        LifetimeScope hint(lifetime);
+        if (hook(*n->callee, in, fused)) return fused;
+      }
       return call_graph(n, in, frame);
     }
     if (!n->prim) throw lang::InternalError("an apply with neither primitive nor callee");
     if (is_control_flow(*n)) return eval_control(n, in, frame);
     if (!n->prim->eval)
       throw lang::InternalError("primitive " + n->prim->name + " has no reference kernel");
-    // The allocator's pool for what the kernel allocates (liveness.h, rule 6).
-    LifetimeScope hint(live.long_lived[live.num_params + pos] ? Lifetime::Long : Lifetime::Short);
+    LifetimeScope hint(lifetime);
     return kernel_for(*n->prim)(in, n->attrs);
   } catch (RuntimeError& e) {
     if (!e.loc.valid())

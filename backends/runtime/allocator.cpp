@@ -146,10 +146,10 @@ CachingAllocator& caching_allocator() {
 std::string describe(const AllocatorStats& stats) {
   const PoolStats t = stats.total();
   return fmt::format("allocator reserved {:.3f} MB (peak {:.3f} MB), {:.1f} % cache hits ({} of {}), "
-                     "long-lived {:.3f} MB live",
+                     "long-lived pool peak {:.3f} MB",
                      static_cast<double>(t.reserved_bytes) / 1e6,
                      static_cast<double>(t.peak_reserved_bytes) / 1e6, 100.0 * stats.hit_rate(), t.hits,
-                     t.hits + t.misses, static_cast<double>(stats.long_lived.live_bytes) / 1e6);
+                     t.hits + t.misses, static_cast<double>(stats.long_lived.peak_bytes) / 1e6);
 }
 
 }  // namespace spora::runtime

@@ -91,7 +91,8 @@ class CachingAllocator final : public sem::Allocator {
 // outlive main).
 CachingAllocator& caching_allocator();
 
-// "reserved 12.6 MB, 97.3 % cache hits (1234 of 1268), long-lived 4.2 MB live" for --stats.
+// "allocator reserved 12.6 MB (peak ...), 97.3 % cache hits (1234 of 1268), long-lived pool
+// peak 4.2 MB" for --stats.
 std::string describe(const AllocatorStats& stats);
 
 }  // namespace spora::runtime

@@ -164,6 +164,11 @@ void Module::remove_graph(Graph* g) {
                 [&](const std::unique_ptr<Graph>& c) { return doomed.count(c.get()) > 0; });
 }
 
+void Module::erase_nodes(const std::unordered_set<const Node*>& dead) {
+  if (dead.empty()) return;
+  std::erase_if(nodes_, [&](const std::unique_ptr<Node>& n) { return dead.count(n.get()) > 0; });
+}
+
 std::vector<Graph*> Module::children(const Graph* g) const {
   std::vector<Graph*> out;
   for (const auto& c : graphs_)

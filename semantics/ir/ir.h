@@ -26,6 +26,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "lang/diagnostics.h"
@@ -100,6 +101,9 @@ class Module {
   Graph* find_graph(std::string_view name) const;
   // Removes a graph (and its nested graphs) that nothing refers to any more.
   void remove_graph(Graph* g);
+  // Destroys nodes that no graph lists any more and that nothing will use again (eager mode's
+  // collected nodes, semantics/eager.h).
+  void erase_nodes(const std::unordered_set<const Node*>& dead);
   // Graphs whose parent is g, in creation order.
   std::vector<Graph*> children(const Graph* g) const;
 

@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "backends/runtime/allocator.h"
 #include "backends/runtime/memory_plan.h"
 #include "semantics/interpreter.h"
 #include "semantics/liveness.h"
@@ -158,10 +159,13 @@ def main() {
   ASSERT_TRUE(lowered.module) << lowered.diagnostics;
   const int64_t base = sem::memory_stats().live_bytes;
   sem::reset_peak_memory();
+  caching_allocator().reset_stats();
   EXPECT_EQ(testing::run_graph_mode(*lowered.module), "2.0\n");
   // The state, the product and the sum at most (keeping the old state while the body runs
   // would need four).
   EXPECT_LT(sem::memory_stats().peak_bytes - base, 3 * 4 * kMiB + kMiB);
+  // The initial state outlives main's node that runs the loop: the long-lived pool.
+  EXPECT_GE(caching_allocator().stats().long_lived.peak_bytes, 4 * kMiB);
 }
 
 // Step 3 of the plan: buffers whose lifetimes overlap never overlap in the arena.
