@@ -1,26 +1,42 @@
-# A multi-layer perceptron trained by gradient descent with Spora's own automatic
-# differentiation. (Fashion-MNIST training arrives with the data pipeline and the optimisers
-# of std.optim; this version fits a small synthetic problem so it runs anywhere in a second.)
+# Fashion-MNIST with a multi-layer perceptron (784-256-10, ReLU), trained by SGD with
+# momentum (std.optim) on the real dataset (Debian's dataset-fashion-mnist), differentiated by
+# Spora's own automatic differentiation.
+#
+#   ./spora run examples/fashion_mlp.sp
+#
+# Prints a progress bar per epoch on stderr and a line per epoch on stdout, then writes the
+# curves (fashion_mlp.csv, fashion_mlp.svg) and the trained model (fashion_mlp.ckpt).
+# Reaches about 88 % test accuracy in 5 epochs.
 import std.nn
+import std.optim
 
-model MLP(n_in: int, hidden: int, n_out: int) {
-    param l1 = Dense(n_in, hidden)
-    param l2 = Dense(hidden, n_out)
+model MLP(hidden: int = 256) {
+    param l1 = Dense(784, hidden)
+    param l2 = Dense(hidden, 10)
     def forward(x) = l2(relu(l1(x)))
 }
 
 def loss(net: MLP, x, y) = cross_entropy(net(x), y)
 
 def main() {
-    var net = MLP(4, 32, 3, seed=0)
-    let x = normal(shape=(256, 4), seed=1)
-    let y = argmax(x[:, 0:3], axis=1)
-    for step in range(301) {
-        let (l, g) = value_and_grad(loss)(net, x, y)
-        net = tree_map(fn (p, d) => p - 0.5 * d, net, g)
-        if step % 100 == 0 {
-            print("step", step, "loss", l)
+    var net = MLP(hidden=256, seed=0)
+    let opt = sgd(lr=0.05, momentum=0.9)
+    var state = opt.init(net)
+    for epoch in range(5) {
+        for (x, y) in fashion_mnist("train", batch=64, shuffle=true, seed=0, flatten=true, progress=true) {
+            let (l, g) = value_and_grad(loss)(net, x, y)
+            (net, state) = opt.update(net, g, state)
+            report("loss", l)
         }
+        var test_loss = 0.0
+        var correct = 0.0
+        for (x, y) in fashion_mnist("test", batch=1000, flatten=true) {
+            let logits = net(x)
+            test_loss = test_loss + cross_entropy(logits, y) * len(y)
+            correct = correct + sum(cast(argmax(logits, axis=1) == y, f32))
+        }
+        log_epoch(epoch + 1, test_loss=test_loss / 10000.0, test_acc=correct / 10000.0)
     }
-    print("train accuracy", mean(cast(argmax(net(x), axis=1) == y, f32)))
+    save_curves("fashion_mlp")
+    save(net, "fashion_mlp.ckpt")
 }
