@@ -1080,8 +1080,11 @@ class Emitter {
       reduced_[n] = var;
     }
 
-    // The final pass: outputs per element and per row, and the totals' inputs.
+    // The final pass: outputs per element and per row, and the totals' inputs. The stores
+    // come last, after every read: an output may share its buffer with an input read at the
+    // same index (in_place_ok).
     pass_ = passes_;
+    std::vector<std::string> body_stores, post_stores;
     const int64_t dn = numel(domain_);
     auto per_row = [&](const Shape& s) {
       if (numel(s) == dn) return false;
@@ -1099,10 +1102,7 @@ class Emitter {
       Ix idx = linear(x, o->shape);
       std::string store = fmt::format("out{}[{}] = {};", k, idx.e,
                                       o->dtype == DType::boolean ? "(uint8_t)(" + v.e + ")" : v.e);
-      if (row)
-        plan_.passes.back().post.push_back(store);
-      else
-        plan_.passes.back().body.push_back(store);
+      (row ? post_stores : body_stores).push_back(store);
     }
     for (PNode* t : totals_) {
       PNode* x = t->in[0];
@@ -1117,6 +1117,10 @@ class Emitter {
           .push_back(plan_.totals.size());
       plan_.totals.push_back(a);
     }
+
+    auto& final_pass = plan_.passes.back();
+    final_pass.body.insert(final_pass.body.end(), body_stores.begin(), body_stores.end());
+    final_pass.post.insert(final_pass.post.end(), post_stores.begin(), post_stores.end());
 
     // The epilogue: totals and what is computed from them.
     pass_ = -1;

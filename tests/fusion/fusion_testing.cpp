@@ -42,7 +42,9 @@ codegen::FusedOptions test_fused_options() {
   return o;
 }
 
-std::unique_ptr<ir::Module> compile(const std::string& path, std::string* diagnostics) {
+std::unique_ptr<ir::Module> compile(const std::string& path, std::string* diagnostics,
+                                    const std::string& entry,
+                                    const std::function<void(ir::Module&)>& before_optimize) {
   setup();
   lang::SourceManager sources;
   lang::DiagnosticEngine diags(sources);
@@ -52,6 +54,14 @@ std::unique_ptr<ir::Module> compile(const std::string& path, std::string* diagno
     diags.print(os);
     if (diagnostics) *diagnostics = os.str();
     return nullptr;
+  }
+  if (before_optimize) before_optimize(*c.module);
+  if (!entry.empty()) {
+    c.module->entry = c.module->find_graph(entry);
+    if (!c.module->entry) {
+      if (diagnostics) *diagnostics = "no graph @" + entry;
+      return nullptr;
+    }
   }
   passes::optimize(*c.module);
   return std::move(c.module);
@@ -84,7 +94,8 @@ bool close(double a, double b, double rel, double abs_floor) {
 
 }  // namespace
 
-std::string compare(const sem::Value& a, const sem::Value& b, double rel, double abs_floor) {
+std::string compare(const sem::Value& a, const sem::Value& b, double rel, double abs_floor,
+                    double scale_rel) {
   if (a.kind != b.kind) return "values of different kinds";
   switch (a.kind) {
     case sem::Value::Kind::Tensor: {
@@ -92,9 +103,13 @@ std::string compare(const sem::Value& a, const sem::Value& b, double rel, double
       if (x.dtype() != y.dtype() || x.shape() != y.shape())
         return "tensor types differ: " + x.type()->str() + " vs " + y.type()->str();
       const bool exact = !is_float(x.dtype());
+      double largest = 0;
+      for (int64_t i = 0; i < y.numel(); ++i)
+        if (std::isfinite(y.get(i))) largest = std::max(largest, std::fabs(y.get(i)));
+      const double floor = abs_floor + scale_rel * largest;
       for (int64_t i = 0; i < x.numel(); ++i) {
         const double u = x.get(i), v = y.get(i);
-        if (exact ? u != v : !close(u, v, rel, abs_floor)) {
+        if (exact ? u != v : !close(u, v, rel, floor)) {
           std::ostringstream os;
           os.precision(9);
           os << "element " << i << " of " << x.type()->str() << ": " << u << " vs " << v;
@@ -107,7 +122,7 @@ std::string compare(const sem::Value& a, const sem::Value& b, double rel, double
     case sem::Value::Kind::Record: {
       if (a.items().size() != b.items().size()) return "tuples of different sizes";
       for (size_t k = 0; k < a.items().size(); ++k) {
-        std::string d = compare(a.items()[k], b.items()[k], rel, abs_floor);
+        std::string d = compare(a.items()[k], b.items()[k], rel, abs_floor, scale_rel);
         if (!d.empty()) return "item " + std::to_string(k) + ": " + d;
       }
       return "";

@@ -3,6 +3,7 @@
 // cache every test shares (in the build directory, so a second test run compiles nothing).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,7 +23,11 @@ codegen::CompileOptions test_compile_options();
 codegen::FusedOptions test_fused_options();
 
 // A .sp program lowered in graph mode and optimized (null with the diagnostics on failure).
-std::unique_ptr<ir::Module> compile(const std::string& path, std::string* diagnostics = nullptr);
+// With `entry`, that graph becomes the module's entry before optimizing (after `before_optimize`
+// ran on the lowered module, e.g. to run main for the entry's inputs).
+std::unique_ptr<ir::Module> compile(const std::string& path, std::string* diagnostics = nullptr,
+                                    const std::string& entry = "",
+                                    const std::function<void(ir::Module&)>& before_optimize = {});
 
 // What a run shows: the printed text and the entry's result (or the error message).
 struct ProgramRun {
@@ -34,10 +39,11 @@ ProgramRun run_entry(const ir::Module& m);
 ProgramRun call(const ir::Module& m, const ir::Graph* g, std::vector<sem::Value> args);
 
 // Compares two values leaf by leaf: tensors of the same dtype and shape whose elements agree
-// within rel * |b| + abs_floor (nan equals nan; integers and booleans exactly). An empty
-// string when they agree, else the first difference.
+// within rel * |b| + abs_floor + scale_rel * max|b| (the largest magnitude of that tensor; nan
+// equals nan; integers and booleans exactly). An empty string when they agree, else the first
+// difference.
 std::string compare(const sem::Value& a, const sem::Value& b, double rel = 1e-5,
-                    double abs_floor = 1e-6);
+                    double abs_floor = 1e-6, double scale_rel = 0);
 // The numbers in two printed texts, compared the same way (and the text between them exactly).
 std::string compare_printed(const std::string& a, const std::string& b, double rel = 1e-5,
                             double abs_floor = 1e-6);
