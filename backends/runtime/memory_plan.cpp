@@ -172,8 +172,16 @@ GraphPlan plan_graph(const Graph& g, const std::function<int64_t(const Graph*)>&
         if (const Owners* xo = owners_of(x)) append(o.all, xo->all);
       int64_t ws = 0;
       if (n->callee) ws = nested_peak(n->callee);
-      for (const Node* x : n->inputs)
-        if (x && x->graph_value) ws = std::max(ws, nested_peak(x->graph_value));
+      // A counted loop's index and an iterator's element are body parameters the node makes
+      // itself (the others are its operands).
+      const bool makes_first_param = n->is_prim("for_range") || n->is_prim("for_each");
+      for (const Node* x : n->inputs) {
+        if (!x || !x->graph_value) continue;
+        int64_t w = nested_peak(x->graph_value);
+        const auto& ps = x->graph_value->params;
+        if (makes_first_param && !ps.empty() && ps[0]->type) w += std::max<int64_t>(0, type_bytes(*ps[0]->type));
+        ws = std::max(ws, w);
+      }
       if (ws > 0) bufs.push_back(PlannedBuffer{nullptr, aligned(ws), pos, pos, 0});
     }
   }
@@ -184,6 +192,15 @@ GraphPlan plan_graph(const Graph& g, const std::function<int64_t(const Graph*)>&
     for (size_t b : owners[s].all) bufs[b].end = std::max(bufs[b].end, last);
   }
 
+  // The workspace a caller reserves: the arena of everything but the parameters (they are the
+  // caller's operands, already in its own plan).
+  {
+    std::vector<PlannedBuffer> own;
+    for (const PlannedBuffer& b : bufs)
+      if (b.begin >= 0) own.push_back(b);
+    place(own);
+    for (const PlannedBuffer& b : own) plan.workspace_bytes = std::max(plan.workspace_bytes, b.offset + b.bytes);
+  }
   place(bufs);
   for (const PlannedBuffer& b : bufs) plan.peak_bytes = std::max(plan.peak_bytes, b.offset + b.bytes);
   // Lower bound: bytes live at each position (a sweep over begin / end events).
@@ -217,7 +234,7 @@ ModulePlan plan_module(const ir::Module& m, const Graph* root) {
     if (it != peaks.end()) return it->second;  // done, or recursion in progress (0)
     peaks[g] = 0;
     GraphPlan p = plan_graph(*g, peak_of);
-    peaks[g] = p.peak_bytes;
+    peaks[g] = p.workspace_bytes;
     index[g] = out.graphs.size();
     out.graphs.push_back(std::move(p));
     return peaks[g];
@@ -239,11 +256,11 @@ std::string describe(const ModulePlan& plan, size_t max_bodies) {
   std::vector<const GraphPlan*> bodies;
   for (size_t i = 1; i < plan.graphs.size(); ++i) bodies.push_back(&plan.graphs[i]);
   std::stable_sort(bodies.begin(), bodies.end(),
-                   [](const GraphPlan* a, const GraphPlan* b) { return a->peak_bytes > b->peak_bytes; });
+                   [](const GraphPlan* a, const GraphPlan* b) { return a->workspace_bytes > b->workspace_bytes; });
   if (!bodies.empty()) {
-    s += "; nested:";
+    s += "; nested graphs' workspaces:";
     for (size_t i = 0; i < bodies.size() && i < max_bodies; ++i)
-      s += fmt::format("{} @{} {:.3f} MB", i ? "," : "", bodies[i]->graph->name, mb(bodies[i]->peak_bytes));
+      s += fmt::format("{} @{} {:.3f} MB", i ? "," : "", bodies[i]->graph->name, mb(bodies[i]->workspace_bytes));
     if (bodies.size() > max_bodies) s += fmt::format(" (+{} more)", bodies.size() - max_bodies);
   }
   int64_t unsized = 0;

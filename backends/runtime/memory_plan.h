@@ -13,8 +13,9 @@
 //     buffers of their inputs (a tuple element by element). A node that runs a nested graph
 //     (control flow, a call) gets a fresh buffer for its result, may also pass its inputs
 //     through, and needs a workspace, live at its position only, of the nested graph's
-//     planned peak (if: the larger branch; while: the larger of cond and body). Constants
-//     are held by the IR and reported apart.
+//     planned workspace: the arena of its buffers but its parameters, which are the node's
+//     operands (if: the larger branch; while: the larger of cond and body; for_range and
+//     for_each add their index / element). Constants are held by the IR and reported apart.
 //  2. Lifetimes. A buffer lives from its definition to the last use (liveness.h) of any value
 //     that shares it; the graph's output lives to the end.
 //  3. Offsets: greedy by size, best fit (TVM's and XLA's heap simulator): buffers in decreasing
@@ -47,6 +48,7 @@ struct GraphPlan {
   const ir::Graph* graph = nullptr;
   std::vector<PlannedBuffer> buffers;
   int64_t peak_bytes = 0;         // the arena: max(offset + bytes)
+  int64_t workspace_bytes = 0;    // the arena of the buffers but the parameters' (laid out alone)
   int64_t lower_bound_bytes = 0;  // the most bytes live at one position
   int64_t param_bytes = 0;        // of the parameters (part of the arena)
   int64_t constant_bytes = 0;     // held by the graph's constants (not in the arena)
@@ -58,13 +60,13 @@ struct ModulePlan {
   const GraphPlan* find(const ir::Graph* g) const;
 };
 
-// Plans g alone; `nested_peak` gives the planned peak of a graph g runs (0 if unknown).
+// Plans g alone; `nested_peak` gives the workspace of a graph g runs (0 if unknown).
 GraphPlan plan_graph(const ir::Graph& g, const std::function<int64_t(const ir::Graph*)>& nested_peak);
 // Plans `root` (default: the entry graph) and every graph it can run.
 ModulePlan plan_module(const ir::Module& m, const ir::Graph* root = nullptr);
 
-// "planned peak 12.583 MB (lower bound 12.583 MB, constants 0.004 MB) for @main; bodies:
-// @main.body 3.146 MB, ..." (at most max_bodies bodies, the largest first).
+// "planned peak 12.583 MB for @main (lower bound 12.583 MB, constants 0.004 MB); nested
+// graphs' workspaces: @main.body 3.146 MB, ..." (at most max_bodies, the largest first).
 std::string describe(const ModulePlan& plan, size_t max_bodies = 4);
 
 }  // namespace spora::runtime
