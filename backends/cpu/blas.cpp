@@ -38,7 +38,8 @@ void gemm_split(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, cons
   const bool by_cols = n >= m;
   const int64_t side = by_cols ? n : m;
   const int64_t align = by_cols ? 16 : 4;
-  parallel_for(side, m * n * k / side / 4, [&](int64_t lo, int64_t hi) {
+  // A multiply-add costs about an eighth of an elementwise add (parallel_work units).
+  parallel_for(side, m * n * k / side / 8 + 1, [&](int64_t lo, int64_t hi) {
     if (by_cols) {
       const T* bb = tb ? b + lo * ldb : b + lo;
       blas_call(ta, tb, m, hi - lo, k, alpha, a, lda, bb, ldb, beta, c + lo, ldc);

@@ -2,6 +2,7 @@
 #include "backends/cpu/kernels.h"
 
 #include <atomic>
+#include <cstdlib>
 
 namespace spora::cpu {
 
@@ -39,6 +40,16 @@ Isa force_isa(Isa want) {
 }
 
 int max_threads() { return omp_get_max_threads(); }
+
+namespace {
+std::atomic<int64_t> g_parallel_work{[] {
+  const char* env = std::getenv("SPORA_CPU_PARALLEL_WORK");
+  return env ? std::max<int64_t>(1, std::atoll(env)) : int64_t{1} << 20;
+}()};
+}  // namespace
+
+int64_t parallel_work() { return g_parallel_work.load(std::memory_order_relaxed); }
+int64_t set_parallel_work(int64_t work) { return g_parallel_work.exchange(std::max<int64_t>(1, work)); }
 
 Tensor reuse_or_empty(const std::vector<Value>& in, std::initializer_list<size_t> candidates,
                       DType dtype, const Shape& shape) {

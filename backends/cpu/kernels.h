@@ -89,21 +89,26 @@ Isa force_isa(Isa want);
 
 // ---- threads --------------------------------------------------------------------------------
 
-// Work (elements x relative cost) below which a loop runs on the calling thread: starting the
-// OpenMP team costs a few microseconds, a plain float add about 0.3 ns per element.
-constexpr int64_t kParallelWork = 1 << 16;
+// Work (elements x relative cost; 1 = a float add, about 0.3 ns) below which a loop runs on
+// the calling thread. Starting and joining the OpenMP team costs a few microseconds on an idle
+// machine, but milliseconds when the cores are shared with other busy processes (a thread of
+// the team waits for its time slice, and the barrier waits for it): only loops of a few hundred
+// microseconds and more are split. SPORA_CPU_PARALLEL_WORK overrides it (read once).
+int64_t parallel_work();
+// Tests: another threshold (to run the parallel paths on small inputs); returns the previous.
+int64_t set_parallel_work(int64_t work);
 
 int max_threads();
 
 // Runs body(begin, end) over [0, n), split into one contiguous chunk per OpenMP thread (chunk
-// bounds multiples of `align`) when n * cost reaches kParallelWork, else on the calling thread.
+// bounds multiples of `align`) when n * cost reaches parallel_work(), else on the calling thread.
 // The split never changes results: bodies write disjoint outputs. An exception thrown by a
 // body is rethrown on the calling thread.
 template <class F>
 void parallel_for(int64_t n, int64_t cost, F&& body, int64_t align = 16) {
   if (n <= 0) return;
   int nt = max_threads();
-  if (nt <= 1 || n * cost < kParallelWork || omp_in_parallel()) {
+  if (nt <= 1 || n * cost < parallel_work() || omp_in_parallel()) {
     body(int64_t{0}, n);
     return;
   }
@@ -127,12 +132,12 @@ void parallel_for(int64_t n, int64_t cost, F&& body, int64_t align = 16) {
 }
 
 // Runs body(i) for each task i in [0, n) in parallel (dynamic schedule: tasks of uneven size)
-// when total work n * cost reaches kParallelWork.
+// when total work n * cost reaches parallel_work().
 template <class F>
 void parallel_tasks(int64_t n, int64_t cost, F&& body) {
   if (n <= 0) return;
   int nt = max_threads();
-  if (nt <= 1 || n <= 1 || n * cost < kParallelWork || omp_in_parallel()) {
+  if (nt <= 1 || n <= 1 || n * cost < parallel_work() || omp_in_parallel()) {
     for (int64_t i = 0; i < n; ++i) body(i);
     return;
   }

@@ -32,6 +32,8 @@ inline const sem::Primitive& prim(const std::string& name) {
   static bool once = [] {
     ops::register_all();
     register_kernels();
+    // Split loops from 4K add-equivalents on: the tests' moderate sizes run the parallel paths.
+    set_parallel_work(4096);
     return true;
   }();
   (void)once;
