@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/loops.h"
 #include "backends/cpu/vmath.h"
 #include "ops/rng.h"
 
@@ -79,6 +80,43 @@ double row_exp_sum(const T* x, int64_t n, double shift, T* e) {
   }
 }
 
+struct ExpF {
+  static SPORA_INLINE float f(float x) { return vm::exp(x); }
+};
+
+// Rows [0, rows) of len elements: shift[r] (the row's finite maximum, else 0) and sum[r], the
+// sum of exp(x - shift) in double; e (null, or rows x len, may be x itself) receives the
+// exponentials. Rows shorter than a vector (10 classes) are done together: x - shift row by
+// row, then one vectorised exp over the whole block.
+template <class T>
+void exp_rows(const T* x, T* e, int64_t rows, int64_t len, double* shift, double* sum) {
+  if (std::is_same_v<T, double> || len >= 32) {
+    for (int64_t r = 0; r < rows; ++r) {
+      double m;
+      row_max<T>(x + r * len, len, &m);
+      shift[r] = shift_of(m);
+      sum[r] = row_exp_sum<T>(x + r * len, len, shift[r], e ? e + r * len : nullptr);
+    }
+    return;
+  }
+  std::vector<T> scratch(e ? 0 : static_cast<size_t>(rows * len));
+  T* z = e ? e : scratch.data();
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * len;
+    T m = -std::numeric_limits<T>::infinity();
+    for (int64_t i = 0; i < len; ++i) m = xr[i] > m ? xr[i] : m;
+    shift[r] = shift_of(static_cast<double>(m));
+    const T s = static_cast<T>(shift[r]);
+    for (int64_t i = 0; i < len; ++i) z[r * len + i] = xr[i] - s;
+  }
+  if constexpr (std::is_same_v<T, float>) unary_apply<ExpF, float, float>(z, z, rows * len, 0);
+  for (int64_t r = 0; r < rows; ++r) {
+    double s = 0;
+    for (int64_t i = 0; i < len; ++i) s += static_cast<double>(z[r * len + i]);
+    sum[r] = s;
+  }
+}
+
 // Sums of a row in double: f32 vectorised (reordered; the f32 result rounds the difference
 // away), f64 in the reference's order (so f64 statistics are the reference's bit for bit).
 SPORA_MULTIVERSION((template <class T>), row_sum, (<T>), (const T* x, int64_t n, double* out),
@@ -115,22 +153,23 @@ SPORA_MULTIVERSION((template <class T>), row_sq_dev, (<T>),
 template <class T>
 void softmax_rows(const T* x, T* y, int64_t rows, int64_t len, bool log) {
   parallel_for(rows, len * 12, [&](int64_t b, int64_t e) {
-    for (int64_t r = b; r < e; ++r) {
-      const T* xr = x + r * len;
-      T* yr = y + r * len;
-      double m;
-      row_max<T>(xr, len, &m);
-      const double shift = shift_of(m);
-      if (log) {
-        const double lse = std::log(row_exp_sum<T>(xr, len, shift, nullptr)) + shift;
-        for (int64_t i = 0; i < len; ++i) yr[i] = static_cast<T>(static_cast<double>(xr[i]) - lse);
-      } else {
-        const double sum = row_exp_sum<T>(xr, len, shift, yr);
-        if constexpr (std::is_same_v<T, float>) {
-          const float inv = static_cast<float>(1.0 / sum);
+    constexpr int64_t kChunk = 256;  // rows per exp_rows call
+    std::vector<double> shift(kChunk), sum(kChunk);
+    for (int64_t r0 = b; r0 < e; r0 += kChunk) {
+      const int64_t cnt = std::min(kChunk, e - r0);
+      // softmax: the exponentials go straight into y (x is read first, even when y is x)
+      exp_rows<T>(x + r0 * len, log ? nullptr : y + r0 * len, cnt, len, shift.data(), sum.data());
+      for (int64_t r = 0; r < cnt; ++r) {
+        const T* xr = x + (r0 + r) * len;
+        T* yr = y + (r0 + r) * len;
+        if (log) {
+          const double lse = std::log(sum[r]) + shift[r];
+          for (int64_t i = 0; i < len; ++i) yr[i] = static_cast<T>(static_cast<double>(xr[i]) - lse);
+        } else if constexpr (std::is_same_v<T, float>) {
+          const float inv = static_cast<float>(1.0 / sum[r]);
           for (int64_t i = 0; i < len; ++i) yr[i] *= inv;
         } else {
-          for (int64_t i = 0; i < len; ++i) yr[i] /= sum;
+          for (int64_t i = 0; i < len; ++i) yr[i] /= sum[r];
         }
       }
     }
@@ -239,11 +278,12 @@ Value logsumexp_kernel(const RefKernel& ref, const std::vector<Value>& in, const
       const T* px = rows.data<T>();
       T* po = out.data<T>();
       parallel_for(n, len * 10, [&](int64_t b, int64_t e) {
-        for (int64_t j = b; j < e; ++j) {
-          double m;
-          row_max<T>(px + j * len, len, &m);
-          double shift = shift_of(m);
-          po[j] = static_cast<T>(std::log(row_exp_sum<T>(px + j * len, len, shift, nullptr)) + shift);
+        constexpr int64_t kChunk = 256;
+        std::vector<double> shift(kChunk), sum(kChunk);
+        for (int64_t r0 = b; r0 < e; r0 += kChunk) {
+          const int64_t cnt = std::min(kChunk, e - r0);
+          exp_rows<T>(px + r0 * len, nullptr, cnt, len, shift.data(), sum.data());
+          for (int64_t r = 0; r < cnt; ++r) po[r0 + r] = static_cast<T>(std::log(sum[r]) + shift[r]);
         }
       }, 1);
     }
@@ -288,28 +328,35 @@ Value cross_entropy_kernel(const RefKernel& ref, const std::vector<Value>& in, c
       const T* px = x.data<T>();
       const T* pl = soft ? labels.data<T>() : nullptr;
       parallel_for(n, v.len * 12, [&](int64_t b, int64_t e) {
-        std::vector<T> col;
-        for (int64_t j = b; j < e; ++j) {
-          int64_t o = j / v.inner, i = j % v.inner;
-          const T* row = px + o * v.len * v.inner + i;
-          const T* lrow = soft ? pl + o * v.len * v.inner + i : nullptr;
-          if (v.inner != 1) {  // gather the strided class row
-            col.resize(v.len);
-            for (int64_t k = 0; k < v.len; ++k) col[k] = row[k * v.inner];
-            row = col.data();
+        constexpr int64_t kChunk = 256;
+        std::vector<double> shift(kChunk), sum(kChunk);
+        std::vector<T> col(v.inner == 1 ? 0 : static_cast<size_t>(v.len));
+        for (int64_t j0 = b; j0 < e; j0 += kChunk) {
+          const int64_t cnt = std::min(kChunk, e - j0);
+          if (v.inner == 1) {  // label j's classes are row j
+            exp_rows<T>(px + j0 * v.len, nullptr, cnt, v.len, shift.data(), sum.data());
+          } else {  // gather each label's strided classes
+            for (int64_t r = 0; r < cnt; ++r) {
+              const int64_t j = j0 + r, o = j / v.inner, i = j % v.inner;
+              for (int64_t k = 0; k < v.len; ++k) col[k] = px[(o * v.len + k) * v.inner + i];
+              exp_rows<T>(col.data(), nullptr, 1, v.len, &shift[r], &sum[r]);
+            }
           }
-          double m;
-          row_max<T>(row, v.len, &m);
-          double shift = shift_of(m);
-          double lse = std::log(row_exp_sum<T>(row, v.len, shift, nullptr)) + shift;
-          double l = 0;
-          if (soft) {
-            for (int64_t k = 0; k < v.len; ++k)
-              l -= static_cast<double>(lrow[k * v.inner]) * (static_cast<double>(row[k]) - lse);
-          } else {
-            l = lse - static_cast<double>(row[cls[j]]);
+          for (int64_t r = 0; r < cnt; ++r) {
+            const int64_t j = j0 + r, o = j / v.inner, i = j % v.inner;
+            const T* row = px + o * v.len * v.inner + i;  // class k at row[k * inner]
+            const double lse = std::log(sum[r]) + shift[r];
+            double l = 0;
+            if (soft) {
+              const T* lrow = pl + o * v.len * v.inner + i;
+              for (int64_t k = 0; k < v.len; ++k)
+                l -= static_cast<double>(lrow[k * v.inner]) *
+                     (static_cast<double>(row[k * v.inner]) - lse);
+            } else {
+              l = lse - static_cast<double>(row[cls[j] * v.inner]);
+            }
+            loss[j] = l;
           }
-          loss[j] = l;
         }
       }, 1);
     }

@@ -216,7 +216,10 @@ TEST(CpuInPlace, UniqueInputsAreReusedSharedOnesNever) {
   const Case cases[] = {{"exp", {{1000}}, 0},          {"neg", {{5, 7}}, 0},
                         {"add", {{40, 30}, {30}}, 0},  {"mul", {{}, {40, 30}}, 1},
                         {"sub", {{40, 30}, {40, 30}}, 0}, {"gelu", {{70000}}, 0},
-                        {"where", {{40, 30}, {40, 30}, {30}}, 1}};
+                        {"where", {{40, 30}, {40, 30}, {30}}, 1},
+                        {"softmax", {{64, 10}}, 0},       {"log_softmax", {{64, 10}}, 0},
+                        {"softmax", {{3, 1000}}, 0},      {"log_softmax", {{3, 1000}}, 0},
+                        {"layer_norm", {{8, 300}}, 0},    {"dropout", {{1000}}, 0}};
   for (const Case& c : cases) {
     std::vector<Tensor> xs;
     for (size_t i = 0; i < c.shapes.size(); ++i)
