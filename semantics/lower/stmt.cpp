@@ -650,10 +650,12 @@ bool Lowerer::lower_for_eager_iter(const Stmt& s, const AV& iterable, Env& env) 
   while (pull(e)) {
     AV elem = as_av(as_av, e);
     e = Value();
+    const int errors = diags_.error_count();
     env.push();
     bind_pattern(s.pattern, elem, env, true, false, it.range);
     lower_block(s.body->stmts, 0, env);
     env.pop();
+    if (diags_.error_count() > errors) throw Abort{};  // reported once, not once per element
   }
   return true;
 }
