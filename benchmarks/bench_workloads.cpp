@@ -31,6 +31,7 @@
 #include <fmt/format.h>
 #include <omp.h>
 #include <sys/resource.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -543,52 +544,69 @@ std::string fused_label(const spora::ir::Graph& g) {
   return fmt::format("fused[{}{}]", fmt::join(prims, "+"), prims.size() == 6 ? "+..." : "");
 }
 
+double process_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+// Two columns per row: wall time (the trace's) and CPU time of the process (all threads, spin
+// waits included) between the previous trace event and this one, which preemption by other
+// processes on a shared machine does not inflate; rows are sorted by CPU time.
 void profile_module(const std::string& id, const StepModule& s, const std::vector<Value>& args, int steps) {
   struct Acc {
-    double s = 0;
+    double wall = 0, cpu = 0;
     int n = 0;
   };
   std::map<std::string, Acc> by_prim, by_shape;
   std::map<int, double> nested;  // leaf time seen at each depth since the last event above it
-  double leaf_total = 0;
+  double leaf_wall = 0, leaf_cpu = 0, cpu_last = 0;
   s.activate();
   spora::sem::Interpreter interp(*s.module);
   interp.call(s.step, args);  // warm-up
   interp.set_trace([&](const spora::sem::TraceEvent& e) {
+    const double cpu_now = process_cpu_seconds(), cpu = cpu_now - cpu_last;
+    cpu_last = cpu_now;
     const spora::ir::Node* n = e.node;
     const spora::sem::Primitive* p = n->prim;
     std::string name;
     if (p && p->eval) {
-      const bool cpu = p->facet<spora::sem::RefKernel>(spora::sem::kCpuKernelFacet) != nullptr;
-      name = p->name + (cpu ? "" : " (ref)");
+      const bool has_cpu = p->facet<spora::sem::RefKernel>(spora::sem::kCpuKernelFacet) != nullptr;
+      name = p->name + (has_cpu ? "" : " (ref)");
     } else if (n->callee && spora::passes::is_fused_graph(*n->callee) && nested[e.depth + 1] == 0) {
       name = fused_label(*n->callee);
     }
     nested[e.depth + 1] = 0;
     if (name.empty()) return;  // calls and control flow: their nodes were counted
     nested[e.depth] += e.seconds;
-    const std::string shaped = fmt::format("{:<28} -> {}", name, n->type->str());
-    by_prim[name].s += e.seconds, by_prim[name].n++;
-    by_shape[shaped].s += e.seconds, by_shape[shaped].n++;
-    leaf_total += e.seconds;
+    for (auto* acc : {&by_prim[name], &by_shape[fmt::format("{:<28} -> {}", name, n->type->str())]}) {
+      acc->wall += e.seconds;
+      acc->cpu += cpu;
+      acc->n++;
+    }
+    leaf_wall += e.seconds;
+    leaf_cpu += cpu;
   });
   const auto t0 = Clock::now();
+  const double c0 = process_cpu_seconds();
+  cpu_last = c0;
   for (int k = 0; k < steps; ++k) interp.call(s.step, args);
-  const double wall = seconds_since(t0) / steps;
+  const double wall = seconds_since(t0) / steps, cpu_total = (process_cpu_seconds() - c0) / steps;
   interp.set_trace(nullptr);
   spora::sem::set_fused_kernel_hook(nullptr);
   auto print = [&](const std::map<std::string, Acc>& m, size_t top) {
     std::vector<std::pair<std::string, Acc>> v(m.begin(), m.end());
-    std::sort(v.begin(), v.end(), [](auto& x, auto& y) { return x.second.s > y.second.s; });
+    std::sort(v.begin(), v.end(), [](auto& x, auto& y) { return x.second.cpu > y.second.cpu; });
     for (size_t k = 0; k < v.size() && k < top; ++k)
-      std::cout << fmt::format("  {:>9.3f} ms {:>5.1f}% {:>6} x  {}\n", v[k].second.s / steps * 1e3,
-                               100 * v[k].second.s / steps / wall, v[k].second.n / steps, v[k].first);
+      std::cout << fmt::format("  {:>9.3f} {:>9.3f} {:>5.1f}% {:>6}  {}\n", v[k].second.cpu / steps * 1e3,
+                               v[k].second.wall / steps * 1e3, 100 * v[k].second.cpu / steps / cpu_total,
+                               v[k].second.n / steps, v[k].first);
   };
-  std::cout << fmt::format("== {} graph-mode step, {}: {:.3f} ms (traced); in kernels {:.3f} ms; "
-                           "interpreter and tracing {:.3f} ms ==\n",
-                           id, s.fused ? "fused" : "unfused", wall * 1e3, leaf_total / steps * 1e3,
-                           (wall - leaf_total / steps) * 1e3);
-  std::cout << "  by primitive or fusion group ((ref): no kernel.cpu facet, the reference kernel ran):\n";
+  std::cout << fmt::format("== {} graph-mode step, {} ({} steps traced): wall {:.3f} ms, CPU {:.3f} ms; "
+                           "in kernels: wall {:.3f} ms, CPU {:.3f} ms ==\n",
+                           id, s.fused ? "fused" : "unfused", steps, wall * 1e3, cpu_total * 1e3,
+                           leaf_wall / steps * 1e3, leaf_cpu / steps * 1e3);
+  std::cout << "     CPU ms   wall ms  %CPU  calls  primitive or fusion group ((ref): the reference kernel ran)\n";
   print(by_prim, 30);
   std::cout << "  by primitive and result type (top 15):\n";
   print(by_shape, 15);
@@ -627,7 +645,7 @@ int main(int argc, char** argv) {
   if (!profile_ids.empty()) {
     init_spora();
     std::stringstream ss(profile_ids);
-    for (std::string id; std::getline(ss, id, ',');) profile(id, id == "W4" ? 3 : 10);
+    for (std::string id; std::getline(ss, id, ',');) profile(id, id == "W4" || id == "W6" ? 5 : 30);
     return 0;
   }
   for (const auto& w : workloads()) {
