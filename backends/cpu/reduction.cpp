@@ -161,12 +161,19 @@ SPORA_INLINE SumAcc<T> widen(T v) {
     return static_cast<uint64_t>(static_cast<int64_t>(v));
 }
 
+// 32 independent accumulators (four AVX-512 registers of doubles: no add waits for the one
+// before it), combined in a fixed order: the same sum on every instruction set.
 SPORA_MULTIVERSION((template <class T>), sum_block, (<T>),
                    (const T* x, int64_t n, SumAcc<T>* out), (x, n, out), {
-                     SumAcc<T> s = 0;
-                     _Pragma("omp simd reduction(+ : s)") for (int64_t i = 0; i < n; ++i) s +=
-                         widen(x[i]);
-                     *out = s;
+                     constexpr int64_t kLanes = 32;
+                     SumAcc<T> acc[kLanes] = {};
+                     int64_t i = 0;
+                     for (; i + kLanes <= n; i += kLanes)
+                       for (int64_t j = 0; j < kLanes; ++j) acc[j] += widen(x[i + j]);
+                     for (int64_t j = 0; i < n; ++i, ++j) acc[j] += widen(x[i]);
+                     for (int64_t w = kLanes / 2; w > 0; w /= 2)
+                       for (int64_t j = 0; j < w; ++j) acc[j] += acc[j + w];
+                     *out = acc[0];
                    })
 
 SPORA_MULTIVERSION((template <class T>), prod_block, (<T>),

@@ -32,8 +32,9 @@ inline const sem::Primitive& prim(const std::string& name) {
   static bool once = [] {
     ops::register_all();
     register_kernels();
-    // Split loops from 4K add-equivalents on: the tests' moderate sizes run the parallel paths.
-    set_parallel_work(4096);
+    // Split loops from 32K add-equivalents on: the tests' larger inputs (1e4-1e5 elements) run
+    // the parallel paths, the many small ones stay on one thread.
+    set_parallel_work(int64_t{1} << 15);
     return true;
   }();
   (void)once;
