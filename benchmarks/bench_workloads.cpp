@@ -21,8 +21,9 @@
 // kernels within 1e-4 (relative to the largest magnitude), eager mode prints the same loss as
 // graph mode, and W5 matches its closed form (computed in double) on a few elements.
 //
-// Counters: median_ms / min_ms per step (the compare script quotes the median), bg_load (CPU
-// cores used by other processes while timing; above ~0.1 the number is contaminated).
+// Counters: median_ms / min_ms per step (the compare script quotes the median), cpu_ms (CPU
+// time of the process per step, all threads), bg_load (CPU cores used by other processes
+// while timing; above ~0.1 the number is contaminated).
 // Extra flag (before the Google Benchmark flags): --profile=W2,W4[,eager] prints, for each
 // workload, where a graph-mode step spends its time per primitive (Interpreter::set_trace);
 // --dump-ir=W2 prints the optimised, fused module whose entry is @step (what graph mode runs).
@@ -60,6 +61,13 @@ using spora::sem::Value;
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// CPU time of this process (all its threads).
+double process_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
 
 // ------------------------------------------------------------------ load accounting
 // CPU seconds used by other processes during a timed loop, as in ../shared/bench/torch_workloads.py.
@@ -391,6 +399,7 @@ void BM_Graph(benchmark::State& state, const std::string& id, bool fused) {
   std::vector<double> times;
   BgMeter bg;
   const size_t launches0 = s.fused ? s.fused->launches() : 0, fallbacks0 = s.fused ? s.fused->fallbacks() : 0;
+  const double cpu0 = process_cpu_seconds();
   for (auto _ : state) {
     const auto t0 = Clock::now();
     once();
@@ -399,6 +408,7 @@ void BM_Graph(benchmark::State& state, const std::string& id, bool fused) {
     times.push_back(dt);
   }
   report_times(state, times, bg);
+  state.counters["cpu_ms"] = (process_cpu_seconds() - cpu0) / static_cast<double>(std::max<size_t>(times.size(), 1)) * 1e3;
   if (s.fused) {
     const double n = static_cast<double>(std::max<size_t>(times.size(), 1));
     state.counters["fused_launches"] = static_cast<double>(s.fused->launches() - launches0) / n;
@@ -418,29 +428,41 @@ void BM_Eager(benchmark::State& state, const std::string& id) {
   // 1 and 1 + k steps: the difference holds k steps and nothing that happens once per run
   // (building the inputs, the first step's allocations, what the end of the run costs).
   const std::string base = eager_program(text, 1, false), full = eager_program(text, 1 + w.eager_steps, false);
+  struct Run {
+    double wall, cpu;
+  };
   auto time_of = [&](const std::string& program) {
     const auto t0 = Clock::now();
+    const double c0 = process_cpu_seconds();
     benchmark::DoNotOptimize(lower(program, "bench_eager", true));
-    return seconds_since(t0);
+    return Run{seconds_since(t0), process_cpu_seconds() - c0};
   };
   auto base_time = [&] {
-    std::vector<double> t;
-    for (int k = 0; k < 5; ++k) t.push_back(time_of(base));
-    return median(t);
+    std::vector<double> wall, cpu;
+    for (int k = 0; k < 5; ++k) {
+      const Run r = time_of(base);
+      wall.push_back(r.wall), cpu.push_back(r.cpu);
+    }
+    return Run{median(wall), median(cpu)};
   };
   time_of(full);  // warm-up
-  const double base_before = base_time();
-  std::vector<double> totals;
+  const Run base_before = base_time();
+  std::vector<Run> totals;
   BgMeter bg;
   for (auto _ : state) {
     totals.push_back(time_of(full));
-    state.SetIterationTime(std::max(0.0, totals.back() - base_before) / w.eager_steps);
+    state.SetIterationTime(std::max(0.0, totals.back().wall - base_before.wall) / w.eager_steps);
   }
   // The counters use the 1-step time measured before and after the timed runs.
-  const double base_s = 0.5 * (base_before + base_time());
-  std::vector<double> per_step;
-  for (double t : totals) per_step.push_back(std::max(0.0, t - base_s) / w.eager_steps);
+  const Run base_after = base_time();
+  const double base_s = 0.5 * (base_before.wall + base_after.wall), base_cpu = 0.5 * (base_before.cpu + base_after.cpu);
+  std::vector<double> per_step, cpu_per_step;
+  for (const Run& t : totals) {
+    per_step.push_back(std::max(0.0, t.wall - base_s) / w.eager_steps);
+    cpu_per_step.push_back(std::max(0.0, t.cpu - base_cpu) / w.eager_steps);
+  }
   report_times(state, per_step, bg);
+  state.counters["cpu_ms"] = median(cpu_per_step) * 1e3;
   state.counters["one_step_run_ms"] = base_s * 1e3;
   state.counters["steps"] = w.eager_steps;
 }
@@ -542,12 +564,6 @@ std::string fused_label(const spora::ir::Graph& g) {
   for (const auto* n : g.nodes)
     if (n->prim && n->prim->eval && prims.size() < 6) prims.push_back(n->prim->name);
   return fmt::format("fused[{}{}]", fmt::join(prims, "+"), prims.size() == 6 ? "+..." : "");
-}
-
-double process_cpu_seconds() {
-  timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
 // Two columns per row: wall time (the trace's) and CPU time of the process (all threads, spin

@@ -11,7 +11,10 @@ The peer's number is PyTorch *eager* in its best environment (the fastest of the
 configurations: default, OMP_WAIT_POLICY=PASSIVE, + glibc malloc kept off mmap), as
 WORKLOADS.md asks; TorchScript / nn.RNN variants are shown for information. Ours runs with
 OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 and no other tuning. Every ratio is printed, passing
-or not; bg columns are the CPU cores other processes used while timing (> 0.15: contaminated).
+or not; bg columns are the CPU cores other processes used while timing (> 0.15: contaminated);
+(cpu) is our process's CPU time per step (all threads), which preemption does not inflate;
+min/min is the ratio of the fastest runs (ours / the peer's fastest eager run in any env), the
+least contaminated estimate when the machine is shared.
 """
 import argparse
 import json
@@ -112,11 +115,11 @@ def ours_table(data):
 
 
 def peer_tables(data):
-    """(best eager per id, best of any mode per id): {id: (median_ms, config, mode, bg)}."""
+    """(best eager per id, best of any mode per id): {id: (median_ms, config, mode, bg, min_ms)}."""
     eager, anymode = {}, {}
     for r in data["results"]:
         wid = r["workload"].split()[0]
-        row = (r["median_ms"], r["config"], r["mode"], r["bg_load"])
+        row = (r["median_ms"], r["config"], r["mode"], r["bg_load"], r["min_ms"])
         if r["mode"].startswith("eager") and (wid not in eager or row[0] < eager[wid][0]):
             eager[wid] = row
         if wid not in anymode or row[0] < anymode[wid][0]:
@@ -134,7 +137,7 @@ def print_report(ours, peer):
     o = ours_table(ours)
     pe, pa = peer_tables(peer)
     lines = []
-    hdr = (f"{'workload':<8} {'mode':<12} {'ours ms':>9} {'peer ms':>9} {'ratio':>6} {'target':>7} {'result':>6}"
+    hdr = (f"{'workload':<8} {'mode':<12} {'ours ms':>9} {'(cpu)':>8} {'peer ms':>9} {'ratio':>6} {'target':>7} {'result':>6} {'min/min':>7}"
            f" {'bg ours':>7} {'bg peer':>7}  peer: best env (config) / fastest peer variant")
     lines += [hdr, "-" * len(hdr)]
     summary = []
@@ -147,16 +150,19 @@ def print_report(ours, peer):
                 lines.append(f"{wid:<8} {mode:<12} {'error: ' + b.get('error_message', '?')}")
                 continue
             ms = b["median_ms"]
-            pms, pcfg, pmode, pbg = pe[wid]
+            pms, pcfg, pmode, pbg, pmin = pe[wid]
+            pmin = min(r["min_ms"] for r in peer["results"]
+                       if r["workload"].split()[0] == wid and r["mode"].startswith("eager"))
             ratio = ms / pms
             target = EAGER_TARGET if mode == "eager" else TARGETS.get((wid, mode))
             v = verdict(ratio, target)
             amin = pa[wid]
-            lines.append(f"{wid:<8} {mode:<12} {ms:>9.3f} {pms:>9.3f} {ratio:>6.2f} "
-                         f"{'<= ' + format(target, '.1f') if target else '-':>7} {v:>6} {b['bg_load']:>7.2f} {pbg:>7.2f}"
+            lines.append(f"{wid:<8} {mode:<12} {ms:>9.3f} {b.get('cpu_ms', float('nan')):>8.3f} {pms:>9.3f} {ratio:>6.2f} "
+                         f"{'<= ' + format(target, '.1f') if target else '-':>7} {v:>6} {b['min_ms'] / pmin:>7.2f} {b['bg_load']:>7.2f} {pbg:>7.2f}"
                          f"  {pcfg}; fastest {amin[2]} {amin[0]:.3f} ms")
             summary.append(dict(workload=wid, mode=mode, ours_ms=ms, peer_ms=pms, ratio=ratio, target=target,
-                                result=v, bg_ours=b["bg_load"], bg_peer=pbg, peer_config=pcfg))
+                                result=v, ours_min_ms=b["min_ms"], peer_min_ms=pmin, ours_cpu_ms=b.get("cpu_ms"),
+                                bg_ours=b["bg_load"], bg_peer=pbg, peer_config=pcfg))
     lines.append("")
     # Machine limits measured by our binary in the same run.
     sg = o.get(("Limit", "Sgemm1024"))
