@@ -1045,10 +1045,16 @@ class Emitter {
       Shape sub;
       for (size_t a : real) sub.push_back(domain_[a]);
       auto parts = delinear(Ix{var, inner}, sub);
+      std::vector<Ix> names;
       for (size_t k = 0; k < real.size(); ++k) {
         dcoord_[real[k]] = Ix{"c" + std::to_string(real[k]), inner};
+        names.push_back(dcoord_[real[k]]);
         setup.push_back(fmt::format("const int64_t c{} = {};", real[k], parts[k].e));
+        // Row reductions over several axes: nested loops instead of div/mod per element.
+        if (inner && !row_reduce_.empty())
+          plan_.inner_nest.emplace_back(dcoord_[real[k]].e, domain_[real[k]]);
       }
+      if (inner && !row_reduce_.empty()) plan_.inner_index = linear(names, sub).e;
     };
     decode(outer_axes_, "r", false, plan_.row_setup);
     decode(inner_axes_, "j", true, plan_.inner_setup);

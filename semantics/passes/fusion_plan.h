@@ -89,6 +89,11 @@ struct KernelPlan {
   bool splittable = false;            // no row reductions: inner may be split across threads
   std::vector<std::string> row_setup;    // decodes the row coordinates from r
   std::vector<std::string> inner_setup;  // decodes the inner coordinates from j (every pass)
+  // Row reductions over several axes (a channel of NCHW): the inner coordinates as nested
+  // loops, outermost first (extent each), and j as an expression of them. Empty: one loop
+  // over j. A target may use either form (CUDA strides threads over j and decodes).
+  std::vector<std::pair<std::string, int64_t>> inner_nest;
+  std::string inner_index;
   std::vector<KernelPass> passes;        // reduction passes, then the final pass (never empty)
   std::vector<Accumulator> totals;
   std::vector<std::string> epilogue;     // after the loop nest: scalar outputs
