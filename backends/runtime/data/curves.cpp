@@ -80,7 +80,9 @@ void draw_panel(std::string& out, const Panel& p, double x0, double y0, double w
   if (!std::isfinite(xmin)) xmin = 0, xmax = 1, ymin = 0, ymax = 1;
   if (xmax - xmin < 1e-12) xmin -= 0.5, xmax += 0.5;
   if (ymax - ymin < 1e-12) ymin -= 0.5, ymax += 0.5;
-  const double xstep = std::max(nice_step(xmax - xmin, 6), 0.0);
+  // Epochs are whole numbers: no ticks between them once the axis spans more than one.
+  double xstep = nice_step(xmax - xmin, 6);
+  if (xmax - xmin >= 1) xstep = std::max(xstep, 1.0);
   const double ystep = nice_step(ymax - ymin, 5);
   const double ylo = std::floor(ymin / ystep) * ystep, yhi = std::ceil(ymax / ystep) * ystep;
   const double xlo = xmin, xhi = xmax;
@@ -134,9 +136,18 @@ void draw_panel(std::string& out, const Panel& p, double x0, double y0, double w
             out += "<circle cx=\"" + num(X(x)) + "\" cy=\"" + num(Y(y)) + "\" r=\"3\" fill=\"" + c + "\"/>\n";
     }
   }
-  // Legend, top right inside the plot.
+  // Legend, inside the plot at the right: at the top, or at the bottom when fewer points lie
+  // there (rising accuracy curves).
   const double lw = 170, lh = 18.0 * static_cast<double>(legend.size()) + 8;
-  const double lx = right - lw - 6, ly = top + 6;
+  const double lx = right - lw - 6;
+  auto covered = [&](double ly) {
+    int n = 0;
+    for (const Series& s : p.series)
+      for (const auto& [x, y] : s.points)
+        if (X(x) >= lx && X(x) <= lx + lw && Y(y) >= ly && Y(y) <= ly + lh) ++n;
+    return n;
+  };
+  const double ly = covered(bottom - lh - 6) < covered(top + 6) ? bottom - lh - 6 : top + 6;
   out += "<rect x=\"" + num(lx) + "\" y=\"" + num(ly) + "\" width=\"" + num(lw) + "\" height=\"" + num(lh) +
          "\" fill=\"white\" fill-opacity=\"0.85\" stroke=\"#999\"/>\n";
   for (size_t i = 0; i < legend.size(); ++i) {
