@@ -340,6 +340,9 @@ StepOp make_step_op(const sem::Primitive& prim, std::vector<TypeP> inputs, TypeP
   op.phase = phase;
   if (const CostRule* rule = prim.facet<CostRule>(kCostFacet)) {
     op.cost = (*rule)(inputs, output, attrs);
+  } else if (prim.effectful || prim.family == "io") {
+    op.cost = host_cost()(inputs, output, attrs);  // I/O and effects run on the host
+    op.costed = false;
   } else {
     op.cost = elementwise_cost(1)(inputs, output, attrs);
     op.costed = false;

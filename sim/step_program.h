@@ -87,8 +87,8 @@ struct StepProgram {
 // entry, a batch that is not positive...), with the lowering's diagnostics in the message.
 StepProgram build_step_program(const std::string& path, const StepOptions& options);
 
-// The cost of prim(inputs) -> output from its row (the elementwise estimate, and costed =
-// false, when the row has none).
+// The cost of prim(inputs) -> output from its row; when the row has none (costed = false):
+// no device time for effectful and I/O rows (family "io"), else the elementwise estimate.
 StepOp make_step_op(const sem::Primitive& prim, std::vector<sem::TypeP> inputs,
                     sem::TypeP output, sem::Attrs attrs, Phase phase);
 

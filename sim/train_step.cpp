@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <simgrid/s4u.hpp>
+#include <sys/resource.h>
 #include <sstream>
 #include <stdexcept>
 #include <tuple>
@@ -26,6 +27,18 @@ namespace sg4 = simgrid::s4u;
 
 namespace {
 
+// CPU seconds used so far by this process and its waited-for children.
+double cpu_time() {
+  double total = 0;
+  for (int who : {RUSAGE_SELF, RUSAGE_CHILDREN}) {
+    rusage u{};
+    getrusage(who, &u);
+    total += static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+             static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+  }
+  return total;
+}
+
 struct LogEntry {
   double time;
   int rank;
@@ -39,6 +52,7 @@ struct BulkPhase {
   double send_bytes = 0;    // the phase's whole traffic to `next` (as much comes from `prev`)
   double reduce_bytes = 0;  // what this rank reduces (3 memory passes each)
   int extra_steps = 0;      // ring steps beyond the one the transfer's own latency covers
+  double latency = 0;       // of the route to `next` (filled in the simulation)
 };
 
 // Ring phases of a rank in `group` (in ring order): position, neighbours.
@@ -105,8 +119,8 @@ struct Sim {
       : cluster(c), platform(p), program(prog), plan(pl), options(o) {}
 
   double now() const { return sg4::Engine::get_clock(); }
+  // Call as `if (sim.options.log) sim.note(...)`: the text is not worth formatting otherwise.
   void note(int rank, const std::string& stream, const std::string& text) {
-    if (!options.log) return;
     log.push_back({now(), rank, seq++,
                    fmt::format("[{:.9f}] rank{}@{} {}: {}", now(), rank,
                                platform.devices[static_cast<std::size_t>(rank)]->get_name(),
@@ -118,6 +132,18 @@ struct Sim {
     const sg4::Host* host = sg4::this_actor::get_host();
     sg4::this_actor::execute(platform.flops_for(host, bytes / platform.memory_bandwidth));
     ++events;
+  }
+  // A rank's bulk phases for an all-reduce of one byte (they scale with the size), with the
+  // latencies of their routes; made once per rank.
+  std::vector<std::vector<BulkPhase>> unit_phases;
+  const std::vector<BulkPhase>& phases_of(int rank) {
+    if (unit_phases.empty()) unit_phases.resize(static_cast<std::size_t>(ranks));
+    std::vector<BulkPhase>& p = unit_phases[static_cast<std::size_t>(rank)];
+    if (p.empty()) {
+      p = bulk_phases(algorithm, ranks, per_node, 1.0, rank);
+      for (BulkPhase& phase : p) phase.latency = route_latency(rank, phase.next);
+    }
+    return p;
   }
   double route_latency(int from, int to) {
     std::vector<sg4::Link*> links;
@@ -144,9 +170,9 @@ void compute_actor(Sim& sim, int rank) {
     std::string ready;
     for (int b : s.buckets_ready) {
       sim.ready[static_cast<std::size_t>(rank)][static_cast<std::size_t>(b)]->release();
-      ready += fmt::format(", bucket {} complete", b);
+      if (sim.options.log) ready += fmt::format(", bucket {} complete", b);
     }
-    if (s.last_op >= s.first_op)
+    if (sim.options.log && s.last_op >= s.first_op)
       sim.note(rank, "compute",
                fmt::format("ops {}-{} done{}", s.first_op, s.last_op, ready));
   }
@@ -158,15 +184,17 @@ void compute_actor(Sim& sim, int rank) {
     ++sim.events;
   }
   tl.end = sim.now();
-  sim.note(rank, "compute",
+  if (sim.options.log)
+    sim.note(rank, "compute",
            fmt::format("update of {} parameters done; step done", sim.program.params.size()));
 }
 
 void bulk_all_reduce(Sim& sim, int rank, int bucket, double bytes) {
-  const std::vector<BulkPhase> phases =
-      bulk_phases(sim.algorithm, sim.ranks, sim.per_node, bytes, rank);
+  const std::vector<BulkPhase>& phases = sim.phases_of(rank);
   for (std::size_t k = 0; k < phases.size(); ++k) {
-    const BulkPhase& p = phases[k];
+    BulkPhase p = phases[k];
+    p.send_bytes *= bytes;
+    p.reduce_bytes *= bytes;
     const double t0 = sim.now();
     sg4::Mailbox* out = sg4::Mailbox::by_name(fmt::format("b{}.{}:{}>{}", bucket, k, rank, p.next));
     sg4::Mailbox* in = sg4::Mailbox::by_name(fmt::format("b{}.{}:{}>{}", bucket, k, p.prev, rank));
@@ -182,7 +210,7 @@ void bulk_all_reduce(Sim& sim, int rank, int bucket, double bytes) {
       ++sim.events;
     }
     if (p.extra_steps > 0) {
-      sg4::this_actor::sleep_for(p.extra_steps * sim.route_latency(rank, p.next));
+      sg4::this_actor::sleep_for(p.extra_steps * p.latency);
       ++sim.events;
     }
   }
@@ -197,7 +225,8 @@ void comm_actor(Sim& sim, int rank) {
     const double t0 = sim.now();
     if (sim.options.bucket_copies) sim.memory_pass(2 * bytes);
     tl.copy_in.push_back({t0, sim.now()});
-    sim.note(rank, "comm",
+    if (sim.options.log)
+      sim.note(rank, "comm",
              fmt::format("bucket {} all-reduce of {} ({}) started", b, bytes_text(bytes),
                          parallel::algorithm_name(sim.algorithm)));
     const double t1 = sim.now();
@@ -208,7 +237,7 @@ void comm_actor(Sim& sim, int rank) {
       sim.events += static_cast<long>(sim.runs[b]->schedule().ranks[static_cast<std::size_t>(rank)].steps.size());
     }
     tl.all_reduce.push_back({t1, sim.now()});
-    sim.note(rank, "comm", fmt::format("bucket {} all-reduced", b));
+    if (sim.options.log) sim.note(rank, "comm", fmt::format("bucket {} all-reduced", b));
     const double t2 = sim.now();
     if (sim.options.bucket_copies) sim.memory_pass(2 * bytes);
     tl.copy_out.push_back({t2, sim.now()});
@@ -332,6 +361,7 @@ std::vector<Bucket> assign_buckets(const StepProgram& program, double bucket_byt
 TrainSimResult simulate_train_step(const ClusterSpec& cluster, const StepProgram& program,
                                    const TrainSimOptions& options) {
   const auto wall0 = std::chrono::steady_clock::now();
+  const double cpu0 = cpu_time();
   TrainSimResult r;
   r.ranks = options.ranks > 0 ? options.ranks : cluster.device_count();
   if (r.ranks > cluster.device_count())
@@ -491,6 +521,7 @@ TrainSimResult simulate_train_step(const ClusterSpec& cluster, const StepProgram
   r.throughput = r.step_seconds > 0 ? static_cast<double>(r.global_batch) / r.step_seconds : 0;
   r.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  r.cpu_seconds = cpu_time() - cpu0;
   return r;
 }
 

@@ -114,6 +114,7 @@ struct TrainSimResult {
   std::vector<std::string> log;
   long events = 0;                  // SimGrid activities started (sleeps, execs, transfers)
   double wall_seconds = 0;          // how long the simulation itself took
+  double cpu_seconds = 0;           // the CPU time it used (both processes)
 };
 
 // DDP's bucket assignment (above).

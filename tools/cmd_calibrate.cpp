@@ -4,27 +4,40 @@
 //
 // One device is one core: the measurements run in child processes with OMP_NUM_THREADS=1 and
 // OPENBLAS_NUM_THREADS=1, one per device and all at once (so they share the memory system
-// the way the ranks of `spora run-dp` do), and each figure is the median over the children.
+// the way the ranks of `spora run-dp` do); one child's figures are kept, as they belong
+// together (run_children says which).
 //   1. compute (`calibrate --measure compute`, the child): our own CPU kernels
 //      (sem::kernel_for, Backend::Cpu) on a sweep of sizes per op class (sim/cost.h), each
 //      timed as the median of repeated calls after a warm-up:
-//        peak_flops.f32      the best matmul rate of the sweep (f64: the best f64 matmul)
-//        memory_bandwidth    the best bytes/s of large add and mul (each byte read or written
-//                            counted once, as the cost facet counts it)
+//        peak_flops.f32      the best rate of the matmul and conv sweeps (f64: an f64 matmul)
+//        memory_bandwidth    the best bytes/s of adds and multiplies of 4 MiB arrays, the size
+//                            of gradient buckets (each byte read or written counted once, as
+//                            the cost facet counts it); classes of small ops, which run from
+//                            the caches, may reach efficiency 1
 //        op_classes.C        efficiency = the median over C's sweep of roofline time /
 //                            measured time (the kernel's fixed cost taken off first);
 //                            launch_overhead = the interpreter's time per node of a long chain
 //                            of scalar adds, plus what a tiny op of class C costs in its kernel
 //                            beyond a tiny add
-//   2. MPI point-to-point (`mpirun -np 2 ... calibrate --measure mpi`): half the round trip of
-//      8-byte ping-pongs (latency), 1 MiB ping-pongs (bandwidth: the size of gradient-bucket
-//      chunks), and 1 MiB exchanged both ways at once. If both directions together get no less than 3/4 of the one-way rate, the
-//      interconnect is a `switch` of that bandwidth per direction, else a `shared` bus of the
-//      two-way total.
+//   2. MPI point-to-point (`mpirun -np 2 ... calibrate --measure mpi`): latency = half the
+//      round trip of 8-byte ping-pongs; bandwidth = 512 KiB exchanged both ways at once, back to
+//      back, as the steps of a ring all-reduce of gradient buckets run, its mean time (on a
+//      shared machine some exchanges stall for a scheduler period; a training loop pays for
+//      them too, so the median would flatter the machine). The interconnect is a
+//      `switch` of that bandwidth per direction. (1 MiB ping-pongs after a barrier, and our
+//      ring all-reduce of 1 MiB, are recorded in the header: on a loaded machine the ping-pong
+//      is far faster than what collectives in a loop get.)
+//      With --program model.sp [--batch B], the efficiency of every class the program's
+//      training step uses (sim/step_program.h) comes from that step instead, run as
+//      `spora run-dp` runs it on one rank (interpreter, CPU kernels, then the update), every
+//      node timed: sum of rooflines / sum of measured times less the per-op overheads, over the
+//      class (so the class reproduces the step's own total, caches and all); the sweep still
+//      gives peak, bandwidth and overheads.
 //   3. The YAML is written to a temporary file and renamed (atomic), with the measurements
 //      in its header comment.
 // The whole takes well under a minute.
 #include <fmt/format.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -44,12 +57,15 @@
 #include <thread>
 #include <vector>
 
+#include "backends/comm/executor.h"
 #include "backends/comm/mpi_comm.h"
+#include "parallel/collectives/algorithms.h"
 #include "lang/diagnostics.h"
 #include "semantics/interpreter.h"
 #include "semantics/ir/ir.h"
 #include "semantics/registry.h"
 #include "sim/cost.h"
+#include "sim/step_program.h"
 #include "tools/cmd_sim.h"
 
 namespace spora::tools {
@@ -57,8 +73,9 @@ namespace spora::tools {
 namespace {
 
 struct Options {
-  std::string out = "examples/clusters/this-machine.yaml", measure;
+  std::string out = "examples/clusters/this-machine.yaml", measure, program;
   int devices = 0;
+  long batch = 0;
   bool no_mpi = false;
 };
 
@@ -99,6 +116,8 @@ Tensor random_tensor(DType dtype, sem::Shape shape, std::mt19937& rng) {
   std::uniform_real_distribution<double> u(-1.0, 1.0);
   if (is_float(dtype))
     for (int64_t i = 0; i < t.numel(); ++i) t.set(i, u(rng));
+  if (dtype == DType::boolean)  // random masks: kernels that branch pay for it as in training
+    for (int64_t i = 0; i < t.numel(); ++i) t.set(i, u(rng) > 0 ? 1.0 : 0.0);
   return t;
 }
 
@@ -162,31 +181,107 @@ double interpreter_overhead() {
 }
 
 // `calibrate --measure compute`: prints `key value` lines.
-int measure_compute() {
+// A value of type t for measuring a kernel: floats in [-1, 1], integers and bools zero (valid
+// indices and labels).
+Value sample_value(const sem::TypeP& t, std::mt19937& rng) {
+  if (!t) return Value();
+  if (t->kind == sem::Type::Kind::Tuple || t->kind == sem::Type::Kind::Record) {
+    std::vector<Value> elems;
+    for (const sem::TypeP& e : t->elems) elems.push_back(sample_value(e, rng));
+    return t->kind == sem::Type::Kind::Tuple ? Value::tuple(std::move(elems))
+                                             : Value::record(t, std::move(elems));
+  }
+  if (t->kind != sem::Type::Kind::Tensor) return Value();
+  return Value(random_tensor(t->dtype, t->shape, rng));
+}
+
+// --program: the program's training step (sim/step_program.h) run as `spora run-dp` runs it
+// on one rank: the interpreter over the step graph with the CPU kernels, then the optimizer's
+// update with the same kernels, 40 times after 3 warm-ups, every primitive node timed (the
+// interpreter's trace hook). Per op class: the sum of rooflines over the sum of measured times
+// less the per-op overheads, so that the class reproduces the step's own total with caches,
+// data-dependent branches and allocation as they really are (timing each op alone, on its own
+// warm inputs, flatters it). Returns class -> (roofline, measured) sums.
+std::map<std::string, std::pair<double, double>> measure_program(
+    const Options& o, double peak, double bandwidth, const std::map<std::string, double>& overhead,
+    std::mt19937& rng) {
+  sim::StepOptions so;
+  if (o.batch > 0) so.batch = o.batch;
+  const sim::StepProgram program = sim::build_step_program(o.program, so);
+  std::map<std::string, std::pair<double, double>> sums;
+  auto add = [&](const sim::OpCost& cost, double seconds) {
+    if (cost.op_class == "view" || cost.op_class == "host") return;
+    const auto h = overhead.find(cost.op_class);
+    sums[cost.op_class].first += std::max(cost.flops / peak, cost.bytes / bandwidth);
+    sums[cost.op_class].second +=
+        std::max(seconds - (h == overhead.end() ? 0 : h->second), 0.05 * seconds);
+  };
+  std::vector<Value> args;
+  for (const ir::Node* p : program.step->params) args.push_back(sample_value(p->type, rng));
+  sem::Interpreter interp(*program.module);
+  std::map<std::string, double> per_prim;
+  bool timing = false;
+  interp.set_trace([&](const sem::TraceEvent& e) {
+    const ir::Node* n = e.node;
+    if (!timing || e.depth != 0 || !n->prim) return;
+    const sim::CostRule* rule = n->prim->facet<sim::CostRule>(sim::kCostFacet);
+    if (!rule) return;
+    std::vector<sem::TypeP> in;
+    for (const ir::Node* i : n->inputs) in.push_back(i->type);
+    add((*rule)(in, n->type, n->attrs), e.seconds);
+    if (std::getenv("SPORA_CALIBRATE_DEBUG")) per_prim[n->prim->name] += e.seconds;
+  });
+  for (int it = 0; it < 43; ++it) {
+    timing = it >= 3;
+    const Value out = interp.call(program.step, args);
+    for (std::size_t i = 0; i < program.params.size(); ++i) {
+      Value g = out.items()[i + 1];
+      for (const sim::StepOp& op : program.params[i].update) {
+        std::vector<Value> in{g, Value(Tensor::scalar(DType::f32, 0.01))};
+        if (op.inputs.size() == 1) in.pop_back();
+        if (op.inputs.size() == 2 && op.inputs[1]->rank() > 0) in[1] = args[i];
+        const auto t0 = Clock::now();
+        g = sem::kernel_for(*op.prim)(in, op.attrs);
+        if (timing) add(op.cost, seconds_since(t0));
+      }
+    }
+  }
+  for (const auto& [name, seconds] : per_prim)
+    std::fprintf(stderr, "%-16s %.4f ms per step\n", name.c_str(), seconds / 40 * 1e3);
+  return sums;
+}
+
+int measure_compute(const Options& o) {
   std::mt19937 rng(7);
   auto f32 = [&](sem::Shape s) { return Value(random_tensor(DType::f32, std::move(s), rng)); };
   std::map<std::string, double> out;
 
-  // Matmul sweep: training-sized products, skinny and square.
+  // Matmul sweep: the products of training, forward ([batch, in] @ [in, out]) and backward
+  // (weight gradients [in, batch] @ [batch, out], input gradients [batch, out] @ [out, in]) at
+  // small batches, and larger square and rectangular ones.
   std::vector<Measured> matmuls;
   for (const auto& [m, k, n] : std::vector<std::array<int64_t, 3>>{
-           {64, 784, 512}, {64, 512, 512}, {128, 1024, 1024}, {256, 256, 256},
-           {512, 512, 512}, {1024, 1024, 1024}, {256, 1024, 4096}, {2048, 256, 256}})
+           {32, 784, 512}, {32, 512, 512}, {512, 32, 512}, {784, 32, 512}, {32, 512, 10},
+           {512, 32, 10}, {64, 784, 512}, {128, 1024, 1024}, {256, 256, 256}, {512, 512, 512},
+           {1024, 1024, 1024}, {256, 1024, 4096}})
     matmuls.push_back(measure({"matmul", {f32({m, k}), f32({k, n})}, {}}));
+  std::vector<Measured> convs;
+  auto conv = [&](sem::Shape x, sem::Shape w, int64_t pad) {
+    return Case{"conv2d", {f32(std::move(x)), f32(std::move(w)), Value()},
+                attrs_of({{"padding", Ints{pad}}})};
+  };
+  for (const Case& c : {conv({64, 1, 28, 28}, {6, 1, 5, 5}, 2), conv({64, 6, 14, 14}, {16, 6, 5, 5}, 0),
+                        conv({16, 32, 32, 32}, {32, 32, 3, 3}, 1), conv({8, 64, 16, 16}, {64, 64, 3, 3}, 1)})
+    convs.push_back(measure(c));
+  // The peak: the best rate of any matrix product or convolution.
   double peak = 0;
-  for (const Measured& mm : matmuls) peak = std::max(peak, mm.cost.flops / mm.seconds);
+  for (const auto* sweep : {&matmuls, &convs})
+    for (const Measured& mm : *sweep) peak = std::max(peak, mm.cost.flops / mm.seconds);
   Value a64(random_tensor(DType::f64, {512, 512}, rng));
   const Measured mm64 = measure({"matmul", {a64, a64}, {}});
   out["peak_f32"] = peak;
   out["peak_f64"] = mm64.cost.flops / mm64.seconds;
 
-  // Memory bandwidth: large adds and muls.
-  double bandwidth = 0;
-  for (const char* op : {"add", "mul"}) {
-    const Measured e = measure({op, {f32({1 << 22}), f32({1 << 22})}, {}}, 0.2);
-    bandwidth = std::max(bandwidth, e.cost.bytes / e.seconds);
-  }
-  out["memory_bandwidth"] = bandwidth;
 
   // Fixed costs: tiny ops of each class against a tiny add.
   const double tiny_add = measure({"add", {f32({1}), f32({1})}, {}}).seconds;
@@ -205,17 +300,18 @@ int measure_compute() {
   // Efficiency per class: median of roofline / (measured - the kernel's fixed cost).
   std::map<std::string, std::vector<Measured>> sweep;
   sweep["matmul"] = matmuls;
-  auto conv = [&](sem::Shape x, sem::Shape w, int64_t pad) {
-    return Case{"conv2d", {f32(std::move(x)), f32(std::move(w)), Value()},
-                attrs_of({{"padding", Ints{pad}}})};
-  };
-  for (const Case& c : {conv({64, 1, 28, 28}, {6, 1, 5, 5}, 2), conv({64, 6, 14, 14}, {16, 6, 5, 5}, 0),
-                        conv({16, 32, 32, 32}, {32, 32, 3, 3}, 1), conv({8, 64, 16, 16}, {64, 64, 3, 3}, 1)})
-    sweep["conv"].push_back(measure(c));
-  for (int64_t n : {1 << 16, 1 << 19, 1 << 22}) {
+  sweep["conv"] = convs;
+  for (int64_t n : {1 << 14, 1 << 17, 1 << 20, 1 << 22}) {
     for (const char* op : {"add", "mul", "gt"}) sweep["elementwise"].push_back(measure({op, {f32({n}), f32({n})}, {}}));
     for (const char* op : {"relu", "exp", "tanh"}) sweep["elementwise"].push_back(measure({op, {f32({n})}, {}}));
+    // where(c, a, 0.0): the vjp of relu, with a broadcast scalar.
+    Value cond(Tensor::zeros(DType::boolean, {n}));
+    sweep["elementwise"].push_back(
+        measure({"where", {cond, f32({n}), Value(Tensor::scalar(DType::f32, 0.0))}, {}}));
   }
+  // Transposes of training: weights, and activations [batch, features].
+  for (const auto& shape : std::vector<sem::Shape>{{512, 512}, {32, 784}, {32, 512}, {512, 10}})
+    sweep["copy"].push_back(measure({"permute", {f32(shape)}, attrs_of({{"axes", Ints{1, 0}}})}));
   for (const auto& shape : std::vector<sem::Shape>{{64, 512}, {512, 1024}, {1024, 4096}}) {
     sweep["reduction"].push_back(measure({"sum", {f32(shape)}, attrs_of({{"axis", Ints{0}}})}));
     sweep["reduction"].push_back(measure({"sum", {f32(shape)}, attrs_of({{"axis", Ints{1}}})}));
@@ -230,6 +326,15 @@ int measure_compute() {
   for (const auto& shape : std::vector<sem::Shape>{{64, 6, 28, 28}, {16, 32, 32, 32}, {8, 64, 56, 56}})
     sweep["pool"].push_back(measure({"max_pool2d", {f32(shape)}, attrs_of({{"kernel", Ints{2}}})}));
 
+  // Memory bandwidth: adds and multiplies of 4 MiB arrays, the size of gradient buckets and
+  // large activations (what the communication stream's copies and reductions see). Smaller
+  // arrays run from the caches, faster: classes of small ops may reach efficiency 1.
+  double bandwidth = 0;
+  for (const char* op : {"add", "mul"}) {
+    const Measured e = measure({op, {f32({1 << 20}), f32({1 << 20})}, {}}, 0.1);
+    bandwidth = std::max(bandwidth, e.cost.bytes / e.seconds);
+  }
+  out["memory_bandwidth"] = bandwidth;
   for (const auto& [cls, cases] : sweep) {
     std::vector<double> eff;
     for (const Measured& c : cases) {
@@ -239,6 +344,17 @@ int measure_compute() {
     }
     out["efficiency." + cls] = median(eff);
     out["overhead." + cls] = interp + std::max(0.0, tiny[cls] - tiny_add);
+  }
+  std::map<std::string, double> per_op_overhead;
+  for (const auto& [k, v] : out)
+    if (k.rfind("overhead.", 0) == 0) per_op_overhead[k.substr(9)] = v;
+  if (!o.program.empty()) {
+    double total = 0;
+    for (const auto& [cls, sums] : measure_program(o, peak, bandwidth, per_op_overhead, rng)) {
+      if (sums.second > 0) out["efficiency." + cls] = std::min(1.0, sums.first / sums.second);
+      total += sums.second;
+    }
+    out["program_seconds"] = total;
   }
   for (const auto& [k, v] : out) std::printf("%s %.9g\n", k.c_str(), v);
   return 0;
@@ -282,18 +398,53 @@ int measure_mpi() {
   };
   const double latency = ping_pong(8, 2000);
   const double one_way = ping_pong(a.size(), 60);
+  // Exchanges of 512 KiB both ways at once, back to back without a barrier, as the steps of a
+  // ring all-reduce run (a barrier before each would let both processes start in step, which
+  // a loaded machine does not grant collectives in a training loop).
+  // Sixteen buffer pairs in turn (16 MiB), so that the data is not all in cache, as gradients
+  // fresh from the backward pass are not.
+  const std::size_t half = a.size() / 2;
+  std::vector<std::vector<char>> sends(16, std::vector<char>(half, 1)), recvs(16, std::vector<char>(half));
   std::vector<double> both;
-  for (int i = 0; i < 63; ++i) {
-    world->barrier();
+  world->barrier();
+  for (int i = 0; i < 67; ++i) {
     const auto t0 = Clock::now();
-    wait({world->isend(a.data(), a.size(), peer, 100000 + i),
-          world->irecv(b.data(), b.size(), peer, 100000 + i)});
+    wait({world->isend(sends[i % 16].data(), half, peer, 100000 + i),
+          world->irecv(recvs[i % 16].data(), half, peer, 100000 + i)});
     if (i >= 3) both.push_back(seconds_since(t0));
   }
+  // Our own runtime's ring all-reduce of 1 MiB (backends/comm's executor, as spora run-dp runs
+  // it), back to back: for the record in the spec's header.
+  const std::int64_t count = static_cast<std::int64_t>(a.size() / 4);
+  const parallel::Schedule ring = parallel::build_schedule(
+      parallel::Algorithm::Ring, {parallel::Collective::AllReduce, parallel::ReduceOp::Sum, 2, count});
+  comm::Executor executor(ring, *world, comm::DType::F32);
+  std::vector<float> in(static_cast<std::size_t>(count), 1.0f), out(in.size());
+  std::vector<double> all_reduce;
+  world->barrier();
+  for (int i = 0; i < 33; ++i) {
+    const auto t0 = Clock::now();
+    executor.run(in.data(), out.data());
+    if (i >= 3) all_reduce.push_back(seconds_since(t0));
+  }
   if (rank == 0) {
+    std::printf("mpi_ring_allreduce_1mib %.9g\n", median(all_reduce));
+    if (std::getenv("SPORA_CALIBRATE_DEBUG")) {
+      std::sort(all_reduce.begin(), all_reduce.end());
+      for (double t : all_reduce) std::fprintf(stderr, "%.3f ", t * 1e3);
+      std::fprintf(stderr, "\n");
+    }
     std::printf("mpi_latency %.9g\n", latency);
     std::printf("mpi_bandwidth %.9g\n", static_cast<double>(a.size()) / (one_way - latency));
-    std::printf("mpi_bidirectional_bandwidth %.9g\n", static_cast<double>(a.size()) / median(both));
+    // The mean, not the median: on a shared machine some exchanges stall for a scheduler
+    // period (the two processes are not running at the same time), and a training loop pays
+    // for those too.
+    double mean = 0;
+    for (double t : both) mean += t / static_cast<double>(both.size());
+    std::printf("mpi_exchange_bandwidth %.9g\n",
+                static_cast<double>(half) / std::max(mean - latency, 1e-9));
+    std::printf("mpi_exchange_bandwidth_median %.9g\n",
+                static_cast<double>(half) / std::max(median(both) - latency, 1e-9));
   }
   return 0;
 }
@@ -302,8 +453,11 @@ std::string self_path() {
   return std::filesystem::read_symlink("/proc/self/exe").string();
 }
 
-// Runs `copies` instances of a shell command at once and parses their `key value` lines; each
-// key gets the median over the instances (empty when one failed).
+// Runs `copies` instances of a shell command at once and parses their `key value` lines. The
+// figures of one instance belong together (efficiencies are relative to its own peak and
+// bandwidth), so one instance's whole answer is taken: the one with the slowest program step
+// when there is one (data-parallel steps wait for the slowest rank), else the one with the
+// median f32 peak. Empty when an instance failed.
 std::map<std::string, double> run_children(const std::string& command, int copies = 1) {
   std::vector<FILE*> pipes;
   for (int i = 0; i < copies; ++i) {
@@ -311,22 +465,27 @@ std::map<std::string, double> run_children(const std::string& command, int copie
     if (!pipe) throw lang::UserError(fmt::format("cannot run: {}", command));
     pipes.push_back(pipe);
   }
-  std::map<std::string, std::vector<double>> all;
+  std::vector<std::map<std::string, double>> answers;
   bool failed = false;
   for (FILE* pipe : pipes) {
+    std::map<std::string, double> values;
     char line[512];
     while (std::fgets(line, sizeof line, pipe)) {
       std::istringstream in(line);
       std::string key;
       double value = 0;
-      if (in >> key >> value) all[key].push_back(value);
+      if (in >> key >> value) values[key] = value;
     }
     failed = pclose(pipe) != 0 || failed;
+    answers.push_back(std::move(values));
   }
-  std::map<std::string, double> values;
-  if (failed) return values;
-  for (auto& [key, v] : all) values[key] = median(v);
-  return values;
+  if (failed || answers.empty()) return {};
+  const std::string key = answers[0].count("program_seconds") ? "program_seconds" : "peak_f32";
+  std::sort(answers.begin(), answers.end(), [&](const auto& a, const auto& b) {
+    const auto x = a.find(key), y = b.find(key);
+    return (x == a.end() ? 0 : x->second) < (y == b.end() ? 0 : y->second);
+  });
+  return key == "program_seconds" ? answers.back() : answers[answers.size() / 2];
 }
 
 std::string gb(double bytes_per_s) { return fmt::format("{:.3g} GB/s", bytes_per_s / 1e9); }
@@ -341,8 +500,12 @@ int calibrate(const Options& o) {
       o.devices > 0 ? o.devices : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   std::fprintf(stderr, "calibrate: measuring the CPU kernels, %d single-threaded processes at once...\n",
                devices);
-  const auto c =
-      run_children(fmt::format("{} '{}' calibrate --measure compute", env, self), devices);
+  std::string program;
+  if (!o.program.empty())
+    program = fmt::format(" --program '{}'{}", o.program,
+                          o.batch > 0 ? fmt::format(" --batch {}", o.batch) : "");
+  const auto c = run_children(
+      fmt::format("{} '{}' calibrate --measure compute{}", env, self, program), devices);
   if (c.empty()) throw lang::UserError("the compute measurement failed");
   std::map<std::string, double> m;
   if (!o.no_mpi) {
@@ -354,11 +517,8 @@ int calibrate(const Options& o) {
       std::fprintf(stderr, "calibrate: mpirun failed; the interconnect falls back to memory copies\n");
   }
   const double bw = c.at("memory_bandwidth");
-  const bool have_mpi = m.count("mpi_latency") && m.count("mpi_bandwidth");
-  const double one_way = have_mpi ? m.at("mpi_bandwidth") : bw / 2;
-  const double two_way = have_mpi ? m.at("mpi_bidirectional_bandwidth") : bw / 4;
-  const bool switched = two_way >= 0.75 * one_way;
-  const double link = switched ? one_way : 2 * two_way;
+  const bool have_mpi = m.count("mpi_latency") && m.count("mpi_exchange_bandwidth");
+  const double link = have_mpi ? m.at("mpi_exchange_bandwidth") : bw / 2;
   const double latency = have_mpi ? m.at("mpi_latency") : 1e-6;
 
   std::time_t now = std::time(nullptr);
@@ -369,16 +529,29 @@ int calibrate(const Options& o) {
        std::string(date) + ":\n";
   y += fmt::format("# {} devices, one per core; each a single-threaded run of our CPU kernels.\n",
                    devices);
-  y += fmt::format("#   best f32 matmul {}, f64 {}; large add/mul {}\n", gflops(c.at("peak_f32")),
-                   gflops(c.at("peak_f64")), gb(bw));
+  y += fmt::format("#   best f32 matmul/conv {}, f64 matmul {}; add/mul of 4 MiB arrays {}\n",
+                   gflops(c.at("peak_f32")), gflops(c.at("peak_f64")), gb(bw));
+  y += sched_getscheduler(0) == SCHED_FIFO
+           ? "#   (measured under SCHED_FIFO: the machine's other work did not preempt it)\n"
+           : "#   (on a shared machine, `chrt -f 5 spora calibrate` keeps other work from "
+             "preempting it)\n";
   y += fmt::format("#   interpreter: {} per node of a chain of scalar adds\n",
                    usec(c.at("launch_overhead")));
   if (have_mpi)
-    y += fmt::format("#   MPI (mpirun -np 2): latency {}, one way {}, both ways at once {} each\n",
-                     usec(latency), gb(one_way), gb(two_way));
+    y += fmt::format(
+        "#   MPI (mpirun -np 2): latency {} (8 B ping-pong), 1 MiB ping-pong {}, 512 KiB both "
+        "ways back to back {} each way\n#   on average ({} at the median); our ring all-reduce "
+        "of 1 MiB back to back {} at the median\n",
+        usec(latency), gb(m.at("mpi_bandwidth")), gb(link),
+        gb(m.count("mpi_exchange_bandwidth_median") ? m.at("mpi_exchange_bandwidth_median") : 0),
+        usec(m.count("mpi_ring_allreduce_1mib") ? m.at("mpi_ring_allreduce_1mib") : 0));
   else
     y += "#   no MPI measurement: transfers assumed to be memory copies\n";
-  y += "# Efficiencies: the median over each op class's sweep of roofline / measured time.\n";
+  y += o.program.empty()
+           ? "# Efficiencies: the median over each op class's sweep of roofline / measured time.\n"
+           : "# Efficiencies: " + o.program +
+                 "'s step run on one rank, per class: sum of rooflines / sum of\n# measured "
+                 "times (classes it lacks: the median of the sweep).\n";
   y += "# Rerun `spora calibrate` to refresh; the numbers drift with the load of the machine.\n";
   y += "name: this-machine\nnodes: 1\n";
   y += fmt::format("devices_per_node: {}\n", devices);
@@ -399,8 +572,8 @@ int calibrate(const Options& o) {
     y += fmt::format("    {}: {{efficiency: {:.3f}, launch_overhead: {}}}\n", cls,
                      std::clamp(c.at(e), 0.001, 1.0), usec(c.at(h)));
   }
-  y += fmt::format("interconnect:\n  kind: {}\n  bandwidth: {}\n  latency: {}\n",
-                   switched ? "switch" : "shared", gb(link), usec(latency));
+  y += fmt::format("interconnect:\n  kind: switch\n  bandwidth: {}\n  latency: {}\n", gb(link),
+                   usec(latency));
 
   const std::filesystem::path out(o.out);
   if (out.has_parent_path()) std::filesystem::create_directories(out.parent_path());
@@ -425,13 +598,17 @@ CLI::App* add_calibrate_subcommand(CLI::App& app) {
   cmd->add_option("--out,-o", o.out, "where to write the spec")->capture_default_str();
   cmd->add_option("--devices", o.devices, "devices of the node (default: the cores)");
   cmd->add_flag("--no-mpi", o.no_mpi, "skip the MPI measurement");
+  cmd->add_option("--program", o.program,
+                  "also measure the ops of this program's training step (as spora sim builds it) "
+                  "and take each op class's efficiency from them");
+  cmd->add_option("--batch", o.batch, "with --program: the per-rank batch");
   cmd->add_option("--measure", o.measure, "internal: run one measurement (compute, mpi)");
   return cmd;
 }
 
 int run_calibrate_subcommand() {
   try {
-    if (g_options.measure == "compute") return measure_compute();
+    if (g_options.measure == "compute") return measure_compute(g_options);
     if (g_options.measure == "mpi") return measure_mpi();
     if (!g_options.measure.empty())
       throw lang::UserError(fmt::format("unknown --measure '{}'", g_options.measure));

@@ -21,7 +21,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -45,7 +47,7 @@ struct Options {
   long batch = 0;
   int steps = 20, warmup = 3;
   double lr = 0.01, bucket_mb = 25, first_bucket_mb = 1;
-  bool json = false;
+  bool json = false, profile = false, sync = false;
 };
 
 Options g_options;
@@ -132,12 +134,26 @@ int run(const Options& o) {
   const sem::Value lr(sem::Tensor::scalar(DType::f32, o.lr));
 
   sem::Interpreter interp(*program.module);
+  // --profile: time per primitive over the timed steps (the interpreter's node times).
+  std::map<std::string, std::pair<long, double>> profile;
+  bool timing = false;
+  double executor_seconds = 0;
+  if (o.profile)
+    interp.set_trace([&](const sem::TraceEvent& e) {
+      if (timing && e.depth == 0 && e.node->prim) {
+        auto& [calls, seconds] = profile[e.node->prim->name];
+        ++calls;
+        seconds += e.seconds;
+      }
+    });
   std::vector<double> step_times, compute_times, comm_times, update_times;
   for (int it = 0; it < o.warmup + o.steps; ++it) {
     world->barrier();
+    timing = it >= o.warmup;
     const auto t0 = Clock::now();
     const sem::Value out = interp.call(program.step, args);
     const double compute = since(t0);
+    if (o.sync) world->barrier();  // --sync: the all-reduce starts on both ranks at once
     const auto t1 = Clock::now();
     std::vector<sem::Tensor> grads;
     for (std::size_t i = 0; i < program.params.size(); ++i) {
@@ -151,7 +167,11 @@ int run(const Options& o) {
         std::memcpy(send[b].data() + offset, g.data<float>(), g.nbytes());
         offset += static_cast<std::size_t>(g.numel());
       }
+      const auto ta = Clock::now();
       executors[b]->run(send[b].data(), recv[b].data());
+      if (timing) executor_seconds += since(ta);
+      if (timing && std::getenv("SPORA_RUN_DP_DEBUG") && rank == 0)
+        std::fprintf(stderr, "bucket %zu: %.3f ms\n", b, since(ta) * 1e3);
       offset = 0;
       for (int i : buckets[b].params) {
         sem::Tensor& g = grads[static_cast<std::size_t>(i)];
@@ -182,6 +202,13 @@ int run(const Options& o) {
     update_times.push_back(slowest[3]);
   }
   if (rank != 0) return 0;
+  if (o.profile) {
+    std::printf("# rank 0, per step: the all-reduce executors %.4f ms; primitive, calls, ms\n",
+                executor_seconds / o.steps * 1e3);
+    for (const auto& [name, v] : profile)
+      std::printf("%-20s %5.1f %9.4f\n", name.c_str(), static_cast<double>(v.first) / o.steps,
+                  v.second / o.steps * 1e3);
+  }
   double param_bytes = program.param_bytes();
   if (o.json) {
     std::printf(
@@ -229,6 +256,10 @@ CLI::App* add_run_dp_subcommand(CLI::App& app) {
   cmd->add_option("--algo", o.algo, "all-reduce schedule (ring, tree, halving-doubling, ...)")
       ->capture_default_str();
   cmd->add_flag("--json", o.json, "print one JSON object");
+  cmd->add_flag("--profile", o.profile, "also print rank 0's time per primitive");
+  cmd->add_flag("--sync", o.sync,
+                "barrier before the all-reduces (the communication time then excludes waiting "
+                "for the slower rank)");
   return cmd;
 }
 

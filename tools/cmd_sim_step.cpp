@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,7 +29,7 @@ struct Options {
   long batch = 0;
   int ranks = 0, trace_ranks = 16;
   double lr = 0.01, bucket_mb = 25, first_bucket_mb = 1;
-  bool json = false, no_copies = false, log_collectives = false;
+  bool json = false, no_copies = false, log_collectives = false, profile = false;
   std::vector<std::string> simgrid_args;
 };
 
@@ -54,11 +55,11 @@ std::string json_report(const sim::StepProgram& program, const sim::TrainSimResu
       "{{\"ranks\": {}, \"batch_per_rank\": {}, \"global_batch\": {}, \"algorithm\": \"{}\", "
       "\"comm_model\": \"{}\", \"buckets\": {}, \"step_seconds\": {:.9g}, \"throughput\": "
       "{:.6g}, \"compute_seconds\": {:.9g}, \"update_seconds\": {:.9g}, \"events\": {}, "
-      "\"wall_seconds\": {:.3f}, \"devices\": [",
+      "\"wall_seconds\": {:.3f}, \"cpu_seconds\": {:.3f}, \"devices\": [",
       r.ranks, program.batch, r.global_batch, r.algorithm, sim::comm_model_name(r.comm_model),
       r.buckets.size(), r.step_seconds, r.throughput,
       r.devices.empty() ? 0.0 : r.devices[0].compute, r.update_seconds, r.events,
-      r.wall_seconds);
+      r.wall_seconds, r.cpu_seconds);
   for (std::size_t k = 0; k < r.devices.size(); ++k) {
     const sim::DeviceReport& d = r.devices[k];
     out += fmt::format(
@@ -126,6 +127,18 @@ int run(const Options& o) {
   }
   if (!o.trace.empty()) write_file(o.trace, sim::chrome_trace(cluster, program, r, o.trace_ranks));
   if (!o.svg.empty()) write_file(o.svg, sim::svg_timeline(cluster, program, r, o.trace_ranks));
+  if (o.profile) {
+    // The cost model's time per primitive on one device, as run-dp --profile prints it.
+    std::map<std::string, std::pair<long, double>> per;
+    for (std::size_t i = 0; i < program.ops.size(); ++i) {
+      auto& [calls, seconds] = per[program.ops[i].prim->name];
+      ++calls;
+      seconds += r.op_seconds[i];
+    }
+    std::printf("# per step: primitive, calls, ms (forward and backward; update apart)\n");
+    for (const auto& [name, v] : per)
+      std::printf("%-20s %5ld %9.4f\n", name.c_str(), v.first, v.second * 1e3);
+  }
   if (o.json)
     std::fputs(json_report(program, r).c_str(), stdout);
   else
@@ -182,6 +195,7 @@ CLI::App* add_sim_subcommand(CLI::App& app) {
                 "with --log, also every step of every all-reduce (steps model)");
   sim->add_option("--simgrid-arg", o.simgrid_args, "pass an argument to SimGrid");
   sim->add_flag("--json", o.json, "print one JSON object instead of the report");
+  sim->add_flag("--profile", o.profile, "also print the modelled time per primitive");
   return sim;
 }
 

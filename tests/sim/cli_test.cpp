@@ -66,7 +66,7 @@ TEST(SimColl, Json) {
 
 TEST(SimColl, OtherCollectivesAndLog) {
   const Output o =
-      run({"sim-coll", "--cluster", SPORA_SOURCE_DIR "/examples/clusters/this-machine.yaml", "--op",
+      run({"sim-coll", "--cluster", SPORA_SOURCE_DIR "/tests/sim/data/two-cores-shared.yaml", "--op",
            "all-gather", "--algo", "bruck", "--sizes", "64", "--log", "-"});
   ASSERT_EQ(o.status, 0) << o.err;
   // 32-byte blocks: a copy is 64 B of memory traffic at 22.5 GB/s, 2.8 ns.

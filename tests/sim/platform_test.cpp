@@ -85,7 +85,7 @@ TEST(Platform, MeshWithTwoGroups) {
 }
 
 TEST(Platform, SharedBus) {
-  EXPECT_EQ(routes(load_cluster_spec(kDir + "this-machine.yaml"), {{0, 1}, {1, 0}}),
+  EXPECT_EQ(routes(load_cluster_spec(SPORA_SOURCE_DIR "/tests/sim/data/two-cores-shared.yaml"), {{0, 1}, {1, 0}}),
             "2 hosts, node0-cpu0 at 9.9e+10 flop/s\n"
             "node0-cpu0 -> node0-cpu1: node0-bus[22.5] (1 us)\n"
             "node0-cpu1 -> node0-cpu0: node0-bus[22.5] (1 us)\n");
