@@ -12,8 +12,9 @@
 //   W<n>/eager   what a user of eager mode pays per step: lowering `run_steps(n)` in eager mode
 //                parses the program, builds the inputs, then runs n steps op by op (each
 //                operation is type-checked and executed as the lowering reaches it, the
-//                derivative on the recorded tape). Per step = (time(1 + k steps) - time(1 step)) / k,
-//                time(1 step) being the median of runs of the same program with n = 1.
+//                derivative on the recorded tape). run_steps prints the step index after each
+//                step; a step's time is the time between two consecutive prints (n = 1 + k gives
+//                k steps per run), the median over every step of every timed run is quoted.
 //   Limit/...    OpenBLAS SGEMM 1024^3, the 9 GEMMs of W2 back to back, STREAM triad.
 //
 // Every workload is verified once before it is timed (a failure skips the benchmark with the
@@ -110,16 +111,16 @@ void report_times(benchmark::State& state, const std::vector<double>& seconds, c
 struct Workload {
   std::string id;      // "W2"
   std::string file;    // benchmarks/workloads/<file>
-  int eager_steps;     // k of the eager measurement (the eager tape keeps every step's values)
-  int eager_runs;      // timed eager runs (each lowers the program with k steps)
+  int eager_steps;     // k: steps timed per eager run
+  int eager_runs;      // timed eager runs (each lowers the program with 1 + k steps)
   bool feeds_back;     // step returns (loss, new parameters): the next call trains them
 };
 
 const std::vector<Workload>& workloads() {
   static const std::vector<Workload> w = {
-      {"W1", "w1_mlp_forward.sp", 20, 15, false},      {"W2", "w2_mlp_train.sp", 10, 15, true},
-      {"W3", "w3_lenet5_train.sp", 5, 11, true},       {"W4", "w4_transformer_block.sp", 2, 7, false},
-      {"W5", "w5_elementwise_chain.sp", 4, 11, false}, {"W6", "w6_rnn_unrolled.sp", 3, 11, false},
+      {"W1", "w1_mlp_forward.sp", 100, 5, false},      {"W2", "w2_mlp_train.sp", 50, 5, true},
+      {"W3", "w3_lenet5_train.sp", 20, 5, true},        {"W4", "w4_transformer_block.sp", 6, 5, false},
+      {"W5", "w5_elementwise_chain.sp", 20, 5, false},  {"W6", "w6_rnn_unrolled.sp", 10, 5, false},
   };
   return w;
 }
@@ -417,54 +418,66 @@ void BM_Graph(benchmark::State& state, const std::string& id, bool fused) {
   spora::sem::set_fused_kernel_hook(nullptr);
 }
 
+// A stream buffer that records the wall and CPU time of every line written to it: eager
+// mode's `run_steps` prints the step index after each step, so consecutive lines delimit steps.
+class StepMarks : public std::streambuf {
+ public:
+  struct Mark {
+    Clock::time_point wall;
+    double cpu;
+  };
+  std::vector<Mark> marks;
+
+ protected:
+  int_type overflow(int_type c) override {
+    if (c == '\n') marks.push_back({Clock::now(), process_cpu_seconds()});
+    return c;
+  }
+  std::streamsize xsputn(const char* p, std::streamsize n) override {
+    for (std::streamsize i = 0; i < n; ++i) overflow(p[i]);
+    return n;
+  }
+};
+
 void BM_Eager(benchmark::State& state, const std::string& id) {
   GraphCase& c = graph_case(id);  // verification (eager included) happens there
   if (!c.error.empty()) {
     state.SkipWithError(c.error.c_str());
     return;
   }
+  spora::sem::set_fused_kernel_hook(nullptr);
   const Workload& w = workload(id);
-  const std::string text = read_source(w);
-  // 1 and 1 + k steps: the difference holds k steps and nothing that happens once per run
-  // (building the inputs, the first step's allocations, what the end of the run costs).
-  const std::string base = eager_program(text, 1, false), full = eager_program(text, 1 + w.eager_steps, false);
-  struct Run {
-    double wall, cpu;
-  };
-  auto time_of = [&](const std::string& program) {
-    const auto t0 = Clock::now();
-    const double c0 = process_cpu_seconds();
-    benchmark::DoNotOptimize(lower(program, "bench_eager", true));
-    return Run{seconds_since(t0), process_cpu_seconds() - c0};
-  };
-  auto base_time = [&] {
-    std::vector<double> wall, cpu;
-    for (int k = 0; k < 5; ++k) {
-      const Run r = time_of(base);
-      wall.push_back(r.wall), cpu.push_back(r.cpu);
+  // One run lowers run_steps(1 + k): the k intervals between the k + 1 marks are k steps, and
+  // nothing that happens once per run (parsing, building the inputs, the first step's
+  // allocations, verifying the module at the end) is in them.
+  const std::string program = eager_program(read_source(w), 1 + w.eager_steps, false);
+  std::vector<double> steps, cpu_steps;
+  auto run = [&] {
+    StepMarks buf;
+    std::ostream os(&buf);
+    spora::ops::set_print_stream(&os);
+    try {
+      benchmark::DoNotOptimize(lower(program, "bench_eager", true));
+    } catch (...) {
+      spora::ops::set_print_stream(nullptr);
+      throw;
     }
-    return Run{median(wall), median(cpu)};
+    spora::ops::set_print_stream(nullptr);
+    std::vector<double> wall;
+    for (size_t k = 1; k < buf.marks.size(); ++k) {
+      wall.push_back(std::chrono::duration<double>(buf.marks[k].wall - buf.marks[k - 1].wall).count());
+      cpu_steps.push_back(buf.marks[k].cpu - buf.marks[k - 1].cpu);
+    }
+    steps.insert(steps.end(), wall.begin(), wall.end());
+    return median(wall);
   };
-  time_of(full);  // warm-up
-  const Run base_before = base_time();
-  std::vector<Run> totals;
+  run();  // warm-up
+  steps.clear(), cpu_steps.clear();
   BgMeter bg;
-  for (auto _ : state) {
-    totals.push_back(time_of(full));
-    state.SetIterationTime(std::max(0.0, totals.back().wall - base_before.wall) / w.eager_steps);
-  }
-  // The counters use the 1-step time measured before and after the timed runs.
-  const Run base_after = base_time();
-  const double base_s = 0.5 * (base_before.wall + base_after.wall), base_cpu = 0.5 * (base_before.cpu + base_after.cpu);
-  std::vector<double> per_step, cpu_per_step;
-  for (const Run& t : totals) {
-    per_step.push_back(std::max(0.0, t.wall - base_s) / w.eager_steps);
-    cpu_per_step.push_back(std::max(0.0, t.cpu - base_cpu) / w.eager_steps);
-  }
-  report_times(state, per_step, bg);
-  state.counters["cpu_ms"] = median(cpu_per_step) * 1e3;
-  state.counters["one_step_run_ms"] = base_s * 1e3;
-  state.counters["steps"] = w.eager_steps;
+  for (auto _ : state) state.SetIterationTime(run());
+  report_times(state, steps, bg);
+  state.counters["cpu_ms"] = median(cpu_steps) * 1e3;
+  state.counters["steps_per_run"] = w.eager_steps;
 }
 
 // ------------------------------------------------------------------ machine limits

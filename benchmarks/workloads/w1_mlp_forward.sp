@@ -3,7 +3,7 @@
 # stored [in, out] (x @ w), initialised like PyTorch's nn.Linear (uniform +-1/sqrt(fan_in)).
 #
 # The benchmark (benchmarks/bench_workloads.cpp) runs main once to get step's inputs, then
-# times calls of the graph @step (graph mode), or lowers `run_steps(k, false)` in eager mode.
+# times calls of the graph @step (graph mode), or lowers `run_steps(n, false)` in eager mode.
 
 model MLP() {
     param w1: f32[784, 512] = uniform(-0.03571, 0.03571)
@@ -20,13 +20,16 @@ def step(net: MLP, x) = net(x)
 
 def inputs() = (MLP(seed=0), normal(shape=(64, 1, 28, 28), seed=1))
 
-# k forward passes (eager mode unrolls the loop); prints the sum of the logits if check.
+# k forward passes; eager mode unrolls the loop. After each step: print the sum of the logits if
+# check, else the step index (eager mode's benchmark times the steps between these marks).
 def run_steps(k, check) {
     let (net, x) = inputs()
     for i in range(k) {
         let logits = step(net, x)
         if check {
             print(sum(logits))
+        } else {
+            print(i)
         }
     }
 }

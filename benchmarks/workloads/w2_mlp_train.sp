@@ -4,7 +4,7 @@
 # PyTorch's nn.Linear (uniform +-1/sqrt(fan_in)).
 #
 # The benchmark (benchmarks/bench_workloads.cpp) runs main once to get step's inputs, then
-# times calls of the graph @step (graph mode), or lowers `run_steps(k, false)` in eager mode.
+# times calls of the graph @step (graph mode), or lowers `run_steps(n, false)` in eager mode.
 # `spora run benchmarks/workloads/w2_mlp_train.sp` prints the loss of one step.
 
 model MLP() {
@@ -28,7 +28,9 @@ def step(net: MLP, x, y) {
 def inputs() = (MLP(seed=0), normal(shape=(64, 1, 28, 28), seed=1),
                 cast(uniform(0.0, 10.0, shape=(64,), seed=2), i32))
 
-# k training steps from fresh inputs (eager mode unrolls the loop); prints each loss if check.
+# k training steps from fresh inputs; eager mode unrolls the loop. After each step: print
+# the loss if check, else the step index (eager mode's benchmark times the steps between
+# these marks).
 def run_steps(k, check) {
     let (net0, x, y) = inputs()
     var net = net0
@@ -37,6 +39,8 @@ def run_steps(k, check) {
         net = next
         if check {
             print(l)
+        } else {
+            print(i)
         }
     }
 }

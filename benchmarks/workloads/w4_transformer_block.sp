@@ -9,7 +9,7 @@
 # noise, which would make the benchmark's correctness check meaningless (the work is the same).
 #
 # The benchmark (benchmarks/bench_workloads.cpp) runs main once to get step's inputs, then
-# times calls of the graph @step (graph mode), or lowers `run_steps(k, false)` in eager mode.
+# times calls of the graph @step (graph mode), or lowers `run_steps(n, false)` in eager mode.
 
 model EncoderBlock() {
     param wq: f32[256, 256] = uniform(-0.07654, 0.07654)
@@ -48,13 +48,16 @@ def step(blk: EncoderBlock, x) = value_and_grad(loss, wrt=(0, 1))(blk, x)
 
 def inputs() = (EncoderBlock(seed=0), normal(shape=(8, 128, 256), seed=1))
 
-# k steps (eager mode unrolls the loop); prints each sum(out) if check.
+# k steps; eager mode unrolls the loop. After each step: print each sum(out) if
+# check, else the step index (eager mode's benchmark times the steps between these marks).
 def run_steps(k, check) {
     let (blk, x) = inputs()
     for i in range(k) {
         let (l, g) = step(blk, x)
         if check {
             print(l)
+        } else {
+            print(i)
         }
     }
 }

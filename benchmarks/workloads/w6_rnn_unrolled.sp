@@ -6,7 +6,7 @@
 # f32; weights stored [in, out], initialised like PyTorch's (uniform +-1/sqrt(hidden)).
 #
 # The benchmark (benchmarks/bench_workloads.cpp) runs main once to get step's inputs, then
-# times calls of the graph @step (graph mode), or lowers `run_steps(k, false)` in eager mode.
+# times calls of the graph @step (graph mode), or lowers `run_steps(n, false)` in eager mode.
 
 model RNNCell() {
     param w_ih: f32[256, 256] = uniform(-0.0625, 0.0625)
@@ -30,13 +30,16 @@ def step(cell: RNNCell, xs, h0) = value_and_grad(unroll)(cell, xs, h0)
 
 def inputs() = (RNNCell(seed=0), normal(shape=(50, 32, 256), seed=1), zeros(shape=(32, 256)))
 
-# k steps (eager mode unrolls both loops); prints each sum(h_50) if check.
+# k steps; eager mode unrolls both loops. After each step: print each sum(h_50) if
+# check, else the step index (eager mode's benchmark times the steps between these marks).
 def run_steps(k, check) {
     let (cell, xs, h0) = inputs()
     for i in range(k) {
         let (l, g) = step(cell, xs, h0)
         if check {
             print(l)
+        } else {
+            print(i)
         }
     }
 }
