@@ -163,17 +163,18 @@ std::string compare_printed(const std::string& a, const std::string& b, double r
   return "";
 }
 
-sem::Value random_value(const sem::TypeP& t, uint64_t seed) {
+sem::Value random_value(const sem::TypeP& t, uint64_t seed, bool positive) {
   if (t->kind == sem::Type::Kind::Tuple) {
     std::vector<sem::Value> items;
-    for (size_t k = 0; k < t->elems.size(); ++k) items.push_back(random_value(t->elems[k], seed + k));
+    for (size_t k = 0; k < t->elems.size(); ++k)
+      items.push_back(random_value(t->elems[k], seed + k, positive));
     return sem::Value::tuple(std::move(items));
   }
   sem::Tensor x = sem::Tensor::empty(t->dtype, t->shape);
   for (int64_t i = 0; i < x.numel(); ++i) {
     const uint64_t k = static_cast<uint64_t>(i);
     if (is_float(t->dtype))
-      x.set(i, ops::rng::normal01(seed, k));
+      x.set(i, positive ? 0.5 + ops::rng::uniform01(seed, k) : ops::rng::normal01(seed, k));
     else
       x.set(i, ops::rng::uniform01(seed, k) < 0.5 ? 0 : 1);
   }
@@ -186,7 +187,7 @@ std::string check_groups(const ir::Module& m, codegen::FusedRuntime& rt, size_t*
   for (const auto& g : m.graphs()) {
     if (!passes::is_fused_graph(*g)) continue;
     std::vector<sem::Value> args;
-    for (const ir::Node* p : g->params) args.push_back(random_value(p->type, seed++));
+    for (const ir::Node* p : g->params) args.push_back(random_value(p->type, seed++, true));
     sem::Value fused;
     if (!rt.run(*g, args, fused)) return "@" + g->name + " has no kernel, or its kernel failed";
     ProgramRun ref = call(m, g.get(), args);  // the interpreter's hook is the runtime: run unhooked

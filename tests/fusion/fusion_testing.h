@@ -48,11 +48,15 @@ std::string compare(const sem::Value& a, const sem::Value& b, double rel = 1e-5,
 std::string compare_printed(const std::string& a, const std::string& b, double rel = 1e-5,
                             double abs_floor = 1e-6);
 
-// A deterministic random value of a tensor type (floats ~ N(0, 1), ints in [0, 2), bools).
-sem::Value random_value(const sem::TypeP& t, uint64_t seed);
+// A deterministic random value of a tensor type (floats ~ N(0, 1), or uniform in [0.5, 1.5)
+// when `positive`; ints in [0, 2); bools).
+sem::Value random_value(const sem::TypeP& t, uint64_t seed, bool positive = false);
 
 // Runs each fused graph of m on random arguments with its kernel and node by node; the first
-// disagreement, or empty. `checked` counts the groups compared.
+// disagreement, or empty. `checked` counts the groups compared. The arguments are positive
+// (uniform in [0.5, 1.5)): normal ones make groups ill-conditioned where real data is not
+// (Adam's second moment of a negative "square", a bias correction near 0), and there the
+// kernels' FMAs (a * b + c rounded once) differ from the reference by more than 1e-5.
 std::string check_groups(const ir::Module& m, codegen::FusedRuntime& rt, size_t* checked);
 
 }  // namespace spora::fusion_testing

@@ -70,11 +70,12 @@ TEST(FusedPrograms, ConformanceProgramsAgree) {
 // On the CPU backend both sides run f32 kernels that round differently from the reference
 // (which computes nn ops in f64): gradients summing many products also get a floor of 1e-5 of
 // their largest element.
-void check_steps(sem::Backend backend, double scale_rel) {
+void check_steps(sem::Backend backend, double scale_rel, const std::string& skip = "") {
   setup();
   sem::set_backend(backend);
   const auto list = programs("benchmarks/workloads");
   for (const std::string& p : list) {
+    if (!skip.empty() && p.find(skip) != std::string::npos) continue;
     std::vector<sem::Value> args;
     auto inputs = [&](ir::Module& m) {
       const ProgramRun r = run_entry(m);
@@ -119,7 +120,9 @@ TEST(FusedPrograms, WorkloadStepGroupsAgreeOnRandomInputs) {
   }
 }
 
-TEST(FusedPrograms, WorkloadStepsAgree) { check_steps(sem::Backend::Reference, 0); }
+// W4's step on the reference kernels takes most of this binary's time: its groups are checked
+// against the reference kernels one by one above, and its whole step on the CPU backend below.
+TEST(FusedPrograms, WorkloadStepsAgree) { check_steps(sem::Backend::Reference, 0, "w4_"); }
 
 TEST(FusedPrograms, WorkloadStepsAgreeOnTheCpuBackend) { check_steps(sem::Backend::Cpu, 1e-5); }
 
