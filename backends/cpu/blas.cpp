@@ -34,20 +34,30 @@ void gemm_split(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, cons
       for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == T(0) ? T(0) : beta * c[i * ldc + j];
     return;
   }
-  // Split the longer side of C; each block is one single-threaded OpenBLAS call.
+  // Large products: fixed blocks of the longer side of C (128 columns or 32 rows), one
+  // single-threaded OpenBLAS call each, spread over the threads. The blocks depend only on the
+  // shape (OpenBLAS's result for an element can depend on the size of the call it is in), so
+  // the result does not depend on the number of threads.
+  if (m * n * k < (int64_t{1} << 18)) {
+    blas_call(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
   const bool by_cols = n >= m;
-  const int64_t side = by_cols ? n : m;
-  const int64_t align = by_cols ? 16 : 4;
+  const int64_t side = by_cols ? n : m, block = by_cols ? 128 : 32;
+  const int64_t blocks = (side + block - 1) / block;
   // A multiply-add costs about an eighth of an elementwise add (parallel_work units).
-  parallel_for(side, m * n * k / side / 8 + 1, [&](int64_t lo, int64_t hi) {
-    if (by_cols) {
-      const T* bb = tb ? b + lo * ldb : b + lo;
-      blas_call(ta, tb, m, hi - lo, k, alpha, a, lda, bb, ldb, beta, c + lo, ldc);
-    } else {
-      const T* aa = ta ? a + lo : a + lo * lda;
-      blas_call(ta, tb, hi - lo, n, k, alpha, aa, lda, b, ldb, beta, c + lo * ldc, ldc);
+  parallel_for(blocks, m * n * k / blocks / 8 + 1, [&](int64_t first, int64_t last) {
+    for (int64_t q = first; q < last; ++q) {
+      const int64_t lo = q * block, len = std::min(block, side - lo);
+      if (by_cols) {
+        const T* bb = tb ? b + lo * ldb : b + lo;
+        blas_call(ta, tb, m, len, k, alpha, a, lda, bb, ldb, beta, c + lo, ldc);
+      } else {
+        const T* aa = ta ? a + lo : a + lo * lda;
+        blas_call(ta, tb, len, n, k, alpha, aa, lda, b, ldb, beta, c + lo * ldc, ldc);
+      }
     }
-  }, align);
+  }, 1);
 }
 
 }  // namespace

@@ -7,9 +7,9 @@
 namespace spora::cpu {
 
 // C[m,n] = alpha op(A) op(B) + beta C, row-major with leading dimensions lda, ldb, ldc;
-// op(X) = X^T when the flag is set. Any of m, n, k may be 0. Large products are split along
-// their longer output side into one block per OpenMP thread; every element of C is the same
-// single OpenBLAS dot-product order whatever the split.
+// op(X) = X^T when the flag is set. Any of m, n, k may be 0. Large products are cut into
+// fixed blocks along their longer output side, spread over the OpenMP threads: the result
+// depends on the shapes only, never on the number of threads.
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a,

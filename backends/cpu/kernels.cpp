@@ -2,6 +2,7 @@
 #include "backends/cpu/kernels.h"
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 
 namespace spora::cpu {
@@ -40,6 +41,28 @@ Isa force_isa(Isa want) {
 }
 
 int max_threads() { return omp_get_max_threads(); }
+
+namespace {
+std::atomic<bool> g_load_adaptive{true};
+}  // namespace
+
+void set_load_adaptive(bool on) { g_load_adaptive.store(on); }
+
+int team_size() {
+  if (!g_load_adaptive.load(std::memory_order_relaxed)) return max_threads();
+  static std::atomic<int64_t> next_check{0};
+  static std::atomic<bool> busy{false};
+  const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count();
+  if (now >= next_check.load(std::memory_order_relaxed)) {
+    next_check.store(now + 500, std::memory_order_relaxed);
+    double load[1];
+    busy.store(getloadavg(load, 1) == 1 && load[0] >= 2.0 * omp_get_num_procs(),
+               std::memory_order_relaxed);
+  }
+  return busy.load(std::memory_order_relaxed) ? 1 : max_threads();
+}
 
 namespace {
 std::atomic<int64_t> g_parallel_work{[] {

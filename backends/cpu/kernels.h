@@ -99,6 +99,14 @@ int64_t parallel_work();
 int64_t set_parallel_work(int64_t work);
 
 int max_threads();
+// The number of threads a parallel loop uses now: max_threads(), or 1 while the machine is
+// oversubscribed (its 1-minute load average is at least twice its processors, so a thread of
+// the team would wait for a time slice and the whole loop with it: a parallel region then
+// costs milliseconds instead of microseconds). Sampled at most twice a second. Results never
+// depend on it.
+int team_size();
+// Tests: whether team_size() follows the load (true) or is always max_threads().
+void set_load_adaptive(bool on);
 
 // Runs body(begin, end) over [0, n), split into one contiguous chunk per OpenMP thread (chunk
 // bounds multiples of `align`) when n * cost reaches parallel_work(), else on the calling thread.
@@ -107,7 +115,7 @@ int max_threads();
 template <class F>
 void parallel_for(int64_t n, int64_t cost, F&& body, int64_t align = 16) {
   if (n <= 0) return;
-  int nt = max_threads();
+  int nt = team_size();
   if (nt <= 1 || n * cost < parallel_work() || omp_in_parallel()) {
     body(int64_t{0}, n);
     return;
@@ -136,7 +144,7 @@ void parallel_for(int64_t n, int64_t cost, F&& body, int64_t align = 16) {
 template <class F>
 void parallel_tasks(int64_t n, int64_t cost, F&& body) {
   if (n <= 0) return;
-  int nt = max_threads();
+  int nt = team_size();
   if (nt <= 1 || n <= 1 || n * cost < parallel_work() || omp_in_parallel()) {
     for (int64_t i = 0; i < n; ++i) body(i);
     return;

@@ -35,6 +35,7 @@ inline const sem::Primitive& prim(const std::string& name) {
     // Split loops from 32K add-equivalents on: the tests' larger inputs (1e4-1e5 elements) run
     // the parallel paths, the many small ones stay on one thread.
     set_parallel_work(int64_t{1} << 15);
+    set_load_adaptive(false);  // the parallel paths even on a busy machine
     return true;
   }();
   (void)once;

@@ -147,20 +147,28 @@ TEST(CpuReduction, LongF32SumKeepsItsPrecision) {
   EXPECT_GT(std::abs(naive - static_cast<float>(exact)), 1000.0f);
 }
 
-// The same input gives the same bits whatever the thread count.
+// The same input gives the same bits whatever the thread count (sums in fixed blocks, GEMMs
+// in fixed blocks, the convolution's weight gradient in fixed groups of images).
 TEST(CpuReduction, ResultsDoNotDependOnThreads) {
   Gen gen(15);
   Tensor x = gen.tensor(DType::f32, {1 << 20}, -1, 1);
   Tensor y = gen.tensor(DType::f32, {512, 1024}, -1, 1);
-  Value a = cpu_call("sum", {x});
-  Value c = cpu_call("sum", {y}, A({{"axis", Attr{int64_t{0}}}}));
+  Tensor a1 = gen.tensor(DType::f32, {64, 784}), b1 = gen.tensor(DType::f32, {784, 300});
+  Tensor a2 = gen.tensor(DType::f32, {300, 50}), b2 = gen.tensor(DType::f32, {50, 40});
+  Tensor cx = gen.tensor(DType::f32, {16, 3, 12, 12}), cg = gen.tensor(DType::f32, {16, 4, 10, 10});
+  Attrs wg = A({{"shape", Attr{Shape{4, 3, 3, 3}}}});
+  auto run_all = [&] {
+    return std::vector<Value>{cpu_call("sum", {x}),
+                              cpu_call("sum", {y}, A({{"axis", Attr{int64_t{0}}}})),
+                              cpu_call("matmul", {a1, b1}), cpu_call("matmul", {a2, b2}),
+                              cpu_call("conv2d_weight_grad", {cx, cg}, wg)};
+  };
+  std::vector<Value> two = run_all();
   int saved = omp_get_max_threads();
   omp_set_num_threads(1);
-  Value b = cpu_call("sum", {x});
-  Value d = cpu_call("sum", {y}, A({{"axis", Attr{int64_t{0}}}}));
+  std::vector<Value> one = run_all();
   omp_set_num_threads(saved);
-  EXPECT_TRUE(matches(a, b, Tol::exact));
-  EXPECT_TRUE(matches(c, d, Tol::exact));
+  for (size_t i = 0; i < two.size(); ++i) EXPECT_TRUE(matches(two[i], one[i], Tol::exact)) << i;
 }
 
 }  // namespace
