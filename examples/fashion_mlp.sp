@@ -1,12 +1,12 @@
-# Fashion-MNIST with a multi-layer perceptron (784-256-10, ReLU), trained by SGD with
-# momentum (std.optim) on the real dataset (Debian's dataset-fashion-mnist), differentiated by
-# Spora's own automatic differentiation.
+# Fashion-MNIST with a multi-layer perceptron (784-256-10, ReLU), trained by Adam with a
+# cosine learning-rate schedule (std.optim) on the real dataset (Debian's
+# dataset-fashion-mnist), differentiated by Spora's own automatic differentiation.
 #
 #   ./spora run examples/fashion_mlp.sp
 #
 # Prints a progress bar per epoch on stderr and a line per epoch on stdout, then writes the
 # curves (fashion_mlp.csv, fashion_mlp.svg) and the trained model (fashion_mlp.ckpt).
-# Reaches about 88 % test accuracy in 5 epochs.
+# Reaches 88.8 % test accuracy in 5 epochs (about 20 s on two cores).
 import std.nn
 import std.optim
 
@@ -20,7 +20,7 @@ def loss(net: MLP, x, y) = cross_entropy(net(x), y)
 
 def main() {
     var net = MLP(hidden=256, seed=0)
-    let opt = sgd(lr=0.05, momentum=0.9)
+    let opt = adam(lr=0.001, schedule=cosine_annealing_lr(0.001, 5 * 938))
     var state = opt.init(net)
     for epoch in range(5) {
         for (x, y) in fashion_mnist("train", batch=64, shuffle=true, seed=0, flatten=true, progress=true) {

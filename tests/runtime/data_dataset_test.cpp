@@ -326,7 +326,7 @@ TEST(Reports, EpochLinesCsvAndSvg) {
   const std::string svg = r.svg();
   EXPECT_EQ(svg.rfind("<?xml", 0), 0u);
   for (const char* part : {">loss</text>", ">accuracy</text>", ">epoch</text>", ">train_loss</text>",
-                           ">train_loss (per batch)</text>", ">test_acc</text>", "<polyline", "<circle", "</svg>"})
+                           ">train_loss (batches, smoothed)</text>", ">test_acc</text>", "<polyline", "<circle", "</svg>"})
     EXPECT_NE(svg.find(part), std::string::npos) << part;
   // Atomic files.
   const fs::path dir = fs::temp_directory_path() / ("spora_curves_" + std::to_string(::getpid()));

@@ -66,14 +66,20 @@ struct Panel {
 };
 
 // One panel of size w x h at (x0, y0).
-void draw_panel(std::string& out, const Panel& p, double x0, double y0, double w, double h) {
+void draw_panel(std::string& out, const Panel& p, int index, double x0, double y0, double w, double h) {
   const double left = x0 + 62, right = x0 + w - 16, top = y0 + 36, bottom = y0 + h - 46;
+  // The y range fits the curves, leaving out the first tenth of the per-batch values when
+  // there are epoch curves too (the first batches' loss is far above the rest; it is clipped).
+  const bool has_epoch_curves =
+      std::any_of(p.series.begin(), p.series.end(), [](const Series& s) { return !s.thin; });
   double xmin = std::numeric_limits<double>::infinity(), xmax = -xmin, ymin = xmin, ymax = -xmin;
   for (const Series& s : p.series)
-    for (const auto& [x, y] : s.points) {
+    for (size_t i = 0; i < s.points.size(); ++i) {
+      const auto [x, y] = s.points[i];
       if (!std::isfinite(x) || !std::isfinite(y)) continue;
       xmin = std::min(xmin, x);
       xmax = std::max(xmax, x);
+      if (s.thin && has_epoch_curves && i < s.points.size() / 10) continue;
       ymin = std::min(ymin, y);
       ymax = std::max(ymax, y);
     }
@@ -117,7 +123,10 @@ void draw_panel(std::string& out, const Panel& p, double x0, double y0, double w
   out += "<text x=\"" + num(x0 + 16) + "\" y=\"" + num((top + bottom) / 2) +
          "\" text-anchor=\"middle\" font-size=\"12\" transform=\"rotate(-90 " + num(x0 + 16) + " " +
          num((top + bottom) / 2) + ")\">" + escape(p.ylabel) + "</text>\n";
-  // Curves: thin ones first, under the epoch curves.
+  // Curves: thin ones first, under the epoch curves; all clipped to the plot area.
+  const std::string clip = "plot" + std::to_string(index);
+  out += "<clipPath id=\"" + clip + "\"><rect x=\"" + num(left) + "\" y=\"" + num(top - 4) + "\" width=\"" +
+         num(right - left + 4) + "\" height=\"" + num(bottom - top + 4) + "\"/></clipPath>\n";
   size_t color = 0;
   std::vector<std::pair<const Series*, const char*>> legend;
   for (int pass = 0; pass < 2; ++pass) {
@@ -129,7 +138,8 @@ void draw_panel(std::string& out, const Panel& p, double x0, double y0, double w
       for (const auto& [x, y] : s.points)
         if (std::isfinite(x) && std::isfinite(y)) pts += num(X(x)) + "," + num(Y(y)) + " ";
       out += "<polyline fill=\"none\" stroke=\"" + std::string(c) + "\" stroke-width=\"" + (s.thin ? "1" : "2") +
-             "\"" + (s.thin ? " stroke-opacity=\"0.45\"" : "") + " points=\"" + pts + "\"/>\n";
+             "\"" + (s.thin ? " stroke-opacity=\"0.45\"" : "") + " clip-path=\"url(#" + clip + ")\" points=\"" + pts +
+             "\"/>\n";
       if (!s.thin)
         for (const auto& [x, y] : s.points)
           if (std::isfinite(x) && std::isfinite(y))
@@ -138,7 +148,9 @@ void draw_panel(std::string& out, const Panel& p, double x0, double y0, double w
   }
   // Legend, inside the plot at the right: at the top, or at the bottom when fewer points lie
   // there (rising accuracy curves).
-  const double lw = 170, lh = 18.0 * static_cast<double>(legend.size()) + 8;
+  size_t longest = 0;
+  for (const auto& [series, c] : legend) longest = std::max(longest, series->name.size());
+  const double lw = 46 + 6.4 * static_cast<double>(longest), lh = 18.0 * static_cast<double>(legend.size()) + 8;
   const double lx = right - lw - 6;
   auto covered = [&](double ly) {
     int n = 0;
@@ -160,8 +172,18 @@ void draw_panel(std::string& out, const Panel& p, double x0, double y0, double w
   }
 }
 
-// At most `limit` points: means of consecutive runs.
+// Per-batch values smoothed by a trailing mean over a thirtieth of the run (TensorBoard-like),
+// then at most `limit` points: means of consecutive runs.
 std::vector<std::pair<double, double>> thin_out(std::vector<std::pair<double, double>> pts, size_t limit) {
+  const size_t window = std::max<size_t>(1, pts.size() / 30);
+  std::vector<std::pair<double, double>> smooth(pts.size());
+  double sum = 0;
+  for (size_t i = 0; i < pts.size(); ++i) {
+    sum += pts[i].second;
+    if (i >= window) sum -= pts[i - window].second;
+    smooth[i] = {pts[i].first, sum / static_cast<double>(std::min(i + 1, window))};
+  }
+  pts = std::move(smooth);
   if (pts.size() <= limit) return pts;
   const size_t run = (pts.size() + limit - 1) / limit;
   std::vector<std::pair<double, double>> out;
@@ -193,7 +215,7 @@ std::string Recorder::csv() const {
       out += ",";
       for (const auto& [n, v] : r.values)
         if (n == c) {
-          std::snprintf(buf, sizeof buf, "%.8g", v);
+          std::snprintf(buf, sizeof buf, "%.7g", v);
           out += buf;
           break;
         }
@@ -219,14 +241,14 @@ std::string Recorder::svg() const {
     const double x1 = history_[b.epoch_row].epoch;
     const double x0 = b.epoch_row > 0 ? history_[b.epoch_row - 1].epoch : x1 - 1;
     Series& s = thin[b.name];
-    s.name = b.name + " (per batch)";
+    s.name = b.name + " (batches, smoothed)";
     s.thin = true;
     for (size_t j = 0; j < b.values.size(); ++j)
       s.points.emplace_back(x0 + (x1 - x0) * static_cast<double>(j + 1) / static_cast<double>(b.values.size()),
                             b.values[j]);
   }
   for (auto& [n, s] : thin) {
-    s.points = thin_out(std::move(s.points), 400);
+    s.points = thin_out(std::move(s.points), 300);
     panel_of(n).series.push_back(std::move(s));
   }
   for (const auto& c : cols) {
@@ -245,7 +267,8 @@ std::string Recorder::svg() const {
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
                     num(width) + "\" height=\"" + num(ph) + "\" viewBox=\"0 0 " + num(width) + " " + num(ph) +
                     "\" font-family=\"sans-serif\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  for (size_t i = 0; i < panels.size(); ++i) draw_panel(out, *panels[i], pw * static_cast<double>(i), 0, pw, ph);
+  for (size_t i = 0; i < panels.size(); ++i)
+    draw_panel(out, *panels[i], static_cast<int>(i), pw * static_cast<double>(i), 0, pw, ph);
   out += "</svg>\n";
   return out;
 }
