@@ -115,8 +115,8 @@ void set_load_adaptive(bool on);
 template <class F>
 void parallel_for(int64_t n, int64_t cost, F&& body, int64_t align = 16) {
   if (n <= 0) return;
-  int nt = team_size();
-  if (nt <= 1 || n * cost < parallel_work() || omp_in_parallel()) {
+  const int nt = n * cost < parallel_work() || omp_in_parallel() ? 1 : team_size();
+  if (nt <= 1) {
     body(int64_t{0}, n);
     return;
   }
@@ -144,8 +144,8 @@ void parallel_for(int64_t n, int64_t cost, F&& body, int64_t align = 16) {
 template <class F>
 void parallel_tasks(int64_t n, int64_t cost, F&& body) {
   if (n <= 0) return;
-  int nt = team_size();
-  if (nt <= 1 || n <= 1 || n * cost < parallel_work() || omp_in_parallel()) {
+  const int nt = n <= 1 || n * cost < parallel_work() || omp_in_parallel() ? 1 : team_size();
+  if (nt <= 1) {
     for (int64_t i = 0; i < n; ++i) body(i);
     return;
   }
