@@ -31,8 +31,9 @@ struct KernelSource {
   std::string text;  // the function(s)
 };
 
-// C++: `extern "C" int NAME(const void* const* in, void* const* out)`; in[k] / out[k] point
-// to the plan's buffers (row-major, bool as uint8_t); returns 0, or 1 when an SP_CHECK failed.
+// C++: `extern "C" int NAME(const void* const* in, void* const* out, int threads)`; in[k] /
+// out[k] point to the plan's buffers (row-major, bool as uint8_t); `threads` is the OpenMP team
+// of the outer loop (1: run on the calling thread); returns 0, or 1 when an SP_CHECK failed.
 KernelSource emit_cpp(const passes::KernelPlan& plan);
 // A translation unit: the C++ prelude, then each distinct kernel once.
 std::string cpp_unit(const std::vector<KernelSource>& kernels);
@@ -79,7 +80,7 @@ void reset_compile_stats();
 // A loaded shared object of kernels.
 class KernelLibrary {
  public:
-  using Fn = int (*)(const void* const* in, void* const* out);
+  using Fn = int (*)(const void* const* in, void* const* out, int threads);
   ~KernelLibrary();
   Fn find(const std::string& name) const;  // null when absent
   const std::string& path() const { return path_; }

@@ -1,9 +1,9 @@
 // C++ source of fused kernels (codegen.h): the prelude and one OpenMP loop nest per plan.
 //
-//   extern "C" int spora_k<hash>(const void* const* in_, void* const* out_) {
+//   extern "C" int spora_k<hash>(const void* const* in_, void* const* out_, int sp_threads) {
 //     const float* in0 = (const float*)in_[0]; ...   float* out0 = (float*)out_[0]; ...
 //     int err = 0; double t0 = 0;                     // totals
-//     #pragma omp parallel for reduction(...)          // rows (x chunks of the inner loop)
+//     #pragma omp parallel for num_threads(sp_threads) reduction(...)   // rows (x chunks)
 //     for (int64_t task = 0; task < TASKS; ++task) {
 //       const int64_t r = ...; row setup
 //       pre; accumulators; #pragma omp simd reduction(...) for (j ...) { body } post  // each pass
@@ -268,8 +268,10 @@ KernelSource emit_cpp(const KernelPlan& plan) {
   const int64_t work = plan.rows * plan.inner;
   std::vector<const Accumulator*> outer = totals;
   std::string err_clause = plan.checks ? " reduction(|:err)" : "";
-  body += fmt::format("{}#pragma omp parallel for schedule(static){}{} if({} >= 32768)\n", I1,
-                      clauses(outer), err_clause, work);
+  (void)work;
+  body += fmt::format(
+      "{}#pragma omp parallel for schedule(static) num_threads(sp_threads){}{} if(sp_threads > 1)\n",
+      I1, clauses(outer), err_clause);
   body += fmt::format("{}for (int64_t task = 0; task < {}; ++task) {{\n", I1, tasks);
   if (chunks == 1) {
     body += I2 + "const int64_t r = task;\n";
@@ -331,7 +333,7 @@ KernelSource emit_cpp(const KernelPlan& plan) {
   KernelSource k;
   k.name = "spora_k" + hash_hex(body).substr(0, 16);
   k.text = "// " + plan.describe + "\n" + "extern \"C\" int " + k.name +
-           "(const void* const* in_, void* const* out_) {\n" + body + "}\n";
+           "(const void* const* in_, void* const* out_, int sp_threads) {\n" + body + "}\n";
   return k;
 }
 

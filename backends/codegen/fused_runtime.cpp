@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "backends/cpu/kernels.h"
 #include "semantics/passes/fusion.h"
 #include "semantics/registry.h"
 
@@ -131,7 +132,11 @@ bool FusedRuntime::run(const ir::Graph& group, const std::vector<sem::Value>& ar
     }
     out.push_back(outs.back().raw());
   }
-  if (e.fn(in.data(), out.data()) != 0) {
+  // The CPU backend's policy: a team only for enough work, and none while the machine is
+  // oversubscribed (a parallel region then waits for time slices).
+  const int64_t work = plan.rows * plan.inner * static_cast<int64_t>(plan.passes.size());
+  const int threads = work >= cpu::parallel_work() ? cpu::team_size() : 1;
+  if (e.fn(in.data(), out.data(), threads) != 0) {
     ++fallbacks_;
     return false;
   }

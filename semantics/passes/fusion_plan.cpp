@@ -701,6 +701,8 @@ Coords broadcast_coords(const Coords& x, const Shape& from, const Shape& to) {
 
 // ---- step 2 and 3: the loop nest ---------------------------------------------------------------
 
+constexpr int64_t kColumnReductionLimit = 4096;
+
 class Emitter {
  public:
   Emitter(Builder& b, std::vector<PNode*> outputs) : b_(b), outputs_(std::move(outputs)) {}
@@ -771,6 +773,17 @@ class Emitter {
     }
     std::stable_sort(row_reduce_.begin(), row_reduce_.end(),
                      [](const PNode* a, const PNode* b) { return a->level < b->level; });
+    // A column reduction (the contiguous last axis is kept, e.g. a bias gradient summing the
+    // batch) would read each row at a stride in this loop nest: beyond a small size the
+    // library's reduction (contiguous, vectorised across the kept axis) is faster.
+    if (!row_reduce_.empty()) {
+      size_t last = domain_.size();
+      while (last > 0 && domain_[last - 1] == 1) --last;
+      const bool column = last > 0 && std::find(raxes_.begin(), raxes_.end(),
+                                                static_cast<int64_t>(last - 1)) == raxes_.end();
+      if (column && numel(domain_) >= kColumnReductionLimit)
+        fail("a column reduction of " + std::to_string(numel(domain_)) + " elements");
+    }
     if (row_reduce_.empty()) {
       // The domain: the largest value evaluated per element.
       for (PNode* o : outputs_)

@@ -27,6 +27,8 @@
 //     and I = R. A group without row reductions iterates its output shape: I = the last axis
 //     (O the others), or every axis (rows = 1, `flat`) when no operand needs per-axis
 //     coordinates; the emitter may then split the inner loop into chunks across threads.
+//     A column reduction (the domain's contiguous last axis not reduced) of 4096 elements or
+//     more is refused: this nest would read it at a stride, the library kernel does better.
 //   - Totals: reductions over every axis of their input (sum(x), the mean of cross_entropy);
 //     their input is elementwise over B or a row value. Only scalar epilogue nodes may read a
 //     total.

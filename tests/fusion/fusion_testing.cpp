@@ -192,7 +192,7 @@ std::string check_groups(const ir::Module& m, codegen::FusedRuntime& rt, size_t*
     if (!rt.run(*g, args, fused)) return "@" + g->name + " has no kernel, or its kernel failed";
     ProgramRun ref = call(m, g.get(), args);  // the interpreter's hook is the runtime: run unhooked
     if (!ref.error.empty()) return "@" + g->name + " node by node: " + ref.error;
-    std::string d = compare(fused, ref.result);
+    std::string d = compare(fused, ref.result, 1e-5, 1e-6, 1e-5);
     if (!d.empty()) return "@" + g->name + ": " + d;
     ++n;
   }

@@ -47,249 +47,150 @@ def main() {
 # CHECK: %37 = call @fused_step.2(%x, %20, %21) : f32[8,128,256]
 # CHECK: %41 = call @fused_step.3(%34, %40) : f32[8,4,128,128]
 # CHECK: %43 = call @fused_step.4(%42) : f32[8,128,256]
-# CHECK: %44 = call @fused_step.12(%43, %22, %23, %x, %28, %29) : (f32[8,128,256], f32[8,128,256])
+# CHECK: %44 = call @fused_step.8(%43, %22, %23, %x, %28, %29) : (f32[8,128,256], f32[8,128,256])
 # CHECK: %47 = call @fused_step.5(%45, %24, %25) : (f32[8,128,1024], f32[8,128,1024])
 # CHECK: %50 = call @fused_step.6(%49, %26, %45, %27, %30, %31) : (f32, f32[8,128,256], f32[8,128,256], f32[8,128,256])
-# CHECK: %55 = call @fused_step.7(%53) : f32[256]
-# CHECK: %56 = call @fused_step.8(%52) : f32[256]
-# CHECK: %58 = call @fused_step.10(%54, %57, %48) : (f32[8,128,1024], f32[1024])
-# CHECK: %62 = call @fused_step.9(%61, %54) : f32[1024,256]
-# CHECK: %64 = call @fused_step.15(%54, %59, %63, %28) : (f32[256], f32[8,128,256], f32[8,128,256], f32[256])
-# CHECK: %70 = call @fused_step.11(%69, %59) : f32[256,1024]
-# CHECK: %71 = call @fused_step.13(%46, %67) : (f32[8,128,256], f32[8,128,256])
-# CHECK: %74 = call @fused_step.14(%66, %72) : f32[256]
-# CHECK: %76 = call @fused_step.16(%73, %75) : (f32[256], f32[8,128,256])
-# CHECK: %80 = call @fused_step.17(%79, %73) : f32[256,256]
-# CHECK: %81 = call @fused_step.18(%78) : f32[8,4,128,64]
-# CHECK: %83 = call @fused_step.19(%81, %82, %41) : f32[8,4,128,128]
-# CHECK: %90 = call @fused_step.20(%85) : f32[8,128,256]
-# CHECK: %93 = call @fused_step.21(%92, %90) : f32[256,256]
-# CHECK: %94 = call @fused_step.22(%89) : f32[8,128,256]
-# CHECK: %96 = call @fused_step.23(%94, %95) : (f32[256], f32[8,128,256])
-# CHECK: %99 = call @fused_step.24(%92, %94) : f32[256,256]
-# CHECK: %100 = call @fused_step.25(%87) : f32[8,128,256]
-# CHECK: %102 = call @fused_step.26(%100, %101) : (f32[256], f32[8,128,256])
-# CHECK: %105 = call @fused_step.28(%90, %91, %73, %98, %104) : (f32[256], f32[8,128,256])
-# CHECK: %108 = call @fused_step.27(%92, %100) : f32[256,256]
+# CHECK: %62 = call @fused_step.7(%54, %61, %48) : f32[8,128,1024]
+# CHECK: %70 = call @fused_step.9(%62, %69, %54, %46, %28) : (f32[8,128,256], f32[8,128,256], f32[8,128,256])
+# CHECK: %90 = call @fused_step.10(%85) : f32[8,4,128,64]
+# CHECK: %92 = call @fused_step.11(%90, %91, %41) : f32[8,4,128,128]
+# CHECK: %99 = call @fused_step.12(%94) : f32[8,128,256]
+# CHECK: %107 = call @fused_step.13(%98) : f32[8,128,256]
+# CHECK: %115 = call @fused_step.14(%96) : f32[8,128,256]
+# CHECK: %120 = call @fused_step.15(%99, %102, %72, %111, %119) : f32[8,128,256]
 # CHECK: @fused graph @fused_step(%p0: f32[8,128,256], %p1: f32[256,256], %p2: f32[256]) -> f32[8,128,256] {
-# CHECK-NEXT: %112 = matmul(%p0, %p1) : f32[8,128,256]
-# CHECK-NEXT: %113 = add(%112, %p2) : f32[8,128,256]
-# CHECK-NEXT: return %113
+# CHECK-NEXT: %127 = matmul(%p0, %p1) : f32[8,128,256]
+# CHECK-NEXT: %128 = add(%127, %p2) : f32[8,128,256]
+# CHECK-NEXT: return %128
 # CHECK-NEXT: }
 # CHECK: @fused graph @fused_step.1(%p0: f32[8,128,256], %p1: f32[256,256], %p2: f32[256]) -> f32[8,128,256] {
-# CHECK-NEXT: %114 = matmul(%p0, %p1) : f32[8,128,256]
-# CHECK-NEXT: %115 = add(%114, %p2) : f32[8,128,256]
-# CHECK-NEXT: return %115
+# CHECK-NEXT: %129 = matmul(%p0, %p1) : f32[8,128,256]
+# CHECK-NEXT: %130 = add(%129, %p2) : f32[8,128,256]
+# CHECK-NEXT: return %130
 # CHECK-NEXT: }
 # CHECK: @fused graph @fused_step.2(%p0: f32[8,128,256], %p1: f32[256,256], %p2: f32[256]) -> f32[8,128,256] {
-# CHECK-NEXT: %116 = matmul(%p0, %p1) : f32[8,128,256]
-# CHECK-NEXT: %117 = add(%116, %p2) : f32[8,128,256]
-# CHECK-NEXT: return %117
+# CHECK-NEXT: %131 = matmul(%p0, %p1) : f32[8,128,256]
+# CHECK-NEXT: %132 = add(%131, %p2) : f32[8,128,256]
+# CHECK-NEXT: return %132
 # CHECK-NEXT: }
 # CHECK: @fused graph @fused_step.3(%p0: f32[8,4,128,64], %p1: f32[8,4,64,128]) -> f32[8,4,128,128] {
-# CHECK-NEXT: %118 = matmul(%p0, %p1) : f32[8,4,128,128]
-# CHECK-NEXT: %119 = constant 0.125 : f32
-# CHECK-NEXT: %120 = mul(%118, %119) : f32[8,4,128,128]
-# CHECK-NEXT: %121 = softmax(%120, axis=-1) : f32[8,4,128,128]
-# CHECK-NEXT: return %121
+# CHECK-NEXT: %133 = matmul(%p0, %p1) : f32[8,4,128,128]
+# CHECK-NEXT: %134 = constant 0.125 : f32
+# CHECK-NEXT: %135 = mul(%133, %134) : f32[8,4,128,128]
+# CHECK-NEXT: %136 = softmax(%135, axis=-1) : f32[8,4,128,128]
+# CHECK-NEXT: return %136
 # CHECK-NEXT: }
 # CHECK: @fused graph @fused_step.4(%p0: f32[8,4,128,64]) -> f32[8,128,256] {
-# CHECK-NEXT: %122 = transpose(%p0, axes=[0,2,1,3]) : f32[8,128,4,64]
-# CHECK-NEXT: %123 = reshape(%122, shape=[8,128,256]) : f32[8,128,256]
-# CHECK-NEXT: return %123
+# CHECK-NEXT: %137 = transpose(%p0, axes=[0,2,1,3]) : f32[8,128,4,64]
+# CHECK-NEXT: %138 = reshape(%137, shape=[8,128,256]) : f32[8,128,256]
+# CHECK-NEXT: return %138
 # CHECK-NEXT: }
 # CHECK: @fused graph @fused_step.5(%p0: f32[8,128,256], %p1: f32[256,1024], %p2: f32[1024]) -> (f32[8,128,1024], f32[8,128,1024]) {
-# CHECK-NEXT: %124 = matmul(%p0, %p1) : f32[8,128,1024]
-# CHECK-NEXT: %125 = add(%124, %p2) : f32[8,128,1024]
-# CHECK-NEXT: %126 = relu(%125) : f32[8,128,1024]
-# CHECK-NEXT: %127 = make_tuple(%125, %126) : (f32[8,128,1024], f32[8,128,1024])
-# CHECK-NEXT: return %127
+# CHECK-NEXT: %139 = matmul(%p0, %p1) : f32[8,128,1024]
+# CHECK-NEXT: %140 = add(%139, %p2) : f32[8,128,1024]
+# CHECK-NEXT: %141 = relu(%140) : f32[8,128,1024]
+# CHECK-NEXT: %142 = make_tuple(%140, %141) : (f32[8,128,1024], f32[8,128,1024])
+# CHECK-NEXT: return %142
 # CHECK-NEXT: }
 # CHECK: @fused graph @fused_step.6(%p0: f32[8,128,1024], %p1: f32[1024,256], %p2: f32[8,128,256], %p3: f32[256], %p4: f32[256], %p5: f32[256]) -> (f32, f32[8,128,256], f32[8,128,256], f32[8,128,256]) {
-# CHECK-NEXT: %128 = matmul(%p0, %p1) : f32[8,128,256]
-# CHECK-NEXT: %129 = add(%p2, %128) : f32[8,128,256]
-# CHECK-NEXT: %130 = add(%129, %p3) : f32[8,128,256]
-# CHECK-NEXT: %131 = layer_norm(%130, %p4, %p5, ndim=1, eps=1e-05) : f32[8,128,256]
-# CHECK-NEXT: %132 = sum(%131, axis=none, keepdims=false) : f32
-# CHECK-NEXT: %133 = constant [[[1.0]]] : f32[1,1,1]
-# CHECK-NEXT: %134 = broadcast_to(%133, shape=[8,128,256]) : f32[8,128,256]
-# CHECK-NEXT: %135 = mean(%130, axis=[2], keepdims=true) : f32[8,128,1]
-# CHECK-NEXT: %136 = sub(%130, %135) : f32[8,128,256]
-# CHECK-NEXT: %137 = mul(%136, %136) : f32[8,128,256]
-# CHECK-NEXT: %138 = mean(%137, axis=[2], keepdims=true) : f32[8,128,1]
-# CHECK-NEXT: %139 = constant 1e-05 : f32
-# CHECK-NEXT: %140 = add(%138, %139) : f32[8,128,1]
-# CHECK-NEXT: %141 = rsqrt(%140) : f32[8,128,1]
-# CHECK-NEXT: %142 = mul(%136, %141) : f32[8,128,256]
-# CHECK-NEXT: %143 = mul(%134, %p4) : f32[8,128,256]
-# CHECK-NEXT: %144 = mean(%143, axis=[2], keepdims=true) : f32[8,128,1]
-# CHECK-NEXT: %145 = sub(%143, %144) : f32[8,128,256]
-# CHECK-NEXT: %146 = mul(%143, %142) : f32[8,128,256]
-# CHECK-NEXT: %147 = mean(%146, axis=[2], keepdims=true) : f32[8,128,1]
-# CHECK-NEXT: %148 = mul(%142, %147) : f32[8,128,256]
-# CHECK-NEXT: %149 = sub(%145, %148) : f32[8,128,256]
-# CHECK-NEXT: %150 = mul(%141, %149) : f32[8,128,256]
-# CHECK-NEXT: %151 = make_tuple(%132, %134, %142, %150) : (f32, f32[8,128,256], f32[8,128,256], f32[8,128,256])
-# CHECK-NEXT: return %151
+# CHECK-NEXT: %143 = matmul(%p0, %p1) : f32[8,128,256]
+# CHECK-NEXT: %144 = add(%p2, %143) : f32[8,128,256]
+# CHECK-NEXT: %145 = add(%144, %p3) : f32[8,128,256]
+# CHECK-NEXT: %146 = layer_norm(%145, %p4, %p5, ndim=1, eps=1e-05) : f32[8,128,256]
+# CHECK-NEXT: %147 = sum(%146, axis=none, keepdims=false) : f32
+# CHECK-NEXT: %148 = constant [[[1.0]]] : f32[1,1,1]
+# CHECK-NEXT: %149 = broadcast_to(%148, shape=[8,128,256]) : f32[8,128,256]
+# CHECK-NEXT: %150 = mean(%145, axis=[2], keepdims=true) : f32[8,128,1]
+# CHECK-NEXT: %151 = sub(%145, %150) : f32[8,128,256]
+# CHECK-NEXT: %152 = mul(%151, %151) : f32[8,128,256]
+# CHECK-NEXT: %153 = mean(%152, axis=[2], keepdims=true) : f32[8,128,1]
+# CHECK-NEXT: %154 = constant 1e-05 : f32
+# CHECK-NEXT: %155 = add(%153, %154) : f32[8,128,1]
+# CHECK-NEXT: %156 = rsqrt(%155) : f32[8,128,1]
+# CHECK-NEXT: %157 = mul(%151, %156) : f32[8,128,256]
+# CHECK-NEXT: %158 = mul(%149, %p4) : f32[8,128,256]
+# CHECK-NEXT: %159 = mean(%158, axis=[2], keepdims=true) : f32[8,128,1]
+# CHECK-NEXT: %160 = sub(%158, %159) : f32[8,128,256]
+# CHECK-NEXT: %161 = mul(%158, %157) : f32[8,128,256]
+# CHECK-NEXT: %162 = mean(%161, axis=[2], keepdims=true) : f32[8,128,1]
+# CHECK-NEXT: %163 = mul(%157, %162) : f32[8,128,256]
+# CHECK-NEXT: %164 = sub(%160, %163) : f32[8,128,256]
+# CHECK-NEXT: %165 = mul(%156, %164) : f32[8,128,256]
+# CHECK-NEXT: %166 = make_tuple(%147, %149, %157, %165) : (f32, f32[8,128,256], f32[8,128,256], f32[8,128,256])
+# CHECK-NEXT: return %166
 # CHECK-NEXT: }
-# CHECK: @fused graph @fused_step.7(%p0: f32[8,128,256]) -> f32[256] {
-# CHECK-NEXT: %152 = sum(%p0, axis=[0,1], keepdims=true) : f32[1,1,256]
-# CHECK-NEXT: %153 = reshape(%152, shape=[256]) : f32[256]
-# CHECK-NEXT: return %153
+# CHECK: @fused graph @fused_step.7(%p0: f32[8,128,256], %p1: f32[256,1024], %p2: f32[8,128,1024]) -> f32[8,128,1024] {
+# CHECK-NEXT: %167 = matmul(%p0, %p1) : f32[8,128,1024]
+# CHECK-NEXT: %168 = constant 0.0 : f32
+# CHECK-NEXT: %169 = gt(%p2, %168) : bool[8,128,1024]
+# CHECK-NEXT: %170 = where(%169, %167, %168) : f32[8,128,1024]
+# CHECK-NEXT: return %170
 # CHECK-NEXT: }
-# CHECK: @fused graph @fused_step.8(%p0: f32[8,128,256]) -> f32[256] {
-# CHECK-NEXT: %154 = sum(%p0, axis=[0,1], keepdims=true) : f32[1,1,256]
-# CHECK-NEXT: %155 = reshape(%154, shape=[256]) : f32[256]
-# CHECK-NEXT: return %155
+# CHECK: @fused graph @fused_step.8(%p0: f32[8,128,256], %p1: f32[256,256], %p2: f32[256], %p3: f32[8,128,256], %p4: f32[256], %p5: f32[256]) -> (f32[8,128,256], f32[8,128,256]) {
+# CHECK-NEXT: %171 = matmul(%p0, %p1) : f32[8,128,256]
+# CHECK-NEXT: %172 = add(%171, %p2) : f32[8,128,256]
+# CHECK-NEXT: %173 = add(%p3, %172) : f32[8,128,256]
+# CHECK-NEXT: %174 = layer_norm(%173, %p4, %p5, ndim=1, eps=1e-05) : f32[8,128,256]
+# CHECK-NEXT: %175 = mean(%173, axis=[2], keepdims=true) : f32[8,128,1]
+# CHECK-NEXT: %176 = sub(%173, %175) : f32[8,128,256]
+# CHECK-NEXT: %177 = make_tuple(%174, %176) : (f32[8,128,256], f32[8,128,256])
+# CHECK-NEXT: return %177
 # CHECK-NEXT: }
-# CHECK: @fused graph @fused_step.9(%p0: f32[8,1024,128], %p1: f32[8,128,256]) -> f32[1024,256] {
-# CHECK-NEXT: %156 = matmul(%p0, %p1) : f32[8,1024,256]
-# CHECK-NEXT: %157 = sum(%156, axis=[0], keepdims=true) : f32[1,1024,256]
-# CHECK-NEXT: %158 = reshape(%157, shape=[1024,256]) : f32[1024,256]
-# CHECK-NEXT: return %158
+# CHECK: @fused graph @fused_step.9(%p0: f32[8,128,1024], %p1: f32[1024,256], %p2: f32[8,128,256], %p3: f32[8,128,256], %p4: f32[256]) -> (f32[8,128,256], f32[8,128,256], f32[8,128,256]) {
+# CHECK-NEXT: %178 = matmul(%p0, %p1) : f32[8,128,256]
+# CHECK-NEXT: %179 = add(%p2, %178) : f32[8,128,256]
+# CHECK-NEXT: %180 = mul(%p3, %p3) : f32[8,128,256]
+# CHECK-NEXT: %181 = mean(%180, axis=[2], keepdims=true) : f32[8,128,1]
+# CHECK-NEXT: %182 = constant 1e-05 : f32
+# CHECK-NEXT: %183 = add(%181, %182) : f32[8,128,1]
+# CHECK-NEXT: %184 = rsqrt(%183) : f32[8,128,1]
+# CHECK-NEXT: %185 = mul(%p3, %184) : f32[8,128,256]
+# CHECK-NEXT: %186 = mul(%179, %p4) : f32[8,128,256]
+# CHECK-NEXT: %187 = mean(%186, axis=[2], keepdims=true) : f32[8,128,1]
+# CHECK-NEXT: %188 = sub(%186, %187) : f32[8,128,256]
+# CHECK-NEXT: %189 = mul(%186, %185) : f32[8,128,256]
+# CHECK-NEXT: %190 = mean(%189, axis=[2], keepdims=true) : f32[8,128,1]
+# CHECK-NEXT: %191 = mul(%185, %190) : f32[8,128,256]
+# CHECK-NEXT: %192 = sub(%188, %191) : f32[8,128,256]
+# CHECK-NEXT: %193 = mul(%184, %192) : f32[8,128,256]
+# CHECK-NEXT: %194 = mul(%179, %185) : f32[8,128,256]
+# CHECK-NEXT: %195 = make_tuple(%179, %193, %194) : (f32[8,128,256], f32[8,128,256], f32[8,128,256])
+# CHECK-NEXT: return %195
 # CHECK-NEXT: }
-# CHECK: @fused graph @fused_step.10(%p0: f32[8,128,256], %p1: f32[256,1024], %p2: f32[8,128,1024]) -> (f32[8,128,1024], f32[1024]) {
-# CHECK-NEXT: %159 = matmul(%p0, %p1) : f32[8,128,1024]
-# CHECK-NEXT: %160 = constant 0.0 : f32
-# CHECK-NEXT: %161 = gt(%p2, %160) : bool[8,128,1024]
-# CHECK-NEXT: %162 = where(%161, %159, %160) : f32[8,128,1024]
-# CHECK-NEXT: %163 = sum(%162, axis=[0,1], keepdims=true) : f32[1,1,1024]
-# CHECK-NEXT: %164 = reshape(%163, shape=[1024]) : f32[1024]
-# CHECK-NEXT: %165 = make_tuple(%162, %164) : (f32[8,128,1024], f32[1024])
-# CHECK-NEXT: return %165
+# CHECK: @fused graph @fused_step.10(%p0: f32[8,128,256]) -> f32[8,4,128,64] {
+# CHECK-NEXT: %196 = reshape(%p0, shape=[8,128,4,64]) : f32[8,128,4,64]
+# CHECK-NEXT: %197 = permute(%196, axes=[0,2,1,3]) : f32[8,4,128,64]
+# CHECK-NEXT: return %197
 # CHECK-NEXT: }
-# CHECK: @fused graph @fused_step.11(%p0: f32[8,256,128], %p1: f32[8,128,1024]) -> f32[256,1024] {
-# CHECK-NEXT: %166 = matmul(%p0, %p1) : f32[8,256,1024]
-# CHECK-NEXT: %167 = sum(%166, axis=[0], keepdims=true) : f32[1,256,1024]
-# CHECK-NEXT: %168 = reshape(%167, shape=[256,1024]) : f32[256,1024]
-# CHECK-NEXT: return %168
-# CHECK-NEXT: }
-# CHECK: @fused graph @fused_step.12(%p0: f32[8,128,256], %p1: f32[256,256], %p2: f32[256], %p3: f32[8,128,256], %p4: f32[256], %p5: f32[256]) -> (f32[8,128,256], f32[8,128,256]) {
-# CHECK-NEXT: %169 = matmul(%p0, %p1) : f32[8,128,256]
-# CHECK-NEXT: %170 = add(%169, %p2) : f32[8,128,256]
-# CHECK-NEXT: %171 = add(%p3, %170) : f32[8,128,256]
-# CHECK-NEXT: %172 = layer_norm(%171, %p4, %p5, ndim=1, eps=1e-05) : f32[8,128,256]
-# CHECK-NEXT: %173 = mean(%171, axis=[2], keepdims=true) : f32[8,128,1]
-# CHECK-NEXT: %174 = sub(%171, %173) : f32[8,128,256]
-# CHECK-NEXT: %175 = make_tuple(%172, %174) : (f32[8,128,256], f32[8,128,256])
-# CHECK-NEXT: return %175
-# CHECK-NEXT: }
-# CHECK: @fused graph @fused_step.13(%p0: f32[8,128,256], %p1: f32[8,128,256]) -> (f32[8,128,256], f32[8,128,256]) {
-# CHECK-NEXT: %176 = mul(%p0, %p0) : f32[8,128,256]
-# CHECK-NEXT: %177 = mean(%176, axis=[2], keepdims=true) : f32[8,128,1]
-# CHECK-NEXT: %178 = constant 1e-05 : f32
-# CHECK-NEXT: %179 = add(%177, %178) : f32[8,128,1]
-# CHECK-NEXT: %180 = rsqrt(%179) : f32[8,128,1]
-# CHECK-NEXT: %181 = mul(%p0, %180) : f32[8,128,256]
-# CHECK-NEXT: %182 = mean(%p1, axis=[2], keepdims=true) : f32[8,128,1]
-# CHECK-NEXT: %183 = sub(%p1, %182) : f32[8,128,256]
-# CHECK-NEXT: %184 = mul(%p1, %181) : f32[8,128,256]
-# CHECK-NEXT: %185 = mean(%184, axis=[2], keepdims=true) : f32[8,128,1]
-# CHECK-NEXT: %186 = mul(%181, %185) : f32[8,128,256]
-# CHECK-NEXT: %187 = sub(%183, %186) : f32[8,128,256]
-# CHECK-NEXT: %188 = mul(%180, %187) : f32[8,128,256]
-# CHECK-NEXT: %189 = make_tuple(%181, %188) : (f32[8,128,256], f32[8,128,256])
-# CHECK-NEXT: return %189
-# CHECK-NEXT: }
-# CHECK: @fused graph @fused_step.14(%p0: f32[8,128,256], %p1: f32[8,128,256]) -> f32[256] {
-# CHECK-NEXT: %190 = mul(%p0, %p1) : f32[8,128,256]
-# CHECK-NEXT: %191 = sum(%190, axis=[0,1], keepdims=true) : f32[1,1,256]
-# CHECK-NEXT: %192 = reshape(%191, shape=[256]) : f32[256]
-# CHECK-NEXT: return %192
-# CHECK-NEXT: }
-# CHECK: @fused graph @fused_step.15(%p0: f32[8,128,256], %p1: f32[8,128,1024], %p2: f32[1024,256], %p3: f32[256]) -> (f32[256], f32[8,128,256], f32[8,128,256], f32[256]) {
-# CHECK-NEXT: %193 = sum(%p0, axis=[0,1], keepdims=true) : f32[1,1,256]
-# CHECK-NEXT: %194 = reshape(%193, shape=[256]) : f32[256]
-# CHECK-NEXT: %195 = matmul(%p1, %p2) : f32[8,128,256]
-# CHECK-NEXT: %196 = add(%p0, %195) : f32[8,128,256]
-# CHECK-NEXT: %197 = mul(%196, %p3) : f32[8,128,256]
-# CHECK-NEXT: %198 = sum(%196, axis=[0,1], keepdims=true) : f32[1,1,256]
-# CHECK-NEXT: %199 = reshape(%198, shape=[256]) : f32[256]
-# CHECK-NEXT: %200 = make_tuple(%194, %196, %197, %199) : (f32[256], f32[8,128,256], f32[8,128,256], f32[256])
-# CHECK-NEXT: return %200
-# CHECK-NEXT: }
-# CHECK: @fused graph @fused_step.16(%p0: f32[8,128,256], %p1: f32[256,256]) -> (f32[256], f32[8,128,256]) {
-# CHECK-NEXT: %201 = sum(%p0, axis=[0,1], keepdims=true) : f32[1,1,256]
-# CHECK-NEXT: %202 = reshape(%201, shape=[256]) : f32[256]
-# CHECK-NEXT: %203 = matmul(%p0, %p1) : f32[8,128,256]
-# CHECK-NEXT: %204 = make_tuple(%202, %203) : (f32[256], f32[8,128,256])
+# CHECK: @fused graph @fused_step.11(%p0: f32[8,4,128,64], %p1: f32[8,4,64,128], %p2: f32[8,4,128,128]) -> f32[8,4,128,128] {
+# CHECK-NEXT: %198 = matmul(%p0, %p1) : f32[8,4,128,128]
+# CHECK-NEXT: %199 = mul(%198, %p2) : f32[8,4,128,128]
+# CHECK-NEXT: %200 = sum(%199, axis=[3], keepdims=true) : f32[8,4,128,1]
+# CHECK-NEXT: %201 = sub(%198, %200) : f32[8,4,128,128]
+# CHECK-NEXT: %202 = mul(%p2, %201) : f32[8,4,128,128]
+# CHECK-NEXT: %203 = constant 0.125 : f32
+# CHECK-NEXT: %204 = mul(%202, %203) : f32[8,4,128,128]
 # CHECK-NEXT: return %204
 # CHECK-NEXT: }
-# CHECK: @fused graph @fused_step.17(%p0: f32[8,256,128], %p1: f32[8,128,256]) -> f32[256,256] {
-# CHECK-NEXT: %205 = matmul(%p0, %p1) : f32[8,256,256]
-# CHECK-NEXT: %206 = sum(%205, axis=[0], keepdims=true) : f32[1,256,256]
-# CHECK-NEXT: %207 = reshape(%206, shape=[256,256]) : f32[256,256]
-# CHECK-NEXT: return %207
+# CHECK: @fused graph @fused_step.12(%p0: f32[8,4,128,64]) -> f32[8,128,256] {
+# CHECK-NEXT: %205 = permute(%p0, axes=[0,2,1,3]) : f32[8,128,4,64]
+# CHECK-NEXT: %206 = reshape(%205, shape=[8,128,256]) : f32[8,128,256]
+# CHECK-NEXT: return %206
 # CHECK-NEXT: }
-# CHECK: @fused graph @fused_step.18(%p0: f32[8,128,256]) -> f32[8,4,128,64] {
-# CHECK-NEXT: %208 = reshape(%p0, shape=[8,128,4,64]) : f32[8,128,4,64]
-# CHECK-NEXT: %209 = permute(%208, axes=[0,2,1,3]) : f32[8,4,128,64]
-# CHECK-NEXT: return %209
+# CHECK: @fused graph @fused_step.13(%p0: f32[8,4,64,128]) -> f32[8,128,256] {
+# CHECK-NEXT: %207 = permute(%p0, axes=[0,3,1,2]) : f32[8,128,4,64]
+# CHECK-NEXT: %208 = reshape(%207, shape=[8,128,256]) : f32[8,128,256]
+# CHECK-NEXT: return %208
 # CHECK-NEXT: }
-# CHECK: @fused graph @fused_step.19(%p0: f32[8,4,128,64], %p1: f32[8,4,64,128], %p2: f32[8,4,128,128]) -> f32[8,4,128,128] {
-# CHECK-NEXT: %210 = matmul(%p0, %p1) : f32[8,4,128,128]
-# CHECK-NEXT: %211 = mul(%210, %p2) : f32[8,4,128,128]
-# CHECK-NEXT: %212 = sum(%211, axis=[3], keepdims=true) : f32[8,4,128,1]
-# CHECK-NEXT: %213 = sub(%210, %212) : f32[8,4,128,128]
-# CHECK-NEXT: %214 = mul(%p2, %213) : f32[8,4,128,128]
-# CHECK-NEXT: %215 = constant 0.125 : f32
-# CHECK-NEXT: %216 = mul(%214, %215) : f32[8,4,128,128]
-# CHECK-NEXT: return %216
+# CHECK: @fused graph @fused_step.14(%p0: f32[8,4,128,64]) -> f32[8,128,256] {
+# CHECK-NEXT: %209 = permute(%p0, axes=[0,2,1,3]) : f32[8,128,4,64]
+# CHECK-NEXT: %210 = reshape(%209, shape=[8,128,256]) : f32[8,128,256]
+# CHECK-NEXT: return %210
 # CHECK-NEXT: }
-# CHECK: @fused graph @fused_step.20(%p0: f32[8,4,128,64]) -> f32[8,128,256] {
-# CHECK-NEXT: %217 = permute(%p0, axes=[0,2,1,3]) : f32[8,128,4,64]
-# CHECK-NEXT: %218 = reshape(%217, shape=[8,128,256]) : f32[8,128,256]
-# CHECK-NEXT: return %218
-# CHECK-NEXT: }
-# CHECK: @fused graph @fused_step.21(%p0: f32[8,256,128], %p1: f32[8,128,256]) -> f32[256,256] {
-# CHECK-NEXT: %219 = matmul(%p0, %p1) : f32[8,256,256]
-# CHECK-NEXT: %220 = sum(%219, axis=[0], keepdims=true) : f32[1,256,256]
-# CHECK-NEXT: %221 = reshape(%220, shape=[256,256]) : f32[256,256]
-# CHECK-NEXT: return %221
-# CHECK-NEXT: }
-# CHECK: @fused graph @fused_step.22(%p0: f32[8,4,64,128]) -> f32[8,128,256] {
-# CHECK-NEXT: %222 = permute(%p0, axes=[0,3,1,2]) : f32[8,128,4,64]
-# CHECK-NEXT: %223 = reshape(%222, shape=[8,128,256]) : f32[8,128,256]
-# CHECK-NEXT: return %223
-# CHECK-NEXT: }
-# CHECK: @fused graph @fused_step.23(%p0: f32[8,128,256], %p1: f32[256,256]) -> (f32[256], f32[8,128,256]) {
-# CHECK-NEXT: %224 = sum(%p0, axis=[0,1], keepdims=true) : f32[1,1,256]
-# CHECK-NEXT: %225 = reshape(%224, shape=[256]) : f32[256]
-# CHECK-NEXT: %226 = matmul(%p0, %p1) : f32[8,128,256]
-# CHECK-NEXT: %227 = make_tuple(%225, %226) : (f32[256], f32[8,128,256])
-# CHECK-NEXT: return %227
-# CHECK-NEXT: }
-# CHECK: @fused graph @fused_step.24(%p0: f32[8,256,128], %p1: f32[8,128,256]) -> f32[256,256] {
-# CHECK-NEXT: %228 = matmul(%p0, %p1) : f32[8,256,256]
-# CHECK-NEXT: %229 = sum(%228, axis=[0], keepdims=true) : f32[1,256,256]
-# CHECK-NEXT: %230 = reshape(%229, shape=[256,256]) : f32[256,256]
-# CHECK-NEXT: return %230
-# CHECK-NEXT: }
-# CHECK: @fused graph @fused_step.25(%p0: f32[8,4,128,64]) -> f32[8,128,256] {
-# CHECK-NEXT: %231 = permute(%p0, axes=[0,2,1,3]) : f32[8,128,4,64]
-# CHECK-NEXT: %232 = reshape(%231, shape=[8,128,256]) : f32[8,128,256]
-# CHECK-NEXT: return %232
-# CHECK-NEXT: }
-# CHECK: @fused graph @fused_step.26(%p0: f32[8,128,256], %p1: f32[256,256]) -> (f32[256], f32[8,128,256]) {
-# CHECK-NEXT: %233 = sum(%p0, axis=[0,1], keepdims=true) : f32[1,1,256]
-# CHECK-NEXT: %234 = reshape(%233, shape=[256]) : f32[256]
-# CHECK-NEXT: %235 = matmul(%p0, %p1) : f32[8,128,256]
-# CHECK-NEXT: %236 = make_tuple(%234, %235) : (f32[256], f32[8,128,256])
-# CHECK-NEXT: return %236
-# CHECK-NEXT: }
-# CHECK: @fused graph @fused_step.27(%p0: f32[8,256,128], %p1: f32[8,128,256]) -> f32[256,256] {
-# CHECK-NEXT: %237 = matmul(%p0, %p1) : f32[8,256,256]
-# CHECK-NEXT: %238 = sum(%237, axis=[0], keepdims=true) : f32[1,256,256]
-# CHECK-NEXT: %239 = reshape(%238, shape=[256,256]) : f32[256,256]
-# CHECK-NEXT: return %239
-# CHECK-NEXT: }
-# CHECK: @fused graph @fused_step.28(%p0: f32[8,128,256], %p1: f32[256,256], %p2: f32[8,128,256], %p3: f32[8,128,256], %p4: f32[8,128,256]) -> (f32[256], f32[8,128,256]) {
-# CHECK-NEXT: %240 = sum(%p0, axis=[0,1], keepdims=true) : f32[1,1,256]
-# CHECK-NEXT: %241 = reshape(%240, shape=[256]) : f32[256]
-# CHECK-NEXT: %242 = matmul(%p0, %p1) : f32[8,128,256]
-# CHECK-NEXT: %243 = add(%p2, %242) : f32[8,128,256]
-# CHECK-NEXT: %244 = add(%243, %p3) : f32[8,128,256]
-# CHECK-NEXT: %245 = add(%244, %p4) : f32[8,128,256]
-# CHECK-NEXT: %246 = make_tuple(%241, %245) : (f32[256], f32[8,128,256])
-# CHECK-NEXT: return %246
+# CHECK: @fused graph @fused_step.15(%p0: f32[8,128,256], %p1: f32[256,256], %p2: f32[8,128,256], %p3: f32[8,128,256], %p4: f32[8,128,256]) -> f32[8,128,256] {
+# CHECK-NEXT: %211 = matmul(%p0, %p1) : f32[8,128,256]
+# CHECK-NEXT: %212 = add(%p2, %211) : f32[8,128,256]
+# CHECK-NEXT: %213 = add(%212, %p3) : f32[8,128,256]
+# CHECK-NEXT: %214 = add(%213, %p4) : f32[8,128,256]
+# CHECK-NEXT: return %214
 # CHECK-NEXT: }
