@@ -81,9 +81,10 @@ void run(benchmark::State& state, const std::string& name, const std::vector<Val
   }
 }
 
-#define SPORA_PAIR(NAME, ...)                                                    \
-  void BM_##NAME(benchmark::State& state, bool cpu) { __VA_ARGS__ }              \
-  BENCHMARK_CAPTURE(BM_##NAME, ref, false)->Unit(benchmark::kMillisecond);       \
+#define SPORA_PAIR(NAME, ...)                                                                      \
+  void BM_##NAME(benchmark::State& state, bool cpu){__VA_ARGS__} BENCHMARK_CAPTURE(BM_##NAME, ref, \
+                                                                                   false)          \
+      ->Unit(benchmark::kMillisecond);                                                             \
   BENCHMARK_CAPTURE(BM_##NAME, cpu, true)->Unit(benchmark::kMillisecond);
 
 SPORA_PAIR(Matmul_64x784x512, {

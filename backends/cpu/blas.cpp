@@ -20,9 +20,11 @@ void blas_call(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const
   const int M = static_cast<int>(m), N = static_cast<int>(n), K = static_cast<int>(k);
   const int LDA = static_cast<int>(lda > 0 ? lda : 1), LDB = static_cast<int>(ldb > 0 ? ldb : 1);
   if constexpr (std::is_same_v<T, float>)
-    cblas_sgemm(CblasRowMajor, tra, trb, M, N, K, alpha, a, LDA, b, LDB, beta, c, static_cast<int>(ldc));
+    cblas_sgemm(CblasRowMajor, tra, trb, M, N, K, alpha, a, LDA, b, LDB, beta, c,
+                static_cast<int>(ldc));
   else
-    cblas_dgemm(CblasRowMajor, tra, trb, M, N, K, alpha, a, LDA, b, LDB, beta, c, static_cast<int>(ldc));
+    cblas_dgemm(CblasRowMajor, tra, trb, M, N, K, alpha, a, LDA, b, LDB, beta, c,
+                static_cast<int>(ldc));
 }
 
 template <class T>
@@ -46,18 +48,21 @@ void gemm_split(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, cons
   const int64_t side = by_cols ? n : m, block = by_cols ? 128 : 32;
   const int64_t blocks = (side + block - 1) / block;
   // A multiply-add costs about an eighth of an elementwise add (parallel_work units).
-  parallel_for(blocks, m * n * k / blocks / 8 + 1, [&](int64_t first, int64_t last) {
-    for (int64_t q = first; q < last; ++q) {
-      const int64_t lo = q * block, len = std::min(block, side - lo);
-      if (by_cols) {
-        const T* bb = tb ? b + lo * ldb : b + lo;
-        blas_call(ta, tb, m, len, k, alpha, a, lda, bb, ldb, beta, c + lo, ldc);
-      } else {
-        const T* aa = ta ? a + lo : a + lo * lda;
-        blas_call(ta, tb, len, n, k, alpha, aa, lda, b, ldb, beta, c + lo * ldc, ldc);
-      }
-    }
-  }, 1);
+  parallel_for(
+      blocks, m * n * k / blocks / 8 + 1,
+      [&](int64_t first, int64_t last) {
+        for (int64_t q = first; q < last; ++q) {
+          const int64_t lo = q * block, len = std::min(block, side - lo);
+          if (by_cols) {
+            const T* bb = tb ? b + lo * ldb : b + lo;
+            blas_call(ta, tb, m, len, k, alpha, a, lda, bb, ldb, beta, c + lo, ldc);
+          } else {
+            const T* aa = ta ? a + lo : a + lo * lda;
+            blas_call(ta, tb, len, n, k, alpha, aa, lda, b, ldb, beta, c + lo * ldc, ldc);
+          }
+        }
+      },
+      1);
 }
 
 }  // namespace

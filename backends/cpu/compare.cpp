@@ -10,12 +10,12 @@ namespace spora::cpu {
 
 namespace {
 
-#define SPORA_CMP(NAME, EXPR)                  \
-  struct NAME {                                \
-    template <class T>                         \
-    static SPORA_INLINE uint8_t f(T a, T b) {  \
-      return (EXPR) ? 1 : 0;                   \
-    }                                          \
+#define SPORA_CMP(NAME, EXPR)                 \
+  struct NAME {                               \
+    template <class T>                        \
+    static SPORA_INLINE uint8_t f(T a, T b) { \
+      return (EXPR) ? 1 : 0;                  \
+    }                                         \
   };
 SPORA_CMP(Eq, a == b)
 SPORA_CMP(Ne, a != b)
@@ -39,7 +39,8 @@ CpuKernel compare_kernel(bool logical) {
     const Tensor& y = in.at(1).tensor;
     const DType dt = x.dtype();
     Shape shape;
-    bool ok = y.dtype() == dt && (logical ? dt == DType::boolean : !(dt == DType::f16 || dt == DType::bf16));
+    bool ok = y.dtype() == dt &&
+              (logical ? dt == DType::boolean : !(dt == DType::f16 || dt == DType::bf16));
     if (!ok || !broadcast_shapes(x.shape(), y.shape(), shape)) return ref(in, attrs);
     if (numel_of(shape) == 0) return Tensor::empty(DType::boolean, shape);
     Tensor out = reuse_or_empty(in, {0, 1}, DType::boolean, shape);
@@ -62,8 +63,7 @@ Value logical_not_kernel(const RefKernel& ref, const std::vector<Value>& in, con
 
 SPORA_MULTIVERSION((template <class T>), select_vvv, (<T>),
                    (const uint8_t* c, const T* a, const T* b, T* o, int64_t n), (c, a, b, o, n), {
-                     _Pragma("omp simd") for (int64_t i = 0; i < n; ++i) o[i] =
-                         c[i] ? a[i] : b[i];
+                     _Pragma("omp simd") for (int64_t i = 0; i < n; ++i) o[i] = c[i] ? a[i] : b[i];
                    })
 
 Value where_kernel(const RefKernel& ref, const std::vector<Value>& in, const Attrs& attrs) {

@@ -73,8 +73,7 @@ bool conv_geom(const Shape& xs, const Shape& ws, const Attrs& attrs, Conv& g) {
   g.G = attrs.get_int("groups");
   g.N = xs[0], g.C = xs[1], g.H = xs[2], g.W = xs[3];
   g.O = ws[0], g.Cg = ws[1], g.KH = ws[2], g.KW = ws[3];
-  if (g.sh < 1 || g.sw < 1 || g.dh < 1 || g.dw < 1 || g.ph < 0 || g.pw < 0 || g.G < 1)
-    return false;
+  if (g.sh < 1 || g.sw < 1 || g.dh < 1 || g.dw < 1 || g.ph < 0 || g.pw < 0 || g.G < 1) return false;
   if (g.C % g.G != 0 || g.Cg * g.G != g.C || g.O % g.G != 0) return false;
   g.Og = g.O / g.G;
   g.OH = out_dim(g.H, g.KH, g.sh, g.ph, g.dh);
@@ -247,7 +246,8 @@ Value conv2d_kernel(const RefKernel& ref, const std::vector<Value>& in, const At
 
 // conv2d_input_grad(g, w, ..., shape) and conv2d_weight_grad(x, g, ..., shape).
 CpuKernel conv_grad_kernel(bool input_grad) {
-  return [input_grad](const RefKernel& ref, const std::vector<Value>& in, const Attrs& attrs) -> Value {
+  return [input_grad](const RefKernel& ref, const std::vector<Value>& in,
+                      const Attrs& attrs) -> Value {
     const Tensor& a = in.at(0).tensor;
     const Tensor& b = in.at(1).tensor;
     const Tensor& dout = input_grad ? a : b;
@@ -341,37 +341,40 @@ CpuKernel pool_kernel(bool is_max) {
         const T* px = x.data<T>();
         T* po = out.data<T>();
         const double area = static_cast<double>(g.kh * g.kw);
-        parallel_for(g.NC, g.OH * g.OW * g.kh * g.kw, [&](int64_t lo, int64_t hi) {
-          for (int64_t nc = lo; nc < hi; ++nc) {
-            const T* plane = px + nc * g.H * g.W;
-            T* o = po + nc * g.OH * g.OW;
-            for (int64_t oy = 0; oy < g.OH; ++oy)
-              for (int64_t ox = 0; ox < g.OW; ++ox) {
-                Window w = window(g, oy, ox);
-                if (is_max) {
-                  // The reference: start at -inf, take nan or a strictly larger value.
-                  T acc = -std::numeric_limits<T>::infinity();
-                  bool nan = false;
-                  for (int64_t iy = w.y0; iy < w.y1 && !nan; ++iy)
-                    for (int64_t ix = w.x0; ix < w.x1; ++ix) {
-                      T v = plane[iy * g.W + ix];
-                      if (v != v || v > acc) acc = v;
-                      if (acc != acc) {
-                        nan = true;
-                        break;
-                      }
+        parallel_for(
+            g.NC, g.OH * g.OW * g.kh * g.kw,
+            [&](int64_t lo, int64_t hi) {
+              for (int64_t nc = lo; nc < hi; ++nc) {
+                const T* plane = px + nc * g.H * g.W;
+                T* o = po + nc * g.OH * g.OW;
+                for (int64_t oy = 0; oy < g.OH; ++oy)
+                  for (int64_t ox = 0; ox < g.OW; ++ox) {
+                    Window w = window(g, oy, ox);
+                    if (is_max) {
+                      // The reference: start at -inf, take nan or a strictly larger value.
+                      T acc = -std::numeric_limits<T>::infinity();
+                      bool nan = false;
+                      for (int64_t iy = w.y0; iy < w.y1 && !nan; ++iy)
+                        for (int64_t ix = w.x0; ix < w.x1; ++ix) {
+                          T v = plane[iy * g.W + ix];
+                          if (v != v || v > acc) acc = v;
+                          if (acc != acc) {
+                            nan = true;
+                            break;
+                          }
+                        }
+                      o[oy * g.OW + ox] = acc;
+                    } else {
+                      double acc = 0;
+                      for (int64_t iy = w.y0; iy < w.y1; ++iy)
+                        for (int64_t ix = w.x0; ix < w.x1; ++ix)
+                          acc += static_cast<double>(plane[iy * g.W + ix]);
+                      o[oy * g.OW + ox] = static_cast<T>(acc / area);
                     }
-                  o[oy * g.OW + ox] = acc;
-                } else {
-                  double acc = 0;
-                  for (int64_t iy = w.y0; iy < w.y1; ++iy)
-                    for (int64_t ix = w.x0; ix < w.x1; ++ix)
-                      acc += static_cast<double>(plane[iy * g.W + ix]);
-                  o[oy * g.OW + ox] = static_cast<T>(acc / area);
-                }
+                  }
               }
-          }
-        }, 1);
+            },
+            1);
       }
     });
     return out;
@@ -394,24 +397,28 @@ CpuKernel max_pool_helper_kernel(bool select) {
         const T* px = x.data<T>();
         const T* pv = v.data<T>();
         T* po = out.data<T>();
-        parallel_for(g.NC, g.OH * g.OW * g.kh * g.kw, [&](int64_t lo, int64_t hi) {
-          std::vector<double> acc(select ? 0 : static_cast<size_t>(g.H * g.W));
-          for (int64_t nc = lo; nc < hi; ++nc) {
-            const T* plane = px + nc * g.H * g.W;
-            if (!select) std::fill(acc.begin(), acc.end(), 0.0);
-            for (int64_t oy = 0; oy < g.OH; ++oy)
-              for (int64_t ox = 0; ox < g.OW; ++ox) {
-                int64_t j = (nc * g.OH + oy) * g.OW + ox;
-                int64_t arg = window_argmax(g, plane, window(g, oy, ox));
-                if (select)
-                  po[j] = pv[nc * g.H * g.W + arg];
-                else
-                  acc[arg] += static_cast<double>(pv[j]);
+        parallel_for(
+            g.NC, g.OH * g.OW * g.kh * g.kw,
+            [&](int64_t lo, int64_t hi) {
+              std::vector<double> acc(select ? 0 : static_cast<size_t>(g.H * g.W));
+              for (int64_t nc = lo; nc < hi; ++nc) {
+                const T* plane = px + nc * g.H * g.W;
+                if (!select) std::fill(acc.begin(), acc.end(), 0.0);
+                for (int64_t oy = 0; oy < g.OH; ++oy)
+                  for (int64_t ox = 0; ox < g.OW; ++ox) {
+                    int64_t j = (nc * g.OH + oy) * g.OW + ox;
+                    int64_t arg = window_argmax(g, plane, window(g, oy, ox));
+                    if (select)
+                      po[j] = pv[nc * g.H * g.W + arg];
+                    else
+                      acc[arg] += static_cast<double>(pv[j]);
+                  }
+                if (!select)
+                  for (int64_t i = 0; i < g.H * g.W; ++i)
+                    po[nc * g.H * g.W + i] = static_cast<T>(acc[i]);
               }
-            if (!select)
-              for (int64_t i = 0; i < g.H * g.W; ++i) po[nc * g.H * g.W + i] = static_cast<T>(acc[i]);
-          }
-        }, 1);
+            },
+            1);
       }
     });
     return out;
@@ -431,20 +438,24 @@ Value avg_pool_grad_kernel(const RefKernel& ref, const std::vector<Value>& in, c
       const T* pg = gt.data<T>();
       T* po = out.data<T>();
       const double inv = 1.0 / static_cast<double>(g.kh * g.kw);
-      parallel_for(g.NC, g.OH * g.OW * g.kh * g.kw, [&](int64_t lo, int64_t hi) {
-        std::vector<double> acc(static_cast<size_t>(g.H * g.W));
-        for (int64_t nc = lo; nc < hi; ++nc) {
-          std::fill(acc.begin(), acc.end(), 0.0);
-          for (int64_t oy = 0; oy < g.OH; ++oy)
-            for (int64_t ox = 0; ox < g.OW; ++ox) {
-              double v = static_cast<double>(pg[(nc * g.OH + oy) * g.OW + ox]) * inv;
-              Window w = window(g, oy, ox);
-              for (int64_t iy = w.y0; iy < w.y1; ++iy)
-                for (int64_t ix = w.x0; ix < w.x1; ++ix) acc[iy * g.W + ix] += v;
+      parallel_for(
+          g.NC, g.OH * g.OW * g.kh * g.kw,
+          [&](int64_t lo, int64_t hi) {
+            std::vector<double> acc(static_cast<size_t>(g.H * g.W));
+            for (int64_t nc = lo; nc < hi; ++nc) {
+              std::fill(acc.begin(), acc.end(), 0.0);
+              for (int64_t oy = 0; oy < g.OH; ++oy)
+                for (int64_t ox = 0; ox < g.OW; ++ox) {
+                  double v = static_cast<double>(pg[(nc * g.OH + oy) * g.OW + ox]) * inv;
+                  Window w = window(g, oy, ox);
+                  for (int64_t iy = w.y0; iy < w.y1; ++iy)
+                    for (int64_t ix = w.x0; ix < w.x1; ++ix) acc[iy * g.W + ix] += v;
+                }
+              for (int64_t i = 0; i < g.H * g.W; ++i)
+                po[nc * g.H * g.W + i] = static_cast<T>(acc[i]);
             }
-          for (int64_t i = 0; i < g.H * g.W; ++i) po[nc * g.H * g.W + i] = static_cast<T>(acc[i]);
-        }
-      }, 1);
+          },
+          1);
     }
   });
   return out;

@@ -95,7 +95,8 @@ CpuKernel random_kernel(bool normal) {
         if (normal) return static_cast<T>(pa + pb * ops::rng::normal01(seed, k));
         T v = static_cast<T>(pa + (pb - pa) * ops::rng::uniform01(seed, k));
         // rounding reached high: step back below it (the reference's rule)
-        if (pb > pa && static_cast<double>(v) >= pb) v = std::nextafter(static_cast<T>(pb), static_cast<T>(pa));
+        if (pb > pa && static_cast<double>(v) >= pb)
+          v = std::nextafter(static_cast<T>(pb), static_cast<T>(pa));
         return v;
       } else {
         return T(0);  // unreachable: f32 / f64 only

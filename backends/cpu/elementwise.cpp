@@ -74,17 +74,17 @@ struct Relu {
 };
 
 // Float-only ops (integers never reach them: the kernel sends them to the reference).
-#define SPORA_FLOAT_OP(NAME, F32, F64)                   \
-  struct NAME {                                          \
-    template <class T>                                   \
-    static SPORA_INLINE T f(T x) {                       \
-      if constexpr (std::is_same_v<T, float>)            \
-        return F32;                                      \
-      else if constexpr (std::is_same_v<T, double>)      \
-        return F64;                                      \
-      else                                               \
-        return x;                                        \
-    }                                                    \
+#define SPORA_FLOAT_OP(NAME, F32, F64)              \
+  struct NAME {                                     \
+    template <class T>                              \
+    static SPORA_INLINE T f(T x) {                  \
+      if constexpr (std::is_same_v<T, float>)       \
+        return F32;                                 \
+      else if constexpr (std::is_same_v<T, double>) \
+        return F64;                                 \
+      else                                          \
+        return x;                                   \
+    }                                               \
   };
 
 SPORA_FLOAT_OP(Floor, std::floor(x), std::floor(x))

@@ -9,7 +9,8 @@ namespace spora::cpu {
 
 void set_kernel(const std::string& name, CpuKernel k) {
   Primitive* p = sem::Registry::instance().find_mutable(name);
-  if (!p || !p->eval) internal_error("cpu kernel for '" + name + "', which has no reference kernel");
+  if (!p || !p->eval)
+    internal_error("cpu kernel for '" + name + "', which has no reference kernel");
   RefKernel ref = p->eval;
   p->facets[sem::kCpuKernelFacet] =
       RefKernel([ref, k](const std::vector<Value>& in, const Attrs& attrs) -> Value {
@@ -72,7 +73,9 @@ std::atomic<int64_t> g_parallel_work{[] {
 }  // namespace
 
 int64_t parallel_work() { return g_parallel_work.load(std::memory_order_relaxed); }
-int64_t set_parallel_work(int64_t work) { return g_parallel_work.exchange(std::max<int64_t>(1, work)); }
+int64_t set_parallel_work(int64_t work) {
+  return g_parallel_work.exchange(std::max<int64_t>(1, work));
+}
 
 Tensor reuse_or_empty(const std::vector<Value>& in, std::initializer_list<size_t> candidates,
                       DType dtype, const Shape& shape) {
@@ -141,8 +144,7 @@ BroadcastPlan plan_broadcast(const std::vector<const Shape*>& ins, const Shape& 
   for (size_t i = 0; i < r; ++i) {
     if (out[i] == 1) continue;
     bool merge = !plan.dims.empty();
-    for (size_t j = 0; merge && j < k; ++j)
-      merge = plan.st[j].back() == full[j][i] * out[i];
+    for (size_t j = 0; merge && j < k; ++j) merge = plan.st[j].back() == full[j][i] * out[i];
     if (merge) {
       // The previous axis and this one walk every operand contiguously: one axis.
       plan.dims.back() *= out[i];

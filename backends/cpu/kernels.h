@@ -72,19 +72,19 @@ Isa force_isa(Isa want);
 // or `()`), and NAME dispatching between them. PARAMS and ARGS are parenthesised lists.
 #define SPORA_STRIP_(...) __VA_ARGS__
 #define SPORA_STRIP(x) SPORA_STRIP_ x
-#define SPORA_MULTIVERSION(TEMPLATE, NAME, TARGS, PARAMS, ARGS, ...)                         \
-  SPORA_STRIP(TEMPLATE) void NAME##_base PARAMS __VA_ARGS__                                   \
-  SPORA_STRIP(TEMPLATE) SPORA_ISA_AVX2 void NAME##_avx2 PARAMS __VA_ARGS__                    \
-  SPORA_STRIP(TEMPLATE) SPORA_ISA_AVX512 void NAME##_avx512 PARAMS __VA_ARGS__                \
-  SPORA_STRIP(TEMPLATE) inline void NAME PARAMS {                                              \
-    switch (::spora::cpu::isa()) {                                                             \
-      case ::spora::cpu::Isa::avx512:                                                          \
-        return NAME##_avx512 SPORA_STRIP(TARGS) ARGS;                                          \
-      case ::spora::cpu::Isa::avx2:                                                            \
-        return NAME##_avx2 SPORA_STRIP(TARGS) ARGS;                                            \
-      default:                                                                                 \
-        return NAME##_base SPORA_STRIP(TARGS) ARGS;                                            \
-    }                                                                                          \
+#define SPORA_MULTIVERSION(TEMPLATE, NAME, TARGS, PARAMS, ARGS, ...)              \
+  SPORA_STRIP(TEMPLATE) void NAME##_base PARAMS __VA_ARGS__ SPORA_STRIP(TEMPLATE) \
+  SPORA_ISA_AVX2 void NAME##_avx2 PARAMS __VA_ARGS__ SPORA_STRIP(TEMPLATE)        \
+  SPORA_ISA_AVX512 void NAME##_avx512 PARAMS __VA_ARGS__ SPORA_STRIP(             \
+      TEMPLATE) inline void NAME PARAMS {                                         \
+    switch (::spora::cpu::isa()) {                                                \
+      case ::spora::cpu::Isa::avx512:                                             \
+        return NAME##_avx512 SPORA_STRIP(TARGS) ARGS;                             \
+      case ::spora::cpu::Isa::avx2:                                               \
+        return NAME##_avx2 SPORA_STRIP(TARGS) ARGS;                               \
+      default:                                                                    \
+        return NAME##_base SPORA_STRIP(TARGS) ARGS;                               \
+    }                                                                             \
   }
 
 // ---- threads --------------------------------------------------------------------------------

@@ -12,25 +12,21 @@
 namespace spora::cpu {
 
 SPORA_MULTIVERSION((template <class Op, class T, class U>), map_unary, (<Op, T, U>),
-                   (const T* a, U* o, int64_t n), (a, o, n), {
-                     _Pragma("omp simd") for (int64_t i = 0; i < n; ++i) o[i] = Op::f(a[i]);
-                   })
+                   (const T* a, U* o, int64_t n), (a, o, n),
+                   { _Pragma("omp simd") for (int64_t i = 0; i < n; ++i) o[i] = Op::f(a[i]); })
 
 SPORA_MULTIVERSION((template <class Op, class T, class U>), map_vv, (<Op, T, U>),
                    (const T* a, const T* b, U* o, int64_t n), (a, b, o, n), {
-                     _Pragma("omp simd") for (int64_t i = 0; i < n; ++i) o[i] =
-                         Op::f(a[i], b[i]);
+                     _Pragma("omp simd") for (int64_t i = 0; i < n; ++i) o[i] = Op::f(a[i], b[i]);
                    })
 
 SPORA_MULTIVERSION((template <class Op, class T, class U>), map_vs, (<Op, T, U>),
-                   (const T* a, T b, U* o, int64_t n), (a, b, o, n), {
-                     _Pragma("omp simd") for (int64_t i = 0; i < n; ++i) o[i] = Op::f(a[i], b);
-                   })
+                   (const T* a, T b, U* o, int64_t n), (a, b, o, n),
+                   { _Pragma("omp simd") for (int64_t i = 0; i < n; ++i) o[i] = Op::f(a[i], b); })
 
 SPORA_MULTIVERSION((template <class Op, class T, class U>), map_sv, (<Op, T, U>),
-                   (T a, const T* b, U* o, int64_t n), (a, b, o, n), {
-                     _Pragma("omp simd") for (int64_t i = 0; i < n; ++i) o[i] = Op::f(a, b[i]);
-                   })
+                   (T a, const T* b, U* o, int64_t n), (a, b, o, n),
+                   { _Pragma("omp simd") for (int64_t i = 0; i < n; ++i) o[i] = Op::f(a, b[i]); })
 
 // o[i] = Op::f(a[i]) over n elements, in parallel chunks.
 template <class Op, class T, class U>

@@ -79,23 +79,26 @@ void matmul_int(const Tensor& a, const Tensor& b, const MatmulShape& s, Tensor& 
   const T* pa = a.data<T>();
   const T* pb = b.data<T>();
   T* po = out.data<T>();
-  parallel_for(nb * m, k * n, [&](int64_t begin, int64_t end) {
-    std::vector<uint64_t> row(static_cast<size_t>(n));
-    for (int64_t r = begin; r < end; ++r) {
-      int64_t bi = r / m, i = r % m;
-      const T* A = pa + ma[bi] * m * k + i * k;
-      const T* B = pb + mb[bi] * k * n;
-      std::fill(row.begin(), row.end(), 0);
-      for (int64_t p = 0; p < k; ++p) {
-        uint64_t av = static_cast<uint64_t>(static_cast<int64_t>(A[p]));
-        const T* Bp = B + p * n;
-        for (int64_t j = 0; j < n; ++j)
-          row[j] += av * static_cast<uint64_t>(static_cast<int64_t>(Bp[j]));
-      }
-      T* O = po + r * n;
-      for (int64_t j = 0; j < n; ++j) O[j] = static_cast<T>(static_cast<int64_t>(row[j]));
-    }
-  }, 1);
+  parallel_for(
+      nb * m, k * n,
+      [&](int64_t begin, int64_t end) {
+        std::vector<uint64_t> row(static_cast<size_t>(n));
+        for (int64_t r = begin; r < end; ++r) {
+          int64_t bi = r / m, i = r % m;
+          const T* A = pa + ma[bi] * m * k + i * k;
+          const T* B = pb + mb[bi] * k * n;
+          std::fill(row.begin(), row.end(), 0);
+          for (int64_t p = 0; p < k; ++p) {
+            uint64_t av = static_cast<uint64_t>(static_cast<int64_t>(A[p]));
+            const T* Bp = B + p * n;
+            for (int64_t j = 0; j < n; ++j)
+              row[j] += av * static_cast<uint64_t>(static_cast<int64_t>(Bp[j]));
+          }
+          T* O = po + r * n;
+          for (int64_t j = 0; j < n; ++j) O[j] = static_cast<T>(static_cast<int64_t>(row[j]));
+        }
+      },
+      1);
 }
 
 Value matmul_kernel(const RefKernel& ref, const std::vector<Value>& in, const Attrs& attrs) {

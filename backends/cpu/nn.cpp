@@ -4,7 +4,8 @@
 // Numerics follow the reference: the maximum is subtracted first (so logits of 1e4 stay
 // finite), sums and statistics accumulate in double and the result is rounded once. f32
 // exponentials use the vectorised vm::exp (f32 results within a few ulp of the reference);
-// f64 uses libm and sums in the reference's order (the reference's values, or within an ulp). dropout reproduces the reference's mask exactly (ops/rng.h).
+// f64 uses libm and sums in the reference's order (the reference's values, or within an ulp).
+// dropout reproduces the reference's mask exactly (ops/rng.h).
 //
 // Layout: an axis splits a tensor into [outer, len, inner]; the common inner == 1 case walks
 // contiguous rows, inner > 1 vectorises across the inner axis. Rows run in parallel.
@@ -152,28 +153,33 @@ SPORA_MULTIVERSION((template <class T>), row_sq_dev, (<T>),
 
 template <class T>
 void softmax_rows(const T* x, T* y, int64_t rows, int64_t len, bool log) {
-  parallel_for(rows, len * 12, [&](int64_t b, int64_t e) {
-    constexpr int64_t kChunk = 256;  // rows per exp_rows call
-    std::vector<double> shift(kChunk), sum(kChunk);
-    for (int64_t r0 = b; r0 < e; r0 += kChunk) {
-      const int64_t cnt = std::min(kChunk, e - r0);
-      // softmax: the exponentials go straight into y (x is read first, even when y is x)
-      exp_rows<T>(x + r0 * len, log ? nullptr : y + r0 * len, cnt, len, shift.data(), sum.data());
-      for (int64_t r = 0; r < cnt; ++r) {
-        const T* xr = x + (r0 + r) * len;
-        T* yr = y + (r0 + r) * len;
-        if (log) {
-          const double lse = std::log(sum[r]) + shift[r];
-          for (int64_t i = 0; i < len; ++i) yr[i] = static_cast<T>(static_cast<double>(xr[i]) - lse);
-        } else if constexpr (std::is_same_v<T, float>) {
-          const float inv = static_cast<float>(1.0 / sum[r]);
-          for (int64_t i = 0; i < len; ++i) yr[i] *= inv;
-        } else {
-          for (int64_t i = 0; i < len; ++i) yr[i] /= sum[r];
+  parallel_for(
+      rows, len * 12,
+      [&](int64_t b, int64_t e) {
+        constexpr int64_t kChunk = 256;  // rows per exp_rows call
+        std::vector<double> shift(kChunk), sum(kChunk);
+        for (int64_t r0 = b; r0 < e; r0 += kChunk) {
+          const int64_t cnt = std::min(kChunk, e - r0);
+          // softmax: the exponentials go straight into y (x is read first, even when y is x)
+          exp_rows<T>(x + r0 * len, log ? nullptr : y + r0 * len, cnt, len, shift.data(),
+                      sum.data());
+          for (int64_t r = 0; r < cnt; ++r) {
+            const T* xr = x + (r0 + r) * len;
+            T* yr = y + (r0 + r) * len;
+            if (log) {
+              const double lse = std::log(sum[r]) + shift[r];
+              for (int64_t i = 0; i < len; ++i)
+                yr[i] = static_cast<T>(static_cast<double>(xr[i]) - lse);
+            } else if constexpr (std::is_same_v<T, float>) {
+              const float inv = static_cast<float>(1.0 / sum[r]);
+              for (int64_t i = 0; i < len; ++i) yr[i] *= inv;
+            } else {
+              for (int64_t i = 0; i < len; ++i) yr[i] /= sum[r];
+            }
+          }
         }
-      }
-    }
-  }, 1);
+      },
+      1);
 }
 
 // Along a middle axis: per outer block [len, inner], vectorised along inner.
@@ -277,15 +283,19 @@ Value logsumexp_kernel(const RefKernel& ref, const std::vector<Value>& in, const
     if constexpr (std::is_floating_point_v<T>) {
       const T* px = rows.data<T>();
       T* po = out.data<T>();
-      parallel_for(n, len * 10, [&](int64_t b, int64_t e) {
-        constexpr int64_t kChunk = 256;
-        std::vector<double> shift(kChunk), sum(kChunk);
-        for (int64_t r0 = b; r0 < e; r0 += kChunk) {
-          const int64_t cnt = std::min(kChunk, e - r0);
-          exp_rows<T>(px + r0 * len, nullptr, cnt, len, shift.data(), sum.data());
-          for (int64_t r = 0; r < cnt; ++r) po[r0 + r] = static_cast<T>(std::log(sum[r]) + shift[r]);
-        }
-      }, 1);
+      parallel_for(
+          n, len * 10,
+          [&](int64_t b, int64_t e) {
+            constexpr int64_t kChunk = 256;
+            std::vector<double> shift(kChunk), sum(kChunk);
+            for (int64_t r0 = b; r0 < e; r0 += kChunk) {
+              const int64_t cnt = std::min(kChunk, e - r0);
+              exp_rows<T>(px + r0 * len, nullptr, cnt, len, shift.data(), sum.data());
+              for (int64_t r = 0; r < cnt; ++r)
+                po[r0 + r] = static_cast<T>(std::log(sum[r]) + shift[r]);
+            }
+          },
+          1);
     }
   });
   return out;
@@ -314,7 +324,8 @@ Value cross_entropy_kernel(const RefKernel& ref, const std::vector<Value>& in, c
   if (!soft) {
     cls.resize(static_cast<size_t>(n));
     for (int64_t j = 0; j < n; ++j) {
-      int64_t c = labels.dtype() == DType::i64 ? labels.data<int64_t>()[j] : labels.data<int32_t>()[j];
+      int64_t c =
+          labels.dtype() == DType::i64 ? labels.data<int64_t>()[j] : labels.data<int32_t>()[j];
       if (c < 0 || c >= v.len)
         user_error("cross_entropy label " + std::to_string(c) + " is out of range for " +
                    std::to_string(v.len) + " classes");
@@ -327,38 +338,41 @@ Value cross_entropy_kernel(const RefKernel& ref, const std::vector<Value>& in, c
     if constexpr (std::is_floating_point_v<T>) {
       const T* px = x.data<T>();
       const T* pl = soft ? labels.data<T>() : nullptr;
-      parallel_for(n, v.len * 12, [&](int64_t b, int64_t e) {
-        constexpr int64_t kChunk = 256;
-        std::vector<double> shift(kChunk), sum(kChunk);
-        std::vector<T> col(v.inner == 1 ? 0 : static_cast<size_t>(v.len));
-        for (int64_t j0 = b; j0 < e; j0 += kChunk) {
-          const int64_t cnt = std::min(kChunk, e - j0);
-          if (v.inner == 1) {  // label j's classes are row j
-            exp_rows<T>(px + j0 * v.len, nullptr, cnt, v.len, shift.data(), sum.data());
-          } else {  // gather each label's strided classes
-            for (int64_t r = 0; r < cnt; ++r) {
-              const int64_t j = j0 + r, o = j / v.inner, i = j % v.inner;
-              for (int64_t k = 0; k < v.len; ++k) col[k] = px[(o * v.len + k) * v.inner + i];
-              exp_rows<T>(col.data(), nullptr, 1, v.len, &shift[r], &sum[r]);
+      parallel_for(
+          n, v.len * 12,
+          [&](int64_t b, int64_t e) {
+            constexpr int64_t kChunk = 256;
+            std::vector<double> shift(kChunk), sum(kChunk);
+            std::vector<T> col(v.inner == 1 ? 0 : static_cast<size_t>(v.len));
+            for (int64_t j0 = b; j0 < e; j0 += kChunk) {
+              const int64_t cnt = std::min(kChunk, e - j0);
+              if (v.inner == 1) {  // label j's classes are row j
+                exp_rows<T>(px + j0 * v.len, nullptr, cnt, v.len, shift.data(), sum.data());
+              } else {  // gather each label's strided classes
+                for (int64_t r = 0; r < cnt; ++r) {
+                  const int64_t j = j0 + r, o = j / v.inner, i = j % v.inner;
+                  for (int64_t k = 0; k < v.len; ++k) col[k] = px[(o * v.len + k) * v.inner + i];
+                  exp_rows<T>(col.data(), nullptr, 1, v.len, &shift[r], &sum[r]);
+                }
+              }
+              for (int64_t r = 0; r < cnt; ++r) {
+                const int64_t j = j0 + r, o = j / v.inner, i = j % v.inner;
+                const T* row = px + o * v.len * v.inner + i;  // class k at row[k * inner]
+                const double lse = std::log(sum[r]) + shift[r];
+                double l = 0;
+                if (soft) {
+                  const T* lrow = pl + o * v.len * v.inner + i;
+                  for (int64_t k = 0; k < v.len; ++k)
+                    l -= static_cast<double>(lrow[k * v.inner]) *
+                         (static_cast<double>(row[k * v.inner]) - lse);
+                } else {
+                  l = lse - static_cast<double>(row[cls[j] * v.inner]);
+                }
+                loss[j] = l;
+              }
             }
-          }
-          for (int64_t r = 0; r < cnt; ++r) {
-            const int64_t j = j0 + r, o = j / v.inner, i = j % v.inner;
-            const T* row = px + o * v.len * v.inner + i;  // class k at row[k * inner]
-            const double lse = std::log(sum[r]) + shift[r];
-            double l = 0;
-            if (soft) {
-              const T* lrow = pl + o * v.len * v.inner + i;
-              for (int64_t k = 0; k < v.len; ++k)
-                l -= static_cast<double>(lrow[k * v.inner]) *
-                     (static_cast<double>(row[k * v.inner]) - lse);
-            } else {
-              l = lse - static_cast<double>(row[cls[j] * v.inner]);
-            }
-            loss[j] = l;
-          }
-        }
-      }, 1);
+          },
+          1);
     }
   });
   if (red == "none") {
@@ -404,8 +418,7 @@ Value layer_norm_kernel(const RefKernel& ref, const std::vector<Value>& in, cons
   Shape norm(x.shape().end() - nd, x.shape().end());
   const bool has_g = has_input(in, 1), has_b = has_input(in, 2);
   for (size_t i : {size_t{1}, size_t{2}})
-    if (has_input(in, i) &&
-        (in[i].tensor.dtype() != x.dtype() || in[i].tensor.shape() != norm))
+    if (has_input(in, i) && (in[i].tensor.dtype() != x.dtype() || in[i].tensor.shape() != norm))
       return ref(in, attrs);
   const double eps = attrs.get_float("eps");
   const int64_t inner = numel_of(norm), outer = inner ? x.numel() / inner : 0;
@@ -417,17 +430,20 @@ Value layer_norm_kernel(const RefKernel& ref, const std::vector<Value>& in, cons
       T* py = out.data<T>();
       const T* g = has_g ? in[1].tensor.data<T>() : nullptr;
       const T* b = has_b ? in[2].tensor.data<T>() : nullptr;
-      parallel_for(outer, inner * 6, [&](int64_t lo, int64_t hi) {
-        for (int64_t o = lo; o < hi; ++o) {
-          const T* xr = px + o * inner;
-          double mean, var;
-          row_sum<T>(xr, inner, &mean);
-          mean /= static_cast<double>(inner);
-          row_sq_dev<T>(xr, inner, mean, &var);
-          var /= static_cast<double>(inner);
-          normalise_row<T>(xr, py + o * inner, inner, mean, 1.0 / std::sqrt(var + eps), g, b);
-        }
-      }, 1);
+      parallel_for(
+          outer, inner * 6,
+          [&](int64_t lo, int64_t hi) {
+            for (int64_t o = lo; o < hi; ++o) {
+              const T* xr = px + o * inner;
+              double mean, var;
+              row_sum<T>(xr, inner, &mean);
+              mean /= static_cast<double>(inner);
+              row_sq_dev<T>(xr, inner, mean, &var);
+              var /= static_cast<double>(inner);
+              normalise_row<T>(xr, py + o * inner, inner, mean, 1.0 / std::sqrt(var + eps), g, b);
+            }
+          },
+          1);
     }
   });
   return out;
@@ -499,17 +515,21 @@ Value batch_norm_kernel(const RefKernel& ref, const std::vector<Value>& in, cons
       const T* g = in[1].tensor.data<T>();
       const T* b = in[2].tensor.data<T>();
       T* py = y.data<T>();
-      parallel_for(v.outer * C, v.inner * 4, [&](int64_t lo, int64_t hi) {
-        for (int64_t oc = lo; oc < hi; ++oc) {
-          int64_t c = oc % C;
-          // (x - mean) rstd g + b, the reference's expression
-          const double gr = rstd[c], gc = static_cast<double>(g[c]), bc = static_cast<double>(b[c]);
-          const T* xr = px + oc * v.inner;
-          T* yr = py + oc * v.inner;
-          for (int64_t i = 0; i < v.inner; ++i)
-            yr[i] = static_cast<T>((static_cast<double>(xr[i]) - mean[c]) * gr * gc + bc);
-        }
-      }, 1);
+      parallel_for(
+          v.outer * C, v.inner * 4,
+          [&](int64_t lo, int64_t hi) {
+            for (int64_t oc = lo; oc < hi; ++oc) {
+              int64_t c = oc % C;
+              // (x - mean) rstd g + b, the reference's expression
+              const double gr = rstd[c], gc = static_cast<double>(g[c]),
+                           bc = static_cast<double>(b[c]);
+              const T* xr = px + oc * v.inner;
+              T* yr = py + oc * v.inner;
+              for (int64_t i = 0; i < v.inner; ++i)
+                yr[i] = static_cast<T>((static_cast<double>(xr[i]) - mean[c]) * gr * gc + bc);
+            }
+          },
+          1);
     }
   });
   if (!training) return y;
@@ -524,8 +544,8 @@ SPORA_MULTIVERSION((template <class T>), dropout_run, (<T>),
                    (x, y, begin, end, key, p, scale), {
                      _Pragma("omp simd") for (int64_t i = begin; i < end; ++i) {
                        // ops::rng::uniform01(seed, i) with the key splitmix64(seed) hoisted
-                       uint64_t bits = ops::rng::finalize(
-                           key + (static_cast<uint64_t>(i) + 1) * ops::rng::kGamma);
+                       uint64_t bits = ops::rng::finalize(key + (static_cast<uint64_t>(i) + 1) *
+                                                                    ops::rng::kGamma);
                        double u = static_cast<double>(bits >> 11) * 0x1.0p-53;
                        y[i] = u >= p ? static_cast<T>(static_cast<double>(x[i]) * scale) : T(0);
                      }
@@ -545,9 +565,8 @@ Value dropout_kernel(const RefKernel& ref, const std::vector<Value>& in, const A
     if constexpr (std::is_floating_point_v<T>) {
       const T* px = x.data<T>();
       T* py = out.data<T>();
-      parallel_for(x.numel(), 8, [&](int64_t b, int64_t e) {
-        dropout_run<T>(px, py, b, e, key, p, scale);
-      });
+      parallel_for(x.numel(), 8,
+                   [&](int64_t b, int64_t e) { dropout_run<T>(px, py, b, e, key, p, scale); });
     }
   });
   return out;

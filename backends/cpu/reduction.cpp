@@ -163,8 +163,8 @@ SPORA_INLINE SumAcc<T> widen(T v) {
 
 // 32 independent accumulators (four AVX-512 registers of doubles: no add waits for the one
 // before it), combined in a fixed order: the same sum on every instruction set.
-SPORA_MULTIVERSION((template <class T>), sum_block, (<T>),
-                   (const T* x, int64_t n, SumAcc<T>* out), (x, n, out), {
+SPORA_MULTIVERSION((template <class T>), sum_block, (<T>), (const T* x, int64_t n, SumAcc<T>* out),
+                   (x, n, out), {
                      constexpr int64_t kLanes = 32;
                      SumAcc<T> acc[kLanes] = {};
                      int64_t i = 0;
@@ -176,23 +176,21 @@ SPORA_MULTIVERSION((template <class T>), sum_block, (<T>),
                      *out = acc[0];
                    })
 
-SPORA_MULTIVERSION((template <class T>), prod_block, (<T>),
-                   (const T* x, int64_t n, SumAcc<T>* out), (x, n, out), {
+SPORA_MULTIVERSION((template <class T>), prod_block, (<T>), (const T* x, int64_t n, SumAcc<T>* out),
+                   (x, n, out), {
                      SumAcc<T> s = 1;
                      _Pragma("omp simd reduction(* : s)") for (int64_t i = 0; i < n; ++i) s *=
                          widen(x[i]);
                      *out = s;
                    })
 
-SPORA_MULTIVERSION((template <class T>), sum_rows, (<T>),
-                   (SumAcc<T>* acc, const T* x, int64_t n), (acc, x, n), {
-                     _Pragma("omp simd") for (int64_t i = 0; i < n; ++i) acc[i] += widen(x[i]);
-                   })
+SPORA_MULTIVERSION((template <class T>), sum_rows, (<T>), (SumAcc<T> * acc, const T* x, int64_t n),
+                   (acc, x, n),
+                   { _Pragma("omp simd") for (int64_t i = 0; i < n; ++i) acc[i] += widen(x[i]); })
 
-SPORA_MULTIVERSION((template <class T>), prod_rows, (<T>),
-                   (SumAcc<T>* acc, const T* x, int64_t n), (acc, x, n), {
-                     _Pragma("omp simd") for (int64_t i = 0; i < n; ++i) acc[i] *= widen(x[i]);
-                   })
+SPORA_MULTIVERSION((template <class T>), prod_rows, (<T>), (SumAcc<T> * acc, const T* x, int64_t n),
+                   (acc, x, n),
+                   { _Pragma("omp simd") for (int64_t i = 0; i < n; ++i) acc[i] *= widen(x[i]); })
 
 template <class T, bool Prod>
 struct SumPolicy {
@@ -228,14 +226,14 @@ SPORA_MULTIVERSION((template <class T, bool Max>), extreme_block, (<T, Max>),
                                : std::numeric_limits<T>::infinity();
                      int nan = 0;
                      if constexpr (Max) {
-                       _Pragma("omp simd reduction(max : m) reduction(| : nan)") for (
-                           int64_t i = 0; i < n; ++i) {
+                       _Pragma("omp simd reduction(max : m) reduction(| : nan)") for (int64_t i = 0;
+                                                                                      i < n; ++i) {
                          m = x[i] > m ? x[i] : m;
                          nan |= x[i] != x[i];
                        }
                      } else {
-                       _Pragma("omp simd reduction(min : m) reduction(| : nan)") for (
-                           int64_t i = 0; i < n; ++i) {
+                       _Pragma("omp simd reduction(min : m) reduction(| : nan)") for (int64_t i = 0;
+                                                                                      i < n; ++i) {
                          m = x[i] < m ? x[i] : m;
                          nan |= x[i] != x[i];
                        }
@@ -245,7 +243,7 @@ SPORA_MULTIVERSION((template <class T, bool Max>), extreme_block, (<T, Max>),
                    })
 
 SPORA_MULTIVERSION((template <class T, bool Max>), extreme_rows, (<T, Max>),
-                   (T* acc, const T* x, int64_t n), (acc, x, n), {
+                   (T * acc, const T* x, int64_t n), (acc, x, n), {
                      _Pragma("omp simd") for (int64_t i = 0; i < n; ++i) {
                        T a = acc[i], v = x[i];
                        T better = (Max ? v > a : v < a) ? v : a;
@@ -311,26 +309,32 @@ void reduce_layout(const Layout& l, const T* x, typename P::Acc* acc) {
       // Everything in one contiguous run: block partials in parallel, added in order.
       int64_t nb = (l.inner + kBlock - 1) / kBlock;
       std::vector<Acc> part(static_cast<size_t>(nb));
-      parallel_for(nb, kBlock, [&](int64_t b, int64_t e) {
-        for (int64_t k = b; k < e; ++k)
-          part[k] = P::contig(x + k * kBlock, std::min(kBlock, l.inner - k * kBlock));
-      }, 1);
+      parallel_for(
+          nb, kBlock,
+          [&](int64_t b, int64_t e) {
+            for (int64_t k = b; k < e; ++k)
+              part[k] = P::contig(x + k * kBlock, std::min(kBlock, l.inner - k * kBlock));
+          },
+          1);
       Acc s = P::identity();
       for (Acc p : part) s = P::merge(s, p);
       acc[0] = s;
       return;
     }
-    parallel_for(l.out_n, l.count, [&](int64_t b, int64_t e) {
-      Odometer od(l.rdims, l.rst);
-      for (int64_t j = b; j < e; ++j) {
-        const T* base = x + offset_of(j, l.kdims, l.kst, 0);
-        od.reset();
-        Acc s = P::identity();
-        for (int64_t c = l.count / l.inner; c-- > 0; od.next())
-          s = P::merge(s, P::contig(base + od.offset, l.inner));
-        acc[j] = s;
-      }
-    }, 1);
+    parallel_for(
+        l.out_n, l.count,
+        [&](int64_t b, int64_t e) {
+          Odometer od(l.rdims, l.rst);
+          for (int64_t j = b; j < e; ++j) {
+            const T* base = x + offset_of(j, l.kdims, l.kst, 0);
+            od.reset();
+            Acc s = P::identity();
+            for (int64_t c = l.count / l.inner; c-- > 0; od.next())
+              s = P::merge(s, P::contig(base + od.offset, l.inner));
+            acc[j] = s;
+          }
+        },
+        1);
     return;
   }
   // Shape B: output rows of `inner` elements, in column chunks.
@@ -369,10 +373,13 @@ void arg_kernel(const Tensor& x, int64_t axis, bool flat, int32_t* out) {
   for (int64_t d = 0; d < axis; ++d) outer *= x.shape()[d];
   for (int64_t d = axis + 1; d < x.rank(); ++d) inner *= x.shape()[d];
   if (inner == 1) {
-    parallel_for(outer, len, [&](int64_t b, int64_t e) {
-      for (int64_t o = b; o < e; ++o)
-        out[o] = static_cast<int32_t>(arg_contig<T, Max>(px + o * len, len));
-    }, 1);
+    parallel_for(
+        outer, len,
+        [&](int64_t b, int64_t e) {
+          for (int64_t o = b; o < e; ++o)
+            out[o] = static_cast<int32_t>(arg_contig<T, Max>(px + o * len, len));
+        },
+        1);
     return;
   }
   // Along a middle axis: running best and index, vectorised along the inner axis.
@@ -431,7 +438,8 @@ void reduce_typed(Red op, const Tensor& x, const std::vector<int64_t>& axes, boo
         } else {
           int64_t v = static_cast<int64_t>(a);
           if (op == Red::mean)
-            out.data<float>()[j] = static_cast<float>(static_cast<double>(v) / static_cast<double>(count));
+            out.data<float>()[j] =
+                static_cast<float>(static_cast<double>(v) / static_cast<double>(count));
           else if (out.dtype() == DType::i64)
             out.data<int64_t>()[j] = v;
           else

@@ -101,8 +101,8 @@ void strided_copy_into(const uint8_t* src, int64_t base, const Shape& out_shape,
         off += (rem % lead[d]) * lst[d];
         rem /= lead[d];
       }
-      transpose_tiles(dst + j * mat * static_cast<int64_t>(es), src + off * static_cast<int64_t>(es),
-                      rows, inner, sin, es);
+      transpose_tiles(dst + j * mat * static_cast<int64_t>(es),
+                      src + off * static_cast<int64_t>(es), rows, inner, sin, es);
     });
     return;
   }
@@ -293,13 +293,16 @@ CpuKernel join_kernel(bool stack) {
       col[i] = c;
       c += chunk[i];
     }
-    parallel_for(outer, row, [&](int64_t lo, int64_t hi) {
-      for (int64_t o = lo; o < hi; ++o)
-        for (size_t i = 0; i < in.size(); ++i)
-          std::memcpy(dst + (o * row + col[i]) * es,
-                      static_cast<const uint8_t*>(in[i].tensor.raw()) + o * chunk[i] * es,
-                      static_cast<size_t>(chunk[i] * es));
-    }, 1);
+    parallel_for(
+        outer, row,
+        [&](int64_t lo, int64_t hi) {
+          for (int64_t o = lo; o < hi; ++o)
+            for (size_t i = 0; i < in.size(); ++i)
+              std::memcpy(dst + (o * row + col[i]) * es,
+                          static_cast<const uint8_t*>(in[i].tensor.raw()) + o * chunk[i] * es,
+                          static_cast<size_t>(chunk[i] * es));
+        },
+        1);
     return result;
   };
 }
@@ -441,13 +444,16 @@ Value gather_kernel(const RefKernel& ref, const std::vector<Value>& in, const At
   const int64_t es = static_cast<int64_t>(dtype_size(x.dtype())), ni = idx.numel();
   const uint8_t* src = static_cast<const uint8_t*>(x.raw());
   uint8_t* dst = static_cast<uint8_t*>(out.raw());
-  parallel_for(outer * ni, inner, [&](int64_t lo, int64_t hi) {
-    for (int64_t t = lo; t < hi; ++t) {
-      int64_t o = t / ni, j = t % ni;
-      std::memcpy(dst + t * inner * es, src + (o * len + ks[j]) * inner * es,
-                  static_cast<size_t>(inner * es));
-    }
-  }, 1);
+  parallel_for(
+      outer * ni, inner,
+      [&](int64_t lo, int64_t hi) {
+        for (int64_t t = lo; t < hi; ++t) {
+          int64_t o = t / ni, j = t % ni;
+          std::memcpy(dst + t * inner * es, src + (o * len + ks[j]) * inner * es,
+                      static_cast<size_t>(inner * es));
+        }
+      },
+      1);
   return out;
 }
 
@@ -479,21 +485,24 @@ Value scatter_add_kernel(const RefKernel& ref, const std::vector<Value>& in, con
       T* o = out.data<T>();
       const T* u = upd.data<T>();
       // Each outer slice is its own set of destinations: slices in parallel, indices in order.
-      parallel_for(outer, ni * inner, [&](int64_t lo, int64_t hi) {
-        for (int64_t b = lo; b < hi; ++b)
-          for (int64_t j = 0; j < ni; ++j) {
-            T* d = o + (b * len + ks[j]) * inner;
-            const T* s = u + (b * ni + j) * inner;
-            for (int64_t i = 0; i < inner; ++i) {
-              if constexpr (kIsInt<T>) {
-                using U = std::make_unsigned_t<T>;
-                d[i] = static_cast<T>(static_cast<U>(d[i]) + static_cast<U>(s[i]));
-              } else {
-                d[i] = static_cast<T>(d[i] + s[i]);
+      parallel_for(
+          outer, ni * inner,
+          [&](int64_t lo, int64_t hi) {
+            for (int64_t b = lo; b < hi; ++b)
+              for (int64_t j = 0; j < ni; ++j) {
+                T* d = o + (b * len + ks[j]) * inner;
+                const T* s = u + (b * ni + j) * inner;
+                for (int64_t i = 0; i < inner; ++i) {
+                  if constexpr (kIsInt<T>) {
+                    using U = std::make_unsigned_t<T>;
+                    d[i] = static_cast<T>(static_cast<U>(d[i]) + static_cast<U>(s[i]));
+                  } else {
+                    d[i] = static_cast<T>(d[i] + s[i]);
+                  }
+                }
               }
-            }
-          }
-      }, 1);
+          },
+          1);
     }
   });
   return out;
@@ -506,7 +515,8 @@ Value one_hot_kernel(const RefKernel& ref, const std::vector<Value>& in, const A
   if (!int_indices(labels) || c < 0 || dt == DType::f16 || dt == DType::bf16) return ref(in, attrs);
   std::vector<int64_t> ks(static_cast<size_t>(labels.numel()));
   for (int64_t i = 0; i < labels.numel(); ++i) {
-    int64_t k = labels.dtype() == DType::i64 ? labels.data<int64_t>()[i] : labels.data<int32_t>()[i];
+    int64_t k =
+        labels.dtype() == DType::i64 ? labels.data<int64_t>()[i] : labels.data<int32_t>()[i];
     if (k < 0 || k >= c) return ref(in, attrs);
     ks[i] = k;
   }
@@ -517,10 +527,13 @@ Value one_hot_kernel(const RefKernel& ref, const std::vector<Value>& in, const A
     using T = typename decltype(tag)::type;
     T* o = out.data<T>();
     const T one = from_double<T>(1.0);
-    parallel_for(labels.numel(), c, [&](int64_t lo, int64_t hi) {
-      std::fill(o + lo * c, o + hi * c, T(0));
-      for (int64_t i = lo; i < hi; ++i) o[i * c + ks[i]] = one;
-    }, 1);
+    parallel_for(
+        labels.numel(), c,
+        [&](int64_t lo, int64_t hi) {
+          std::fill(o + lo * c, o + hi * c, T(0));
+          for (int64_t i = lo; i < hi; ++i) o[i * c + ks[i]] = one;
+        },
+        1);
   });
   return out;
 }

@@ -22,10 +22,10 @@ const ConvCase kConv[] = {
     {{64, 1, 28, 28}, {6, 1, 5, 5}, 1, 1, 2, 2, 1, 1, 1, true},  // LeNet layer 1
     {{2, 3, 7, 9}, {4, 3, 3, 3}, 1, 1, 0, 0, 1, 1, 1, false},
     {{2, 4, 9, 8}, {6, 2, 3, 2}, 2, 1, 1, 0, 1, 2, 2, true},
-    {{1, 6, 11, 11}, {6, 1, 3, 3}, 2, 3, 2, 1, 2, 1, 6, true},   // depthwise
-    {{3, 2, 5, 5}, {3, 2, 1, 1}, 1, 1, 0, 0, 1, 1, 1, true},     // 1 x 1
-    {{2, 2, 4, 4}, {2, 2, 4, 4}, 1, 1, 0, 0, 1, 1, 1, false},    // one output pixel
-    {{0, 2, 4, 4}, {3, 2, 3, 3}, 1, 1, 1, 1, 1, 1, 1, true},     // no images
+    {{1, 6, 11, 11}, {6, 1, 3, 3}, 2, 3, 2, 1, 2, 1, 6, true},  // depthwise
+    {{3, 2, 5, 5}, {3, 2, 1, 1}, 1, 1, 0, 0, 1, 1, 1, true},    // 1 x 1
+    {{2, 2, 4, 4}, {2, 2, 4, 4}, 1, 1, 0, 0, 1, 1, 1, false},   // one output pixel
+    {{0, 2, 4, 4}, {3, 2, 3, 3}, 1, 1, 1, 1, 1, 1, 1, true},    // no images
     {{2, 2, 6, 5}, {3, 2, 2, 3}, 3, 2, 1, 1, 1, 1, 1, false},
 };
 
@@ -55,16 +55,20 @@ TEST(CpuConv, Conv2dAndItsGradients) {
       aw.set("shape", Attr{c.w});
       const int64_t taps_x = c.w[0] / c.groups * c.w[2] * c.w[3];
       const int64_t taps_w = c.x[0] * y.tensor.shape()[2] * y.tensor.shape()[3];
-      EXPECT_TRUE(agree("conv2d_input_grad", {g, w}, ax, Tol::scaled, max_abs(g) * max_abs(w) * taps_x))
+      EXPECT_TRUE(
+          agree("conv2d_input_grad", {g, w}, ax, Tol::scaled, max_abs(g) * max_abs(w) * taps_x))
           << x.type()->str();
-      EXPECT_TRUE(agree("conv2d_weight_grad", {x, g}, aw, Tol::scaled, max_abs(x) * max_abs(g) * taps_w))
+      EXPECT_TRUE(
+          agree("conv2d_weight_grad", {x, g}, aw, Tol::scaled, max_abs(x) * max_abs(g) * taps_w))
           << x.type()->str();
     }
   }
   // Int stride/padding attributes, and geometry errors: the reference's.
   Tensor x = gen.tensor(DType::f32, {1, 2, 5, 5}), w = gen.tensor(DType::f32, {3, 2, 3, 3});
-  Attrs ints = A({{"stride", Attr{int64_t{2}}}, {"padding", Attr{int64_t{1}}},
-                  {"dilation", Attr{int64_t{1}}}, {"groups", Attr{int64_t{1}}}});
+  Attrs ints = A({{"stride", Attr{int64_t{2}}},
+                  {"padding", Attr{int64_t{1}}},
+                  {"dilation", Attr{int64_t{1}}},
+                  {"groups", Attr{int64_t{1}}}});
   EXPECT_TRUE(agree("conv2d", {x, w}, ints, Tol::scaled, 20));
   EXPECT_TRUE(agree("conv2d", {x, gen.tensor(DType::f32, {3, 2, 9, 9})}, {}, Tol::exact));
   EXPECT_TRUE(agree("conv2d", {x, w}, A({{"groups", Attr{int64_t{2}}}}), Tol::exact));
@@ -78,11 +82,10 @@ struct PoolCase {
   int64_t ph, pw;
 };
 
-const PoolCase kPool[] = {
-    {{2, 3, 8, 8}, 2, 2, {}, 0, 0},     {{1, 2, 7, 9}, 3, 3, {2, 2}, 1, 1},
-    {{2, 1, 6, 6}, 3, 2, {1, 1}, 1, 1}, {{1, 1, 5, 5}, 5, 5, {}, 2, 2},
-    {{3, 2, 9, 7}, 2, 3, {3, 1}, 1, 0}, {{0, 2, 4, 4}, 2, 2, {}, 0, 0},
-    {{64, 6, 28, 28}, 2, 2, {}, 0, 0}};
+const PoolCase kPool[] = {{{2, 3, 8, 8}, 2, 2, {}, 0, 0},     {{1, 2, 7, 9}, 3, 3, {2, 2}, 1, 1},
+                          {{2, 1, 6, 6}, 3, 2, {1, 1}, 1, 1}, {{1, 1, 5, 5}, 5, 5, {}, 2, 2},
+                          {{3, 2, 9, 7}, 2, 3, {3, 1}, 1, 0}, {{0, 2, 4, 4}, 2, 2, {}, 0, 0},
+                          {{64, 6, 28, 28}, 2, 2, {}, 0, 0}};
 
 Attrs pool_attrs(const PoolCase& c) {
   Attrs a = A({{"kernel", Attr{std::vector<int64_t>{c.kh, c.kw}}},
@@ -116,9 +119,10 @@ TEST(CpuConv, PoolingAndItsHelpersExactly) {
     }
   }
   Tensor x = gen.tensor(DType::f32, {1, 1, 4, 4});
-  EXPECT_TRUE(agree("max_pool2d", {x}, A({{"kernel", Attr{std::vector<int64_t>{2}}},
-                                          {"padding", Attr{std::vector<int64_t>{2}}}}),
-                    Tol::exact));  // padding above half the kernel: error
+  EXPECT_TRUE(agree(
+      "max_pool2d", {x},
+      A({{"kernel", Attr{std::vector<int64_t>{2}}}, {"padding", Attr{std::vector<int64_t>{2}}}}),
+      Tol::exact));  // padding above half the kernel: error
   EXPECT_TRUE(agree("avg_pool2d", {x}, A({{"kernel", Attr{std::vector<int64_t>{5}}}}),
                     Tol::exact));  // does not fit
 }

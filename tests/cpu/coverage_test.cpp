@@ -11,8 +11,8 @@ namespace {
 // record plumbing of the front end, and the tape lists of reverse-mode loops. Their reference
 // kernels are already what a CPU kernel would be.
 const std::set<std::string> kReferenceOnly = {
-    "print",      "assert",    "grad_check", "make_tuple", "tuple_get", "make_record",
-    "record_get", "list_empty", "list_push", "list_get",   "list_len"};
+    "print",      "assert",     "grad_check", "make_tuple", "tuple_get", "make_record",
+    "record_get", "list_empty", "list_push",  "list_get",   "list_len"};
 
 TEST(CpuCoverage, EveryPrimitiveWithAReferenceKernelHasACpuKernel) {
   prim("add");  // registers everything

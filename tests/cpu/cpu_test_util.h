@@ -63,14 +63,16 @@ inline Attrs with_defaults(const sem::Primitive& p, const Attrs& given) {
   return out;
 }
 
-inline Value ref_call(const std::string& name, const std::vector<Value>& in, const Attrs& attrs = {}) {
+inline Value ref_call(const std::string& name, const std::vector<Value>& in,
+                      const Attrs& attrs = {}) {
   const sem::Primitive& p = prim(name);
   return p.eval(in, with_defaults(p, attrs));
 }
 
 // The CPU kernel on a copy of the inputs: every input tensor is shared with the caller, so
 // the in-place reuse never applies (tests of the reuse call cpu_kernel directly).
-inline Value cpu_call(const std::string& name, const std::vector<Value>& in, const Attrs& attrs = {}) {
+inline Value cpu_call(const std::string& name, const std::vector<Value>& in,
+                      const Attrs& attrs = {}) {
   const sem::Primitive& p = prim(name);
   const sem::RefKernel* k = p.facet<sem::RefKernel>(sem::kCpuKernelFacet);
   if (!k) throw std::runtime_error(name + " has no cpu kernel");
@@ -98,8 +100,12 @@ std::string user_error_of(F&& f) {
 struct Gen {
   std::mt19937_64 rng;
   explicit Gen(uint64_t seed) : rng(seed) {}
-  double uniform(double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); }
-  int64_t integer(int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); }
+  double uniform(double lo, double hi) {
+    return std::uniform_real_distribution<double>(lo, hi)(rng);
+  }
+  int64_t integer(int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  }
 
   // Floats uniform in [lo, hi); integers in [ilo, ihi]; bools fair coins.
   Tensor tensor(DType dt, Shape shape, double lo = -2, double hi = 2, int64_t ilo = -20,
@@ -161,7 +167,8 @@ inline ::testing::AssertionResult matches(const Value& want, const Value& got, T
     double a = w.get(i), b = g.get(i);
     bool ok;
     if (tol == Tol::exact || !is_float(w.dtype()) || std::isnan(a) || std::isinf(a)) {
-      ok = tol == Tol::exact ? same_bits_or_nan(a, b) : (a == b || (std::isnan(a) && std::isnan(b)));
+      ok =
+          tol == Tol::exact ? same_bits_or_nan(a, b) : (a == b || (std::isnan(a) && std::isnan(b)));
     } else if (w.dtype() == DType::f64) {
       ok = std::abs(a - b) <= 1e-12 * (scale + std::abs(a)) + 1e-300;
     } else {

@@ -57,9 +57,9 @@ TEST(CpuElementwise, VectorisedMathEveryIsa) {
     const char* name;
     double lo, hi;
   };
-  const Range ranges[] = {{"exp", -104, 89},   {"exp", -1, 1},       {"log", 1e-38, 1e5},
-                          {"log", 0.5, 2},     {"tanh", -10, 10},    {"tanh", -1e-3, 1e-3},
-                          {"sigmoid", -90, 90}, {"gelu", -10, 10},   {"erf", -5, 5},
+  const Range ranges[] = {{"exp", -104, 89},    {"exp", -1, 1},    {"log", 1e-38, 1e5},
+                          {"log", 0.5, 2},      {"tanh", -10, 10}, {"tanh", -1e-3, 1e-3},
+                          {"sigmoid", -90, 90}, {"gelu", -10, 10}, {"erf", -5, 5},
                           {"erf", -0.1, 0.1}};
   Isa saved = force_isa(Isa::base);
   for (Isa level : {Isa::base, Isa::avx2, Isa::avx512}) {
@@ -77,17 +77,31 @@ TEST(CpuElementwise, VectorisedMathEveryIsa) {
 struct ShapePair {
   Shape a, b;
 };
-const std::vector<ShapePair> kPairs = {
-    {{}, {}},          {{5}, {5}},          {{}, {7}},          {{7}, {}},
-    {{4, 5}, {5}},     {{5}, {4, 5}},       {{4, 1}, {4, 5}},   {{4, 5}, {4, 1}},
-    {{2, 1, 3}, {4, 1}}, {{1, 6, 1}, {5, 1, 7}}, {{0, 3}, {3}}, {{3, 0}, {1}},
-    {{17}, {1}},       {{300, 347}, {347}}, {{300, 347}, {300, 347}}, {{300, 1}, {300, 347}},
-    {{}, {300, 347}},  {{2, 150, 347}, {150, 1}}, {{1031}, {1031}}};
+const std::vector<ShapePair> kPairs = {{{}, {}},
+                                       {{5}, {5}},
+                                       {{}, {7}},
+                                       {{7}, {}},
+                                       {{4, 5}, {5}},
+                                       {{5}, {4, 5}},
+                                       {{4, 1}, {4, 5}},
+                                       {{4, 5}, {4, 1}},
+                                       {{2, 1, 3}, {4, 1}},
+                                       {{1, 6, 1}, {5, 1, 7}},
+                                       {{0, 3}, {3}},
+                                       {{3, 0}, {1}},
+                                       {{17}, {1}},
+                                       {{300, 347}, {347}},
+                                       {{300, 347}, {300, 347}},
+                                       {{300, 1}, {300, 347}},
+                                       {{}, {300, 347}},
+                                       {{2, 150, 347}, {150, 1}},
+                                       {{1031}, {1031}}};
 
 TEST(CpuElementwise, BinaryMatchesReferenceOnEveryBroadcast) {
   Gen gen(2);
   int checked = 0;
-  for (const char* op : {"add", "sub", "mul", "div", "floordiv", "mod", "pow", "maximum", "minimum"}) {
+  for (const char* op :
+       {"add", "sub", "mul", "div", "floordiv", "mod", "pow", "maximum", "minimum"}) {
     std::string name = op;
     for (DType dt : {DType::f32, DType::f64, DType::i32, DType::i64}) {
       bool is_int = dt == DType::i32 || dt == DType::i64;
@@ -120,13 +134,15 @@ TEST(CpuElementwise, BinaryErrorsMatchReference) {
   EXPECT_TRUE(agree("floordiv", {a, zero}, {}, Tol::exact));
   EXPECT_TRUE(agree("mod", {a, zero}, {}, Tol::exact));
   EXPECT_EQ(user_error_of([&] { cpu_call("mod", {a, zero}); }), "integer division by zero");
-  EXPECT_EQ(user_error_of([&] { cpu_call("pow", {gen.tensor(DType::i64, {2}), neg}); }),
+  EXPECT_EQ(user_error_of([&] {
+              cpu_call("pow", {gen.tensor(DType::i64, {2}), neg});
+            }),
             "integer pow with a negative exponent -3");
   // An empty result divides nothing.
   EXPECT_TRUE(agree("floordiv", {gen.tensor(DType::i32, {0, 4}), zero}, {}, Tol::exact));
-  EXPECT_FALSE(user_error_of([&] { cpu_call("add", {gen.tensor(DType::f32, {2, 3}),
-                                                     gen.tensor(DType::f32, {4})}); })
-                   .empty());
+  EXPECT_FALSE(user_error_of([&] {
+                 cpu_call("add", {gen.tensor(DType::f32, {2, 3}), gen.tensor(DType::f32, {4})});
+               }).empty());
   EXPECT_TRUE(agree("add", {gen.tensor(DType::boolean, {3}), gen.tensor(DType::boolean, {3})}, {},
                     Tol::exact));
 }
@@ -160,10 +176,16 @@ TEST(CpuCompare, WhereBroadcastsAllThree) {
   struct Triple {
     Shape c, a, b;
   };
-  const Triple cases[] = {{{}, {}, {}},           {{5}, {5}, {5}},         {{5}, {}, {5}},
-                          {{5}, {5}, {}},         {{4, 1}, {5}, {4, 5}},   {{3, 1, 2}, {4, 1}, {1}},
-                          {{0, 2}, {2}, {2}},     {{300, 347}, {347}, {300, 347}},
-                          {{300, 347}, {300, 347}, {300, 347}}, {{347}, {300, 1}, {}}};
+  const Triple cases[] = {{{}, {}, {}},
+                          {{5}, {5}, {5}},
+                          {{5}, {}, {5}},
+                          {{5}, {5}, {}},
+                          {{4, 1}, {5}, {4, 5}},
+                          {{3, 1, 2}, {4, 1}, {1}},
+                          {{0, 2}, {2}, {2}},
+                          {{300, 347}, {347}, {300, 347}},
+                          {{300, 347}, {300, 347}, {300, 347}},
+                          {{347}, {300, 1}, {}}};
   for (DType dt : {DType::f32, DType::f64, DType::i32, DType::i64, DType::boolean})
     for (const Triple& t : cases)
       EXPECT_TRUE(agree("where",
@@ -173,8 +195,8 @@ TEST(CpuCompare, WhereBroadcastsAllThree) {
 
 TEST(CpuCompare, CastEveryPairOfDtypes) {
   Gen gen(6);
-  const DType all[] = {DType::f32, DType::f64, DType::i32, DType::i64, DType::boolean,
-                       DType::f16, DType::bf16};
+  const DType all[] = {DType::f32,     DType::f64, DType::i32, DType::i64,
+                       DType::boolean, DType::f16, DType::bf16};
   for (DType from : all) {
     for (DType to : all) {
       for (const Shape& s : kShapes) {
@@ -213,18 +235,24 @@ TEST(CpuInPlace, UniqueInputsAreReusedSharedOnesNever) {
     std::vector<Shape> shapes;
     size_t reused;  // which input's storage the result may take
   };
-  const Case cases[] = {{"exp", {{1000}}, 0},          {"neg", {{5, 7}}, 0},
-                        {"add", {{40, 30}, {30}}, 0},  {"mul", {{}, {40, 30}}, 1},
-                        {"sub", {{40, 30}, {40, 30}}, 0}, {"gelu", {{70000}}, 0},
+  const Case cases[] = {{"exp", {{1000}}, 0},
+                        {"neg", {{5, 7}}, 0},
+                        {"add", {{40, 30}, {30}}, 0},
+                        {"mul", {{}, {40, 30}}, 1},
+                        {"sub", {{40, 30}, {40, 30}}, 0},
+                        {"gelu", {{70000}}, 0},
                         {"where", {{40, 30}, {40, 30}, {30}}, 1},
-                        {"softmax", {{64, 10}}, 0},       {"log_softmax", {{64, 10}}, 0},
-                        {"softmax", {{3, 1000}}, 0},      {"log_softmax", {{3, 1000}}, 0},
-                        {"layer_norm", {{8, 300}}, 0},    {"dropout", {{1000}}, 0}};
+                        {"softmax", {{64, 10}}, 0},
+                        {"log_softmax", {{64, 10}}, 0},
+                        {"softmax", {{3, 1000}}, 0},
+                        {"log_softmax", {{3, 1000}}, 0},
+                        {"layer_norm", {{8, 300}}, 0},
+                        {"dropout", {{1000}}, 0}};
   for (const Case& c : cases) {
     std::vector<Tensor> xs;
     for (size_t i = 0; i < c.shapes.size(); ++i)
-      xs.push_back(gen.tensor(c.name == "where" && i == 0 ? DType::boolean : DType::f32,
-                              c.shapes[i]));
+      xs.push_back(
+          gen.tensor(c.name == "where" && i == 0 ? DType::boolean : DType::f32, c.shapes[i]));
     Value fresh = cpu_call(c.name, {xs.begin(), xs.end()});  // shared inputs: new storage
     // Shared: the caller keeps xs; inputs must be unchanged.
     std::vector<Tensor> before;

@@ -20,12 +20,23 @@ TEST(CpuMatmul, EveryFormMatchesReference) {
   struct Case {
     Shape a, b;
   };
-  const Case cases[] = {{{3}, {3}},           {{4}, {4, 5}},          {{4, 5}, {5}},
-                        {{2, 3}, {3, 4}},     {{1, 1}, {1, 1}},       {{64, 784}, {784, 51}},
-                        {{2, 3, 4}, {4, 5}},  {{4, 5}, {2, 5, 3}},    {{2, 1, 3, 4}, {3, 4, 2}},
-                        {{5, 3, 4}, {5, 4, 2}}, {{0, 3}, {3, 4}},     {{3, 0}, {0, 4}},
-                        {{2, 0}, {0}},        {{0, 2, 3}, {3, 1}},    {{7}, {2, 7, 3}},
-                        {{2, 7, 3}, {3}},     {{33, 17}, {17, 65}}};
+  const Case cases[] = {{{3}, {3}},
+                        {{4}, {4, 5}},
+                        {{4, 5}, {5}},
+                        {{2, 3}, {3, 4}},
+                        {{1, 1}, {1, 1}},
+                        {{64, 784}, {784, 51}},
+                        {{2, 3, 4}, {4, 5}},
+                        {{4, 5}, {2, 5, 3}},
+                        {{2, 1, 3, 4}, {3, 4, 2}},
+                        {{5, 3, 4}, {5, 4, 2}},
+                        {{0, 3}, {3, 4}},
+                        {{3, 0}, {0, 4}},
+                        {{2, 0}, {0}},
+                        {{0, 2, 3}, {3, 1}},
+                        {{7}, {2, 7, 3}},
+                        {{2, 7, 3}, {3}},
+                        {{33, 17}, {17, 65}}};
   for (DType dt : {DType::f32, DType::f64, DType::i32, DType::i64}) {
     for (const Case& c : cases) {
       Tensor a = gen.tensor(dt, c.a, -1, 1, -50, 50);
@@ -36,10 +47,10 @@ TEST(CpuMatmul, EveryFormMatchesReference) {
     }
   }
   // Shape errors and bool operands: the reference's errors.
-  EXPECT_TRUE(agree("matmul", {gen.tensor(DType::f32, {2, 3}), gen.tensor(DType::f32, {4, 5})},
-                    {}, Tol::exact));
-  EXPECT_TRUE(agree("matmul", {gen.tensor(DType::f32, {}), gen.tensor(DType::f32, {4})}, {},
+  EXPECT_TRUE(agree("matmul", {gen.tensor(DType::f32, {2, 3}), gen.tensor(DType::f32, {4, 5})}, {},
                     Tol::exact));
+  EXPECT_TRUE(
+      agree("matmul", {gen.tensor(DType::f32, {}), gen.tensor(DType::f32, {4})}, {}, Tol::exact));
   // Integer products wrap like the reference's.
   Tensor big = vec_t(DType::i32, {1, 2}, {2147483647, 2147483647});
   Tensor two = vec_t(DType::i32, {2, 1}, {3, 5});
@@ -52,7 +63,8 @@ TEST(CpuNn, SoftmaxFamilyOnEveryAxis) {
   for (DType dt : {DType::f32, DType::f64}) {
     for (const Shape& s : shapes) {
       Tensor x = gen.tensor(dt, s, -5, 5);
-      for (int64_t axis = -static_cast<int64_t>(s.size()); axis < static_cast<int64_t>(s.size()); ++axis)
+      for (int64_t axis = -static_cast<int64_t>(s.size()); axis < static_cast<int64_t>(s.size());
+           ++axis)
         for (const char* op : {"softmax", "log_softmax"})
           EXPECT_TRUE(agree(op, {x}, A({{"axis", Attr{axis}}}), Tol::approx))
               << op << " " << x.type()->str() << " axis " << axis;
@@ -62,8 +74,8 @@ TEST(CpuNn, SoftmaxFamilyOnEveryAxis) {
         for (size_t a = 0; a < s.size(); ++a)
           if (mask >> a & 1) axes.push_back(static_cast<int64_t>(a));
         for (bool keep : {false, true})
-          EXPECT_TRUE(agree("logsumexp", {x}, A({{"axis", Attr{axes}}, {"keepdims", keep}}),
-                            Tol::approx))
+          EXPECT_TRUE(
+              agree("logsumexp", {x}, A({{"axis", Attr{axes}}, {"keepdims", keep}}), Tol::approx))
               << x.type()->str() << " axes " << sem::attr_str(Attr{axes});
       }
       EXPECT_TRUE(agree("logsumexp", {x}, {}, Tol::approx));
@@ -73,19 +85,19 @@ TEST(CpuNn, SoftmaxFamilyOnEveryAxis) {
   Tensor huge = vec_t(DType::f32, {2, 3}, {1e4, -1e4, 0, 3e4, 3e4, -3e4});
   for (const char* op : {"softmax", "log_softmax", "logsumexp"})
     EXPECT_TRUE(agree(op, {huge}, {}, Tol::approx)) << op;
-  Tensor odd = vec_t(DType::f32, {3, 2},
-                     {-INFINITY, -INFINITY, NAN, 1, INFINITY, 1});
+  Tensor odd = vec_t(DType::f32, {3, 2}, {-INFINITY, -INFINITY, NAN, 1, INFINITY, 1});
   for (const char* op : {"softmax", "log_softmax", "logsumexp"})
     EXPECT_TRUE(agree(op, {odd}, {}, Tol::approx)) << op;
   EXPECT_TRUE(agree("softmax", {gen.tensor(DType::f32, {})}, {}, Tol::exact));  // error
-  EXPECT_TRUE(agree("softmax", {gen.tensor(DType::f32, {3})}, A({{"axis", Attr{int64_t{2}}}}),
-                    Tol::exact));
+  EXPECT_TRUE(
+      agree("softmax", {gen.tensor(DType::f32, {3})}, A({{"axis", Attr{int64_t{2}}}}), Tol::exact));
 }
 
 TEST(CpuNn, CrossEntropyHardAndSoftLabels) {
   Gen gen(23);
   for (DType dt : {DType::f32, DType::f64}) {
-    for (const Shape& s : std::vector<Shape>{{10}, {64, 10}, {4, 5, 3}, {2, 3, 2, 2}, {0, 4}, {7, 1}}) {
+    for (const Shape& s :
+         std::vector<Shape>{{10}, {64, 10}, {4, 5, 3}, {2, 3, 2, 2}, {0, 4}, {7, 1}}) {
       Shape ls = s;
       ls.erase(ls.begin() + (s.size() >= 2 ? 1 : 0));
       int64_t C = s[s.size() >= 2 ? 1 : 0];
@@ -113,7 +125,9 @@ TEST(CpuNn, CrossEntropyHardAndSoftLabels) {
   // Out-of-range labels: the reference's error for the first one.
   Tensor bad = vec_t(DType::i32, {2}, {1, 7});
   EXPECT_TRUE(agree("cross_entropy", {big, bad}, {}, Tol::exact));
-  EXPECT_EQ(user_error_of([&] { cpu_call("cross_entropy", {big, bad}); }),
+  EXPECT_EQ(user_error_of([&] {
+              cpu_call("cross_entropy", {big, bad});
+            }),
             "cross_entropy label 7 is out of range for 3 classes");
 }
 
@@ -141,10 +155,10 @@ TEST(CpuNn, LayerNormAndBatchNorm) {
       Tensor g = gen.tensor(dt, {C}), b = gen.tensor(dt, {C});
       Tensor rm = gen.tensor(dt, {C}), rv = gen.tensor(dt, {C}, 0.5, 2);
       for (bool training : {false, true})
-        EXPECT_TRUE(agree("batch_norm", {x, g, b, rm, rv},
-                          A({{"training", Attr{training}}, {"momentum", Attr{0.1}},
-                             {"eps", Attr{1e-5}}}),
-                          Tol::approx))
+        EXPECT_TRUE(
+            agree("batch_norm", {x, g, b, rm, rv},
+                  A({{"training", Attr{training}}, {"momentum", Attr{0.1}}, {"eps", Attr{1e-5}}}),
+                  Tol::approx))
             << x.type()->str() << " training " << training;
     }
   }
@@ -158,9 +172,10 @@ TEST(CpuNn, DropoutReproducesTheReferenceMask) {
       for (double p : {0.0, 0.1, 0.5, 0.9, 1.0})
         for (int64_t seed : {0, 7, 123456789})
           for (bool training : {true, false})
-            EXPECT_TRUE(agree("dropout", {x},
-                              A({{"p", Attr{p}}, {"seed", Attr{seed}}, {"training", Attr{training}}}),
-                              Tol::exact))
+            EXPECT_TRUE(
+                agree("dropout", {x},
+                      A({{"p", Attr{p}}, {"seed", Attr{seed}}, {"training", Attr{training}}}),
+                      Tol::exact))
                 << x.type()->str() << " p " << p << " seed " << seed;
     }
   }

@@ -35,8 +35,8 @@ std::vector<Attr> axis_sets(int64_t r, bool arg) {
 
 TEST(CpuReduction, EveryAxisSetMatchesReference) {
   Gen gen(11);
-  const std::vector<Shape> shapes = {{},        {1},          {7},           {0},
-                                     {3, 4},    {1, 5},       {2, 3, 4},     {3, 1, 5},
+  const std::vector<Shape> shapes = {{},        {1},          {7},         {0},
+                                     {3, 4},    {1, 5},       {2, 3, 4},   {3, 1, 5},
                                      {2, 0, 3}, {2, 3, 4, 5}, {4, 1, 3, 1}};
   int checked = 0;
   for (const char* op : kOps) {
@@ -94,8 +94,7 @@ TEST(CpuReduction, NanSignedZerosAndTiesAreTheReferences) {
         gen.specials(x, every);
         for (const char* op : kOps) {
           for (const Attr& axes : axis_sets(static_cast<int64_t>(s.size()), is_arg(op)))
-            EXPECT_TRUE(check(op, x, A({{"axis", axes}})))
-                << op << " " << x.type()->str();
+            EXPECT_TRUE(check(op, x, A({{"axis", axes}}))) << op << " " << x.type()->str();
         }
       }
     }
@@ -128,7 +127,9 @@ TEST(CpuReduction, ErrorsMatchReference) {
     EXPECT_TRUE(agree(op, {e}, A({{"axis", Attr{int64_t{1}}}}), Tol::exact)) << op;
   EXPECT_TRUE(agree("sum", {e}, A({{"axis", Attr{int64_t{5}}}}), Tol::exact));
   EXPECT_TRUE(agree("sum", {e}, A({{"axis", Attr{std::vector<int64_t>{0, 0}}}}), Tol::exact));
-  EXPECT_FALSE(user_error_of([&] { cpu_call("max", {e}, A({{"axis", Attr{int64_t{1}}}})); }).empty());
+  EXPECT_FALSE(user_error_of([&] {
+                 cpu_call("max", {e}, A({{"axis", Attr{int64_t{1}}}}));
+               }).empty());
 }
 
 // Ten million copies of 0.1f: the double accumulation gives the exact sum rounded once.

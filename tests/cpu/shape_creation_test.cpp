@@ -15,8 +15,8 @@ const DType kAll[] = {DType::f32, DType::f64, DType::i32, DType::i64, DType::boo
 TEST(CpuShape, PermuteTransposeBroadcast) {
   Gen gen(41);
   for (DType dt : kAll) {
-    for (const Shape& s : std::vector<Shape>{{}, {5}, {3, 4}, {2, 3, 4}, {0, 3}, {300, 347},
-                                             {4, 1, 3, 5}, {64, 33, 65}}) {
+    for (const Shape& s : std::vector<Shape>{
+             {}, {5}, {3, 4}, {2, 3, 4}, {0, 3}, {300, 347}, {4, 1, 3, 5}, {64, 33, 65}}) {
       Tensor x = gen.tensor(dt, s);
       EXPECT_TRUE(agree("transpose", {x}, {}, Tol::exact)) << x.type()->str();
       std::vector<int64_t> perm(s.size());
@@ -70,7 +70,9 @@ TEST(CpuShape, ViewsShareStorage) {
 
 Attrs slice_attrs(std::vector<int64_t> starts, std::vector<int64_t> stops,
                   std::vector<int64_t> steps, std::vector<int64_t> squeeze = {}) {
-  return A({{"starts", Attr{starts}}, {"stops", Attr{stops}}, {"steps", Attr{steps}},
+  return A({{"starts", Attr{starts}},
+            {"stops", Attr{stops}},
+            {"steps", Attr{steps}},
             {"squeeze", Attr{squeeze}}});
 }
 
@@ -84,8 +86,8 @@ TEST(CpuShape, SlicesAndSliceGrad) {
       slice_attrs({-2, 5}, {-100, -9}, {-1, -2}),
       slice_attrs({2, 1}, {2, 3}, {1, 1}),  // empty
       slice_attrs({1, 2}, {0, 0}, {1, 1}, {0, 1}),
-      slice_attrs({5}, {kOmit}, {1}),       // index 5 of 4: error
-      slice_attrs({0}, {4}, {0}),           // step 0: error
+      slice_attrs({5}, {kOmit}, {1}),  // index 5 of 4: error
+      slice_attrs({0}, {4}, {0}),      // step 0: error
   };
   for (DType dt : kAll) {
     Tensor x = gen.tensor(dt, {4, 6});
@@ -106,7 +108,8 @@ TEST(CpuShape, SlicesAndSliceGrad) {
 TEST(CpuShape, ConcatStackGatherScatterOneHot) {
   Gen gen(44);
   for (DType dt : kAll) {
-    Tensor a = gen.tensor(dt, {2, 3, 4}), b = gen.tensor(dt, {2, 1, 4}), c = gen.tensor(dt, {2, 0, 4});
+    Tensor a = gen.tensor(dt, {2, 3, 4}), b = gen.tensor(dt, {2, 1, 4}),
+           c = gen.tensor(dt, {2, 0, 4});
     EXPECT_TRUE(agree("concat", {a, b, c}, A({{"axis", Attr{int64_t{1}}}}), Tol::exact));
     EXPECT_TRUE(agree("concat", {a, a}, A({{"axis", Attr{int64_t{-1}}}}), Tol::exact));
     EXPECT_TRUE(agree("concat", {a, b}, A({{"axis", Attr{int64_t{0}}}}), Tol::exact));  // error
@@ -126,8 +129,8 @@ TEST(CpuShape, ConcatStackGatherScatterOneHot) {
     EXPECT_TRUE(agree("scatter_add", {x, vec_t(DType::i32, {2}, {1, 1}), gen.tensor(dt, {5, 2})},
                       A({{"axis", Attr{int64_t{1}}}}), Tol::exact));
     Tensor big = gen.tensor(dt, {400, 300});
-    EXPECT_TRUE(agree("scatter_add", {big, gen.tensor(DType::i32, {50}, 0, 0, 0, 299),
-                                      gen.tensor(dt, {400, 50})},
+    EXPECT_TRUE(agree("scatter_add",
+                      {big, gen.tensor(DType::i32, {50}, 0, 0, 0, 299), gen.tensor(dt, {400, 50})},
                       A({{"axis", Attr{int64_t{1}}}}), Tol::exact));
   }
   for (DType dt : {DType::f32, DType::i32, DType::boolean, DType::f64, DType::bf16}) {
@@ -144,33 +147,47 @@ TEST(CpuCreation, FillsRangesAndSeededRandomness) {
       EXPECT_TRUE(agree("zeros", {}, A({{"shape", Attr{s}}, {"dtype", Attr{dt}}}), Tol::exact));
       EXPECT_TRUE(agree("ones", {}, A({{"shape", Attr{s}}, {"dtype", Attr{dt}}}), Tol::exact));
       for (double v : {2.5, -7.9, 1e20, -0.0})
-        EXPECT_TRUE(agree("full", {}, A({{"shape", Attr{s}}, {"value", Attr{v}}, {"dtype", Attr{dt}}}),
+        EXPECT_TRUE(agree("full", {},
+                          A({{"shape", Attr{s}}, {"value", Attr{v}}, {"dtype", Attr{dt}}}),
                           Tol::exact));
     }
-    EXPECT_TRUE(agree("arange", {}, A({{"start", Attr{int64_t{10}}}, {"dtype", Attr{dt}}}), Tol::exact));
-    EXPECT_TRUE(agree("arange", {},
-                      A({{"start", Attr{0.5}}, {"stop", Attr{-3.0}}, {"step", Attr{-0.3}},
-                         {"dtype", Attr{dt}}}),
-                      Tol::exact));
+    EXPECT_TRUE(
+        agree("arange", {}, A({{"start", Attr{int64_t{10}}}, {"dtype", Attr{dt}}}), Tol::exact));
+    EXPECT_TRUE(agree(
+        "arange", {},
+        A({{"start", Attr{0.5}}, {"stop", Attr{-3.0}}, {"step", Attr{-0.3}}, {"dtype", Attr{dt}}}),
+        Tol::exact));
   }
-  EXPECT_TRUE(agree("arange", {}, A({{"start", Attr{int64_t{1}}}, {"stop", Attr{int64_t{5}}},
-                                     {"step", Attr{int64_t{0}}}}),
-                    Tol::exact));  // error
+  EXPECT_TRUE(agree(
+      "arange", {},
+      A({{"start", Attr{int64_t{1}}}, {"stop", Attr{int64_t{5}}}, {"step", Attr{int64_t{0}}}}),
+      Tol::exact));                                                              // error
   EXPECT_TRUE(agree("zeros", {}, A({{"shape", Attr{Shape{-1}}}}), Tol::exact));  // error
   for (DType dt : {DType::f32, DType::f64}) {
     for (const Shape& s : std::vector<Shape>{{}, {5}, {300, 347}}) {
       for (int64_t seed : {0, 1, 42, -5}) {
-        EXPECT_TRUE(agree("normal", {}, A({{"mean", Attr{1.5}}, {"std", Attr{2.0}}, {"shape", Attr{s}},
-                                           {"seed", Attr{seed}}, {"dtype", Attr{dt}}}),
+        EXPECT_TRUE(agree("normal", {},
+                          A({{"mean", Attr{1.5}},
+                             {"std", Attr{2.0}},
+                             {"shape", Attr{s}},
+                             {"seed", Attr{seed}},
+                             {"dtype", Attr{dt}}}),
                           Tol::exact));
-        EXPECT_TRUE(agree("uniform", {}, A({{"low", Attr{-1.0}}, {"high", Attr{3.0}}, {"shape", Attr{s}},
-                                            {"seed", Attr{seed}}, {"dtype", Attr{dt}}}),
+        EXPECT_TRUE(agree("uniform", {},
+                          A({{"low", Attr{-1.0}},
+                             {"high", Attr{3.0}},
+                             {"shape", Attr{s}},
+                             {"seed", Attr{seed}},
+                             {"dtype", Attr{dt}}}),
                           Tol::exact));
       }
     }
     // A range so narrow that rounding reaches `high`: stepped back below it.
-    EXPECT_TRUE(agree("uniform", {}, A({{"low", Attr{1.0}}, {"high", Attr{1.0000001}},
-                                        {"shape", Attr{Shape{1000}}}, {"dtype", Attr{dt}}}),
+    EXPECT_TRUE(agree("uniform", {},
+                      A({{"low", Attr{1.0}},
+                         {"high", Attr{1.0000001}},
+                         {"shape", Attr{Shape{1000}}},
+                         {"dtype", Attr{dt}}}),
                       Tol::exact));
   }
 }
