@@ -6,14 +6,19 @@
 //
 //   build/bin/bench_cpu_kernels [--benchmark_filter=W5]
 //
+// The CPU kernels run one thread while the machine is oversubscribed (backends/cpu/README.md);
+// SPORA_BENCH_ALL_THREADS=1 makes them use every OpenMP thread regardless.
+//
 // Each benchmark comes in a /ref and a /cpu variant; the ratio is the speed-up.
 #include <benchmark/benchmark.h>
 
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "backends/cpu/cpu.h"
+#include "backends/cpu/kernels.h"
 #include "backends/runtime/runtime.h"
 #include "ops/ops.h"
 #include "semantics/registry.h"
@@ -32,6 +37,8 @@ void setup() {
     ops::register_all();
     runtime::install();
     cpu::register_kernels();
+    if (const char* all = std::getenv("SPORA_BENCH_ALL_THREADS"); all && all[0] == '1')
+      cpu::set_load_adaptive(false);
     return true;
   }();
   (void)once;

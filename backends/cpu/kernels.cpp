@@ -59,7 +59,7 @@ int team_size() {
   if (now >= next_check.load(std::memory_order_relaxed)) {
     next_check.store(now + 500, std::memory_order_relaxed);
     double load[1];
-    busy.store(getloadavg(load, 1) == 1 && load[0] >= 2.0 * omp_get_num_procs(),
+    busy.store(getloadavg(load, 1) == 1 && load[0] >= omp_get_num_procs() + 1.0,
                std::memory_order_relaxed);
   }
   return busy.load(std::memory_order_relaxed) ? 1 : max_threads();
