@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 
 namespace spora::cpu {
@@ -44,7 +45,25 @@ Isa force_isa(Isa want) {
 int max_threads() { return omp_get_max_threads(); }
 
 namespace {
+
 std::atomic<bool> g_load_adaptive{true};
+
+// Other processes want the processors: more tasks runnable right now than processors (this
+// thread and a spinning team member are two of them), or a 1-minute load average of
+// processors + 1. From /proc/loadavg ("0.52 0.58 0.59 3/412 1234").
+bool oversubscribed() {
+  const double procs = omp_get_num_procs();
+  if (std::FILE* f = std::fopen("/proc/loadavg", "r")) {
+    double load1 = 0, load5, load15;
+    int running = 0, total;
+    int got = std::fscanf(f, "%lf %lf %lf %d/%d", &load1, &load5, &load15, &running, &total);
+    std::fclose(f);
+    if (got == 5) return running > procs || load1 >= procs + 1.0;
+  }
+  double load[1];
+  return getloadavg(load, 1) == 1 && load[0] >= procs + 1.0;
+}
+
 }  // namespace
 
 void set_load_adaptive(bool on) { g_load_adaptive.store(on); }
@@ -58,9 +77,7 @@ int team_size() {
                           .count();
   if (now >= next_check.load(std::memory_order_relaxed)) {
     next_check.store(now + 500, std::memory_order_relaxed);
-    double load[1];
-    busy.store(getloadavg(load, 1) == 1 && load[0] >= omp_get_num_procs() + 1.0,
-               std::memory_order_relaxed);
+    busy.store(oversubscribed(), std::memory_order_relaxed);
   }
   return busy.load(std::memory_order_relaxed) ? 1 : max_threads();
 }

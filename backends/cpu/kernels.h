@@ -99,11 +99,11 @@ int64_t parallel_work();
 int64_t set_parallel_work(int64_t work);
 
 int max_threads();
-// The number of threads a parallel loop uses now: max_threads(), or 1 while the machine is
-// oversubscribed (its 1-minute load average reaches its processors + 1: another process is
-// running, so a thread of the team would wait for a time slice, 4 ms, and the whole loop with
-// it: a parallel region then costs milliseconds instead of microseconds). Sampled at most twice a second. Results never
-// depend on it.
+// The number of threads a parallel loop uses now: max_threads(), or 1 while other processes
+// want the processors (more tasks runnable than processors, or a 1-minute load average of
+// processors + 1): a thread of the team would then wait for a time slice, 4 ms, and the whole
+// loop with it, so a parallel region costs milliseconds instead of microseconds. Sampled at
+// most twice a second. Results never depend on it.
 int team_size();
 // Tests: whether team_size() follows the load (true) or is always max_threads().
 void set_load_adaptive(bool on);
