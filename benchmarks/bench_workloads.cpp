@@ -487,8 +487,16 @@ std::vector<float> filled(size_t n, float scale) {
   return v;
 }
 
-// OpenBLAS cblas_sgemm, row-major NN, 1024^3 (the threads OPENBLAS_NUM_THREADS allows).
+// OpenBLAS's own threads for the limits: as many as OpenMP's (OMP_NUM_THREADS), then back to
+// the one thread the Cpu backend gives it (it splits GEMMs over its own OpenMP team).
+struct BlasThreads {
+  BlasThreads() { openblas_set_num_threads(omp_get_max_threads()); }
+  ~BlasThreads() { openblas_set_num_threads(1); }
+};
+
+// OpenBLAS cblas_sgemm, row-major NN, 1024^3.
 void BM_Limit_Sgemm1024(benchmark::State& state) {
+  BlasThreads threads;
   const int n = 1024;
   auto a = filled(size_t{n} * n, 0.01f), b = filled(size_t{n} * n, 0.02f), c = filled(size_t{n} * n, 0);
   auto gemm = [&] {
@@ -513,6 +521,7 @@ void BM_Limit_Sgemm1024(benchmark::State& state) {
 // The 9 GEMMs of a W2 step (3 forward, 3 dW, 3 dX; 257 MFLOP) back to back, as
 // ../shared/bench/src/w2gemm.c: the GEMM-only time a W2 step cannot beat with OpenBLAS.
 void BM_Limit_W2Gemms(benchmark::State& state) {
+  BlasThreads threads;
   const int B = 64, d[4] = {784, 512, 512, 10};
   std::vector<float> W[3], dW[3], A[4], dA[4];
   for (int l = 0; l < 3; ++l) W[l] = filled(size_t(d[l + 1]) * d[l], 0.01f), dW[l] = W[l];

@@ -1,6 +1,8 @@
 // The rules through the whole pipeline: .sp programs (in f64, LowerOptions::x64) that take
 // Hessian-vector products three ways, forward over reverse (jvp(grad(f))), reverse over
 // reverse (grad of <grad f, v>) and central differences of grad f, in graph and eager mode.
+#include <unistd.h>
+
 #include <cstdio>
 #include <fstream>
 #include <regex>
@@ -15,7 +17,10 @@ namespace {
 // Runs a program; returns the numbers of each printed line.
 std::vector<std::vector<double>> run_program(const std::string& text, bool eager) {
   setup();
-  std::string path = ::testing::TempDir() + "spora_ad_program.sp";
+  // One file per process and test: ctest runs the tests of this file as concurrent processes.
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string path = ::testing::TempDir() + "spora_ad_program_" + std::to_string(::getpid()) + "_" +
+                     (info ? info->name() : "none") + ".sp";
   std::ofstream(path) << text;
   std::ostringstream printed;
   ops::set_print_stream(&printed);

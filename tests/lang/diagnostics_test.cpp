@@ -2,6 +2,7 @@
 #include "lang/diagnostics.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
@@ -33,7 +34,7 @@ TEST(SourceManager, LinesAndPaths) {
 }
 
 TEST(SourceManager, LoadReadsBytesAndReportsMissingFiles) {
-  std::string path = ::testing::TempDir() + "spora_sm_test.sp";
+  std::string path = ::testing::TempDir() + "spora_sm_test_" + std::to_string(::getpid()) + ".sp";
   {
     std::ofstream out(path, std::ios::binary);
     out << std::string("a\0b\nc", 5);
