@@ -37,6 +37,15 @@ W5_BYTES = 2 * 4 * 4 * 1024 * 1024  # read x, write y: 32 MB
 THREADS = "2"
 
 
+def peer_python():
+    """The Python that has PyTorch: Debian's python3-torch lives in /usr/bin/python3, which a
+    pyenv or venv python3 earlier in PATH does not see."""
+    for exe in (sys.executable, "/usr/bin/python3"):
+        if exe and subprocess.run([exe, "-c", "import torch"], capture_output=True).returncode == 0:
+            return exe
+    sys.exit("compare.py: no python3 with PyTorch found (run ../shared/bench/install_torch.sh)")
+
+
 def busy_cores(dt=1.0):
     def stat():
         with open("/proc/stat") as f:
@@ -63,7 +72,7 @@ def wait_quiet(max_wait, thr=0.10):
 
 
 def run_peer(args, env, only, out):
-    cmd = ["python3", args.peer, "--out", out, "--quiet-wait", str(args.quiet_wait), "--only", only]
+    cmd = [peer_python(), args.peer, "--out", out, "--quiet-wait", str(args.quiet_wait), "--only", only]
     if args.quick:
         cmd += ["--quick"]
     print("# peer: " + " ".join(cmd), file=sys.stderr, flush=True)
