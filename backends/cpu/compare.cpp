@@ -66,6 +66,17 @@ SPORA_MULTIVERSION((template <class T>), select_vvv, (<T>),
                      _Pragma("omp simd") for (int64_t i = 0; i < n; ++i) o[i] = c[i] ? a[i] : b[i];
                    })
 
+// One side a broadcast scalar (ReLU's derivative where(x > 0, g, 0), masks with a constant):
+// the strided loop below does not vectorise.
+SPORA_MULTIVERSION((template <class T>), select_vvs, (<T>),
+                   (const uint8_t* c, const T* a, T b, T* o, int64_t n), (c, a, b, o, n), {
+                     _Pragma("omp simd") for (int64_t i = 0; i < n; ++i) o[i] = c[i] ? a[i] : b;
+                   })
+SPORA_MULTIVERSION((template <class T>), select_vsv, (<T>),
+                   (const uint8_t* c, T a, const T* b, T* o, int64_t n), (c, a, b, o, n), {
+                     _Pragma("omp simd") for (int64_t i = 0; i < n; ++i) o[i] = c[i] ? a : b[i];
+                   })
+
 Value where_kernel(const RefKernel& ref, const std::vector<Value>& in, const Attrs& attrs) {
   const Tensor& c = in.at(0).tensor;
   const Tensor& a = in.at(1).tensor;
@@ -92,6 +103,10 @@ Value where_kernel(const RefKernel& ref, const std::vector<Value>& in, const Att
       T* oo = po + pos;
       if (sc && sa && sb) {
         select_vvv<T>(cc, aa, bb, oo, len);
+      } else if (sc && sa) {
+        select_vvs<T>(cc, aa, bb[0], oo, len);
+      } else if (sc && sb) {
+        select_vsv<T>(cc, aa[0], bb, oo, len);
       } else {
         for (int64_t i = 0; i < len; ++i) oo[i] = cc[i * sc] ? aa[i * sa] : bb[i * sb];
       }

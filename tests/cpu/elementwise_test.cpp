@@ -185,7 +185,9 @@ TEST(CpuCompare, WhereBroadcastsAllThree) {
                           {{0, 2}, {2}, {2}},
                           {{300, 347}, {347}, {300, 347}},
                           {{300, 347}, {300, 347}, {300, 347}},
-                          {{347}, {300, 1}, {}}};
+                          {{347}, {300, 1}, {}},
+                          {{300, 347}, {300, 347}, {}},    // ReLU's derivative: scalar b
+                          {{300, 347}, {1}, {300, 347}}};  // scalar a
   for (DType dt : {DType::f32, DType::f64, DType::i32, DType::i64, DType::boolean})
     for (const Triple& t : cases)
       EXPECT_TRUE(agree("where",
