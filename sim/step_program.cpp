@@ -238,6 +238,8 @@ class Flattener {
   std::vector<std::string>& warnings_;
 };
 
+}  // namespace
+
 // The optimizer's update of one parameter p with gradient g, as primitive applications:
 //   sgd       p - lr g
 //   momentum  v = mu v + g; p - lr v                                  (one state tensor)
@@ -315,8 +317,6 @@ double activation_peak(const Graph& g, const std::unordered_set<const Node*>& gr
   }
   return peak;
 }
-
-}  // namespace
 
 std::string_view phase_name(Phase p) {
   switch (p) {

@@ -28,6 +28,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "semantics/ir/ir.h"
@@ -91,5 +92,14 @@ StepProgram build_step_program(const std::string& path, const StepOptions& optio
 // no device time for effectful and I/O rows (family "io"), else the elementwise estimate.
 StepOp make_step_op(const sem::Primitive& prim, std::vector<sem::TypeP> inputs,
                     sem::TypeP output, sem::Attrs attrs, Phase phase);
+
+// The optimizer's update (sgd | momentum | adam) of one parameter of type p as primitive
+// applications (Phase::Update); `state` = how many state tensors of p's size it keeps.
+std::vector<StepOp> update_ops(const std::string& optimizer, const sem::TypeP& p, int& state);
+
+// Peak bytes of live intermediates of a straight-line graph in node order: an Apply allocates
+// its output and frees it after its last use; a view aliases its input; the nodes in
+// `gradients` are freed as soon as they are made (counted apart); parameters are not counted.
+double activation_peak(const ir::Graph& g, const std::unordered_set<const ir::Node*>& gradients);
 
 }  // namespace spora::sim

@@ -1,0 +1,505 @@
+// Simulating one step of an SPMD per-rank program (spmd_step.h): the op list, the compute and
+// communication actors of every device, the ring collectives over mesh groups, the metrics.
+#include "sim/spmd_step.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <simgrid/s4u.hpp>
+#include <sstream>
+#include <stdexcept>
+#include <tuple>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "lang/diagnostics.h"
+#include "sim/cost_model.h"
+#include "sim/isolation.h"
+#include "sim/platform.h"
+
+namespace spora::sim {
+
+namespace sg4 = simgrid::s4u;
+
+namespace {
+
+// Row-major mesh arithmetic (the last axis varies fastest), as parallel/layout's Mesh.
+std::vector<int64_t> coords_of(const std::vector<int64_t>& mesh, int64_t rank) {
+  std::vector<int64_t> c(mesh.size());
+  for (std::size_t a = mesh.size(); a-- > 0;) {
+    c[a] = rank % mesh[a];
+    rank /= mesh[a];
+  }
+  return c;
+}
+
+int64_t rank_of(const std::vector<int64_t>& mesh, const std::vector<int64_t>& c) {
+  int64_t r = 0;
+  for (std::size_t a = 0; a < mesh.size(); ++a) r = r * mesh[a] + c[a];
+  return r;
+}
+
+// The ranks that agree with `rank` outside `axes`, ordered by rank.
+std::vector<int> group_of(const std::vector<int64_t>& mesh, int64_t rank,
+                          const std::vector<int64_t>& axes) {
+  std::vector<int64_t> base = coords_of(mesh, rank);
+  std::vector<int> group{static_cast<int>(rank)};
+  for (int64_t a : axes) {
+    std::vector<int> next;
+    for (int r : group) {
+      std::vector<int64_t> c = coords_of(mesh, r);
+      for (int64_t k = 0; k < mesh[static_cast<std::size_t>(a)]; ++k) {
+        c[static_cast<std::size_t>(a)] = k;
+        next.push_back(static_cast<int>(rank_of(mesh, c)));
+      }
+    }
+    group = std::move(next);
+  }
+  std::sort(group.begin(), group.end());
+  group.erase(std::unique(group.begin(), group.end()), group.end());
+  return group;
+}
+
+std::optional<CollectiveKind> collective_kind(const sem::Primitive* p) {
+  if (!p) return std::nullopt;
+  if (p->name == "all_reduce") return CollectiveKind::AllReduce;
+  if (p->name == "all_gather") return CollectiveKind::AllGather;
+  if (p->name == "reduce_scatter") return CollectiveKind::ReduceScatter;
+  if (p->name == "all_to_all") return CollectiveKind::AllToAll;
+  return std::nullopt;
+}
+
+std::vector<int64_t> group_axes(const sem::Attrs& attrs) {
+  if (attrs.has("axes")) return attrs.get_ints("axes");
+  return {attrs.get_int("axis")};
+}
+
+struct LogEntry {
+  double time = 0;
+  int rank = 0;
+  long seq = 0;
+  std::string text;
+};
+
+struct Sim {
+  const Platform& platform;
+  const SpmdProgram& program;
+  const SpmdSimResult& plan;
+  bool log_on = false;
+  std::vector<std::vector<sg4::SemaphorePtr>> ready, done;  // [rank][collective #]
+  std::vector<std::vector<Interval>> compute, comm;
+  std::vector<std::vector<double>> coll_seconds;           // [rank][collective #]
+  std::vector<double> end;
+  std::vector<LogEntry> log;
+  std::unordered_map<int, int> coll_index;  // op -> collective #
+  long seq = 0, events = 0;
+  int token = 0;
+
+  Sim(const Platform& pl, const SpmdProgram& prog, const SpmdSimResult& pn)
+      : platform(pl), program(prog), plan(pn) {}
+  double now() const { return sg4::Engine::get_clock(); }
+  void note(int rank, const char* stream, const std::string& text) {
+    log.push_back({now(), rank, seq++,
+                   fmt::format("[{:.9f}] rank{}@{} {}: {}", now(), rank,
+                               platform.devices[static_cast<std::size_t>(rank)]->get_name(),
+                               stream, text)});
+  }
+  void memory_pass(double bytes) {
+    if (bytes <= 0) return;
+    const sg4::Host* host = sg4::this_actor::get_host();
+    sg4::this_actor::execute(platform.flops_for(host, bytes / platform.memory_bandwidth));
+    ++events;
+  }
+  // One ring step: send `bytes` to `to`, receive as much from `from`; then the reduction of
+  // `reduce` bytes where it outlasts the transfer.
+  void exchange(int k, int step, int rank, int to, int from, double bytes, double reduce) {
+    const double t0 = now();
+    sg4::Mailbox* out = sg4::Mailbox::by_name(fmt::format("c{}.{}:{}>{}", k, step, rank, to));
+    sg4::Mailbox* in = sg4::Mailbox::by_name(fmt::format("c{}.{}:{}>{}", k, step, from, rank));
+    void* payload = nullptr;
+    sg4::CommPtr put = out->put_async(&token, static_cast<std::uint64_t>(std::max(bytes, 1.0)));
+    sg4::CommPtr get = in->get_async(&payload);
+    get->wait();
+    put->wait();
+    events += 2;
+    const double rest = 3 * reduce / platform.memory_bandwidth - (now() - t0);
+    if (rest > 0) {
+      sg4::this_actor::execute(platform.flops_for(sg4::this_actor::get_host(), rest));
+      ++events;
+    }
+  }
+  void collective(int k, int rank, const SpmdOp& op) {
+    const std::vector<int> group = group_of(program.mesh, rank, op.axes);
+    const int p = static_cast<int>(group.size());
+    if (p <= 1) return;
+    const int me = static_cast<int>(std::find(group.begin(), group.end(), rank) - group.begin());
+    const int next = group[static_cast<std::size_t>((me + 1) % p)];
+    const int prev = group[static_cast<std::size_t>((me + p - 1) % p)];
+    const double piece = op.bytes / p;
+    switch (op.kind) {
+      case CollectiveKind::AllReduce:
+        for (int s = 0; s < 2 * (p - 1); ++s)
+          exchange(k, s, rank, next, prev, piece, s < p - 1 ? piece : 0);
+        break;
+      case CollectiveKind::AllGather:
+        for (int s = 0; s < p - 1; ++s) exchange(k, s, rank, next, prev, op.bytes, 0);
+        break;
+      case CollectiveKind::ReduceScatter:
+        for (int s = 0; s < p - 1; ++s) exchange(k, s, rank, next, prev, piece, piece);
+        break;
+      case CollectiveKind::AllToAll:
+        for (int s = 1; s < p; ++s)
+          exchange(k, s, rank, group[static_cast<std::size_t>((me + s) % p)],
+                   group[static_cast<std::size_t>((me + p - s) % p)], piece, 0);
+        break;
+    }
+  }
+};
+
+void compute_actor(Sim& sim, int rank) {
+  const auto r = static_cast<std::size_t>(rank);
+  std::vector<char> waited(sim.program.collectives.size(), 0);
+  double pending = 0;
+  auto flush = [&] {
+    if (pending <= 0) return;
+    const double t0 = sim.now();
+    sg4::this_actor::sleep_for(pending);
+    ++sim.events;
+    sim.compute[r].push_back({t0, sim.now()});
+    pending = 0;
+  };
+  auto wait = [&](int op) {
+    const int c = sim.coll_index.at(op);
+    if (waited[static_cast<std::size_t>(c)]) return;
+    flush();
+    sim.done[r][static_cast<std::size_t>(c)]->acquire();
+    waited[static_cast<std::size_t>(c)] = 1;
+  };
+  for (std::size_t i = 0; i < sim.program.ops.size(); ++i) {
+    const SpmdOp& op = sim.program.ops[i];
+    if (op.collective) {
+      flush();
+      sim.ready[r][static_cast<std::size_t>(sim.coll_index.at(static_cast<int>(i)))]->release();
+      continue;
+    }
+    for (int w : op.waits) wait(w);
+    pending += sim.plan.op_seconds[i];
+  }
+  for (int w : sim.program.output_waits) wait(w);
+  flush();
+  for (int c : sim.program.collectives) wait(c);
+  pending = sim.plan.update_seconds;
+  flush();
+  sim.end[r] = sim.now();
+  if (sim.log_on) sim.note(rank, "compute", "step done");
+}
+
+void comm_actor(Sim& sim, int rank) {
+  const auto r = static_cast<std::size_t>(rank);
+  for (std::size_t c = 0; c < sim.program.collectives.size(); ++c) {
+    const int i = sim.program.collectives[c];
+    const SpmdOp& op = sim.program.ops[static_cast<std::size_t>(i)];
+    sim.ready[r][c]->acquire();
+    const double t0 = sim.now();
+    sim.collective(static_cast<int>(c), rank, op);
+    sim.comm[r].push_back({t0, sim.now()});
+    sim.coll_seconds[r][c] = sim.now() - t0;
+    if (sim.log_on)
+      sim.note(rank, "comm",
+               fmt::format("{} of {} B over mesh axes [{}] done", collective_kind_name(op.kind),
+                           static_cast<long long>(op.bytes), fmt::join(op.axes, ",")));
+    sim.done[r][c]->release();
+  }
+}
+
+double union_length(std::vector<Interval> v) {
+  std::sort(v.begin(), v.end(), [](const Interval& a, const Interval& b) {
+    return std::tie(a.start, a.end) < std::tie(b.start, b.end);
+  });
+  double total = 0, lo = 0, hi = -1;
+  for (const Interval& i : v) {
+    if (i.end <= i.start) continue;
+    if (i.start > hi) {
+      if (hi > lo) total += hi - lo;
+      lo = i.start;
+      hi = i.end;
+    } else {
+      hi = std::max(hi, i.end);
+    }
+  }
+  if (hi > lo) total += hi - lo;
+  return total;
+}
+
+// Results between the processes, as text (doubles in hexadecimal: exact).
+void put(std::string& out, const std::vector<Interval>& v) {
+  out += fmt::format(" {}", v.size());
+  for (const Interval& i : v) out += fmt::format(" {:a} {:a}", i.start, i.end);
+}
+
+}  // namespace
+
+std::string_view collective_kind_name(CollectiveKind k) {
+  switch (k) {
+    case CollectiveKind::AllReduce: return "all_reduce";
+    case CollectiveKind::AllGather: return "all_gather";
+    case CollectiveKind::ReduceScatter: return "reduce_scatter";
+    case CollectiveKind::AllToAll: return "all_to_all";
+  }
+  return "?";
+}
+
+int64_t SpmdProgram::ranks() const {
+  int64_t n = 1;
+  for (int64_t m : mesh) n *= m;
+  return n;
+}
+
+SpmdProgram spmd_program(const ir::Graph& g, std::vector<int64_t> mesh, std::size_t params,
+                         const std::string& optimizer) {
+  SpmdProgram p;
+  p.mesh = std::move(mesh);
+  std::unordered_map<const ir::Node*, int> collective_of;  // node -> op index
+  std::unordered_map<const ir::Node*, std::vector<int>> carries;  // tuples holding collectives
+  auto waits_of = [&](const ir::Node* n, std::vector<int>& out) {
+    if (auto it = collective_of.find(n); it != collective_of.end()) out.push_back(it->second);
+    if (auto it = carries.find(n); it != carries.end())
+      out.insert(out.end(), it->second.begin(), it->second.end());
+  };
+  for (const ir::Node* n : g.nodes) {
+    if (!n->is_apply()) continue;
+    if (!n->prim)
+      throw lang::UserError(fmt::format(
+          "the SPMD simulation needs a straight-line program; @{} calls a graph", g.name));
+    std::vector<sem::TypeP> in;
+    for (const ir::Node* i : n->inputs) in.push_back(i->type);
+    SpmdOp op;
+    op.op = make_step_op(*n->prim, in, n->type, n->attrs, Phase::Forward);
+    if (auto kind = collective_kind(n->prim)) {
+      op.collective = true;
+      op.kind = *kind;
+      op.axes = group_axes(n->attrs);
+      op.bytes = in.empty() ? 0 : type_bytes(in[0]);
+      collective_of[n] = static_cast<int>(p.ops.size());
+      p.collectives.push_back(static_cast<int>(p.ops.size()));
+    } else {
+      std::vector<int> w;
+      for (const ir::Node* i : n->inputs) waits_of(i, w);
+      if (n->is_prim("make_tuple") || n->is_prim("tuple_get")) {
+        // Plumbing moves no data: the collectives it carries are waited for by its readers.
+        if (!w.empty()) carries[n] = w;
+        w.clear();
+      }
+      std::sort(w.begin(), w.end());
+      w.erase(std::unique(w.begin(), w.end()), w.end());
+      op.waits = std::move(w);
+    }
+    p.ops.push_back(std::move(op));
+  }
+  if (g.output) waits_of(g.output, p.output_waits);
+  std::unordered_set<const ir::Node*> gradients;
+  if (g.output && g.output->is_prim("make_tuple"))
+    for (std::size_t k = 1; k < g.output->inputs.size(); ++k) gradients.insert(g.output->inputs[k]);
+  p.activation_peak = activation_peak(g, gradients);
+  for (std::size_t k = 0; k < params && k < g.params.size(); ++k) {
+    const sem::TypeP& t = g.params[k]->type;
+    int state = 0;
+    std::vector<StepOp> u = update_ops(optimizer, t, state);
+    p.update.insert(p.update.end(), u.begin(), u.end());
+    p.param_bytes += type_bytes(t);
+    p.optimizer_state_bytes += state * type_bytes(t);
+  }
+  return p;
+}
+
+SpmdSimResult simulate_spmd_step(const ClusterSpec& cluster, const SpmdProgram& program,
+                                 const SpmdSimOptions& options) {
+  const auto wall0 = std::chrono::steady_clock::now();
+  SpmdSimResult r;
+  r.ranks = static_cast<int>(program.ranks());
+  if (r.ranks > cluster.device_count())
+    throw std::invalid_argument(fmt::format("a mesh of {} devices but {} has {}", r.ranks,
+                                            cluster.name, cluster.device_count()));
+  const CostModel model(cluster.device, options.matmul_dtype);
+  for (const SpmdOp& op : program.ops) {
+    const double t = op.collective ? 0 : model.time(op.op.cost, op.op.dtype).seconds;
+    r.op_seconds.push_back(t);
+    r.compute_seconds += t;
+  }
+  for (const StepOp& op : program.update) r.update_seconds += model.time(op.cost, op.dtype).seconds;
+  r.compute_seconds += r.update_seconds;
+
+  const std::size_t n_coll = program.collectives.size();
+  const std::string answer = run_isolated([&] {
+    std::vector<std::string> args{"spora-sim", "--log=root.thres:critical"};
+    for (const std::string& setting : network_model_config()) args.push_back("--cfg=" + setting);
+    args.insert(args.end(), options.simgrid_args.begin(), options.simgrid_args.end());
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    int argc = static_cast<int>(args.size());
+    sg4::Engine engine(&argc, argv.data());
+    const Platform platform = build_platform(cluster);
+    Sim sim(platform, program, r);
+    sim.log_on = options.log;
+    for (std::size_t c = 0; c < n_coll; ++c) sim.coll_index[program.collectives[c]] = static_cast<int>(c);
+    const auto ranks = static_cast<std::size_t>(r.ranks);
+    sim.ready.resize(ranks);
+    sim.done.resize(ranks);
+    for (std::size_t k = 0; k < ranks; ++k)
+      for (std::size_t c = 0; c < n_coll; ++c) {
+        sim.ready[k].push_back(sg4::Semaphore::create(0));
+        sim.done[k].push_back(sg4::Semaphore::create(0));
+      }
+    sim.compute.resize(ranks);
+    sim.comm.resize(ranks);
+    sim.coll_seconds.assign(ranks, std::vector<double>(n_coll, 0));
+    sim.end.assign(ranks, -1);
+    for (int k = 0; k < r.ranks; ++k) {
+      sg4::Host* host = platform.devices[static_cast<std::size_t>(k)];
+      sg4::Actor::create(fmt::format("compute{}", k), host, [&sim, k] { compute_actor(sim, k); });
+      if (n_coll > 0)
+        sg4::Actor::create(fmt::format("comm{}", k), host, [&sim, k] { comm_actor(sim, k); });
+    }
+    engine.run();
+    for (int k = 0; k < r.ranks; ++k)
+      if (sim.end[static_cast<std::size_t>(k)] < 0)
+        throw SimulationError(fmt::format("the simulation deadlocked: rank {} never finished", k));
+    std::stable_sort(sim.log.begin(), sim.log.end(), [](const LogEntry& a, const LogEntry& b) {
+      return std::tie(a.time, a.rank, a.seq) < std::tie(b.time, b.rank, b.seq);
+    });
+    std::string out = fmt::format("events {}\n", sim.events);
+    for (std::size_t k = 0; k < ranks; ++k) {
+      out += fmt::format("device {:a}", sim.end[k]);
+      put(out, sim.compute[k]);
+      put(out, sim.comm[k]);
+      for (double s : sim.coll_seconds[k]) out += fmt::format(" {:a}", s);
+      out += "\n";
+    }
+    out += fmt::format("log {}\n", sim.log.size());
+    for (const LogEntry& e : sim.log) out += e.text + "\n";
+    return out;
+  });
+
+  std::istringstream in(answer);
+  std::string tag;
+  auto number = [&] {
+    std::string s;
+    in >> s;
+    return std::strtod(s.c_str(), nullptr);
+  };
+  auto intervals = [&] {
+    std::size_t n = 0;
+    in >> n;
+    std::vector<Interval> v;
+    for (std::size_t i = 0; i < n; ++i) {
+      const double a = number();
+      v.push_back({a, number()});
+    }
+    return v;
+  };
+  in >> tag >> r.events;
+  if (tag != "events") throw SimulationError("garbled answer from the simulation process");
+  for (int k = 0; k < r.ranks; ++k) {
+    in >> tag;
+    if (tag != "device") throw SimulationError("garbled answer from the simulation process");
+    const double end = number();
+    r.step_seconds = std::max(r.step_seconds, end);
+    r.compute_intervals.push_back(intervals());
+    r.comm_intervals.push_back(intervals());
+    std::vector<double> secs;
+    for (std::size_t c = 0; c < n_coll; ++c) secs.push_back(number());
+    if (k == 0)
+      for (std::size_t c = 0; c < n_coll; ++c) {
+        const SpmdOp& op = program.ops[static_cast<std::size_t>(program.collectives[c])];
+        int group = 1;
+        for (int64_t a : op.axes) group *= static_cast<int>(program.mesh[static_cast<std::size_t>(a)]);
+        r.collectives.push_back({program.collectives[c], op.kind, group, op.bytes, secs[c]});
+      }
+  }
+  std::size_t lines = 0;
+  in >> tag >> lines;
+  std::string line;
+  std::getline(in, line);
+  for (std::size_t i = 0; i < lines && std::getline(in, line); ++i) r.log.push_back(line);
+
+  for (int k = 0; k < r.ranks; ++k) {
+    const auto& c = r.compute_intervals[static_cast<std::size_t>(k)];
+    const auto& m = r.comm_intervals[static_cast<std::size_t>(k)];
+    DeviceReport d;
+    d.compute = union_length(c);
+    d.communication = union_length(m);
+    std::vector<Interval> both = c;
+    both.insert(both.end(), m.begin(), m.end());
+    const double busy = union_length(both);
+    d.exposed_communication = busy - d.compute;
+    d.idle = r.step_seconds - busy;
+    d.parameters = program.param_bytes;
+    d.gradients = program.param_bytes;
+    d.optimizer_state = program.optimizer_state_bytes;
+    d.activations = program.activation_peak;
+    r.devices.push_back(d);
+  }
+  r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  return r;
+}
+
+std::string spmd_report(const SpmdProgram& program, const SpmdSimResult& r) {
+  auto ms = [](double s) { return fmt::format("{:.3f} ms", s * 1e3); };
+  auto mb = [](double b) { return fmt::format("{:.2f} MB", b / 1e6); };
+  std::string out = fmt::format("mesh {} ({} devices), {} ops, {} collectives\n",
+                                fmt::join(program.mesh, "x"), r.ranks, program.ops.size(),
+                                program.collectives.size());
+  out += fmt::format("step time           {}\n", ms(r.step_seconds));
+  out += fmt::format("compute per device  {} (ops {} + update {})\n", ms(r.compute_seconds),
+                     ms(r.compute_seconds - r.update_seconds), ms(r.update_seconds));
+  double comm = 0, exposed = 0, idle = 0;
+  for (const DeviceReport& d : r.devices) {
+    comm = std::max(comm, d.communication);
+    exposed = std::max(exposed, d.exposed_communication);
+    idle = std::max(idle, d.idle);
+  }
+  out += fmt::format("communication       {} (exposed {}), idle up to {}\n", ms(comm), ms(exposed),
+                     ms(idle));
+  if (!r.devices.empty()) {
+    const DeviceReport& d = r.devices[0];
+    out += fmt::format(
+        "memory per device   {} (parameters {}, gradients {}, optimizer state {}, "
+        "activations {})\n",
+        mb(d.peak_memory()), mb(d.parameters), mb(d.gradients), mb(d.optimizer_state),
+        mb(d.activations));
+  }
+  std::map<std::tuple<std::string, int>, std::tuple<int, double, double>> by_kind;
+  for (const SpmdCollectiveRecord& c : r.collectives) {
+    auto& [count, bytes, secs] = by_kind[{std::string(collective_kind_name(c.kind)), c.group}];
+    ++count;
+    bytes += c.bytes;
+    secs += c.seconds;
+  }
+  for (const auto& [key, v] : by_kind)
+    out += fmt::format("  {:<15} group {:<4} x{:<4} {:>10}  {}\n", std::get<0>(key),
+                       std::get<1>(key), std::get<0>(v), mb(std::get<1>(v)), ms(std::get<2>(v)));
+  return out;
+}
+
+std::string spmd_chrome_trace(const SpmdSimResult& r) {
+  std::string out = "{\"traceEvents\":[\n";
+  bool first = true;
+  auto event = [&](int pid, int tid, const char* name, const Interval& i) {
+    out += fmt::format("{}{{\"name\":\"{}\",\"ph\":\"X\",\"pid\":{},\"tid\":{},\"ts\":{:.3f},"
+                       "\"dur\":{:.3f}}}",
+                       first ? "" : ",\n", name, pid, tid, i.start * 1e6,
+                       (i.end - i.start) * 1e6);
+    first = false;
+  };
+  for (std::size_t k = 0; k < r.compute_intervals.size(); ++k) {
+    for (const Interval& i : r.compute_intervals[k]) event(static_cast<int>(k), 0, "compute", i);
+    for (const Interval& i : r.comm_intervals[k]) event(static_cast<int>(k), 1, "collective", i);
+  }
+  out += "\n]}\n";
+  return out;
+}
+
+}  // namespace spora::sim

@@ -1,0 +1,120 @@
+// Simulating one training step of an SPMD program: the per-rank program the partitioner
+// (parallel/partition/partition.h) makes from a training step and a strategy, with its
+// collectives (all_reduce, all_gather, reduce_scatter, all_to_all over mesh axes) inline.
+//
+//   SpmdProgram p = spmd_program(*partitioned.graph, mesh, params, "sgd");
+//   SpmdSimResult r = simulate_spmd_step(load_cluster_spec("dgx-a100.yaml"), p, {});
+//
+// Rank r runs on device r (node-major, sim/platform.h) and has the mesh coordinates of r in
+// row-major order (the last mesh axis varies fastest, so the last axis stays inside a node).
+// Every rank runs the same op list with two SimGrid actors on its device:
+//
+//   compute stream   the compute ops in program order, each its cost-model time
+//                    (sim/cost_model.h); consecutive ops run as one sleep. Reaching a
+//                    collective, it hands it to the communication stream and goes on; before
+//                    an op that reads a collective's result, it waits for that collective.
+//                    At the end it waits for every collective, then runs the optimizer's
+//                    update of its local parameter shards.
+//   comm stream      the collectives in program order, each with its group: the ranks whose
+//                    mesh coordinates equal this rank's outside the collective's axes.
+//
+// So a tensor-parallel all-reduce in the forward pass blocks the next op, and the gradient
+// all-reduces of data parallelism overlap with the rest of the backward pass, as PyTorch DDP's
+// do (one collective per gradient: the partitioner emits no buckets).
+//
+// Collectives over a group of p ranks, ring algorithms, as one message per step to the ring
+// neighbour (the `bulk` granularity of sim/train_step.h: same time as the chunked schedule on
+// links without contention), B = the local input's bytes:
+//   all_reduce       2 (p - 1) steps of B / p (reduce-scatter then all-gather), the first p - 1
+//                    followed by a reduction of B / p (3 passes through memory) where it is
+//                    longer than the transfer (reduction as data arrives, as NCCL does)
+//   all_gather       p - 1 steps of B
+//   reduce_scatter   p - 1 steps of B / p, each with its reduction
+//   all_to_all       p - 1 pairwise exchanges of B / p (rank i sends to i + s, receives from
+//                    i - s at step s)
+// shard_slice (taking this rank's piece) is a local copy: a compute op of its cost row.
+//
+// Deterministic: the same input gives the same result bit for bit (SimGrid is deterministic).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "semantics/ir/ir.h"
+#include "sim/cluster_spec.h"
+#include "sim/step_program.h"
+#include "sim/train_step.h"
+
+namespace spora::sim {
+
+enum class CollectiveKind { AllReduce, AllGather, ReduceScatter, AllToAll };
+std::string_view collective_kind_name(CollectiveKind k);  // "all_reduce", ...
+
+struct SpmdOp {
+  bool collective = false;
+  StepOp op;                          // the application (compute ops: its cost)
+  CollectiveKind kind = CollectiveKind::AllReduce;
+  std::vector<int64_t> axes;          // mesh axes of the group
+  double bytes = 0;                   // the local input's bytes
+  std::vector<int> waits;             // compute ops: collectives (op indices) whose results it reads
+};
+
+struct SpmdProgram {
+  std::vector<int64_t> mesh;
+  std::vector<SpmdOp> ops;            // in program order
+  std::vector<int> collectives;       // indices into ops, in order
+  std::vector<int> output_waits;      // collectives the outputs are (waited for at the end)
+  std::vector<StepOp> update;         // the optimizer's update of the local parameter shards
+  double param_bytes = 0;             // local, per device
+  double optimizer_state_bytes = 0;   // local, per device
+  double activation_peak = 0;         // local live intermediates (sim/step_program.h's measure)
+  int64_t ranks() const;
+};
+
+// The op list of a partitioned, straight-line per-rank graph whose first `params` parameters
+// are the (local shards of the) trainable parameters and whose output is (loss, gradients...).
+// The update applies `optimizer` (sgd | momentum | adam) to each local shard.
+SpmdProgram spmd_program(const ir::Graph& g, std::vector<int64_t> mesh, std::size_t params,
+                         const std::string& optimizer);
+
+struct SpmdCollectiveRecord {
+  int op = 0;  // index into SpmdProgram::ops
+  CollectiveKind kind = CollectiveKind::AllReduce;
+  int group = 1;
+  double bytes = 0;
+  double seconds = 0;  // on rank 0: from its start on the comm stream to its end
+};
+
+struct SpmdSimOptions {
+  std::string matmul_dtype;  // as TrainSimOptions
+  bool log = false;
+  std::vector<std::string> simgrid_args;
+};
+
+struct SpmdSimResult {
+  int ranks = 0;
+  double step_seconds = 0;
+  double compute_seconds = 0;  // of one rank's compute ops and update (cost model)
+  std::vector<double> op_seconds;
+  double update_seconds = 0;
+  std::vector<DeviceReport> devices;  // sim/train_step.h's per-device breakdown and memory
+  std::vector<SpmdCollectiveRecord> collectives;  // rank 0's
+  std::vector<std::vector<Interval>> compute_intervals, comm_intervals;  // per device
+  std::vector<std::string> log;
+  long events = 0;
+  double wall_seconds = 0;
+};
+
+// Throws std::invalid_argument when the mesh has more devices than the cluster, SimulationError
+// when the simulation fails or deadlocks.
+SpmdSimResult simulate_spmd_step(const ClusterSpec& cluster, const SpmdProgram& program,
+                                 const SpmdSimOptions& options = {});
+
+// A readable report (step time, per-device compute / communication / exposed / idle, memory,
+// the collectives with their groups and times).
+std::string spmd_report(const SpmdProgram& program, const SpmdSimResult& r);
+// Chrome trace JSON (compute and comm streams of every device): opens in Perfetto.
+std::string spmd_chrome_trace(const SpmdSimResult& r);
+
+}  // namespace spora::sim
