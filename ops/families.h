@@ -15,6 +15,7 @@ void register_conv(sem::Registry& r);
 void register_creation(sem::Registry& r);
 void register_internal(sem::Registry& r);
 void register_tape(sem::Registry& r);
+void register_collective(sem::Registry& r);
 // The "cost" facet of every row above (ops/cost.cpp); runs after them.
 void register_costs(sem::Registry& r);
 
