@@ -32,3 +32,16 @@ if(TARGET spora_parallel_layout)
     endif()
   endif()
 endif()
+
+# The command line: W2's MLP (f32) with the example strategies, 4 MPI ranks vs 1 device.
+if(TARGET spora_cli AND MPI_CXX_FOUND AND SPORA_MPIRUN)
+  foreach(strategy dp4 tp4 dp2tp2)
+    add_test(NAME parallel_spmd_cli_w2_${strategy}
+             COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/parallel/spmd_cli_test.sh $<TARGET_FILE:spora_cli>
+                     ${CMAKE_SOURCE_DIR}/benchmarks/sim/w2_mlp.sp
+                     ${CMAKE_SOURCE_DIR}/examples/strategies/${strategy}.json 1e-4
+             WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+    set_tests_properties(parallel_spmd_cli_w2_${strategy} PROPERTIES TIMEOUT 300 PROCESSORS 2
+                         ENVIRONMENT "OMPI_MCA_rmaps_base_oversubscribe=1")
+  endforeach()
+endif()

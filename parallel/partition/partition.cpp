@@ -107,6 +107,14 @@ class Partitioner {
     }
   }
 
+  static OpStrategy forward_strategy(std::vector<Layout> in, Layout out, const char* name) {
+    OpStrategy s;
+    s.inputs = std::move(in);
+    s.output = std::move(out);
+    s.name = name;
+    return s;
+  }
+
   // The strategy of an application whose inputs currently have `in` (algorithm step 1).
   OpStrategy choose(size_t index, const Node& n, const std::vector<Layout>& in,
                     const std::vector<TypeP>& in_types) {
@@ -115,13 +123,19 @@ class Partitioner {
     const ShardingRule* rule = sharding_rule(*n.prim);
     if (!rule || !rule->enumerate) return replicated_strategy(in_types, n.type);
     if (rule->forward) {
-      if (std::optional<Layout> out = rule->forward(in, in_types, n.type, n.attrs, mesh_)) {
-        OpStrategy s;
-        s.inputs = in;
-        s.output = *out;
-        s.name = "forward";
-        return s;
+      if (std::optional<Layout> out = rule->forward(in, in_types, n.type, n.attrs, mesh_))
+        return forward_strategy(in, *out, "forward");
+      // Pending partial sums the op cannot take are all-reduced where they are first needed
+      // (Megatron's all-reduce after the row-split matmul, GSPMD's propagation).
+      std::vector<Layout> summed = in;
+      bool any = false;
+      for (Layout& l : summed) {
+        any |= l.is_partial();
+        l.partial.clear();
       }
+      if (any)
+        if (std::optional<Layout> out = rule->forward(summed, in_types, n.type, n.attrs, mesh_))
+          return forward_strategy(summed, *out, "forward after all-reduce");
     }
     std::optional<OpStrategy> best;
     double best_cost = std::numeric_limits<double>::infinity();

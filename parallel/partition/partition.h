@@ -14,7 +14,9 @@
 //      replicated. Each application, in order, takes a strategy:
 //        a. the strategy's choice for that node, if any;
 //        b. else its row's sharding rule forward(current input layouts) (inputs kept as they
-//           are), when the rule accepts them;
+//           are), when the rule accepts them; else forward of the inputs with their partial
+//           sums all-reduced, when that is accepted (a pending sum is reduced where a consumer
+//           first needs it: the all-reduce after Megatron's row-split matmul);
 //        c. else the rule's enumerated strategy needing the cheapest redistribution of the
 //           current inputs (parallel/layout's comm model; ties: the smaller local share of the
 //           work, then the rule's order);
