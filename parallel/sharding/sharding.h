@@ -30,10 +30,14 @@ inline constexpr const char* kShardingFacet = "sharding";
 
 // One valid way to run the op on the mesh. local_flops_fraction = the fraction of the op's
 // global FLOPs each device does (1/#devices splitting its work; 1 if replicated).
+// output_scale: the local result must be multiplied by it before the partial sums are added
+// (mean over a split dimension: each rank's mean of n/p elements, times 1/p; also
+// cross_entropy's reduction="mean" with the batch split). 1 for almost every strategy.
 struct OpStrategy {
   std::vector<Layout> inputs;
   Layout output;
   double local_flops_fraction = 1;
+  double output_scale = 1;
   std::string name;                   // "replicated", "m:m0 k:m1", "batch:m0", ...
   std::vector<Layout> tuple_outputs;  // tuple-valued outputs only: one layout per element
 };
