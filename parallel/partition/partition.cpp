@@ -107,11 +107,20 @@ class Partitioner {
     }
   }
 
-  static OpStrategy forward_strategy(std::vector<Layout> in, Layout out, const char* name) {
+  // The strategy forward() describes: the rule's enumerated one with these layouts when there
+  // is one (it carries the name and the output_scale of a mean over a split dimension), else
+  // a bare one, whose scale step 3 derives.
+  OpStrategy forward_strategy(const ShardingRule& rule, const ir::Node& n,
+                              const std::vector<TypeP>& in_types, std::vector<Layout> in,
+                              Layout out) {
+    if (rule.enumerate)
+      for (OpStrategy& s : rule.enumerate(in_types, n.type, n.attrs, mesh_))
+        if (s.inputs == in && s.output == out) return s;
     OpStrategy s;
     s.inputs = std::move(in);
     s.output = std::move(out);
-    s.name = name;
+    s.name = "forward";
+    s.output_scale = 0;  // unknown: step 3
     return s;
   }
 
@@ -124,7 +133,7 @@ class Partitioner {
     if (!rule || !rule->enumerate) return replicated_strategy(in_types, n.type);
     if (rule->forward) {
       if (std::optional<Layout> out = rule->forward(in, in_types, n.type, n.attrs, mesh_))
-        return forward_strategy(in, *out, "forward");
+        return forward_strategy(*rule, n, in_types, in, *out);
       // Pending partial sums the op cannot take are all-reduced where they are first needed
       // (Megatron's all-reduce after the row-split matmul, GSPMD's propagation).
       std::vector<Layout> summed = in;
@@ -135,7 +144,7 @@ class Partitioner {
       }
       if (any)
         if (std::optional<Layout> out = rule->forward(summed, in_types, n.type, n.attrs, mesh_))
-          return forward_strategy(summed, *out, "forward after all-reduce");
+          return forward_strategy(*rule, n, in_types, summed, *out);
     }
     std::optional<OpStrategy> best;
     double best_cost = std::numeric_limits<double>::infinity();
@@ -228,14 +237,18 @@ class Partitioner {
     }
     Node* local = m.add_apply(graph_, n.prim, ins, attrs, type, n.loc);
     local->name = n.name;
-    local = rescale_mean(n, attrs, in_types, local_types, local);
+    local = rescale(n, s, attrs, in_types, local_types, local);
     locals_[&n] = local;
     layouts_[&n] = {s.output, s.tuple_outputs};
   }
 
-  // Algorithm step 3: a mean over split dimensions, made a partial sum of the global mean.
-  Node* rescale_mean(const Node& n, const Attrs& local_attrs, const std::vector<TypeP>& global_in,
-                     const std::vector<TypeP>& local_in, Node* local) {
+  // Algorithm step 3: the strategy's output_scale (a mean over split dimensions, made a partial
+  // sum of the global mean); when the strategy does not say (0: a bare forward result), the
+  // ratio of the local to the global count of a mean or cross_entropy(reduction="mean").
+  Node* rescale(const Node& n, const OpStrategy& s, const Attrs& local_attrs,
+                const std::vector<TypeP>& global_in, const std::vector<TypeP>& local_in,
+                Node* local) {
+    if (s.output_scale != 0) return scale(n, local, s.output_scale);
     auto count = [&](const std::vector<TypeP>& in, const TypeP& out) -> double {
       if (n.is_prim("mean"))
         return static_cast<double>(in[0]->numel()) / static_cast<double>(out->numel());
@@ -249,11 +262,16 @@ class Partitioner {
     if (!mean && !ce) return local;
     if (!local->type->is_tensor() || local->type->numel() <= 0) return local;
     const double global = count(global_in, n.type), here = count(local_in, local->type);
-    if (global == here || global <= 0) return local;
+    if (global <= 0) return local;
+    return scale(n, local, here / global);
+  }
+
+  Node* scale(const Node& n, Node* local, double factor) {
+    if (factor == 1 || !local->type->is_tensor() || !is_float(local->type->dtype)) return local;
     ir::Module& m = *out_.module;
-    Node* factor = m.add_constant(
-        graph_, sem::Value(sem::Tensor::scalar(local->type->dtype, here / global)), n.loc);
-    return m.add_apply(graph_, &prim("mul"), {local, factor}, {}, local->type, n.loc);
+    Node* k = m.add_constant(graph_, sem::Value(sem::Tensor::scalar(local->type->dtype, factor)),
+                             n.loc);
+    return m.add_apply(graph_, &prim("mul"), {local, k}, {}, local->type, n.loc);
   }
 
   // The local node of `x` in layout `to` (algorithm step 2), shared by every consumer.

@@ -29,10 +29,11 @@
 //      consumers). The node is re-emitted with the rule's local_attrs and its type re-inferred
 //      from the local input types by the row's shape rule, then checked against the layout's
 //      local shape.
-//   3. Means over a split dimension. A mean (the `mean` primitive; cross_entropy with
-//      reduction "mean") whose reduced dimensions are split computes the mean of the local
-//      shard; its output is partial, and the partial terms must be shard_sum / global_count.
-//      The partitioner multiplies the local result by local_count / global_count.
+//   3. Means over a split dimension. A mean (`mean`; cross_entropy with reduction "mean")
+//      whose reduced dimensions are split computes the mean of the local shard; its output is
+//      partial, and the partial terms must be shard_sum / global_count. The local result is
+//      multiplied by the strategy's output_scale (local_count / global_count when a bare
+//      forward result does not carry one).
 //   4. Outputs. The graph's output tuple is returned in the declared layouts: each element
 //      replicated unless `output_layouts` says otherwise (the step's caller declares the loss
 //      replicated and each gradient in its parameter's layout); partial sums left at the end
