@@ -178,6 +178,7 @@ void register_all() {
     register_tape(r);
     register_collective(r);
     register_costs(r);
+    register_sharding(r);
   });
 }
 
