@@ -47,6 +47,7 @@
 #include "ops/ad_util.h"
 #include "ops/families.h"
 #include "ops/kernel_util.h"
+#include "parallel/sharding/sharding.h"
 #include "semantics/passes/fusion_kind.h"
 
 namespace spora::ops {
@@ -232,6 +233,10 @@ Primitive row(std::string name, std::string doc, std::vector<ParamSpec> params) 
   p.doc = std::move(doc);
   p.params = std::move(params);
   p.facets[passes::kFusionFacet] = passes::FusionKind::Opaque;
+  // The partitioner emits collectives for one mesh into per-rank programs; a program that
+  // already has them is not partitioned again.
+  p.facets[parallel::kShardingFacet] = parallel::replicated_only_rule(
+      "a collective belongs to a per-rank program that is already partitioned");
   return p;
 }
 

@@ -269,8 +269,8 @@ class Partitioner {
   Node* scale(const Node& n, Node* local, double factor) {
     if (factor == 1 || !local->type->is_tensor() || !is_float(local->type->dtype)) return local;
     ir::Module& m = *out_.module;
-    Node* k = m.add_constant(graph_, sem::Value(sem::Tensor::scalar(local->type->dtype, factor)),
-                             n.loc);
+    Node* k =
+        m.add_constant(graph_, sem::Value(sem::Tensor::scalar(local->type->dtype, factor)), n.loc);
     return m.add_apply(graph_, &prim("mul"), {local, k}, {}, local->type, n.loc);
   }
 
