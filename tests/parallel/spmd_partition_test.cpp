@@ -219,6 +219,21 @@ TEST(Partition, MegatronAllReducesAfterTheRowSplitMatmulForwardAndBackward) {
   EXPECT_EQ(s.collectives.size(), 2u) << joined(s.collectives);
 }
 
+TEST(Partition, DataAndTensorParallelReduceOverTheirOwnMeshAxes) {
+  const Step s = partition_mlp(kDp2Tp2);
+  // Forward: the row-split l2's output over tp (batch 8 / dp 2 = 4 rows per rank).
+  EXPECT_EQ(count_prefix(s.collectives, "all_reduce(axes=[1]) f64[4,32]"), 1)
+      << joined(s.collectives);
+  // The loss and the six gradients over dp, each in its parameter's layout (l1 and l2's
+  // weights split over tp: [16, 16] and [16, 32] per rank).
+  EXPECT_EQ(count_prefix(s.collectives, "all_reduce(axes=[0])"), 7) << joined(s.collectives);
+  EXPECT_EQ(count_prefix(s.collectives, "all_reduce(axes=[0]) f64[16,16]"), 1)
+      << joined(s.collectives);
+  EXPECT_EQ(count_prefix(s.collectives, "all_reduce(axes=[0]) f64[16,32]"), 1)
+      << joined(s.collectives);
+  EXPECT_EQ(s.collectives.size(), 8u) << joined(s.collectives);
+}
+
 TEST(Partition, StrategyFilesNameRealParametersAndFittingLayouts) {
   setup();
   const sim::StepProgram p = tools::build_training_step(mlp_options());
