@@ -2,7 +2,7 @@
 // primitive may run on a device mesh, grouped by the family file that defines the row. Most
 // rules are label specs (parallel/sharding/dim_rule.h): which dims of the inputs and the output
 // are one index space that may be cut, which were summed over (split -> partial output), and
-// which may never be cut. tests/parallel/sharding_test.cpp checks that every row has a rule and
+// which may never be cut. tests/parallel/layout/sharding_rules_test.cpp checks that every row has a rule and
 // that running each rule's strategies on shards and reassembling equals the unsharded op.
 //
 // What is never split, and why:
