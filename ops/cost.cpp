@@ -162,6 +162,30 @@ void tape_costs(sem::Registry& r) {
     set_cost(r, name, sim::host_cost());
 }
 
+// Collectives (ops/collective.cpp): the local memory traffic (the input read, the output
+// written) and one addition per received element for the reductions, in the class "comm".
+// The network time is not here: it depends on the cluster's links and the algorithm, which
+// the simulator models from the collective schedule (parallel/collectives).
+void collective_costs(sem::Registry& r) {
+  auto comm_cost = [](bool reduces) -> CostRule {
+    return [reduces](const Types& in, const TypeP& out, const Attrs& attrs) {
+      int64_t group = 1;
+      if (attrs.has("axes")) {
+        for (int64_t a : attrs.get_ints("axes")) group *= attrs.get_ints("mesh").at(a);
+      } else if (attrs.has("axis")) {
+        group = attrs.get_ints("mesh").at(attrs.get_int("axis"));
+      }
+      const double flops = reduces ? static_cast<double>(group - 1) * elements(out) : 0;
+      return OpCost{flops, input_bytes(in) + type_bytes(out), "comm"};
+    };
+  };
+  set_cost(r, "all_reduce", comm_cost(true));
+  set_cost(r, "reduce_scatter", comm_cost(true));
+  set_cost(r, "all_gather", comm_cost(false));
+  set_cost(r, "all_to_all", comm_cost(false));
+  set_cost(r, "shard_slice", sim::copy_cost());
+}
+
 }  // namespace
 
 void register_costs(sem::Registry& r) {
@@ -175,6 +199,7 @@ void register_costs(sem::Registry& r) {
   creation_costs(r);
   internal_costs(r);
   tape_costs(r);
+  collective_costs(r);
 }
 
 }  // namespace spora::ops

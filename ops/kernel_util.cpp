@@ -176,7 +176,9 @@ void register_all() {
     register_creation(r);
     register_internal(r);
     register_tape(r);
+    register_collective(r);
     register_costs(r);
+    register_sharding(r);
   });
 }
 

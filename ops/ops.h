@@ -12,6 +12,8 @@
 //   conv.cpp         conv2d, max_pool2d, avg_pool2d
 //   creation.cpp     zeros, ones, full, arange, normal, uniform (counter-based RNG, ops/rng.h)
 //   internal.cpp     print, assert, identity, stop_gradient, control-flow name reservations
+//   collective.cpp   all_reduce, all_gather, reduce_scatter, all_to_all, shard_slice (SPMD
+//                    programs; run over the communicator of ops/collective.h)
 //
 // Link spora_ops into a program and call register_all() once at start-up (it is idempotent).
 #pragma once

@@ -408,7 +408,8 @@ NetworkSpec read_network(const Reader& r, const YAML::Node& node, int nodes, int
 
 const std::vector<std::string>& op_class_names() {
   static const std::vector<std::string> k{"matmul", "conv", "elementwise", "reduction", "norm",
-                                          "pool",   "copy", "creation",    "view",      "host"};
+                                          "pool",   "copy", "creation",    "view",      "host",
+                                          "comm"};
   return k;
 }
 

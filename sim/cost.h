@@ -21,6 +21,9 @@
 //   view         no kernel at all: reshape and its kin, tuple/record plumbing, identity;
 //                zero time and no launch overhead
 //   host         effects on the host (print, assert, tape lists): no device time
+//   comm         collectives (all_reduce, all_gather, reduce_scatter, all_to_all): the local
+//                memory traffic and reduction arithmetic only; the network part is the
+//                simulator's, from the collective schedule
 // (sim::op_class_names() in sim/cluster_spec.h lists them for the spec reader.)
 // Control-flow rows (if, while, for_range, for_each) have no cost facet: the simulator expands
 // their bodies instead.

@@ -23,6 +23,7 @@
 #include "semantics/pipeline.h"
 #include "tools/commands.h"
 #include "tools/fused_stage.h"
+#include "tools/spmd_run.h"
 
 namespace spora::tools {
 
@@ -232,6 +233,20 @@ int main(int argc, char** argv) {
   run->add_flag("--no-fuse", no_fuse, "graph mode: run every node on its own (no operator fusion, no generated kernels)");
   bool no_opt = false;
   run->add_flag("--no-optimize", no_opt, "run the IR as lowered, without the simplification passes");
+  // Sharded training (tools/spmd_run.h): the step of the program's value_and_grad, partitioned.
+  tools::SpmdOptions spmd;
+  std::string strategy_path;
+  int ranks = 0;
+  int64_t spmd_batch = 0;
+  run->add_option("--strategy", strategy_path,
+                  "train with this parallel strategy (JSON, parallel/README.md): runs `--steps` sgd "
+                  "steps of the program's value_and_grad on the partitioned step");
+  run->add_option("--ranks", ranks,
+                  "with --strategy: the number of ranks (runs itself under mpirun); 1: the "
+                  "single-device reference of the same steps");
+  run->add_option("--steps", spmd.steps, "with --strategy/--ranks: training steps")->capture_default_str();
+  run->add_option("--batch", spmd_batch, "with --strategy/--ranks: the global batch (default: the program's)");
+  run->add_option("--lr", spmd.lr, "with --strategy/--ranks: the sgd learning rate")->capture_default_str();
 
   std::string check_path;
   auto* check = app.add_subcommand("check", "Report the diagnostics of a program without running it (exit 1 on errors)");
@@ -243,8 +258,9 @@ int main(int argc, char** argv) {
   irc->add_option("file", ir_path, "the program (.sp)")->required();
   irc->add_option("--stage", stage,
                   "parsed (the AST), typed (the specialised graph IR, with derivative code), grad (the "
-                  "same: derivatives are emitted while lowering), optimized (after the simplification passes) or "
-                  "fused (after operator fusion: groups become calls of @fused graphs)")
+                  "same: derivatives are emitted while lowering), optimized (after the simplification passes), "
+                  "fused (after operator fusion: groups become calls of @fused graphs) or partitioned (the "
+                  "training step split by --strategy: the program of every rank)")
       ->capture_default_str();
   std::string emit;
   irc->add_option("--emit", emit, "with --stage fused: print the generated source of every fusion group instead "
@@ -256,6 +272,11 @@ int main(int argc, char** argv) {
                   "simplify, cse, dce, or all)")
       ->delimiter(',');
   irc->add_option("-o,--output", out, "write to this file instead of stdout");
+  std::string ir_strategy;
+  int64_t ir_batch = 0;
+  irc->add_option("--strategy", ir_strategy,
+                  "with --stage partitioned: the strategy (JSON) the training step is split with");
+  irc->add_option("--batch", ir_batch, "with --stage partitioned: the global batch");
 
   auto* ops_cmd = app.add_subcommand("ops", "List the primitives of the registry with their signatures");
 
@@ -272,7 +293,19 @@ int main(int argc, char** argv) {
   try {
     run_opts.optimize = !no_opt;
     run_opts.fuse = !no_fuse;
+    if (*run && (!strategy_path.empty() || ranks > 0)) {
+      spmd.file = run_path;
+      if (spmd_batch > 0) spmd.batch = spmd_batch;
+      return tools::cmd_run_spmd(spmd, strategy_path, ranks > 0 ? ranks : 1,
+                                 std::vector<std::string>(argv + 1, argv + argc));
+    }
     if (*run) return tools::cmd_run(run_path, run_opts);
+    if (*irc && stage == "partitioned") {
+      tools::SpmdOptions io;
+      io.file = ir_path;
+      if (ir_batch > 0) io.batch = ir_batch;
+      return tools::cmd_ir_partitioned(io, ir_strategy);
+    }
     if (*check) return tools::cmd_check(check_path);
     if (*irc) return tools::cmd_ir(ir_path, stage, dot, out, print_after, emit);
     if (*ops_cmd) return tools::cmd_ops();

@@ -117,7 +117,10 @@ class Lowerer {
   AV call_jvp(std::vector<Arg> args, lang::SourceRange r);
   // Differentiable copy of an argument: static numbers become f32 nodes and every float
   // tensor leaf a fresh identity node (appended to `leaves`), so each has its own adjoint.
-  AV fresh_leaves(const AV& v, std::vector<ir::Node*>& leaves, lang::SourceRange r);
+  // `path` names the leaves' identity nodes after the fields they were read through
+  // ("net.l1.w"; empty: unnamed): later layers (the training step, strategies) refer to them so.
+  AV fresh_leaves(const AV& v, std::vector<ir::Node*>& leaves, lang::SourceRange r,
+                  const std::string& path = "");
   // Rebuilds v's structure with `adj` (in leaf order) in place of its float tensor leaves.
   AV with_leaves(const AV& v, const std::vector<ir::Node*>& adj, size_t& pos);
   // In eager mode, a run-time scalar whose value is known becomes static (for control flow).

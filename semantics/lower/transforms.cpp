@@ -7,6 +7,8 @@
 // tape of nodes that have already run.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "semantics/ad_hooks.h"
 #include "semantics/lower/lowerer.h"
 
@@ -64,27 +66,34 @@ AV Lowerer::known(const AV& v) const {
   return v;
 }
 
-AV Lowerer::fresh_leaves(const AV& v, std::vector<ir::Node*>& leaves, lang::SourceRange r) {
+AV Lowerer::fresh_leaves(const AV& v, std::vector<ir::Node*>& leaves, lang::SourceRange r,
+                         const std::string& path) {
   if (is_static_number(v)) {
     if (v->kind == AK::Bool) return v;
     ir::Node* n = to_node(make_float(v->kind == AK::Float ? v->f : static_cast<double>(v->i)), r);
-    return fresh_leaves(make_node(n), leaves, r);
+    return fresh_leaves(make_node(n), leaves, r, path);
   }
   if (float_leaf(v)) {
     ir::Node* n = emit_node("identity", {v->node}, {}, r);
+    n->name = path;
     leaves.push_back(n);
     return make_node(n);
   }
   if (v->kind == AK::Tuple || v->kind == AK::Record) {
     auto c = std::make_shared<AVal>(*v);
-    for (size_t k = 0; k < c->elems.size(); ++k)
-      if (!is_buffer(*c, k)) c->elems[k] = fresh_leaves(c->elems[k], leaves, r);
+    for (size_t k = 0; k < c->elems.size(); ++k) {
+      if (is_buffer(*c, k)) continue;
+      std::string field;
+      if (!path.empty())
+        field = path + "." + (k < c->names.size() ? c->names[k] : std::to_string(k));
+      c->elems[k] = fresh_leaves(c->elems[k], leaves, r, field);
+    }
     return c;
   }
   if (v->kind == AK::Node && (v->type->kind == Type::Kind::Tuple || v->type->kind == Type::Kind::Record)) {
     // A packed run-time tuple/record: differentiate its unpacked leaves.
     AV skel = v;
-    return fresh_leaves(unpack(skel, v->node, r), leaves, r);
+    return fresh_leaves(unpack(skel, v->node, r), leaves, r, path);
   }
   return v;
 }
@@ -245,11 +254,26 @@ AV Lowerer::call_transform(const AVal& t, std::vector<Arg> args, lang::SourceRan
       fail(r, fmt::format("{}: wrt={} but the function was called with {} positional argument{}", t.s, w,
                           args.size(), args.size() == 1 ? "" : "s"));
   }
+  // The differentiated function's parameter names name the leaves ("net.l1.w") and the
+  // other tensor arguments ("x"), for the layers that refer to them (training steps,
+  // parallel strategies); debug names only, the printed IR does not show them.
+  const AV& f = t.elems.empty() ? nullptr : t.elems[0];
+  auto param_name = [&](size_t i) -> std::string {
+    if (f && f->kind == AK::Def && f->def && !f->self && i < f->def->params.size())
+      return f->def->params[i].name;
+    return "";
+  };
+  for (size_t i = 0; i < args.size(); ++i) {
+    const AV& v = args[i].value;
+    if (args[i].keyword.empty() && v && v->kind == AK::Node && v->node && v->node->name.empty() &&
+        std::find(t.wrt.begin(), t.wrt.end(), static_cast<int64_t>(i)) == t.wrt.end())
+      v->node->name = param_name(i);
+  }
   std::vector<std::vector<ir::Node*>> leaves(t.wrt.size());
   std::vector<AV> primals(t.wrt.size());
   for (size_t k = 0; k < t.wrt.size(); ++k) {
     Arg& a = args[static_cast<size_t>(t.wrt[k])];
-    a.value = fresh_leaves(a.value, leaves[k], a.range);
+    a.value = fresh_leaves(a.value, leaves[k], a.range, param_name(static_cast<size_t>(t.wrt[k])));
     primals[k] = a.value;
   }
   const size_t begin = current_graph(r)->nodes.size();

@@ -1,0 +1,51 @@
+// The run-time context of the collective primitives (ops/collective.cpp): which communicator
+// the kernels of all_reduce, all_gather, reduce_scatter, all_to_all and shard_slice talk
+// over, and this rank's place in the device mesh.
+//
+//   comm::Communicator& world = ...;            // one rank per mesh device (MPI, threads)
+//   ops::CollectiveScope scope(&world, {2, 2}); // set for this thread until the scope ends
+//   interp.call(per_rank_graph, local_args);    // the collectives now run over `world`
+//
+// The context is thread-local so that the in-process communicator (one thread per rank,
+// backends/comm/threads.h) runs one SPMD program per thread in one process (the tests).
+// Without a context the kernels throw a user error that says how to get one
+// ("all_reduce needs a multi-rank run: spora run --ranks N").
+//
+// Mesh convention (the same as parallel/layout's Mesh): ranks are laid out row-major over the
+// mesh shape, the last axis varies fastest; rank 3 of a [2, 2] mesh has coordinates (1, 1).
+// The group of a collective over mesh axes A is the ranks whose coordinates agree with this
+// rank's on every axis outside A, ordered by rank (for one axis: by the coordinate on it).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace spora::comm {
+class Communicator;
+}
+
+namespace spora::ops {
+
+// Sets the calling thread's context (nullptr clears it). The communicator must have exactly
+// product(mesh) ranks; the kernels check it.
+void set_collective_context(comm::Communicator* comm, std::vector<int64_t> mesh);
+comm::Communicator* collective_communicator();
+
+class CollectiveScope {
+ public:
+  CollectiveScope(comm::Communicator* comm, std::vector<int64_t> mesh) {
+    set_collective_context(comm, std::move(mesh));
+  }
+  ~CollectiveScope() { set_collective_context(nullptr, {}); }
+  CollectiveScope(const CollectiveScope&) = delete;
+  CollectiveScope& operator=(const CollectiveScope&) = delete;
+};
+
+// Row-major mesh arithmetic (see above).
+std::vector<int64_t> mesh_coords(const std::vector<int64_t>& mesh, int64_t rank);
+int64_t mesh_rank(const std::vector<int64_t>& mesh, const std::vector<int64_t>& coords);
+// The ranks of `rank`'s group over `axes`, in rank order.
+std::vector<int64_t> mesh_group(const std::vector<int64_t>& mesh, int64_t rank,
+                                const std::vector<int64_t>& axes);
+
+}  // namespace spora::ops

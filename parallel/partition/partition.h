@@ -1,0 +1,87 @@
+// The SPMD partitioner (DESIGN.md section 7): a graph of the whole computation plus a strategy
+// -> the one program every rank runs, on its local shards, with collectives inserted.
+//
+//   Partitioned p = partition(*step_graph, strategy);
+//   print_module(*p.module);   // @spmd(%w: f32[784,128], ...) with all_reduce(...) nodes
+//
+// Input: a top-level, straight-line graph (after passes::optimize: no control flow, no calls),
+// typically the training step of sim/step_program.h, (params..., data...) -> (loss, grads...).
+// The strategy gives a Layout to (some of) the graph's parameters by name, and optionally the
+// OpStrategy of some nodes (by their position in g.nodes).
+//
+// Algorithm:
+//   1. Layouts. Parameters take the strategy's layout (replicated if not named); constants are
+//      replicated. Each application, in order, takes a strategy:
+//        a. the strategy's choice for that node, if any;
+//        b. else its row's sharding rule forward(current input layouts) (inputs kept as they
+//           are), when the rule accepts them; else forward of the inputs with their partial
+//           sums all-reduced, when that is accepted (a pending sum is reduced where a consumer
+//           first needs it: the all-reduce after Megatron's row-split matmul);
+//        c. else the rule's enumerated strategy needing the cheapest redistribution of the
+//           current inputs (parallel/layout's comm model; ties: the smaller local share of the
+//           work, then the rule's order);
+//        d. else (no rule) everything replicated.
+//      make_tuple / tuple_get carry their elements' layouts.
+//   2. Emission, node by node, into a new module: inputs whose layout differs from what the
+//      chosen strategy needs are redistributed first (plan_redistribution; each step becomes a
+//      collective primitive: all_gather, shard_slice, all_reduce, reduce_scatter, all_to_all
+//      from ops/collective.cpp; one redistribution of a value to a layout is shared by all its
+//      consumers). The node is re-emitted with the rule's local_attrs and its type re-inferred
+//      from the local input types by the row's shape rule, then checked against the layout's
+//      local shape.
+//   3. Means over a split dimension. A mean (`mean`; cross_entropy with reduction "mean")
+//      whose reduced dimensions are split computes the mean of the local shard; its output is
+//      partial, and the partial terms must be shard_sum / global_count. The local result is
+//      multiplied by the strategy's output_scale (local_count / global_count when a bare
+//      forward result does not carry one).
+//   4. Outputs. The graph's output tuple is returned in the declared layouts: each element
+//      replicated unless `output_layouts` says otherwise (the step's caller declares the loss
+//      replicated and each gradient in its parameter's layout); partial sums left at the end
+//      are all-reduced here.
+// Every rank runs the same program: rank-dependent behaviour is only inside the collective
+// and shard_slice kernels.
+//
+// Errors (lang::UserError): a layout that does not fit its tensor (a dimension that does not
+// split evenly), a parameter named by the strategy that the graph lacks, control flow.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "parallel/layout/layout.h"
+#include "parallel/sharding/sharding.h"
+#include "semantics/ir/ir.h"
+
+namespace spora::parallel {
+
+struct Strategy {
+  Mesh mesh;
+  std::map<std::string, Layout> layouts;  // graph parameter name -> layout
+  std::map<size_t, OpStrategy> ops;       // index in g.nodes -> the node's strategy
+};
+
+struct PartitionOptions {
+  // Layouts of the output tuple's elements (or of the single output); missing entries are
+  // replicated.
+  std::vector<std::optional<Layout>> output_layouts;
+  CommModel comm;  // prices the redistributions in step 1c
+};
+
+struct Partitioned {
+  std::unique_ptr<ir::Module> module;  // module->entry is the per-rank graph "spmd"
+  ir::Graph* graph = nullptr;
+  std::vector<Layout> param_layouts;   // of each parameter of the input graph
+  std::vector<Layout> output_layouts;  // of each returned element
+  int collectives = 0;                 // collective applications inserted
+};
+
+Partitioned partition(const ir::Graph& g, const Strategy& s, const PartitionOptions& o = {});
+
+// The collectives of a partitioned graph in order, one line each, e.g.
+// "all_reduce(axes=[1]) f32[8,32]": what the tests and `spora ir --stage partitioned` check.
+std::vector<std::string> collective_summary(const ir::Graph& g);
+
+}  // namespace spora::parallel

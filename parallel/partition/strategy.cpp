@@ -1,0 +1,104 @@
+// Strategy files (strategy.h).
+#include "parallel/partition/strategy.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "lang/diagnostics.h"
+
+namespace spora::parallel {
+
+namespace {
+
+using nlohmann::json;
+
+[[noreturn]] void fail(const std::string& origin, const std::string& why) {
+  throw lang::UserError(fmt::format("{}: {}", origin, why));
+}
+
+}  // namespace
+
+Strategy parse_strategy(const std::string& text, const ir::Graph& g, const std::string& origin) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    fail(origin, fmt::format("not valid JSON: {}", e.what()));
+  }
+  if (!j.is_object()) fail(origin, "expected a JSON object with \"mesh\" and \"layouts\"");
+  for (const auto& [key, value] : j.items())
+    if (key != "mesh" && key != "axes" && key != "layouts")
+      fail(origin, fmt::format("unknown key \"{}\" (expected mesh, axes, layouts)", key));
+  Strategy s;
+  if (!j.contains("mesh") || !j["mesh"].is_array() || j["mesh"].empty())
+    fail(origin, "\"mesh\" must be a non-empty list of axis sizes, e.g. [2, 2]");
+  for (const json& n : j["mesh"]) {
+    if (!n.is_number_integer() || n.get<int64_t>() < 1)
+      fail(origin, fmt::format("mesh axis sizes are positive integers, got {}", n.dump()));
+    s.mesh.shape.push_back(n.get<int64_t>());
+  }
+  if (j.contains("axes")) {
+    if (!j["axes"].is_array() || j["axes"].size() != s.mesh.shape.size())
+      fail(origin, fmt::format("\"axes\" must name each of the {} mesh axes", s.mesh.shape.size()));
+    for (const json& n : j["axes"]) {
+      if (!n.is_string()) fail(origin, fmt::format("axis names are strings, got {}", n.dump()));
+      s.mesh.axis_names.push_back(n.get<std::string>());
+    }
+  }
+  try {
+    s.mesh.validate();
+  } catch (const lang::UserError& e) {
+    fail(origin, e.what());
+  }
+  if (!j.contains("layouts")) return s;
+  if (!j["layouts"].is_object())
+    fail(origin, "\"layouts\" maps parameter names to layouts, e.g. {\"x\": \"(2, 1)\"}");
+  for (const auto& [name, value] : j["layouts"].items()) {
+    const ir::Node* param = nullptr;
+    for (const ir::Node* p : g.params)
+      if (p->name == name) param = p;
+    if (!param) {
+      std::string names;
+      for (const ir::Node* p : g.params) names += (names.empty() ? "" : ", ") + p->name;
+      fail(origin,
+           fmt::format("'{}' is not a parameter or input of the step (they are: {})", name, names));
+    }
+    if (!value.is_string())
+      fail(origin, fmt::format("the layout of '{}' must be a string like \"(2, 1)\", got {}", name,
+                               value.dump()));
+    if (!param->type->is_tensor())
+      fail(origin, fmt::format("'{}' is {}, not a tensor", name, param->type->str()));
+    try {
+      Layout l =
+          Layout::parse(value.get<std::string>(), s.mesh, static_cast<int>(param->type->rank()));
+      l.validate(s.mesh, param->type->shape);
+      s.layouts[name] = l;
+    } catch (const lang::UserError& e) {
+      fail(origin, fmt::format("'{}' ({}): {}", name, param->type->str(), e.what()));
+    }
+  }
+  return s;
+}
+
+Strategy load_strategy(const std::string& path, const ir::Graph& g) {
+  std::ifstream f(path);
+  if (!f) throw lang::UserError(fmt::format("cannot read the strategy file '{}'", path));
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return parse_strategy(ss.str(), g, path);
+}
+
+std::string strategy_json(const Strategy& s) {
+  json j;
+  j["mesh"] = s.mesh.shape;
+  if (!s.mesh.axis_names.empty()) j["axes"] = s.mesh.axis_names;
+  json layouts = json::object();
+  for (const auto& [name, l] : s.layouts) layouts[name] = l.to_string(s.mesh);
+  j["layouts"] = layouts;
+  return j.dump(2) + "\n";
+}
+
+}  // namespace spora::parallel

@@ -1,0 +1,47 @@
+# The SPMD partitioner, the collective primitives and sharded runs (issue 9):
+# tests/parallel/spmd_*_test.cpp -> test_parallel_spmd (4 in-process ranks), and the same
+# sharded runs over MPI (tests/parallel/spmd_mpi_main.cpp, 4 oversubscribed ranks).
+include(GoogleTest)
+if(TARGET spora_parallel_layout)
+  set(SPORA_SPMD_TEST_LIBS spora_parallel_partition spora_sim spora_comm spora_ops spora_autodiff
+      spora_semantics spora_lang)
+  file(GLOB SPORA_PARALLEL_SPMD_TEST_SOURCES CONFIGURE_DEPENDS
+    ${CMAKE_CURRENT_SOURCE_DIR}/parallel/spmd_*_test.cpp)
+  add_executable(test_parallel_spmd ${SPORA_PARALLEL_SPMD_TEST_SOURCES}
+                 ${CMAKE_SOURCE_DIR}/tools/spmd_run.cpp)
+  target_link_libraries(test_parallel_spmd PRIVATE ${SPORA_SPMD_TEST_LIBS} GTest::gtest_main)
+  target_compile_definitions(test_parallel_spmd PRIVATE SPORA_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
+  gtest_discover_tests(test_parallel_spmd WORKING_DIRECTORY ${CMAKE_SOURCE_DIR} DISCOVERY_TIMEOUT 60)
+
+  if(MPI_CXX_FOUND AND SPORA_MPIRUN)
+    add_executable(test_parallel_spmd_mpi ${CMAKE_CURRENT_SOURCE_DIR}/parallel/spmd_mpi_main.cpp
+                   ${CMAKE_SOURCE_DIR}/tools/spmd_run.cpp)
+    target_link_libraries(test_parallel_spmd_mpi PRIVATE ${SPORA_SPMD_TEST_LIBS} GTest::gtest)
+    target_compile_definitions(test_parallel_spmd_mpi PRIVATE
+                               SPORA_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
+    add_test(NAME parallel_spmd_mpi_4_ranks
+             COMMAND ${SPORA_MPIRUN} --oversubscribe --allow-run-as-root -np 4
+                     -x OMP_NUM_THREADS=1 -x OPENBLAS_NUM_THREADS=1
+                     $<TARGET_FILE:test_parallel_spmd_mpi>
+             WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+    set_tests_properties(parallel_spmd_mpi_4_ranks PROPERTIES TIMEOUT 300 PROCESSORS 2
+                         ENVIRONMENT "OMPI_MCA_rmaps_base_oversubscribe=1")
+    if(SPORA_SANITIZE)
+      set_property(TEST parallel_spmd_mpi_4_ranks APPEND PROPERTY ENVIRONMENT
+                   "ASAN_OPTIONS=detect_leaks=0")
+    endif()
+  endif()
+endif()
+
+# The command line: W2's MLP (f32) with the example strategies, 4 MPI ranks vs 1 device.
+if(TARGET spora_cli AND MPI_CXX_FOUND AND SPORA_MPIRUN)
+  foreach(strategy dp4 tp4 dp2tp2)
+    add_test(NAME parallel_spmd_cli_w2_${strategy}
+             COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/parallel/spmd_cli_test.sh $<TARGET_FILE:spora_cli>
+                     ${CMAKE_SOURCE_DIR}/benchmarks/sim/w2_mlp.sp
+                     ${CMAKE_SOURCE_DIR}/examples/strategies/${strategy}.json 1e-4
+             WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+    set_tests_properties(parallel_spmd_cli_w2_${strategy} PROPERTIES TIMEOUT 300 PROCESSORS 2
+                         ENVIRONMENT "OMPI_MCA_rmaps_base_oversubscribe=1")
+  endforeach()
+endif()

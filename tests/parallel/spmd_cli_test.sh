@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# `spora run FILE --strategy S --ranks 4` against `spora run FILE --ranks 1`: the losses of every
+# step and the checksum of the updated parameters agree to a relative tolerance.
+#   spmd_cli_test.sh SPORA FILE STRATEGY RTOL
+set -euo pipefail
+spora=$1 file=$2 strategy=$3 rtol=$4
+ref=$("$spora" run "$file" --ranks 1 --steps 3)
+got=$("$spora" run "$file" --strategy "$strategy" --ranks 4 --steps 3)
+echo "$ref"
+echo "$got"
+pick() { grep -E '^(step [0-9]+ loss|checksum) ' | awk '{print $NF}'; }
+paste <(echo "$ref" | pick) <(echo "$got" | pick) | awk -v rtol="$rtol" '
+  { n++; d = $1 - $2; if (d < 0) d = -d; s = $1 < 0 ? -$1 : $1;
+    if (d > rtol * (s > 1 ? s : 1)) { print "mismatch: " $1 " vs " $2; bad = 1 } }
+  END { if (n != 4) { print "expected 3 losses and a checksum, got " n " values"; exit 1 } exit bad }'

@@ -1,0 +1,336 @@
+// Real sharded training runs (spmd_run.h).
+#include "tools/spmd_run.h"
+
+#include <fmt/format.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "backends/comm/communicator.h"
+#include "backends/comm/mpi_comm.h"
+#include "lang/diagnostics.h"
+#include "ops/collective.h"
+#include "parallel/layout/shard_data.h"
+#include "parallel/partition/partition.h"
+#include "parallel/partition/strategy.h"
+#include "semantics/interpreter.h"
+#include "semantics/ir/printer.h"
+#include "semantics/registry.h"
+#include "sim/step_program.h"
+
+namespace spora::tools {
+
+namespace {
+
+using sem::Tensor;
+using sem::TypeP;
+using sem::Value;
+
+// The number of classes an integer input of the step indexes: from the cross_entropy
+// (logits' class axis) or one_hot (depth) it feeds; 2 when it feeds neither.
+int64_t classes_of(const ir::Graph& g, const ir::Node* p) {
+  for (const ir::Node* n : g.nodes) {
+    if (!n->is_apply() || n->inputs.size() < 2) continue;
+    if (n->is_prim("cross_entropy") && n->inputs[1] == p) {
+      const sem::Type& logits = *n->inputs[0]->type;
+      return logits.shape[logits.rank() >= 2 ? 1 : 0];
+    }
+  }
+  for (const ir::Node* n : g.nodes)
+    if (n->is_prim("one_hot") && !n->inputs.empty() && n->inputs[0] == p && n->attrs.has("depth"))
+      return n->attrs.get_int("depth");
+  return 2;
+}
+
+std::vector<Tensor> global_values(const ir::Graph& g, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<Tensor> out;
+  for (const ir::Node* p : g.params) {
+    const TypeP& t = p->type;
+    if (!t->is_tensor())
+      throw lang::UserError(
+          fmt::format("spora run --strategy feeds tensors; the step's input "
+                      "'{}' is {}",
+                      p->name, t->str()));
+    Tensor x = Tensor::zeros(t->dtype, t->shape);
+    if (is_float(t->dtype)) {
+      std::normal_distribution<double> normal(0.0, 0.5);
+      for (int64_t i = 0; i < x.numel(); ++i) x.set(i, normal(rng));
+    } else if (t->dtype != DType::boolean) {
+      std::uniform_int_distribution<int64_t> pick(0, classes_of(g, p) - 1);
+      for (int64_t i = 0; i < x.numel(); ++i) x.set(i, static_cast<double>(pick(rng)));
+    }
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
+// p - lr * g with the kernels of the current backend.
+Tensor sgd(const Tensor& p, const Tensor& g, double lr) {
+  static const sem::Primitive* mul = sem::Registry::instance().find("mul");
+  static const sem::Primitive* sub = sem::Registry::instance().find("sub");
+  const Value step = sem::kernel_for(*mul)({Value(g), Value(Tensor::scalar(g.dtype(), lr))}, {});
+  return sem::kernel_for(*sub)({Value(p), step}, {}).tensor;
+}
+
+comm::DType comm_dtype(DType t) {
+  switch (t) {
+    case DType::f32:
+      return comm::DType::F32;
+    case DType::f64:
+      return comm::DType::F64;
+    case DType::i32:
+      return comm::DType::I32;
+    case DType::i64:
+      return comm::DType::I64;
+    default:
+      break;
+  }
+  throw lang::UserError(fmt::format("cannot gather a {} parameter", dtype_name(t)));
+}
+
+// The global value of a parameter from every rank's shard: the rank at coordinate 0 of every
+// mesh axis that does not split the tensor writes its block, the world sums.
+Tensor gather(const Tensor& local, const TypeP& global, const parallel::Layout& l,
+              const parallel::Mesh& mesh, comm::Communicator& world) {
+  Tensor full = Tensor::zeros(global->dtype, global->shape);
+  const std::vector<int64_t> coords = mesh.coords(world.rank());
+  bool writer = true;
+  for (int a = 0; a < mesh.ndim(); ++a)
+    if (l.dim_of_axis(a) < 0 && coords[static_cast<size_t>(a)] != 0) writer = false;
+  if (writer) parallel::write_block(full, local, l.shard_offset(global->shape, mesh, world.rank()));
+  Tensor sum = Tensor::empty(global->dtype, global->shape);
+  comm::CollectiveCall call;
+  call.collective = parallel::Collective::AllReduce;
+  call.op = parallel::ReduceOp::Sum;
+  call.dtype = comm_dtype(global->dtype);
+  call.count = full.numel();
+  call.input = full.raw();
+  call.output = sum.raw();
+  world.native(call);
+  return sum;
+}
+
+}  // namespace
+
+sim::StepProgram build_training_step(const SpmdOptions& o) {
+  sim::StepOptions so;
+  so.entry = o.entry;
+  so.batch_name = o.batch_name;
+  so.batch = o.batch;
+  so.optimizer = "sgd";
+  so.lr = o.lr;
+  return sim::build_step_program(o.file, so);
+}
+
+SpmdResult run_training(const SpmdOptions& o, comm::Communicator* world,
+                        const std::string& strategy_json) {
+  return run_training(build_training_step(o), o, world, strategy_json);
+}
+
+SpmdResult run_training(const sim::StepProgram& program, const SpmdOptions& o,
+                        comm::Communicator* world, const std::string& strategy_json) {
+  const ir::Graph& step = *program.step;
+  const size_t nparams = program.params.size();
+  std::vector<Tensor> values = global_values(step, o.seed);
+
+  SpmdResult r;
+  for (const sim::StepParam& p : program.params) r.names.push_back(p.name);
+  if (!world || strategy_json.empty()) {
+    sem::Interpreter interp(*program.module);  // not shared: one per call
+    for (int it = 0; it < o.steps; ++it) {
+      std::vector<Value> args(values.begin(), values.end());
+      const Value out = interp.call(&step, std::move(args));
+      r.losses.push_back(out.items()[0].tensor.item());
+      for (size_t i = 0; i < nparams; ++i)
+        values[i] = sgd(values[i], out.items()[i + 1].tensor, o.lr);
+    }
+    r.params.assign(values.begin(), values.begin() + static_cast<long>(nparams));
+    r.program = ir::print_graph(step);
+    return r;
+  }
+
+  parallel::Strategy strategy = parallel::parse_strategy(strategy_json, step);
+  const parallel::Mesh& mesh = strategy.mesh;
+  if (mesh.size() != world->size())
+    throw lang::UserError(
+        fmt::format("the strategy's mesh {} has {} devices, but the run has {} "
+                    "ranks",
+                    mesh.to_string(), mesh.size(), world->size()));
+  parallel::PartitionOptions po;
+  po.output_layouts.push_back(std::nullopt);  // the loss: replicated
+  for (size_t i = 0; i < nparams; ++i) {
+    auto it = strategy.layouts.find(step.params[i]->name);
+    po.output_layouts.push_back(it == strategy.layouts.end()
+                                    ? parallel::replicated_layout(step.params[i]->type)
+                                    : it->second);
+  }
+  parallel::Partitioned part = parallel::partition(step, strategy, po);
+  r.collectives = part.collectives;
+  r.program = ir::print_graph(*part.graph);
+
+  std::vector<Tensor> local;
+  for (size_t i = 0; i < values.size(); ++i) {
+    const parallel::Layout& l = part.param_layouts[i];
+    const TypeP& t = step.params[i]->type;
+    local.push_back(parallel::slice_block(values[i], l.shard_offset(t->shape, mesh, world->rank()),
+                                          l.local_shape(t->shape, mesh)));
+  }
+  ops::CollectiveScope scope(world, mesh.shape);
+  sem::Interpreter interp(*part.module);
+  for (int it = 0; it < o.steps; ++it) {
+    std::vector<Value> args(local.begin(), local.end());
+    const Value out = interp.call(part.graph, std::move(args));
+    r.losses.push_back(out.items()[0].tensor.item());
+    for (size_t i = 0; i < nparams; ++i) local[i] = sgd(local[i], out.items()[i + 1].tensor, o.lr);
+  }
+  for (size_t i = 0; i < nparams; ++i)
+    r.params.push_back(gather(local[i], step.params[i]->type, part.param_layouts[i], mesh, *world));
+  return r;
+}
+
+double params_checksum(const std::vector<Tensor>& params) {
+  double sum = 0;
+  int64_t k = 0;
+  for (const Tensor& p : params)
+    for (int64_t i = 0; i < p.numel(); ++i, ++k) sum += static_cast<double>(1 + k % 7) * p.get(i);
+  return sum;
+}
+
+namespace {
+
+bool under_mpi() {
+  return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE") || std::getenv("PMIX_RANK");
+}
+
+// Runs `spora <args>` under mpirun with `ranks` processes; returns its exit status.
+int spawn_mpirun(int ranks, const std::vector<std::string>& args) {
+  char self[4096];
+  const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (len <= 0) throw lang::UserError("cannot find the spora executable (/proc/self/exe)");
+  self[len] = '\0';
+  std::vector<std::string> argv = {"mpirun",
+                                   "--oversubscribe",
+                                   "--allow-run-as-root",
+                                   "-np",
+                                   std::to_string(ranks),
+                                   "-x",
+                                   "OMP_NUM_THREADS=1",
+                                   "-x",
+                                   "OPENBLAS_NUM_THREADS=1",
+                                   self};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> c;
+  for (std::string& a : argv) c.push_back(a.data());
+  c.push_back(nullptr);
+  std::fflush(stdout);
+  const pid_t pid = fork();
+  if (pid < 0) throw lang::UserError("cannot start mpirun (fork failed)");
+  if (pid == 0) {
+    execvp("mpirun", c.data());
+    std::fprintf(stderr, "spora run: error: cannot run mpirun: %s\n", std::strerror(errno));
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) throw lang::UserError(fmt::format("cannot read the strategy file '{}'", path));
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+void print_result(const SpmdOptions& o, const SpmdResult& r, const std::string& what) {
+  std::printf("# spora run: %s, %s, %d steps of sgd (lr %g)\n", o.file.c_str(), what.c_str(),
+              o.steps, o.lr);
+  for (size_t i = 0; i < r.losses.size(); ++i)
+    std::printf("step %zu loss %.12g\n", i + 1, r.losses[i]);
+  for (size_t i = 0; i < r.params.size(); ++i) {
+    double sum = 0;
+    for (int64_t k = 0; k < r.params[i].numel(); ++k) sum += r.params[i].get(k);
+    std::printf("param %s %s sum %.12g\n", r.names[i].c_str(), r.params[i].type()->str().c_str(),
+                sum);
+  }
+  std::printf("checksum %.12g\n", params_checksum(r.params));
+}
+
+}  // namespace
+
+int cmd_run_spmd(const SpmdOptions& o, const std::string& strategy_path, int ranks,
+                 const std::vector<std::string>& argv_for_ranks) {
+  try {
+    if (ranks < 1) throw lang::UserError(fmt::format("--ranks must be positive, got {}", ranks));
+    if (ranks == 1 || strategy_path.empty()) {
+      if (ranks > 1)
+        throw lang::UserError(
+            "spora run --ranks N needs --strategy s.json (how to split the step)");
+      print_result(o, run_training(o, nullptr, ""), "1 device (the reference)");
+      return 0;
+    }
+    if (!under_mpi()) return spawn_mpirun(ranks, argv_for_ranks);
+    const std::string text = read_text(strategy_path);
+    comm::mpi_initialize(nullptr, nullptr);
+    struct Finalize {
+      ~Finalize() { comm::mpi_finalize(); }
+    } finalize;
+    std::unique_ptr<comm::Communicator> world = comm::make_mpi_communicator();
+    if (world->size() != ranks)
+      throw lang::UserError(
+          fmt::format("--ranks {} but mpirun started {} processes", ranks, world->size()));
+    const SpmdResult r = run_training(o, world.get(), text);
+    if (world->rank() == 0)
+      print_result(o, r,
+                   fmt::format("strategy {} over {} MPI ranks, {} collectives per step",
+                               strategy_path, ranks, r.collectives));
+    return 0;
+  } catch (const lang::InternalError&) {
+    throw;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "spora run: error: %s\n", e.what());
+    return 1;
+  }
+}
+
+int cmd_ir_partitioned(const SpmdOptions& o, const std::string& strategy_path) {
+  try {
+    if (strategy_path.empty()) throw lang::UserError("--stage partitioned needs --strategy s.json");
+    sim::StepProgram program = build_training_step(o);
+    const ir::Graph& step = *program.step;
+    const parallel::Strategy strategy = parallel::load_strategy(strategy_path, step);
+    parallel::PartitionOptions po;
+    po.output_layouts.push_back(std::nullopt);
+    for (size_t i = 0; i < program.params.size(); ++i) {
+      auto it = strategy.layouts.find(step.params[i]->name);
+      po.output_layouts.push_back(it == strategy.layouts.end() ? std::nullopt
+                                                               : std::optional(it->second));
+    }
+    const parallel::Partitioned part = parallel::partition(step, strategy, po);
+    std::printf("# mesh %s; the program of every rank:\n", strategy.mesh.to_string().c_str());
+    std::printf("%s", ir::print_module(*part.module).c_str());
+    for (size_t i = 0; i < step.params.size(); ++i)
+      std::printf("# %s %s: %s\n", step.params[i]->name.c_str(),
+                  step.params[i]->type->str().c_str(),
+                  part.param_layouts[i].to_string(strategy.mesh).c_str());
+    std::printf("# %d collectives:\n", part.collectives);
+    for (const std::string& line : parallel::collective_summary(*part.graph))
+      std::printf("#   %s\n", line.c_str());
+    return 0;
+  } catch (const lang::InternalError&) {
+    throw;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "spora ir: error: %s\n", e.what());
+    return 1;
+  }
+}
+
+}  // namespace spora::tools

@@ -1,0 +1,75 @@
+// Real sharded training runs: `spora run FILE --strategy s.json --ranks N` (and the tests that
+// check a sharded run against the single-device one).
+//
+// Every rank (one MPI process, or one thread of the in-process communicator in tests):
+//   1. builds the training step of FILE with the *global* batch (sim/step_program.h: the step
+//      graph (params..., data...) -> (loss, grads...), sgd);
+//   2. draws the same seeded global values for every parameter and input of the step (floats
+//      normal(0, 0.5); integer inputs uniform over the classes of the cross_entropy or one_hot
+//      they feed, else 0 and 1), so every rank and the single-device run see the same numbers;
+//   3. partitions the step with the strategy (parallel/partition): the loss comes back
+//      replicated, each gradient in its parameter's layout;
+//   4. keeps its shard of each value (the layout's block of the global tensor) and runs
+//      `steps` steps: the partitioned step, then p -= lr * g on the local shards;
+//   5. gathers the updated parameters (one rank per replica group contributes its block, then
+//      a sum all-reduce over the world).
+// Without a communicator (or without a strategy) the same steps run on the unpartitioned graph:
+// the single-device reference.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "semantics/value.h"
+#include "sim/step_program.h"
+
+namespace spora::comm {
+class Communicator;
+}
+
+namespace spora::tools {
+
+struct SpmdOptions {
+  std::string file;
+  std::string entry = "main";
+  std::string batch_name = "batch";
+  std::optional<int64_t> batch;  // global batch; unset: the program's own
+  int steps = 3;
+  double lr = 0.01;
+  uint64_t seed = 1234;
+};
+
+struct SpmdResult {
+  std::vector<double> losses;       // per step
+  std::vector<std::string> names;   // of the trainable parameters
+  std::vector<sem::Tensor> params;  // global values after the steps (on every rank)
+  int collectives = 0;              // collective nodes in the per-rank step
+  std::string program;              // the per-rank step's IR (printed)
+};
+
+// The training step of o.file with the global batch (sgd).
+sim::StepProgram build_training_step(const SpmdOptions& o);
+// strategy_json empty or world null: the single-device reference. The program is only read
+// (the ranks of the in-process communicator share one).
+SpmdResult run_training(const sim::StepProgram& program, const SpmdOptions& o,
+                        comm::Communicator* world, const std::string& strategy_json);
+SpmdResult run_training(const SpmdOptions& o, comm::Communicator* world,
+                        const std::string& strategy_json);
+
+// A checksum of parameters: sum over every element of (1 + i mod 7) * value, i the element's
+// index across the parameters in order (sensitive to values and their positions).
+double params_checksum(const std::vector<sem::Tensor>& params);
+
+// `spora run FILE --strategy S --ranks N`: outside MPI with N > 1, runs itself under mpirun
+// (--oversubscribe, one OpenMP thread per rank); inside, the rank's part; rank 0 prints the loss
+// per step and the parameters' checksum. N = 1: the single-device reference.
+int cmd_run_spmd(const SpmdOptions& o, const std::string& strategy_path, int ranks,
+                 const std::vector<std::string>& argv_for_ranks);
+
+// `spora ir FILE --stage partitioned --strategy s.json`: the per-rank step, then the layouts of
+// its parameters and the collectives it runs, as comments.
+int cmd_ir_partitioned(const SpmdOptions& o, const std::string& strategy_path);
+
+}  // namespace spora::tools
