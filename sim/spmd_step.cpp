@@ -94,6 +94,7 @@ struct Sim {
   std::vector<double> end;
   std::vector<LogEntry> log;
   std::unordered_map<int, int> coll_index;  // op -> collective #
+  std::map<int, std::vector<int>> issue;    // compute op (-1: start) -> collectives # to hand over
   long seq = 0, events = 0;
   int token = 0;
 
@@ -177,15 +178,19 @@ void compute_actor(Sim& sim, int rank) {
     sim.done[r][static_cast<std::size_t>(c)]->acquire();
     waited[static_cast<std::size_t>(c)] = 1;
   };
+  auto issue = [&](int after) {
+    auto it = sim.issue.find(after);
+    if (it == sim.issue.end()) return;
+    flush();
+    for (int c : it->second) sim.ready[r][static_cast<std::size_t>(c)]->release();
+  };
+  issue(-1);
   for (std::size_t i = 0; i < sim.program.ops.size(); ++i) {
     const SpmdOp& op = sim.program.ops[i];
-    if (op.collective) {
-      flush();
-      sim.ready[r][static_cast<std::size_t>(sim.coll_index.at(static_cast<int>(i)))]->release();
-      continue;
-    }
+    if (op.collective) continue;
     for (int w : op.waits) wait(w);
     pending += sim.plan.op_seconds[i];
+    issue(static_cast<int>(i));
   }
   for (int w : sim.program.output_waits) wait(w);
   flush();
@@ -262,6 +267,8 @@ SpmdProgram spmd_program(const ir::Graph& g, std::vector<int64_t> mesh, std::siz
   SpmdProgram p;
   p.mesh = std::move(mesh);
   std::unordered_map<const ir::Node*, int> collective_of;  // node -> op index
+  std::unordered_map<const ir::Node*, int> op_of;          // node -> op index
+  std::vector<int> issue_of_op;                            // collective op -> issue point
   std::unordered_map<const ir::Node*, std::vector<int>> carries;  // tuples holding collectives
   auto waits_of = [&](const ir::Node* n, std::vector<int>& out) {
     if (auto it = collective_of.find(n); it != collective_of.end()) out.push_back(it->second);
@@ -284,6 +291,18 @@ SpmdProgram spmd_program(const ir::Graph& g, std::vector<int64_t> mesh, std::siz
       op.bytes = in.empty() ? 0 : type_bytes(in[0]);
       collective_of[n] = static_cast<int>(p.ops.size());
       p.collectives.push_back(static_cast<int>(p.ops.size()));
+      // It may start once its input exists: after the compute op that made it, or with the
+      // collective that made it (the comm stream keeps their order), or at the start.
+      int after = -1;
+      if (!n->inputs.empty()) {
+        const ir::Node* src = n->inputs[0];
+        if (auto it = collective_of.find(src); it != collective_of.end())
+          after = issue_of_op[static_cast<std::size_t>(it->second)];
+        else if (auto jt = op_of.find(src); jt != op_of.end())
+          after = jt->second;
+      }
+      issue_of_op.resize(p.ops.size() + 1, -1);
+      issue_of_op[p.ops.size()] = after;
     } else {
       std::vector<int> w;
       for (const ir::Node* i : n->inputs) waits_of(i, w);
@@ -296,9 +315,15 @@ SpmdProgram spmd_program(const ir::Graph& g, std::vector<int64_t> mesh, std::siz
       w.erase(std::unique(w.begin(), w.end()), w.end());
       op.waits = std::move(w);
     }
+    op_of[n] = static_cast<int>(p.ops.size());
     p.ops.push_back(std::move(op));
   }
   if (g.output) waits_of(g.output, p.output_waits);
+  // The comm stream's order: by issue point, program order among equals.
+  std::stable_sort(p.collectives.begin(), p.collectives.end(), [&](int a, int b) {
+    return issue_of_op[static_cast<std::size_t>(a)] < issue_of_op[static_cast<std::size_t>(b)];
+  });
+  for (int c : p.collectives) p.issue_after.push_back(issue_of_op[static_cast<std::size_t>(c)]);
   std::unordered_set<const ir::Node*> gradients;
   if (g.output && g.output->is_prim("make_tuple"))
     for (std::size_t k = 1; k < g.output->inputs.size(); ++k) gradients.insert(g.output->inputs[k]);
@@ -344,7 +369,10 @@ SpmdSimResult simulate_spmd_step(const ClusterSpec& cluster, const SpmdProgram& 
     const Platform platform = build_platform(cluster);
     Sim sim(platform, program, r);
     sim.log_on = options.log;
-    for (std::size_t c = 0; c < n_coll; ++c) sim.coll_index[program.collectives[c]] = static_cast<int>(c);
+    for (std::size_t c = 0; c < n_coll; ++c) {
+      sim.coll_index[program.collectives[c]] = static_cast<int>(c);
+      sim.issue[program.issue_after[c]].push_back(static_cast<int>(c));
+    }
     const auto ranks = static_cast<std::size_t>(r.ranks);
     sim.ready.resize(ranks);
     sim.done.resize(ranks);

@@ -10,13 +10,16 @@
 // Every rank runs the same op list with two SimGrid actors on its device:
 //
 //   compute stream   the compute ops in program order, each its cost-model time
-//                    (sim/cost_model.h); consecutive ops run as one sleep. Reaching a
-//                    collective, it hands it to the communication stream and goes on; before
-//                    an op that reads a collective's result, it waits for that collective.
+//                    (sim/cost_model.h); consecutive ops run as one sleep. As soon as the op
+//                    producing a collective's input is done, it hands the collective to the
+//                    communication stream and goes on (so a gradient's all-reduce starts when
+//                    the gradient exists, wherever the partitioner placed it in the text);
+//                    before an op that reads a collective's result, it waits for it.
 //                    At the end it waits for every collective, then runs the optimizer's
 //                    update of its local parameter shards.
-//   comm stream      the collectives in program order, each with its group: the ranks whose
-//                    mesh coordinates equal this rank's outside the collective's axes.
+//   comm stream      the collectives in the order they are handed over (program order among
+//                    those handed over at once), each with its group: the ranks whose mesh
+//                    coordinates equal this rank's outside the collective's axes.
 //
 // So a tensor-parallel all-reduce in the forward pass blocks the next op, and the gradient
 // all-reduces of data parallelism overlap with the rest of the backward pass, as PyTorch DDP's
@@ -63,7 +66,9 @@ struct SpmdOp {
 struct SpmdProgram {
   std::vector<int64_t> mesh;
   std::vector<SpmdOp> ops;            // in program order
-  std::vector<int> collectives;       // indices into ops, in order
+  std::vector<int> collectives;       // indices into ops, in the comm stream's order
+  std::vector<int> issue_after;       // per collective: the compute op after which it may
+                                      // start (-1: at the start of the step)
   std::vector<int> output_waits;      // collectives the outputs are (waited for at the end)
   std::vector<StepOp> update;         // the optimizer's update of the local parameter shards
   double param_bytes = 0;             // local, per device

@@ -11,9 +11,12 @@
 #include <vector>
 
 #include "lang/diagnostics.h"
+#include "parallel/partition/partition.h"
+#include "parallel/partition/strategy.h"
 #include "sim/cluster_spec.h"
 #include "sim/isolation.h"
 #include "sim/report.h"
+#include "sim/spmd_step.h"
 #include "sim/step_program.h"
 #include "sim/train_step.h"
 #include "tools/cmd_sim.h"
@@ -73,12 +76,73 @@ std::string json_report(const sim::StepProgram& program, const sim::TrainSimResu
   return out;
 }
 
+bool is_strategy_file(const std::string& s) {
+  return s.size() > 5 && s.compare(s.size() - 5, 5, ".json") == 0;
+}
+
+// --strategy FILE.json: the step with the global batch, partitioned by the strategy
+// (parallel/partition), simulated as an SPMD program (sim/spmd_step.h).
+int run_spmd(const Options& o, const sim::ClusterSpec& cluster) {
+  sim::StepOptions so;
+  so.entry = o.entry;
+  so.batch_name = o.batch_name;
+  so.optimizer = o.optimizer;
+  so.lr = o.lr;
+  if (o.batch < 0) throw UsageError(fmt::format("--batch {} is not positive", o.batch));
+  if (o.batch > 0) so.batch = o.batch;
+  const sim::StepProgram program = sim::build_step_program(o.file, so);
+  const parallel::Strategy strategy = parallel::load_strategy(o.strategy, *program.step);
+  if (strategy.mesh.size() > cluster.device_count())
+    throw UsageError(fmt::format("the strategy's mesh {} has {} devices but {} has {}",
+                                 strategy.mesh.to_string(), strategy.mesh.size(), cluster.name,
+                                 cluster.device_count()));
+  parallel::PartitionOptions po;
+  po.output_layouts.push_back(std::nullopt);  // the loss: replicated
+  for (const sim::StepParam& p : program.params) {
+    auto it = strategy.layouts.find(p.name);
+    po.output_layouts.push_back(it == strategy.layouts.end() ? std::nullopt
+                                                             : std::optional(it->second));
+  }
+  const parallel::Partitioned part = parallel::partition(*program.step, strategy, po);
+  const sim::SpmdProgram sp =
+      sim::spmd_program(*part.graph, strategy.mesh.shape, program.params.size(), o.optimizer);
+  sim::SpmdSimOptions opts;
+  opts.matmul_dtype = o.matmul_dtype;
+  opts.log = !o.log_file.empty();
+  opts.simgrid_args = o.simgrid_args;
+  const sim::SpmdSimResult r = sim::simulate_spmd_step(cluster, sp, opts);
+  if (opts.log) {
+    std::string text;
+    for (const std::string& line : r.log) text += line + "\n";
+    write_file(o.log_file, text);
+  }
+  if (!o.trace.empty()) write_file(o.trace, sim::spmd_chrome_trace(r));
+  if (o.json) {
+    const sim::DeviceReport d = r.devices.empty() ? sim::DeviceReport{} : r.devices[0];
+    std::printf(
+        "{\"strategy\": \"%s\", \"ranks\": %d, \"global_batch\": %lld, \"step_seconds\": "
+        "%.9g, \"compute_seconds\": %.9g, \"communication\": %.9g, "
+        "\"exposed_communication\": %.9g, \"collectives\": %zu, \"peak_memory\": %.0f}\n",
+        o.strategy.c_str(), r.ranks, static_cast<long long>(program.batch), r.step_seconds,
+        r.compute_seconds, d.communication, d.exposed_communication, r.collectives.size(),
+        d.peak_memory());
+  } else {
+    std::printf("%s on %s, strategy %s, global batch %lld\n", o.file.c_str(),
+                cluster.name.c_str(), o.strategy.c_str(), static_cast<long long>(program.batch));
+    std::fputs(sim::spmd_report(sp, r).c_str(), stdout);
+  }
+  return 0;
+}
+
 int run(const Options& o) {
   if (o.cluster.empty())
     throw UsageError("--cluster is required (e.g. examples/clusters/dgx-a100.yaml)");
-  if (o.strategy != "dp")
-    throw UsageError(fmt::format("unknown --strategy '{}' (dp: data parallelism)", o.strategy));
   const sim::ClusterSpec cluster = sim::load_cluster_spec(o.cluster);
+  if (is_strategy_file(o.strategy)) return run_spmd(o, cluster);
+  if (o.strategy != "dp")
+    throw UsageError(fmt::format(
+        "unknown --strategy '{}' (dp: data parallelism, or a strategy file FILE.json)",
+        o.strategy));
   const int ranks = o.ranks > 0 ? o.ranks : cluster.device_count();
   if (ranks > cluster.device_count())
     throw UsageError(fmt::format("--ranks {} but {} has {} devices", ranks, cluster.name,
@@ -156,7 +220,10 @@ CLI::App* add_sim_subcommand(CLI::App& app) {
                                   "value_and_grad of its loss")
       ->required();
   sim->add_option("--cluster,-c", o.cluster, "cluster spec (YAML), e.g. examples/clusters/dgx-a100.yaml");
-  sim->add_option("--strategy", o.strategy, "parallel strategy: dp (data parallelism)")
+  sim->add_option("--strategy", o.strategy,
+                  "dp (data parallelism with DDP buckets), or a strategy file (.json, "
+                  "parallel/README.md) whose partitioned program is simulated with the global "
+                  "--batch")
       ->capture_default_str();
   sim->add_option("--batch,-b", o.batch,
                   "global batch, split evenly over the ranks (default: the program's batch per rank)");
