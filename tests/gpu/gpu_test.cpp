@@ -121,9 +121,11 @@ TEST(GpuCoverage, EveryRowWithAReferenceKernelHasACudaFacet) {
   if (!built_with_cuda()) GTEST_SKIP() << "no CUDA device: Spora was built without CUDA";
   int native = 0, host = 0;
   std::set<std::string> listed;
+  std::string host_rows;
   for (const Coverage& c : coverage()) {
     listed.insert(c.name);
     (c.kind == Coverage::Kind::Native ? native : host)++;
+    if (c.kind == Coverage::Kind::Host) host_rows += " " + c.name;
   }
   for (const sem::Primitive* p : sem::Registry::instance().all()) {
     if (!p->eval) continue;
@@ -141,7 +143,8 @@ TEST(GpuCoverage, EveryRowWithAReferenceKernelHasACudaFacet) {
     EXPECT_TRUE(found) << name << " has no native CUDA kernel";
   }
   EXPECT_GE(native, 70);
-  std::printf("cuda coverage: %d rows native, %d on the host fallback\n", native, host);
+  std::printf("cuda coverage: %d rows native, %d on the host fallback:%s\n", native, host,
+              host_rows.c_str());
 }
 
 TEST(GpuCoverage, KernelForFollowsTheBackend) {

@@ -2,7 +2,7 @@
 # The ONE prepared script for a GPU machine (the `device` tool, issue 8): run from the
 # repository root, results under $OUT. Budget: under 8 minutes on an H200 machine with 16 cores.
 #
-#   1. binaries: the ones tests/gpu/pack.sh carried in .gpu-carry/ (built on the development
+#   1. binaries: the ones tests/gpu/pack.sh carried in .gpu-carry/pack.tar.xz (built on the development
 #      machine for sm_90, with the shared libraries the device image lacks), else a build here
 #      (cmake -DCMAKE_CUDA_ARCHITECTURES=90, only test_gpu and spora, -j16), which needs every
 #      dependency of ../shared/TOOLCHAIN.md installed
@@ -26,16 +26,23 @@ LIBS=/usr/local/cuda/lib64:/usr/local/nvidia/lib64
 for d in $(find /opt /usr/local /usr/lib -type d -path '*/nvidia/*/lib' 2>/dev/null | head -20); do
   LIBS="$LIBS:$d"
 done
-[ -d "$ROOT/.gpu-carry/lib" ] && LIBS="$ROOT/.gpu-carry/lib:$LIBS"
+# The binaries and libraries tests/gpu/pack.sh carried, unpacked outside the tree.
+PACK=""
+if [ -f "$ROOT/.gpu-carry/pack.tar.xz" ]; then
+  PACK=/tmp/spora-gpu-pack-$$
+  mkdir -p "$PACK" && xz -dc "$ROOT/.gpu-carry/pack.tar.xz" | tar -C "$PACK" -xf - || PACK=""
+fi
+[ -n "$PACK" ] && LIBS="$PACK/lib:$LIBS"
 export LD_LIBRARY_PATH="$LIBS:${LD_LIBRARY_PATH:-}"
 
 { nvidia-smi; nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv; } >"$OUT/nvidia-smi.log" 2>&1
 say "gpu: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
 
 # ---- 1. binaries ---------------------------------------------------------------------------
-if [ -x "$ROOT/.gpu-carry/bin/test_gpu" ] && [ -x "$ROOT/.gpu-carry/bin/spora" ]; then
-  BIN="$ROOT/.gpu-carry/bin"
-  say "binaries: carried (.gpu-carry/bin, built by tests/gpu/pack.sh)"
+if [ -n "$PACK" ] && [ -x "$PACK/bin/test_gpu" ] && [ -x "$PACK/bin/spora" ]; then
+  BIN="$PACK/bin"
+  say "binaries: carried (.gpu-carry/pack.tar.xz, built by tests/gpu/pack.sh)"
+  ldd "$BIN/test_gpu" "$BIN/spora" | grep "not found" | sort -u | tee -a "$SUMMARY"
 else
   BUILD="$ROOT/build-gpu"
   say "binaries: building in build-gpu for sm_90"
