@@ -64,8 +64,12 @@ fi
 # ---- 2. test_gpu ---------------------------------------------------------------------------
 timeout 240 "$BIN/test_gpu" --gtest_color=no >"$OUT/test_gpu.log" 2>&1
 TEST_RC=$?
-say "test_gpu: exit $TEST_RC; $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/test_gpu.log" | tr '\n' ' ')"
-grep -E '^\[  FAILED  \]|SKIPPED|cuda coverage' "$OUT/test_gpu.log" | head -20 | tee -a "$SUMMARY"
+say "test_gpu: exit $TEST_RC; $(grep -E '^\[  (PASSED|FAILED|SKIPPED) +\] [0-9]+ test' "$OUT/test_gpu.log" | tr '\n' ' ')"
+grep -E '^\[  FAILED  \] [A-Z]|cuda coverage' "$OUT/test_gpu.log" | sort -u | head -20 | tee -a "$SUMMARY"
+if nvidia-smi -L >/dev/null 2>&1 && grep -q "no CUDA device" "$OUT/test_gpu.log"; then
+  say "FAIL: nvidia-smi sees a GPU but test_gpu skipped: $(grep -m1 'no CUDA device' "$OUT/test_gpu.log")"
+  TEST_RC=1
+fi
 tail -5 "$OUT/test_gpu.log"
 
 # ---- 3. workloads W1-W5 on the CPU and the GPU ---------------------------------------------
