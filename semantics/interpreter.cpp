@@ -77,7 +77,7 @@ bool truthy(const Value& v, const Node* n) {
 int64_t to_int(const Value& v, const Node* n, const char* what) {
   if (!v.is_tensor() || v.tensor.numel() != 1)
     throw lang::InternalError(n->prim->name + ": " + what + " is not a scalar tensor");
-  const Tensor& t = v.tensor;
+  const Tensor t = host_tensor(v.tensor);  // a device tensor is read through a host copy
   if (t.dtype() == DType::i64) return t.data<int64_t>()[0];
   if (t.dtype() == DType::i32) return t.data<int32_t>()[0];
   return static_cast<int64_t>(t.item());

@@ -112,7 +112,11 @@ void set_backend(Backend b) { g_backend.store(b, std::memory_order_relaxed); }
 Backend backend() { return g_backend.load(std::memory_order_relaxed); }
 
 const RefKernel& kernel_for(const Primitive& p) {
-  if (g_backend.load(std::memory_order_relaxed) == Backend::Cpu) {
+  const Backend b = g_backend.load(std::memory_order_relaxed);
+  if (b == Backend::Cuda) {
+    if (const RefKernel* k = p.facet<RefKernel>(kCudaKernelFacet)) return *k;
+  }
+  if (b != Backend::Reference) {
     if (const RefKernel* k = p.facet<RefKernel>(kCpuKernelFacet)) return *k;
   }
   return p.eval;

@@ -99,12 +99,15 @@ struct Primitive {
 
 // Which kernels run primitives. Reference: the plain kernels of `eval` (the oracle tests compare
 // against). Cpu: a row's "kernel.cpu" facet (a RefKernel, registered by backends/cpu) where it
-// has one, else `eval`. The interpreter and eager mode call kernel_for(); the process-wide
-// choice is made once at start-up (`spora run` uses Cpu; test oracles use Reference).
-enum class Backend { Reference, Cpu };
+// has one, else `eval`. Cuda: a row's "kernel.cuda" facet (backends/cuda: a CUDA kernel, or its
+// host fallback), else as Cpu. The interpreter and eager mode call kernel_for(); the
+// process-wide choice is made once at start-up (`spora run` uses Cpu; test oracles use
+// Reference).
+enum class Backend { Reference, Cpu, Cuda };
 void set_backend(Backend b);
 Backend backend();
 inline constexpr const char* kCpuKernelFacet = "kernel.cpu";
+inline constexpr const char* kCudaKernelFacet = "kernel.cuda";
 // The kernel the current backend runs `p` with (null for control flow).
 const RefKernel& kernel_for(const Primitive& p);
 

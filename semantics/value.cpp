@@ -118,6 +118,7 @@ class MallocAllocator final : public Allocator {
 };
 
 std::atomic<Allocator*> g_allocators[kDeviceKinds] = {};
+std::atomic<DeviceToHost> g_to_host[kDeviceKinds] = {};
 thread_local Lifetime t_lifetime = Lifetime::Short;
 }  // namespace
 
@@ -136,6 +137,20 @@ Allocator& allocator(Device::Kind kind) {
   if (Allocator* a = g_allocators[static_cast<size_t>(kind)].load()) return *a;
   if (kind == Device::Kind::cpu) return malloc_allocator();
   throw lang::InternalError("no allocator is installed for " + Device{kind, 0}.str() + " tensors");
+}
+
+void set_device_to_host(Device::Kind kind, DeviceToHost copy) {
+  g_to_host[static_cast<size_t>(kind)].store(copy);
+}
+
+Tensor host_tensor(const Tensor& t) {
+  if (!t.defined() || t.device().is_cpu()) return t;
+  DeviceToHost copy = g_to_host[static_cast<size_t>(t.device().kind)].load();
+  if (!copy)
+    throw lang::InternalError("no host copy is installed for " + t.device().str() + " tensors");
+  Tensor h = Tensor::empty(t.dtype(), t.shape());
+  if (t.nbytes()) copy(h.raw(), t.raw(), t.nbytes());
+  return h;
 }
 
 Lifetime current_lifetime() { return t_lifetime; }
@@ -213,6 +228,7 @@ std::vector<int64_t> Tensor::strides() const {
 }
 
 double Tensor::get(int64_t i) const {
+  if (!device().is_cpu()) return host_tensor(*this).get(i);
   const uint8_t* p = storage_->data();
   switch (dtype_) {
     case DType::f16:
@@ -234,6 +250,8 @@ double Tensor::get(int64_t i) const {
 }
 
 void Tensor::set(int64_t i, double v) {
+  if (!device().is_cpu())
+    throw lang::InternalError("Tensor::set on a " + device().str() + " tensor (host memory only)");
   uint8_t* p = storage_->data();
   switch (dtype_) {
     case DType::f16:
@@ -277,6 +295,7 @@ Tensor Tensor::reshaped(Shape shape) const {
 }
 
 Tensor Tensor::cast(DType dtype) const {
+  if (!device().is_cpu()) return host_tensor(*this).cast(dtype);
   Tensor t = empty(dtype, shape_);
   // Exact paths for the integer types (a double cannot hold every i64).
   if (dtype_ == DType::i64 && dtype == DType::i64) {
@@ -296,6 +315,7 @@ Tensor Tensor::cast(DType dtype) const {
 }
 
 Tensor Tensor::clone() const {
+  if (!device().is_cpu()) return host_tensor(*this);  // a fresh copy already
   Tensor t = empty(dtype_, shape_);
   if (numel_) std::memcpy(t.raw(), raw(), nbytes());
   return t;

@@ -72,6 +72,15 @@ void set_allocator(Allocator* a, Device::Kind kind = Device::Kind::cpu);
 // The allocator new buffers of `kind` come from; InternalError if there is none.
 Allocator& allocator(Device::Kind kind = Device::Kind::cpu);
 
+// Reading a buffer of another device from the host: the backend of that device installs a
+// copy function (backends/cuda does for cuda tensors), so Tensor::get / item / clone / cast and
+// the interpreter's conditions work on any tensor (through a host copy; results on the CPU).
+using DeviceToHost = void (*)(void* dst, const void* src, size_t bytes);
+void set_device_to_host(Device::Kind kind, DeviceToHost copy);
+class Tensor;
+// t itself when it is on the CPU, else a host copy (InternalError when no copy is installed).
+Tensor host_tensor(const Tensor& t);
+
 // The calling thread's pool hint (Short unless a scope says otherwise).
 Lifetime current_lifetime();
 // Sets the calling thread's pool hint while alive (scopes nest).

@@ -9,6 +9,7 @@
 
 #include "autodiff/install.h"
 #include "backends/cpu/cpu.h"
+#include "backends/cuda/cuda.h"
 #include "backends/runtime/allocator.h"
 #include "backends/runtime/memory_plan.h"
 #include "backends/runtime/runtime.h"
@@ -231,6 +232,10 @@ int main(int argc, char** argv) {
   run->add_flag("--stats", run_opts.stats, "print to stderr: graph size, run time, the planned and the measured peak tensor memory, the allocator's reserved bytes and cache hits (eager mode: ops run, entry graph size, peak memory)");
   bool no_fuse = false;
   run->add_flag("--no-fuse", no_fuse, "graph mode: run every node on its own (no operator fusion, no generated kernels)");
+  std::string device = "cpu";
+  run->add_option("--device", device, "where tensors live and kernels run: cpu, or cuda (an NVIDIA GPU: CUDA kernels and cuBLAS; rows without a CUDA kernel run on the CPU with a one-time warning; no fusion)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
   bool no_opt = false;
   run->add_flag("--no-optimize", no_opt, "run the IR as lowered, without the simplification passes");
   // Sharded training (tools/spmd_run.h): the step of the program's value_and_grad, partitioned.
@@ -294,12 +299,32 @@ int main(int argc, char** argv) {
     run_opts.optimize = !no_opt;
     run_opts.fuse = !no_fuse;
     if (*run && (!strategy_path.empty() || ranks > 0)) {
+      if (device != "cpu") {
+        std::cerr << "spora: error: --strategy/--ranks runs on the CPU (MPI); --device cuda "
+                     "with a strategy needs NCCL, which is not wired yet\n";
+        return 2;
+      }
       spmd.file = run_path;
       if (spmd_batch > 0) spmd.batch = spmd_batch;
       return tools::cmd_run_spmd(spmd, strategy_path, ranks > 0 ? ranks : 1,
                                  std::vector<std::string>(argv + 1, argv + argc));
     }
-    if (*run) return tools::cmd_run(run_path, run_opts);
+    if (*run) {
+      if (device == "cuda") {
+        std::string why;
+        if (!cuda::cuda_available(&why)) {
+          std::cerr << fmt::format("spora: error: --device cuda: {}\n", why);
+          return 2;
+        }
+        cuda::install();
+        cuda::register_kernels();
+        sem::set_backend(sem::Backend::Cuda);
+        // Fused groups run as generated host C++ (launching their NVRTC-compiled CUDA is not
+        // written yet): on the GPU every node runs its own kernel.
+        run_opts.fuse = false;
+      }
+      return tools::cmd_run(run_path, run_opts);
+    }
     if (*irc && stage == "partitioned") {
       tools::SpmdOptions io;
       io.file = ir_path;

@@ -1,0 +1,87 @@
+// Internal to backends/cuda: the device context (one stream and one cuBLAS handle per process,
+// on device 0), error checks, and the CUDA caching allocator. Includes the CUDA headers: only
+// this folder's sources (built when the toolkit is found) include it.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "backends/cuda/cuda.h"
+#include "semantics/value.h"
+
+namespace spora::cuda {
+
+// Throws lang::InternalError naming the call and CUDA's message when `e` is an error.
+void check(cudaError_t e, const char* what);
+void check(cublasStatus_t s, const char* what);
+#define SPORA_CUDA_CHECK(call) ::spora::cuda::check((call), #call)
+
+// The backend's device, stream and cuBLAS handle. Every kernel and copy is queued on the one
+// stream, so a block freed by one kernel can be handed to the next without synchronising
+// (stream order); the allocator keys its cache by stream for the day there are several.
+struct Context {
+  int device = 0;
+  cudaStream_t stream = nullptr;
+  cublasHandle_t blas = nullptr;
+  int sm_count = 0;
+};
+// Created on first use (after cuda_available() said yes); throws lang::UserError otherwise.
+Context& context();
+inline cudaStream_t stream() { return context().stream; }
+
+// A grid for n elements with `threads` per block (grid-stride loops cover the rest).
+inline unsigned grid_for(int64_t n, int threads = 256) {
+  int64_t blocks = (n + threads - 1) / threads;
+  int64_t cap = int64_t{context().sm_count > 0 ? context().sm_count : 132} * 32;
+  if (blocks > cap) blocks = cap;
+  return static_cast<unsigned>(blocks < 1 ? 1 : blocks);
+}
+
+// The caching allocator of Device::Kind::cuda storage (installed by install()).
+//
+// - Blocks come from cudaMalloc (never managed memory) and are not returned to the driver
+//   when freed: they are cached and handed out again for a later request of the same size
+//   class (runtime::CachingAllocator::round_size, at least 512 bytes), per stream and per
+//   lifetime pool (sem::Lifetime: parameters and optimizer state never share blocks with
+//   activations).
+// - A cudaMalloc that fails frees the whole cache and tries once more (oom_retries), then
+//   throws std::bad_alloc.
+// - Thread-safe (one mutex). Blocks are 256-byte aligned (cudaMalloc), never split.
+class DeviceAllocator final : public sem::Allocator {
+ public:
+  sem::Block allocate(size_t bytes, sem::Lifetime lifetime) override;
+  void deallocate(const sem::Block& block) override;
+  DeviceMemoryStats stats() const;
+  void empty_cache();
+
+ private:
+  struct Key {
+    cudaStream_t stream;
+    int pool;
+    size_t size;
+    friend bool operator<(const Key& a, const Key& b) {
+      if (a.stream != b.stream) return a.stream < b.stream;
+      if (a.pool != b.pool) return a.pool < b.pool;
+      return a.size < b.size;
+    }
+  };
+  mutable std::mutex mu_;
+  std::multimap<Key, void*> free_;
+  std::map<void*, Key> live_;
+  DeviceMemoryStats stats_;
+  void release_cache_locked();
+};
+DeviceAllocator& device_allocator();
+
+// Host <-> device copies on the backend's stream (synchronous for the host's sake: the host
+// buffer may be freed or read right after).
+void copy_to_device(void* dst, const void* src, size_t bytes);
+void copy_to_host(void* dst, const void* src, size_t bytes);
+
+}  // namespace spora::cuda

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Packs what tests/gpu/run.sh needs on a GPU machine whose image lacks Spora's dependencies
+# (ANTLR, SimGrid, OpenBLAS, fmt, yaml-cpp, Boost ... of ../shared/TOOLCHAIN.md): the binaries
+# test_gpu and spora built here for sm_90 (stripped), the shared libraries they load that a
+# CUDA image does not have (ldd; not glibc, libstdc++, the driver, cuBLAS, NVRTC or NCCL, which
+# the image has), and the Fashion-MNIST files when they fit. Run from the repository root on the
+# development machine (a few minutes: xz), then call the device tool with carry [".gpu-carry"] and the command
+# `bash tests/gpu/run.sh`. The working tree and the carried folder travel in 64 MiB together.
+#
+#   tests/gpu/pack.sh [build-dir]      (default: build, configured with the CUDA toolkit)
+set -euo pipefail
+BUILD=${1:-build}
+DEST=.gpu-carry
+LIMIT_MB=${SPORA_PACK_LIMIT_MB:-60}
+ninja -C "$BUILD" -j2 test_gpu spora_cli
+rm -rf "$DEST"
+mkdir -p "$DEST/bin" "$DEST/lib"
+for b in test_gpu spora; do
+  cp "$BUILD/bin/$b" "$DEST/bin/$b"
+  strip --strip-debug "$DEST/bin/$b"
+done
+# Libraries the binaries load, less those every Linux or CUDA image has.
+skip='^(libc|libm|libpthread|libdl|librt|ld-linux-x86-64|libstdc\+\+|libgcc_s|libcuda|libcublas|libcublasLt|libnvrtc.*|libnvJitLink|libnccl|libnvidia.*|linux-vdso)\.so'
+for b in "$DEST"/bin/*; do
+  ldd "$b" | awk '/=> \//{print $3}'
+done | sort -u | while read -r lib; do
+  name=$(basename "$lib")
+  if ! echo "$name" | grep -Eq "$skip"; then
+    cp -L "$lib" "$DEST/lib/$name"
+    strip --strip-unneeded "$DEST/lib/$name" 2>/dev/null || true
+  fi
+done
+# Shared libraries compress about 4x: one archive travels, run.sh unpacks it.
+tar -C "$DEST" -cf - bin lib | xz -T2 -6 >"$DEST/pack.tar.xz"
+rm -rf "$DEST/bin" "$DEST/lib"
+size_mb() { du -sm "$1" | cut -f1; }
+tree_mb=$(git ls-files -z | xargs -0 du -ck 2>/dev/null | tail -1 | awk '{print int($1/1024)+1}')
+used=$((tree_mb + $(size_mb "$DEST")))
+if [ -d /usr/share/datasets/fashion-mnist ] && [ $((used + 31)) -le "$LIMIT_MB" ]; then
+  cp -r /usr/share/datasets/fashion-mnist "$DEST/fashion-mnist"
+  echo "pack: Fashion-MNIST included"
+else
+  echo "pack: Fashion-MNIST left out ($used MiB used of $LIMIT_MB; fashion_mlp will be skipped there)"
+fi
+echo "pack: $DEST is $(size_mb "$DEST") MiB (working tree about $tree_mb MiB); the archive holds:"
+xz -dc "$DEST/pack.tar.xz" | tar -tf - | tr '\n' ' '
+echo
