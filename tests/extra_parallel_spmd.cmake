@@ -3,7 +3,9 @@
 # sharded runs over MPI (tests/parallel/spmd_mpi_main.cpp, 4 oversubscribed ranks).
 include(GoogleTest)
 if(TARGET spora_parallel_layout)
-  set(SPORA_SPMD_TEST_LIBS spora_parallel_partition spora_sim spora_comm spora_ops spora_autodiff
+  # spora_comm (MPI) before spora_sim: SimGrid exports MPI_Init too (its SMPI), and the first
+  # library on the link line wins.
+  set(SPORA_SPMD_TEST_LIBS spora_comm spora_parallel_partition spora_sim spora_ops spora_autodiff
       spora_semantics spora_lang)
   file(GLOB SPORA_PARALLEL_SPMD_TEST_SOURCES CONFIGURE_DEPENDS
     ${CMAKE_CURRENT_SOURCE_DIR}/parallel/spmd_*_test.cpp)

@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "autodiff/install.h"
+#include "autodiff/rules.h"
 #include "backends/comm/threads.h"
 #include "lang/diagnostics.h"
 #include "ops/collective.h"
@@ -146,6 +147,67 @@ TEST(Collectives, WithoutAMultiRankRunTheKernelsSayHowToGetOne) {
                                                               {"axis", int64_t{0}},
                                                               {"mesh", std::vector<int64_t>{4}}})),
       lang::UserError);
+}
+
+// Emits into a graph (the derivative rules' view of the IR).
+class GraphEmitter : public autodiff::Emitter {
+ public:
+  GraphEmitter(ir::Module& m, ir::Graph* g) : m_(m), g_(g) {}
+  ir::Node* op(const std::string& name, std::vector<ir::Node*> inputs, Attrs attrs) override {
+    const sem::Primitive& p = prim(name);
+    std::vector<sem::TypeP> types;
+    for (ir::Node* n : inputs) types.push_back(n->type);
+    return m_.add_apply(g_, &p, inputs, attrs, p.infer(types, attrs));
+  }
+  ir::Node* scalar(double value, DType dtype) override {
+    return m_.add_constant(g_, Value(Tensor::scalar(dtype, value)));
+  }
+
+ private:
+  ir::Module& m_;
+  ir::Graph* g_;
+};
+
+// The vjp of `name` applied to x of `shape`: the cotangent node of x.
+ir::Node* vjp_of(ir::Module& m, const std::string& name, sem::Shape shape, const Attrs& a) {
+  ir::Graph* g = m.graphs().empty() ? m.add_graph("g") : m.graphs()[0].get();
+  GraphEmitter e(m, g);
+  ir::Node* x = m.add_param(g, "x", sem::Type::tensor(DType::f64, shape));
+  ir::Node* y = e.op(name, {x}, a);
+  ir::Node* dout = m.add_param(g, "dout", y->type);
+  const auto* vjp = prim(name).facet<autodiff::VjpRule>(autodiff::kVjpFacet);
+  EXPECT_TRUE(vjp != nullptr) << name;
+  return (*vjp)(e, *y, {x}, y, dout).at(0);
+}
+
+TEST(Collectives, DerivativesAreTheTransposesUnderTheReplicatedCotangentConvention) {
+  ir::Module m;
+  const std::vector<int64_t> mesh{2, 2};
+  const Attrs d0a1 = attrs({{"dim", int64_t{0}}, {"axis", int64_t{1}}, {"mesh", mesh}});
+  // all_gather -> shard_slice (local), reduce_scatter and shard_slice -> all_gather.
+  ir::Node* dx = vjp_of(m, "all_gather", {2, 3}, d0a1);
+  EXPECT_TRUE(dx->is_prim("shard_slice"));
+  EXPECT_EQ(dx->type->str(), "f64[2,3]");
+  EXPECT_EQ(dx->attrs, d0a1);
+  dx = vjp_of(m, "reduce_scatter", {4, 3}, d0a1);
+  EXPECT_TRUE(dx->is_prim("all_gather"));
+  EXPECT_EQ(dx->type->str(), "f64[4,3]");
+  dx = vjp_of(m, "shard_slice", {4, 3}, d0a1);
+  EXPECT_TRUE(dx->is_prim("all_gather"));
+  // all_reduce: the cotangent itself.
+  dx = vjp_of(m, "all_reduce", {3}, attrs({{"axes", std::vector<int64_t>{0}}, {"mesh", mesh}}));
+  EXPECT_TRUE(dx->is_param());
+  EXPECT_EQ(dx->name, "dout");
+  // all_to_all: split and concat dims exchanged.
+  dx = vjp_of(m, "all_to_all", {4, 3},
+              attrs({{"split_dim", int64_t{0}},
+                     {"concat_dim", int64_t{1}},
+                     {"axis", int64_t{0}},
+                     {"mesh", mesh}}));
+  EXPECT_TRUE(dx->is_prim("all_to_all"));
+  EXPECT_EQ(dx->attrs.get_int("split_dim"), 1);
+  EXPECT_EQ(dx->attrs.get_int("concat_dim"), 0);
+  EXPECT_EQ(dx->type->str(), "f64[4,3]");
 }
 
 // ---- the partitioner ------------------------------------------------------------------------
