@@ -47,3 +47,10 @@ if(TARGET spora_cli AND MPI_CXX_FOUND AND SPORA_MPIRUN)
                          ENVIRONMENT "OMPI_MCA_rmaps_base_oversubscribe=1")
   endforeach()
 endif()
+# `spora ir --stage partitioned`: W2 with Megatron's column-then-row split has one all-reduce,
+# of the row-split layer's [64, 512] output.
+if(TARGET spora_cli)
+  add_test(NAME parallel_spmd_cli_ir_partitioned
+           COMMAND sh -c "$<TARGET_FILE:spora_cli> ir benchmarks/sim/w2_mlp.sp --stage partitioned --strategy examples/strategies/tp4.json | grep -F '# 1 collectives:' && $<TARGET_FILE:spora_cli> ir benchmarks/sim/w2_mlp.sp --stage partitioned --strategy examples/strategies/tp4.json | grep -F '#   all_reduce(axes=[0]) f32[64,512]'"
+           WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+endif()
