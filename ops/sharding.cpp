@@ -2,8 +2,8 @@
 // primitive may run on a device mesh, grouped by the family file that defines the row. Most
 // rules are label specs (parallel/sharding/dim_rule.h): which dims of the inputs and the output
 // are one index space that may be cut, which were summed over (split -> partial output), and
-// which may never be cut. tests/parallel/layout/sharding_rules_test.cpp checks that every row has a rule and
-// that running each rule's strategies on shards and reassembling equals the unsharded op.
+// which may never be cut. tests/parallel/layout/sharding_rules_test.cpp checks that every row has a
+// rule and that running each rule's strategies on shards and reassembling equals the unsharded op.
 //
 // What is never split, and why:
 //   - a normalised axis (softmax, log_softmax, layer_norm's last ndim, cross_entropy's classes):
@@ -421,9 +421,9 @@ Spec slice_grad_spec(const Types& in, const TypeP& out, const Attrs& attrs) {
   return s;
 }
 
-// The slice attributes of a local application: a split axis is taken whole, so its bounds
-// become "from the start to the end" whatever they were globally (a stop of the global size
-// would be out of range locally... and clamped, but say what is meant).
+// The slice attributes of a local application: a cut axis is taken whole, so its bounds become
+// "from the start to the end" (a global stop such as 4 would cut a local axis of 2 correctly
+// only by clamping; say what is meant instead).
 parallel::LocalAttrsFn slice_local_attrs(bool grad) {
   return [grad](const Attrs& a, const OpStrategy& st, const Types& in, const TypeP& out,
                 const Mesh& m) {

@@ -107,7 +107,6 @@ int64_t Mesh::rank_of(const std::vector<int64_t>& c) const {
 }
 
 std::vector<int64_t> Mesh::group(int64_t rank, const std::vector<int>& axes) const {
-  const std::vector<int64_t> base = coords(rank);
   std::vector<int64_t> out{rank};
   for (int a : axes) {
     if (a < 0 || a >= ndim())
@@ -124,7 +123,6 @@ std::vector<int64_t> Mesh::group(int64_t rank, const std::vector<int>& axes) con
   }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
-  (void)base;
   return out;
 }
 

@@ -147,7 +147,7 @@ Tensor unshard(const std::vector<Tensor>& locals, const Layout& l, const Mesh& m
 
 std::vector<Tensor> run_step(const std::vector<Tensor>& locals, const Layout& l,
                              const RedistStep& s, const Mesh& m) {
-  const Layout after = apply_step(l, s);
+  (void)apply_step(l, s);  // checks the step applies to l (InternalError otherwise)
   const int64_t p = m.axis_size(s.axis);
   std::vector<Tensor> out(locals.size());
   for (int64_t r = 0; r < m.size(); ++r) {
@@ -202,7 +202,6 @@ std::vector<Tensor> run_step(const std::vector<Tensor>& locals, const Layout& l,
       }
     }
   }
-  (void)after;
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <map>
 #include <random>
+#include <set>
 
 #include "lang/diagnostics.h"
 #include "ops/ops.h"
@@ -385,6 +386,13 @@ TEST(ShardingRules, ShardedRunsEqualTheWholeOp) {
       per_mesh[m.to_string()] += n;
     }
   }
+  // Every row whose rule may split is among the cases.
+  std::set<std::string> covered;
+  for (const Case& c : cs) covered.insert(c.op);
+  for (const sem::Primitive* p : sem::Registry::instance().all())
+    if (sharding_rule(*p)->replicated_only_reason.empty()) {
+      EXPECT_TRUE(covered.count(p->name)) << p->name << " splits but no case runs it";
+    }
   std::printf("%zu cases, %d strategies checked (2x2: %d, 4: %d, 2: %d)\n", cs.size(), strategies,
               per_mesh["2x2"], per_mesh["4"], per_mesh["2"]);
   EXPECT_GT(strategies, 1000);
