@@ -284,8 +284,16 @@ int cmd_run_spmd(const SpmdOptions& o, const std::string& strategy_path, int ran
       print_result(o, run_training(o, nullptr, ""), "1 device (the reference)");
       return 0;
     }
-    if (!under_mpi()) return spawn_mpirun(ranks, argv_for_ranks);
     const std::string text = read_text(strategy_path);
+    if (!under_mpi()) {
+      // Check the program and the strategy once here, rather than as N copies of an error.
+      const sim::StepProgram program = build_training_step(o);
+      const parallel::Strategy s = parallel::parse_strategy(text, *program.step, strategy_path);
+      if (s.mesh.size() != ranks)
+        throw lang::UserError(fmt::format("the mesh {} of {} has {} devices, but --ranks is {}",
+                                          s.mesh.to_string(), strategy_path, s.mesh.size(), ranks));
+      return spawn_mpirun(ranks, argv_for_ranks);
+    }
     comm::mpi_initialize(nullptr, nullptr);
     struct Finalize {
       ~Finalize() { comm::mpi_finalize(); }

@@ -316,6 +316,24 @@ TEST(Partition, StrategyFilesNameRealParametersAndFittingLayouts) {
   EXPECT_EQ(again.mesh, s.mesh);
 }
 
+TEST(Partition, LayoutsThatDoNotFitAreUserErrors) {
+  setup();
+  const sim::StepProgram p = tools::build_training_step(mlp_options());
+  Strategy s;
+  s.mesh.shape = {4};
+  s.layouts["x"] = Layout::replicated(1);  // x is 2-D
+  EXPECT_THROW(partition(*p.step, s), lang::UserError);
+  s.layouts["x"] = Layout::split(2, 1, 0);  // 16 features split 4 ways is fine...
+  EXPECT_NO_THROW(partition(*p.step, s));
+  s.layouts["x"] = Layout::split(2, 0, 0);
+  s.layouts["x"].partial = {};
+  s.layouts["y"] = Layout{{-1}, {0}};  // ...but an input cannot be a partial sum
+  EXPECT_THROW(partition(*p.step, s), lang::UserError);
+  s.layouts.erase("y");
+  s.layouts["nope"] = Layout::replicated(1);
+  EXPECT_THROW(partition(*p.step, s), lang::UserError);
+}
+
 // ---- sharded runs on 4 in-process ranks ------------------------------------------------------
 
 tools::SpmdResult run_threads(const sim::StepProgram& program, const char* strategy) {
