@@ -316,6 +316,25 @@ TEST(Partition, StrategyFilesNameRealParametersAndFittingLayouts) {
   EXPECT_EQ(again.mesh, s.mesh);
 }
 
+TEST(Partition, ANodesChosenStrategyOverridesPropagation) {
+  setup();
+  const sim::StepProgram p = tools::build_training_step(mlp_options());
+  size_t first_matmul = 0;
+  while (!p.step->nodes[first_matmul]->is_prim("matmul")) ++first_matmul;
+  const std::string json = R"json({"mesh": [4], "layouts": {"x": "(4, 1)", "y": "(4)"},
+                                   "ops": {")json" +
+                           std::to_string(first_matmul) + R"json(": "replicated"}})json";
+  const Strategy s = parse_strategy(json, *p.step);
+  ASSERT_EQ(s.ops.count(first_matmul), 1u);
+  const Partitioned part = partition(*p.step, s);
+  // The first layer runs replicated: x is gathered first.
+  const std::vector<std::string> c = collective_summary(*part.graph);
+  EXPECT_EQ(count_prefix(c, "all_gather(dim=0, axis=0) f64[8,16]"), 1) << joined(c);
+  EXPECT_EQ(parse_strategy(strategy_json(s), *p.step).ops.at(first_matmul).name, "replicated");
+  EXPECT_THROW(parse_strategy(R"json({"mesh": [4], "ops": {"0": "no-such"}})json", *p.step),
+               lang::UserError);
+}
+
 TEST(Partition, LayoutsThatDoNotFitAreUserErrors) {
   setup();
   const sim::StepProgram p = tools::build_training_step(mlp_options());
