@@ -407,9 +407,9 @@ NetworkSpec read_network(const Reader& r, const YAML::Node& node, int nodes, int
 }  // namespace
 
 const std::vector<std::string>& op_class_names() {
-  static const std::vector<std::string> k{"matmul", "conv", "elementwise", "reduction", "norm",
-                                          "pool",   "copy", "creation",    "view",      "host",
-                                          "comm"};
+  static const std::vector<std::string> k{"matmul", "conv", "elementwise", "reduction",
+                                          "norm",   "pool", "copy",        "creation",
+                                          "view",   "host", "comm"};
   return k;
 }
 

@@ -3,7 +3,9 @@
 # sharded runs over MPI (tests/parallel/spmd_mpi_main.cpp, 4 oversubscribed ranks).
 include(GoogleTest)
 if(TARGET spora_parallel_layout)
-  set(SPORA_SPMD_TEST_LIBS spora_parallel_partition spora_sim spora_comm spora_ops spora_autodiff
+  # spora_comm (MPI) before spora_sim: SimGrid exports MPI_Init too (its SMPI), and the first
+  # library on the link line wins.
+  set(SPORA_SPMD_TEST_LIBS spora_comm spora_parallel_partition spora_sim spora_ops spora_autodiff
       spora_semantics spora_lang)
   file(GLOB SPORA_PARALLEL_SPMD_TEST_SOURCES CONFIGURE_DEPENDS
     ${CMAKE_CURRENT_SOURCE_DIR}/parallel/spmd_*_test.cpp)
@@ -44,4 +46,11 @@ if(TARGET spora_cli AND MPI_CXX_FOUND AND SPORA_MPIRUN)
     set_tests_properties(parallel_spmd_cli_w2_${strategy} PROPERTIES TIMEOUT 300 PROCESSORS 2
                          ENVIRONMENT "OMPI_MCA_rmaps_base_oversubscribe=1")
   endforeach()
+endif()
+# `spora ir --stage partitioned`: W2 with Megatron's column-then-row split has one all-reduce,
+# of the row-split layer's [64, 512] output.
+if(TARGET spora_cli)
+  add_test(NAME parallel_spmd_cli_ir_partitioned
+           COMMAND sh -c "$<TARGET_FILE:spora_cli> ir benchmarks/sim/w2_mlp.sp --stage partitioned --strategy examples/strategies/tp4.json | grep -F '# 1 collectives:' && $<TARGET_FILE:spora_cli> ir benchmarks/sim/w2_mlp.sp --stage partitioned --strategy examples/strategies/tp4.json | grep -F '#   all_reduce(axes=[0]) f32[64,512]'"
+           WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 endif()

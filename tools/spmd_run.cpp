@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -48,7 +49,7 @@ int64_t classes_of(const ir::Graph& g, const ir::Node* p) {
   return 2;
 }
 
-std::vector<Tensor> global_values(const ir::Graph& g, uint64_t seed) {
+std::vector<Tensor> global_values(const ir::Graph& g, size_t trainable, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<Tensor> out;
   for (const ir::Node* p : g.params) {
@@ -60,7 +61,13 @@ std::vector<Tensor> global_values(const ir::Graph& g, uint64_t seed) {
                       p->name, t->str()));
     Tensor x = Tensor::zeros(t->dtype, t->shape);
     if (is_float(t->dtype)) {
-      std::normal_distribution<double> normal(0.0, 0.5);
+      // Weights [fan_in, ...] scaled by 1/sqrt(fan_in) (activations stay of order one),
+      // biases small, data standard normal.
+      double sd = 1;
+      const size_t i = out.size();
+      if (i < trainable)
+        sd = t->rank() >= 2 ? 1 / std::sqrt(static_cast<double>(t->shape[0])) : 0.1;
+      std::normal_distribution<double> normal(0.0, sd);
       for (int64_t i = 0; i < x.numel(); ++i) x.set(i, normal(rng));
     } else if (t->dtype != DType::boolean) {
       std::uniform_int_distribution<int64_t> pick(0, classes_of(g, p) - 1);
@@ -138,7 +145,7 @@ SpmdResult run_training(const sim::StepProgram& program, const SpmdOptions& o,
                         comm::Communicator* world, const std::string& strategy_json) {
   const ir::Graph& step = *program.step;
   const size_t nparams = program.params.size();
-  std::vector<Tensor> values = global_values(step, o.seed);
+  std::vector<Tensor> values = global_values(step, nparams, o.seed);
 
   SpmdResult r;
   for (const sim::StepParam& p : program.params) r.names.push_back(p.name);
@@ -277,8 +284,16 @@ int cmd_run_spmd(const SpmdOptions& o, const std::string& strategy_path, int ran
       print_result(o, run_training(o, nullptr, ""), "1 device (the reference)");
       return 0;
     }
-    if (!under_mpi()) return spawn_mpirun(ranks, argv_for_ranks);
     const std::string text = read_text(strategy_path);
+    if (!under_mpi()) {
+      // Check the program and the strategy once here, rather than as N copies of an error.
+      const sim::StepProgram program = build_training_step(o);
+      const parallel::Strategy s = parallel::parse_strategy(text, *program.step, strategy_path);
+      if (s.mesh.size() != ranks)
+        throw lang::UserError(fmt::format("the mesh {} of {} has {} devices, but --ranks is {}",
+                                          s.mesh.to_string(), strategy_path, s.mesh.size(), ranks));
+      return spawn_mpirun(ranks, argv_for_ranks);
+    }
     comm::mpi_initialize(nullptr, nullptr);
     struct Finalize {
       ~Finalize() { comm::mpi_finalize(); }

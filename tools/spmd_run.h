@@ -4,9 +4,10 @@
 // Every rank (one MPI process, or one thread of the in-process communicator in tests):
 //   1. builds the training step of FILE with the *global* batch (sim/step_program.h: the step
 //      graph (params..., data...) -> (loss, grads...), sgd);
-//   2. draws the same seeded global values for every parameter and input of the step (floats
-//      normal(0, 0.5); integer inputs uniform over the classes of the cross_entropy or one_hot
-//      they feed, else 0 and 1), so every rank and the single-device run see the same numbers;
+//   2. draws the same seeded global values for every parameter and input of the step (weights
+//      normal with sd 1/sqrt(fan_in), biases sd 0.1, float data standard normal; integer inputs
+//      uniform over the classes of the cross_entropy or one_hot they feed, else 0 and 1), so
+//      every rank and the single-device run see the same numbers;
 //   3. partitions the step with the strategy (parallel/partition): the loss comes back
 //      replicated, each gradient in its parameter's layout;
 //   4. keeps its shard of each value (the layout's block of the global tensor) and runs

@@ -19,6 +19,40 @@ using nlohmann::json;
   throw lang::UserError(fmt::format("{}: {}", origin, why));
 }
 
+// "ops": {"<index in g.nodes>": "<strategy name of the node's rule>"}.
+void parse_ops(const json& ops, const ir::Graph& g, Strategy& s, const std::string& origin) {
+  if (!ops.is_object())
+    fail(origin, "\"ops\" maps node indices to strategy names, e.g. {\"12\": \"k:m0\"}");
+  for (const auto& [key, value] : ops.items()) {
+    size_t index = 0;
+    try {
+      index = std::stoul(key);
+    } catch (const std::exception&) {
+      fail(origin, fmt::format("\"ops\" keys are node indices, got \"{}\"", key));
+    }
+    if (index >= g.nodes.size() || !g.nodes[index]->prim)
+      fail(origin, fmt::format("node {} of @{} is not a primitive application", index, g.name));
+    const ir::Node& n = *g.nodes[index];
+    const ShardingRule* rule = sharding_rule(*n.prim);
+    if (!value.is_string() || !rule || !rule->enumerate)
+      fail(origin, fmt::format("node {} ({}): expected the name of one of its strategies", index,
+                               n.prim->name));
+    std::vector<sem::TypeP> in;
+    for (const ir::Node* x : n.inputs) in.push_back(x->type);
+    std::string names;
+    for (const OpStrategy& o : rule->enumerate(in, n.type, n.attrs, s.mesh)) {
+      if (o.name == value.get<std::string>()) {
+        s.ops[index] = o;
+        break;
+      }
+      names += (names.empty() ? "" : ", ") + o.name;
+    }
+    if (!s.ops.count(index))
+      fail(origin, fmt::format("node {} ({}) has no strategy \"{}\" (it has: {})", index,
+                               n.prim->name, value.get<std::string>(), names));
+  }
+}
+
 }  // namespace
 
 Strategy parse_strategy(const std::string& text, const ir::Graph& g, const std::string& origin) {
@@ -30,8 +64,8 @@ Strategy parse_strategy(const std::string& text, const ir::Graph& g, const std::
   }
   if (!j.is_object()) fail(origin, "expected a JSON object with \"mesh\" and \"layouts\"");
   for (const auto& [key, value] : j.items())
-    if (key != "mesh" && key != "axes" && key != "layouts")
-      fail(origin, fmt::format("unknown key \"{}\" (expected mesh, axes, layouts)", key));
+    if (key != "mesh" && key != "axes" && key != "layouts" && key != "ops")
+      fail(origin, fmt::format("unknown key \"{}\" (expected mesh, axes, layouts, ops)", key));
   Strategy s;
   if (!j.contains("mesh") || !j["mesh"].is_array() || j["mesh"].empty())
     fail(origin, "\"mesh\" must be a non-empty list of axis sizes, e.g. [2, 2]");
@@ -53,6 +87,7 @@ Strategy parse_strategy(const std::string& text, const ir::Graph& g, const std::
   } catch (const lang::UserError& e) {
     fail(origin, e.what());
   }
+  if (j.contains("ops")) parse_ops(j["ops"], g, s, origin);
   if (!j.contains("layouts")) return s;
   if (!j["layouts"].is_object())
     fail(origin, "\"layouts\" maps parameter names to layouts, e.g. {\"x\": \"(2, 1)\"}");
@@ -98,6 +133,11 @@ std::string strategy_json(const Strategy& s) {
   json layouts = json::object();
   for (const auto& [name, l] : s.layouts) layouts[name] = l.to_string(s.mesh);
   j["layouts"] = layouts;
+  if (!s.ops.empty()) {
+    json ops = json::object();
+    for (const auto& [index, o] : s.ops) ops[std::to_string(index)] = o.name;
+    j["ops"] = ops;
+  }
   return j.dump(2) + "\n";
 }
 

@@ -7,8 +7,9 @@
 //     "layouts": {                    // per parameter / input of the step, by name
 //       "x": "(2, 1)",                // MindSpore partition numbers: dim 0 in 2 pieces
 //       "net.l1.w": "[-, tp]"         // or the tensor map by mesh axis name
-//     }
-//   }
+//     },
+//     "ops": {"12": "k:m0"}           // optional: node 12 of the step graph runs its rule's
+//   }                                 // strategy named "k:m0" (the rest: propagation)
 // Names not listed are replicated. A partition number > 1 takes the first unused mesh axis of
 // that size (parallel/layout/layout.h); on a mesh with two axes of one size, name the axis.
 #pragma once

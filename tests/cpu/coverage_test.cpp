@@ -18,7 +18,7 @@ TEST(CpuCoverage, EveryPrimitiveWithAReferenceKernelHasACpuKernel) {
   prim("add");  // registers everything
   int with_kernel = 0;
   for (const sem::Primitive* p : sem::Registry::instance().all()) {
-    if (!p->eval) continue;  // control flow
+    if (!p->eval) continue;                   // control flow
     if (p->family == "collective") continue;  // communication: the kernel is the communicator
     bool has = p->facet<sem::RefKernel>(sem::kCpuKernelFacet) != nullptr;
     if (kReferenceOnly.count(p->name)) {

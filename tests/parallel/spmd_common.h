@@ -27,6 +27,11 @@ inline const char* kDp2Tp2 = R"json({"mesh": [2, 2], "axes": ["dp", "tp"], "layo
     "x": "[dp, -]", "y": "[dp]",
     "net.l1.w": "[-, tp]", "net.l1.b": "[tp]", "net.l2.w": "[tp, -]"}})json";
 
+// The strategies above by name (test parameters print as their names).
+inline const char* strategy_named(const std::string& name) {
+  return name == "dp4" ? kDp4 : name == "tp4" ? kTp4 : kDp2Tp2;
+}
+
 inline tools::SpmdOptions mlp_options() {
   tools::SpmdOptions o;
   o.file = mlp_path();

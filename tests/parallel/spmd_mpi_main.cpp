@@ -13,7 +13,7 @@
 namespace spora::parallel::testing {
 namespace {
 
-class MpiShardedRun : public ::testing::TestWithParam<std::pair<const char*, const char*>> {};
+class MpiShardedRun : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(MpiShardedRun, EqualsTheSingleDeviceRun) {
   ASSERT_EQ(comm::mpi_world_size(), 4) << "run under mpirun -np 4";
@@ -21,16 +21,13 @@ TEST_P(MpiShardedRun, EqualsTheSingleDeviceRun) {
   const tools::SpmdResult ref = tools::run_training(program, mlp_options(), nullptr, "");
   auto world = comm::make_mpi_communicator();
   const tools::SpmdResult got =
-      tools::run_training(program, mlp_options(), world.get(), GetParam().second);
+      tools::run_training(program, mlp_options(), world.get(), strategy_named(GetParam()));
   EXPECT_GT(got.collectives, 0);
-  expect_same_run(ref, got,
-                  std::string(GetParam().first) + " on rank " + std::to_string(world->rank()));
+  expect_same_run(ref, got, std::string(GetParam()) + " on rank " + std::to_string(world->rank()));
 }
 
-INSTANTIATE_TEST_SUITE_P(Strategies, MpiShardedRun,
-                         ::testing::Values(std::pair{"dp4", kDp4}, std::pair{"tp4", kTp4},
-                                           std::pair{"dp2tp2", kDp2Tp2}),
-                         [](const auto& info) { return std::string(info.param.first); });
+INSTANTIATE_TEST_SUITE_P(Strategies, MpiShardedRun, ::testing::Values("dp4", "tp4", "dp2tp2"),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace spora::parallel::testing

@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "autodiff/install.h"
+#include "autodiff/rules.h"
 #include "backends/comm/threads.h"
 #include "lang/diagnostics.h"
 #include "ops/collective.h"
@@ -148,6 +149,67 @@ TEST(Collectives, WithoutAMultiRankRunTheKernelsSayHowToGetOne) {
       lang::UserError);
 }
 
+// Emits into a graph (the derivative rules' view of the IR).
+class GraphEmitter : public autodiff::Emitter {
+ public:
+  GraphEmitter(ir::Module& m, ir::Graph* g) : m_(m), g_(g) {}
+  ir::Node* op(const std::string& name, std::vector<ir::Node*> inputs, Attrs attrs) override {
+    const sem::Primitive& p = prim(name);
+    std::vector<sem::TypeP> types;
+    for (ir::Node* n : inputs) types.push_back(n->type);
+    return m_.add_apply(g_, &p, inputs, attrs, p.infer(types, attrs));
+  }
+  ir::Node* scalar(double value, DType dtype) override {
+    return m_.add_constant(g_, Value(Tensor::scalar(dtype, value)));
+  }
+
+ private:
+  ir::Module& m_;
+  ir::Graph* g_;
+};
+
+// The vjp of `name` applied to x of `shape`: the cotangent node of x.
+ir::Node* vjp_of(ir::Module& m, const std::string& name, sem::Shape shape, const Attrs& a) {
+  ir::Graph* g = m.graphs().empty() ? m.add_graph("g") : m.graphs()[0].get();
+  GraphEmitter e(m, g);
+  ir::Node* x = m.add_param(g, "x", sem::Type::tensor(DType::f64, shape));
+  ir::Node* y = e.op(name, {x}, a);
+  ir::Node* dout = m.add_param(g, "dout", y->type);
+  const auto* vjp = prim(name).facet<autodiff::VjpRule>(autodiff::kVjpFacet);
+  EXPECT_TRUE(vjp != nullptr) << name;
+  return (*vjp)(e, *y, {x}, y, dout).at(0);
+}
+
+TEST(Collectives, DerivativesAreTheTransposesUnderTheReplicatedCotangentConvention) {
+  ir::Module m;
+  const std::vector<int64_t> mesh{2, 2};
+  const Attrs d0a1 = attrs({{"dim", int64_t{0}}, {"axis", int64_t{1}}, {"mesh", mesh}});
+  // all_gather -> shard_slice (local), reduce_scatter and shard_slice -> all_gather.
+  ir::Node* dx = vjp_of(m, "all_gather", {2, 3}, d0a1);
+  EXPECT_TRUE(dx->is_prim("shard_slice"));
+  EXPECT_EQ(dx->type->str(), "f64[2,3]");
+  EXPECT_EQ(dx->attrs, d0a1);
+  dx = vjp_of(m, "reduce_scatter", {4, 3}, d0a1);
+  EXPECT_TRUE(dx->is_prim("all_gather"));
+  EXPECT_EQ(dx->type->str(), "f64[4,3]");
+  dx = vjp_of(m, "shard_slice", {4, 3}, d0a1);
+  EXPECT_TRUE(dx->is_prim("all_gather"));
+  // all_reduce: the cotangent itself.
+  dx = vjp_of(m, "all_reduce", {3}, attrs({{"axes", std::vector<int64_t>{0}}, {"mesh", mesh}}));
+  EXPECT_TRUE(dx->is_param());
+  EXPECT_EQ(dx->name, "dout");
+  // all_to_all: split and concat dims exchanged.
+  dx = vjp_of(m, "all_to_all", {4, 3},
+              attrs({{"split_dim", int64_t{0}},
+                     {"concat_dim", int64_t{1}},
+                     {"axis", int64_t{0}},
+                     {"mesh", mesh}}));
+  EXPECT_TRUE(dx->is_prim("all_to_all"));
+  EXPECT_EQ(dx->attrs.get_int("split_dim"), 1);
+  EXPECT_EQ(dx->attrs.get_int("concat_dim"), 0);
+  EXPECT_EQ(dx->type->str(), "f64[4,3]");
+}
+
 // ---- the partitioner ------------------------------------------------------------------------
 
 struct Step {
@@ -254,6 +316,43 @@ TEST(Partition, StrategyFilesNameRealParametersAndFittingLayouts) {
   EXPECT_EQ(again.mesh, s.mesh);
 }
 
+TEST(Partition, ANodesChosenStrategyOverridesPropagation) {
+  setup();
+  const sim::StepProgram p = tools::build_training_step(mlp_options());
+  size_t first_matmul = 0;
+  while (!p.step->nodes[first_matmul]->is_prim("matmul")) ++first_matmul;
+  const std::string json = R"json({"mesh": [4], "layouts": {"x": "(4, 1)", "y": "(4)"},
+                                   "ops": {")json" +
+                           std::to_string(first_matmul) + R"json(": "replicated"}})json";
+  const Strategy s = parse_strategy(json, *p.step);
+  ASSERT_EQ(s.ops.count(first_matmul), 1u);
+  const Partitioned part = partition(*p.step, s);
+  // The first layer runs replicated: x is gathered first.
+  const std::vector<std::string> c = collective_summary(*part.graph);
+  EXPECT_EQ(count_prefix(c, "all_gather(dim=0, axis=0) f64[8,16]"), 1) << joined(c);
+  EXPECT_EQ(parse_strategy(strategy_json(s), *p.step).ops.at(first_matmul).name, "replicated");
+  EXPECT_THROW(parse_strategy(R"json({"mesh": [4], "ops": {"0": "no-such"}})json", *p.step),
+               lang::UserError);
+}
+
+TEST(Partition, LayoutsThatDoNotFitAreUserErrors) {
+  setup();
+  const sim::StepProgram p = tools::build_training_step(mlp_options());
+  Strategy s;
+  s.mesh.shape = {4};
+  s.layouts["x"] = Layout::replicated(1);  // x is 2-D
+  EXPECT_THROW(partition(*p.step, s), lang::UserError);
+  s.layouts["x"] = Layout::split(2, 1, 0);  // 16 features split 4 ways is fine...
+  EXPECT_NO_THROW(partition(*p.step, s));
+  s.layouts["x"] = Layout::split(2, 0, 0);
+  s.layouts["x"].partial = {};
+  s.layouts["y"] = Layout{{-1}, {0}};  // ...but an input cannot be a partial sum
+  EXPECT_THROW(partition(*p.step, s), lang::UserError);
+  s.layouts.erase("y");
+  s.layouts["nope"] = Layout::replicated(1);
+  EXPECT_THROW(partition(*p.step, s), lang::UserError);
+}
+
 // ---- sharded runs on 4 in-process ranks ------------------------------------------------------
 
 tools::SpmdResult run_threads(const sim::StepProgram& program, const char* strategy) {
@@ -267,7 +366,7 @@ tools::SpmdResult run_threads(const sim::StepProgram& program, const char* strat
   return results[0];
 }
 
-class ShardedRun : public ::testing::TestWithParam<std::pair<const char*, const char*>> {};
+class ShardedRun : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ShardedRun, EqualsTheSingleDeviceRun) {
   setup();
@@ -275,15 +374,13 @@ TEST_P(ShardedRun, EqualsTheSingleDeviceRun) {
   const tools::SpmdResult ref = tools::run_training(program, mlp_options(), nullptr, "");
   ASSERT_EQ(ref.losses.size(), 3u);
   EXPECT_GT(ref.losses[0], ref.losses[2]) << "sgd lowers the loss";
-  const tools::SpmdResult got = run_threads(program, GetParam().second);
+  const tools::SpmdResult got = run_threads(program, strategy_named(GetParam()));
   EXPECT_GT(got.collectives, 0);
-  expect_same_run(ref, got, GetParam().first);
+  expect_same_run(ref, got, GetParam());
 }
 
-INSTANTIATE_TEST_SUITE_P(Strategies, ShardedRun,
-                         ::testing::Values(std::pair{"dp4", kDp4}, std::pair{"tp4", kTp4},
-                                           std::pair{"dp2tp2", kDp2Tp2}),
-                         [](const auto& info) { return std::string(info.param.first); });
+INSTANTIATE_TEST_SUITE_P(Strategies, ShardedRun, ::testing::Values("dp4", "tp4", "dp2tp2"),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace spora::parallel::testing
