@@ -17,5 +17,7 @@ void register_internal(sem::Registry& r);
 void register_tape(sem::Registry& r);
 // The "cost" facet of every row above (ops/cost.cpp); runs after them.
 void register_costs(sem::Registry& r);
+// The "sharding" facet of every row (ops/sharding.cpp, parallel/sharding/sharding.h).
+void register_sharding(sem::Registry& r);
 
 }  // namespace spora::ops
