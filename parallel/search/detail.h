@@ -44,8 +44,13 @@ template <typename Algo>
 SearchResult with_memory_fallback(const CostGraph& g, const SearchOptions& o, Algo algo) {
   require_valid(g);
   const double need = min_memory_needed(g);
+  double most = 0;  // the largest memory any assignment can take
+  for (const CostGraph::Node& n : g.nodes)
+    most += *std::max_element(n.memory.begin(), n.memory.end());
   SearchResult r;
-  if (need <= o.memory_limit) {
+  if (most <= o.memory_limit) {
+    r = algo(kNoMemoryLimit);  // every assignment fits: memory cannot decide anything
+  } else if (need <= o.memory_limit) {
     r = algo(o.memory_limit);
   } else {
     r = algo(kNoMemoryLimit);

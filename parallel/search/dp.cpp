@@ -465,7 +465,9 @@ SearchResult search_dp(const CostGraph& g, const SearchOptions& o) {
                         "up to {} node(s) fixed by the greedy fallback, then "
                         "coordinate descent",
                         b.runs, b.guessed);
-    if (b.capped) r.notes += fmt::format("; cells capped at {} labels", kMaxLabels);
+    if (b.capped)
+      r.notes +=
+          fmt::format("; but cells were capped at {} labels: not guaranteed exact", kMaxLabels);
     return r;
   };
   return detail::with_memory_fallback(g, o, [&](double limit) {
