@@ -131,13 +131,18 @@ struct Dp {
       c.erase(std::remove_if(c.begin(), c.end(),
                              [&](const Label& l) { return l.mem + outside > limit * (1 + 1e-12); }),
               c.end());
-    std::sort(c.begin(), c.end(), [](const Label& x, const Label& y) {
+    auto cheaper = [](const Label& x, const Label& y) {
       return x.cost != y.cost ? x.cost < y.cost : x.mem < y.mem;
-    });
+    };
     if (!use_mem) {
-      if (c.size() > k) c.resize(k);
+      if (c.size() > k) {
+        std::nth_element(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(k), c.end(), cheaper);
+        c.resize(k);
+      }
+      std::sort(c.begin(), c.end(), cheaper);
       return c;
     }
+    std::sort(c.begin(), c.end(), cheaper);
     Cell kept;
     for (const Label& l : c) {
       size_t dominating = 0;
@@ -179,6 +184,29 @@ struct Dp {
     }
     return kept;
   }
+
+  // The union over i of xs[i] (+) ys[i], pruned once: one buffer instead of a list per i (the
+  // inner loop of node elimination and contraction, S^3 times per node).
+  Cell combine_many(const std::vector<const Cell*>& xs, const std::vector<const Cell*>& ys,
+                    double inside) {
+    scratch.clear();
+    scratch_from.clear();
+    for (size_t i = 0; i < xs.size(); ++i)
+      for (const Label& l : *xs[i])
+        for (const Label& m : *ys[i]) {
+          scratch.push_back(
+              Label{l.cost + m.cost, l.mem + m.mem, static_cast<int>(scratch.size())});
+          scratch_from.emplace_back(l.deriv, m.deriv);
+        }
+    Cell kept = prune(scratch, inside);
+    for (Label& l : kept) {
+      const auto [a, b] = scratch_from[static_cast<size_t>(l.deriv)];
+      l.deriv = pair(a, b);
+    }
+    return kept;
+  }
+  Cell scratch;
+  std::vector<std::pair<int, int>> scratch_from;
 
   void kill_table(int t) {
     tables[t].alive = false;
@@ -232,13 +260,11 @@ struct Dp {
       std::vector<Cell> left(sw_n);  // e1 + w, per sw
       for (int sw = 0; sw < sw_n; ++sw)
         left[sw] = combine(tables[e1].from(a, sa, sw), node_cells[w][sw], left_inside);
+      std::vector<const Cell*> xs(sw_n), ys(sw_n);
+      for (int sw = 0; sw < sw_n; ++sw) xs[sw] = &left[sw];
       for (int sb = 0; sb < t.nb; ++sb) {
-        Cell all;
-        for (int sw = 0; sw < sw_n; ++sw) {
-          Cell c = combine(left[sw], tables[e2].from(w, sw, sb), t.inside_min_mem);
-          all.insert(all.end(), c.begin(), c.end());
-        }
-        t.at(sa, sb) = prune(std::move(all), t.inside_min_mem);
+        for (int sw = 0; sw < sw_n; ++sw) ys[sw] = &tables[e2].from(w, sw, sb);
+        t.at(sa, sb) = combine_many(xs, ys, t.inside_min_mem);
       }
     }
     kill_table(e1);
@@ -252,13 +278,11 @@ struct Dp {
     const int a = tables[e].a == w ? tables[e].b : tables[e].a;
     const double leaf_inside = tables[e].inside_min_mem + node_inside[w];
     const int sw_n = g.strategies(w);
+    std::vector<const Cell*> xs(sw_n), ys(sw_n);
+    for (int sw = 0; sw < sw_n; ++sw) ys[sw] = &node_cells[w][sw];
     for (int sa = 0; sa < g.strategies(a); ++sa) {
-      Cell all;
-      for (int sw = 0; sw < sw_n; ++sw) {
-        Cell c = combine(tables[e].from(a, sa, sw), node_cells[w][sw], leaf_inside);
-        all.insert(all.end(), c.begin(), c.end());
-      }
-      node_cells[a][sa] = combine(node_cells[a][sa], prune(std::move(all), leaf_inside),
+      for (int sw = 0; sw < sw_n; ++sw) xs[sw] = &tables[e].from(a, sa, sw);
+      node_cells[a][sa] = combine(node_cells[a][sa], combine_many(xs, ys, leaf_inside),
                                   node_inside[a] + leaf_inside);
     }
     node_inside[a] += leaf_inside;
