@@ -482,13 +482,12 @@ SearchResult search_dp(const CostGraph& g, const SearchOptions& o) {
     r.work = b.work;
     r.exact = b.exact && !b.capped;
     r.notes = b.runs == 1 && b.exact ? "exact elimination (series-parallel)"
-              : b.exact
-                  ? fmt::format("exact: {} elimination runs, conditioning on fixed nodes", b.runs)
-                  : fmt::format(
-                        "not series-parallel beyond the branch budget: {} runs, "
-                        "up to {} node(s) fixed by the greedy fallback, then "
-                        "coordinate descent",
-                        b.runs, b.guessed);
+              : b.exact ? fmt::format("{} elimination runs, conditioning on fixed nodes", b.runs)
+                        : fmt::format(
+                              "not series-parallel beyond the branch budget: {} runs, "
+                              "up to {} node(s) fixed by the greedy fallback, then "
+                              "coordinate descent",
+                              b.runs, b.guessed);
     if (b.capped)
       r.notes +=
           fmt::format("; but cells were capped at {} labels: not guaranteed exact", kMaxLabels);
