@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -23,6 +24,7 @@ struct Options {
   int top = 5;
   long batch = 0;
   double memory_limit_gb = 0;
+  std::vector<std::string> fix;  // "name=(2, 1)": semi-auto annotations of parameters / inputs
 };
 Options g_options;
 SimulatorScore g_score;
@@ -112,6 +114,30 @@ int run(const Options& o) {
   so2.memory_limit = o.memory_limit_gb > 0             ? o.memory_limit_gb * 1e9
                      : cluster.device.memory_bytes > 0 ? cluster.device.memory_bytes
                                                        : ps::kNoMemoryLimit;
+  for (const std::string& f : o.fix) {
+    const size_t eq = f.find('=');
+    if (eq == std::string::npos)
+      throw UsageError(fmt::format("--fix '{}' is not NAME=LAYOUT (e.g. param0=(2, 1))", f));
+    const std::string name = f.substr(0, eq), text = f.substr(eq + 1);
+    bool found = false;
+    for (size_t i = 0; i < g.origins.size() && !found; ++i) {
+      const ps::StepCostGraph::Origin& og = g.origins[i];
+      if (!og.is_param || og.name != name) continue;
+      found = true;
+      const parallel::Layout want =
+          parallel::Layout::parse(text, mesh, static_cast<int>(og.node->type->rank()));
+      const auto at = std::find(og.layouts.begin(), og.layouts.end(), want);
+      if (at == og.layouts.end())
+        throw UsageError(fmt::format("--fix {}: {} is not a layout {} can take on mesh {}", name,
+                                     text, name, mesh.to_string()));
+      so2.fixed[static_cast<int>(i)] = static_cast<int>(at - og.layouts.begin());
+    }
+    if (!found)
+      throw UsageError(
+          fmt::format("--fix {}: the step has no parameter or input of that name", name));
+  }
+  if (!so2.fixed.empty() && o.algo != "propagate")
+    throw UsageError("--fix seeds sharding propagation: use it with --algo propagate");
   ps::SearchResult r = o.algo == "dp"          ? ps::search_dp(g.graph, so2)
                        : o.algo == "propagate" ? ps::search_propagate(g.graph, so2)
                                                : ps::search_exhaustive(g.graph, so2);
@@ -166,6 +192,9 @@ CLI::App* add_search_subcommand(CLI::App& app) {
   s->add_option("--fn", o.entry, "the function that runs one training step")->capture_default_str();
   s->add_option("--optimizer", o.optimizer, "sgd, momentum or adam")->capture_default_str();
   s->add_option("-o,--output", o.out, "write the best strategy (JSON) to FILE");
+  s->add_option("--fix", o.fix,
+                "with --algo propagate: pin a parameter's or input's layout, NAME=LAYOUT, e.g. "
+                "--fix 'arg6=(2, 1)' (MindSpore partition numbers or [m0, -])");
   return s;
 }
 

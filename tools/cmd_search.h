@@ -1,6 +1,7 @@
 // `spora search` (tools/cmd_search.cpp): search a parallel strategy for a training step.
 //   spora search model.sp --cluster c.yaml --mesh 2x4 --algo dp|rec|propagate|exhaustive
 //                [--top 5] [--memory-limit GB] [--batch N] [--optimizer sgd] [-o strategy.json]
+//                [--fix 'NAME=(2, 1)' ...]   (propagate: semi-auto, pinned parameter layouts)
 // Builds the step's cost graph on the mesh (parallel/search/from_ir.h) with the analytic
 // oracle's numbers from the cluster spec, runs the search, prints the top strategies (predicted
 // step time, memory per device, whether it fits, the parameters' layouts) and writes the best

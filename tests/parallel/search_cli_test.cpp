@@ -41,6 +41,24 @@ TEST(SearchCli, WritesTheBestStrategy) {
   EXPECT_NE(text.str().find("\"predicted_step_seconds\""), std::string::npos) << text.str();
 }
 
+TEST(SearchCli, PropagateKeepsAFixedLayout) {
+  const std::string out = "/tmp/spora_search_cli_fix_" + std::to_string(getpid()) + ".json";
+  const int rc =
+      search({SPORA_SOURCE_DIR "/tests/sim/data/tiny_mlp.sp", "--cluster",
+              SPORA_SOURCE_DIR "/examples/clusters/dgx-a100.yaml", "--mesh", "2", "--algo",
+              "propagate", "--batch", "8", "--fix", "param0=(1, 2)", "-o", out});
+  EXPECT_EQ(rc, 0);
+  std::ifstream f(out);
+  std::stringstream text;
+  text << f.rdbuf();
+  std::remove(out.c_str());
+  EXPECT_NE(text.str().find("\"param0\": \"(1, 2)\""), std::string::npos) << text.str();
+  EXPECT_EQ(search({SPORA_SOURCE_DIR "/tests/sim/data/tiny_mlp.sp", "--cluster",
+                    SPORA_SOURCE_DIR "/examples/clusters/dgx-a100.yaml", "--mesh", "2", "--algo",
+                    "propagate", "--fix", "nothing=(2, 1)"}),
+            1);
+}
+
 TEST(SearchCli, UnknownAlgorithmIsAnError) {
   EXPECT_EQ(search({SPORA_SOURCE_DIR "/tests/sim/data/tiny_mlp.sp", "--cluster",
                     SPORA_SOURCE_DIR "/examples/clusters/dgx-a100.yaml", "--mesh", "2", "--algo",
