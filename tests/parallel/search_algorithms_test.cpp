@@ -264,6 +264,16 @@ TEST(SearchDp, TransformerGraphIsSeriesParallel) {
   EXPECT_TRUE(near(dp.top[0].cost, ex.top[0].cost));
 }
 
+TEST(SearchBasics, ExhaustiveVisitLimitSaysSo) {
+  const CostGraph g = random_dag(3, 12);
+  SearchOptions o;
+  o.max_visits = 10;
+  const SearchResult r = search_exhaustive(g, o);
+  EXPECT_FALSE(r.complete);
+  EXPECT_FALSE(r.exact);
+  EXPECT_EQ(r.work, 11);  // the visit that crossed the limit stops it
+}
+
 TEST(SearchDp, DisconnectedComponentsCombine) {
   CostGraph g = chain3();
   g.add_node("lonely", {0.25, 0.125}, {1, 2});
