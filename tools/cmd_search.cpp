@@ -76,6 +76,44 @@ std::string human_seconds(double s) {
   return fmt::format("{:.3f} us", s * 1e6);
 }
 
+// --algo rec: one strategy, from operator shapes (parallel/search/rec.h), over all the devices
+// of the mesh as one dimension of cuts.
+int run_rec(const Options& o, const sim::ClusterSpec& cluster, const parallel::Mesh& mesh,
+            const sim::StepProgram& program, const std::vector<std::string>& names) {
+  const ps::StepRecGraph g =
+      ps::build_step_rec_graph(*program.step, names, static_cast<int>(program.params.size()));
+  const ps::DeviceModel d = device_model(cluster, mesh);
+  ps::RecOptions ro;
+  ro.devices = mesh.size();
+  ro.peak_flops = d.peak_flops;
+  ro.bandwidth = d.comm.axes.empty() ? 1e9 : d.comm.axes[0].bandwidth_Bps;
+  ro.latency = 0;
+  for (const parallel::AxisLink& l : d.comm.axes) {
+    ro.bandwidth = std::min(ro.bandwidth, l.bandwidth_Bps);
+    ro.latency = std::max(ro.latency, l.alpha_s);
+  }
+  ro.memory_limit = o.memory_limit_gb > 0 ? o.memory_limit_gb * 1e9 : cluster.device.memory_bytes;
+  const ps::RecResult r = ps::search_rec(g.graph, ro);
+  std::printf("spora search: %s on %s, %lld devices, --algo rec: %zu forward operators\n",
+              o.file.c_str(), cluster.name.c_str(), static_cast<long long>(ro.devices),
+              g.graph.ops.size());
+  std::printf("  recursive programming: one strategy, cuts per operator dimension\n");
+  std::string layouts;
+  for (const std::string& l : ps::rec_parameter_layouts(g, r))
+    layouts += (layouts.empty() ? "" : ", ") + l;
+  std::printf("%-4s %-16s %-16s %-14s %-5s %s\n", "rank", "step (analytic)", "step (simulated)",
+              "memory/device", "fits", "parameter layouts");
+  std::printf("%-4d %-16s %-16s %-14s %-5s %s\n", 1, human_seconds(r.cost).c_str(), "-",
+              human_bytes(r.memory).c_str(), r.feasible ? "yes" : "no", layouts.c_str());
+  if (!o.out.empty()) {
+    std::ofstream f(o.out, std::ios::binary);
+    if (!f) throw UsageError(fmt::format("cannot write '{}'", o.out));
+    f << ps::rec_strategy_json(g, r, ro.devices);
+    std::printf("wrote the strategy to %s\n", o.out.c_str());
+  }
+  return 0;
+}
+
 int run(const Options& o) {
   if (o.cluster.empty())
     throw UsageError("--cluster is required (e.g. examples/clusters/dgx-a100.yaml)");
@@ -86,11 +124,7 @@ int run(const Options& o) {
   if (mesh.size() > cluster.device_count())
     throw UsageError(fmt::format("--mesh {} needs {} devices but {} has {}", o.mesh, mesh.size(),
                                  cluster.name, cluster.device_count()));
-  if (o.algo == "rec")
-    throw UsageError(
-        "--algo rec works on operator shapes (parallel/search/rec.h) and is not "
-        "wired to models yet: use dp, propagate or exhaustive");
-  if (o.algo != "dp" && o.algo != "propagate" && o.algo != "exhaustive")
+  if (o.algo != "rec" && o.algo != "dp" && o.algo != "propagate" && o.algo != "exhaustive")
     throw UsageError(fmt::format("unknown --algo '{}' (dp, rec, propagate, exhaustive)", o.algo));
 
   sim::StepOptions so;
@@ -105,6 +139,7 @@ int run(const Options& o) {
     names.push_back(p.name);
     states = p.state_tensors;
   }
+  if (o.algo == "rec") return run_rec(o, cluster, mesh, program, names);
   const ps::StepCostGraph g =
       ps::build_step_cost_graph(*program.step, names, static_cast<int>(program.params.size()),
                                 states, mesh, device_model(cluster, mesh));

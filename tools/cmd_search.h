@@ -5,8 +5,8 @@
 // Builds the step's cost graph on the mesh (parallel/search/from_ir.h) with the analytic
 // oracle's numbers from the cluster spec, runs the search, prints the top strategies (predicted
 // step time, memory per device, whether it fits, the parameters' layouts) and writes the best
-// as the partitioner's strategy JSON. --algo rec is not wired to real models yet (it works on
-// shapes: parallel/search/rec.h); the command says so.
+// as the partitioner's strategy JSON. --algo rec prints its one strategy (forward operators'
+// shapes, parallel/search/rec.h) and writes it over a 1-D mesh of all the devices.
 #pragma once
 
 #include <CLI/CLI.hpp>

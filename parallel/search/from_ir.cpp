@@ -217,4 +217,128 @@ std::string strategy_json(const StepCostGraph& g, const Assignment& a) {
       mesh, layouts, ops, a.cost, a.peak_memory);
 }
 
+StepRecGraph build_step_rec_graph(const ir::Graph& step,
+                                  const std::vector<std::string>& param_names, int trainable) {
+  StepRecGraph out;
+  const Mesh two{{2}, {}};
+  std::map<const ir::Node*, int> op_of;
+  std::map<int, std::vector<int>> out_tensor_dims;  // op -> tensor dim of each output entry
+  std::map<const ir::Node*, int> param_index;
+  for (size_t i = 0; i < step.params.size(); ++i) param_index[step.params[i]] = static_cast<int>(i);
+  size_t last = step.nodes.size();
+  const ir::Node* ret = step.output;
+  if (ret && ret->is_apply() && static_cast<int>(ret->inputs.size()) == trainable + 1) {
+    const auto it = std::find(step.nodes.begin(), step.nodes.end(), ret->inputs[0]);
+    if (it != step.nodes.end()) last = static_cast<size_t>(it - step.nodes.begin()) + 1;
+  }
+  std::map<int, int> use_of_param;  // step param index -> out.params index
+  for (size_t i = 0; i < last; ++i) {
+    const ir::Node* n = step.nodes[i];
+    if (!n->is_apply() || !n->prim || !static_tensor(n->type)) continue;
+    std::vector<sem::TypeP> in;
+    bool dynamic = false;
+    for (const ir::Node* x : n->inputs) {
+      in.push_back(x->type);
+      dynamic = dynamic || (x->type && x->type->is_tensor() && !static_tensor(x->type));
+    }
+    if (dynamic) continue;
+    std::vector<OpStrategy> strategies;
+    if (const ShardingRule* rule = sharding_rule(*n->prim); rule && rule->enumerate)
+      strategies = rule->enumerate(in, n->type, n->attrs, two);
+    RecOp op;
+    op.name = fmt::format("{}#{}", n->prim->name, i);
+    std::vector<std::vector<int>> in_lab(in.size());
+    for (size_t k = 0; k < in.size(); ++k)
+      if (in[k] && in[k]->is_tensor()) in_lab[k].assign(in[k]->shape.size(), -1);
+    std::vector<int> out_lab(n->type->shape.size(), -1);
+    for (const OpStrategy& s : strategies) {
+      const int label = static_cast<int>(op.dims.size());
+      int64_t size = 0;
+      for (size_t k = 0; k < in.size() && k < s.inputs.size(); ++k) {
+        if (s.inputs[k].rank() != static_cast<int>(in_lab[k].size())) continue;
+        for (size_t d = 0; d < in_lab[k].size(); ++d)
+          if (s.inputs[k].tensor_map[d] == 0) in_lab[k][d] = label, size = in[k]->shape[d];
+      }
+      if (s.output.rank() == static_cast<int>(out_lab.size()))
+        for (size_t d = 0; d < out_lab.size(); ++d)
+          if (s.output.tensor_map[d] == 0) out_lab[d] = label, size = n->type->shape[d];
+      if (size == 0) continue;  // the replicated strategy, or nothing we can read
+      op.dims.push_back(size);
+      op.reduced.push_back(s.output.has_partial(0));
+    }
+    double unlabelled = static_cast<double>(dtype_size(n->type->dtype));
+    std::vector<int> tensor_dims;
+    for (size_t d = 0; d < out_lab.size(); ++d) {
+      if (out_lab[d] >= 0) {
+        op.output.push_back(out_lab[d]);
+        tensor_dims.push_back(static_cast<int>(d));
+      } else {
+        unlabelled *= static_cast<double>(n->type->shape[d]);
+      }
+    }
+    op.element_bytes = unlabelled;
+    if (const auto* cr = n->prim->facet<sim::CostRule>(sim::kCostFacet))
+      op.flops = (*cr)(in, n->type, n->attrs).flops;
+    const int index = static_cast<int>(out.graph.ops.size());
+    for (size_t k = 0; k < n->inputs.size(); ++k) {
+      const ir::Node* x = n->inputs[k];
+      if (in_lab[k].empty()) continue;
+      if (auto p = op_of.find(x); p != op_of.end()) {
+        RecOp::Input input;
+        input.producer = p->second;
+        for (int t : out_tensor_dims[p->second]) input.dim_map.push_back(in_lab[k][t]);
+        op.inputs.push_back(std::move(input));
+      } else if (auto pi = param_index.find(x); pi != param_index.end()) {
+        const int pidx = pi->second;
+        const std::string name = static_cast<size_t>(pidx) < param_names.size()
+                                     ? param_names[pidx]
+                                     : fmt::format("arg{}", pidx);
+        if (pidx < trainable) {
+          RecOp::Param param{name, {}};
+          for (int l : in_lab[k])
+            if (l >= 0) param.dims.push_back(l);
+          op.params.push_back(std::move(param));
+        }
+        if (!use_of_param.count(pidx)) {
+          use_of_param[pidx] = static_cast<int>(out.params.size());
+          out.params.push_back(StepRecGraph::ParamUse{name, index, in_lab[k]});
+        }
+      }
+    }
+    op_of[n] = index;
+    out_tensor_dims[index] = std::move(tensor_dims);
+    out.graph.ops.push_back(std::move(op));
+  }
+  return out;
+}
+
+namespace {
+std::string rec_partition(const StepRecGraph::ParamUse& u, const RecResult& r) {
+  std::string t;
+  for (int l : u.dims) {
+    const int64_t c = l >= 0 ? r.cuts[u.op][l] : 1;
+    t += fmt::format("{}{}", t.empty() ? "" : ", ", c);
+  }
+  return fmt::format("({}{})", t, u.dims.size() == 1 ? "," : "");
+}
+}  // namespace
+
+std::vector<std::string> rec_parameter_layouts(const StepRecGraph& g, const RecResult& r) {
+  std::vector<std::string> out;
+  for (const StepRecGraph::ParamUse& u : g.params)
+    out.push_back(fmt::format("{} {}", u.name, rec_partition(u, r)));
+  return out;
+}
+
+std::string rec_strategy_json(const StepRecGraph& g, const RecResult& r, int64_t devices) {
+  std::string layouts;
+  for (const StepRecGraph::ParamUse& u : g.params)
+    layouts += fmt::format("{}\n    {}: {}", layouts.empty() ? "" : ",", quote(u.name),
+                           quote(rec_partition(u, r)));
+  return fmt::format(
+      "{{\n  \"mesh\": [{}],\n  \"layouts\": {{{}\n  }},\n"
+      "  \"predicted_step_seconds\": {:.9g},\n  \"memory_per_device\": {:.0f}\n}}\n",
+      devices, layouts, r.cost, r.memory);
+}
+
 }  // namespace spora::parallel::search

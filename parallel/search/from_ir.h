@@ -27,6 +27,7 @@
 
 #include "parallel/layout/layout.h"
 #include "parallel/search/cost_graph.h"
+#include "parallel/search/rec.h"
 #include "parallel/sharding/sharding.h"
 #include "semantics/ir/ir.h"
 
@@ -71,5 +72,28 @@ std::string strategy_json(const StepCostGraph& g, const Assignment& a);
 
 // One line per parameter: "name (1, 2)".
 std::vector<std::string> parameter_layouts(const StepCostGraph& g, const Assignment& a);
+
+// Recursive programming on a real step: the forward operators (up to the loss, as MindSpore's
+// rec_core searches the forward graph) as a RecGraph. The iteration dimensions of an operator
+// are read off its sharding facet on a 1-D mesh of 2 devices: each non-replicated strategy
+// splits one index space (a label: matmul's m, n or k, a batch dim...), whose dimensions are
+// the ones its layouts split, summed over when its output is partial. Tensor dims that no
+// strategy splits are not iteration dims (their size goes into element_bytes).
+struct StepRecGraph {
+  RecGraph graph;
+  struct ParamUse {
+    std::string name;
+    int op = -1;            // the first forward operator reading it
+    std::vector<int> dims;  // per tensor dim: that operator's iteration dim, or -1
+  };
+  std::vector<ParamUse> params;  // trainable parameters and data inputs, in step order
+};
+StepRecGraph build_step_rec_graph(const ir::Graph& step,
+                                  const std::vector<std::string>& param_names, int trainable);
+// "name (c0, c1)" per parameter from a rec result (cuts of the dims; 1 for unsplit dims).
+std::vector<std::string> rec_parameter_layouts(const StepRecGraph& g, const RecResult& r);
+// The strategy file for a rec result: a 1-D mesh of all the devices (the cuts of one tensor may
+// need more than one axis of a 2-D mesh) and each parameter's partition numbers.
+std::string rec_strategy_json(const StepRecGraph& g, const RecResult& r, int64_t devices);
 
 }  // namespace spora::parallel::search

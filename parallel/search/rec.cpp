@@ -48,6 +48,7 @@ struct Rec {
   const RecGraph& g;
   const RecOptions& o;
   std::vector<std::vector<int64_t>> cuts;
+  std::vector<bool> decided;                                // at the current level
   std::vector<std::vector<std::pair<int, int>>> consumers;  // op -> (consumer, input index)
 
   Rec(const RecGraph& graph, const RecOptions& opt) : g(graph), o(opt) {
@@ -97,6 +98,7 @@ struct Rec {
         cost += move(bytes(prod, prod.output, cuts[in.producer]));
     }
     for (const auto& [ci, k] : consumers[i]) {
+      if (!decided[ci]) continue;  // as rec_core: only operators already decided at this level
       const RecOp& cons = g.ops[ci];
       if (!matches(cons, cons.inputs[k], c, cuts[ci])) cost += move(bytes(op, op.output, c));
     }
@@ -108,6 +110,7 @@ struct Rec {
     int levels = 0;
     for (int64_t d = o.devices; d > 1; d /= 2) ++levels;
     for (int level = 0; level < levels; ++level) {
+      decided.assign(g.ops.size(), false);
       for (size_t i = 0; i < g.ops.size(); ++i) {
         const RecOp& op = g.ops[i];
         int best = -1;
@@ -118,6 +121,7 @@ struct Rec {
           const double c = cost_of(static_cast<int>(i), static_cast<int>(d));
           if (best < 0 || c < best_cost) best = static_cast<int>(d), best_cost = c;
         }
+        decided[i] = true;
         if (best < 0) continue;  // nothing left to cut: replicated over this factor
         cuts[i][best] *= 2;
         r.cost += best_cost;

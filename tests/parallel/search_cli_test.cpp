@@ -59,6 +59,25 @@ TEST(SearchCli, PropagateKeepsAFixedLayout) {
             1);
 }
 
+TEST(SearchCli, RecOnARealModel) {
+  const std::string out = "/tmp/spora_search_cli_rec_" + std::to_string(getpid()) + ".json";
+  // 4M examples of the tiny MLP on 8 devices. Recursive programming is greedy operator by
+  // operator: the first matmul sees a gradient all-reduce for a batch cut and nothing for a cut
+  // of its 8 outputs, so it goes 8-way model parallel there (dp, which sees the whole graph,
+  // splits the batch). The labels follow the loss, which can only cut the batch.
+  const int rc = search({SPORA_SOURCE_DIR "/tests/sim/data/tiny_mlp.sp", "--cluster",
+                         SPORA_SOURCE_DIR "/examples/clusters/dgx-a100.yaml", "--mesh", "2x4",
+                         "--algo", "rec", "--batch", "4194304", "-o", out});
+  EXPECT_EQ(rc, 0);
+  std::ifstream f(out);
+  std::stringstream text;
+  text << f.rdbuf();
+  std::remove(out.c_str());
+  EXPECT_NE(text.str().find("\"mesh\": [8]"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("\"param0\": \"(1, 8)\""), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("\"arg5\": \"(8,)\""), std::string::npos) << text.str();
+}
+
 TEST(SearchCli, UnknownAlgorithmIsAnError) {
   EXPECT_EQ(search({SPORA_SOURCE_DIR "/tests/sim/data/tiny_mlp.sp", "--cluster",
                     SPORA_SOURCE_DIR "/examples/clusters/dgx-a100.yaml", "--mesh", "2", "--algo",
