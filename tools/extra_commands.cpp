@@ -1,5 +1,6 @@
 // Wires the sub-commands that live in their own files into the CLI.
 #include "tools/cmd_coll.h"
+#include "tools/cmd_search.h"
 #include "tools/cmd_sim.h"
 #include "tools/commands.h"
 
@@ -11,6 +12,7 @@ CLI::App* g_sim_coll = nullptr;
 CLI::App* g_sim = nullptr;
 CLI::App* g_calibrate = nullptr;
 CLI::App* g_run_dp = nullptr;
+CLI::App* g_search = nullptr;
 }
 
 void register_extra_commands(CLI::App& app) {
@@ -19,6 +21,7 @@ void register_extra_commands(CLI::App& app) {
   g_sim = add_sim_subcommand(app);
   g_calibrate = add_calibrate_subcommand(app);
   g_run_dp = add_run_dp_subcommand(app);
+  g_search = add_search_subcommand(app);
 }
 
 int run_extra_commands(CLI::App& app) {
@@ -28,6 +31,7 @@ int run_extra_commands(CLI::App& app) {
   if (g_sim && g_sim->parsed()) return run_sim_subcommand();
   if (g_calibrate && g_calibrate->parsed()) return run_calibrate_subcommand();
   if (g_run_dp && g_run_dp->parsed()) return run_run_dp_subcommand();
+  if (g_search && g_search->parsed()) return run_search_subcommand();
   return 2;
 }
 

@@ -1,0 +1,509 @@
+// Dynamic programming by graph elimination (MindSpore's dp_algo), with back substitution.
+//
+// Every live node carries, per candidate strategy, a list of labels; every live edge carries,
+// per pair of candidates of its ends, a list of labels. A label is (cost, memory, derivation):
+// the cost and memory of everything already folded into that cell, and how to recover the
+// choices that produced it. The elimination steps (undirected; directions never matter to a
+// cost table):
+//
+//   edge elimination   two edges between a and b        -> one edge, cells combined pairwise
+//                      a ==== b                             a ---- b
+//   node elimination   w with exactly two neighbours    -> an edge a - b whose cell (sa, sb) is
+//                      a -- w -- b                          the best over sw of e1 + w + e2
+//   contraction        w with one neighbour (a leaf)    -> folded into a's cells: for every sa,
+//                      a -- w                               the best over sw of e + w
+//   finish             w with no neighbour left          -> its component's result: the best
+//                                                            over sw of w's cells
+//
+// (MindSpore's OpElimination, EdgeElimination, Merge/ContractElimination.) On a series-parallel
+// graph (with trees hanging off it) these steps alone reduce every component to one node, and
+// the result is exact. When every remaining node has three or more distinct neighbours (a
+// graph that is not series-parallel, where MindSpore reaches for its triangle and star
+// eliminations), the fallback heuristic conditions one node: the one with the fewest
+// neighbours is fixed to the candidate that is cheapest given its neighbours' best cells
+// (own cells + for each neighbour the best of edge + neighbour cell), its edges fold into the
+// neighbours as unary costs, and elimination resumes. The result is then polished by
+// coordinate descent (improve_locally) and reported as not exact.
+//
+// Labels: a cell keeps a label unless k others in it are at least as cheap and at least as
+// small (with k = top_k; for k = 1 this is the Pareto frontier of cost and memory that
+// MindSpore's cost lists keep). Without a memory limit memory never matters and a cell keeps
+// its k cheapest labels. A label whose memory plus the least memory of everything outside its
+// cell already exceeds the limit is dropped. Cells are capped at kMaxLabels labels (the
+// cheapest); a cap that bites makes the result inexact, which the result says.
+//
+// Back substitution: derivations are an arena of small records (a leaf "node v takes
+// strategy s", or a pair of earlier derivations); the final labels' derivations are walked to
+// recover every node's choice.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <deque>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "parallel/search/detail.h"
+
+namespace spora::parallel::search {
+
+namespace {
+
+constexpr size_t kMaxLabels = 256;
+
+struct Label {
+  double cost = 0, mem = 0;
+  int deriv = -1;  // -1: nothing to recover (an edge's own cost)
+};
+using Cell = std::vector<Label>;
+
+struct Deriv {
+  int a = -1, b = -1;            // children (pair), or
+  int node = -1, strategy = -1;  // a leaf
+};
+
+struct Table {  // an edge's cells, [sa * nb + sb] for its ends (a, b)
+  int a = 0, b = 0, na = 0, nb = 0;
+  std::vector<Cell> cells;
+  double inside_min_mem = 0;  // least memory of the nodes folded into this table
+  bool alive = true;
+  Cell& at(int sa, int sb) { return cells[static_cast<size_t>(sa) * nb + sb]; }
+  // The cell for (strategy of x, strategy of the other end).
+  Cell& from(int x, int sx, int sother) { return x == a ? at(sx, sother) : at(sother, sx); }
+};
+
+struct Dp {
+  const CostGraph& g;
+  double limit;
+  size_t k;
+  double total_min_mem = 0;
+  std::vector<Deriv> derivs;
+  std::vector<std::vector<Cell>> node_cells;  // [node][strategy]
+  std::vector<double> node_inside;            // least memory folded into each node's cells
+  std::vector<bool> alive;
+  std::vector<Table> tables;
+  std::vector<std::set<int>> incident;  // live tables per node
+  std::vector<Cell> components;         // one result list per finished component
+  int64_t work = 0;
+  bool capped = false, conditioned = false;
+  int conditioned_nodes = 0;
+  int first_guess = -1;  // the first node the fallback fixed with a real choice to make
+
+  Dp(const CostGraph& graph, double lim, int top_k, const std::map<int, int>& restrict)
+      : g(graph), limit(lim), k(static_cast<size_t>(std::max(1, top_k))) {
+    const int n = static_cast<int>(g.nodes.size());
+    total_min_mem = min_memory_needed(g);
+    node_cells.resize(n);
+    node_inside.resize(n);
+    alive.assign(n, true);
+    incident.resize(n);
+    for (int v = 0; v < n; ++v) {
+      const CostGraph::Node& nd = g.nodes[v];
+      node_inside[v] = *std::min_element(nd.memory.begin(), nd.memory.end());
+      for (size_t s = 0; s < nd.cost.size(); ++s) {
+        derivs.push_back(Deriv{-1, -1, v, static_cast<int>(s)});
+        Cell c{Label{nd.cost[s], nd.memory[s], static_cast<int>(derivs.size()) - 1}};
+        node_cells[v].push_back(prune(std::move(c), node_inside[v]));
+      }
+      // A restricted node keeps one candidate: the others' cells are empty (impossible).
+      if (auto it = restrict.find(v); it != restrict.end())
+        for (int s = 0; s < static_cast<int>(nd.cost.size()); ++s)
+          if (s != it->second) node_cells[v][s].clear();
+    }
+    for (const CostGraph::Edge& e : g.edges) {
+      Table t;
+      t.a = e.from, t.b = e.to, t.na = g.strategies(e.from), t.nb = g.strategies(e.to);
+      t.cells.resize(static_cast<size_t>(t.na) * t.nb);
+      for (int i = 0; i < t.na; ++i)
+        for (int j = 0; j < t.nb; ++j) t.at(i, j).push_back(Label{e.cost[i][j], 0, -1});
+      tables.push_back(std::move(t));
+      incident[e.from].insert(static_cast<int>(tables.size()) - 1);
+      incident[e.to].insert(static_cast<int>(tables.size()) - 1);
+    }
+  }
+
+  // Keep a label unless k kept ones are at least as cheap and as small; drop what cannot fit.
+  Cell prune(Cell c, double inside_min_mem) {
+    work += static_cast<int64_t>(c.size());
+    const double outside = total_min_mem - inside_min_mem;
+    const bool use_mem = limit != kNoMemoryLimit;
+    if (use_mem)
+      c.erase(std::remove_if(c.begin(), c.end(),
+                             [&](const Label& l) { return l.mem + outside > limit * (1 + 1e-12); }),
+              c.end());
+    auto cheaper = [](const Label& x, const Label& y) {
+      return x.cost != y.cost ? x.cost < y.cost : x.mem < y.mem;
+    };
+    if (!use_mem) {
+      if (c.size() > k) {
+        std::nth_element(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(k), c.end(), cheaper);
+        c.resize(k);
+      }
+      std::sort(c.begin(), c.end(), cheaper);
+      return c;
+    }
+    std::sort(c.begin(), c.end(), cheaper);
+    Cell kept;
+    for (const Label& l : c) {
+      size_t dominating = 0;
+      for (const Label& m : kept)
+        if (m.mem <= l.mem && ++dominating >= k) break;
+      if (dominating >= k) continue;
+      kept.push_back(l);
+      if (kept.size() >= kMaxLabels) {
+        capped = true;
+        break;
+      }
+    }
+    return kept;
+  }
+
+  int pair(int a, int b) {
+    if (a < 0) return b;
+    if (b < 0) return a;
+    derivs.push_back(Deriv{a, b, -1, -1});
+    return static_cast<int>(derivs.size()) - 1;
+  }
+
+  // x (+) y: every label of x with every label of y, pruned.
+  Cell combine(const Cell& x, const Cell& y, double inside) {
+    Cell out;
+    out.reserve(x.size() * y.size());
+    for (const Label& l : x)
+      for (const Label& m : y) out.push_back(Label{l.cost + m.cost, l.mem + m.mem, -1});
+    // Derivations only for the survivors: remember the pairs by index first.
+    std::vector<std::pair<int, int>> from;
+    from.reserve(out.size());
+    for (size_t i = 0; i < x.size(); ++i)
+      for (size_t j = 0; j < y.size(); ++j) from.emplace_back(x[i].deriv, y[j].deriv);
+    for (size_t i = 0; i < out.size(); ++i) out[i].deriv = static_cast<int>(i);
+    Cell kept = prune(std::move(out), inside);
+    for (Label& l : kept) {
+      const auto [a, b] = from[static_cast<size_t>(l.deriv)];
+      l.deriv = pair(a, b);
+    }
+    return kept;
+  }
+
+  // The union over i of xs[i] (+) ys[i], pruned once: one buffer instead of a list per i (the
+  // inner loop of node elimination and contraction, S^3 times per node).
+  Cell combine_many(const std::vector<const Cell*>& xs, const std::vector<const Cell*>& ys,
+                    double inside) {
+    scratch.clear();
+    scratch_from.clear();
+    for (size_t i = 0; i < xs.size(); ++i)
+      for (const Label& l : *xs[i])
+        for (const Label& m : *ys[i]) {
+          scratch.push_back(
+              Label{l.cost + m.cost, l.mem + m.mem, static_cast<int>(scratch.size())});
+          scratch_from.emplace_back(l.deriv, m.deriv);
+        }
+    Cell kept = prune(scratch, inside);
+    for (Label& l : kept) {
+      const auto [a, b] = scratch_from[static_cast<size_t>(l.deriv)];
+      l.deriv = pair(a, b);
+    }
+    return kept;
+  }
+  Cell scratch;
+  std::vector<std::pair<int, int>> scratch_from;
+
+  void kill_table(int t) {
+    tables[t].alive = false;
+    incident[tables[t].a].erase(t);
+    incident[tables[t].b].erase(t);
+  }
+
+  int add_table(Table t) {
+    tables.push_back(std::move(t));
+    const int id = static_cast<int>(tables.size()) - 1;
+    incident[tables[id].a].insert(id);
+    incident[tables[id].b].insert(id);
+    return id;
+  }
+
+  // Two live tables between the same pair of nodes, if v has some.
+  bool merge_parallel(int v) {
+    std::vector<int> inc(incident[v].begin(), incident[v].end());
+    for (size_t i = 0; i < inc.size(); ++i)
+      for (size_t j = i + 1; j < inc.size(); ++j) {
+        Table& t1 = tables[inc[i]];
+        Table& t2 = tables[inc[j]];
+        const int o1 = t1.a == v ? t1.b : t1.a, o2 = t2.a == v ? t2.b : t2.a;
+        if (o1 != o2) continue;
+        Table t;
+        t.a = t1.a, t.b = t1.b, t.na = t1.na, t.nb = t1.nb;
+        t.inside_min_mem = t1.inside_min_mem + t2.inside_min_mem;
+        t.cells.resize(t1.cells.size());
+        for (int sa = 0; sa < t.na; ++sa)
+          for (int sb = 0; sb < t.nb; ++sb)
+            t.at(sa, sb) = combine(t1.at(sa, sb), t2.from(t.a, sa, sb), t.inside_min_mem);
+        kill_table(inc[i]);
+        kill_table(inc[j]);
+        add_table(std::move(t));
+        return true;
+      }
+    return false;
+  }
+
+  void eliminate_node(int w) {  // exactly two distinct neighbours
+    const int e1 = *incident[w].begin(), e2 = *std::next(incident[w].begin());
+    const int a = tables[e1].a == w ? tables[e1].b : tables[e1].a;
+    const int b = tables[e2].a == w ? tables[e2].b : tables[e2].a;
+    Table t;
+    t.a = a, t.b = b, t.na = g.strategies(a), t.nb = g.strategies(b);
+    t.inside_min_mem = tables[e1].inside_min_mem + node_inside[w] + tables[e2].inside_min_mem;
+    const double left_inside = tables[e1].inside_min_mem + node_inside[w];
+    t.cells.resize(static_cast<size_t>(t.na) * t.nb);
+    const int sw_n = g.strategies(w);
+    for (int sa = 0; sa < t.na; ++sa) {
+      std::vector<Cell> left(sw_n);  // e1 + w, per sw
+      for (int sw = 0; sw < sw_n; ++sw)
+        left[sw] = combine(tables[e1].from(a, sa, sw), node_cells[w][sw], left_inside);
+      std::vector<const Cell*> xs(sw_n), ys(sw_n);
+      for (int sw = 0; sw < sw_n; ++sw) xs[sw] = &left[sw];
+      for (int sb = 0; sb < t.nb; ++sb) {
+        for (int sw = 0; sw < sw_n; ++sw) ys[sw] = &tables[e2].from(w, sw, sb);
+        t.at(sa, sb) = combine_many(xs, ys, t.inside_min_mem);
+      }
+    }
+    kill_table(e1);
+    kill_table(e2);
+    alive[w] = false;
+    add_table(std::move(t));
+  }
+
+  void contract_leaf(int w) {  // exactly one neighbour
+    const int e = *incident[w].begin();
+    const int a = tables[e].a == w ? tables[e].b : tables[e].a;
+    const double leaf_inside = tables[e].inside_min_mem + node_inside[w];
+    const int sw_n = g.strategies(w);
+    std::vector<const Cell*> xs(sw_n), ys(sw_n);
+    for (int sw = 0; sw < sw_n; ++sw) ys[sw] = &node_cells[w][sw];
+    for (int sa = 0; sa < g.strategies(a); ++sa) {
+      for (int sw = 0; sw < sw_n; ++sw) xs[sw] = &tables[e].from(a, sa, sw);
+      node_cells[a][sa] = combine(node_cells[a][sa], combine_many(xs, ys, leaf_inside),
+                                  node_inside[a] + leaf_inside);
+    }
+    node_inside[a] += leaf_inside;
+    kill_table(e);
+    alive[w] = false;
+  }
+
+  void finish(int w) {  // no neighbour left: the component is solved
+    Cell all;
+    for (const Cell& c : node_cells[w]) all.insert(all.end(), c.begin(), c.end());
+    components.push_back(prune(std::move(all), node_inside[w]));
+    alive[w] = false;
+  }
+
+  // Not series-parallel: fix the node with the fewest neighbours to its locally best candidate.
+  int viable(int v) const {
+    int n = 0;
+    for (const Cell& c : node_cells[v]) n += !c.empty();
+    return n;
+  }
+
+  void condition(int w) {
+    const int sw_n = g.strategies(w);
+    if (viable(w) > 1) {  // fixing a node with one viable candidate loses nothing
+      conditioned = true;
+      ++conditioned_nodes;
+      if (first_guess < 0) first_guess = w;
+    }
+    int best = -1;
+    double best_score = std::numeric_limits<double>::infinity();
+    for (int sw = 0; sw < sw_n; ++sw) {
+      if (node_cells[w][sw].empty()) continue;  // nothing fits the memory limit
+      double score = node_cells[w][sw].front().cost;
+      for (int t : incident[w]) {
+        Table& tb = tables[t];
+        const int o = tb.a == w ? tb.b : tb.a;
+        double m = std::numeric_limits<double>::infinity();
+        for (int so = 0; so < g.strategies(o); ++so) {
+          const Cell& ec = tb.from(w, sw, so);
+          if (ec.empty() || node_cells[o][so].empty()) continue;
+          m = std::min(m, ec.front().cost + node_cells[o][so].front().cost);
+        }
+        score += m;
+      }
+      if (score < best_score) best_score = score, best = sw;
+    }
+    if (best < 0) best = 0;  // every cell empty: the limit cannot be met; any choice will do
+    // Fold w's own cell and each edge into the neighbours.
+    const std::vector<int> inc(incident[w].begin(), incident[w].end());
+    bool own_folded = false;
+    for (int t : inc) {
+      Table& tb = tables[t];
+      const int o = tb.a == w ? tb.b : tb.a;
+      const double add_inside = tb.inside_min_mem + (own_folded ? 0 : node_inside[w]);
+      for (int so = 0; so < g.strategies(o); ++so) {
+        Cell c = tb.from(w, best, so);
+        if (!own_folded) c = combine(c, node_cells[w][best], add_inside);
+        node_cells[o][so] = combine(node_cells[o][so], c, node_inside[o] + add_inside);
+      }
+      node_inside[o] += add_inside;
+      own_folded = true;
+      kill_table(t);
+    }
+    alive[w] = false;
+  }
+
+  void run() {
+    const int n = static_cast<int>(g.nodes.size());
+    std::deque<int> queue;
+    std::vector<bool> queued(n, true);
+    for (int v = 0; v < n; ++v) queue.push_back(v);
+    auto touch = [&](int v) {
+      if (alive[v] && !queued[v]) queued[v] = true, queue.push_back(v);
+    };
+    for (;;) {
+      while (!queue.empty()) {
+        const int v = queue.front();
+        queue.pop_front();
+        queued[v] = false;
+        if (!alive[v]) continue;
+        std::vector<int> nbrs;
+        for (int t : incident[v]) nbrs.push_back(tables[t].a == v ? tables[t].b : tables[t].a);
+        if (merge_parallel(v)) {
+          touch(v);
+          for (int o : nbrs) touch(o);
+          continue;
+        }
+        if (nbrs.empty()) {
+          finish(v);
+        } else if (nbrs.size() == 1) {
+          contract_leaf(v);
+          touch(nbrs[0]);
+        } else if (nbrs.size() == 2) {
+          eliminate_node(v);
+          touch(nbrs[0]);
+          touch(nbrs[1]);
+        }
+      }
+      int pick = -1;
+      for (int v = 0; v < n; ++v) {
+        if (!alive[v]) continue;
+        if (viable(v) <= 1) {  // exact to fix: take it first
+          pick = v;
+          break;
+        }
+        if (pick < 0 || incident[v].size() < incident[pick].size() ||
+            (incident[v].size() == incident[pick].size() && g.strategies(v) < g.strategies(pick)))
+          pick = v;
+      }
+      if (pick < 0) break;
+      std::vector<int> nbrs;
+      for (int t : incident[pick]) nbrs.push_back(tables[t].a == pick ? tables[t].b : tables[t].a);
+      condition(pick);
+      for (int o : nbrs) touch(o);
+    }
+  }
+
+  std::vector<int> recover(int deriv) const {
+    std::vector<int> choice(g.nodes.size(), -1);
+    std::vector<int> stack{deriv};
+    while (!stack.empty()) {
+      const int d = stack.back();
+      stack.pop_back();
+      if (d < 0) continue;
+      const Deriv& r = derivs[d];
+      if (r.node >= 0) {
+        choice[r.node] = r.strategy;
+      } else {
+        stack.push_back(r.a);
+        stack.push_back(r.b);
+      }
+    }
+    return choice;
+  }
+};
+
+}  // namespace
+
+namespace {
+
+// Cutset conditioning around the elimination: when a run had to guess (fix a node with a real
+// choice), run again once per candidate of the first node it guessed, with that node fixed
+// (a fixed node is then eliminated exactly), while the budget of runs lasts. The branches
+// partition the assignments, so the union of their top-k is the top-k; the result is exact
+// when no leaf of the branching had to guess.
+struct Brancher {
+  const CostGraph& g;
+  const SearchOptions& o;
+  double limit;
+  int runs = 0;
+  int64_t work = 0;
+  bool exact = true, capped = false;
+  int guessed = 0;
+
+  std::vector<Assignment> solve(std::map<int, int>& restrict) {
+    Dp dp(g, limit, o.top_k, restrict);
+    dp.run();
+    ++runs;
+    work += dp.work;
+    capped = capped || dp.capped;
+    if (dp.conditioned && runs + g.strategies(dp.first_guess) <= o.dp_branch_budget) {
+      const int w = dp.first_guess;
+      std::vector<Assignment> all;
+      for (int s = 0; s < g.strategies(w); ++s) {
+        restrict[w] = s;
+        std::vector<Assignment> part = solve(restrict);
+        all.insert(all.end(), part.begin(), part.end());
+      }
+      restrict.erase(w);
+      return all;
+    }
+    if (dp.conditioned) exact = false, guessed = std::max(guessed, dp.conditioned_nodes);
+    // Components are independent: their results combine like two cells (the limit was
+    // already applied inside each one against the least memory of the whole graph).
+    Cell total{Label{0, 0, -1}};
+    for (const Cell& c : dp.components) total = dp.combine(total, c, dp.total_min_mem);
+    std::vector<Assignment> out;
+    for (const Label& l : total) {
+      Assignment a = evaluate(g, dp.recover(l.deriv), limit);
+      if (dp.conditioned) a = improve_locally(g, a, limit);
+      out.push_back(std::move(a));
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+SearchResult search_dp(const CostGraph& g, const SearchOptions& o) {
+  auto solve = [&](double limit) {
+    Brancher b{g, o, limit};
+    std::map<int, int> restrict;
+    detail::TopK top(o.top_k);
+    for (Assignment& a : b.solve(restrict)) top.offer(std::move(a));
+    SearchResult r;
+    r.top = top.take();
+    r.work = b.work;
+    r.exact = b.exact && !b.capped;
+    r.notes = b.runs == 1 && b.exact ? "exact elimination (series-parallel)"
+              : b.exact ? fmt::format("{} elimination runs, conditioning on fixed nodes", b.runs)
+                        : fmt::format(
+                              "not series-parallel beyond the branch budget: {} runs, "
+                              "up to {} node(s) fixed by the greedy fallback, then "
+                              "coordinate descent",
+                              b.runs, b.guessed);
+    if (b.capped)
+      r.notes +=
+          fmt::format("; but cells were capped at {} labels: not guaranteed exact", kMaxLabels);
+    return r;
+  };
+  return detail::with_memory_fallback(g, o, [&](double limit) {
+    SearchResult r = solve(limit);
+    if (r.top.empty()) {
+      // Only the fallback can get here (a fixed node left nothing that fits): report the
+      // cheapest assignments regardless of memory rather than nothing.
+      r = solve(kNoMemoryLimit);
+      r.exact = false;
+      r.notes += "; the greedy fallback found nothing under the memory limit";
+    }
+    return r;
+  });
+}
+
+}  // namespace spora::parallel::search

@@ -1,0 +1,344 @@
+#include "parallel/search/from_ir.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "lang/diagnostics.h"
+#include "sim/cost.h"  // the cost facet's type only (header-only): no simulator code
+
+namespace spora::parallel::search {
+
+namespace {
+
+double bytes_of(const sem::TypeP& t) { return sim::type_bytes(t); }
+
+double local_bytes(const sem::TypeP& t, const Layout& l, const Mesh& m) {
+  if (!t || !t->is_tensor()) return bytes_of(t);
+  return bytes_of(t) * (l.rank() == t->rank() ? l.local_fraction(m) : 1.0);
+}
+
+bool static_tensor(const sem::TypeP& t) {
+  if (!t || !t->is_tensor()) return false;
+  for (int64_t d : t->shape)
+    if (d < 0) return false;
+  return true;
+}
+
+}  // namespace
+
+std::vector<Layout> enumerate_layouts(const std::vector<int64_t>& shape, const Mesh& mesh) {
+  const int rank = static_cast<int>(shape.size());
+  std::vector<Layout> out{Layout::replicated(rank)};
+  // Each axis picks a dimension or none (rank + 1 choices); keep the valid ones.
+  std::vector<int> pick(mesh.ndim(), -1);
+  for (;;) {
+    int a = 0;
+    while (a < mesh.ndim() && ++pick[a] == rank) pick[a++] = -1;
+    if (a == mesh.ndim()) break;
+    Layout l = Layout::replicated(rank);
+    bool ok = true;
+    for (int ax = 0; ax < mesh.ndim() && ok; ++ax) {
+      const int d = pick[ax];
+      if (d < 0) continue;
+      if (mesh.axis_size(ax) <= 1 || l.tensor_map[d] != -1 || shape[d] % mesh.axis_size(ax) != 0)
+        ok = false;
+      else
+        l.tensor_map[d] = ax;
+    }
+    if (ok && std::find(out.begin(), out.end(), l) == out.end()) out.push_back(l);
+  }
+  return out;
+}
+
+StepCostGraph build_step_cost_graph(const ir::Graph& step,
+                                    const std::vector<std::string>& param_names, int trainable,
+                                    int state_tensors, const Mesh& mesh,
+                                    const DeviceModel& device) {
+  StepCostGraph out;
+  out.mesh = mesh;
+  std::map<const ir::Node*, int> id;
+  const double copies = 2.0 + state_tensors;  // weight, gradient, states
+
+  for (size_t i = 0; i < step.params.size(); ++i) {
+    const ir::Node* p = step.params[i];
+    if (!static_tensor(p->type)) continue;
+    StepCostGraph::Origin o;
+    o.node = p;
+    o.is_param = true;
+    o.trainable = static_cast<int>(i) < trainable;
+    o.name = i < param_names.size() ? param_names[i] : fmt::format("arg{}", i);
+    o.layouts = enumerate_layouts(p->type->shape, mesh);
+    std::vector<double> cost(o.layouts.size(), 0.0), mem;
+    std::vector<std::string> labels;
+    for (const Layout& l : o.layouts) {
+      mem.push_back(local_bytes(p->type, l, mesh) * (o.trainable ? copies : 1.0));
+      labels.push_back(l.partition_string(mesh));
+    }
+    id[p] = out.graph.add_node(o.name, cost, mem, labels);
+    out.origins.push_back(std::move(o));
+  }
+
+  for (size_t i = 0; i < step.nodes.size(); ++i) {
+    const ir::Node* n = step.nodes[i];
+    if (!n->is_apply() || !n->prim) continue;
+    std::vector<sem::TypeP> in;
+    for (const ir::Node* x : n->inputs) in.push_back(x->type);
+    StepCostGraph::Origin o;
+    o.node = n;
+    o.name = fmt::format("{}#{}", n->prim->name, i);
+    const ShardingRule* rule = sharding_rule(*n->prim);
+    bool dynamic = !n->type || (n->type->is_tensor() && !static_tensor(n->type));
+    for (const sem::TypeP& t : in) dynamic = dynamic || (t && t->is_tensor() && !static_tensor(t));
+    if (rule && rule->enumerate && !dynamic)
+      o.strategies = rule->enumerate(in, n->type, n->attrs, mesh);
+    if (o.strategies.empty()) o.strategies.push_back(replicated_strategy(in, n->type));
+    sim::OpCost c;
+    if (const auto* cr = n->prim->facet<sim::CostRule>(sim::kCostFacet))
+      c = (*cr)(in, n->type, n->attrs);
+    const bool no_time = c.op_class == "view" || c.op_class == "host";
+    std::vector<double> cost, mem;
+    std::vector<std::string> labels;
+    for (const OpStrategy& s : o.strategies) {
+      const double f = s.local_flops_fraction;
+      cost.push_back(no_time ? 0.0
+                             : std::max(c.flops * f / device.peak_flops,
+                                        c.bytes * f / device.memory_bandwidth) +
+                                   device.launch_overhead);
+      double m = 0;
+      if (!s.tuple_outputs.empty() && n->type && !n->type->elems.empty()) {
+        for (size_t e = 0; e < s.tuple_outputs.size() && e < n->type->elems.size(); ++e)
+          m += local_bytes(n->type->elems[e], s.tuple_outputs[e], mesh);
+      } else {
+        m = local_bytes(n->type, s.output, mesh);
+      }
+      mem.push_back(no_time ? 0.0 : m);
+      labels.push_back(s.name);
+    }
+    id[n] = out.graph.add_node(o.name, cost, mem, labels);
+    out.origins.push_back(std::move(o));
+  }
+
+  // The layout the producer node delivers under candidate s.
+  auto produced = [&](int node, int s) -> const Layout& {
+    const StepCostGraph::Origin& o = out.origins[node];
+    return o.is_param ? o.layouts[s] : o.strategies[s].output;
+  };
+  auto edge = [&](int from, int to, const sem::TypeP& t, auto wanted) {
+    const int sf = out.graph.strategies(from), st = out.graph.strategies(to);
+    std::vector<std::vector<double>> cost(sf, std::vector<double>(st, 0.0));
+    bool any = false;
+    for (int a = 0; a < sf; ++a)
+      for (int b = 0; b < st; ++b) {
+        const Layout& src = produced(from, a);
+        const Layout* dst = wanted(b);
+        if (!dst || src.rank() != t->rank() || dst->rank() != t->rank() || src == *dst) continue;
+        try {
+          cost[a][b] =
+              plan_redistribution(src, *dst, t->shape, static_cast<int>(dtype_size(t->dtype)), mesh,
+                                  device.comm)
+                  .seconds;
+        } catch (const std::exception&) {
+          cost[a][b] = device.forbidden;
+        }
+        any = any || cost[a][b] > 0;
+      }
+    if (any || sf * st > 1) out.graph.add_edge(from, to, std::move(cost));
+  };
+
+  for (const ir::Node* n : step.nodes) {
+    auto it = id.find(n);
+    if (it == id.end()) continue;
+    const int to = it->second;
+    for (size_t k = 0; k < n->inputs.size(); ++k) {
+      const ir::Node* x = n->inputs[k];
+      auto src = id.find(x);
+      if (src == id.end() || !static_tensor(x->type)) continue;
+      const StepCostGraph::Origin& o = out.origins[to];
+      edge(src->second, to, x->type, [&](int b) -> const Layout* {
+        const OpStrategy& s = o.strategies[b];
+        return k < s.inputs.size() ? &s.inputs[k] : nullptr;
+      });
+    }
+  }
+
+  // Gradients: the step returns (loss, grad_0, ..., grad_{trainable-1}).
+  const ir::Node* ret = step.output;
+  if (ret && ret->is_apply() && static_cast<int>(ret->inputs.size()) == trainable + 1) {
+    for (int i = 0; i < trainable && i < static_cast<int>(step.params.size()); ++i) {
+      const ir::Node* g = ret->inputs[i + 1];
+      auto gs = id.find(g), ps = id.find(step.params[i]);
+      if (gs == id.end() || ps == id.end() || gs->second == ps->second || !static_tensor(g->type))
+        continue;
+      const StepCostGraph::Origin& po = out.origins[ps->second];
+      edge(gs->second, ps->second, g->type, [&](int b) -> const Layout* { return &po.layouts[b]; });
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> parameter_layouts(const StepCostGraph& g, const Assignment& a) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < g.origins.size(); ++i)
+    if (g.origins[i].is_param)
+      out.push_back(fmt::format("{} {}", g.origins[i].name,
+                                g.origins[i].layouts[a.choice[i]].partition_string(g.mesh)));
+  return out;
+}
+
+namespace {
+std::string quote(const std::string& s) {
+  std::string q = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') q += '\\';
+    q += c;
+  }
+  return q + "\"";
+}
+}  // namespace
+
+std::string strategy_json(const StepCostGraph& g, const Assignment& a) {
+  std::string mesh, layouts, ops;
+  for (int64_t d : g.mesh.shape) mesh += fmt::format("{}{}", mesh.empty() ? "" : ", ", d);
+  for (size_t i = 0; i < g.origins.size(); ++i) {
+    const StepCostGraph::Origin& o = g.origins[i];
+    if (o.is_param) {
+      layouts += fmt::format("{}\n    {}: {}", layouts.empty() ? "" : ",", quote(o.name),
+                             quote(o.layouts[a.choice[i]].partition_string(g.mesh)));
+    } else {
+      ops += fmt::format("{}\n    {}: {}", ops.empty() ? "" : ",", quote(o.name),
+                         quote(o.strategies[a.choice[i]].name));
+    }
+  }
+  return fmt::format(
+      "{{\n  \"mesh\": [{}],\n  \"layouts\": {{{}\n  }},\n  \"ops\": {{{}\n  }},\n"
+      "  \"predicted_step_seconds\": {:.9g},\n  \"memory_per_device\": {:.0f}\n}}\n",
+      mesh, layouts, ops, a.cost, a.peak_memory);
+}
+
+StepRecGraph build_step_rec_graph(const ir::Graph& step,
+                                  const std::vector<std::string>& param_names, int trainable) {
+  StepRecGraph out;
+  const Mesh two{{2}, {}};
+  std::map<const ir::Node*, int> op_of;
+  std::map<int, std::vector<int>> out_tensor_dims;  // op -> tensor dim of each output entry
+  std::map<const ir::Node*, int> param_index;
+  for (size_t i = 0; i < step.params.size(); ++i) param_index[step.params[i]] = static_cast<int>(i);
+  size_t last = step.nodes.size();
+  const ir::Node* ret = step.output;
+  if (ret && ret->is_apply() && static_cast<int>(ret->inputs.size()) == trainable + 1) {
+    const auto it = std::find(step.nodes.begin(), step.nodes.end(), ret->inputs[0]);
+    if (it != step.nodes.end()) last = static_cast<size_t>(it - step.nodes.begin()) + 1;
+  }
+  std::map<int, int> use_of_param;  // step param index -> out.params index
+  for (size_t i = 0; i < last; ++i) {
+    const ir::Node* n = step.nodes[i];
+    if (!n->is_apply() || !n->prim || !static_tensor(n->type)) continue;
+    std::vector<sem::TypeP> in;
+    bool dynamic = false;
+    for (const ir::Node* x : n->inputs) {
+      in.push_back(x->type);
+      dynamic = dynamic || (x->type && x->type->is_tensor() && !static_tensor(x->type));
+    }
+    if (dynamic) continue;
+    std::vector<OpStrategy> strategies;
+    if (const ShardingRule* rule = sharding_rule(*n->prim); rule && rule->enumerate)
+      strategies = rule->enumerate(in, n->type, n->attrs, two);
+    RecOp op;
+    op.name = fmt::format("{}#{}", n->prim->name, i);
+    std::vector<std::vector<int>> in_lab(in.size());
+    for (size_t k = 0; k < in.size(); ++k)
+      if (in[k] && in[k]->is_tensor()) in_lab[k].assign(in[k]->shape.size(), -1);
+    std::vector<int> out_lab(n->type->shape.size(), -1);
+    for (const OpStrategy& s : strategies) {
+      const int label = static_cast<int>(op.dims.size());
+      int64_t size = 0;
+      for (size_t k = 0; k < in.size() && k < s.inputs.size(); ++k) {
+        if (s.inputs[k].rank() != static_cast<int>(in_lab[k].size())) continue;
+        for (size_t d = 0; d < in_lab[k].size(); ++d)
+          if (s.inputs[k].tensor_map[d] == 0) in_lab[k][d] = label, size = in[k]->shape[d];
+      }
+      if (s.output.rank() == static_cast<int>(out_lab.size()))
+        for (size_t d = 0; d < out_lab.size(); ++d)
+          if (s.output.tensor_map[d] == 0) out_lab[d] = label, size = n->type->shape[d];
+      if (size == 0) continue;  // the replicated strategy, or nothing we can read
+      op.dims.push_back(size);
+      op.reduced.push_back(s.output.has_partial(0));
+    }
+    double unlabelled = static_cast<double>(dtype_size(n->type->dtype));
+    std::vector<int> tensor_dims;
+    for (size_t d = 0; d < out_lab.size(); ++d) {
+      if (out_lab[d] >= 0) {
+        op.output.push_back(out_lab[d]);
+        tensor_dims.push_back(static_cast<int>(d));
+      } else {
+        unlabelled *= static_cast<double>(n->type->shape[d]);
+      }
+    }
+    op.element_bytes = unlabelled;
+    if (const auto* cr = n->prim->facet<sim::CostRule>(sim::kCostFacet))
+      op.flops = (*cr)(in, n->type, n->attrs).flops;
+    const int index = static_cast<int>(out.graph.ops.size());
+    for (size_t k = 0; k < n->inputs.size(); ++k) {
+      const ir::Node* x = n->inputs[k];
+      if (in_lab[k].empty()) continue;
+      if (auto p = op_of.find(x); p != op_of.end()) {
+        RecOp::Input input;
+        input.producer = p->second;
+        for (int t : out_tensor_dims[p->second]) input.dim_map.push_back(in_lab[k][t]);
+        op.inputs.push_back(std::move(input));
+      } else if (auto pi = param_index.find(x); pi != param_index.end()) {
+        const int pidx = pi->second;
+        const std::string name = static_cast<size_t>(pidx) < param_names.size()
+                                     ? param_names[pidx]
+                                     : fmt::format("arg{}", pidx);
+        if (pidx < trainable) {
+          RecOp::Param param{name, {}};
+          for (int l : in_lab[k])
+            if (l >= 0) param.dims.push_back(l);
+          op.params.push_back(std::move(param));
+        }
+        if (!use_of_param.count(pidx)) {
+          use_of_param[pidx] = static_cast<int>(out.params.size());
+          out.params.push_back(StepRecGraph::ParamUse{name, index, in_lab[k]});
+        }
+      }
+    }
+    op_of[n] = index;
+    out_tensor_dims[index] = std::move(tensor_dims);
+    out.graph.ops.push_back(std::move(op));
+  }
+  return out;
+}
+
+namespace {
+std::string rec_partition(const StepRecGraph::ParamUse& u, const RecResult& r) {
+  std::string t;
+  for (int l : u.dims) {
+    const int64_t c = l >= 0 ? r.cuts[u.op][l] : 1;
+    t += fmt::format("{}{}", t.empty() ? "" : ", ", c);
+  }
+  return fmt::format("({}{})", t, u.dims.size() == 1 ? "," : "");
+}
+}  // namespace
+
+std::vector<std::string> rec_parameter_layouts(const StepRecGraph& g, const RecResult& r) {
+  std::vector<std::string> out;
+  for (const StepRecGraph::ParamUse& u : g.params)
+    out.push_back(fmt::format("{} {}", u.name, rec_partition(u, r)));
+  return out;
+}
+
+std::string rec_strategy_json(const StepRecGraph& g, const RecResult& r, int64_t devices) {
+  std::string layouts;
+  for (const StepRecGraph::ParamUse& u : g.params)
+    layouts += fmt::format("{}\n    {}: {}", layouts.empty() ? "" : ",", quote(u.name),
+                           quote(rec_partition(u, r)));
+  return fmt::format(
+      "{{\n  \"mesh\": [{}],\n  \"layouts\": {{{}\n  }},\n"
+      "  \"predicted_step_seconds\": {:.9g},\n  \"memory_per_device\": {:.0f}\n}}\n",
+      devices, layouts, r.cost, r.memory);
+}
+
+}  // namespace spora::parallel::search

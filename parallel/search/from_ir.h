@@ -1,0 +1,99 @@
+// The cost graph of a real training step (the IR graph `StepProgram.step` of sim/step_program.h:
+// (params..., data...) -> (loss, grads...)) on a device mesh, for the searches of cost_graph.h.
+//
+//   nodes   one per graph parameter: candidates = every layout of its tensor on the mesh
+//           (replicated, and each way to give mesh axes to divisible dimensions); memory = its
+//           shard, times (weight + gradient + optimizer states) for a trainable parameter
+//           one per primitive application: candidates = its row's sharding facet
+//           (ShardingRule::enumerate; only the replicated strategy when the row has none);
+//           cost = the row's cost facet scaled by local_flops_fraction through a roofline,
+//           max(flops / peak, bytes / bandwidth) + launch; memory = its output shard
+//   edges   producer -> consumer for every tensor an application reads: the seconds of
+//           plan_redistribution(producer's output layout, the layout this strategy wants)
+//           gradient -> parameter: the step's i-th gradient goes to the i-th parameter's node,
+//           costed as the redistribution of the gradient into the parameter's layout. This is
+//           where data parallelism pays: a gradient that is partial over a mesh axis (batch
+//           split) needs its all-reduce (or a reduce-scatter for a sharded parameter).
+// Constants, calls of kept graphs and non-tensor values get no node: their edges are free.
+// A redistribution that cannot exist (a partial sum asked to split back) costs `forbidden`.
+//
+// The device numbers live in DeviceModel so that parallel/ never includes the simulator:
+// tools/ fills it from a cluster spec (peak FLOP/s of the step's dtype, memory bandwidth,
+// launch overhead, and per mesh axis the alpha-beta of the links that axis crosses).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "parallel/layout/layout.h"
+#include "parallel/search/cost_graph.h"
+#include "parallel/search/rec.h"
+#include "parallel/sharding/sharding.h"
+#include "semantics/ir/ir.h"
+
+namespace spora::parallel::search {
+
+struct DeviceModel {
+  double peak_flops = 100e12;      // FLOP/s
+  double memory_bandwidth = 1e12;  // bytes/s
+  double launch_overhead = 0;      // seconds per primitive application
+  CommModel comm;                  // per mesh axis
+  double forbidden = 1e6;          // seconds for an impossible redistribution
+};
+
+struct StepCostGraph {
+  CostGraph graph;
+  Mesh mesh;
+  struct Origin {
+    const ir::Node* node = nullptr;
+    std::string name;  // parameter name, or "<prim>#<index>"
+    bool is_param = false;
+    bool trainable = false;
+    std::vector<Layout> layouts;         // parameters: per candidate
+    std::vector<OpStrategy> strategies;  // applications: per candidate
+  };
+  std::vector<Origin> origins;  // per cost-graph node
+};
+
+// `param_names`: names of the step's parameters, in order (the first `trainable` are the
+// model's parameters, whose gradients the step returns after the loss); missing names become
+// "arg<i>". `state_tensors`: optimizer state tensors per parameter (momentum 1, adam 2).
+StepCostGraph build_step_cost_graph(const ir::Graph& step,
+                                    const std::vector<std::string>& param_names, int trainable,
+                                    int state_tensors, const Mesh& mesh, const DeviceModel& device);
+
+// Every layout of a tensor of this shape on the mesh (replicated first): each mesh axis of more
+// than one device splits at most one dimension, that divides by it.
+std::vector<Layout> enumerate_layouts(const std::vector<int64_t>& shape, const Mesh& mesh);
+
+// The strategy file of the partitioner: {"mesh": [2, 2], "layouts": {"<param>": "(1, 2)", ...},
+// "ops": {"<prim>#<i>": "<strategy name>", ...}} with MindSpore partition numbers per dim.
+std::string strategy_json(const StepCostGraph& g, const Assignment& a);
+
+// One line per parameter: "name (1, 2)".
+std::vector<std::string> parameter_layouts(const StepCostGraph& g, const Assignment& a);
+
+// Recursive programming on a real step: the forward operators (up to the loss, as MindSpore's
+// rec_core searches the forward graph) as a RecGraph. The iteration dimensions of an operator
+// are read off its sharding facet on a 1-D mesh of 2 devices: each non-replicated strategy
+// splits one index space (a label: matmul's m, n or k, a batch dim...), whose dimensions are
+// the ones its layouts split, summed over when its output is partial. Tensor dims that no
+// strategy splits are not iteration dims (their size goes into element_bytes).
+struct StepRecGraph {
+  RecGraph graph;
+  struct ParamUse {
+    std::string name;
+    int op = -1;            // the first forward operator reading it
+    std::vector<int> dims;  // per tensor dim: that operator's iteration dim, or -1
+  };
+  std::vector<ParamUse> params;  // trainable parameters and data inputs, in step order
+};
+StepRecGraph build_step_rec_graph(const ir::Graph& step,
+                                  const std::vector<std::string>& param_names, int trainable);
+// "name (c0, c1)" per parameter from a rec result (cuts of the dims; 1 for unsplit dims).
+std::vector<std::string> rec_parameter_layouts(const StepRecGraph& g, const RecResult& r);
+// The strategy file for a rec result: a 1-D mesh of all the devices (the cuts of one tensor may
+// need more than one axis of a 2-D mesh) and each parameter's partition numbers.
+std::string rec_strategy_json(const StepRecGraph& g, const RecResult& r, int64_t devices);
+
+}  // namespace spora::parallel::search

@@ -1,0 +1,92 @@
+// `spora search` end to end on tiny_mlp.sp (tools/cmd_search.cpp, compiled into this test).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "autodiff/install.h"
+#include "ops/ops.h"
+#include "tools/cmd_search.h"
+
+namespace spora::tools {
+namespace {
+
+int search(std::vector<std::string> args) {
+  ops::register_all();
+  static bool installed = false;
+  if (!installed) autodiff::install(), installed = true;
+  CLI::App app;
+  CLI::App* s = add_search_subcommand(app);
+  args.insert(args.begin(), "search");
+  std::vector<std::string> rev(args.rbegin(), args.rend());
+  app.parse(rev);
+  EXPECT_TRUE(s->parsed());
+  return run_search_subcommand();
+}
+
+TEST(SearchCli, WritesTheBestStrategy) {
+  const std::string out = "/tmp/spora_search_cli_" + std::to_string(getpid()) + ".json";
+  const int rc = search({SPORA_SOURCE_DIR "/tests/sim/data/tiny_mlp.sp", "--cluster",
+                         SPORA_SOURCE_DIR "/examples/clusters/dgx-a100.yaml", "--mesh", "2",
+                         "--algo", "dp", "--top", "2", "--batch", "8", "-o", out});
+  EXPECT_EQ(rc, 0);
+  std::ifstream f(out);
+  std::stringstream text;
+  text << f.rdbuf();
+  std::remove(out.c_str());
+  EXPECT_NE(text.str().find("\"mesh\": [2]"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("\"layouts\": {"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("\"predicted_step_seconds\""), std::string::npos) << text.str();
+}
+
+TEST(SearchCli, PropagateKeepsAFixedLayout) {
+  const std::string out = "/tmp/spora_search_cli_fix_" + std::to_string(getpid()) + ".json";
+  const int rc =
+      search({SPORA_SOURCE_DIR "/tests/sim/data/tiny_mlp.sp", "--cluster",
+              SPORA_SOURCE_DIR "/examples/clusters/dgx-a100.yaml", "--mesh", "2", "--algo",
+              "propagate", "--batch", "8", "--fix", "param0=(1, 2)", "-o", out});
+  EXPECT_EQ(rc, 0);
+  std::ifstream f(out);
+  std::stringstream text;
+  text << f.rdbuf();
+  std::remove(out.c_str());
+  EXPECT_NE(text.str().find("\"param0\": \"(1, 2)\""), std::string::npos) << text.str();
+  EXPECT_EQ(search({SPORA_SOURCE_DIR "/tests/sim/data/tiny_mlp.sp", "--cluster",
+                    SPORA_SOURCE_DIR "/examples/clusters/dgx-a100.yaml", "--mesh", "2", "--algo",
+                    "propagate", "--fix", "nothing=(2, 1)"}),
+            1);
+}
+
+TEST(SearchCli, RecOnARealModel) {
+  const std::string out = "/tmp/spora_search_cli_rec_" + std::to_string(getpid()) + ".json";
+  // 4M examples of the tiny MLP on 8 devices. Recursive programming is greedy operator by
+  // operator: the first matmul sees a gradient all-reduce for a batch cut and nothing for a cut
+  // of its 8 outputs, so it goes 8-way model parallel there (dp, which sees the whole graph,
+  // splits the batch). The labels follow the loss, which can only cut the batch.
+  const int rc = search({SPORA_SOURCE_DIR "/tests/sim/data/tiny_mlp.sp", "--cluster",
+                         SPORA_SOURCE_DIR "/examples/clusters/dgx-a100.yaml", "--mesh", "2x4",
+                         "--algo", "rec", "--batch", "4194304", "-o", out});
+  EXPECT_EQ(rc, 0);
+  std::ifstream f(out);
+  std::stringstream text;
+  text << f.rdbuf();
+  std::remove(out.c_str());
+  EXPECT_NE(text.str().find("\"mesh\": [8]"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("\"param0\": \"(1, 8)\""), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("\"arg5\": \"(8,)\""), std::string::npos) << text.str();
+}
+
+TEST(SearchCli, UnknownAlgorithmIsAnError) {
+  EXPECT_EQ(search({SPORA_SOURCE_DIR "/tests/sim/data/tiny_mlp.sp", "--cluster",
+                    SPORA_SOURCE_DIR "/examples/clusters/dgx-a100.yaml", "--mesh", "2", "--algo",
+                    "greedy"}),
+            1);
+  EXPECT_EQ(search({SPORA_SOURCE_DIR "/tests/sim/data/tiny_mlp.sp", "--cluster",
+                    SPORA_SOURCE_DIR "/examples/clusters/dgx-a100.yaml", "--mesh", "64"}),
+            1);  // more devices than the spec has
+}
+
+}  // namespace
+}  // namespace spora::tools

@@ -1,0 +1,109 @@
+// The cost graph of a real training step (tests/sim/data/tiny_mlp.sp) on a device mesh.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "autodiff/install.h"
+#include "ops/ops.h"
+#include "parallel/search/from_ir.h"
+#include "sim/step_program.h"
+
+namespace spora::parallel::search {
+namespace {
+
+const std::string kTiny = SPORA_SOURCE_DIR "/tests/sim/data/tiny_mlp.sp";
+
+sim::StepProgram tiny(int64_t batch) {
+  ops::register_all();
+  static bool installed = false;
+  if (!installed) autodiff::install(), installed = true;
+  sim::StepOptions o;
+  o.batch = batch;
+  return sim::build_step_program(kTiny, o);
+}
+
+StepCostGraph build(const sim::StepProgram& p, const Mesh& mesh) {
+  std::vector<std::string> names;
+  for (const sim::StepParam& sp : p.params) names.push_back(sp.name);
+  DeviceModel dev;
+  dev.comm.axes.assign(mesh.ndim(), AxisLink{5e-6, 10e9});
+  return build_step_cost_graph(*p.step, names, static_cast<int>(p.params.size()), 0, mesh, dev);
+}
+
+TEST(SearchFromIr, LayoutsOfATensor) {
+  const Mesh m{{2, 4}, {}};
+  // [8, 6]: axis 0 (2) splits either dim, axis 1 (4) only dim 0 (6 % 4 != 0); a dimension is
+  // split by one axis at most, so no (8, 1).
+  const std::vector<Layout> ls = enumerate_layouts({8, 6}, m);
+  std::vector<std::string> text;
+  for (const Layout& l : ls) text.push_back(l.partition_string(m));
+  EXPECT_EQ(text, (std::vector<std::string>{"(1, 1)", "(2, 1)", "(1, 2)", "(4, 1)", "(4, 2)"}));
+}
+
+TEST(SearchFromIr, TinyMlpGraph) {
+  const sim::StepProgram p = tiny(8);
+  const Mesh mesh{{2}, {}};
+  const StepCostGraph g = build(p, mesh);
+  EXPECT_EQ(validate(g.graph), "");
+  // Every trainable parameter is a node with every layout of its shape: w1 f32[4, 8] on 2
+  // devices is (1, 1), (2, 1), (1, 2).
+  int params = 0;
+  for (size_t i = 0; i < g.origins.size(); ++i) {
+    const auto& o = g.origins[i];
+    if (!o.is_param || !o.trainable) continue;
+    ++params;
+    if (o.node == p.step->params[0]) {  // w1
+      EXPECT_EQ(g.graph.nodes[i].labels, (std::vector<std::string>{"(1, 1)", "(2, 1)", "(1, 2)"}));
+      // Memory: the shard times weight + gradient (sgd keeps no state).
+      EXPECT_DOUBLE_EQ(g.graph.nodes[i].memory[0], 4 * 8 * 4 * 2);
+      EXPECT_DOUBLE_EQ(g.graph.nodes[i].memory[1], 4 * 8 * 4 * 2 / 2);
+    }
+  }
+  EXPECT_EQ(params, 4);
+  // Each gradient reaches its parameter: an edge into every trainable parameter node with a
+  // choice to make (b2 f32[3] cannot be split over 2 devices).
+  for (size_t i = 0; i < g.origins.size(); ++i) {
+    if (!g.origins[i].trainable || g.graph.strategies(static_cast<int>(i)) == 1) continue;
+    const bool has_in =
+        std::any_of(g.graph.edges.begin(), g.graph.edges.end(),
+                    [&](const CostGraph::Edge& e) { return e.to == static_cast<int>(i); });
+    EXPECT_TRUE(has_in) << g.origins[i].name;
+  }
+  // A replicated layout everywhere is always valid and costs no redistribution: dp never does
+  // worse than it.
+  std::vector<int> replicated(g.graph.nodes.size(), 0);
+  const Assignment rep = evaluate(g.graph, replicated);
+  const SearchResult dp = search_dp(g.graph, SearchOptions{});
+  ASSERT_FALSE(dp.top.empty());
+  EXPECT_LE(dp.top[0].cost, rep.cost + 1e-15);
+  const std::string json = strategy_json(g, dp.top[0]);
+  EXPECT_NE(json.find("\"mesh\": [2]"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"" + p.params[0].name + "\": \"("), std::string::npos) << json;
+}
+
+TEST(SearchFromIr, BigBatchGoesDataParallel) {
+  ops::register_all();
+  const sem::Primitive* mm = sem::Registry::instance().find("matmul");
+  if (!mm || !sharding_rule(*mm))
+    GTEST_SKIP() << "the rows have no sharding facet yet (ops/sharding.cpp of the layout branch)";
+  // 4M examples: every activation is 64-128 MB, 64-128 us at 1 TB/s, against weights of a few
+  // hundred bytes whose gradient all-reduce costs its latency (10 us): split the batch.
+  const sim::StepProgram p = tiny(int64_t{1} << 22);
+  const Mesh mesh{{2}, {}};
+  const StepCostGraph g = build(p, mesh);
+  const SearchResult dp = search_dp(g.graph, SearchOptions{});
+  const std::vector<std::string> lines = parameter_layouts(g, dp.top[0]);
+  std::string all;
+  for (const std::string& l : lines) all += l + "; ";
+  SCOPED_TRACE(all + dp.notes);
+  // Data parallelism: the weights whole, the batch split.
+  // The weights stay whole or are sharded on their first dimension (ZeRO-style: reduce-scatter
+  // the gradient + all-gather the weight costs what an all-reduce does, on less memory).
+  EXPECT_TRUE(std::find(lines.begin(), lines.end(), p.params[0].name + " (1, 1)") != lines.end() ||
+              std::find(lines.begin(), lines.end(), p.params[0].name + " (2, 1)") != lines.end());
+  EXPECT_NE(std::find(lines.begin(), lines.end(), "arg4 (2, 1)"), lines.end());  // x: the batch
+  EXPECT_NE(std::find(lines.begin(), lines.end(), "arg5 (2,)"), lines.end());    // y: the batch
+}
+
+}  // namespace
+}  // namespace spora::parallel::search

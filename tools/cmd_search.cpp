@@ -1,0 +1,247 @@
+// `spora search`: see tools/cmd_search.h.
+#include "tools/cmd_search.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "lang/diagnostics.h"
+#include "parallel/search/cost_graph.h"
+#include "sim/cluster_spec.h"
+#include "sim/step_program.h"
+
+namespace spora::tools {
+
+namespace {
+
+namespace ps = parallel::search;
+
+struct Options {
+  std::string file, cluster, algo = "dp", mesh, out, entry = "main", optimizer = "sgd";
+  int top = 5;
+  long batch = 0;
+  double memory_limit_gb = 0;
+  std::vector<std::string> fix;  // "name=(2, 1)": semi-auto annotations of parameters / inputs
+};
+Options g_options;
+SimulatorScore g_score;
+
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The analytic oracle's device numbers from the cluster spec. Mesh axes are laid out
+// row-major over the ranks (the last axis varies fastest): an axis whose span of consecutive
+// ranks stays inside one node uses the intra-node interconnect, the others the network.
+ps::DeviceModel device_model(const sim::ClusterSpec& c, const parallel::Mesh& mesh) {
+  ps::DeviceModel d;
+  const auto f32 = c.device.peak_flops.find("f32");
+  d.peak_flops = f32 != c.device.peak_flops.end() ? f32->second : c.device.max_peak_flops();
+  d.memory_bandwidth = c.device.memory_bandwidth;
+  d.launch_overhead = c.device.launch_overhead;
+  d.comm.axes.assign(mesh.ndim(), parallel::AxisLink{});
+  int64_t span = 1;
+  for (int ax = mesh.ndim() - 1; ax >= 0; --ax) {
+    span *= mesh.axis_size(ax);
+    parallel::AxisLink& l = d.comm.axes[ax];
+    if (span <= c.devices_per_node || !c.network) {
+      l.alpha_s = c.interconnect.latency;
+      l.bandwidth_Bps = c.interconnect.bandwidth * c.interconnect.efficiency;
+    } else {
+      const sim::NetworkSpec& n = *c.network;
+      l.alpha_s = n.nic_latency + n.latency;
+      double bw = n.nic_bandwidth * std::max(1, n.nics_per_node) / c.devices_per_node;
+      if (n.link_bandwidth > 0) bw = std::min(bw, n.link_bandwidth);
+      l.bandwidth_Bps = bw * n.efficiency;
+    }
+    if (l.bandwidth_Bps <= 0) l.bandwidth_Bps = 1e9;  // a spec without links: 1 GB/s
+  }
+  return d;
+}
+
+std::string human_bytes(double b) {
+  if (b >= 1e9) return fmt::format("{:.2f} GB", b / 1e9);
+  if (b >= 1e6) return fmt::format("{:.2f} MB", b / 1e6);
+  if (b >= 1e3) return fmt::format("{:.2f} kB", b / 1e3);
+  return fmt::format("{:.0f} B", b);
+}
+
+std::string human_seconds(double s) {
+  if (s >= 1) return fmt::format("{:.3f} s", s);
+  if (s >= 1e-3) return fmt::format("{:.3f} ms", s * 1e3);
+  return fmt::format("{:.3f} us", s * 1e6);
+}
+
+// --algo rec: one strategy, from operator shapes (parallel/search/rec.h), over all the devices
+// of the mesh as one dimension of cuts.
+int run_rec(const Options& o, const sim::ClusterSpec& cluster, const parallel::Mesh& mesh,
+            const sim::StepProgram& program, const std::vector<std::string>& names) {
+  const ps::StepRecGraph g =
+      ps::build_step_rec_graph(*program.step, names, static_cast<int>(program.params.size()));
+  const ps::DeviceModel d = device_model(cluster, mesh);
+  ps::RecOptions ro;
+  ro.devices = mesh.size();
+  ro.peak_flops = d.peak_flops;
+  ro.bandwidth = d.comm.axes.empty() ? 1e9 : d.comm.axes[0].bandwidth_Bps;
+  ro.latency = 0;
+  for (const parallel::AxisLink& l : d.comm.axes) {
+    ro.bandwidth = std::min(ro.bandwidth, l.bandwidth_Bps);
+    ro.latency = std::max(ro.latency, l.alpha_s);
+  }
+  ro.memory_limit = o.memory_limit_gb > 0 ? o.memory_limit_gb * 1e9 : cluster.device.memory_bytes;
+  const ps::RecResult r = ps::search_rec(g.graph, ro);
+  std::printf("spora search: %s on %s, %lld devices, --algo rec: %zu forward operators\n",
+              o.file.c_str(), cluster.name.c_str(), static_cast<long long>(ro.devices),
+              g.graph.ops.size());
+  std::printf("  recursive programming: one strategy, cuts per operator dimension\n");
+  std::string layouts;
+  for (const std::string& l : ps::rec_parameter_layouts(g, r))
+    layouts += (layouts.empty() ? "" : ", ") + l;
+  std::printf("%-4s %-16s %-16s %-14s %-5s %s\n", "rank", "step (analytic)", "step (simulated)",
+              "memory/device", "fits", "parameter layouts");
+  std::printf("%-4d %-16s %-16s %-14s %-5s %s\n", 1, human_seconds(r.cost).c_str(), "-",
+              human_bytes(r.memory).c_str(), r.feasible ? "yes" : "no", layouts.c_str());
+  if (!o.out.empty()) {
+    std::ofstream f(o.out, std::ios::binary);
+    if (!f) throw UsageError(fmt::format("cannot write '{}'", o.out));
+    f << ps::rec_strategy_json(g, r, ro.devices);
+    std::printf("wrote the strategy to %s\n", o.out.c_str());
+  }
+  return 0;
+}
+
+int run(const Options& o) {
+  if (o.cluster.empty())
+    throw UsageError("--cluster is required (e.g. examples/clusters/dgx-a100.yaml)");
+  if (o.mesh.empty()) throw UsageError("--mesh is required (e.g. 2x4)");
+  if (o.top < 1) throw UsageError(fmt::format("--top must be at least 1, got {}", o.top));
+  const sim::ClusterSpec cluster = sim::load_cluster_spec(o.cluster);
+  const parallel::Mesh mesh = parallel::Mesh::parse(o.mesh);
+  if (mesh.size() > cluster.device_count())
+    throw UsageError(fmt::format("--mesh {} needs {} devices but {} has {}", o.mesh, mesh.size(),
+                                 cluster.name, cluster.device_count()));
+  if (o.algo != "rec" && o.algo != "dp" && o.algo != "propagate" && o.algo != "exhaustive")
+    throw UsageError(fmt::format("unknown --algo '{}' (dp, rec, propagate, exhaustive)", o.algo));
+
+  sim::StepOptions so;
+  so.entry = o.entry;
+  so.optimizer = o.optimizer;
+  if (o.batch < 0) throw UsageError(fmt::format("--batch must be positive, got {}", o.batch));
+  if (o.batch > 0) so.batch = o.batch;  // the global batch: the search decides how to split it
+  const sim::StepProgram program = sim::build_step_program(o.file, so);
+  std::vector<std::string> names;
+  int states = 0;
+  for (const sim::StepParam& p : program.params) {
+    names.push_back(p.name);
+    states = p.state_tensors;
+  }
+  if (o.algo == "rec") return run_rec(o, cluster, mesh, program, names);
+  const ps::StepCostGraph g =
+      ps::build_step_cost_graph(*program.step, names, static_cast<int>(program.params.size()),
+                                states, mesh, device_model(cluster, mesh));
+
+  ps::SearchOptions so2;
+  so2.top_k = o.top;
+  so2.memory_limit = o.memory_limit_gb > 0             ? o.memory_limit_gb * 1e9
+                     : cluster.device.memory_bytes > 0 ? cluster.device.memory_bytes
+                                                       : ps::kNoMemoryLimit;
+  for (const std::string& f : o.fix) {
+    const size_t eq = f.find('=');
+    if (eq == std::string::npos)
+      throw UsageError(fmt::format("--fix '{}' is not NAME=LAYOUT (e.g. param0=(2, 1))", f));
+    const std::string name = f.substr(0, eq), text = f.substr(eq + 1);
+    bool found = false;
+    for (size_t i = 0; i < g.origins.size() && !found; ++i) {
+      const ps::StepCostGraph::Origin& og = g.origins[i];
+      if (!og.is_param || og.name != name) continue;
+      found = true;
+      const parallel::Layout want =
+          parallel::Layout::parse(text, mesh, static_cast<int>(og.node->type->rank()));
+      const auto at = std::find(og.layouts.begin(), og.layouts.end(), want);
+      if (at == og.layouts.end())
+        throw UsageError(fmt::format("--fix {}: {} is not a layout {} can take on mesh {}", name,
+                                     text, name, mesh.to_string()));
+      so2.fixed[static_cast<int>(i)] = static_cast<int>(at - og.layouts.begin());
+    }
+    if (!found)
+      throw UsageError(
+          fmt::format("--fix {}: the step has no parameter or input of that name", name));
+  }
+  if (!so2.fixed.empty() && o.algo != "propagate")
+    throw UsageError("--fix seeds sharding propagation: use it with --algo propagate");
+  ps::SearchResult r = o.algo == "dp"          ? ps::search_dp(g.graph, so2)
+                       : o.algo == "propagate" ? ps::search_propagate(g.graph, so2)
+                                               : ps::search_exhaustive(g.graph, so2);
+
+  std::printf(
+      "spora search: %s on %s, mesh %s, --algo %s: %zu operators and parameters, %zu "
+      "edges\n",
+      o.file.c_str(), cluster.name.c_str(), mesh.to_string().c_str(), o.algo.c_str(),
+      g.graph.nodes.size(), g.graph.edges.size());
+  std::printf("  %s%s\n", r.notes.c_str(), r.exact ? " (exact)" : "");
+  if (!r.any_feasible)
+    std::printf("  no strategy fits %s per device: the least memory any needs is %s\n",
+                human_bytes(so2.memory_limit).c_str(), human_bytes(r.min_memory_needed).c_str());
+  std::printf("%-4s %-16s %-16s %-14s %-5s %s\n", "rank", "step (analytic)", "step (simulated)",
+              "memory/device", "fits", "parameter layouts");
+  for (size_t i = 0; i < r.top.size(); ++i) {
+    const ps::Assignment& a = r.top[i];
+    std::optional<double> simulated;
+    if (g_score) simulated = g_score(g, a);
+    std::string layouts;
+    for (const std::string& l : ps::parameter_layouts(g, a))
+      layouts += (layouts.empty() ? "" : ", ") + l;
+    std::printf("%-4zu %-16s %-16s %-14s %-5s %s\n", i + 1, human_seconds(a.cost).c_str(),
+                simulated ? human_seconds(*simulated).c_str() : "-",
+                human_bytes(a.peak_memory).c_str(), a.feasible ? "yes" : "no", layouts.c_str());
+  }
+  if (!o.out.empty() && !r.top.empty()) {
+    std::ofstream f(o.out, std::ios::binary);
+    if (!f) throw UsageError(fmt::format("cannot write '{}'", o.out));
+    f << ps::strategy_json(g, r.top[0]);
+    std::printf("wrote the best strategy to %s\n", o.out.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+void set_search_simulator_score(SimulatorScore score) { g_score = std::move(score); }
+
+CLI::App* add_search_subcommand(CLI::App& app) {
+  Options& o = g_options;
+  o = Options{};  // a fresh app (the tests build several) starts from the defaults
+  CLI::App* s = app.add_subcommand("search", "Search a parallel strategy for a training step");
+  s->add_option("file", o.file, "the program (.sp), as `spora sim` takes it")->required();
+  s->add_option("--cluster,-c", o.cluster, "cluster spec (YAML): the analytic oracle's numbers");
+  s->add_option("--mesh", o.mesh, "device mesh, e.g. 2x4 or dp=2,tp=4");
+  s->add_option("--algo", o.algo, "dp, rec, propagate or exhaustive")->capture_default_str();
+  s->add_option("--top", o.top, "how many strategies to print")->capture_default_str();
+  s->add_option("--memory-limit", o.memory_limit_gb,
+                "GB per device (default: the cluster spec's device memory)");
+  s->add_option("--batch,-b", o.batch, "global batch (default: the program's)");
+  s->add_option("--fn", o.entry, "the function that runs one training step")->capture_default_str();
+  s->add_option("--optimizer", o.optimizer, "sgd, momentum or adam")->capture_default_str();
+  s->add_option("-o,--output", o.out, "write the best strategy (JSON) to FILE");
+  s->add_option("--fix", o.fix,
+                "with --algo propagate: pin a parameter's or input's layout, NAME=LAYOUT, e.g. "
+                "--fix 'arg6=(2, 1)' (MindSpore partition numbers or [m0, -])");
+  return s;
+}
+
+int run_search_subcommand() {
+  try {
+    return run(g_options);
+  } catch (const lang::InternalError&) {
+    throw;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "spora search: error: %s\n", e.what());
+  }
+  return 1;
+}
+
+}  // namespace spora::tools
