@@ -339,6 +339,21 @@ SpmdProgram spmd_program(const ir::Graph& g, std::vector<int64_t> mesh, std::siz
   return p;
 }
 
+SpmdProgram spmd_program(const StepProgram& step, const parallel::Strategy& strategy,
+                         const std::string& optimizer, parallel::Partitioned* partitioned) {
+  parallel::PartitionOptions po;
+  po.output_layouts.push_back(std::nullopt);  // the loss: replicated
+  for (const StepParam& p : step.params) {
+    auto it = strategy.layouts.find(p.name);
+    po.output_layouts.push_back(it == strategy.layouts.end() ? std::nullopt
+                                                             : std::optional(it->second));
+  }
+  parallel::Partitioned part = parallel::partition(*step.step, strategy, po);
+  SpmdProgram p = spmd_program(*part.graph, strategy.mesh.shape, step.params.size(), optimizer);
+  if (partitioned) *partitioned = std::move(part);
+  return p;
+}
+
 SpmdSimResult simulate_spmd_step(const ClusterSpec& cluster, const SpmdProgram& program,
                                  const SpmdSimOptions& options) {
   const auto wall0 = std::chrono::steady_clock::now();

@@ -44,6 +44,7 @@
 #include <string>
 #include <vector>
 
+#include "parallel/partition/partition.h"
 #include "semantics/ir/ir.h"
 #include "sim/cluster_spec.h"
 #include "sim/step_program.h"
@@ -82,6 +83,13 @@ struct SpmdProgram {
 // The update applies `optimizer` (sgd | momentum | adam) to each local shard.
 SpmdProgram spmd_program(const ir::Graph& g, std::vector<int64_t> mesh, std::size_t params,
                          const std::string& optimizer);
+
+// A training step (sim/step_program.h, built with the global batch) partitioned by a strategy
+// (the loss replicated, each gradient in its parameter's layout), and its op list. `partitioned`
+// receives the partitioner's result when not null.
+SpmdProgram spmd_program(const StepProgram& step, const parallel::Strategy& strategy,
+                         const std::string& optimizer,
+                         parallel::Partitioned* partitioned = nullptr);
 
 struct SpmdCollectiveRecord {
   int op = 0;  // index into SpmdProgram::ops

@@ -9,8 +9,10 @@
 #include <string>
 
 #include "lang/diagnostics.h"
+#include "parallel/partition/strategy.h"
 #include "parallel/search/cost_graph.h"
 #include "sim/cluster_spec.h"
+#include "sim/spmd_step.h"
 #include "sim/step_program.h"
 
 namespace spora::tools {
@@ -25,6 +27,7 @@ struct Options {
   long batch = 0;
   double memory_limit_gb = 0;
   std::vector<std::string> fix;  // "name=(2, 1)": semi-auto annotations of parameters / inputs
+  bool no_simulate = false;
 };
 Options g_options;
 SimulatorScore g_score;
@@ -152,7 +155,7 @@ int run(const Options& o) {
   for (const std::string& f : o.fix) {
     const size_t eq = f.find('=');
     if (eq == std::string::npos)
-      throw UsageError(fmt::format("--fix '{}' is not NAME=LAYOUT (e.g. param0=(2, 1))", f));
+      throw UsageError(fmt::format("--fix '{}' is not NAME=LAYOUT (e.g. x=(2, 1))", f));
     const std::string name = f.substr(0, eq), text = f.substr(eq + 1);
     bool found = false;
     for (size_t i = 0; i < g.origins.size() && !found; ++i) {
@@ -188,10 +191,25 @@ int run(const Options& o) {
                 human_bytes(so2.memory_limit).c_str(), human_bytes(r.min_memory_needed).c_str());
   std::printf("%-4s %-16s %-16s %-14s %-5s %s\n", "rank", "step (analytic)", "step (simulated)",
               "memory/device", "fits", "parameter layouts");
+  // The second oracle: each candidate partitioned and its per-rank program simulated on the
+  // cluster (sim/spmd_step.h), unless a hook replaces it or --no-simulate.
+  auto simulate = [&](const ps::Assignment& a) -> std::optional<double> {
+    if (g_score) return g_score(g, a);
+    if (o.no_simulate) return std::nullopt;
+    try {
+      const parallel::Strategy s =
+          parallel::parse_strategy(ps::strategy_json(g, a), *program.step, "candidate");
+      return sim::simulate_spmd_step(cluster, sim::spmd_program(program, s, o.optimizer))
+          .step_seconds;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "spora search: the simulator could not run a candidate: %s\n",
+                   e.what());
+      return std::nullopt;
+    }
+  };
   for (size_t i = 0; i < r.top.size(); ++i) {
     const ps::Assignment& a = r.top[i];
-    std::optional<double> simulated;
-    if (g_score) simulated = g_score(g, a);
+    const std::optional<double> simulated = simulate(a);
     std::string layouts;
     for (const std::string& l : ps::parameter_layouts(g, a))
       layouts += (layouts.empty() ? "" : ", ") + l;
@@ -227,9 +245,11 @@ CLI::App* add_search_subcommand(CLI::App& app) {
   s->add_option("--fn", o.entry, "the function that runs one training step")->capture_default_str();
   s->add_option("--optimizer", o.optimizer, "sgd, momentum or adam")->capture_default_str();
   s->add_option("-o,--output", o.out, "write the best strategy (JSON) to FILE");
+  s->add_flag("--no-simulate", o.no_simulate,
+              "skip the simulator's score of the top strategies (the analytic oracle only)");
   s->add_option("--fix", o.fix,
                 "with --algo propagate: pin a parameter's or input's layout, NAME=LAYOUT, e.g. "
-                "--fix 'arg6=(2, 1)' (MindSpore partition numbers or [m0, -])");
+                "--fix 'x=(2, 1)' (MindSpore partition numbers or [m0, -])");
   return s;
 }
 

@@ -96,16 +96,7 @@ int run_spmd(const Options& o, const sim::ClusterSpec& cluster) {
     throw UsageError(fmt::format("the strategy's mesh {} has {} devices but {} has {}",
                                  strategy.mesh.to_string(), strategy.mesh.size(), cluster.name,
                                  cluster.device_count()));
-  parallel::PartitionOptions po;
-  po.output_layouts.push_back(std::nullopt);  // the loss: replicated
-  for (const sim::StepParam& p : program.params) {
-    auto it = strategy.layouts.find(p.name);
-    po.output_layouts.push_back(it == strategy.layouts.end() ? std::nullopt
-                                                             : std::optional(it->second));
-  }
-  const parallel::Partitioned part = parallel::partition(*program.step, strategy, po);
-  const sim::SpmdProgram sp =
-      sim::spmd_program(*part.graph, strategy.mesh.shape, program.params.size(), o.optimizer);
+  const sim::SpmdProgram sp = sim::spmd_program(program, strategy, o.optimizer);
   sim::SpmdSimOptions opts;
   opts.matmul_dtype = o.matmul_dtype;
   opts.log = !o.log_file.empty();

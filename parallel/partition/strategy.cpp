@@ -19,20 +19,31 @@ using nlohmann::json;
   throw lang::UserError(fmt::format("{}: {}", origin, why));
 }
 
-// "ops": {"<index in g.nodes>": "<strategy name of the node's rule>"}.
+// "ops": {"<index in g.nodes>": "<strategy name of the node's rule>"}; the key may carry the
+// primitive's name too, as `spora search` writes it ("matmul#12"), which is then checked.
 void parse_ops(const json& ops, const ir::Graph& g, Strategy& s, const std::string& origin) {
   if (!ops.is_object())
     fail(origin, "\"ops\" maps node indices to strategy names, e.g. {\"12\": \"k:m0\"}");
   for (const auto& [key, value] : ops.items()) {
     size_t index = 0;
+    const size_t hash = key.find('#');
+    const std::string prim = hash == std::string::npos ? "" : key.substr(0, hash);
+    const std::string digits = hash == std::string::npos ? key : key.substr(hash + 1);
     try {
-      index = std::stoul(key);
+      size_t used = 0;
+      index = std::stoul(digits, &used);
+      if (used != digits.size()) throw std::invalid_argument(digits);
     } catch (const std::exception&) {
-      fail(origin, fmt::format("\"ops\" keys are node indices, got \"{}\"", key));
+      fail(origin, fmt::format("\"ops\" keys are node indices (\"12\" or \"matmul#12\"), got \"{}\"",
+                               key));
     }
     if (index >= g.nodes.size() || !g.nodes[index]->prim)
       fail(origin, fmt::format("node {} of @{} is not a primitive application", index, g.name));
     const ir::Node& n = *g.nodes[index];
+    if (!prim.empty() && prim != n.prim->name)
+      fail(origin, fmt::format("\"{}\": node {} of @{} is {}, not {} (the strategy was made for "
+                               "another program?)",
+                               key, index, g.name, n.prim->name, prim));
     const ShardingRule* rule = sharding_rule(*n.prim);
     if (!value.is_string() || !rule || !rule->enumerate)
       fail(origin, fmt::format("node {} ({}): expected the name of one of its strategies", index,
@@ -63,8 +74,10 @@ Strategy parse_strategy(const std::string& text, const ir::Graph& g, const std::
     fail(origin, fmt::format("not valid JSON: {}", e.what()));
   }
   if (!j.is_object()) fail(origin, "expected a JSON object with \"mesh\" and \"layouts\"");
+  // What `spora search` adds for people (its prediction) is read past.
   for (const auto& [key, value] : j.items())
-    if (key != "mesh" && key != "axes" && key != "layouts" && key != "ops")
+    if (key != "mesh" && key != "axes" && key != "layouts" && key != "ops" &&
+        key != "predicted_step_seconds" && key != "memory_per_device" && key != "algo")
       fail(origin, fmt::format("unknown key \"{}\" (expected mesh, axes, layouts, ops)", key));
   Strategy s;
   if (!j.contains("mesh") || !j["mesh"].is_array() || j["mesh"].empty())

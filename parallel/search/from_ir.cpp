@@ -68,7 +68,9 @@ StepCostGraph build_step_cost_graph(const ir::Graph& step,
     o.node = p;
     o.is_param = true;
     o.trainable = static_cast<int>(i) < trainable;
-    o.name = i < param_names.size() ? param_names[i] : fmt::format("arg{}", i);
+    o.name = i < param_names.size() ? param_names[i]
+             : !p->name.empty()      ? p->name  // the name strategy files use (x, y)
+                                     : fmt::format("arg{}", i);
     o.layouts = enumerate_layouts(p->type->shape, mesh);
     std::vector<double> cost(o.layouts.size(), 0.0), mem;
     std::vector<std::string> labels;
@@ -290,9 +292,11 @@ StepRecGraph build_step_rec_graph(const ir::Graph& step,
         op.inputs.push_back(std::move(input));
       } else if (auto pi = param_index.find(x); pi != param_index.end()) {
         const int pidx = pi->second;
-        const std::string name = static_cast<size_t>(pidx) < param_names.size()
-                                     ? param_names[pidx]
-                                     : fmt::format("arg{}", pidx);
+        const std::string name =
+            static_cast<size_t>(pidx) < param_names.size() ? param_names[pidx]
+            : !step.params[static_cast<size_t>(pidx)]->name.empty()
+                ? step.params[static_cast<size_t>(pidx)]->name
+                : fmt::format("arg{}", pidx);
         if (pidx < trainable) {
           RecOp::Param param{name, {}};
           for (int l : in_lab[k])

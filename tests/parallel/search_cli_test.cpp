@@ -46,13 +46,13 @@ TEST(SearchCli, PropagateKeepsAFixedLayout) {
   const int rc =
       search({SPORA_SOURCE_DIR "/tests/sim/data/tiny_mlp.sp", "--cluster",
               SPORA_SOURCE_DIR "/examples/clusters/dgx-a100.yaml", "--mesh", "2", "--algo",
-              "propagate", "--batch", "8", "--fix", "param0=(1, 2)", "-o", out});
+              "propagate", "--batch", "8", "--fix", "net.w1=(1, 2)", "-o", out});
   EXPECT_EQ(rc, 0);
   std::ifstream f(out);
   std::stringstream text;
   text << f.rdbuf();
   std::remove(out.c_str());
-  EXPECT_NE(text.str().find("\"param0\": \"(1, 2)\""), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("\"net.w1\": \"(1, 2)\""), std::string::npos) << text.str();
   EXPECT_EQ(search({SPORA_SOURCE_DIR "/tests/sim/data/tiny_mlp.sp", "--cluster",
                     SPORA_SOURCE_DIR "/examples/clusters/dgx-a100.yaml", "--mesh", "2", "--algo",
                     "propagate", "--fix", "nothing=(2, 1)"}),
@@ -74,8 +74,8 @@ TEST(SearchCli, RecOnARealModel) {
   text << f.rdbuf();
   std::remove(out.c_str());
   EXPECT_NE(text.str().find("\"mesh\": [8]"), std::string::npos) << text.str();
-  EXPECT_NE(text.str().find("\"param0\": \"(1, 8)\""), std::string::npos) << text.str();
-  EXPECT_NE(text.str().find("\"arg5\": \"(8,)\""), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("\"net.w1\": \"(1, 8)\""), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("\"y\": \"(8,)\""), std::string::npos) << text.str();
 }
 
 TEST(SearchCli, UnknownAlgorithmIsAnError) {

@@ -101,8 +101,8 @@ TEST(SearchFromIr, BigBatchGoesDataParallel) {
   // the gradient + all-gather the weight costs what an all-reduce does, on less memory).
   EXPECT_TRUE(std::find(lines.begin(), lines.end(), p.params[0].name + " (1, 1)") != lines.end() ||
               std::find(lines.begin(), lines.end(), p.params[0].name + " (2, 1)") != lines.end());
-  EXPECT_NE(std::find(lines.begin(), lines.end(), "arg4 (2, 1)"), lines.end());  // x: the batch
-  EXPECT_NE(std::find(lines.begin(), lines.end(), "arg5 (2,)"), lines.end());    // y: the batch
+  EXPECT_NE(std::find(lines.begin(), lines.end(), "x (2, 1)"), lines.end());  // x: the batch
+  EXPECT_NE(std::find(lines.begin(), lines.end(), "y (2,)"), lines.end());    // y: the batch
 }
 
 }  // namespace
