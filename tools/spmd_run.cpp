@@ -5,6 +5,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -152,11 +154,14 @@ SpmdResult run_training(const sim::StepProgram& program, const SpmdOptions& o,
   if (!world || strategy_json.empty()) {
     sem::Interpreter interp(*program.module);  // not shared: one per call
     for (int it = 0; it < o.steps; ++it) {
+      const auto t0 = std::chrono::steady_clock::now();
       std::vector<Value> args(values.begin(), values.end());
       const Value out = interp.call(&step, std::move(args));
       r.losses.push_back(out.items()[0].tensor.item());
       for (size_t i = 0; i < nparams; ++i)
         values[i] = sgd(values[i], out.items()[i + 1].tensor, o.lr);
+      r.step_seconds.push_back(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
     r.params.assign(values.begin(), values.begin() + static_cast<long>(nparams));
     r.program = ir::print_graph(step);
@@ -192,10 +197,13 @@ SpmdResult run_training(const sim::StepProgram& program, const SpmdOptions& o,
   ops::CollectiveScope scope(world, mesh.shape);
   sem::Interpreter interp(*part.module);
   for (int it = 0; it < o.steps; ++it) {
+    const auto t0 = std::chrono::steady_clock::now();
     std::vector<Value> args(local.begin(), local.end());
     const Value out = interp.call(part.graph, std::move(args));
     r.losses.push_back(out.items()[0].tensor.item());
     for (size_t i = 0; i < nparams; ++i) local[i] = sgd(local[i], out.items()[i + 1].tensor, o.lr);
+    r.step_seconds.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   for (size_t i = 0; i < nparams; ++i)
     r.params.push_back(gather(local[i], step.params[i]->type, part.param_layouts[i], mesh, *world));
@@ -269,6 +277,14 @@ void print_result(const SpmdOptions& o, const SpmdResult& r, const std::string& 
                 sum);
   }
   std::printf("checksum %.12g\n", params_checksum(r.params));
+  // The median step after the first (which pays first-touch allocations), on this rank; the
+  // collectives keep the ranks in step, so it is the run's step time too.
+  if (r.step_seconds.size() > 1) {
+    std::vector<double> t(r.step_seconds.begin() + 1, r.step_seconds.end());
+    std::sort(t.begin(), t.end());
+    std::printf("median step %.6f ms over %zu steps (after the first)\n", t[t.size() / 2] * 1e3,
+                t.size());
+  }
 }
 
 }  // namespace

@@ -44,6 +44,7 @@ struct SpmdOptions {
 
 struct SpmdResult {
   std::vector<double> losses;       // per step
+  std::vector<double> step_seconds; // per step, wall clock of this rank (step and update)
   std::vector<std::string> names;   // of the trainable parameters
   std::vector<sem::Tensor> params;  // global values after the steps (on every rank)
   int collectives = 0;              // collective nodes in the per-rank step

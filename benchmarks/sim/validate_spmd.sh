@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Predicted vs measured for partitioned training steps (issue 9): the W2 MLP (784-512-512-10,
+# f32, SGD) with batch 64 on this machine's 2 cores, one strategy at a time.
+#
+#   benchmarks/sim/validate_spmd.sh [build/bin/spora] [steps, default 30]
+#
+#   1. spora calibrate --program w2_mlp.sp   a fresh this-machine spec (one device per core)
+#   2. for each strategy (one device; data parallel over 2; Megatron tensor parallel over 2;
+#      the one `spora search --algo dp` picks for 2 devices):
+#        real  spora run --strategy S --ranks N --steps K: the partitioned step on N MPI ranks
+#              (interpreter, CPU kernels, collectives over MPI), median step after the first
+#        sim   spora sim --strategy S on the calibrated spec: the same partitioned program
+#   3. prints both, the ratio sim / real, and whether the two orders of the strategies agree.
+# Measured processes run under `chrt -f 5` (see validate_dp.sh: without it an MPI rendezvous
+# stalls for a scheduler period whenever the machine is shared). CHRT= (empty) turns it off.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+spora=${1:-$root/build/bin/spora}
+steps=${2:-30}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+chrt=${CHRT-chrt -f 5}
+model="$here/w2_mlp.sp"
+
+$chrt "$spora" calibrate --out "$tmp/machine.yaml" --program "$model" --batch 64 > /dev/null 2>&1
+"$spora" search "$model" --cluster "$tmp/machine.yaml" --mesh 2 --algo dp --batch 64 \
+  --no-simulate -o "$tmp/search.json" > /dev/null
+printf "%-10s %6s %10s %10s %7s\n" strategy ranks real_ms sim_ms sim/real
+results=()
+for s in one dp2 tp2 search; do
+  file="$here/strategies/$s.json"
+  [ "$s" = search ] && file="$tmp/search.json"
+  ranks=$(python3 -c "import json,sys,math; print(math.prod(json.load(open(sys.argv[1]))['mesh']))" "$file")
+  real=$($chrt "$spora" run "$model" --strategy "$file" --ranks "$ranks" --steps "$steps" --batch 64 \
+           2>/dev/null | sed -n 's/^median step \([0-9.]*\) ms.*/\1/p')
+  sim=$("$spora" sim "$model" --cluster "$tmp/machine.yaml" --strategy "$file" --batch 64 --json \
+          | python3 -c "import json,sys; print('%.6f' % (json.load(sys.stdin)['step_seconds'] * 1e3))")
+  printf "%-10s %6s %10s %10s %7.2f\n" "$s" "$ranks" "$real" "$sim" \
+    "$(python3 -c "print($sim / $real)")"
+  results+=("$s $real $sim")
+done
+printf '%s\n' "${results[@]}" | python3 -c "
+import sys
+rows = [l.split() for l in sys.stdin if l.strip()]
+real = [r[0] for r in sorted(rows, key=lambda r: float(r[1]))]
+sim = [r[0] for r in sorted(rows, key=lambda r: float(r[2]))]
+print('order, real:', ' < '.join(real))
+print('order, sim: ', ' < '.join(sim))
+print('same order' if real == sim else 'ORDER DIFFERS')
+"
