@@ -219,24 +219,6 @@ void comm_actor(Sim& sim, int rank) {
   }
 }
 
-double union_length(std::vector<Interval> v) {
-  std::sort(v.begin(), v.end(), [](const Interval& a, const Interval& b) {
-    return std::tie(a.start, a.end) < std::tie(b.start, b.end);
-  });
-  double total = 0, lo = 0, hi = -1;
-  for (const Interval& i : v) {
-    if (i.end <= i.start) continue;
-    if (i.start > hi) {
-      if (hi > lo) total += hi - lo;
-      lo = i.start;
-      hi = i.end;
-    } else {
-      hi = std::max(hi, i.end);
-    }
-  }
-  if (hi > lo) total += hi - lo;
-  return total;
-}
 
 // Results between the processes, as text (doubles in hexadecimal: exact).
 void put(std::string& out, const std::vector<Interval>& v) {

@@ -299,6 +299,9 @@ void deserialize(const std::string& text, TrainSimResult& r) {
   for (std::size_t i = 0; i < lines && std::getline(in, line); ++i) r.log.push_back(line);
 }
 
+
+}  // namespace
+
 // The measure of a union of intervals.
 double union_length(std::vector<Interval> v) {
   std::sort(v.begin(), v.end(), [](const Interval& a, const Interval& b) {
@@ -318,8 +321,6 @@ double union_length(std::vector<Interval> v) {
   if (hi > lo) total += hi - lo;
   return total;
 }
-
-}  // namespace
 
 std::string_view comm_model_name(CommModel m) {
   switch (m) {

@@ -117,6 +117,9 @@ struct TrainSimResult {
   double cpu_seconds = 0;           // the CPU time it used (both processes)
 };
 
+// The measure of a union of intervals (the busy time of a stream).
+double union_length(std::vector<Interval> v);
+
 // DDP's bucket assignment (above).
 std::vector<Bucket> assign_buckets(const StepProgram& program, double bucket_bytes,
                                    double first_bucket_bytes);
