@@ -207,6 +207,24 @@ GroupInfo group_of(const std::string& prim, const std::vector<int64_t>& mesh,
   return g;
 }
 
+// Float tensors with at least one element per rank run a ring schedule of parallel/collectives
+// over the group (a view of the world communicator, backends/comm/group.h): 2 (p-1) or p-1
+// steps of 1/p of the data each way, the bandwidth-optimal algorithms; every rank ends with the
+// same bits (each block is reduced once, then passed round). Other tensors take the direct
+// exchange above.
+bool ring_eligible(const Tensor& x, int64_t p) {
+  return p > 1 && x.numel() >= p && (x.dtype() == DType::f32 || x.dtype() == DType::f64);
+}
+
+void run_ring(parallel::Collective c, const GroupInfo& g, DType dtype, int64_t count,
+              const void* in, void* out) {
+  comm::GroupView view(*g.comm, g.group);
+  const parallel::Schedule s =
+      parallel::build_schedule(parallel::Algorithm::Ring,
+                               {c, parallel::ReduceOp::Sum, static_cast<int>(g.group.size()), count});
+  comm::execute(s, view, dtype == DType::f32 ? comm::DType::F32 : comm::DType::F64, in, out);
+}
+
 Tensor from_bytes(DType dtype, const Shape& shape, const std::vector<char>& bytes) {
   Tensor t = Tensor::empty(dtype, shape);
   if (!bytes.empty()) std::memcpy(t.raw(), bytes.data(), bytes.size());
@@ -268,18 +286,9 @@ void add_all_reduce(sem::Registry& r) {
   p.eval = [](const std::vector<Value>& in, const Attrs& attrs) -> Value {
     const Tensor& x = in.at(0).tensor;
     GroupInfo g = group_of("all_reduce", attrs.get_ints("mesh"), attrs.get_ints("axes"));
-    // Floats of at least a ring's worth of elements: the ring schedule of parallel/collectives
-    // over the group (2 (p-1) steps of N/p each way, the bandwidth-optimal all-reduce); every
-    // rank ends with the same bits (each block is reduced once, then passed round).
-    const int64_t p = static_cast<int64_t>(g.group.size());
-    if (p > 1 && x.numel() >= p && (x.dtype() == DType::f32 || x.dtype() == DType::f64)) {
-      comm::GroupView view(*g.comm, g.group);
-      const parallel::Schedule ring = parallel::build_schedule(
-          parallel::Algorithm::Ring, {parallel::Collective::AllReduce, parallel::ReduceOp::Sum,
-                                      static_cast<int>(p), x.numel()});
+    if (ring_eligible(x, static_cast<int64_t>(g.group.size()))) {
       Tensor out = Tensor::empty(x.dtype(), x.shape());
-      comm::execute(ring, view, x.dtype() == DType::f32 ? comm::DType::F32 : comm::DType::F64,
-                    x.raw(), out.raw());
+      run_ring(parallel::Collective::AllReduce, g, x.dtype(), x.numel(), x.raw(), out.raw());
       return out;
     }
     std::vector<std::vector<char>> send(g.group.size(), bytes_of(x)), recv(g.group.size());
@@ -313,9 +322,18 @@ void add_all_gather(sem::Registry& r) {
     const int64_t dim = attrs.get_int("dim");
     GroupInfo g = group_of("all_gather", attrs.get_ints("mesh"), {attrs.get_int("axis")});
     const int64_t n = static_cast<int64_t>(g.group.size());
-    std::vector<std::vector<char>> send(g.group.size(), bytes_of(x)), recv(g.group.size());
-    for (auto& b : recv) b.resize(x.nbytes());
-    exchange(*g.comm, g.group, g.me, send, recv);
+    std::vector<std::vector<char>> recv(g.group.size());
+    if (ring_eligible(x, n)) {
+      std::vector<char> all(static_cast<size_t>(n) * x.nbytes());
+      run_ring(parallel::Collective::AllGather, g, x.dtype(), x.numel(), x.raw(), all.data());
+      for (int64_t j = 0; j < n; ++j)
+        recv[static_cast<size_t>(j)].assign(all.begin() + static_cast<long>(j * x.nbytes()),
+                                            all.begin() + static_cast<long>((j + 1) * x.nbytes()));
+    } else {
+      std::vector<std::vector<char>> send(g.group.size(), bytes_of(x));
+      for (auto& b : recv) b.resize(x.nbytes());
+      exchange(*g.comm, g.group, g.me, send, recv);
+    }
     Shape s = x.shape();
     s[dim] *= n;
     Tensor out = Tensor::empty(x.dtype(), s);
@@ -368,10 +386,18 @@ void add_reduce_scatter(sem::Registry& r) {
                              dim, x.type()->str(), n));
     std::vector<std::vector<char>> send, recv(g.group.size());
     for (int64_t j = 0; j < n; ++j) send.push_back(piece(x, dim, j, n));
-    for (auto& b : recv) b.resize(send[0].size());
-    exchange(*g.comm, g.group, g.me, send, recv);
     Shape s = x.shape();
     s[dim] /= n;
+    if (ring_eligible(x, n)) {
+      std::vector<char> blocks;  // piece j of dim as block j, the schedule's input
+      for (const auto& b : send) blocks.insert(blocks.end(), b.begin(), b.end());
+      Tensor out = Tensor::empty(x.dtype(), s);
+      run_ring(parallel::Collective::ReduceScatter, g, x.dtype(), x.numel() / n, blocks.data(),
+               out.raw());
+      return out;
+    }
+    for (auto& b : recv) b.resize(send[0].size());
+    exchange(*g.comm, g.group, g.me, send, recv);
     return from_bytes(x.dtype(), s, sum_in_order(recv, x.dtype(), "reduce_scatter"));
   };
   ad::set_linear_rules(p, gather_back);
