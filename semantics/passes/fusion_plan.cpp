@@ -773,16 +773,23 @@ class Emitter {
     }
     std::stable_sort(row_reduce_.begin(), row_reduce_.end(),
                      [](const PNode* a, const PNode* b) { return a->level < b->level; });
-    // A column reduction (the contiguous last axis is kept, e.g. a bias gradient summing the
-    // batch) would read each row at a stride in this loop nest: beyond a small size the
-    // library's reduction (contiguous, vectorised across the kept axis) is faster.
+    // A reduction that is not over a suffix of the axes -- a column reduction (the contiguous
+    // last axis kept, e.g. a bias gradient summing the batch) or a kept axis between reduced
+    // ones (a conv bias gradient: NCHW summed over N, H, W) -- reads its rows at a stride in
+    // this loop nest: beyond a small size the library's reduction (contiguous, vectorised) is
+    // faster. (LeNet's ReLU-gradient + bias-gradient group ran 3x slower fused than unfused.)
     if (!row_reduce_.empty()) {
-      size_t last = domain_.size();
-      while (last > 0 && domain_[last - 1] == 1) --last;
-      const bool column = last > 0 && std::find(raxes_.begin(), raxes_.end(),
-                                                static_cast<int64_t>(last - 1)) == raxes_.end();
-      if (column && numel(domain_) >= kColumnReductionLimit)
-        fail("a column reduction of " + std::to_string(numel(domain_)) + " elements");
+      const int64_t first_reduced =
+          raxes_.empty() ? static_cast<int64_t>(domain_.size())
+                         : *std::min_element(raxes_.begin(), raxes_.end());
+      bool strided = false;
+      for (size_t a = static_cast<size_t>(first_reduced) + 1; a < domain_.size(); ++a)
+        if (domain_[a] > 1 && std::find(raxes_.begin(), raxes_.end(), static_cast<int64_t>(a)) ==
+                                  raxes_.end())
+          strided = true;
+      if (strided && numel(domain_) >= kColumnReductionLimit)
+        fail("a strided (not suffix) reduction of " + std::to_string(numel(domain_)) +
+             " elements");
     }
     if (row_reduce_.empty()) {
       // The domain: the largest value evaluated per element.
