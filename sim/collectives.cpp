@@ -456,14 +456,7 @@ std::vector<SimResult> simulate_collectives(const ClusterSpec& cluster,
                                             const SimOptions& options) {
   for (const Schedule& s : schedules) check_for_simulation(s, cluster.device_count(), options);
   const std::string answer = run_isolated([&] {
-    std::vector<std::string> args{"spora-sim", "--log=root.thres:critical"};
-    for (const std::string& setting : network_model_config()) args.push_back("--cfg=" + setting);
-    args.insert(args.end(), options.simgrid_args.begin(), options.simgrid_args.end());
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    int argc = static_cast<int>(args.size());
-    sg4::Engine engine(&argc, argv.data());
+    SimEngine engine(options.simgrid_args);  // run_schedule runs it
     const Platform platform = build_platform(cluster);
     std::vector<SimResult> results;
     for (const Schedule& s : schedules) results.push_back(run_schedule(platform, s, options));

@@ -154,6 +154,16 @@ void configure_network_model() {
   for (const std::string& setting : network_model_config()) sg4::Engine::set_config(setting);
 }
 
+SimEngine::SimEngine(const std::vector<std::string>& extra)
+    : args_{"spora-sim", "--log=root.thres:critical"} {
+  for (const std::string& setting : network_model_config()) args_.push_back("--cfg=" + setting);
+  args_.insert(args_.end(), extra.begin(), extra.end());
+  for (std::string& a : args_) argv_.push_back(a.data());
+  argv_.push_back(nullptr);
+  int argc = static_cast<int>(args_.size());
+  engine_ = std::make_unique<sg4::Engine>(&argc, argv_.data());
+}
+
 std::string node_name(int node) { return fmt::format("node{}", node); }
 
 std::string device_name(const ClusterSpec& spec, int node, int d) {

@@ -34,6 +34,7 @@
 // platform per process. sim/isolation.h runs each simulation in its own process for that.
 #pragma once
 
+#include <memory>
 #include <simgrid/s4u.hpp>
 #include <string>
 #include <vector>
@@ -56,6 +57,20 @@ struct Platform {
 const std::vector<std::string>& network_model_config();
 // Applies them; call after creating the engine and before building the platform.
 void configure_network_model();
+
+// The SimGrid engine of one simulation (call inside sim/isolation.h's run_isolated): quiet
+// logging, the alpha-beta network model of network_model_config(), then `extra` engine
+// arguments ("--cfg=...", "--log=..."). The argument strings live as long as the engine.
+class SimEngine {
+ public:
+  explicit SimEngine(const std::vector<std::string>& extra);
+  simgrid::s4u::Engine& get() { return *engine_; }
+
+ private:
+  std::vector<std::string> args_;
+  std::vector<char*> argv_;
+  std::unique_ptr<simgrid::s4u::Engine> engine_;
+};
 
 // Builds the platform into the current engine. Throws ClusterSpecError for a spec that SimGrid
 // cannot represent.

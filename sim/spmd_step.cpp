@@ -17,6 +17,7 @@
 #include "lang/diagnostics.h"
 #include "sim/cost_model.h"
 #include "sim/isolation.h"
+#include "parallel/layout/layout.h"
 #include "sim/platform.h"
 
 namespace spora::sim {
@@ -25,41 +26,14 @@ namespace sg4 = simgrid::s4u;
 
 namespace {
 
-// Row-major mesh arithmetic (the last axis varies fastest), as parallel/layout's Mesh.
-std::vector<int64_t> coords_of(const std::vector<int64_t>& mesh, int64_t rank) {
-  std::vector<int64_t> c(mesh.size());
-  for (std::size_t a = mesh.size(); a-- > 0;) {
-    c[a] = rank % mesh[a];
-    rank /= mesh[a];
-  }
-  return c;
-}
-
-int64_t rank_of(const std::vector<int64_t>& mesh, const std::vector<int64_t>& c) {
-  int64_t r = 0;
-  for (std::size_t a = 0; a < mesh.size(); ++a) r = r * mesh[a] + c[a];
-  return r;
-}
-
-// The ranks that agree with `rank` outside `axes`, ordered by rank.
+// The ranks that agree with `rank` outside `axes`, ordered by rank (parallel/layout's Mesh:
+// row-major, the last axis varies fastest).
 std::vector<int> group_of(const std::vector<int64_t>& mesh, int64_t rank,
                           const std::vector<int64_t>& axes) {
-  std::vector<int64_t> base = coords_of(mesh, rank);
-  std::vector<int> group{static_cast<int>(rank)};
-  for (int64_t a : axes) {
-    std::vector<int> next;
-    for (int r : group) {
-      std::vector<int64_t> c = coords_of(mesh, r);
-      for (int64_t k = 0; k < mesh[static_cast<std::size_t>(a)]; ++k) {
-        c[static_cast<std::size_t>(a)] = k;
-        next.push_back(static_cast<int>(rank_of(mesh, c)));
-      }
-    }
-    group = std::move(next);
-  }
-  std::sort(group.begin(), group.end());
-  group.erase(std::unique(group.begin(), group.end()), group.end());
-  return group;
+  parallel::Mesh m;
+  m.shape = mesh;
+  const std::vector<int64_t> g = m.group(rank, std::vector<int>(axes.begin(), axes.end()));
+  return std::vector<int>(g.begin(), g.end());
 }
 
 std::optional<CollectiveKind> collective_kind(const sem::Primitive* p) {
@@ -106,12 +80,6 @@ struct Sim {
                    fmt::format("[{:.9f}] rank{}@{} {}: {}", now(), rank,
                                platform.devices[static_cast<std::size_t>(rank)]->get_name(),
                                stream, text)});
-  }
-  void memory_pass(double bytes) {
-    if (bytes <= 0) return;
-    const sg4::Host* host = sg4::this_actor::get_host();
-    sg4::this_actor::execute(platform.flops_for(host, bytes / platform.memory_bandwidth));
-    ++events;
   }
   // One ring step: send `bytes` to `to`, receive as much from `from`; then the reduction of
   // `reduce` bytes where it outlasts the transfer.
@@ -322,18 +290,10 @@ SpmdProgram spmd_program(const ir::Graph& g, std::vector<int64_t> mesh, std::siz
 }
 
 SpmdProgram spmd_program(const StepProgram& step, const parallel::Strategy& strategy,
-                         const std::string& optimizer, parallel::Partitioned* partitioned) {
-  parallel::PartitionOptions po;
-  po.output_layouts.push_back(std::nullopt);  // the loss: replicated
-  for (const StepParam& p : step.params) {
-    auto it = strategy.layouts.find(p.name);
-    po.output_layouts.push_back(it == strategy.layouts.end() ? std::nullopt
-                                                             : std::optional(it->second));
-  }
-  parallel::Partitioned part = parallel::partition(*step.step, strategy, po);
-  SpmdProgram p = spmd_program(*part.graph, strategy.mesh.shape, step.params.size(), optimizer);
-  if (partitioned) *partitioned = std::move(part);
-  return p;
+                         const std::string& optimizer) {
+  const parallel::Partitioned part =
+      parallel::partition_training_step(*step.step, step.params.size(), strategy);
+  return spmd_program(*part.graph, strategy.mesh.shape, step.params.size(), optimizer);
 }
 
 SpmdSimResult simulate_spmd_step(const ClusterSpec& cluster, const SpmdProgram& program,
@@ -355,14 +315,8 @@ SpmdSimResult simulate_spmd_step(const ClusterSpec& cluster, const SpmdProgram& 
 
   const std::size_t n_coll = program.collectives.size();
   const std::string answer = run_isolated([&] {
-    std::vector<std::string> args{"spora-sim", "--log=root.thres:critical"};
-    for (const std::string& setting : network_model_config()) args.push_back("--cfg=" + setting);
-    args.insert(args.end(), options.simgrid_args.begin(), options.simgrid_args.end());
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    int argc = static_cast<int>(args.size());
-    sg4::Engine engine(&argc, argv.data());
+    SimEngine sim_engine(options.simgrid_args);
+    sg4::Engine& engine = sim_engine.get();
     const Platform platform = build_platform(cluster);
     Sim sim(platform, program, r);
     sim.log_on = options.log;

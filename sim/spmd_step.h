@@ -85,11 +85,9 @@ SpmdProgram spmd_program(const ir::Graph& g, std::vector<int64_t> mesh, std::siz
                          const std::string& optimizer);
 
 // A training step (sim/step_program.h, built with the global batch) partitioned by a strategy
-// (the loss replicated, each gradient in its parameter's layout), and its op list. `partitioned`
-// receives the partitioner's result when not null.
+// (parallel::partition_training_step), and its op list.
 SpmdProgram spmd_program(const StepProgram& step, const parallel::Strategy& strategy,
-                         const std::string& optimizer,
-                         parallel::Partitioned* partitioned = nullptr);
+                         const std::string& optimizer);
 
 struct SpmdCollectiveRecord {
   int op = 0;  // index into SpmdProgram::ops

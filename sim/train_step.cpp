@@ -447,14 +447,8 @@ TrainSimResult simulate_train_step(const ClusterSpec& cluster, const StepProgram
 
   r.timelines.resize(static_cast<std::size_t>(r.ranks));
   const std::string answer = run_isolated([&] {
-    std::vector<std::string> args{"spora-sim", "--log=root.thres:critical"};
-    for (const std::string& setting : network_model_config()) args.push_back("--cfg=" + setting);
-    args.insert(args.end(), options.simgrid_args.begin(), options.simgrid_args.end());
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    int argc = static_cast<int>(args.size());
-    sg4::Engine engine(&argc, argv.data());
+    SimEngine sim_engine(options.simgrid_args);
+    sg4::Engine& engine = sim_engine.get();
     const Platform platform = build_platform(cluster);
     Sim sim(cluster, platform, program, r, options);
     sim.ranks = r.ranks;

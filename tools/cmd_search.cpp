@@ -6,11 +6,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <string>
 
 #include "lang/diagnostics.h"
 #include "parallel/partition/strategy.h"
 #include "parallel/search/cost_graph.h"
+#include "parallel/search/from_ir.h"
 #include "sim/cluster_spec.h"
 #include "sim/spmd_step.h"
 #include "sim/step_program.h"
@@ -30,7 +32,6 @@ struct Options {
   bool no_simulate = false;
 };
 Options g_options;
-SimulatorScore g_score;
 
 class UsageError : public std::runtime_error {
  public:
@@ -192,9 +193,8 @@ int run(const Options& o) {
   std::printf("%-4s %-16s %-16s %-14s %-5s %s\n", "rank", "step (analytic)", "step (simulated)",
               "memory/device", "fits", "parameter layouts");
   // The second oracle: each candidate partitioned and its per-rank program simulated on the
-  // cluster (sim/spmd_step.h), unless a hook replaces it or --no-simulate.
+  // cluster (sim/spmd_step.h), unless --no-simulate.
   auto simulate = [&](const ps::Assignment& a) -> std::optional<double> {
-    if (g_score) return g_score(g, a);
     if (o.no_simulate) return std::nullopt;
     try {
       const parallel::Strategy s =
@@ -227,8 +227,6 @@ int run(const Options& o) {
 }
 
 }  // namespace
-
-void set_search_simulator_score(SimulatorScore score) { g_score = std::move(score); }
 
 CLI::App* add_search_subcommand(CLI::App& app) {
   Options& o = g_options;

@@ -5,26 +5,17 @@
 // Builds the step's cost graph on the mesh (parallel/search/from_ir.h) with the analytic
 // oracle's numbers from the cluster spec, runs the search, prints the top strategies (predicted
 // step time, memory per device, whether it fits, the parameters' layouts) and writes the best
-// as the partitioner's strategy JSON. --algo rec prints its one strategy (forward operators'
-// shapes, parallel/search/rec.h) and writes it over a 1-D mesh of all the devices.
+// as the partitioner's strategy JSON. Each listed strategy is also partitioned and simulated on
+// the cluster (sim/spmd_step.h) for the "simulated" column, unless --no-simulate. --algo rec
+// prints its one strategy (forward operators' shapes, parallel/search/rec.h) and writes it
+// over a 1-D mesh of all the devices.
 #pragma once
 
 #include <CLI/CLI.hpp>
-#include <functional>
-#include <optional>
-
-#include "parallel/search/from_ir.h"
 
 namespace spora::tools {
 
 CLI::App* add_search_subcommand(CLI::App& app);
 int run_search_subcommand();
-
-// The hook for scoring the top candidates with the simulator (a later step): given the cost
-// graph and an assignment, the simulated step time in seconds, or nullopt. Unset: the
-// "simulated" column prints "-".
-using SimulatorScore = std::function<std::optional<double>(const parallel::search::StepCostGraph&,
-                                                           const parallel::search::Assignment&)>;
-void set_search_simulator_score(SimulatorScore score);
 
 }  // namespace spora::tools

@@ -175,15 +175,7 @@ SpmdResult run_training(const sim::StepProgram& program, const SpmdOptions& o,
         fmt::format("the strategy's mesh {} has {} devices, but the run has {} "
                     "ranks",
                     mesh.to_string(), mesh.size(), world->size()));
-  parallel::PartitionOptions po;
-  po.output_layouts.push_back(std::nullopt);  // the loss: replicated
-  for (size_t i = 0; i < nparams; ++i) {
-    auto it = strategy.layouts.find(step.params[i]->name);
-    po.output_layouts.push_back(it == strategy.layouts.end()
-                                    ? parallel::replicated_layout(step.params[i]->type)
-                                    : it->second);
-  }
-  parallel::Partitioned part = parallel::partition(step, strategy, po);
+  parallel::Partitioned part = parallel::partition_training_step(step, nparams, strategy);
   r.collectives = part.collectives;
   r.program = ir::print_graph(*part.graph);
 
@@ -338,14 +330,8 @@ int cmd_ir_partitioned(const SpmdOptions& o, const std::string& strategy_path) {
     sim::StepProgram program = build_training_step(o);
     const ir::Graph& step = *program.step;
     const parallel::Strategy strategy = parallel::load_strategy(strategy_path, step);
-    parallel::PartitionOptions po;
-    po.output_layouts.push_back(std::nullopt);
-    for (size_t i = 0; i < program.params.size(); ++i) {
-      auto it = strategy.layouts.find(step.params[i]->name);
-      po.output_layouts.push_back(it == strategy.layouts.end() ? std::nullopt
-                                                               : std::optional(it->second));
-    }
-    const parallel::Partitioned part = parallel::partition(step, strategy, po);
+    const parallel::Partitioned part =
+        parallel::partition_training_step(step, program.params.size(), strategy);
     std::printf("# mesh %s; the program of every rank:\n", strategy.mesh.to_string().c_str());
     std::printf("%s", ir::print_module(*part.module).c_str());
     for (size_t i = 0; i < step.params.size(); ++i)

@@ -379,4 +379,15 @@ std::vector<std::string> collective_summary(const ir::Graph& g) {
   return lines;
 }
 
+Partitioned partition_training_step(const ir::Graph& step, std::size_t trainable,
+                                    const Strategy& s) {
+  PartitionOptions o;
+  o.output_layouts.push_back(std::nullopt);  // the loss: replicated
+  for (std::size_t i = 0; i < trainable && i < step.params.size(); ++i) {
+    auto it = s.layouts.find(step.params[i]->name);
+    o.output_layouts.push_back(it == s.layouts.end() ? std::nullopt : std::optional(it->second));
+  }
+  return partition(step, s, o);
+}
+
 }  // namespace spora::parallel

@@ -80,6 +80,13 @@ struct Partitioned {
 
 Partitioned partition(const ir::Graph& g, const Strategy& s, const PartitionOptions& o = {});
 
+// A training step (params..., data...) -> (loss, gradients of the first `trainable`
+// parameters...), as sim/step_program.h builds it: the loss comes back replicated and each
+// gradient in its parameter's layout. What `spora run --strategy`, `spora sim --strategy`,
+// `spora search` and `spora ir --stage partitioned` all partition.
+Partitioned partition_training_step(const ir::Graph& step, std::size_t trainable,
+                                    const Strategy& s);
+
 // The collectives of a partitioned graph in order, one line each, e.g.
 // "all_reduce(axes=[1]) f32[8,32]": what the tests and `spora ir --stage partitioned` check.
 std::vector<std::string> collective_summary(const ir::Graph& g);

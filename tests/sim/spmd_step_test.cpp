@@ -43,13 +43,7 @@ struct Case {
 Case partitioned(const std::string& strategy_json, int64_t batch) {
   Case c{step(batch), {}, {}};
   const parallel::Strategy s = parallel::parse_strategy(strategy_json, *c.program.step, "test");
-  parallel::PartitionOptions o;
-  o.output_layouts.push_back(std::nullopt);  // the loss: replicated
-  for (std::size_t k = 0; k < c.program.params.size(); ++k)
-    o.output_layouts.push_back(s.layouts.count(c.program.params[k].name)
-                                   ? std::optional<parallel::Layout>(s.layouts.at(c.program.params[k].name))
-                                   : std::nullopt);
-  c.part = parallel::partition(*c.program.step, s, o);
+  c.part = parallel::partition_training_step(*c.program.step, c.program.params.size(), s);
   c.spmd = spmd_program(*c.part.graph, s.mesh.shape, c.program.params.size(), "sgd");
   return c;
 }
