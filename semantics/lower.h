@@ -28,6 +28,7 @@
 // independent errors are all reported.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -66,6 +67,11 @@ struct LowerOptions {
   // (central finite differences along random directions and, for small inputs, the full
   // Jacobian; forward vs reverse mode) recorded by `grad_check` nodes (spora grad-check).
   bool grad_check = false;
+  // Recomputation (a parallel strategy's "recompute", sim/step_program.h): inside a function
+  // being differentiated, a call of a model's forward whose receiver is the model field at a
+  // path this accepts ("net.l1", the path value_and_grad names the leaves by) is lowered as if
+  // the method were @checkpoint: its own graph, recomputed in the backward pass.
+  std::function<bool(const std::string& field_path)> recompute;
 };
 
 // Lowers the program to a typed module whose entry graph is `options.entry`. Returns null

@@ -15,9 +15,10 @@
 #include <unordered_set>
 
 #include "lang/diagnostics.h"
+#include "parallel/layout/layout.h"
+#include "semantics/registry.h"
 #include "sim/cost_model.h"
 #include "sim/isolation.h"
-#include "parallel/layout/layout.h"
 #include "sim/platform.h"
 
 namespace spora::sim {
@@ -63,6 +64,7 @@ struct Sim {
   const SpmdSimResult& plan;
   bool log_on = false;
   std::vector<std::vector<sg4::SemaphorePtr>> ready, done;  // [rank][collective #]
+  std::vector<sg4::SemaphorePtr> updated, gathered;         // [rank]: ZeRO-1's all_gathers
   std::vector<std::vector<Interval>> compute, comm;
   std::vector<std::vector<double>> coll_seconds;           // [rank][collective #]
   std::vector<double> end;
@@ -165,6 +167,10 @@ void compute_actor(Sim& sim, int rank) {
   for (int c : sim.program.collectives) wait(c);
   pending = sim.plan.update_seconds;
   flush();
+  if (!sim.program.gathers.empty()) {
+    sim.updated[r]->release();
+    sim.gathered[r]->acquire();
+  }
   sim.end[r] = sim.now();
   if (sim.log_on) sim.note(rank, "compute", "step done");
 }
@@ -185,6 +191,22 @@ void comm_actor(Sim& sim, int rank) {
                            static_cast<long long>(op.bytes), fmt::join(op.axes, ",")));
     sim.done[r][c]->release();
   }
+  if (sim.program.gathers.empty()) return;
+  // ZeRO-1: the updated pieces, once the update is done.
+  sim.updated[r]->acquire();
+  const std::size_t n = sim.program.collectives.size();
+  for (std::size_t j = 0; j < sim.program.gathers.size(); ++j) {
+    const SpmdOp& op = sim.program.ops[static_cast<std::size_t>(sim.program.gathers[j])];
+    const double t0 = sim.now();
+    sim.collective(static_cast<int>(n + j), rank, op);
+    sim.comm[r].push_back({t0, sim.now()});
+    sim.coll_seconds[r][n + j] = sim.now() - t0;
+    if (sim.log_on)
+      sim.note(rank, "comm",
+               fmt::format("all_gather of the updated piece of {} B over mesh axes [{}] done",
+                           static_cast<long long>(op.bytes), fmt::join(op.axes, ",")));
+  }
+  sim.gathered[r]->release();
 }
 
 
@@ -280,11 +302,17 @@ SpmdProgram spmd_program(const ir::Graph& g, std::vector<int64_t> mesh, std::siz
   p.activation_peak = activation_peak(g, gradients);
   for (std::size_t k = 0; k < params && k < g.params.size(); ++k) {
     const sem::TypeP& t = g.params[k]->type;
+    // The update runs on the gradient as it comes back (ZeRO-1: a piece of the parameter).
+    sem::TypeP u_type = t;
+    if (g.output && g.output->is_prim("make_tuple") && k + 1 < g.output->inputs.size() &&
+        g.output->inputs[k + 1]->type && g.output->inputs[k + 1]->type->is_tensor())
+      u_type = g.output->inputs[k + 1]->type;
     int state = 0;
-    std::vector<StepOp> u = update_ops(optimizer, t, state);
+    std::vector<StepOp> u = update_ops(optimizer, u_type, state);
     p.update.insert(p.update.end(), u.begin(), u.end());
     p.param_bytes += type_bytes(t);
-    p.optimizer_state_bytes += state * type_bytes(t);
+    p.optimizer_state_bytes += state * type_bytes(u_type);
+    p.optimizer_state_unsharded_bytes += state * type_bytes(t);
   }
   return p;
 }
@@ -293,7 +321,29 @@ SpmdProgram spmd_program(const StepProgram& step, const parallel::Strategy& stra
                          const std::string& optimizer) {
   const parallel::Partitioned part =
       parallel::partition_training_step(*step.step, step.params.size(), strategy);
-  return spmd_program(*part.graph, strategy.mesh.shape, step.params.size(), optimizer);
+  SpmdProgram p = spmd_program(*part.graph, strategy.mesh.shape, step.params.size(), optimizer);
+  // ZeRO-1: each updated piece is all-gathered over the axis back into its parameter shard.
+  static const sem::Primitive* all_gather = sem::Registry::instance().find("all_gather");
+  if (!all_gather) throw lang::InternalError("no primitive all_gather (ops::register_all)");
+  p.optimizer_shard = strategy.optimizer_shard;
+  for (std::size_t k = 0; k < part.optimizer_shards.size(); ++k) {
+    const int dim = part.optimizer_shards[k].dim;
+    if (dim < 0) continue;
+    const sem::TypeP piece = part.graph->output->inputs.at(k + 1)->type;
+    sem::Attrs a;
+    a.set("dim", int64_t{dim});
+    a.set("axis", int64_t{strategy.optimizer_shard});
+    a.set("mesh", strategy.mesh.shape);
+    SpmdOp op;
+    op.op = make_step_op(*all_gather, {piece}, part.graph->params.at(k)->type, a, Phase::Update);
+    op.collective = true;
+    op.kind = CollectiveKind::AllGather;
+    op.axes = {strategy.optimizer_shard};
+    op.bytes = type_bytes(piece);
+    p.gathers.push_back(static_cast<int>(p.ops.size()));
+    p.ops.push_back(std::move(op));
+  }
+  return p;
 }
 
 SpmdSimResult simulate_spmd_step(const ClusterSpec& cluster, const SpmdProgram& program,
@@ -314,6 +364,7 @@ SpmdSimResult simulate_spmd_step(const ClusterSpec& cluster, const SpmdProgram& 
   r.compute_seconds += r.update_seconds;
 
   const std::size_t n_coll = program.collectives.size();
+  const std::size_t n_all = n_coll + program.gathers.size();  // with ZeRO-1's all_gathers
   const std::string answer = run_isolated([&] {
     SimEngine sim_engine(options.simgrid_args);
     sg4::Engine& engine = sim_engine.get();
@@ -332,14 +383,18 @@ SpmdSimResult simulate_spmd_step(const ClusterSpec& cluster, const SpmdProgram& 
         sim.ready[k].push_back(sg4::Semaphore::create(0));
         sim.done[k].push_back(sg4::Semaphore::create(0));
       }
+    for (std::size_t k = 0; k < ranks; ++k) {
+      sim.updated.push_back(sg4::Semaphore::create(0));
+      sim.gathered.push_back(sg4::Semaphore::create(0));
+    }
     sim.compute.resize(ranks);
     sim.comm.resize(ranks);
-    sim.coll_seconds.assign(ranks, std::vector<double>(n_coll, 0));
+    sim.coll_seconds.assign(ranks, std::vector<double>(n_all, 0));
     sim.end.assign(ranks, -1);
     for (int k = 0; k < r.ranks; ++k) {
       sg4::Host* host = platform.devices[static_cast<std::size_t>(k)];
       sg4::Actor::create(fmt::format("compute{}", k), host, [&sim, k] { compute_actor(sim, k); });
-      if (n_coll > 0)
+      if (n_all > 0)
         sg4::Actor::create(fmt::format("comm{}", k), host, [&sim, k] { comm_actor(sim, k); });
     }
     engine.run();
@@ -389,13 +444,14 @@ SpmdSimResult simulate_spmd_step(const ClusterSpec& cluster, const SpmdProgram& 
     r.compute_intervals.push_back(intervals());
     r.comm_intervals.push_back(intervals());
     std::vector<double> secs;
-    for (std::size_t c = 0; c < n_coll; ++c) secs.push_back(number());
+    for (std::size_t c = 0; c < n_all; ++c) secs.push_back(number());
     if (k == 0)
-      for (std::size_t c = 0; c < n_coll; ++c) {
-        const SpmdOp& op = program.ops[static_cast<std::size_t>(program.collectives[c])];
+      for (std::size_t c = 0; c < n_all; ++c) {
+        const int index = c < n_coll ? program.collectives[c] : program.gathers[c - n_coll];
+        const SpmdOp& op = program.ops[static_cast<std::size_t>(index)];
         int group = 1;
         for (int64_t a : op.axes) group *= static_cast<int>(program.mesh[static_cast<std::size_t>(a)]);
-        r.collectives.push_back({program.collectives[c], op.kind, group, op.bytes, secs[c]});
+        r.collectives.push_back({index, op.kind, group, op.bytes, secs[c]});
       }
   }
   std::size_t lines = 0;
@@ -449,6 +505,13 @@ std::string spmd_report(const SpmdProgram& program, const SpmdSimResult& r) {
         "activations {})\n",
         mb(d.peak_memory()), mb(d.parameters), mb(d.gradients), mb(d.optimizer_state),
         mb(d.activations));
+    if (program.optimizer_shard >= 0)
+      out += fmt::format(
+          "optimizer_shard     mesh axis {}: {} parameters' updates split, optimizer state "
+          "{} instead of {} (saves {} per device)\n",
+          program.optimizer_shard, program.gathers.size(), mb(program.optimizer_state_bytes),
+          mb(program.optimizer_state_unsharded_bytes),
+          mb(program.optimizer_state_unsharded_bytes - program.optimizer_state_bytes));
   }
   std::map<std::tuple<std::string, int>, std::tuple<int, double, double>> by_kind;
   for (const SpmdCollectiveRecord& c : r.collectives) {

@@ -16,7 +16,10 @@
 //                    the gradient exists, wherever the partitioner placed it in the text);
 //                    before an op that reads a collective's result, it waits for it.
 //                    At the end it waits for every collective, then runs the optimizer's
-//                    update of its local parameter shards.
+//                    update of its local parameter shards (with ZeRO-1, the strategy's
+//                    "optimizer_shard": of the reduce-scattered pieces of the sharded ones),
+//                    then hands the comm stream the all_gathers of the updated pieces and
+//                    waits for them: the step ends when the parameters are whole again.
 //   comm stream      the collectives in the order they are handed over (program order among
 //                    those handed over at once), each with its group: the ranks whose mesh
 //                    coordinates equal this rank's outside the collective's axes.
@@ -72,20 +75,28 @@ struct SpmdProgram {
                                       // start (-1: at the start of the step)
   std::vector<int> output_waits;      // collectives the outputs are (waited for at the end)
   std::vector<StepOp> update;         // the optimizer's update of the local parameter shards
+  // ZeRO-1: the all_gathers (indices into ops, collective ops appended after the program's)
+  // of the updated pieces, run after the update; the mesh axis (-1: no optimizer_shard).
+  std::vector<int> gathers;
+  int optimizer_shard = -1;
   double param_bytes = 0;             // local, per device
-  double optimizer_state_bytes = 0;   // local, per device
+  double optimizer_state_bytes = 0;   // local, per device (with ZeRO-1: of the pieces)
+  double optimizer_state_unsharded_bytes = 0;  // what it would be without ZeRO-1
   double activation_peak = 0;         // local live intermediates (sim/step_program.h's measure)
   int64_t ranks() const;
 };
 
 // The op list of a partitioned, straight-line per-rank graph whose first `params` parameters
 // are the (local shards of the) trainable parameters and whose output is (loss, gradients...).
-// The update applies `optimizer` (sgd | momentum | adam) to each local shard.
+// The update applies `optimizer` (sgd | momentum | adam) to each local gradient's shape (the
+// parameter's shard, or with ZeRO-1 the gradient's reduce-scattered piece), and so does the
+// optimizer state.
 SpmdProgram spmd_program(const ir::Graph& g, std::vector<int64_t> mesh, std::size_t params,
                          const std::string& optimizer);
 
 // A training step (sim/step_program.h, built with the global batch) partitioned by a strategy
-// (parallel::partition_training_step), and its op list.
+// (parallel::partition_training_step), and its op list; with the strategy's optimizer_shard,
+// the all_gathers of the updated pieces (`gathers`).
 SpmdProgram spmd_program(const StepProgram& step, const parallel::Strategy& strategy,
                          const std::string& optimizer);
 

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
@@ -16,6 +17,9 @@
 #include "semantics/ad_hooks.h"
 #include "semantics/ir/clone.h"
 #include "semantics/lower.h"
+#include "semantics/passes/dce.h"
+#include "semantics/passes/fold_tuples.h"
+#include "semantics/passes/inline.h"
 #include "semantics/passes/pipeline.h"
 #include "sim/cost_model.h"
 
@@ -145,6 +149,23 @@ Graph* build_step_graph(ir::Module& m, const Captured& cap,
   const sem::Primitive* tuple = sem::Registry::instance().find("make_tuple");
   g->output = m.add_apply(g, tuple, results, {}, Type::tuple(types), out->loc);
   return g;
+}
+
+// Recomputation made explicit (step_program.h, "Recomputation"): the calls of checkpointed
+// graphs are inlined, their record packing folded, what nothing reads removed; no CSE, which
+// would merge the backward's recomputation with the forward.
+void inline_checkpoints(ir::Module& m) {
+  bool any = false;
+  for (const auto& g : m.graphs()) {
+    auto& f = g->flags;
+    const auto end = std::remove(f.begin(), f.end(), std::string("checkpoint"));
+    any = any || end != f.end();
+    f.erase(end, f.end());
+  }
+  if (!any) return;
+  passes::inline_calls(m);
+  passes::fold_tuples(m);
+  passes::eliminate_dead_code(m);
 }
 
 double total_cost(const std::vector<StepOp>& ops) {
@@ -391,8 +412,29 @@ StepProgram build_step_program(const std::string& path, const StepOptions& optio
   };
   sem::LowerOptions lower;
   lower.entry = options.entry;
+  // Recomputation: the layers named (or all: one level below a differentiated argument).
+  std::set<std::string> layers, recomputed;
+  if (options.recompute_all || !options.recompute.empty())
+    lower.recompute = [&](const std::string& path) {
+      if (path.empty()) return false;
+      const auto dots = std::count(path.begin(), path.end(), '.');
+      if (dots == 1) layers.insert(path);
+      const bool chosen = options.recompute_all
+                              ? dots == 1
+                              : std::find(options.recompute.begin(), options.recompute.end(),
+                                          path) != options.recompute.end();
+      if (chosen) recomputed.insert(path);
+      return chosen;
+    };
   result.module = sem::lower_program(*program, diags, lower);
   if (!result.module) user_error(diagnostics_text(diags));
+  for (const std::string& name : options.recompute)
+    if (!recomputed.count(name))
+      user_error(
+          fmt::format("recompute names '{}', which is not a layer the loss calls (its "
+                      "layers: {})",
+                      name, layers.empty() ? "none" : fmt::format("{}", fmt::join(layers, ", "))));
+  result.recomputed.assign(recomputed.begin(), recomputed.end());
   if (!cap.done)
     user_error(fmt::format("'{}' in {} takes no derivative: a training step calls "
                            "value_and_grad(loss)(...) or grad(loss)(...)",
@@ -405,6 +447,7 @@ StepProgram build_step_program(const std::string& path, const StepOptions& optio
   result.loss_type = cap.output->type->str();
   result.module->entry = g;
   passes::optimize(*result.module);
+  inline_checkpoints(*result.module);
   g = result.module->entry;
   result.step = g;
 

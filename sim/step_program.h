@@ -19,6 +19,15 @@
 //      model); their update is the optimizer's (sgd, momentum, adam), emitted as primitive
 //      applications per parameter and costed like every other op.
 //
+// Recomputation (@checkpoint, and StepOptions::recompute, which lowers the named layers' forward
+// as @checkpoint graphs): autodiff keeps the call of a checkpointed graph G in the forward and
+// differentiates it with a backward graph that recomputes G's forward. After the optimisation
+// of step 3, those calls are inlined too (without another CSE round, which would merge the
+// recomputation back into the forward), so the step is one straight-line graph that the
+// partitioner takes and in which the recomputed ops are ordinary nodes of the backward pass:
+// G's intermediates die in the forward pass (activation_peak drops) and are made again
+// where the backward needs them (more ops, more compute time).
+//
 // The op list flattens the optimised graph in execution order: calls of kept graphs
 // (@checkpoint, recursion) are expanded, `for_range` with constant bounds repeats its body,
 // `if` counts its more expensive branch, `while` and `for_each` count one iteration (noted in
@@ -42,6 +51,12 @@ struct StepOptions {
   std::optional<int64_t> batch;  // per-rank batch; unset: the program's own
   std::string optimizer = "sgd";  // sgd | momentum | adam
   double lr = 0.01;
+  // Recomputation (a strategy's "recompute", parallel/partition/README.md): the model fields
+  // whose forward is recomputed in the backward pass instead of keeping its intermediates
+  // ("net.l1"), or with recompute_all every layer (each model-valued field of a differentiated
+  // argument, "net.l1", "net.l2", ...). See "Recomputation" above.
+  bool recompute_all = false;
+  std::vector<std::string> recompute;
 };
 
 enum class Phase { Forward, Backward, Update };
@@ -80,6 +95,7 @@ struct StepProgram {
   double input_bytes = 0;              // the step's non-parameter inputs (the batch)
   double activation_peak = 0;          // bytes: peak of live intermediates (see .cpp)
   std::vector<std::string> warnings;
+  std::vector<std::string> recomputed;  // the layers lowered for recomputation (sorted)
 
   double param_bytes() const;
 };

@@ -57,3 +57,30 @@ if(TARGET spora_cli)
            COMMAND sh -c "$<TARGET_FILE:spora_cli> ir benchmarks/sim/w2_mlp.sp --stage partitioned --strategy examples/strategies/tp4.json | grep -F '# 1 collectives:' && $<TARGET_FILE:spora_cli> ir benchmarks/sim/w2_mlp.sp --stage partitioned --strategy examples/strategies/tp4.json | grep -F '#   all_reduce(axes=[0]) f32[64,512]'"
            WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 endif()
+
+# ZeRO-1 ("optimizer_shard") and recomputation ("recompute"): tests/parallel/zero_*test.cpp and
+# recompute_*test.cpp -> test_parallel_zero (in-process ranks), and the same runs over MPI.
+if(TARGET spora_parallel_layout)
+  file(GLOB SPORA_PARALLEL_ZERO_TEST_SOURCES CONFIGURE_DEPENDS
+    ${CMAKE_CURRENT_SOURCE_DIR}/parallel/zero_*test.cpp
+    ${CMAKE_CURRENT_SOURCE_DIR}/parallel/recompute_*test.cpp)
+  add_executable(test_parallel_zero ${SPORA_PARALLEL_ZERO_TEST_SOURCES}
+                 ${CMAKE_SOURCE_DIR}/tools/spmd_run.cpp)
+  target_link_libraries(test_parallel_zero PRIVATE ${SPORA_SPMD_TEST_LIBS} GTest::gtest_main)
+  target_compile_definitions(test_parallel_zero PRIVATE SPORA_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
+  gtest_discover_tests(test_parallel_zero WORKING_DIRECTORY ${CMAKE_SOURCE_DIR} DISCOVERY_TIMEOUT 60)
+  if(MPI_CXX_FOUND AND SPORA_MPIRUN)
+    add_executable(test_parallel_zero_mpi ${CMAKE_CURRENT_SOURCE_DIR}/parallel/zero_mpi_main.cpp
+                   ${CMAKE_SOURCE_DIR}/tools/spmd_run.cpp)
+    target_link_libraries(test_parallel_zero_mpi PRIVATE ${MPI_CXX_LIBRARIES} ${SPORA_SPMD_TEST_LIBS}
+                          GTest::gtest)
+    target_compile_definitions(test_parallel_zero_mpi PRIVATE SPORA_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
+    add_test(NAME parallel_zero_mpi_4_ranks
+             COMMAND ${SPORA_MPIRUN} --oversubscribe --allow-run-as-root -np 4
+                     -x OMP_NUM_THREADS=1 -x OPENBLAS_NUM_THREADS=1
+                     $<TARGET_FILE:test_parallel_zero_mpi>
+             WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+    set_tests_properties(parallel_zero_mpi_4_ranks PROPERTIES TIMEOUT 300 PROCESSORS 2
+                         ENVIRONMENT "OMPI_MCA_rmaps_base_oversubscribe=1")
+  endif()
+endif()

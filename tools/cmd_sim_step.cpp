@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -90,6 +91,17 @@ int run_spmd(const Options& o, const sim::ClusterSpec& cluster) {
   so.lr = o.lr;
   if (o.batch < 0) throw UsageError(fmt::format("--batch {} is not positive", o.batch));
   if (o.batch > 0) so.batch = o.batch;
+  {
+    // The strategy's "recompute" changes the step itself (sim/step_program.h).
+    std::ifstream f(o.strategy);
+    std::stringstream text;
+    text << f.rdbuf();
+    if (f) {
+      const parallel::Strategy r = parallel::parse_recompute(text.str(), o.strategy);
+      so.recompute_all = r.recompute_all;
+      so.recompute = r.recompute;
+    }
+  }
   const sim::StepProgram program = sim::build_step_program(o.file, so);
   const parallel::Strategy strategy = parallel::load_strategy(o.strategy, *program.step);
   if (strategy.mesh.size() > cluster.device_count())

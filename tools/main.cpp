@@ -251,7 +251,13 @@ int main(int argc, char** argv) {
                   "single-device reference of the same steps");
   run->add_option("--steps", spmd.steps, "with --strategy/--ranks: training steps")->capture_default_str();
   run->add_option("--batch", spmd_batch, "with --strategy/--ranks: the global batch (default: the program's)");
-  run->add_option("--lr", spmd.lr, "with --strategy/--ranks: the sgd learning rate")->capture_default_str();
+  run->add_option("--lr", spmd.lr, "with --strategy/--ranks: the learning rate")
+      ->capture_default_str();
+  run->add_option("--optimizer", spmd.optimizer, "with --strategy/--ranks: sgd, momentum or adam")
+      ->check(CLI::IsMember({"sgd", "momentum", "adam"}))
+      ->capture_default_str();
+  run->add_flag("--verbose", spmd.verbose,
+                "with --strategy: say which optimizer updates optimizer_shard splits");
 
   std::string check_path;
   auto* check = app.add_subcommand("check", "Report the diagnostics of a program without running it (exit 1 on errors)");

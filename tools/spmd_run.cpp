@@ -80,12 +80,47 @@ std::vector<Tensor> global_values(const ir::Graph& g, size_t trainable, uint64_t
   return out;
 }
 
-// p - lr * g with the kernels of the current backend.
-Tensor sgd(const Tensor& p, const Tensor& g, double lr) {
-  static const sem::Primitive* mul = sem::Registry::instance().find("mul");
-  static const sem::Primitive* sub = sem::Registry::instance().find("sub");
-  const Value step = sem::kernel_for(*mul)({Value(g), Value(Tensor::scalar(g.dtype(), lr))}, {});
-  return sem::kernel_for(*sub)({Value(p), step}, {}).tensor;
+// prim(a, b) (or prim(a)) with the kernel of the current backend.
+Tensor run_prim(const char* prim, const Tensor& a, const Tensor* b = nullptr) {
+  const sem::Primitive* p = sem::Registry::instance().find(prim);
+  if (!p) throw lang::InternalError(fmt::format("no primitive {}", prim));
+  std::vector<Value> args{Value(a)};
+  if (b) args.emplace_back(*b);
+  return sem::kernel_for(*p)(args, {}).tensor;
+}
+Tensor run_prim(const char* prim, const Tensor& a, const Tensor& b) {
+  return run_prim(prim, a, &b);
+}
+Tensor run_prim(const char* prim, const Tensor& a, double k) {
+  const Tensor s = Tensor::scalar(a.dtype(), k);
+  return run_prim(prim, a, &s);
+}
+
+// The optimizer's update of one parameter (or its ZeRO-1 piece) p with gradient g at step t
+// (from 1), its state tensors (of p's shape) in `state`: sgd p - lr g; momentum v = 0.9 v + g,
+// p - lr v; adam (Kingma & Ba, b1 0.9, b2 0.999, eps 1e-8) m = b1 m + (1 - b1) g,
+// v = b2 v + (1 - b2) g^2, p - lr_t m / (sqrt(v) + eps), lr_t = lr sqrt(1 - b2^t) / (1 - b1^t).
+// Elementwise, so a shard's update is the shard of the whole update.
+Tensor optimizer_update(const std::string& optimizer, const Tensor& p, const Tensor& g,
+                        std::vector<Tensor>& state, double lr, int t) {
+  if (optimizer == "sgd") return run_prim("sub", p, run_prim("mul", g, lr));
+  if (optimizer == "momentum") {
+    if (state.empty()) state.push_back(Tensor::zeros(g.dtype(), g.shape()));
+    state[0] = run_prim("add", run_prim("mul", state[0], 0.9), g);
+    return run_prim("sub", p, run_prim("mul", state[0], lr));
+  }
+  if (optimizer == "adam") {
+    const double b1 = 0.9, b2 = 0.999, eps = 1e-8;
+    if (state.empty())
+      state = {Tensor::zeros(g.dtype(), g.shape()), Tensor::zeros(g.dtype(), g.shape())};
+    state[0] = run_prim("add", run_prim("mul", state[0], b1), run_prim("mul", g, 1 - b1));
+    state[1] = run_prim("add", run_prim("mul", state[1], b2),
+                        run_prim("mul", run_prim("mul", g, g), 1 - b2));
+    const double lr_t = lr * std::sqrt(1 - std::pow(b2, t)) / (1 - std::pow(b1, t));
+    const Tensor denom = run_prim("add", run_prim("sqrt", state[1]), eps);
+    return run_prim("sub", p, run_prim("mul", run_prim("div", state[0], denom), lr_t));
+  }
+  throw lang::UserError(fmt::format("unknown optimizer '{}' (sgd, momentum, adam)", optimizer));
 }
 
 comm::DType comm_dtype(DType t) {
@@ -128,19 +163,24 @@ Tensor gather(const Tensor& local, const TypeP& global, const parallel::Layout& 
 
 }  // namespace
 
-sim::StepProgram build_training_step(const SpmdOptions& o) {
+sim::StepProgram build_training_step(const SpmdOptions& o, const std::string& strategy_json) {
   sim::StepOptions so;
   so.entry = o.entry;
   so.batch_name = o.batch_name;
   so.batch = o.batch;
-  so.optimizer = "sgd";
+  so.optimizer = o.optimizer;
   so.lr = o.lr;
+  if (!strategy_json.empty()) {
+    const parallel::Strategy r = parallel::parse_recompute(strategy_json);
+    so.recompute_all = r.recompute_all;
+    so.recompute = r.recompute;
+  }
   return sim::build_step_program(o.file, so);
 }
 
 SpmdResult run_training(const SpmdOptions& o, comm::Communicator* world,
                         const std::string& strategy_json) {
-  return run_training(build_training_step(o), o, world, strategy_json);
+  return run_training(build_training_step(o, strategy_json), o, world, strategy_json);
 }
 
 SpmdResult run_training(const sim::StepProgram& program, const SpmdOptions& o,
@@ -151,6 +191,14 @@ SpmdResult run_training(const sim::StepProgram& program, const SpmdOptions& o,
 
   SpmdResult r;
   for (const sim::StepParam& p : program.params) r.names.push_back(p.name);
+  std::vector<std::vector<Tensor>> state(nparams);
+  auto count_state = [&] {
+    for (const std::vector<Tensor>& st : state) {
+      double n = 0;
+      for (const Tensor& t : st) n += static_cast<double>(t.numel());
+      r.state_elements.push_back(n);
+    }
+  };
   if (!world || strategy_json.empty()) {
     sem::Interpreter interp(*program.module);  // not shared: one per call
     for (int it = 0; it < o.steps; ++it) {
@@ -159,12 +207,14 @@ SpmdResult run_training(const sim::StepProgram& program, const SpmdOptions& o,
       const Value out = interp.call(&step, std::move(args));
       r.losses.push_back(out.items()[0].tensor.item());
       for (size_t i = 0; i < nparams; ++i)
-        values[i] = sgd(values[i], out.items()[i + 1].tensor, o.lr);
+        values[i] = optimizer_update(o.optimizer, values[i], out.items()[i + 1].tensor, state[i],
+                                     o.lr, it + 1);
       r.step_seconds.push_back(
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
     r.params.assign(values.begin(), values.begin() + static_cast<long>(nparams));
     r.program = ir::print_graph(step);
+    count_state();
     return r;
   }
 
@@ -186,6 +236,30 @@ SpmdResult run_training(const sim::StepProgram& program, const SpmdOptions& o,
     local.push_back(parallel::slice_block(values[i], l.shard_offset(t->shape, mesh, world->rank()),
                                           l.local_shape(t->shape, mesh)));
   }
+  // ZeRO-1: where this rank's piece of each sharded update sits in its parameter shard.
+  std::vector<std::vector<int64_t>> piece_offset(nparams);
+  std::vector<std::vector<int64_t>> piece_shape(nparams);
+  const int zero_axis = strategy.optimizer_shard;
+  for (size_t i = 0; i < part.optimizer_shards.size() && i < nparams; ++i) {
+    const parallel::OptimizerShard& z = part.optimizer_shards[i];
+    if (o.verbose && world->rank() == 0)
+      std::fprintf(stderr, "optimizer_shard: %s %s: %s\n", r.names[i].c_str(),
+                   step.params[i]->type->str().c_str(),
+                   z.dim >= 0 ? fmt::format("update split along dim {} over {}", z.dim,
+                                            mesh.axis_name(zero_axis))
+                                    .c_str()
+                              : fmt::format("stays replicated ({})", z.reason).c_str());
+    if (z.dim < 0) continue;
+    const parallel::Layout& grad = part.output_layouts.at(i + 1);
+    const std::vector<int64_t>& shape = step.params[i]->type->shape;
+    const std::vector<int64_t> whole =
+        part.param_layouts[i].shard_offset(shape, mesh, world->rank());
+    piece_offset[i] = grad.shard_offset(shape, mesh, world->rank());
+    for (size_t d = 0; d < whole.size(); ++d) piece_offset[i][d] -= whole[d];
+    piece_shape[i] = grad.local_shape(shape, mesh);
+    ++r.gathers;
+  }
+  const sem::Primitive* all_gather = sem::Registry::instance().find("all_gather");
   ops::CollectiveScope scope(world, mesh.shape);
   sem::Interpreter interp(*part.module);
   for (int it = 0; it < o.steps; ++it) {
@@ -193,10 +267,25 @@ SpmdResult run_training(const sim::StepProgram& program, const SpmdOptions& o,
     std::vector<Value> args(local.begin(), local.end());
     const Value out = interp.call(part.graph, std::move(args));
     r.losses.push_back(out.items()[0].tensor.item());
-    for (size_t i = 0; i < nparams; ++i) local[i] = sgd(local[i], out.items()[i + 1].tensor, o.lr);
+    for (size_t i = 0; i < nparams; ++i) {
+      const Tensor& g = out.items()[i + 1].tensor;
+      if (piece_shape[i].empty()) {
+        local[i] = optimizer_update(o.optimizer, local[i], g, state[i], o.lr, it + 1);
+        continue;
+      }
+      // ZeRO-1: update this rank's piece, then all-gather the pieces into the shard.
+      const Tensor piece = parallel::slice_block(local[i], piece_offset[i], piece_shape[i]);
+      const Tensor updated = optimizer_update(o.optimizer, piece, g, state[i], o.lr, it + 1);
+      sem::Attrs a;
+      a.set("dim", int64_t{part.optimizer_shards[i].dim});
+      a.set("axis", int64_t{zero_axis});
+      a.set("mesh", mesh.shape);
+      local[i] = sem::kernel_for(*all_gather)({Value(updated)}, a).tensor;
+    }
     r.step_seconds.push_back(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
+  count_state();
   for (size_t i = 0; i < nparams; ++i)
     r.params.push_back(gather(local[i], step.params[i]->type, part.param_layouts[i], mesh, *world));
   return r;
@@ -258,8 +347,8 @@ std::string read_text(const std::string& path) {
 }
 
 void print_result(const SpmdOptions& o, const SpmdResult& r, const std::string& what) {
-  std::printf("# spora run: %s, %s, %d steps of sgd (lr %g)\n", o.file.c_str(), what.c_str(),
-              o.steps, o.lr);
+  std::printf("# spora run: %s, %s, %d steps of %s (lr %g)\n", o.file.c_str(), what.c_str(),
+              o.steps, o.optimizer.c_str(), o.lr);
   for (size_t i = 0; i < r.losses.size(); ++i)
     std::printf("step %zu loss %.12g\n", i + 1, r.losses[i]);
   for (size_t i = 0; i < r.params.size(); ++i) {
@@ -295,7 +384,7 @@ int cmd_run_spmd(const SpmdOptions& o, const std::string& strategy_path, int ran
     const std::string text = read_text(strategy_path);
     if (!under_mpi()) {
       // Check the program and the strategy once here, rather than as N copies of an error.
-      const sim::StepProgram program = build_training_step(o);
+      const sim::StepProgram program = build_training_step(o, text);
       const parallel::Strategy s = parallel::parse_strategy(text, *program.step, strategy_path);
       if (s.mesh.size() != ranks)
         throw lang::UserError(fmt::format("the mesh {} of {} has {} devices, but --ranks is {}",
@@ -313,8 +402,12 @@ int cmd_run_spmd(const SpmdOptions& o, const std::string& strategy_path, int ran
     const SpmdResult r = run_training(o, world.get(), text);
     if (world->rank() == 0)
       print_result(o, r,
-                   fmt::format("strategy {} over {} MPI ranks, {} collectives per step",
-                               strategy_path, ranks, r.collectives));
+                   fmt::format("strategy {} over {} MPI ranks, {} collectives per step{}",
+                               strategy_path, ranks, r.collectives,
+                               r.gathers ? fmt::format(" + {} all_gathers of updated shards "
+                                                       "(optimizer_shard)",
+                                                       r.gathers)
+                                         : ""));
     return 0;
   } catch (const lang::InternalError&) {
     throw;
@@ -327,7 +420,7 @@ int cmd_run_spmd(const SpmdOptions& o, const std::string& strategy_path, int ran
 int cmd_ir_partitioned(const SpmdOptions& o, const std::string& strategy_path) {
   try {
     if (strategy_path.empty()) throw lang::UserError("--stage partitioned needs --strategy s.json");
-    sim::StepProgram program = build_training_step(o);
+    sim::StepProgram program = build_training_step(o, read_text(strategy_path));
     const ir::Graph& step = *program.step;
     const parallel::Strategy strategy = parallel::load_strategy(strategy_path, step);
     const parallel::Partitioned part =
@@ -338,6 +431,17 @@ int cmd_ir_partitioned(const SpmdOptions& o, const std::string& strategy_path) {
       std::printf("# %s %s: %s\n", step.params[i]->name.c_str(),
                   step.params[i]->type->str().c_str(),
                   part.param_layouts[i].to_string(strategy.mesh).c_str());
+    for (size_t i = 0; i < part.optimizer_shards.size(); ++i) {
+      const parallel::OptimizerShard& z = part.optimizer_shards[i];
+      std::printf("# optimizer_shard %s: %s\n", step.params[i]->name.c_str(),
+                  z.dim >= 0 ? fmt::format("update split along dim {} over {}", z.dim,
+                                           strategy.mesh.axis_name(strategy.optimizer_shard))
+                                   .c_str()
+                             : fmt::format("whole ({})", z.reason).c_str());
+    }
+    if (!program.recomputed.empty())
+      std::printf("# recomputed in the backward pass: %s\n",
+                  fmt::format("{}", fmt::join(program.recomputed, ", ")).c_str());
     std::printf("# %d collectives:\n", part.collectives);
     for (const std::string& line : parallel::collective_summary(*part.graph))
       std::printf("#   %s\n", line.c_str());

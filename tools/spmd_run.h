@@ -11,7 +11,13 @@
 //   3. partitions the step with the strategy (parallel/partition): the loss comes back
 //      replicated, each gradient in its parameter's layout;
 //   4. keeps its shard of each value (the layout's block of the global tensor) and runs
-//      `steps` steps: the partitioned step, then p -= lr * g on the local shards;
+//      `steps` steps: the partitioned step, then the optimizer's update of the local shards
+//      (sgd p -= lr g; momentum v = 0.9 v + g, p -= lr v; adam with b1 0.9, b2 0.999, eps 1e-8
+//      and bias correction), its state (v; m and v) kept per shard. With the strategy's
+//      "optimizer_shard" (ZeRO-1) a parameter whose gradient comes back reduce-scattered
+//      (parallel::partition_training_step) is updated on that piece only, with state of the
+//      piece's size, and the updated piece is all-gathered over the axis into the parameter
+//      (the all_gather primitive of ops/collective.cpp) before the next step;
 //   5. gathers the updated parameters (one rank per replica group contributes its block, then
 //      a sum all-reduce over the world).
 // Without a communicator (or without a strategy) the same steps run on the unpartitioned graph:
@@ -40,6 +46,8 @@ struct SpmdOptions {
   int steps = 3;
   double lr = 0.01;
   uint64_t seed = 1234;
+  std::string optimizer = "sgd";  // sgd | momentum | adam
+  bool verbose = false;           // rank 0 says which updates ZeRO-1 shards (stderr)
 };
 
 struct SpmdResult {
@@ -48,11 +56,14 @@ struct SpmdResult {
   std::vector<std::string> names;   // of the trainable parameters
   std::vector<sem::Tensor> params;  // global values after the steps (on every rank)
   int collectives = 0;              // collective nodes in the per-rank step
+  int gathers = 0;                  // ZeRO-1: all_gathers of updated shards per step
+  std::vector<double> state_elements;  // per parameter: optimizer state elements on this rank
   std::string program;              // the per-rank step's IR (printed)
 };
 
-// The training step of o.file with the global batch (sgd).
-sim::StepProgram build_training_step(const SpmdOptions& o);
+// The training step of o.file with the global batch, with the layers the strategy's
+// "recompute" names (if any) recomputed in the backward pass (sim/step_program.h).
+sim::StepProgram build_training_step(const SpmdOptions& o, const std::string& strategy_json = "");
 // strategy_json empty or world null: the single-device reference. The program is only read
 // (the ranks of the in-process communicator share one).
 SpmdResult run_training(const sim::StepProgram& program, const SpmdOptions& o,

@@ -143,8 +143,22 @@ class Partitioner {
         l.partial.clear();
       }
       if (any)
-        if (std::optional<Layout> out = rule->forward(summed, in_types, n.type, n.attrs, mesh_))
+        if (std::optional<Layout> out = rule->forward(summed, in_types, n.type, n.attrs, mesh_)) {
+          // A reshape of a partial sum is the partial sum of the reshapes: the sum stays
+          // pending (a bias gradient, summed over the batch as [1, n] and reshaped to [n],
+          // reaches its output layout partial, so ZeRO-1 reduce-scatters it).
+          if (n.is_prim("reshape") && in.size() == 1 && !out->is_partial()) {
+            Layout pending = *out;
+            pending.partial = in[0].partial;
+            try {
+              pending.validate(mesh_);
+              return forward_strategy(*rule, n, in_types, in, pending);
+            } catch (const lang::UserError&) {
+              // a partial axis that splits the output: sum first
+            }
+          }
           return forward_strategy(*rule, n, in_types, summed, *out);
+        }
     }
     std::optional<OpStrategy> best;
     double best_cost = std::numeric_limits<double>::infinity();
@@ -379,15 +393,62 @@ std::vector<std::string> collective_summary(const ir::Graph& g) {
   return lines;
 }
 
+std::vector<OptimizerShard> optimizer_shards(const ir::Graph& step, std::size_t trainable,
+                                             const Strategy& s) {
+  std::vector<OptimizerShard> out;
+  const int axis = s.optimizer_shard;
+  if (axis < 0) return out;
+  if (axis >= s.mesh.ndim())
+    user_error(fmt::format("optimizer_shard: mesh axis {} does not exist (the mesh {} has {})",
+                           axis, s.mesh.to_string(), s.mesh.ndim()));
+  const int64_t p = s.mesh.axis_size(axis);
+  const std::string name = s.mesh.axis_name(axis);
+  for (std::size_t i = 0; i < trainable && i < step.params.size(); ++i) {
+    const ir::Node* param = step.params[i];
+    OptimizerShard o;
+    if (!param->type || !param->type->is_tensor() || param->type->rank() == 0) {
+      o.reason = "a scalar";
+      out.push_back(o);
+      continue;
+    }
+    auto it = s.layouts.find(param->name);
+    const Layout l = it == s.layouts.end() ? replicated_layout(param->type) : it->second;
+    if (p == 1) {
+      o.reason = fmt::format("mesh axis {} has one device", name);
+    } else if (l.dim_of_axis(axis) >= 0) {
+      o.reason = fmt::format("already split over {}", name);
+    } else {
+      for (int d = 0; d < l.rank() && o.dim < 0; ++d)
+        if (l.tensor_map[static_cast<std::size_t>(d)] < 0 &&
+            param->type->shape[static_cast<std::size_t>(d)] % p == 0)
+          o.dim = d;
+      if (o.dim < 0)
+        o.reason = fmt::format("no unsplit dimension of {} divides by {}'s {} devices",
+                               param->type->str(), name, p);
+    }
+    out.push_back(o);
+  }
+  return out;
+}
+
 Partitioned partition_training_step(const ir::Graph& step, std::size_t trainable,
                                     const Strategy& s) {
+  const std::vector<OptimizerShard> shards = optimizer_shards(step, trainable, s);
   PartitionOptions o;
   o.output_layouts.push_back(std::nullopt);  // the loss: replicated
   for (std::size_t i = 0; i < trainable && i < step.params.size(); ++i) {
     auto it = s.layouts.find(step.params[i]->name);
-    o.output_layouts.push_back(it == s.layouts.end() ? std::nullopt : std::optional(it->second));
+    std::optional<Layout> l = it == s.layouts.end() ? std::nullopt : std::optional(it->second);
+    if (i < shards.size() && shards[i].dim >= 0) {
+      // ZeRO-1: the gradient in the parameter's layout, split further over the axis.
+      if (!l) l = replicated_layout(step.params[i]->type);
+      l->tensor_map[static_cast<std::size_t>(shards[i].dim)] = s.optimizer_shard;
+    }
+    o.output_layouts.push_back(l);
   }
-  return partition(step, s, o);
+  Partitioned part = partition(step, s, o);
+  part.optimizer_shards = shards;
+  return part;
 }
 
 }  // namespace spora::parallel

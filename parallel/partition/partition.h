@@ -61,6 +61,22 @@ struct Strategy {
   Mesh mesh;
   std::map<std::string, Layout> layouts;  // graph parameter name -> layout
   std::map<size_t, OpStrategy> ops;       // index in g.nodes -> the node's strategy
+  // ZeRO-1 (README.md, "optimizer_shard"): the mesh axis the optimizer state is sharded over,
+  // -1 for none. Only partition_training_step reads it (optimizer_shards below).
+  int optimizer_shard = -1;
+  // Recomputation (README.md, "recompute"): every layer, or these ("net.l1"). It changes how
+  // the step is built, so the step's builder reads it (sim/step_program.h, StepOptions).
+  bool recompute_all = false;
+  std::vector<std::string> recompute;
+};
+
+// ZeRO-1's choice for one trainable parameter of a training step: its gradient comes back
+// reduce-scattered (split along `dim` over the strategy's optimizer_shard axis), the optimizer
+// updates that shard with state of the shard's size, and the updated shard is all-gathered
+// into the parameter (the caller's part: tools/spmd_run.h, sim/spmd_step.h).
+struct OptimizerShard {
+  int dim = -1;        // -1: the parameter's update stays whole (replicated)
+  std::string reason;  // why it stays whole, for --verbose ("already split over dp", ...)
 };
 
 struct PartitionOptions {
@@ -76,16 +92,27 @@ struct Partitioned {
   std::vector<Layout> param_layouts;   // of each parameter of the input graph
   std::vector<Layout> output_layouts;  // of each returned element
   int collectives = 0;                 // collective applications inserted
+  // partition_training_step with an optimizer_shard axis: one per trainable parameter.
+  std::vector<OptimizerShard> optimizer_shards;
 };
 
 Partitioned partition(const ir::Graph& g, const Strategy& s, const PartitionOptions& o = {});
 
 // A training step (params..., data...) -> (loss, gradients of the first `trainable`
 // parameters...), as sim/step_program.h builds it: the loss comes back replicated and each
-// gradient in its parameter's layout. What `spora run --strategy`, `spora sim --strategy`,
-// `spora search` and `spora ir --stage partitioned` all partition.
+// gradient in its parameter's layout, or with the strategy's optimizer_shard (ZeRO-1) in that
+// layout split further along optimizer_shards(...)'s dim over that axis (a reduce_scatter
+// instead of the all_reduce of data parallelism). What `spora run --strategy`, `spora sim
+// --strategy`, `spora search` and `spora ir --stage partitioned` all partition.
 Partitioned partition_training_step(const ir::Graph& step, std::size_t trainable,
                                     const Strategy& s);
+
+// ZeRO-1: for each of the first `trainable` parameters of `step`, the dimension its optimizer
+// update is split along over s.optimizer_shard: the first dimension that the parameter's
+// layout does not split and whose size the axis divides, when the parameter is replicated
+// over that axis (else none, with the reason). Empty when s.optimizer_shard < 0.
+std::vector<OptimizerShard> optimizer_shards(const ir::Graph& step, std::size_t trainable,
+                                             const Strategy& s);
 
 // The collectives of a partitioned graph in order, one line each, e.g.
 // "all_reduce(axes=[1]) f32[8,32]": what the tests and `spora ir --stage partitioned` check.

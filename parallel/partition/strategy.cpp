@@ -64,21 +64,71 @@ void parse_ops(const json& ops, const ir::Graph& g, Strategy& s, const std::stri
   }
 }
 
-}  // namespace
+// "recompute": true | false | ["net.l1", ...].
+void parse_recompute_value(const json& r, Strategy& s, const std::string& origin) {
+  if (r.is_boolean()) {
+    s.recompute_all = r.get<bool>();
+    return;
+  }
+  if (!r.is_array())
+    fail(origin, fmt::format("\"recompute\" is true, false or a list of layers like "
+                             "[\"net.l1\"], got {}",
+                             r.dump()));
+  for (const json& n : r) {
+    if (!n.is_string() || n.get<std::string>().empty())
+      fail(origin, fmt::format("\"recompute\" names layers by their field path (\"net.l1\"), "
+                               "got {}",
+                               n.dump()));
+    s.recompute.push_back(n.get<std::string>());
+  }
+}
 
-Strategy parse_strategy(const std::string& text, const ir::Graph& g, const std::string& origin) {
-  json j;
+// "optimizer_shard": a mesh axis by name ("dp", "m0") or index.
+int parse_optimizer_shard(const json& v, const Mesh& mesh, const std::string& origin) {
+  int axis = -1;
+  if (v.is_number_integer()) {
+    const int64_t i = v.get<int64_t>();
+    axis = i >= 0 && i < mesh.ndim() ? static_cast<int>(i) : -1;
+  } else if (v.is_string()) {
+    axis = mesh.axis_index(v.get<std::string>());
+  }
+  if (axis < 0) {
+    std::string names;
+    for (int a = 0; a < mesh.ndim(); ++a) names += (names.empty() ? "" : ", ") + mesh.axis_name(a);
+    fail(origin, fmt::format("\"optimizer_shard\" is a mesh axis (its name or index: {}), got {}",
+                             names, v.dump()));
+  }
+  return axis;
+}
+
+json parse_json(const std::string& text, const std::string& origin) {
   try {
-    j = json::parse(text);
+    return json::parse(text);
   } catch (const json::parse_error& e) {
     fail(origin, fmt::format("not valid JSON: {}", e.what()));
   }
+}
+
+}  // namespace
+
+Strategy parse_recompute(const std::string& text, const std::string& origin) {
+  const json j = parse_json(text, origin);
+  Strategy s;
+  if (j.is_object() && j.contains("recompute")) parse_recompute_value(j["recompute"], s, origin);
+  return s;
+}
+
+Strategy parse_strategy(const std::string& text, const ir::Graph& g, const std::string& origin) {
+  json j = parse_json(text, origin);
   if (!j.is_object()) fail(origin, "expected a JSON object with \"mesh\" and \"layouts\"");
   // What `spora search` adds for people (its prediction) is read past.
   for (const auto& [key, value] : j.items())
     if (key != "mesh" && key != "axes" && key != "layouts" && key != "ops" &&
-        key != "predicted_step_seconds" && key != "memory_per_device" && key != "algo")
-      fail(origin, fmt::format("unknown key \"{}\" (expected mesh, axes, layouts, ops)", key));
+        key != "optimizer_shard" && key != "recompute" && key != "predicted_step_seconds" &&
+        key != "memory_per_device" && key != "algo")
+      fail(origin, fmt::format("unknown key \"{}\" (expected mesh, axes, layouts, ops, "
+                               "optimizer_shard, recompute)",
+                               key));
   Strategy s;
   if (!j.contains("mesh") || !j["mesh"].is_array() || j["mesh"].empty())
     fail(origin, "\"mesh\" must be a non-empty list of axis sizes, e.g. [2, 2]");
@@ -101,6 +151,9 @@ Strategy parse_strategy(const std::string& text, const ir::Graph& g, const std::
     fail(origin, e.what());
   }
   if (j.contains("ops")) parse_ops(j["ops"], g, s, origin);
+  if (j.contains("optimizer_shard"))
+    s.optimizer_shard = parse_optimizer_shard(j["optimizer_shard"], s.mesh, origin);
+  if (j.contains("recompute")) parse_recompute_value(j["recompute"], s, origin);
   if (!j.contains("layouts")) return s;
   if (!j["layouts"].is_object())
     fail(origin, "\"layouts\" maps parameter names to layouts, e.g. {\"x\": \"(2, 1)\"}");
@@ -151,6 +204,11 @@ std::string strategy_json(const Strategy& s) {
     for (const auto& [index, o] : s.ops) ops[std::to_string(index)] = o.name;
     j["ops"] = ops;
   }
+  if (s.optimizer_shard >= 0) j["optimizer_shard"] = s.mesh.axis_name(s.optimizer_shard);
+  if (s.recompute_all)
+    j["recompute"] = true;
+  else if (!s.recompute.empty())
+    j["recompute"] = s.recompute;
   return j.dump(2) + "\n";
 }
 

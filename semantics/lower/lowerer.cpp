@@ -100,7 +100,12 @@ constexpr const char* kModuleLevelLet =
 
 Lowerer::Lowerer(const Program& program, lang::DiagnosticEngine& diags, ir::Module& module,
                  const LowerOptions& options)
-    : x64_(options.x64), grad_check_(options.grad_check), program_(program), diags_(diags), module_(module) {
+    : x64_(options.x64),
+      grad_check_(options.grad_check),
+      recompute_(options.recompute),
+      program_(program),
+      diags_(diags),
+      module_(module) {
   globals_.resize(program.modules.size());
   for (size_t m = 0; m < program.modules.size(); ++m) {
     const auto& mod = *program.modules[m];
@@ -564,6 +569,25 @@ AV Lowerer::check_annotation(const AV& v, const lang::TypeExpr& t, Env& env, con
 }
 
 // ------------------------------------------------------------------ calling functions
+namespace {
+// The field path of a model instance inside a differentiated argument ("net.l1"), read off its
+// leaves' names ("net.l1.w", given by value_and_grad); "" when it has none.
+std::string record_path(const AV& v) {
+  if (!v || v->kind != AK::Record) return "";
+  for (size_t k = 0; k < v->elems.size() && k < v->names.size(); ++k) {
+    const AV& e = v->elems[k];
+    std::string leaf;
+    if (e && e->kind == AK::Node && e->node) leaf = e->node->name;
+    if (e && e->kind == AK::Record) leaf = record_path(e);
+    const std::string suffix = "." + v->names[k];
+    if (leaf.size() > suffix.size() &&
+        leaf.compare(leaf.size() - suffix.size(), suffix.size(), suffix) == 0)
+      return leaf.substr(0, leaf.size() - suffix.size());
+  }
+  return "";
+}
+}  // namespace
+
 AV Lowerer::call_def(const AVal& fn, std::vector<Arg> args, lang::SourceRange r) {
   const lang::FuncDef& def = *fn.def;
   const std::string fname = fn.self ? fn.self->record_name + "." + def.name : def.name;
@@ -640,6 +664,12 @@ AV Lowerer::call_def(const AVal& fn, std::vector<Arg> args, lang::SourceRange r)
     if (d.name == "jit") jit = true;
   }
   if (eager_ && jit) force_graph = true;
+  // LowerOptions::recompute: this layer's forward becomes a @checkpoint graph.
+  bool recompute = !force_graph && !eager_ && ad_inline_ && recompute_ && fn.self &&
+                   def.name == "forward" && !contains_function(fn.self);
+  for (const auto& b : bound) recompute = recompute && !contains_function(b);
+  recompute = recompute && recompute_(record_path(fn.self));
+  force_graph = force_graph || recompute;
   bool inline_call = fn.self && contains_function(fn.self);
   for (const auto& b : bound) inline_call = inline_call || contains_function(b);
   if (force_graph && inline_call)
@@ -650,6 +680,7 @@ AV Lowerer::call_def(const AVal& fn, std::vector<Arg> args, lang::SourceRange r)
   if (!force_graph && (eager_ || (ad_inline_ && !is_recursive(&def)))) inline_call = true;
   std::string key = fmt::format("{}|{}", static_cast<const void*>(&def), fn.self ? skeleton_key(fn.self) : "");
   for (const auto& b : bound) key += "|" + skeleton_key(b);
+  if (recompute) key += "|recompute";
 
   auto lower_body = [&](Env& body_env) -> Flow {
     if (def.body_expr) {
@@ -699,6 +730,7 @@ AV Lowerer::call_def(const AVal& fn, std::vector<Arg> args, lang::SourceRange r)
       g->loc = def.range.begin;
       for (const auto& d : def.decorators)
         if (d.name != "custom_grad") g->flags.push_back(d.name);
+      if (recompute) g->flags.push_back("checkpoint");
       s.graph = g;
       graph_ = g;
       Env body_env = env;

@@ -180,6 +180,7 @@ class Lowerer {
   static void pullback_nodes(const AVal& pb, std::vector<ir::Node*>& region, std::vector<ir::Node*>& others,
                              std::vector<AV>& values);
   bool ad_inline_ = false;    // lowering a function being differentiated: inline def calls
+  std::function<bool(const std::string&)> recompute_;  // LowerOptions::recompute
   std::map<const lang::FuncDef*, bool> recursive_;
   std::function<const Value*(const ir::Node*)> eager_value;  // set in eager mode
   const Program& program_;
