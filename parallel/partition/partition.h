@@ -16,7 +16,8 @@
 //        b. else its row's sharding rule forward(current input layouts) (inputs kept as they
 //           are), when the rule accepts them; else forward of the inputs with their partial
 //           sums all-reduced, when that is accepted (a pending sum is reduced where a consumer
-//           first needs it: the all-reduce after Megatron's row-split matmul);
+//           first needs it: the all-reduce after Megatron's row-split matmul; a reshape, being
+//           linear, passes it on instead, so a bias gradient reaches the output still partial);
 //        c. else the rule's enumerated strategy needing the cheapest redistribution of the
 //           current inputs (parallel/layout's comm model; ties: the smaller local share of the
 //           work, then the rule's order);
