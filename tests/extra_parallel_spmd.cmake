@@ -40,7 +40,7 @@ endif()
 
 # The command line: W2's MLP (f32) with the example strategies, 4 MPI ranks vs 1 device.
 if(TARGET spora_cli AND MPI_CXX_FOUND AND SPORA_MPIRUN)
-  foreach(strategy dp4 tp4 dp2tp2)
+  foreach(strategy dp4 tp4 dp2tp2 dp4_zero)
     add_test(NAME parallel_spmd_cli_w2_${strategy}
              COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/parallel/spmd_cli_test.sh $<TARGET_FILE:spora_cli>
                      ${CMAKE_SOURCE_DIR}/benchmarks/sim/w2_mlp.sp

@@ -125,10 +125,11 @@ int run_spmd(const Options& o, const sim::ClusterSpec& cluster) {
     std::printf(
         "{\"strategy\": \"%s\", \"ranks\": %d, \"global_batch\": %lld, \"step_seconds\": "
         "%.9g, \"compute_seconds\": %.9g, \"communication\": %.9g, "
-        "\"exposed_communication\": %.9g, \"collectives\": %zu, \"peak_memory\": %.0f}\n",
+        "\"exposed_communication\": %.9g, \"collectives\": %zu, \"peak_memory\": %.0f, "
+        "\"optimizer_state\": %.0f, \"optimizer_state_unsharded\": %.0f, \"activations\": %.0f}\n",
         o.strategy.c_str(), r.ranks, static_cast<long long>(program.batch), r.step_seconds,
         r.compute_seconds, d.communication, d.exposed_communication, r.collectives.size(),
-        d.peak_memory());
+        d.peak_memory(), d.optimizer_state, sp.optimizer_state_unsharded_bytes, d.activations);
   } else {
     std::printf("%s on %s, strategy %s, global batch %lld\n", o.file.c_str(),
                 cluster.name.c_str(), o.strategy.c_str(), static_cast<long long>(program.batch));

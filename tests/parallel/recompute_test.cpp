@@ -98,6 +98,30 @@ TEST(Recompute, ActivationsKeptForTheBackwardPassShrink) {
   EXPECT_EQ(all.activation_peak, 17768 - 2048);
 }
 
+// @checkpoint in the source goes the same way: the step is straight-line (so it can be
+// partitioned) with the recomputation in its backward pass, as the strategy's would have it.
+TEST(Recompute, CheckpointInTheSourceIsTheSameStep) {
+  setup();
+  tools::SpmdOptions o = blocks();
+  o.file = std::string(SPORA_SOURCE_DIR) + "/tests/parallel/mlp_blocks_checkpoint.sp";
+  const sim::StepProgram source = tools::build_training_step(o);
+  const sim::StepProgram strategy =
+      build(R"json({"mesh": [1], "recompute": ["net.l1", "net.l2"]})json");
+  EXPECT_EQ(calls(*source.step), 0);
+  EXPECT_TRUE(source.recomputed.empty());
+  EXPECT_EQ(source.step->nodes.size(), strategy.step->nodes.size());
+  EXPECT_EQ(count(*source.step, "matmul"), count(*strategy.step, "matmul"));
+  EXPECT_EQ(source.activation_peak, strategy.activation_peak);
+  const tools::SpmdResult ref = tools::run_training(build(""), blocks(), nullptr, "");
+  const char* dp4 = R"json({"mesh": [4], "layouts": {"x": "(4, 1)", "y": "(4)"}})json";
+  comm::ThreadWorld world(4);
+  std::vector<tools::SpmdResult> got(4);
+  world.run([&](comm::Communicator& c) {
+    got[static_cast<size_t>(c.rank())] = tools::run_training(source, o, &c, dp4);
+  });
+  expect_same_run(ref, got[0], "@checkpoint on dp4");
+}
+
 TEST(Recompute, UnknownLayersAreUserErrors) {
   try {
     build(R"json({"mesh": [1], "recompute": ["net.l9"]})json");
