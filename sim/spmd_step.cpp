@@ -484,9 +484,12 @@ SpmdSimResult simulate_spmd_step(const ClusterSpec& cluster, const SpmdProgram& 
 std::string spmd_report(const SpmdProgram& program, const SpmdSimResult& r) {
   auto ms = [](double s) { return fmt::format("{:.3f} ms", s * 1e3); };
   auto mb = [](double b) { return fmt::format("{:.2f} MB", b / 1e6); };
-  std::string out = fmt::format("mesh {} ({} devices), {} ops, {} collectives\n",
-                                fmt::join(program.mesh, "x"), r.ranks, program.ops.size(),
-                                program.collectives.size());
+  std::string out =
+      fmt::format("mesh {} ({} devices), {} ops, {} collectives{}\n", fmt::join(program.mesh, "x"),
+                  r.ranks, program.ops.size(), program.collectives.size(),
+                  program.gathers.empty()
+                      ? ""
+                      : fmt::format(" + {} all_gathers after the update", program.gathers.size()));
   out += fmt::format("step time           {}\n", ms(r.step_seconds));
   out += fmt::format("compute per device  {} (ops {} + update {})\n", ms(r.compute_seconds),
                      ms(r.compute_seconds - r.update_seconds), ms(r.update_seconds));

@@ -423,8 +423,9 @@ std::vector<OptimizerShard> optimizer_shards(const ir::Graph& step, std::size_t 
             param->type->shape[static_cast<std::size_t>(d)] % p == 0)
           o.dim = d;
       if (o.dim < 0)
-        o.reason = fmt::format("no unsplit dimension of {} divides by {}'s {} devices",
-                               param->type->str(), name, p);
+        o.reason =
+            fmt::format("no dimension of {} is both unsplit and divisible by {}'s {} devices",
+                        param->type->str(), name, p);
     }
     out.push_back(o);
   }

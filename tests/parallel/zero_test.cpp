@@ -80,7 +80,7 @@ TEST(ZeroPartition, WithTensorParallelismTheFirstUnsplitDimensionIsSplit) {
   EXPECT_EQ(part.optimizer_shards[0].dim, 0);
   EXPECT_EQ(part.optimizer_shards[1].dim, -1);
   EXPECT_EQ(part.optimizer_shards[1].reason,
-            "no unsplit dimension of f64[32] divides by dp's 2 devices");
+            "no dimension of f64[32] is both unsplit and divisible by dp's 2 devices");
   EXPECT_EQ(part.optimizer_shards[2].dim, 1);
   EXPECT_EQ(part.optimizer_shards[3].dim, 0);
   EXPECT_EQ(part.optimizer_shards[4].dim, 0);
@@ -102,7 +102,7 @@ TEST(ZeroPartition, AnAxisThatDividesNoDimensionLeavesEveryUpdateWhole) {
   ASSERT_EQ(part.optimizer_shards.size(), 6u);
   for (const OptimizerShard& z : part.optimizer_shards) EXPECT_EQ(z.dim, -1);
   EXPECT_EQ(part.optimizer_shards[0].reason,
-            "no unsplit dimension of f64[16,32] divides by m0's 3 devices");
+            "no dimension of f64[16,32] is both unsplit and divisible by m0's 3 devices");
   // Already split over the axis: the update is already a shard.
   partitioned_collectives(
       R"json({"mesh": [4], "layouts": {"net.l1.w": "(1, 4)"}, "optimizer_shard": 0})json", &part);
