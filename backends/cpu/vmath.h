@@ -90,8 +90,9 @@ SPORA_INLINE float log(float x) {
   return x != x ? x : r;
 }
 
-// Hyperbolic tangent. (A clamped rational x P(x^2) / Q(x^2), as erf_rational below, is 2.3x faster but
-// 3.5-6 ulp off where this is 0.5-1.3: enough to move W6's 50-step RNN gradients by 1e-4.)
+// Hyperbolic tangent. (A clamped rational x P(x^2) / Q(x^2), as erf_rational below, is 2.3x
+// faster but 3.5-6 ulp off where this is 0.5-1.3: enough to move W6's 50-step RNN gradients
+// by 1e-4.)
 SPORA_INLINE float tanh(float x) {
   float a = std::fabs(x);
   float z = x * x;
