@@ -2,13 +2,13 @@
 // float in the ranges that matter (and the special values): the error bounds its header
 // states, which every f32 kernel (and the fused kernels, which embed the same functions)
 // relies on to stay within the backend's 1e-6 + 1e-5 |y| tolerance.
+#include "backends/cpu/vmath.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <functional>
 #include <limits>
-
-#include "backends/cpu/vmath.h"
 
 namespace vm = spora::cpu::vm;
 
