@@ -117,10 +117,8 @@ SP_FN double sp_gelu(double x) { return 0.5 * x * (1 + std::erf(x * 0.7071067811
 }  // namespace
 )SPORA";
 
-// f32 transcendental functions: vmath's when embedded (vectorised, within a few ulp), else the
-// C library's. (A rational erf, x P(x^2) / Q(x^2) without exp, made W5 twice as fast but its
-// 3e-7 absolute error next to +-1 is up to 1e-4 of 1 + erf(x) in GELU's tail, more than the
-// reference's own rounding: the accurate forms are kept.)
+// f32 transcendental functions: vmath's when embedded (vectorised; errors in
+// backends/cpu/vmath.h), else the C library's.
 const char* const kF32Vmath = R"SPORA(namespace {
 SP_FN float sp_exp(float x) { return spora::cpu::vm::exp(x); }
 SP_FN float sp_log(float x) { return spora::cpu::vm::log(x); }
