@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Predicted vs measured for partitioned training steps (issue 9): the W2 MLP (784-512-512-10,
-# f32, SGD) with batch 64 on this machine's 2 cores, one strategy at a time.
+# Predicted vs measured for partitioned training steps (issue 9) on this machine's 2 cores, one
+# strategy at a time, for one of two models:
+#   w2   the W2 MLP (784-512-512-10, f32, SGD), batch 64 (w2_mlp.sp)
+#   w4   the W4 Transformer encoder block (d 256, 4 heads, FFN 1024), batch 8 x 128 tokens
+#        (w4_block.sp)
 #
-#   benchmarks/sim/validate_spmd.sh [build/bin/spora] [steps, default 30]
+#   benchmarks/sim/validate_spmd.sh [build/bin/spora] [steps, default 30] [w2 | w4, default w2]
 #
-#   1. spora calibrate --program w2_mlp.sp   a fresh this-machine spec (one device per core)
+#   1. spora calibrate --program MODEL   a fresh this-machine spec (one device per core)
 #   2. for each strategy (one device; data parallel over 2; Megatron tensor parallel over 2;
 #      the one `spora search --algo dp` picks for 2 devices):
 #        real  spora run --strategy S --ranks N --steps K: the partitioned step on N MPI ranks
@@ -18,24 +21,30 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 spora=${1:-$root/build/bin/spora}
 steps=${2:-30}
+which=${3:-w2}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 chrt=${CHRT-chrt -f 5}
-model="$here/w2_mlp.sp"
+case "$which" in
+  w2) model="$here/w2_mlp.sp" batch=64 prefix="" ;;
+  w4) model="$here/w4_block.sp" batch=8 prefix="w4_" ;;
+  *) echo "validate_spmd.sh: unknown model '$which' (w2 or w4)" >&2; exit 2 ;;
+esac
 
-$chrt "$spora" calibrate --out "$tmp/machine.yaml" --program "$model" --batch 64 > /dev/null 2>&1
-"$spora" search "$model" --cluster "$tmp/machine.yaml" --mesh 2 --algo dp --batch 64 \
+$chrt "$spora" calibrate --out "$tmp/machine.yaml" --program "$model" --batch "$batch" > /dev/null 2>&1
+"$spora" search "$model" --cluster "$tmp/machine.yaml" --mesh 2 --algo dp --batch "$batch" \
   --no-simulate -o "$tmp/search.json" > /dev/null
 printf "%-10s %6s %10s %10s %7s\n" strategy ranks real_ms sim_ms sim/real
 results=()
 for s in one dp2 tp2 search; do
-  file="$here/strategies/$s.json"
+  file="$here/strategies/$prefix$s.json"
+  [ "$s" = one ] && file="$here/strategies/one.json"
   [ "$s" = search ] && file="$tmp/search.json"
   ranks=$(python3 -c "import json,sys,math; print(math.prod(json.load(open(sys.argv[1]))['mesh']))" "$file")
-  real=$($chrt "$spora" run "$model" --strategy "$file" --ranks "$ranks" --steps "$steps" --batch 64 \
+  real=$($chrt "$spora" run "$model" --strategy "$file" --ranks "$ranks" --steps "$steps" --batch "$batch" \
            2>/dev/null | sed -n 's/^median step \([0-9.]*\) ms.*/\1/p')
-  sim=$("$spora" sim "$model" --cluster "$tmp/machine.yaml" --strategy "$file" --batch 64 --json \
+  sim=$("$spora" sim "$model" --cluster "$tmp/machine.yaml" --strategy "$file" --batch "$batch" --json \
           | python3 -c "import json,sys; print('%.6f' % (json.load(sys.stdin)['step_seconds'] * 1e3))")
   printf "%-10s %6s %10s %10s %7.2f\n" "$s" "$ranks" "$real" "$sim" \
     "$(python3 -c "print($sim / $real)")"
