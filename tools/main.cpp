@@ -252,6 +252,7 @@ int main(int argc, char** argv) {
   run->add_option("--steps", spmd.steps, "with --strategy/--ranks: training steps")->capture_default_str();
   run->add_option("--batch", spmd_batch, "with --strategy/--ranks: the global batch (default: the program's)");
   run->add_option("--lr", spmd.lr, "with --strategy/--ranks: the sgd learning rate")->capture_default_str();
+  run->add_flag("--verbose", spmd.verbose, "with a pipeline strategy: every rank prints its stage and schedule");
 
   std::string check_path;
   auto* check = app.add_subcommand("check", "Report the diagnostics of a program without running it (exit 1 on errors)");

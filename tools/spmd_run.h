@@ -40,6 +40,7 @@ struct SpmdOptions {
   int steps = 3;
   double lr = 0.01;
   uint64_t seed = 1234;
+  bool verbose = false;  // pipelines: each rank prints its stage and schedule (stderr)
 };
 
 struct SpmdResult {
@@ -53,8 +54,13 @@ struct SpmdResult {
 
 // The training step of o.file with the global batch (sgd).
 sim::StepProgram build_training_step(const SpmdOptions& o);
+// The seeded global value of every parameter and input of a step (step 2 above), and one sgd
+// update p - lr * g: shared with the pipeline runner (tools/pipeline_run.h).
+std::vector<sem::Tensor> global_values(const ir::Graph& g, size_t trainable, uint64_t seed);
+sem::Tensor sgd(const sem::Tensor& p, const sem::Tensor& g, double lr);
 // strategy_json empty or world null: the single-device reference. The program is only read
-// (the ranks of the in-process communicator share one).
+// (the ranks of the in-process communicator share one). A strategy with a "pipeline" runs
+// through tools/pipeline_run.h (the overload that builds the program).
 SpmdResult run_training(const sim::StepProgram& program, const SpmdOptions& o,
                         comm::Communicator* world, const std::string& strategy_json);
 SpmdResult run_training(const SpmdOptions& o, comm::Communicator* world,
