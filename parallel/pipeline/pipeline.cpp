@@ -494,6 +494,8 @@ std::vector<PartitionedStage> partition_pipeline(const PipelineProgram& p, const
                                                             : std::optional(it->second));
     }
     ps.backward = partition(*sp.backward, s, bo);
+    ps.forward.graph->name = sp.forward->name;  // not both "spmd" in a dump
+    ps.backward.graph->name = sp.backward->name;
     ps.param_layouts.assign(ps.forward.param_layouts.begin(),
                             ps.forward.param_layouts.begin() + static_cast<long>(sp.params.size()));
     ps.data_layouts.assign(ps.forward.param_layouts.end() - static_cast<long>(p.data.size()),
