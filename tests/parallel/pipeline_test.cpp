@@ -201,6 +201,8 @@ struct Case {
   const char* strategy;
 };
 
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
 class PipelinedRun : public ::testing::TestWithParam<Case> {};
 
 TEST_P(PipelinedRun, EqualsTheSingleDeviceRun) {
