@@ -71,18 +71,21 @@ Setup setup(const SpmdOptions& o, const std::string& text, const std::string& or
   const ir::Graph& f = *s.full.step;
   const ir::Graph& m = *s.micro.step;
   if (f.params.size() != m.params.size() || s.full.params.size() != s.micro.params.size())
-    throw lang::UserError("the step of a micro-batch takes other inputs than the step of the batch");
+    throw lang::UserError(
+        "the step of a micro-batch takes other inputs than the step of the batch");
   for (size_t i = 0; i < f.params.size(); ++i) {
     const sem::Type& a = *f.params[i]->type;
     const sem::Type& b = *m.params[i]->type;
     bool ok = a.rank() == b.rank() && a.dtype == b.dtype;
     for (size_t d = 0; ok && d < a.shape.size(); ++d)
-      ok = a.shape[d] == b.shape[d] || (d == 0 && a.shape[0] == s.batch && b.shape[0] == s.micro_batch);
+      ok = a.shape[d] == b.shape[d] ||
+           (d == 0 && a.shape[0] == s.batch && b.shape[0] == s.micro_batch);
     if (!ok || (i < s.full.params.size() && a.shape != b.shape))
-      throw lang::UserError(fmt::format(
-          "micro-batching splits the inputs along their first dimension (the batch), but '{}' is {} "
-          "with a batch of {} and {} with a micro-batch of {}",
-          f.params[i]->name, a.str(), s.batch, b.str(), s.micro_batch));
+      throw lang::UserError(
+          fmt::format("micro-batching splits the inputs along their first dimension (the batch), "
+                      "but '{}' is {} "
+                      "with a batch of {} and {} with a micro-batch of {}",
+                      f.params[i]->name, a.str(), s.batch, b.str(), s.micro_batch));
   }
   s.inner = parallel::parse_strategy(pp::inner_strategy_json(text, origin), m, origin);
   s.program = pp::build_pipeline(m, s.micro.params.size(), s.spec, node_cost);
@@ -143,8 +146,7 @@ std::string pipeline_ir(const SpmdOptions& o, const std::string& text, const std
          pp::print_pipeline(s.program, s.parts, s.inner);
 }
 
-std::shared_ptr<const PipelineSetup> prepare_pipeline(const SpmdOptions& o,
-                                                      const std::string& text,
+std::shared_ptr<const PipelineSetup> prepare_pipeline(const SpmdOptions& o, const std::string& text,
                                                       const std::string& origin) {
   return std::make_shared<const PipelineSetup>(setup(o, text, origin));
 }
@@ -160,9 +162,10 @@ SpmdResult run_pipeline(const PipelineSetup& s, const SpmdOptions& o, comm::Comm
   const int inner = mesh.rank_count();
   const int S = s.spec.stages, M = s.spec.micro_batches;
   if (world.size() != S * inner)
-    throw lang::UserError(fmt::format("the pipeline of {} has {} stages x mesh {} = {} ranks, but "
-                                      "the run has {}",
-                                      origin, S, mesh.to_string(), S * inner, world.size()));
+    throw lang::UserError(
+        fmt::format("the pipeline of {} has {} stages x mesh {} = {} ranks, but "
+                    "the run has {}",
+                    origin, S, mesh.to_string(), S * inner, world.size()));
   const int k = world.rank() / inner, me = world.rank() % inner;
   const pp::StageProgram& sp = s.program.stages[static_cast<size_t>(k)];
   const pp::PartitionedStage& ps = s.parts[static_cast<size_t>(k)];

@@ -299,9 +299,10 @@ int cmd_run_spmd(const SpmdOptions& o, const std::string& strategy_path, int ran
       if (!under_mpi()) {
         const int needed = pipeline_ranks(o, text, strategy_path);
         if (needed != ranks)
-          throw lang::UserError(fmt::format("the pipeline of {} needs {} ranks (stages x mesh), but "
-                                            "--ranks is {}",
-                                            strategy_path, needed, ranks));
+          throw lang::UserError(
+              fmt::format("the pipeline of {} needs {} ranks (stages x mesh), but "
+                          "--ranks is {}",
+                          strategy_path, needed, ranks));
         return spawn_mpirun(ranks, argv_for_ranks);
       }
       comm::mpi_initialize(nullptr, nullptr);

@@ -49,8 +49,9 @@ std::string describe(const Node* n) {
 }
 
 bool has_prefix(const std::string& name, const std::string& prefix) {
-  return name == prefix || (name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0 &&
-                            name[prefix.size()] == '.');
+  return name == prefix ||
+         (name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0 &&
+          name[prefix.size()] == '.');
 }
 
 std::string param_names(const Graph& step, size_t trainable) {
@@ -72,12 +73,13 @@ class StageCopier {
   Node* copy(const Node* n) {
     if (auto it = map.find(n); it != map.end()) return it->second;
     if (n->is_param())
-      throw lang::InternalError(fmt::format("pipeline stage {} reads {}, which it does not take",
-                                            k_, describe(n)));
+      throw lang::InternalError(
+          fmt::format("pipeline stage {} reads {}, which it does not take", k_, describe(n)));
     Node* c = nullptr;
     if (n->is_constant()) {
       if (n->graph_value)
-        user_error(fmt::format("a pipeline stage cannot copy control flow (@{})", n->graph_value->name));
+        user_error(
+            fmt::format("a pipeline stage cannot copy control flow (@{})", n->graph_value->name));
       c = m_.add_constant(g_, n->value, n->loc);
     } else {
       const int s = a_.stage.at(index_.at(n));
@@ -195,17 +197,21 @@ std::optional<PipelineSpec> parse_pipeline(const std::string& text, const std::s
   if (!j.is_object() || !j.contains("pipeline")) return std::nullopt;
   const json& p = j["pipeline"];
   if (!p.is_object())
-    fail(origin, "\"pipeline\" is an object like {\"stages\": 2, \"micro_batches\": 4, \"split\": \"auto\"}");
+    fail(origin,
+         "\"pipeline\" is an object like {\"stages\": 2, \"micro_batches\": 4, \"split\": "
+         "\"auto\"}");
   PipelineSpec spec;
   for (const auto& [key, value] : p.items())
     if (key != "stages" && key != "micro_batches" && key != "split" && key != "schedule")
-      fail(origin, fmt::format("unknown pipeline key \"{}\" (expected stages, micro_batches, split, "
-                               "schedule)",
-                               key));
+      fail(origin,
+           fmt::format("unknown pipeline key \"{}\" (expected stages, micro_batches, split, "
+                       "schedule)",
+                       key));
   auto positive = [&](const char* key, int fallback) {
     if (!p.contains(key)) return fallback;
     if (!p[key].is_number_integer() || p[key].get<int64_t>() < 1 || p[key].get<int64_t>() > 1 << 20)
-      fail(origin, fmt::format("pipeline \"{}\" must be a positive integer, got {}", key, p[key].dump()));
+      fail(origin,
+           fmt::format("pipeline \"{}\" must be a positive integer, got {}", key, p[key].dump()));
     return static_cast<int>(p[key].get<int64_t>());
   };
   if (!p.contains("stages")) fail(origin, "\"pipeline\" needs \"stages\" (the number of stages)");
@@ -217,7 +223,8 @@ std::optional<PipelineSpec> parse_pipeline(const std::string& text, const std::s
   } else if (split.is_array()) {
     for (const json& s : split) {
       if (!s.is_string() || s.get<std::string>().empty())
-        fail(origin, fmt::format("pipeline \"split\" lists parameter name prefixes, got {}", s.dump()));
+        fail(origin,
+             fmt::format("pipeline \"split\" lists parameter name prefixes, got {}", s.dump()));
       spec.split.push_back(s.get<std::string>());
     }
   } else {
@@ -299,8 +306,9 @@ StageAssignment assign_stages(const Graph& step, size_t trainable, const Pipelin
       for (size_t i = 0; i < trainable && first == trainable; ++i)
         if (has_prefix(step.params[i]->name, spec.split[j])) first = i;
       if (first == trainable)
-        user_error(fmt::format("pipeline split point '{}' names no trainable parameter (they are: {})",
-                               spec.split[j], param_names(step, trainable)));
+        user_error(
+            fmt::format("pipeline split point '{}' names no trainable parameter (they are: {})",
+                        spec.split[j], param_names(step, trainable)));
       if (first <= previous)
         user_error(fmt::format(
             "pipeline split points must follow the parameters' order and leave every stage a "
@@ -362,32 +370,36 @@ StageAssignment assign_stages(const Graph& step, size_t trainable, const Pipelin
   }
   for (size_t i = 0; i < trainable; ++i) {
     if (users[i].size() > 1)
-      user_error(fmt::format("parameter '{}' is used on pipeline stages {}: a parameter belongs to "
-                             "one stage (move the split point)",
-                             step.params[i]->name, fmt::join(users[i], " and ")));
+      user_error(
+          fmt::format("parameter '{}' is used on pipeline stages {}: a parameter belongs to "
+                      "one stage (move the split point)",
+                      step.params[i]->name, fmt::join(users[i], " and ")));
     if (users[i].size() == 1) a.param_stage[i] = *users[i].begin();
   }
   std::vector<bool> used(static_cast<size_t>(S), false);
   for (const Node* n : order) used[static_cast<size_t>(st.at(n))] = true;
   for (int k = 0; k < S; ++k)
     if (!used[static_cast<size_t>(k)])
-      user_error(fmt::format("pipeline stage {} of {} computes nothing: more stages than cut points "
-                             "(the parameters: {})",
-                             k, S, param_names(step, trainable)));
+      user_error(
+          fmt::format("pipeline stage {} of {} computes nothing: more stages than cut points "
+                      "(the parameters: {})",
+                      k, S, param_names(step, trainable)));
   for (int b = 1; b < S; ++b) {
     const std::set<const Node*>& c = crossing[static_cast<size_t>(b)];
     if (c.size() != 1) {
       std::vector<std::string> what;
       for (const Node* n : c) what.push_back(describe(n));
-      user_error(fmt::format("pipeline stages {} and {}: {} activations cross the cut ({}), but a "
-                             "cut sends exactly one",
-                             b - 1, b, c.size(), fmt::join(what, "; ")));
+      user_error(
+          fmt::format("pipeline stages {} and {}: {} activations cross the cut ({}), but a "
+                      "cut sends exactly one",
+                      b - 1, b, c.size(), fmt::join(what, "; ")));
     }
     const Node* x = *c.begin();
     if (stage_of(x) != b - 1)
-      user_error(fmt::format("pipeline stage {} sends nothing to stage {}: stage {} uses {} of "
-                             "stage {}",
-                             b - 1, b, b, describe(x), stage_of(x)));
+      user_error(
+          fmt::format("pipeline stage {} sends nothing to stage {}: stage {} uses {} of "
+                      "stage {}",
+                      b - 1, b, b, describe(x), stage_of(x)));
     a.boundary.push_back(x);
   }
   if (stage_of(loss) != S - 1)
@@ -478,7 +490,8 @@ std::vector<PartitionedStage> partition_pipeline(const PipelineProgram& p, const
     Strategy s;
     s.mesh = inner.mesh;
     for (const Node* x : sp.forward->params)
-      if (auto it = inner.layouts.find(x->name); it != inner.layouts.end()) s.layouts[x->name] = it->second;
+      if (auto it = inner.layouts.find(x->name); it != inner.layouts.end())
+        s.layouts[x->name] = it->second;
     if (k > 0) ps.act_in = batch_layout(p.assignment.boundary[static_cast<size_t>(k) - 1]->type);
     if (k < S - 1) ps.act_out = batch_layout(p.assignment.boundary[static_cast<size_t>(k)]->type);
     if (ps.act_in) s.layouts[kAct] = *ps.act_in;
@@ -507,9 +520,9 @@ std::vector<PartitionedStage> partition_pipeline(const PipelineProgram& p, const
 
 std::string print_pipeline(const PipelineProgram& p, const std::vector<PartitionedStage>& parts,
                            const Strategy& inner) {
-  std::string s = fmt::format("# pipeline: {} stages x mesh {}, {} micro-batches, {} schedule\n",
-                              p.spec.stages, inner.mesh.to_string(), p.spec.micro_batches,
-                              schedule_name(p.spec.schedule));
+  std::string s =
+      fmt::format("# pipeline: {} stages x mesh {}, {} micro-batches, {} schedule\n", p.spec.stages,
+                  inner.mesh.to_string(), p.spec.micro_batches, schedule_name(p.spec.schedule));
   for (size_t k = 0; k < parts.size(); ++k) {
     const StageProgram& sp = p.stages[k];
     const PartitionedStage& ps = parts[k];
@@ -531,7 +544,8 @@ std::string print_pipeline(const PipelineProgram& p, const std::vector<Partition
     s += fmt::format("# stage {}: {} collectives (forward {}, backward {})\n", k, c,
                      ps.forward.collectives, ps.backward.collectives);
     for (const std::string& line : collective_summary(*ps.forward.graph)) s += "#   " + line + "\n";
-    for (const std::string& line : collective_summary(*ps.backward.graph)) s += "#   " + line + "\n";
+    for (const std::string& line : collective_summary(*ps.backward.graph))
+      s += "#   " + line + "\n";
   }
   return s;
 }

@@ -105,8 +105,8 @@ PipelineProgram build_pipeline(const ir::Graph& step, size_t trainable, const Pi
 // pipeline): every rank of stage k runs forward.graph and backward.graph on its shards.
 struct PartitionedStage {
   Partitioned forward, backward;
-  std::optional<Layout> act_in;  // of the received activation (and of the cotangent sent back)
-  std::optional<Layout> act_out;  // of the sent activation (and of the cotangent received)
+  std::optional<Layout> act_in;       // of the received activation (and of the cotangent sent back)
+  std::optional<Layout> act_out;      // of the sent activation (and of the cotangent received)
   std::vector<Layout> param_layouts;  // of StageProgram::params, in order
   std::vector<Layout> data_layouts;   // of PipelineProgram::data, in order
 };

@@ -1,6 +1,8 @@
 // Pipeline parallelism (parallel/pipeline, tools/pipeline_run): the schedules, the stage
 // assignment and its errors, and pipelined training runs of small f64 MLPs on in-process ranks
 // against the single-device run (losses and updated parameters to 1e-10).
+#include "parallel/pipeline/pipeline.h"
+
 #include <gtest/gtest.h>
 
 #include <mutex>
@@ -9,7 +11,6 @@
 #include "backends/comm/threads.h"
 #include "lang/diagnostics.h"
 #include "ops/ops.h"
-#include "parallel/pipeline/pipeline.h"
 #include "parallel/pipeline/schedule.h"
 #include "spmd_common.h"
 #include "tools/pipeline_run.h"
@@ -132,11 +133,12 @@ TEST(PipelineStages, AutoSplitMinimisesTheLargestStage) {
   // The best cut is inside l2, between its matmul and its bias (one activation crosses there
   // too): l1 and l2's matmul against l2's bias, l3 and l4.
   EXPECT_EQ(stage_params(a, 0), (std::vector<std::string>{"net.l1.w", "net.l1.b", "net.l2.w"}));
-  EXPECT_EQ(stage_params(a, 1), (std::vector<std::string>{"net.l2.b", "net.l3.w", "net.l3.b",
-                                                          "net.l4.w", "net.l4.b"}));
+  EXPECT_EQ(stage_params(a, 1),
+            (std::vector<std::string>{"net.l2.b", "net.l3.w", "net.l3.b", "net.l4.w", "net.l4.b"}));
 }
 
-void expect_error(const std::string& file, const std::string& pipeline_json, const std::string& what) {
+void expect_error(const std::string& file, const std::string& pipeline_json,
+                  const std::string& what) {
   try {
     build(file, pipeline_json);
     ADD_FAILURE() << "no error for " << pipeline_json;
@@ -159,7 +161,8 @@ TEST(PipelineStages, Errors) {
   expect_error(testing::mlp_path(), R"({"stages": 20, "split": "auto"})",
                "\"split\": \"auto\" cannot cut the forward pass into 20 stages");
   EXPECT_THROW(parse_pipeline(R"({"pipeline": {"stages": 0}})", "s.json"), lang::UserError);
-  EXPECT_THROW(parse_pipeline(R"({"pipeline": {"stages": 2, "schedule": "zigzag"}})"), lang::UserError);
+  EXPECT_THROW(parse_pipeline(R"({"pipeline": {"stages": 2, "schedule": "zigzag"}})"),
+               lang::UserError);
   EXPECT_THROW(parse_pipeline(R"({"pipeline": {"stages": 2, "micro": 4}})"), lang::UserError);
   EXPECT_FALSE(parse_pipeline(R"({"mesh": [2]})").has_value());
 }
