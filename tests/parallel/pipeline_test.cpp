@@ -137,6 +137,51 @@ TEST(PipelineStages, AutoSplitMinimisesTheLargestStage) {
             (std::vector<std::string>{"net.l2.b", "net.l3.w", "net.l3.b", "net.l4.w", "net.l4.b"}));
 }
 
+// The marker of the language's @stage(k), on a graph built by hand (the primitive is looked up
+// by name only, so a stand-in row does): (w1, w2, x) -> (mean(relu(x @ w1) marked @ w2), ...).
+TEST(PipelineStages, StageBoundaryMarker) {
+  sem::Primitive matmul, relu, marker, mean, tuple;
+  matmul.name = "matmul";
+  relu.name = "relu";
+  marker.name = "stage_boundary";
+  mean.name = "mean";
+  tuple.name = "make_tuple";
+  ir::Module m;
+  ir::Graph* g = m.add_graph("step");
+  const sem::TypeP w = sem::Type::tensor(DType::f64, {4, 4});
+  const sem::TypeP a = sem::Type::tensor(DType::f64, {2, 4});
+  const sem::TypeP scalar = sem::Type::tensor(DType::f64, {});
+  ir::Node* w1 = m.add_param(g, "w1", w);
+  ir::Node* w2 = m.add_param(g, "w2", w);
+  ir::Node* x = m.add_param(g, "x", a);
+  ir::Node* h = m.add_apply(g, &matmul, {x, w1}, {}, a);
+  ir::Node* r = m.add_apply(g, &relu, {h}, {}, a);
+  sem::Attrs at;
+  at.set("stage", int64_t{1});
+  ir::Node* b = m.add_apply(g, &marker, {r}, at, a);
+  ir::Node* y = m.add_apply(g, &matmul, {b, w2}, {}, a);
+  ir::Node* loss = m.add_apply(g, &mean, {y}, {}, scalar);
+  g->output = m.add_apply(g, &tuple, {loss, w1, w2}, {}, sem::Type::tuple({scalar, w, w}));
+  PipelineSpec spec;
+  spec.stages = 2;  // no split points: the marker cuts
+  const StageAssignment s = assign_stages(*g, 2, spec);
+  EXPECT_EQ(s.stage, (std::vector<int>{0, 0, 1, 1, 1, -1}));
+  ASSERT_EQ(s.boundary.size(), 1u);
+  EXPECT_EQ(s.boundary[0], r);
+  EXPECT_EQ(s.param_stage, (std::vector<int>{0, 1}));
+  // A marker past the last stage, and no marker and no split point, are errors.
+  spec.stages = 1;
+  EXPECT_THROW(assign_stages(*g, 2, spec), lang::UserError);
+  b->prim = &relu;
+  spec.stages = 2;
+  try {
+    assign_stages(*g, 2, spec);
+    ADD_FAILURE() << "no error";
+  } catch (const lang::UserError& e) {
+    EXPECT_STREQ(e.what(), "a pipeline of 2 stages needs 1 split points, got 0 ()");
+  }
+}
+
 void expect_error(const std::string& file, const std::string& pipeline_json,
                   const std::string& what) {
   try {
