@@ -17,6 +17,7 @@
 #include "parallel/pipeline/pipeline.h"
 #include "semantics/interpreter.h"
 #include "semantics/ir/printer.h"
+#include "semantics/registry.h"
 #include "sim/step_program.h"
 
 namespace spora::tools {
@@ -265,6 +266,15 @@ SpmdResult run_pipeline(const PipelineSetup& s, const SpmdOptions& o, comm::Comm
       acts.erase(m);
     }
     wait_all(world, sends);
+    // Gradients left partial over the stage's batch axes: one all-reduce per step.
+    for (size_t j = 0; j < sp.params.size(); ++j) {
+      if (ps.grad_partial[j].empty()) continue;
+      static const sem::Primitive* all_reduce = sem::Registry::instance().find("all_reduce");
+      sem::Attrs attrs;
+      attrs.set("axes", ps.grad_partial[j]);
+      attrs.set("mesh", mesh.shape);
+      grads[j] = sem::kernel_for(*all_reduce)({Value(grads[j])}, attrs).tensor;
+    }
     for (size_t j = 0; j < sp.params.size(); ++j) local[j] = sgd(local[j], grads[j], o.lr);
     // The last stage's first rank has the loss (a mean over the micro-batches): to every rank.
     Tensor l = Tensor::scalar(DType::f64, k == S - 1 && me == 0 ? loss / M : 0.0);

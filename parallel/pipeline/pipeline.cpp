@@ -506,7 +506,60 @@ std::vector<PartitionedStage> partition_pipeline(const PipelineProgram& p, const
       bo.output_layouts.push_back(it == inner.layouts.end() ? std::nullopt
                                                             : std::optional(it->second));
     }
-    ps.backward = partition(*sp.backward, s, bo);
+    ps.grad_partial.assign(sp.params.size(), {});
+    // Data parallelism inside the stage: the gradients come back as partial sums over the batch
+    // axes, added over the micro-batches and all-reduced once per step by the runtime (not once
+    // per micro-batch). Where the partitioner cannot leave a gradient partial (it never creates
+    // partial sums), every gradient is reduced in b_k as usual.
+    std::vector<int> batch_axes;
+    for (size_t i : p.data)
+      if (auto it = inner.layouts.find(step.params[i]->name);
+          it != inner.layouts.end() && it->second.rank() > 0 && it->second.tensor_map[0] >= 0 &&
+          std::find(batch_axes.begin(), batch_axes.end(), it->second.tensor_map[0]) ==
+              batch_axes.end())
+        batch_axes.push_back(it->second.tensor_map[0]);
+    std::sort(batch_axes.begin(), batch_axes.end());
+    // Which gradients can stay partial: each one alone first (a bias gradient reshaped after
+    // its sum is reduced before the reshape, and cannot), then all of those together.
+    const size_t at = ps.act_in ? 1 : 0;
+    auto with_partial = [&](const std::vector<bool>& on) {
+      PartitionOptions po = bo;
+      for (size_t j = 0; j < sp.params.size(); ++j) {
+        if (!on[j]) continue;
+        const sem::TypeP& t = step.params[sp.params[j]]->type;
+        Layout l =
+            po.output_layouts[at + j].value_or(Layout::replicated(static_cast<int>(t->rank())));
+        l.partial.insert(l.partial.end(), batch_axes.begin(), batch_axes.end());
+        std::sort(l.partial.begin(), l.partial.end());
+        po.output_layouts[at + j] = l;
+      }
+      return po;
+    };
+    std::vector<bool> on(sp.params.size(), false);
+    for (size_t j = 0; j < sp.params.size() && !batch_axes.empty(); ++j) {
+      const std::optional<Layout>& l = bo.output_layouts[at + j];
+      bool free_axes = true;
+      for (int a : batch_axes) free_axes &= !l || (l->dim_of_axis(a) < 0 && !l->has_partial(a));
+      if (!free_axes) continue;
+      std::vector<bool> one(sp.params.size(), false);
+      one[j] = true;
+      try {
+        partition(*sp.backward, s, with_partial(one));
+        on[j] = true;
+      } catch (const lang::UserError&) {
+      }
+    }
+    bool deferred = false;
+    if (std::find(on.begin(), on.end(), true) != on.end()) {
+      try {
+        ps.backward = partition(*sp.backward, s, with_partial(on));
+        for (size_t j = 0; j < sp.params.size(); ++j)
+          if (on[j]) ps.grad_partial[j].assign(batch_axes.begin(), batch_axes.end());
+        deferred = true;
+      } catch (const lang::UserError&) {
+      }
+    }
+    if (!deferred) ps.backward = partition(*sp.backward, s, bo);
     ps.forward.graph->name = sp.forward->name;  // not both "spmd" in a dump
     ps.backward.graph->name = sp.backward->name;
     ps.param_layouts.assign(ps.forward.param_layouts.begin(),
@@ -546,6 +599,11 @@ std::string print_pipeline(const PipelineProgram& p, const std::vector<Partition
     for (const std::string& line : collective_summary(*ps.forward.graph)) s += "#   " + line + "\n";
     for (const std::string& line : collective_summary(*ps.backward.graph))
       s += "#   " + line + "\n";
+    for (size_t j = 0; j < ps.grad_partial.size(); ++j)
+      if (!ps.grad_partial[j].empty())
+        s += fmt::format(
+            "#   all_reduce(axes=[{}]) of d {} once per step (after the last micro-batch)\n",
+            fmt::join(ps.grad_partial[j], ", "), sp.forward->params[j]->name);
   }
   return s;
 }

@@ -108,7 +108,10 @@ struct PartitionedStage {
   std::optional<Layout> act_in;       // of the received activation (and of the cotangent sent back)
   std::optional<Layout> act_out;      // of the sent activation (and of the cotangent received)
   std::vector<Layout> param_layouts;  // of StageProgram::params, in order
-  std::vector<Layout> data_layouts;   // of PipelineProgram::data, in order
+  // Per parameter: the mesh axes (the data's batch axes) over which backward returns its
+  // gradient as partial sums; the runtime adds them over the micro-batches and all-reduces once.
+  std::vector<std::vector<int64_t>> grad_partial;
+  std::vector<Layout> data_layouts;  // of PipelineProgram::data, in order
 };
 
 // The activations between stages keep the batch split of the data: dimension 0 is split like

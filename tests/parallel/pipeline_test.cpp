@@ -223,6 +223,20 @@ TEST(PipelineRun, BatchMustSplitIntoMicroBatches) {
   }
 }
 
+TEST(PipelineRun, DataParallelGradientsReducedOncePerStep) {
+  // Weight gradients stay partial over dp through the micro-batches (one all-reduce per step);
+  // the bias gradients, reshaped after their sum, are reduced inside b_k.
+  const std::string text =
+      tools::pipeline_ir(options(testing::mlp_path()),
+                         R"json({"mesh": [2], "layouts": {"x": "(2, 1)", "y": "(2)"},
+              "pipeline": {"stages": 2, "micro_batches": 2, "split": ["net.l2"]}})json",
+                         "dp.json");
+  EXPECT_NE(text.find("#   all_reduce(axes=[0]) of d net.l1.w once per step"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("#   all_reduce(axes=[0]) of d net.l3.w once per step"), std::string::npos);
+  EXPECT_NE(text.find("#   sends f64[4,32] [m0, -] to stage 1"), std::string::npos);
+}
+
 // ---- pipelined runs against the single device ------------------------------------------------
 
 tools::SpmdResult run(const std::string& file, const std::string& strategy, int ranks) {
