@@ -6,19 +6,19 @@ if(TARGET spora_parallel_layout)
   # spora_comm (MPI) before spora_sim: SimGrid exports MPI_Init too (its SMPI), and the first
   # library on the link line wins. spora_comm again after spora_ops: the collective kernels
   # (ops/collective.cpp) run schedules with its Executor.
-  set(SPORA_SPMD_TEST_LIBS spora_comm spora_parallel_partition spora_sim spora_ops spora_comm spora_autodiff
+  set(SPORA_SPMD_TEST_LIBS spora_comm spora_parallel_pipeline spora_parallel_partition spora_sim spora_ops spora_comm spora_autodiff
       spora_semantics spora_lang)
   file(GLOB SPORA_PARALLEL_SPMD_TEST_SOURCES CONFIGURE_DEPENDS
     ${CMAKE_CURRENT_SOURCE_DIR}/parallel/spmd_*_test.cpp)
   add_executable(test_parallel_spmd ${SPORA_PARALLEL_SPMD_TEST_SOURCES}
-                 ${CMAKE_SOURCE_DIR}/tools/spmd_run.cpp)
+                 ${CMAKE_SOURCE_DIR}/tools/spmd_run.cpp ${CMAKE_SOURCE_DIR}/tools/pipeline_run.cpp)
   target_link_libraries(test_parallel_spmd PRIVATE ${SPORA_SPMD_TEST_LIBS} GTest::gtest_main)
   target_compile_definitions(test_parallel_spmd PRIVATE SPORA_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
   gtest_discover_tests(test_parallel_spmd WORKING_DIRECTORY ${CMAKE_SOURCE_DIR} DISCOVERY_TIMEOUT 60)
 
   if(MPI_CXX_FOUND AND SPORA_MPIRUN)
     add_executable(test_parallel_spmd_mpi ${CMAKE_CURRENT_SOURCE_DIR}/parallel/spmd_mpi_main.cpp
-                   ${CMAKE_SOURCE_DIR}/tools/spmd_run.cpp)
+                   ${CMAKE_SOURCE_DIR}/tools/spmd_run.cpp ${CMAKE_SOURCE_DIR}/tools/pipeline_run.cpp)
     # Open MPI first: it must precede SimGrid (which also defines MPI_Init) among the needed
     # shared libraries, and the order of the static libraries alone does not guarantee it.
     target_link_libraries(test_parallel_spmd_mpi PRIVATE ${MPI_CXX_LIBRARIES} ${SPORA_SPMD_TEST_LIBS} GTest::gtest)

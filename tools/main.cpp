@@ -257,7 +257,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"sgd", "momentum", "adam"}))
       ->capture_default_str();
   run->add_flag("--verbose", spmd.verbose,
-                "with --strategy: say which optimizer updates optimizer_shard splits");
+                "with --strategy: say which optimizer updates optimizer_shard splits; with a pipeline, every rank prints its stage and schedule");
 
   std::string check_path;
   auto* check = app.add_subcommand("check", "Report the diagnostics of a program without running it (exit 1 on errors)");

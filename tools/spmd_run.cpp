@@ -26,6 +26,7 @@
 #include "semantics/ir/printer.h"
 #include "semantics/registry.h"
 #include "sim/step_program.h"
+#include "tools/pipeline_run.h"
 
 namespace spora::tools {
 
@@ -49,78 +50,6 @@ int64_t classes_of(const ir::Graph& g, const ir::Node* p) {
     if (n->is_prim("one_hot") && !n->inputs.empty() && n->inputs[0] == p && n->attrs.has("depth"))
       return n->attrs.get_int("depth");
   return 2;
-}
-
-std::vector<Tensor> global_values(const ir::Graph& g, size_t trainable, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<Tensor> out;
-  for (const ir::Node* p : g.params) {
-    const TypeP& t = p->type;
-    if (!t->is_tensor())
-      throw lang::UserError(
-          fmt::format("spora run --strategy feeds tensors; the step's input "
-                      "'{}' is {}",
-                      p->name, t->str()));
-    Tensor x = Tensor::zeros(t->dtype, t->shape);
-    if (is_float(t->dtype)) {
-      // Weights [fan_in, ...] scaled by 1/sqrt(fan_in) (activations stay of order one),
-      // biases small, data standard normal.
-      double sd = 1;
-      const size_t i = out.size();
-      if (i < trainable)
-        sd = t->rank() >= 2 ? 1 / std::sqrt(static_cast<double>(t->shape[0])) : 0.1;
-      std::normal_distribution<double> normal(0.0, sd);
-      for (int64_t i = 0; i < x.numel(); ++i) x.set(i, normal(rng));
-    } else if (t->dtype != DType::boolean) {
-      std::uniform_int_distribution<int64_t> pick(0, classes_of(g, p) - 1);
-      for (int64_t i = 0; i < x.numel(); ++i) x.set(i, static_cast<double>(pick(rng)));
-    }
-    out.push_back(std::move(x));
-  }
-  return out;
-}
-
-// prim(a, b) (or prim(a)) with the kernel of the current backend.
-Tensor run_prim(const char* prim, const Tensor& a, const Tensor* b = nullptr) {
-  const sem::Primitive* p = sem::Registry::instance().find(prim);
-  if (!p) throw lang::InternalError(fmt::format("no primitive {}", prim));
-  std::vector<Value> args{Value(a)};
-  if (b) args.emplace_back(*b);
-  return sem::kernel_for(*p)(args, {}).tensor;
-}
-Tensor run_prim(const char* prim, const Tensor& a, const Tensor& b) {
-  return run_prim(prim, a, &b);
-}
-Tensor run_prim(const char* prim, const Tensor& a, double k) {
-  const Tensor s = Tensor::scalar(a.dtype(), k);
-  return run_prim(prim, a, &s);
-}
-
-// The optimizer's update of one parameter (or its ZeRO-1 piece) p with gradient g at step t
-// (from 1), its state tensors (of p's shape) in `state`: sgd p - lr g; momentum v = 0.9 v + g,
-// p - lr v; adam (Kingma & Ba, b1 0.9, b2 0.999, eps 1e-8) m = b1 m + (1 - b1) g,
-// v = b2 v + (1 - b2) g^2, p - lr_t m / (sqrt(v) + eps), lr_t = lr sqrt(1 - b2^t) / (1 - b1^t).
-// Elementwise, so a shard's update is the shard of the whole update.
-Tensor optimizer_update(const std::string& optimizer, const Tensor& p, const Tensor& g,
-                        std::vector<Tensor>& state, double lr, int t) {
-  if (optimizer == "sgd") return run_prim("sub", p, run_prim("mul", g, lr));
-  if (optimizer == "momentum") {
-    if (state.empty()) state.push_back(Tensor::zeros(g.dtype(), g.shape()));
-    state[0] = run_prim("add", run_prim("mul", state[0], 0.9), g);
-    return run_prim("sub", p, run_prim("mul", state[0], lr));
-  }
-  if (optimizer == "adam") {
-    const double b1 = 0.9, b2 = 0.999, eps = 1e-8;
-    if (state.empty())
-      state = {Tensor::zeros(g.dtype(), g.shape()), Tensor::zeros(g.dtype(), g.shape())};
-    state[0] = run_prim("add", run_prim("mul", state[0], b1), run_prim("mul", g, 1 - b1));
-    state[1] = run_prim("add", run_prim("mul", state[1], b2),
-                        run_prim("mul", run_prim("mul", g, g), 1 - b2));
-    const double lr_t = lr * std::sqrt(1 - std::pow(b2, t)) / (1 - std::pow(b1, t));
-    const Tensor denom = run_prim("add", run_prim("sqrt", state[1]), eps);
-    return run_prim("sub", p, run_prim("mul", run_prim("div", state[0], denom), lr_t));
-  }
-  throw lang::UserError(fmt::format("unknown optimizer '{}' (sgd, momentum, adam)", optimizer));
 }
 
 comm::DType comm_dtype(DType t) {
@@ -163,6 +92,43 @@ Tensor gather(const Tensor& local, const TypeP& global, const parallel::Layout& 
 
 }  // namespace
 
+std::vector<Tensor> global_values(const ir::Graph& g, size_t trainable, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<Tensor> out;
+  for (const ir::Node* p : g.params) {
+    const TypeP& t = p->type;
+    if (!t->is_tensor())
+      throw lang::UserError(
+          fmt::format("spora run --strategy feeds tensors; the step's input "
+                      "'{}' is {}",
+                      p->name, t->str()));
+    Tensor x = Tensor::zeros(t->dtype, t->shape);
+    if (is_float(t->dtype)) {
+      // Weights [fan_in, ...] scaled by 1/sqrt(fan_in) (activations stay of order one),
+      // biases small, data standard normal.
+      double sd = 1;
+      const size_t i = out.size();
+      if (i < trainable)
+        sd = t->rank() >= 2 ? 1 / std::sqrt(static_cast<double>(t->shape[0])) : 0.1;
+      std::normal_distribution<double> normal(0.0, sd);
+      for (int64_t i = 0; i < x.numel(); ++i) x.set(i, normal(rng));
+    } else if (t->dtype != DType::boolean) {
+      std::uniform_int_distribution<int64_t> pick(0, classes_of(g, p) - 1);
+      for (int64_t i = 0; i < x.numel(); ++i) x.set(i, static_cast<double>(pick(rng)));
+    }
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
+// p - lr * g with the kernels of the current backend.
+Tensor sgd(const Tensor& p, const Tensor& g, double lr) {
+  static const sem::Primitive* mul = sem::Registry::instance().find("mul");
+  static const sem::Primitive* sub = sem::Registry::instance().find("sub");
+  const Value step = sem::kernel_for(*mul)({Value(g), Value(Tensor::scalar(g.dtype(), lr))}, {});
+  return sem::kernel_for(*sub)({Value(p), step}, {}).tensor;
+}
+
 sim::StepProgram build_training_step(const SpmdOptions& o, const std::string& strategy_json) {
   sim::StepOptions so;
   so.entry = o.entry;
@@ -180,6 +146,7 @@ sim::StepProgram build_training_step(const SpmdOptions& o, const std::string& st
 
 SpmdResult run_training(const SpmdOptions& o, comm::Communicator* world,
                         const std::string& strategy_json) {
+  if (world && is_pipeline_strategy(strategy_json)) return run_pipeline(o, *world, strategy_json);
   return run_training(build_training_step(o, strategy_json), o, world, strategy_json);
 }
 
@@ -382,6 +349,27 @@ int cmd_run_spmd(const SpmdOptions& o, const std::string& strategy_path, int ran
       return 0;
     }
     const std::string text = read_text(strategy_path);
+    if (is_pipeline_strategy(text)) {
+      if (!under_mpi()) {
+        const int needed = pipeline_ranks(o, text, strategy_path);
+        if (needed != ranks)
+          throw lang::UserError(
+              fmt::format("the pipeline of {} needs {} ranks (stages x mesh), but "
+                          "--ranks is {}",
+                          strategy_path, needed, ranks));
+        return spawn_mpirun(ranks, argv_for_ranks);
+      }
+      comm::mpi_initialize(nullptr, nullptr);
+      struct Finalize {
+        ~Finalize() { comm::mpi_finalize(); }
+      } finalize;
+      std::unique_ptr<comm::Communicator> world = comm::make_mpi_communicator();
+      const SpmdResult r = run_pipeline(o, *world, text, strategy_path);
+      if (world->rank() == 0)
+        print_result(o, r,
+                     fmt::format("pipeline strategy {} over {} MPI ranks", strategy_path, ranks));
+      return 0;
+    }
     if (!under_mpi()) {
       // Check the program and the strategy once here, rather than as N copies of an error.
       const sim::StepProgram program = build_training_step(o, text);
@@ -420,6 +408,10 @@ int cmd_run_spmd(const SpmdOptions& o, const std::string& strategy_path, int ran
 int cmd_ir_partitioned(const SpmdOptions& o, const std::string& strategy_path) {
   try {
     if (strategy_path.empty()) throw lang::UserError("--stage partitioned needs --strategy s.json");
+    if (const std::string text = read_text(strategy_path); is_pipeline_strategy(text)) {
+      std::printf("%s", pipeline_ir(o, text, strategy_path).c_str());
+      return 0;
+    }
     sim::StepProgram program = build_training_step(o, read_text(strategy_path));
     const ir::Graph& step = *program.step;
     const parallel::Strategy strategy = parallel::load_strategy(strategy_path, step);

@@ -47,7 +47,8 @@ struct SpmdOptions {
   double lr = 0.01;
   uint64_t seed = 1234;
   std::string optimizer = "sgd";  // sgd | momentum | adam
-  bool verbose = false;           // rank 0 says which updates ZeRO-1 shards (stderr)
+  bool verbose = false;           // rank 0 says which updates ZeRO-1 shards; pipelines: each
+                                  // rank prints its stage and schedule (stderr)
 };
 
 struct SpmdResult {
@@ -64,8 +65,13 @@ struct SpmdResult {
 // The training step of o.file with the global batch, with the layers the strategy's
 // "recompute" names (if any) recomputed in the backward pass (sim/step_program.h).
 sim::StepProgram build_training_step(const SpmdOptions& o, const std::string& strategy_json = "");
+// The seeded global value of every parameter and input of a step (step 2 above), and one sgd
+// update p - lr * g: shared with the pipeline runner (tools/pipeline_run.h).
+std::vector<sem::Tensor> global_values(const ir::Graph& g, size_t trainable, uint64_t seed);
+sem::Tensor sgd(const sem::Tensor& p, const sem::Tensor& g, double lr);
 // strategy_json empty or world null: the single-device reference. The program is only read
-// (the ranks of the in-process communicator share one).
+// (the ranks of the in-process communicator share one). A strategy with a "pipeline" runs
+// through tools/pipeline_run.h (the overload that builds the program).
 SpmdResult run_training(const sim::StepProgram& program, const SpmdOptions& o,
                         comm::Communicator* world, const std::string& strategy_json);
 SpmdResult run_training(const SpmdOptions& o, comm::Communicator* world,
