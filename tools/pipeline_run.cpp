@@ -89,6 +89,17 @@ Setup setup(const SpmdOptions& o, const std::string& text, const std::string& or
                       f.params[i]->name, a.str(), s.batch, b.str(), s.micro_batch));
   }
   s.inner = parallel::parse_strategy(pp::inner_strategy_json(text, origin), m, origin);
+  // The stage programs are built and updated here, not by partition_training_step and
+  // run_training: say what this runner does not do rather than ignore it.
+  if (o.optimizer != "sgd")
+    throw lang::UserError(fmt::format(
+        "{}: a pipeline strategy trains with sgd only for now, not --optimizer {}", origin,
+        o.optimizer));
+  if (s.inner.optimizer_shard >= 0 || s.inner.recompute_all || !s.inner.recompute.empty())
+    throw lang::UserError(fmt::format(
+        "{}: \"optimizer_shard\" and \"recompute\" do not combine with \"pipeline\" yet (the "
+        "stages already recompute their forward pass in the backward pass)",
+        origin));
   s.program = pp::build_pipeline(m, s.micro.params.size(), s.spec, node_cost);
   s.parts = pp::partition_pipeline(s.program, m, s.inner);
   return s;
