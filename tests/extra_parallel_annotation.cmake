@@ -14,3 +14,18 @@ if(TARGET spora_parallel_search_ir AND TARGET spora_parallel_partition)
   gtest_discover_tests(test_parallel_annotation WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}
                        DISCOVERY_TIMEOUT 60)
 endif()
+# The command line: `spora search --algo propagate` takes the pins from the program, and
+# `spora run --mesh 4 --ranks 4` (no strategy file) trains with the propagated strategy; its
+# losses and checksum equal the single-device run's (f32: 1e-4) and the hand-written tp4.json run.
+if(TARGET spora_cli)
+  add_test(NAME parallel_annotation_cli_search
+           COMMAND sh -c "$<TARGET_FILE:spora_cli> search examples/megatron_mlp.sp -c examples/clusters/dgx-a100.yaml --mesh 4 --algo propagate --no-simulate | grep -F 'net.l1.w (1, 4), net.l1.b (4,), net.l2.w (4, 1)'"
+           WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  if(MPI_CXX_FOUND AND SPORA_MPIRUN)
+    add_test(NAME parallel_annotation_cli_run_mesh
+             COMMAND sh -c "a=$($<TARGET_FILE:spora_cli> run examples/megatron_mlp.sp --mesh 4 --ranks 4 --steps 3 | grep '^checksum') && b=$($<TARGET_FILE:spora_cli> run benchmarks/sim/w2_mlp.sp --strategy examples/strategies/tp4.json --ranks 4 --steps 3 | grep '^checksum') && echo \"$a / $b\" && test -n \"$a\" && test \"$a\" = \"$b\""
+             WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+    set_tests_properties(parallel_annotation_cli_run_mesh PROPERTIES TIMEOUT 300 PROCESSORS 2
+                         ENVIRONMENT "OMPI_MCA_rmaps_base_oversubscribe=1")
+  endif()
+endif()

@@ -15,3 +15,9 @@ def main() {
     let net = Net()
     print(net(ones(shape=(3, 4))))
 }
+# CHECK: graph @Net.forward(%self: Net{l1: Lin{w: f32[4,8]}, l2: Lin{w: f32[8,2]}}, %x: f32[3,4]) -> f32[3,2] {
+# CHECK: %13 = shard_hint(%x, layout="[dp, -]") : f32[3,4]
+# CHECK-NEXT: %14 = shard_hint(%10, layout="(1, 2)") : f32[4,8]
+# CHECK-NEXT: %15 = matmul(%13, %14) : f32[3,8]
+# CHECK-NEXT: %16 = relu(%15) : f32[3,8]
+# CHECK-NEXT: %17 = stage_boundary(%16, stage=1) : f32[3,8]
