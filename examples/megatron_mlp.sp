@@ -9,10 +9,10 @@
 #   spora run examples/megatron_mlp.sp --mesh 4 --ranks 4 --steps 3
 #   spora run examples/megatron_mlp.sp --ranks 1 --steps 3      # the single-device reference
 #
-# On a 1-D mesh of 4 the propagated strategy is examples/strategies/tp4.json's: one all-reduce
-# after layer 2 forward and one of layer 1's input gradient backward (spora ir --stage
-# partitioned --strategy ... shows them). `spora run` ignores the annotations' layouts (one
-# device) but keeps the hints in the IR: `spora ir examples/megatron_mlp.sp --stage typed`.
+# On a 1-D mesh of 4 the propagated strategy is examples/strategies/tp4.json's layouts: one
+# all-reduce per step, of layer 2's [64, 512] output (the backward needs none: the gradient of
+# layer 1's input is never used). One device runs the hints as identities; they stay in the IR:
+# `spora ir examples/megatron_mlp.sp --stage typed`.
 import std.nn
 
 let batch = 64

@@ -14,6 +14,7 @@
 #include "annotation_common.h"
 #include "semantics/interpreter.h"
 #include "semantics/ir/printer.h"
+#include "semantics/passes/pipeline.h"
 
 namespace spora::parallel::testing {
 namespace {
@@ -143,6 +144,26 @@ TEST(AnnotationLang, StageWrapsTheTensorsFlowingIntoTheLayer) {
   EXPECT_NE(ir.find("stage=1) : f32[5,8]"), std::string::npos) << ir;
   EXPECT_NE(ir.find("stage=2) : f32[5,3]"), std::string::npos) << ir;
   EXPECT_EQ(ir.find("[stage]"), std::string::npos) << "@stage is not a graph flag\n" << ir;
+}
+
+TEST(AnnotationLang, TheOptimisationPassesKeepTheAnnotations) {
+  // Constant inputs (folding would turn an identity of a constant into a constant) and an
+  // unused duplicate (CSE, DCE).
+  Lowered l = lower(R"(
+@stage(1)
+def f(h) = h * 2.0
+def main() {
+    let c = shard(ones(shape=(4, 2)), (2, 1))
+    let d = shard(ones(shape=(4, 2)), (2, 1))
+    print(sum(f(c)))
+}
+)");
+  ASSERT_TRUE(l.module) << l.diagnostics;
+  passes::optimize(*l.module);
+  const std::string ir = ir_text(*l.module);
+  EXPECT_EQ(count(ir, "shard_hint("), 1) << ir;  // the used one, once
+  EXPECT_EQ(count(ir, "stage_boundary("), 1) << ir;
+  EXPECT_EQ(run_graph(*l.module), "16.0\n");
 }
 
 // The same program without annotations: what both modes must print with them.
