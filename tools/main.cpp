@@ -313,6 +313,11 @@ int main(int argc, char** argv) {
       }
       spmd.file = run_path;
       if (spmd_batch > 0) spmd.batch = spmd_batch;
+      if (!run_mesh.empty() && !strategy_path.empty()) {
+        std::cerr << "spora run: error: --mesh propagates a strategy from the program's annotations; "
+                     "--strategy gives one: use one of them\n";
+        return 2;
+      }
       std::string annotated;  // --mesh alone: the strategy propagated from the annotations
       if (!run_mesh.empty() && strategy_path.empty()) {
         try {
