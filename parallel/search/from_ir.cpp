@@ -368,6 +368,7 @@ std::string propagate_from_annotations(const StepCostGraph& g, std::map<int, int
   for (const auto& [node, candidate] : fixed) o.fixed[node] = candidate;
   const SearchResult r = search_propagate(g.graph, o);
   if (r.top.empty()) throw lang::UserError("sharding propagation found no strategy");
+  // Tensor maps ("[-, m1]"): partition numbers cannot say which of two axes of one size cuts.
   // The layouts only: the operators follow from them by the partitioner's own propagation
   // (partition.h step 1), as for a hand-written strategy file. Propagation over the cost graph
   // is greedy per operator and may trade an all-reduce for a reduce-scatter and a later
@@ -378,7 +379,7 @@ std::string propagate_from_annotations(const StepCostGraph& g, std::map<int, int
   for (size_t i = 0; i < g.origins.size(); ++i)
     if (g.origins[i].is_param)
       layouts += fmt::format("{}\n    {}: {}", layouts.empty() ? "" : ",", quote(g.origins[i].name),
-                             quote(g.origins[i].layouts[a.choice[i]].partition_string(g.mesh)));
+                             quote(g.origins[i].layouts[a.choice[i]].to_string()));
   return fmt::format("{{\n  \"mesh\": [{}],\n  \"layouts\": {{{}\n  }}\n}}\n", mesh, layouts);
 }
 

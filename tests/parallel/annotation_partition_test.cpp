@@ -3,8 +3,12 @@
 // annotated MLP (the same collectives as the hand-written strategy), and a 4-rank run of the
 // annotated program equals the single-device run.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "annotation_common.h"
 #include "backends/comm/threads.h"
@@ -159,6 +163,41 @@ TEST(AnnotationPartition, AFourRankRunOfTheAnnotatedProgramEqualsTheSingleDevice
   expect_same_run(ref, results[0], "propagated from the annotations, 4 ranks");
   // On a 2x2 mesh the pins name 4 pieces: (1, 4) fits no axis, a user error naming the layout.
   EXPECT_THROW(cost_graph(program, Mesh{{2, 2}, {}}), lang::UserError);
+}
+
+// Data x tensor parallel on a 2x2 mesh, written as tensor maps: the batch over m0 (x pinned
+// through the hint of l2's input), Megatron over m1.
+TEST(AnnotationPartition, DataAndTensorParallelAnnotationsOnTwoByTwoRunLikeOneDevice) {
+  setup();
+  std::ifstream in(megatron_options().file);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const auto& [from, to] : {std::pair<std::string, std::string>{
+                                     "shard=((1, 1), (1, 4))", "shard=(\"[m0, -]\", \"[-, m1]\")"},
+                                 {"shard=((1, 4), (4, 1))", "shard=(\"[m0, m1]\", \"[m1, -]\")"}}) {
+    ASSERT_NE(text.find(from), std::string::npos) << from;
+    text.replace(text.find(from), from.size(), to);
+  }
+  tools::SpmdOptions o = megatron_options();
+  o.file = (std::filesystem::temp_directory_path() /
+            ("spora_annot_2x2_" + std::to_string(::getpid()) + ".sp"))
+               .string();
+  std::ofstream(o.file) << text;
+  const sim::StepProgram program = tools::build_training_step(o);
+  std::filesystem::remove(o.file);
+  const Mesh mesh{{2, 2}, {}};
+  const std::string json = search::propagate_from_annotations(cost_graph(program, mesh));
+  const Strategy s = parse_strategy(json, *program.step);
+  EXPECT_EQ(s.layouts.at("net.l2.w").to_string(mesh), "[-, m1]") << json;
+  EXPECT_EQ(s.layouts.at("net.l3.w").to_string(mesh), "[m1, -]") << json;
+  EXPECT_EQ(s.layouts.at("x").to_string(mesh), "[m0, -]") << json;
+  const tools::SpmdResult ref = tools::run_training(program, o, nullptr, "");
+  comm::ThreadWorld world(4);
+  std::vector<tools::SpmdResult> results(4);
+  world.run([&](comm::Communicator& c) {
+    results[c.rank()] = tools::run_training(program, o, &c, json);
+  });
+  EXPECT_GT(results[0].collectives, 2);
+  expect_same_run(ref, results[0], "dp x tp from the annotations, 2x2");
 }
 
 }  // namespace
