@@ -198,6 +198,18 @@ std::string quote(const std::string& s) {
   }
   return q + "\"";
 }
+
+// A layout as a strategy file writes it: MindSpore's partition numbers where they read back to
+// the same layout, else the tensor map (on a mesh with two axes of one size, "(2, 1)" means the
+// first of them).
+std::string layout_text(const Layout& l, const Mesh& m) {
+  const std::string numbers = l.partition_string(m);
+  try {
+    if (Layout::parse(numbers, m, l.rank()) == l) return numbers;
+  } catch (const lang::UserError&) {
+  }
+  return l.to_string();
+}
 }  // namespace
 
 std::string strategy_json(const StepCostGraph& g, const Assignment& a) {
@@ -207,7 +219,7 @@ std::string strategy_json(const StepCostGraph& g, const Assignment& a) {
     const StepCostGraph::Origin& o = g.origins[i];
     if (o.is_param) {
       layouts += fmt::format("{}\n    {}: {}", layouts.empty() ? "" : ",", quote(o.name),
-                             quote(o.layouts[a.choice[i]].partition_string(g.mesh)));
+                             quote(layout_text(o.layouts[a.choice[i]], g.mesh)));
     } else {
       ops += fmt::format("{}\n    {}: {}", ops.empty() ? "" : ",", quote(o.name),
                          quote(o.strategies[a.choice[i]].name));
@@ -368,7 +380,6 @@ std::string propagate_from_annotations(const StepCostGraph& g, std::map<int, int
   for (const auto& [node, candidate] : fixed) o.fixed[node] = candidate;
   const SearchResult r = search_propagate(g.graph, o);
   if (r.top.empty()) throw lang::UserError("sharding propagation found no strategy");
-  // Tensor maps ("[-, m1]"): partition numbers cannot say which of two axes of one size cuts.
   // The layouts only: the operators follow from them by the partitioner's own propagation
   // (partition.h step 1), as for a hand-written strategy file. Propagation over the cost graph
   // is greedy per operator and may trade an all-reduce for a reduce-scatter and a later
@@ -379,7 +390,7 @@ std::string propagate_from_annotations(const StepCostGraph& g, std::map<int, int
   for (size_t i = 0; i < g.origins.size(); ++i)
     if (g.origins[i].is_param)
       layouts += fmt::format("{}\n    {}: {}", layouts.empty() ? "" : ",", quote(g.origins[i].name),
-                             quote(g.origins[i].layouts[a.choice[i]].to_string()));
+                             quote(layout_text(g.origins[i].layouts[a.choice[i]], g.mesh)));
   return fmt::format("{{\n  \"mesh\": [{}],\n  \"layouts\": {{{}\n  }}\n}}\n", mesh, layouts);
 }
 
