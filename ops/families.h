@@ -16,6 +16,7 @@ void register_creation(sem::Registry& r);
 void register_internal(sem::Registry& r);
 void register_tape(sem::Registry& r);
 void register_collective(sem::Registry& r);
+void register_annotation(sem::Registry& r);  // shard_hint, stage_boundary (all their facets)
 // The "cost" facet of every row above (ops/cost.cpp); runs after them.
 void register_costs(sem::Registry& r);
 // The "sharding" facet of every row (ops/sharding.cpp, parallel/sharding/sharding.h).

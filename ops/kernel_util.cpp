@@ -177,6 +177,7 @@ void register_all() {
     register_internal(r);
     register_tape(r);
     register_collective(r);
+    register_annotation(r);
     register_costs(r);
     register_sharding(r);
   });

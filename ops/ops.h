@@ -14,6 +14,7 @@
 //   internal.cpp     print, assert, identity, stop_gradient, control-flow name reservations
 //   collective.cpp   all_reduce, all_gather, reduce_scatter, all_to_all, shard_slice (SPMD
 //                    programs; run over the communicator of ops/collective.h)
+//   annotation.cpp   shard_hint, stage_boundary (semi-auto parallel annotations: identities)
 //
 // Link spora_ops into a program and call register_all() once at start-up (it is idempotent).
 #pragma once

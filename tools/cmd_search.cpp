@@ -2,9 +2,11 @@
 #include "tools/cmd_search.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <string>
@@ -177,6 +179,10 @@ int run(const Options& o) {
   }
   if (!so2.fixed.empty() && o.algo != "propagate")
     throw UsageError("--fix seeds sharding propagation: use it with --algo propagate");
+  // The program's own annotations (shard(x, ...), shard=) are pins too: one candidate each,
+  // so every algorithm respects them; propagation starts from them.
+  if (o.algo == "propagate")
+    for (const auto& [node, candidate] : ps::annotation_pins(g)) so2.fixed.emplace(node, candidate);
   ps::SearchResult r = o.algo == "dp"          ? ps::search_dp(g.graph, so2)
                        : o.algo == "propagate" ? ps::search_propagate(g.graph, so2)
                                                : ps::search_exhaustive(g.graph, so2);
@@ -249,6 +255,25 @@ CLI::App* add_search_subcommand(CLI::App& app) {
                 "with --algo propagate: pin a parameter's or input's layout, NAME=LAYOUT, e.g. "
                 "--fix 'x=(2, 1)' (MindSpore partition numbers or [m0, -])");
   return s;
+}
+
+std::string write_annotation_strategy(const sim::StepProgram& program, const std::string& mesh) {
+  std::vector<std::string> names;
+  int states = 0;
+  for (const sim::StepParam& p : program.params) {
+    names.push_back(p.name);
+    states = p.state_tensors;
+  }
+  const parallel::Mesh m = parallel::Mesh::parse(mesh);
+  const ps::StepCostGraph g = ps::build_step_cost_graph(
+      *program.step, names, static_cast<int>(program.params.size()), states, m, ps::DeviceModel{});
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            fmt::format("spora_annotated_{}_{}.json", ::getpid(), mesh))
+                               .string();
+  std::ofstream f(path, std::ios::binary);
+  f << ps::propagate_from_annotations(g);
+  if (!f) throw UsageError(fmt::format("cannot write '{}'", path));
+  return path;
 }
 
 int run_search_subcommand() {

@@ -12,10 +12,19 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <string>
+
+#include "sim/step_program.h"
 
 namespace spora::tools {
 
 CLI::App* add_search_subcommand(CLI::App& app);
 int run_search_subcommand();
+
+// `spora run FILE --mesh M --ranks N` without --strategy (semi-auto parallelism): the strategy
+// file propagated from the program's annotations (`shard(x, (2, 1))`, `shard=`) on mesh M
+// (parallel/search/from_ir.h propagate_from_annotations, the analytic oracle's default
+// device), written to a file unique to this process; returns its path (the caller removes it).
+std::string write_annotation_strategy(const sim::StepProgram& program, const std::string& mesh);
 
 }  // namespace spora::tools

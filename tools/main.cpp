@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 
@@ -22,6 +23,7 @@
 #include "semantics/ir/printer.h"
 #include "semantics/passes/pipeline.h"
 #include "semantics/pipeline.h"
+#include "tools/cmd_search.h"
 #include "tools/commands.h"
 #include "tools/fused_stage.h"
 #include "tools/spmd_run.h"
@@ -258,6 +260,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   run->add_flag("--verbose", spmd.verbose,
                 "with --strategy: say which optimizer updates optimizer_shard splits; with a pipeline, every rank prints its stage and schedule");
+  std::string run_mesh;
+  run->add_option(
+      "--mesh", run_mesh,
+      "with --ranks and no --strategy: the device mesh (e.g. 2x2); the strategy is propagated "
+      "from the program's shard annotations (spora search --algo propagate)");
 
   std::string check_path;
   auto* check = app.add_subcommand("check", "Report the diagnostics of a program without running it (exit 1 on errors)");
@@ -304,7 +311,7 @@ int main(int argc, char** argv) {
   try {
     run_opts.optimize = !no_opt;
     run_opts.fuse = !no_fuse;
-    if (*run && (!strategy_path.empty() || ranks > 0)) {
+    if (*run && (!strategy_path.empty() || ranks > 0 || !run_mesh.empty())) {
       if (device != "cpu") {
         std::cerr << "spora: error: --strategy/--ranks runs on the CPU (MPI); --device cuda "
                      "with a strategy needs NCCL, which is not wired yet\n";
@@ -312,8 +319,27 @@ int main(int argc, char** argv) {
       }
       spmd.file = run_path;
       if (spmd_batch > 0) spmd.batch = spmd_batch;
-      return tools::cmd_run_spmd(spmd, strategy_path, ranks > 0 ? ranks : 1,
-                                 std::vector<std::string>(argv + 1, argv + argc));
+      if (!run_mesh.empty() && !strategy_path.empty()) {
+        std::cerr << "spora run: error: --mesh propagates a strategy from the program's annotations; "
+                     "--strategy gives one: use one of them\n";
+        return 2;
+      }
+      std::string annotated;  // --mesh alone: the strategy propagated from the annotations
+      if (!run_mesh.empty() && strategy_path.empty()) {
+        try {
+          strategy_path = annotated =
+              tools::write_annotation_strategy(tools::build_training_step(spmd), run_mesh);
+        } catch (const lang::InternalError&) {
+          throw;
+        } catch (const std::exception& e) {
+          std::cerr << "spora run: error: " << e.what() << "\n";
+          return 1;
+        }
+      }
+      const int rc = tools::cmd_run_spmd(spmd, strategy_path, ranks > 0 ? ranks : 1,
+                                         std::vector<std::string>(argv + 1, argv + argc));
+      if (!annotated.empty()) std::remove(annotated.c_str());
+      return rc;
     }
     if (*run) {
       if (device == "cuda") {

@@ -562,6 +562,8 @@ void register_shape() {
   set_kernel("expand_dims", unsqueeze_kernel);
   set_kernel("identity", identity_kernel);
   set_kernel("stop_gradient", identity_kernel);
+  set_kernel("shard_hint", identity_kernel);  // ops/annotation.cpp: identities on values
+  set_kernel("stage_boundary", identity_kernel);
   set_kernel("concat", join_kernel(false));
   set_kernel("stack", join_kernel(true));
   set_kernel("slice", slice_kernel);

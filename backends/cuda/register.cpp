@@ -682,7 +682,8 @@ void register_conv() {
 void register_shape() {
   // Views: the shape rule gives the result; the storage is shared (no copy).
   for (const char* name :
-       {"reshape", "flatten", "squeeze", "unsqueeze", "expand_dims", "identity", "stop_gradient"}) {
+       {"reshape", "flatten", "squeeze", "unsqueeze", "expand_dims", "identity", "stop_gradient",
+        "shard_hint", "stage_boundary"}) {
     const std::string row = name;
     set_native(
         name,

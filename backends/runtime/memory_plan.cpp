@@ -50,7 +50,8 @@ int64_t type_bytes(const sem::Type& t) {
 bool is_view(const Node& n) {
   static const std::set<std::string> views = {
       "make_tuple", "make_record", "tuple_get", "record_get", "identity", "stop_gradient",
-      "reshape",    "flatten",     "squeeze",   "unsqueeze",  "expand_dims"};
+      "reshape",    "flatten",     "squeeze",   "unsqueeze",  "expand_dims",
+      "shard_hint", "stage_boundary"};
   return n.prim && views.count(n.prim->name);
 }
 

@@ -198,6 +198,18 @@ std::string quote(const std::string& s) {
   }
   return q + "\"";
 }
+
+// A layout as a strategy file writes it: MindSpore's partition numbers where they read back to
+// the same layout, else the tensor map (on a mesh with two axes of one size, "(2, 1)" means the
+// first of them).
+std::string layout_text(const Layout& l, const Mesh& m) {
+  const std::string numbers = l.partition_string(m);
+  try {
+    if (Layout::parse(numbers, m, l.rank()) == l) return numbers;
+  } catch (const lang::UserError&) {
+  }
+  return l.to_string();
+}
 }  // namespace
 
 std::string strategy_json(const StepCostGraph& g, const Assignment& a) {
@@ -207,7 +219,7 @@ std::string strategy_json(const StepCostGraph& g, const Assignment& a) {
     const StepCostGraph::Origin& o = g.origins[i];
     if (o.is_param) {
       layouts += fmt::format("{}\n    {}: {}", layouts.empty() ? "" : ",", quote(o.name),
-                             quote(o.layouts[a.choice[i]].partition_string(g.mesh)));
+                             quote(layout_text(o.layouts[a.choice[i]], g.mesh)));
     } else {
       ops += fmt::format("{}\n    {}: {}", ops.empty() ? "" : ",", quote(o.name),
                          quote(o.strategies[a.choice[i]].name));
@@ -245,8 +257,15 @@ StepRecGraph build_step_rec_graph(const ir::Graph& step,
     }
     if (dynamic) continue;
     std::vector<OpStrategy> strategies;
-    if (const ShardingRule* rule = sharding_rule(*n->prim); rule && rule->enumerate)
-      strategies = rule->enumerate(in, n->type, n->attrs, two);
+    // A shard_hint pinned for the real mesh need not fit the 2-device probe: it then adds
+    // no index space (rec cuts by operator shapes, not by annotations).
+    if (const ShardingRule* rule = sharding_rule(*n->prim); rule && rule->enumerate) {
+      try {
+        strategies = rule->enumerate(in, n->type, n->attrs, two);
+      } catch (const lang::UserError&) {
+        if (!n->is_prim("shard_hint")) throw;
+      }
+    }
     RecOp op;
     op.name = fmt::format("{}#{}", n->prim->name, i);
     std::vector<std::vector<int>> in_lab(in.size());
@@ -343,6 +362,36 @@ std::string rec_strategy_json(const StepRecGraph& g, const RecResult& r, int64_t
       "{{\n  \"mesh\": [{}],\n  \"layouts\": {{{}\n  }},\n"
       "  \"predicted_step_seconds\": {:.9g},\n  \"memory_per_device\": {:.0f}\n}}\n",
       devices, layouts, r.cost, r.memory);
+}
+
+std::map<int, int> annotation_pins(const StepCostGraph& g) {
+  std::map<int, int> pins;
+  for (size_t i = 0; i < g.origins.size(); ++i) {
+    const StepCostGraph::Origin& o = g.origins[i];
+    if (!o.is_param && o.node && o.node->is_prim("shard_hint") && o.strategies.size() == 1)
+      pins[static_cast<int>(i)] = 0;
+  }
+  return pins;
+}
+
+std::string propagate_from_annotations(const StepCostGraph& g, std::map<int, int> fixed) {
+  SearchOptions o;
+  o.fixed = annotation_pins(g);
+  for (const auto& [node, candidate] : fixed) o.fixed[node] = candidate;
+  const SearchResult r = search_propagate(g.graph, o);
+  if (r.top.empty()) throw lang::UserError("sharding propagation found no strategy");
+  // The layouts only: the operators follow from them by the partitioner's own propagation
+  // (partition.h step 1), as for a hand-written strategy file. Propagation over the cost graph
+  // is greedy per operator and may trade an all-reduce for a reduce-scatter and a later
+  // all-gather; the partitioner's forward rules keep a pending sum until a consumer needs it.
+  const Assignment& a = r.top[0];
+  std::string mesh, layouts;
+  for (int64_t d : g.mesh.shape) mesh += fmt::format("{}{}", mesh.empty() ? "" : ", ", d);
+  for (size_t i = 0; i < g.origins.size(); ++i)
+    if (g.origins[i].is_param)
+      layouts += fmt::format("{}\n    {}: {}", layouts.empty() ? "" : ",", quote(g.origins[i].name),
+                             quote(layout_text(g.origins[i].layouts[a.choice[i]], g.mesh)));
+  return fmt::format("{{\n  \"mesh\": [{}],\n  \"layouts\": {{{}\n  }}\n}}\n", mesh, layouts);
 }
 
 }  // namespace spora::parallel::search

@@ -22,6 +22,7 @@
 // launch overhead, and per mesh axis the alpha-beta of the links that axis crosses).
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,18 @@ std::vector<Layout> enumerate_layouts(const std::vector<int64_t>& shape, const M
 // The strategy file of the partitioner: {"mesh": [2, 2], "layouts": {"<param>": "(1, 2)", ...},
 // "ops": {"<prim>#<i>": "<strategy name>", ...}} with MindSpore partition numbers per dim.
 std::string strategy_json(const StepCostGraph& g, const Assignment& a);
+
+// Semi-auto parallelism (DESIGN.md section 7: "sharding propagation from user annotations").
+// The step's shard_hint applications (`shard(x, (2, 1))`, `shard=` in the source;
+// ops/annotation.cpp) have one candidate each, their pinned layout: as SearchOptions::fixed entries
+// they are the seeds of search_propagate. Empty when the program has no annotation.
+std::map<int, int> annotation_pins(const StepCostGraph& g);
+
+// Sharding propagation from the annotations (plus `fixed`, e.g. from --fix): the strategy file
+// of the best assignment's parameter and input layouts (no "ops": the partitioner propagates
+// the operators' strategies from these layouts). Without any annotation or fixed node,
+// propagation seeds itself at the heaviest operator (search_propagate).
+std::string propagate_from_annotations(const StepCostGraph& g, std::map<int, int> fixed = {});
 
 // One line per parameter: "name (1, 2)".
 std::vector<std::string> parameter_layouts(const StepCostGraph& g, const Assignment& a);

@@ -8,7 +8,7 @@
 //      that minimises its own cost plus the redistribution on its edges to nodes already
 //      decided (MindSpore picks the strategy with the least redistribution to the operator it
 //      is reached from; we also count the node's own cost, so a cheap-to-compute candidate
-//      wins a tie on communication).
+//      wins a tie on communication; a remaining tie goes to the candidate of less memory).
 //   3. Memory: a candidate is skipped when the memory decided so far, plus its own, plus the
 //      least memory of every undecided node exceeds the limit, so propagation never paints
 //      itself into an infeasible corner (unless the fixed nodes already do).
@@ -67,6 +67,7 @@ struct Propagator {
     auto best_candidate = [&](int v) {
       int best = -1, fallback = 0;
       double best_cost = std::numeric_limits<double>::infinity(), fallback_mem = best_cost;
+      double best_mem = best_cost;
       for (int s = 0; s < g.strategies(v); ++s) {
         const double m = g.nodes[v].memory[s];
         if (m < fallback_mem) fallback_mem = m, fallback = s;
@@ -78,7 +79,10 @@ struct Propagator {
           if (choice[o] < 0) continue;
           c += ed.from == v ? ed.cost[s][choice[o]] : ed.cost[choice[o]][s];
         }
-        if (c < best_cost) best_cost = c, best = s;
+        // Ties go to the smaller memory: a parameter next to an annotated (pinned) operator is
+        // stored cut like the pin rather than replicated and sliced (a slice costs nothing).
+        if (c < best_cost || (c == best_cost && m < best_mem))
+          best_cost = c, best_mem = m, best = s;
       }
       return best >= 0 ? best : fallback;  // nothing fits: the smallest, as close as we get
     };

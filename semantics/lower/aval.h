@@ -56,6 +56,7 @@ struct AVal {
   std::vector<int64_t> wrt;              // Transform: differentiated argument positions
   bool wrt_tuple = false;                // Transform: wrt was given as a tuple
   std::shared_ptr<void> payload;         // Pullback
+  int64_t stage = -1;                    // Record: the k of `@stage(k) param l = ...` holding it
 };
 
 AV make_error();

@@ -125,6 +125,16 @@ AV Lowerer::call_primitive(const Primitive& prim, std::vector<Arg> args, lang::S
                            std::optional<DType> init_dtype, const Shape* init_shape,
                            std::optional<int64_t> init_seed) {
   const auto& ps = prim.params;
+  // `shard=` (parallel annotation, annotate.cpp) unless the primitive has a parameter of that name.
+  std::optional<Arg> shard;
+  if (std::none_of(ps.begin(), ps.end(), [](const ParamSpec& p) { return p.name == "shard"; }))
+    for (size_t i = args.size(); i-- > 0;)
+      if (args[i].keyword == "shard") {
+        if (shard)
+          fail(shard->range, fmt::format("argument 'shard' of {} is given twice", prim.name));
+        shard = std::move(args[i]);
+        args.erase(args.begin() + static_cast<std::ptrdiff_t>(i));
+      }
   std::vector<std::optional<Arg>> bound(ps.size());
   std::vector<Arg> kwargs;  // for a Kwargs parameter (registry.h)
   const bool takes_kwargs = !ps.empty() && ps.back().kind == ParamSpec::Kind::Kwargs;
@@ -270,6 +280,7 @@ AV Lowerer::call_primitive(const Primitive& prim, std::vector<Arg> args, lang::S
     }
     attrs = wide;
   }
+  if (shard) inputs = shard_inputs(prim.name, std::move(inputs), *shard);
   AV result = emit(prim.name, std::move(inputs), std::move(attrs), r);
   // A primitive that returns the type of its Value argument (`load(path, like=net)`) gives a
   // value of that argument's structure: a model stays a model, with its methods.
@@ -287,6 +298,8 @@ AV Lowerer::call(AV callee, std::vector<Arg> args, lang::SourceRange r) {
     case AK::ModelClass: return construct_model(*callee, std::move(args), r);
     case AK::Record:
       if (callee->model) {
+        if (callee->stage >= 0)  // a sub-model field under @stage(k) (annotate.cpp)
+          for (Arg& a : args) a.value = enter_stage(a.value, callee->stage, a.range);
         AV fwd = eval_attribute(callee, "forward", r);
         return call_def(*fwd, std::move(args), r);
       }
@@ -409,6 +422,7 @@ AV Lowerer::call_builtin(const std::string& name, std::vector<Arg> args, lang::S
     return c;
   }
   if (name == "vjp") return call_vjp(std::move(args), r);
+  if (name == "shard") return call_shard(std::move(args), r);
   if (name == "jvp") return call_jvp(std::move(args), r);
   if (name == "set_mode") fail(r, "set_mode(...) must be the first statement of main");
   fail(r, fmt::format("'{}' is not available in this build of Spora yet", name));
@@ -528,6 +542,16 @@ AV Lowerer::construct_model(const AVal& cls, std::vector<Arg> args, lang::Source
     if (fd.is_param && v->kind != AK::Node && v->kind != AK::Record && v->kind != AK::Tuple)
       fail(fd.init ? fd.init->range : fd.range,
            fmt::format("parameter '{}' of model '{}' must be a tensor or a model, not {}", fd.name, md.name, describe(v)));
+    // `@stage(k) param l2 = Dense(...)`: calls of l2 wrap their tensor arguments (annotate.cpp).
+    if (const std::optional<int64_t> stage = stage_of(fd.decorators, cls.module)) {
+      if (v->kind != AK::Record || !v->model)
+        fail(fd.range, fmt::format("@stage applies to a sub-model field (a layer) or a def; '{}' "
+                                   "is {}",
+                                   fd.name, describe(v)));
+      auto staged = std::make_shared<AVal>(*v);
+      staged->stage = *stage;
+      v = staged;
+    }
     env.declare(fd.name, Binding{v, false, fd.range});
     if (fd.is_param || buffer) {
       rec->names.push_back(fd.name);

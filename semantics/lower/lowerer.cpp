@@ -90,7 +90,7 @@ namespace {
 const std::set<std::string>& special_builtins() {
   static const std::set<std::string> s = {
       "range", "print", "len", "int", "float", "bool", "shape", "grad", "value_and_grad",
-      "jvp", "vjp", "set_mode", "tree_map", "replace"};
+      "jvp", "vjp", "set_mode", "tree_map", "replace", "shard"};
   return s;
 }
 
@@ -590,6 +590,9 @@ std::string record_path(const AV& v) {
 
 AV Lowerer::call_def(const AVal& fn, std::vector<Arg> args, lang::SourceRange r) {
   const lang::FuncDef& def = *fn.def;
+  // @stage(k) def f: the tensors flowing into f enter stage k (annotate.cpp).
+  if (const std::optional<int64_t> stage = stage_of(def.decorators, fn.module))
+    for (Arg& a : args) a.value = enter_stage(a.value, *stage, a.range);
   const std::string fname = fn.self ? fn.self->record_name + "." + def.name : def.name;
   Env env;
   env.module = fn.module;
@@ -729,7 +732,7 @@ AV Lowerer::call_def(const AVal& fn, std::vector<Arg> args, lang::SourceRange r)
       ir::Graph* g = module_.add_graph(fname);
       g->loc = def.range.begin;
       for (const auto& d : def.decorators)
-        if (d.name != "custom_grad") g->flags.push_back(d.name);
+        if (d.name != "custom_grad" && d.name != "stage") g->flags.push_back(d.name);
       if (recompute) g->flags.push_back("checkpoint");
       s.graph = g;
       graph_ = g;

@@ -76,6 +76,20 @@ class Lowerer {
   ir::Node* emit_node(const std::string& prim, std::vector<ir::Node*> inputs, Attrs attrs,
                       lang::SourceRange r);
 
+  // ---- parallel annotations (annotate.cpp)
+  // shard_hint(x) with `layout` (partition numbers or a tensor-map string) checked against x's
+  // rank; errors at r say `what` ("shard", "shard= of matmul (input 2)").
+  ir::Node* emit_shard_hint(ir::Node* x, const AV& layout, lang::SourceRange r,
+                            const std::string& what);
+  AV call_shard(std::vector<Arg> args, lang::SourceRange r);  // the builtin shard(x, layout)
+  // A primitive's tensor inputs behind the shard_hints of its `shard=` argument.
+  std::vector<ir::Node*> shard_inputs(const std::string& prim, std::vector<ir::Node*> inputs,
+                                      const Arg& shard);
+  // The k of a @stage(k) among the decorators (none: nullopt).
+  std::optional<int64_t> stage_of(const std::vector<lang::Decorator>& decorators, int module);
+  // v with every tensor (through tuples) behind stage_boundary(stage).
+  AV enter_stage(const AV& v, int64_t stage, lang::SourceRange r);
+
   // ---- statements (stmt.cpp)
   Flow lower_block(const std::vector<lang::StmtPtr>& stmts, size_t from, Env& env);
   Flow lower_stmt_list_from(const std::vector<lang::StmtPtr>& stmts, size_t i, Env& env);

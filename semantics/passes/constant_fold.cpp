@@ -18,8 +18,11 @@ bool small_tensor_type(const sem::TypeP& t) {
   return n >= 0 && n <= kMaxFoldedElements;
 }
 
+// Parallel annotations (shard_hint, stage_boundary) are identities whose node is the message:
+// folding one into a constant would drop the pin.
 bool evaluable(const Node& n) {
   return n.is_apply() && n.prim && n.prim->eval && !n.prim->effectful && !is_control_flow(n) &&
+         n.prim->family != "annotation" &&
          !touches_state(n) && small_tensor_type(n.type);
 }
 

@@ -17,7 +17,8 @@
 //
 // Left alone: an evaluation that fails (an integer division by zero, an index out of range)
 // stays an apply, so the error is raised at run time at its source location; results that
-// are not tensors (make_tuple stays a make_tuple, so fold_tuples sees it).
+// are not tensors (make_tuple stays a make_tuple, so fold_tuples sees it); parallel
+// annotations (shard_hint, stage_boundary: family "annotation"), whose node is the message.
 //
 // Assumes a module that verifies; guarantees the module verifies and computes the same values
 // (kernels are the interpreter's) with the same effects. Algorithm: walk the graphs parents

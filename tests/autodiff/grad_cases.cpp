@@ -24,6 +24,10 @@ void unary(std::vector<GradCase>& cs) {
   for (const char* p : {"neg", "square", "exp", "tanh", "sigmoid", "gelu", "sin", "cos", "erf",
                         "expm1", "identity"})
     cs.push_back(op(p, p, {f64(s)}));
+  // Parallel annotations (ops/annotation.cpp): identities whose cotangent passes through.
+  cs.push_back(
+      op("shard_hint", "shard_hint", {f64(s)}, attrs({{"layout", std::string("(2, 1)")}})));
+  cs.push_back(op("stage_boundary", "stage_boundary", {f64(s)}, attrs({{"stage", int64_t{1}}})));
   for (const char* p : {"abs", "relu", "reciprocal"})
     cs.push_back(op(p, p, {f64(s, Draw::away_from_zero)}));
   for (const char* p : {"log", "sqrt", "rsqrt", "log1p"})
