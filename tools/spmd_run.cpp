@@ -52,6 +52,49 @@ int64_t classes_of(const ir::Graph& g, const ir::Node* p) {
   return 2;
 }
 
+// prim(a, b) (or prim(a)) with the kernel of the current backend.
+Tensor run_prim(const char* prim, const Tensor& a, const Tensor* b = nullptr) {
+  const sem::Primitive* p = sem::Registry::instance().find(prim);
+  if (!p) throw lang::InternalError(fmt::format("no primitive {}", prim));
+  std::vector<Value> args{Value(a)};
+  if (b) args.emplace_back(*b);
+  return sem::kernel_for(*p)(args, {}).tensor;
+}
+Tensor run_prim(const char* prim, const Tensor& a, const Tensor& b) {
+  return run_prim(prim, a, &b);
+}
+Tensor run_prim(const char* prim, const Tensor& a, double k) {
+  const Tensor s = Tensor::scalar(a.dtype(), k);
+  return run_prim(prim, a, &s);
+}
+
+// The optimizer's update of one parameter (or its ZeRO-1 piece) p with gradient g at step t
+// (from 1), its state tensors (of p's shape) in `state`: sgd p - lr g; momentum v = 0.9 v + g,
+// p - lr v; adam (Kingma & Ba, b1 0.9, b2 0.999, eps 1e-8) m = b1 m + (1 - b1) g,
+// v = b2 v + (1 - b2) g^2, p - lr_t m / (sqrt(v) + eps), lr_t = lr sqrt(1 - b2^t) / (1 - b1^t).
+// Elementwise, so a shard's update is the shard of the whole update.
+Tensor optimizer_update(const std::string& optimizer, const Tensor& p, const Tensor& g,
+                        std::vector<Tensor>& state, double lr, int t) {
+  if (optimizer == "sgd") return run_prim("sub", p, run_prim("mul", g, lr));
+  if (optimizer == "momentum") {
+    if (state.empty()) state.push_back(Tensor::zeros(g.dtype(), g.shape()));
+    state[0] = run_prim("add", run_prim("mul", state[0], 0.9), g);
+    return run_prim("sub", p, run_prim("mul", state[0], lr));
+  }
+  if (optimizer == "adam") {
+    const double b1 = 0.9, b2 = 0.999, eps = 1e-8;
+    if (state.empty())
+      state = {Tensor::zeros(g.dtype(), g.shape()), Tensor::zeros(g.dtype(), g.shape())};
+    state[0] = run_prim("add", run_prim("mul", state[0], b1), run_prim("mul", g, 1 - b1));
+    state[1] = run_prim("add", run_prim("mul", state[1], b2),
+                        run_prim("mul", run_prim("mul", g, g), 1 - b2));
+    const double lr_t = lr * std::sqrt(1 - std::pow(b2, t)) / (1 - std::pow(b1, t));
+    const Tensor denom = run_prim("add", run_prim("sqrt", state[1]), eps);
+    return run_prim("sub", p, run_prim("mul", run_prim("div", state[0], denom), lr_t));
+  }
+  throw lang::UserError(fmt::format("unknown optimizer '{}' (sgd, momentum, adam)", optimizer));
+}
+
 comm::DType comm_dtype(DType t) {
   switch (t) {
     case DType::f32:
