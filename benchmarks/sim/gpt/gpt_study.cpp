@@ -113,7 +113,7 @@ struct Block {
 
 // One program (layer or head) at micro-batch b on t devices, hand or auto.
 Block block(const sim::ClusterSpec& c, const std::string& file, std::map<std::string, int> values,
-            int b, int t, bool hand, const std::string& hand_json) {
+            int b, int t, bool hand, const std::string& hand_json, double memory_limit) {
   values["batch"] = b;
   const std::string path = instantiate(file, values);
   sim::StepOptions so;
@@ -132,6 +132,7 @@ Block block(const sim::ClusterSpec& c, const std::string& file, std::map<std::st
     const auto g = parallel::search::build_step_cost_graph(
         *step.step, names, static_cast<int>(step.params.size()), 2, mesh, device_model(c, t));
     parallel::search::SearchOptions o;
+    o.memory_limit = memory_limit;
     const parallel::search::SearchResult r = parallel::search::search_dp(g.graph, o);
     json = parallel::search::strategy_json(g, r.top.at(0));
   }
@@ -157,9 +158,11 @@ Block block(const sim::ClusterSpec& c, const std::string& file, std::map<std::st
   out.params = whole.param_bytes / 4;
   out.working = whole.activation_peak / 2;
   out.strategy = json;
-  std::fprintf(stderr, "  %s b=%d t=%d %s: forward %.3f ms, backward %.3f ms per micro-batch\n",
-               file.c_str(), b, t, hand ? "hand" : "auto", out.times.forward * 1e3,
-               out.times.backward * 1e3);
+  std::fprintf(stderr,
+               "  %s b=%d t=%d %s (memory limit %.1f GB): forward %.3f ms, backward %.3f ms per "
+               "micro-batch, %.0f parameters per device\n",
+               file.c_str(), b, t, hand ? "hand" : "auto", memory_limit / 1e9,
+               out.times.forward * 1e3, out.times.backward * 1e3, out.params);
   return out;
 }
 
@@ -192,23 +195,29 @@ double model_flops(const Size& s) {
 struct Evaluator {
   const sim::ClusterSpec& cluster;
   const Size& size;
-  std::map<std::tuple<bool, int, int>, std::pair<Block, Block>> cache;  // (hand, t, b)
+  // (hand, t, b, layers per stage: auto's memory budget)
+  std::map<std::tuple<bool, int, int, int>, std::pair<Block, Block>> cache;
 
-  const std::pair<Block, Block>& blocks(bool hand, int t, int b) {
-    auto key = std::make_tuple(hand, t, b);
+  // Auto searches each program under its share of the device's memory: the layer gets
+  // 1 / (layers per stage), the head what one layer gets (the search counts parameters with
+  // their gradient and two Adam states, 16 bytes in f32, as mixed precision's 2 + 2 + 12).
+  const std::pair<Block, Block>& blocks(bool hand, int t, int b, int per_stage) {
+    if (hand) per_stage = 0;
+    auto key = std::make_tuple(hand, t, b, per_stage);
     auto it = cache.find(key);
     if (it != cache.end()) return it->second;
     const std::map<std::string, int> w = {{"d", size.hidden}, {"heads", size.heads}};
-    Block layer = block(cluster, "gpt_block.sp", w, b, t, hand, megatron_layer_json(t));
-    Block head =
-        block(cluster, "gpt_head.sp", {{"d", size.hidden}}, b, t, hand, megatron_head_json(t));
+    const double limit = hand ? 0 : cluster.device.memory_bytes / per_stage;
+    Block layer = block(cluster, "gpt_block.sp", w, b, t, hand, megatron_layer_json(t), limit);
+    Block head = block(cluster, "gpt_head.sp", {{"d", size.hidden}}, b, t, hand,
+                       megatron_head_json(t), limit);
     return cache.emplace(key, std::make_pair(std::move(layer), std::move(head))).first->second;
   }
 
   // The pipeline of configuration c; `simulate` false: memory and the analytic bound only.
   Config evaluate(Config c, bool hand, bool simulate) {
-    const auto& [layer, head] = blocks(hand, c.t, c.b);
     const int per_stage = size.layers / c.p;
+    const auto& [layer, head] = blocks(hand, c.t, c.b, per_stage);
     sim::PipelineProgram prog;
     prog.stage_devices = c.t;
     prog.replicas = c.d;
@@ -373,7 +382,7 @@ int main(int argc, char** argv) {
     // The operator strategies that were used (auto: the search's choice at its best t, b).
     if (aut.step > 0 && aut.t > 1)
       std::fprintf(stderr, "%s auto layer strategy (t=%d, b=%d): %s\n", s.name.c_str(), aut.t,
-                   aut.b, ev.blocks(false, aut.t, aut.b).first.strategy.c_str());
+                   aut.b, ev.blocks(false, aut.t, aut.b, s.layers / aut.p).first.strategy.c_str());
   }
   std::fputs(table.c_str(), stdout);
   if (!csv.empty()) {
