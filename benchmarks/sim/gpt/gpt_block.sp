@@ -1,10 +1,12 @@
 # One GPT decoder block (GPT-2 / Megatron-LM: pre-LayerNorm, causal multi-head self-attention,
-# a GELU MLP of 4 d, residual connections), in f32 (the study runs matmuls at the f16 peak, as mixed precision does), over `batch` sequences of `seq` tokens: the
-# layer of the auto-vs-Megatron study (papers/gpt_auto_vs_megatron.md). The study driver sets
-# `d` and `heads` per model size and `batch` to the micro-batch; the loss is the mean of the
-# block's output, so the backward pass is the block's own (a stand-in for the cotangent that
-# comes from the next layer). Separate query, key and value projections (Megatron packs them in
-# one matrix, split by heads: the same shards).
+# a GELU MLP of 4 d, residual connections) over `batch` sequences of `seq` tokens: the layer of
+# the auto-vs-Megatron study (papers/gpt_auto_vs_megatron.md). Written in f32 (layer_norm and
+# the initialisers take f32 only); the study runs the matmuls at the f16 peak and halves every
+# op's bytes, as mixed precision would. The study driver sets `d` and `heads` per model size and
+# `batch` to the micro-batch; the loss is the mean of the block's output, so the backward pass
+# is the block's own (a stand-in for the cotangent that comes from the next layer). Separate
+# query, key and value projections (Megatron packs them in one matrix, split by heads: the same
+# shards).
 let batch = 1
 let seq = 2048
 let d = 2304

@@ -26,6 +26,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -264,17 +265,27 @@ struct Evaluator {
   }
 };
 
-std::vector<int> parse_ints(const std::string& s) {
+// "1,2,4" -> {1, 2, 4}; nullopt unless every item is a positive integer.
+std::optional<std::vector<int>> parse_ints(const std::string& s) {
   std::vector<int> v;
   std::stringstream in(s);
   std::string x;
-  while (std::getline(in, x, ',')) v.push_back(std::stoi(x));
+  while (std::getline(in, x, ',')) {
+    char* end = nullptr;
+    const long n = std::strtol(x.c_str(), &end, 10);
+    if (x.empty() || *end || n < 1 || n > 1 << 20) return std::nullopt;
+    v.push_back(static_cast<int>(n));
+  }
+  if (v.empty()) return std::nullopt;
   return v;
 }
 
 std::string describe(const Config& c) {
   return fmt::format("d={} t={} p={} b={} m={}", c.d, c.t, c.p, c.b, c.m);
 }
+
+int run(const std::string& sizes, const std::string& cluster_path, const std::vector<int>& micro,
+        const std::string& csv);
 
 }  // namespace
 
@@ -296,9 +307,17 @@ int main(int argc, char** argv) {
       sizes = next();
     else if (a == "--cluster")
       cluster_path = next();
-    else if (a == "--micro-batches")
-      micro = parse_ints(next());
-    else if (a == "--csv")
+    else if (a == "--micro-batches") {
+      const std::string text = next();
+      const auto v = parse_ints(text);
+      if (!v) {
+        std::fprintf(
+            stderr, "gpt_study: --micro-batches expects positive integers like 1,2,4,8, got '%s'\n",
+            text.c_str());
+        return 2;
+      }
+      micro = *v;
+    } else if (a == "--csv")
       csv = next();
     else {
       std::fprintf(stderr, "gpt_study: unknown option '%s'\n", a.c_str());
@@ -307,7 +326,20 @@ int main(int argc, char** argv) {
   }
   ops::register_all();
   autodiff::install();
+  try {
+    return run(sizes, cluster_path, micro, csv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gpt_study: error: %s\n", e.what());
+    return 1;
+  }
+}
+
+namespace {
+
+int run(const std::string& sizes, const std::string& cluster_path, const std::vector<int>& micro,
+        const std::string& csv) {
   const sim::ClusterSpec cluster = sim::load_cluster_spec(cluster_path);
+  int matched = 0;
   std::string table =
       "| size | GPUs | hand (Megatron) | hand step | auto (best) | auto step | auto / hand | hand "
       "TFLOP/s/GPU | auto TFLOP/s/GPU | paper TFLOP/s/GPU "
@@ -315,6 +347,7 @@ int main(int argc, char** argv) {
   std::string rows = "size,mode,d,t,p,b,m,step_s,memory_GB,fits,tflops_per_gpu\n";
   for (const Size& s : kSizes) {
     if (("," + sizes + ",").find("," + s.name + ",") == std::string::npos) continue;
+    ++matched;
     Evaluator ev{cluster, s, {}};
     auto tflops = [&](double step) { return model_flops(s) / step / s.gpus / 1e12; };
     auto search = [&](bool hand) {
@@ -384,10 +417,16 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "%s auto layer strategy (t=%d, b=%d): %s\n", s.name.c_str(), aut.t,
                    aut.b, ev.blocks(false, aut.t, aut.b, s.layers / aut.p).first.strategy.c_str());
   }
+  if (matched == 0)
+    throw std::runtime_error(
+        fmt::format("--sizes {} names no size (1.7B, 3.6B, 7.5B, 18.4B, 39.1B)", sizes));
   std::fputs(table.c_str(), stdout);
   if (!csv.empty()) {
     std::ofstream f(csv, std::ios::binary);
+    if (!f) throw std::runtime_error(fmt::format("cannot write '{}'", csv));
     f << rows;
   }
   return 0;
 }
+
+}  // namespace
