@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "autodiff/install.h"
@@ -102,6 +103,71 @@ TEST(Pipeline, PointToPointAddsTheAlphaBetaTimeForTwoStages) {
         simulate_pipeline(c, uniform(2, M, PipelineSchedule::OneFOneB, bytes));
     expect_rel(o.step_seconds, (M + 1) * (kF + kB) + 2 * msg * ((M + 1) / 2));
   }
+}
+
+// An independent reference: every stage runs its passes in the schedule's order, each starting
+// when the previous one on the stage ends and its input has arrived (c after the pass on the
+// neighbouring stage that produced it); iterated until every pass has its time.
+double reference_step(const std::vector<StageTimes>& t, int m, bool gpipe, bool recompute,
+                      double c) {
+  const int S = static_cast<int>(t.size());
+  std::vector<std::vector<std::pair<char, int>>> order(static_cast<std::size_t>(S));
+  for (int k = 0; k < S; ++k) {
+    auto& o = order[static_cast<std::size_t>(k)];
+    const int w = gpipe ? m : std::min(S - k - 1, m);
+    for (int i = 0; i < w; ++i) o.push_back({'F', i});
+    for (int i = 0; i < m - w; ++i) {
+      o.push_back({'F', w + i});
+      o.push_back({'B', i});
+    }
+    for (int i = gpipe ? 0 : m - w; i < m; ++i) o.push_back({'B', i});
+  }
+  std::vector<std::vector<double>> f(S, std::vector<double>(m, -1)), b = f;
+  std::vector<std::size_t> next(static_cast<std::size_t>(S), 0);
+  std::vector<double> clock(static_cast<std::size_t>(S), 0);
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int k = 0; k < S; ++k) {
+      const auto sk = static_cast<std::size_t>(k);
+      while (next[sk] < order[sk].size()) {
+        const auto [kind, i] = order[sk][next[sk]];
+        double ready = clock[sk];
+        if (kind == 'F' && k > 0) {
+          if (f[sk - 1][i] < 0) break;
+          ready = std::max(ready, f[sk - 1][i] + c);
+        }
+        if (kind == 'B' && k + 1 < S) {
+          if (b[sk + 1][i] < 0) break;
+          ready = std::max(ready, b[sk + 1][i] + c);
+        }
+        const StageTimes& st = t[sk];
+        clock[sk] = ready + (kind == 'F' ? st.forward : st.backward + (recompute ? st.forward : 0));
+        (kind == 'F' ? f : b)[sk][i] = clock[sk];
+        ++next[sk];
+        progress = true;
+      }
+    }
+  }
+  return *std::max_element(clock.begin(), clock.end());
+}
+
+// Stages of different times, messages of latency only (no bandwidth to share), both schedules,
+// with and without recomputation: the simulation equals the reference pass by pass.
+TEST(Pipeline, UnevenStagesMatchTheReferenceSchedule) {
+  const ClusterSpec c = cluster("25 us");
+  const std::vector<StageTimes> times = {
+      {1e-3, 2e-3}, {1.5e-3, 2.5e-3}, {0.7e-3, 3e-3}, {1.2e-3, 1.9e-3}};
+  for (PipelineSchedule s : {PipelineSchedule::GPipe, PipelineSchedule::OneFOneB})
+    for (bool recompute : {false, true})
+      for (int m : {1, 3, 8}) {
+        SCOPED_TRACE(fmt::format("{} recompute={} M={}", pipeline_schedule_name(s), recompute, m));
+        PipelineProgram p = uniform(4, m, s);
+        for (std::size_t k = 0; k < 4; ++k) p.stages[k].times = times[k];
+        p.recompute = recompute;
+        const PipelineSimResult r = simulate_pipeline(c, p);
+        expect_rel(r.step_seconds,
+                   reference_step(times, m, s == PipelineSchedule::GPipe, recompute, 25e-6));
+      }
 }
 
 TEST(Pipeline, ActivationsInFlight) {
