@@ -17,6 +17,7 @@
 // messages between nodes and the gradient all-reduce over the d replicas then run in SimGrid.
 //
 //   gpt_study [--sizes 1.7B,3.6B] [--cluster FILE] [--micro-batches 1,2,4,8] [--csv FILE]
+//             [--trace FILE]   (the Chrome trace of Megatron's configuration, last size)
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -198,6 +199,8 @@ struct Evaluator {
   const Size& size;
   // (hand, t, b, layers per stage: auto's memory budget)
   std::map<std::tuple<bool, int, int, int>, std::pair<Block, Block>> cache;
+  sim::PipelineSimResult last;  // of the last simulated configuration
+  sim::PipelineProgram last_program;
 
   // Auto searches each program under its share of the device's memory: the layer gets
   // 1 / (layers per stage), the head what one layer gets (the search counts parameters with
@@ -260,7 +263,11 @@ struct Evaluator {
     for (const auto& st : prog.stages)
       bound = std::max(bound, (c.m + c.p - 1) * (2 * st.times->forward + st.times->backward));
     c.step = bound;
-    if (simulate) c.step = sim::simulate_pipeline(cluster, prog).step_seconds;
+    if (simulate) {
+      last = sim::simulate_pipeline(cluster, prog);
+      last_program = prog;
+      c.step = last.step_seconds;
+    }
     return c;
   }
 };
@@ -285,12 +292,12 @@ std::string describe(const Config& c) {
 }
 
 int run(const std::string& sizes, const std::string& cluster_path, const std::vector<int>& micro,
-        const std::string& csv);
+        const std::string& csv, const std::string& trace);
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string sizes = "1.7B,3.6B,7.5B,18.4B,39.1B", cluster_path, csv;
+  std::string sizes = "1.7B,3.6B,7.5B,18.4B,39.1B", cluster_path, csv, trace;
   std::vector<int> micro = {1, 2, 4, 8};
   g_dir = SPORA_SOURCE_DIR "/benchmarks/sim/gpt";
   cluster_path = g_dir + "/dgx-a100-64.yaml";
@@ -317,7 +324,9 @@ int main(int argc, char** argv) {
         return 2;
       }
       micro = *v;
-    } else if (a == "--csv")
+    } else if (a == "--trace")
+      trace = next();
+    else if (a == "--csv")
       csv = next();
     else {
       std::fprintf(stderr, "gpt_study: unknown option '%s'\n", a.c_str());
@@ -327,7 +336,7 @@ int main(int argc, char** argv) {
   ops::register_all();
   autodiff::install();
   try {
-    return run(sizes, cluster_path, micro, csv);
+    return run(sizes, cluster_path, micro, csv, trace);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gpt_study: error: %s\n", e.what());
     return 1;
@@ -337,7 +346,7 @@ int main(int argc, char** argv) {
 namespace {
 
 int run(const std::string& sizes, const std::string& cluster_path, const std::vector<int>& micro,
-        const std::string& csv) {
+        const std::string& csv, const std::string& trace) {
   const sim::ClusterSpec cluster = sim::load_cluster_spec(cluster_path);
   int matched = 0;
   std::string table =
@@ -348,7 +357,7 @@ int run(const std::string& sizes, const std::string& cluster_path, const std::ve
   for (const Size& s : kSizes) {
     if (("," + sizes + ",").find("," + s.name + ",") == std::string::npos) continue;
     ++matched;
-    Evaluator ev{cluster, s, {}};
+    Evaluator ev{cluster, s, {}, {}, {}};
     auto tflops = [&](double step) { return model_flops(s) / step / s.gpus / 1e12; };
     auto search = [&](bool hand) {
       std::vector<Config> cands;
@@ -398,6 +407,18 @@ int run(const std::string& sizes, const std::string& cluster_path, const std::ve
       return best;
     };
     const Config hand = search(true), aut = search(false);
+    // The report of both winners (and the Chrome trace of Megatron's, with --trace).
+    for (const Config* c : {&hand, &aut}) {
+      if (c->step < 0) continue;
+      ev.evaluate(*c, c == &hand, true);
+      std::fprintf(stderr, "%s %s %s:\n%s", s.name.c_str(), c == &hand ? "hand" : "auto",
+                   describe(*c).c_str(), sim::pipeline_report(ev.last_program, ev.last).c_str());
+      if (c == &hand && !trace.empty()) {
+        std::ofstream f(trace, std::ios::binary);
+        if (!f) throw std::runtime_error(fmt::format("cannot write '{}'", trace));
+        f << sim::pipeline_chrome_trace(ev.last);
+      }
+    }
     auto step = [](const Config& c) {
       return c.step < 0 ? std::string("infeasible") : fmt::format("{:.3f} s", c.step);
     };
