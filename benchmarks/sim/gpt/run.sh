@@ -9,6 +9,6 @@ root="$(cd "$here/../../.." && pwd)"
 build="${1:-$root/build}"
 shift || true
 ninja -C "$build" gpt_study
-"$build/bin/gpt_study" --csv "$here/results.csv" "$@" \
+"$build/bin/gpt_study" --csv "$here/results.csv" --trace "$here/results_hand_trace.json" "$@" \
     > "$here/results.md" 2> "$here/results.log"
 cat "$here/results.md"
