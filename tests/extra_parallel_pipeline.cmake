@@ -2,12 +2,11 @@
 # (schedules, stage assignment, pipelined runs on in-process ranks against one device), and the
 # command line (`spora run --strategy pp.json --ranks N` under mpirun, `spora ir` of stages).
 include(GoogleTest)
-if(TARGET spora_parallel_pipeline)
+if(TARGET spora_spmd_runner)
   file(GLOB SPORA_PARALLEL_PIPELINE_TEST_SOURCES CONFIGURE_DEPENDS
     ${CMAKE_CURRENT_SOURCE_DIR}/parallel/pipeline_*test.cpp)
-  add_executable(test_parallel_pipeline ${SPORA_PARALLEL_PIPELINE_TEST_SOURCES}
-                 ${CMAKE_SOURCE_DIR}/tools/spmd_run.cpp ${CMAKE_SOURCE_DIR}/tools/pipeline_run.cpp)
-  target_link_libraries(test_parallel_pipeline PRIVATE spora_comm spora_parallel_pipeline
+  add_executable(test_parallel_pipeline ${SPORA_PARALLEL_PIPELINE_TEST_SOURCES})
+  target_link_libraries(test_parallel_pipeline PRIVATE spora_spmd_runner spora_comm spora_parallel_pipeline
                         spora_parallel_partition spora_sim spora_ops spora_comm spora_autodiff
                         spora_semantics spora_lang GTest::gtest_main)
   target_compile_definitions(test_parallel_pipeline PRIVATE SPORA_SOURCE_DIR="${CMAKE_SOURCE_DIR}")

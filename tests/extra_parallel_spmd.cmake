@@ -8,17 +8,23 @@ if(TARGET spora_parallel_layout)
   # (ops/collective.cpp) run schedules with its Executor.
   set(SPORA_SPMD_TEST_LIBS spora_comm spora_parallel_pipeline spora_parallel_partition spora_sim spora_ops spora_comm spora_autodiff
       spora_semantics spora_lang)
+  # The sharded-run driver of `spora run --strategy` (tools/spmd_run.cpp, its pipeline runner
+  # tools/pipeline_run.cpp), compiled once for every test binary that drives runs.
+  add_library(spora_spmd_runner STATIC ${CMAKE_SOURCE_DIR}/tools/spmd_run.cpp
+              ${CMAKE_SOURCE_DIR}/tools/pipeline_run.cpp)
+  target_link_libraries(spora_spmd_runner PUBLIC ${SPORA_SPMD_TEST_LIBS})
+  set(SPORA_SPMD_TEST_LIBS spora_spmd_runner ${SPORA_SPMD_TEST_LIBS})
   file(GLOB SPORA_PARALLEL_SPMD_TEST_SOURCES CONFIGURE_DEPENDS
     ${CMAKE_CURRENT_SOURCE_DIR}/parallel/spmd_*_test.cpp)
   add_executable(test_parallel_spmd ${SPORA_PARALLEL_SPMD_TEST_SOURCES}
-                 ${CMAKE_SOURCE_DIR}/tools/spmd_run.cpp ${CMAKE_SOURCE_DIR}/tools/pipeline_run.cpp)
+                )
   target_link_libraries(test_parallel_spmd PRIVATE ${SPORA_SPMD_TEST_LIBS} GTest::gtest_main)
   target_compile_definitions(test_parallel_spmd PRIVATE SPORA_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
   gtest_discover_tests(test_parallel_spmd WORKING_DIRECTORY ${CMAKE_SOURCE_DIR} DISCOVERY_TIMEOUT 60)
 
   if(MPI_CXX_FOUND AND SPORA_MPIRUN)
     add_executable(test_parallel_spmd_mpi ${CMAKE_CURRENT_SOURCE_DIR}/parallel/spmd_mpi_main.cpp
-                   ${CMAKE_SOURCE_DIR}/tools/spmd_run.cpp ${CMAKE_SOURCE_DIR}/tools/pipeline_run.cpp)
+                  )
     # Open MPI first: it must precede SimGrid (which also defines MPI_Init) among the needed
     # shared libraries, and the order of the static libraries alone does not guarantee it.
     target_link_libraries(test_parallel_spmd_mpi PRIVATE ${MPI_CXX_LIBRARIES} ${SPORA_SPMD_TEST_LIBS} GTest::gtest)
@@ -64,14 +70,12 @@ if(TARGET spora_parallel_layout)
   file(GLOB SPORA_PARALLEL_ZERO_TEST_SOURCES CONFIGURE_DEPENDS
     ${CMAKE_CURRENT_SOURCE_DIR}/parallel/zero_*test.cpp
     ${CMAKE_CURRENT_SOURCE_DIR}/parallel/recompute_*test.cpp)
-  add_executable(test_parallel_zero ${SPORA_PARALLEL_ZERO_TEST_SOURCES}
-                 ${CMAKE_SOURCE_DIR}/tools/spmd_run.cpp)
+  add_executable(test_parallel_zero ${SPORA_PARALLEL_ZERO_TEST_SOURCES})
   target_link_libraries(test_parallel_zero PRIVATE ${SPORA_SPMD_TEST_LIBS} GTest::gtest_main)
   target_compile_definitions(test_parallel_zero PRIVATE SPORA_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
   gtest_discover_tests(test_parallel_zero WORKING_DIRECTORY ${CMAKE_SOURCE_DIR} DISCOVERY_TIMEOUT 60)
   if(MPI_CXX_FOUND AND SPORA_MPIRUN)
-    add_executable(test_parallel_zero_mpi ${CMAKE_CURRENT_SOURCE_DIR}/parallel/zero_mpi_main.cpp
-                   ${CMAKE_SOURCE_DIR}/tools/spmd_run.cpp)
+    add_executable(test_parallel_zero_mpi ${CMAKE_CURRENT_SOURCE_DIR}/parallel/zero_mpi_main.cpp)
     target_link_libraries(test_parallel_zero_mpi PRIVATE ${MPI_CXX_LIBRARIES} ${SPORA_SPMD_TEST_LIBS}
                           GTest::gtest)
     target_compile_definitions(test_parallel_zero_mpi PRIVATE SPORA_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
