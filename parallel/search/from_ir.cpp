@@ -60,6 +60,7 @@ StepCostGraph build_step_cost_graph(const ir::Graph& step,
   out.mesh = mesh;
   std::map<const ir::Node*, int> id;
   const double copies = 2.0 + state_tensors;  // weight, gradient, states
+  const double update_passes = 3.0 + 2.0 * state_tensors;
 
   for (size_t i = 0; i < step.params.size(); ++i) {
     const ir::Node* p = step.params[i];
@@ -72,10 +73,17 @@ StepCostGraph build_step_cost_graph(const ir::Graph& step,
              : !p->name.empty()      ? p->name  // the name strategy files use (x, y)
                                      : fmt::format("arg{}", i);
     o.layouts = enumerate_layouts(p->type->shape, mesh);
-    std::vector<double> cost(o.layouts.size(), 0.0), mem;
+    std::vector<double> cost, mem;
     std::vector<std::string> labels;
     for (const Layout& l : o.layouts) {
-      mem.push_back(local_bytes(p->type, l, mesh) * (o.trainable ? copies : 1.0));
+      const double bytes = local_bytes(p->type, l, mesh);
+      // A trainable parameter's cost is its optimizer update, memory-bound: read the weight,
+      // the gradient and each state, write the weight and each state (sgd 3, momentum 5,
+      // adam 7 passes over the local shard). Every device updates what it holds, so a
+      // replicated weight pays it in full and a sharded one 1/p: without this term the
+      // search saw no cost in replicating a layer's weights (the simulator's update does).
+      cost.push_back(o.trainable ? bytes * update_passes / device.memory_bandwidth : 0.0);
+      mem.push_back(bytes * (o.trainable ? copies : 1.0));
       labels.push_back(l.partition_string(mesh));
     }
     id[p] = out.graph.add_node(o.name, cost, mem, labels);

@@ -3,7 +3,9 @@
 //
 //   nodes   one per graph parameter: candidates = every layout of its tensor on the mesh
 //           (replicated, and each way to give mesh axes to divisible dimensions); memory = its
-//           shard, times (weight + gradient + optimizer states) for a trainable parameter
+//           shard, times (weight + gradient + optimizer states) for a trainable parameter;
+//           cost = a trainable parameter's optimizer update of its shard (3 + 2 x states
+//           passes over it at memory bandwidth)
 //           one per primitive application: candidates = its row's sharding facet
 //           (ShardingRule::enumerate; only the replicated strategy when the row has none);
 //           cost = the row's cost facet scaled by local_flops_fraction through a roofline,
