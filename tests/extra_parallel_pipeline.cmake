@@ -21,6 +21,14 @@ if(TARGET spora_cli AND MPI_CXX_FOUND AND SPORA_MPIRUN)
            WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
   set_tests_properties(parallel_pipeline_cli_pp2 PROPERTIES TIMEOUT 300 PROCESSORS 2
                        ENVIRONMENT "OMPI_MCA_rmaps_base_oversubscribe=1")
+  # The split from `@stage(1)` in the program (no "split" in the strategy).
+  add_test(NAME parallel_pipeline_cli_stage_markers
+           COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/parallel/pipeline_cli_test.sh $<TARGET_FILE:spora_cli>
+                   ${CMAKE_CURRENT_SOURCE_DIR}/parallel/mlp_staged.sp
+                   ${CMAKE_CURRENT_SOURCE_DIR}/parallel/pipeline_markers.json 2 1e-10
+           WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  set_tests_properties(parallel_pipeline_cli_stage_markers PROPERTIES TIMEOUT 300 PROCESSORS 2
+                       ENVIRONMENT "OMPI_MCA_rmaps_base_oversubscribe=1")
   # W2 (f32) with examples/strategies/pp2.json: 2 stages x dp2 on 4 MPI ranks vs 1 device.
   add_test(NAME parallel_pipeline_cli_w2_pp2
            COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/parallel/spmd_cli_test.sh $<TARGET_FILE:spora_cli>
@@ -33,5 +41,8 @@ endif()
 if(TARGET spora_cli)
   add_test(NAME parallel_pipeline_cli_ir
            COMMAND sh -c "$<TARGET_FILE:spora_cli> ir tests/parallel/mlp_small.sp --stage partitioned --strategy tests/parallel/pipeline_pp2.json | grep -F '#   sends f64[2,32] [-, -] to stage 1'"
+           WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  add_test(NAME parallel_pipeline_cli_ir_stage_markers
+           COMMAND sh -c "$<TARGET_FILE:spora_cli> ir tests/parallel/mlp_staged.sp --stage partitioned --strategy tests/parallel/pipeline_markers.json | grep -F '# stage 1: parameters net.l3.w, net.l3.b;'"
            WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 endif()

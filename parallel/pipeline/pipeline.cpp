@@ -217,6 +217,7 @@ std::optional<PipelineSpec> parse_pipeline(const std::string& text, const std::s
   if (!p.contains("stages")) fail(origin, "\"pipeline\" needs \"stages\" (the number of stages)");
   spec.stages = positive("stages", 1);
   spec.micro_batches = positive("micro_batches", 1);
+  spec.split_given = p.contains("split");
   const json split = p.contains("split") ? p["split"] : json("auto");
   if (split.is_string() && split.get<std::string>() == "auto") {
     spec.auto_split = true;
@@ -295,7 +296,9 @@ StageAssignment assign_stages(const Graph& step, size_t trainable, const Pipelin
   std::vector<int> split_stage(trainable, 0);
   bool markers = false;
   for (const Node* n : step.nodes) markers |= n->is_prim("stage_boundary");
-  if (!spec.auto_split) {
+  // No "split" in the strategy and @stage marks in the program: the marks decide.
+  const bool auto_split = spec.auto_split && !(markers && !spec.split_given);
+  if (!auto_split) {
     if (spec.split.size() + 1 > static_cast<size_t>(S) ||
         (!markers && spec.split.size() + 1 != static_cast<size_t>(S)))
       user_error(fmt::format("a pipeline of {} stages needs {} split points, got {} ({})", S, S - 1,
@@ -335,14 +338,14 @@ StageAssignment assign_stages(const Graph& step, size_t trainable, const Pipelin
     if (!a.forward[i] || !n->is_apply()) continue;
     int s = -1;
     for (const Node* in : n->inputs) s = std::max(s, stage_of(in));
-    if (n->is_prim("stage_boundary") && !spec.auto_split && n->attrs.has("stage"))
+    if (n->is_prim("stage_boundary") && !auto_split && n->attrs.has("stage"))
       s = std::max(s, static_cast<int>(n->attrs.get_int("stage")));
     if (s >= S)
       user_error(fmt::format("@stage({}) needs more stages than the pipeline's {}", s, S));
     st[n] = s;
     if (s >= 0) order.push_back(n);
   }
-  if (spec.auto_split) {
+  if (auto_split) {
     const std::vector<int> cut = auto_cut(order, step, trainable, S, cost);
     for (size_t j = 0; j < order.size(); ++j) st[order[j]] = cut[j];
   }

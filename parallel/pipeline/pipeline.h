@@ -52,6 +52,8 @@ struct PipelineSpec {
   int stages = 1;
   int micro_batches = 1;
   bool auto_split = false;
+  bool split_given = false;        // the strategy names "split"; without it, a program's
+                                   // @stage marks (stage_boundary) decide, else "auto"
   std::vector<std::string> split;  // parameter name prefixes, each starting a stage
   Schedule schedule = Schedule::OneFOneB;
 };
