@@ -42,6 +42,11 @@ if(TARGET spora_cli)
   add_test(NAME parallel_pipeline_cli_ir
            COMMAND sh -c "$<TARGET_FILE:spora_cli> ir tests/parallel/mlp_small.sp --stage partitioned --strategy tests/parallel/pipeline_pp2.json | grep -F '#   sends f64[2,32] [-, -] to stage 1'"
            WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  add_test(NAME parallel_pipeline_sim_cli
+           COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/parallel/pipeline_sim_cli_test.sh $<TARGET_FILE:spora_cli>
+                   benchmarks/sim/w2_mlp.sp examples/clusters/dgx-a100.yaml
+                   examples/strategies/pp2.json 2 4
+           WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
   add_test(NAME parallel_pipeline_cli_ir_stage_markers
            COMMAND sh -c "$<TARGET_FILE:spora_cli> ir tests/parallel/mlp_staged.sp --stage partitioned --strategy tests/parallel/pipeline_markers.json | grep -F '# stage 1: parameters net.l3.w, net.l3.b;'"
            WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})

@@ -21,6 +21,7 @@
 #include "sim/step_program.h"
 #include "sim/train_step.h"
 #include "tools/cmd_sim.h"
+#include "tools/pipeline_run.h"
 
 namespace spora::tools {
 
@@ -81,6 +82,48 @@ bool is_strategy_file(const std::string& s) {
   return s.size() > 5 && s.compare(s.size() - 5, 5, ".json") == 0;
 }
 
+// --strategy FILE.json with a "pipeline" key: the stage programs of a micro-batch
+// (tools/pipeline_run.h) through the pipeline simulator (sim/pipeline.h).
+int run_pipeline_sim(const Options& o, const sim::ClusterSpec& cluster, const std::string& text) {
+  SpmdOptions so;
+  so.file = o.file;
+  so.entry = o.entry;
+  so.batch_name = o.batch_name;
+  so.optimizer = o.optimizer;
+  so.lr = o.lr;
+  if (o.batch > 0) so.batch = o.batch;
+  const sim::PipelineProgram p =
+      pipeline_sim_program(so, text, o.strategy, cluster, o.matmul_dtype);
+  if (p.devices() > cluster.device_count())
+    throw UsageError(fmt::format("the pipeline needs {} devices but {} has {}", p.devices(),
+                                 cluster.name, cluster.device_count()));
+  sim::SpmdSimOptions opts;
+  opts.matmul_dtype = o.matmul_dtype;
+  opts.simgrid_args = o.simgrid_args;
+  const sim::PipelineSimResult r = sim::simulate_pipeline(cluster, p, opts);
+  if (!o.trace.empty()) write_file(o.trace, sim::pipeline_chrome_trace(r));
+  if (o.json) {
+    std::string stages;
+    for (std::size_t k = 0; k < r.stages.size(); ++k)
+      stages += fmt::format("{}{{\"forward\": {:.9g}, \"backward\": {:.9g}, \"busy\": {:.9g}, "
+                            "\"peak_in_flight\": {}}}",
+                            k ? ", " : "", r.stages[k].times.forward, r.stages[k].times.backward,
+                            r.stages[k].busy, r.stages[k].peak_in_flight);
+    std::printf(
+        "{\"strategy\": \"%s\", \"ranks\": %lld, \"micro_batches\": %d, \"schedule\": "
+        "\"%s\", \"step_seconds\": %.9g, \"pipeline_seconds\": %.9g, \"bubble\": %.6g, "
+        "\"peak_memory\": %.0f, \"stages\": [%s]}\n",
+        o.strategy.c_str(), static_cast<long long>(p.devices()), p.micro_batches,
+        std::string(sim::pipeline_schedule_name(p.schedule)).c_str(), r.step_seconds,
+        r.pipeline_seconds, r.bubble_fraction, r.peak_memory, stages.c_str());
+  } else {
+    std::printf("%s on %s, pipeline strategy %s\n", o.file.c_str(), cluster.name.c_str(),
+                o.strategy.c_str());
+    std::fputs(sim::pipeline_report(p, r).c_str(), stdout);
+  }
+  return 0;
+}
+
 // --strategy FILE.json: the step with the global batch, partitioned by the strategy
 // (parallel/partition), simulated as an SPMD program (sim/spmd_step.h).
 int run_spmd(const Options& o, const sim::ClusterSpec& cluster) {
@@ -96,6 +139,7 @@ int run_spmd(const Options& o, const sim::ClusterSpec& cluster) {
     std::ifstream f(o.strategy);
     std::stringstream text;
     text << f.rdbuf();
+    if (f && is_pipeline_strategy(text.str())) return run_pipeline_sim(o, cluster, text.str());
     if (f) {
       const parallel::Strategy r = parallel::parse_recompute(text.str(), o.strategy);
       so.recompute_all = r.recompute_all;

@@ -18,6 +18,8 @@
 #include "semantics/interpreter.h"
 #include "semantics/ir/printer.h"
 #include "semantics/registry.h"
+#include "sim/cost.h"
+#include "sim/cost_model.h"
 #include "sim/step_program.h"
 
 namespace spora::tools {
@@ -149,6 +151,51 @@ bool is_pipeline_strategy(const std::string& text) {
 int pipeline_ranks(const SpmdOptions& o, const std::string& text, const std::string& origin) {
   const Setup s = setup(o, text, origin);
   return s.spec.stages * s.inner.mesh.rank_count();
+}
+
+sim::PipelineProgram pipeline_sim_program(const SpmdOptions& o, const std::string& text,
+                                          const std::string& origin,
+                                          const sim::ClusterSpec& cluster,
+                                          const std::string& matmul_dtype) {
+  const Setup s = setup(o, text, origin);
+  const std::vector<int64_t> mesh = s.inner.mesh.shape;
+  const sim::CostModel model(cluster.device, matmul_dtype);
+  sim::PipelineProgram p;
+  p.stage_devices = s.inner.mesh.rank_count();
+  p.replicas = 1;  // data parallelism is inside the stage's mesh
+  p.micro_batches = s.spec.micro_batches;
+  p.schedule = s.spec.schedule == pp::Schedule::GPipe ? sim::PipelineSchedule::GPipe
+                                                      : sim::PipelineSchedule::OneFOneB;
+  // b_k already re-runs f_k (parallel/pipeline/pipeline.h): its SPMD program has the
+  // recomputation in it, so the simulator must not add it again.
+  p.recompute = false;
+  const size_t S = s.program.stages.size();
+  for (size_t k = 0; k < S; ++k) {
+    const pp::StageProgram& sp = s.program.stages[k];
+    const pp::PartitionedStage& part = s.parts[k];
+    sim::PipelineStage st;
+    sim::StageBlock b;
+    b.name = fmt::format("stage {}", k);
+    b.forward = sim::spmd_program(*part.forward.graph, mesh, 0, "sgd");
+    b.backward = sim::spmd_program(*part.backward.graph, mesh, 0, "sgd");
+    const ir::Graph& f = *part.forward.graph;
+    for (size_t i = 0; i < sp.params.size() && i < f.params.size(); ++i) {
+      const sem::TypeP& t = f.params[i]->type;
+      st.param_bytes += sim::type_bytes(t);
+      int state = 0;
+      for (const sim::StepOp& u : sim::update_ops("sgd", t, state))
+        st.update_seconds += model.time(u.cost, u.dtype).seconds;
+    }
+    st.grad_bytes = st.param_bytes;
+    if (k + 1 < S) st.send_bytes = sim::type_bytes(f.output->type);
+    if (sp.takes_activation && sp.params.size() < f.params.size())
+      st.activation_bytes = sim::type_bytes(f.params[sp.params.size()]->type);
+    st.working_bytes = b.backward.activation_peak;
+    st.blocks.push_back(std::move(b));
+    p.stages.push_back(std::move(st));
+  }
+  for (size_t k = 1; k < S; ++k) p.stages[k].cotangent_bytes = p.stages[k - 1].send_bytes;
+  return p;
 }
 
 std::string pipeline_ir(const SpmdOptions& o, const std::string& text, const std::string& origin) {

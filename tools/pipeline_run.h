@@ -19,6 +19,8 @@
 #include <memory>
 #include <string>
 
+#include "sim/cluster_spec.h"
+#include "sim/pipeline.h"
 #include "tools/spmd_run.h"
 
 namespace spora::tools {
@@ -42,6 +44,18 @@ SpmdResult run_pipeline(const PipelineSetup& setup, const SpmdOptions& o,
 // parameters; r.program is this rank's stage programs.
 SpmdResult run_pipeline(const SpmdOptions& o, comm::Communicator& world,
                         const std::string& json_text, const std::string& origin = "strategy");
+
+// `spora sim FILE --strategy pp.json`: the stage programs of a micro-batch as the pipeline
+// simulator's input (sim/pipeline.h): one block per stage, its partitioned forward and
+// backward programs (the backward with its recomputation of the forward in it), the
+// activation and cotangent bytes between stages, the parameters' bytes and sgd's update.
+// Data parallelism is inside each stage's mesh: its gradient all-reduces are in the backward
+// program of every micro-batch (the real runtime reduces weight gradients once per step, so
+// this overestimates them by up to M x).
+sim::PipelineProgram pipeline_sim_program(const SpmdOptions& o, const std::string& json_text,
+                                          const std::string& origin,
+                                          const sim::ClusterSpec& cluster,
+                                          const std::string& matmul_dtype = "");
 
 // The stage programs (forward and backward of every stage, partitioned) as text.
 std::string pipeline_ir(const SpmdOptions& o, const std::string& json_text,
