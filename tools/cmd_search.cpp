@@ -28,6 +28,7 @@ namespace ps = parallel::search;
 struct Options {
   std::string file, cluster, algo = "dp", mesh, out, entry = "main", optimizer = "sgd";
   int top = 5;
+  int dp_budget = 64;
   long batch = 0;
   double memory_limit_gb = 0;
   std::vector<std::string> fix;  // "name=(2, 1)": semi-auto annotations of parameters / inputs
@@ -152,6 +153,7 @@ int run(const Options& o) {
 
   ps::SearchOptions so2;
   so2.top_k = o.top;
+  so2.dp_branch_budget = o.dp_budget;
   so2.memory_limit = o.memory_limit_gb > 0             ? o.memory_limit_gb * 1e9
                      : cluster.device.memory_bytes > 0 ? cluster.device.memory_bytes
                                                        : ps::kNoMemoryLimit;
@@ -243,6 +245,11 @@ CLI::App* add_search_subcommand(CLI::App& app) {
   s->add_option("--mesh", o.mesh, "device mesh, e.g. 2x4 or dp=2,tp=4");
   s->add_option("--algo", o.algo, "dp, rec, propagate or exhaustive")->capture_default_str();
   s->add_option("--top", o.top, "how many strategies to print")->capture_default_str();
+  s->add_option("--dp-budget", o.dp_budget,
+                "--algo dp: elimination runs that cutset conditioning may spend on a graph that is "
+                "not series-parallel before a greedy fallback decides the rest")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   s->add_option("--memory-limit", o.memory_limit_gb,
                 "GB per device (default: the cluster spec's device memory)");
   s->add_option("--batch,-b", o.batch, "global batch (default: the program's)");
