@@ -72,6 +72,11 @@ struct LowerOptions {
   // path this accepts ("net.l1", the path value_and_grad names the leaves by) is lowered as if
   // the method were @checkpoint: its own graph, recomputed in the backward pass.
   std::function<bool(const std::string& field_path)> recompute;
+  // `set_device("cpu" | "cuda")` among the first statements of main (with set_mode, like
+  // MindSpore's set_context(device_target=...)): called before anything runs, with the device;
+  // returns "" or why the device cannot be used (reported at the call). Unset: the statement
+  // is checked and otherwise ignored (the IR does not depend on the device).
+  std::function<std::string(const std::string& device)> set_device;
 };
 
 // Lowers the program to a typed module whose entry graph is `options.entry`. Returns null

@@ -12,6 +12,7 @@ struct RunOptions {
   bool stats = false;
   bool optimize = true;   // run the simplification passes before executing (graph mode)
   bool fuse = true;       // fuse operators and run the groups with generated kernels (graph mode)
+  std::string device = "cpu";  // cpu | cuda (`--device`; a program's set_device(...) overrides it)
 };
 
 int cmd_run(const std::string& path, const RunOptions& opts);

@@ -73,6 +73,25 @@ void print_eager_stats(const ir::Module* m, double ms, int64_t live_before) {
 
 }  // namespace
 
+namespace {
+// Where tensors live and kernels run from now on: "" or why the device cannot be used.
+std::string use_device(const std::string& device, bool& fuse) {
+  if (device == "cpu") {
+    sem::set_backend(sem::Backend::Cpu);
+    return "";
+  }
+  std::string why;
+  if (!cuda::cuda_available(&why)) return why;
+  cuda::install();
+  cuda::register_kernels();
+  sem::set_backend(sem::Backend::Cuda);
+  // Fused groups run as generated host C++ (launching their NVRTC-compiled CUDA is not written
+  // yet): on the GPU every node runs its own kernel.
+  fuse = false;
+  return "";
+}
+}  // namespace
+
 int cmd_run(const std::string& path, const RunOptions& opts) {
   lang::SourceManager sources;
   lang::DiagnosticEngine diags(sources);
@@ -80,8 +99,15 @@ int cmd_run(const std::string& path, const RunOptions& opts) {
     std::cerr << fmt::format("spora: error: unknown mode '{}' (expected graph or eager)\n", opts.mode);
     return 2;
   }
+  bool fuse = opts.fuse;
+  if (const std::string why = use_device(opts.device, fuse); !why.empty()) {
+    std::cerr << fmt::format("spora: error: --device {}: {}\n", opts.device, why);
+    return 2;
+  }
   sem::LowerOptions options;
   options.eager = opts.mode == "eager";
+  // set_device(...) in main: before anything runs (eager mode runs while it lowers).
+  options.set_device = [&fuse](const std::string& d) { return use_device(d, fuse); };
   sem::Compiled c;
   const int64_t live_at_start = sem::memory_stats().live_bytes;
   sem::reset_peak_memory();
@@ -108,7 +134,7 @@ int cmd_run(const std::string& path, const RunOptions& opts) {
     return 0;
   }
   if (opts.optimize) passes::optimize(*c.module);
-  const auto fused = fuse_for_run(*c.module, opts.fuse);
+  const auto fused = fuse_for_run(*c.module, fuse);
   if (!c.module->entry) {
     std::cerr << fmt::format("spora: error: {} has no main graph to run\n", path);
     return 1;
@@ -342,19 +368,7 @@ int main(int argc, char** argv) {
       return rc;
     }
     if (*run) {
-      if (device == "cuda") {
-        std::string why;
-        if (!cuda::cuda_available(&why)) {
-          std::cerr << fmt::format("spora: error: --device cuda: {}\n", why);
-          return 2;
-        }
-        cuda::install();
-        cuda::register_kernels();
-        sem::set_backend(sem::Backend::Cuda);
-        // Fused groups run as generated host C++ (launching their NVRTC-compiled CUDA is not
-        // written yet): on the GPU every node runs its own kernel.
-        run_opts.fuse = false;
-      }
+      run_opts.device = device;
       return tools::cmd_run(run_path, run_opts);
     }
     if (*irc && stage == "partitioned") {

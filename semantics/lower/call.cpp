@@ -424,7 +424,10 @@ AV Lowerer::call_builtin(const std::string& name, std::vector<Arg> args, lang::S
   if (name == "vjp") return call_vjp(std::move(args), r);
   if (name == "shard") return call_shard(std::move(args), r);
   if (name == "jvp") return call_jvp(std::move(args), r);
-  if (name == "set_mode") fail(r, "set_mode(...) must be the first statement of main");
+  if (name == "set_mode" || name == "set_device")
+    fail(r, fmt::format("{}(...) must be among the first statements of main (set_mode and set_device "
+                        "come before anything runs)",
+                        name));
   fail(r, fmt::format("'{}' is not available in this build of Spora yet", name));
 }
 

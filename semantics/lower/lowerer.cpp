@@ -90,7 +90,7 @@ namespace {
 const std::set<std::string>& special_builtins() {
   static const std::set<std::string> s = {
       "range", "print", "len", "int", "float", "bool", "shape", "grad", "value_and_grad",
-      "jvp", "vjp", "set_mode", "tree_map", "replace", "shard"};
+      "jvp", "vjp", "set_mode", "set_device", "tree_map", "replace", "shard"};
   return s;
 }
 
@@ -103,6 +103,7 @@ Lowerer::Lowerer(const Program& program, lang::DiagnosticEngine& diags, ir::Modu
     : x64_(options.x64),
       grad_check_(options.grad_check),
       recompute_(options.recompute),
+      set_device_(options.set_device),
       program_(program),
       diags_(diags),
       module_(module) {
@@ -236,21 +237,44 @@ bool Lowerer::lower_entry(const std::string& entry, bool eager) {
   Env env;
   env.module = 0;
   env.push();
-  // `set_mode("eager" | "graph")` as the first statement of main chooses the mode.
+  // `set_mode("eager" | "graph")` and `set_device("cpu" | "cuda")` as the first statements of
+  // main (either order, each at most once) choose the mode and the device, before anything runs.
   size_t first = 0;
-  if (def.body && !def.body->stmts.empty()) {
-    const lang::Stmt& s0 = *def.body->stmts[0];
-    if (s0.kind == lang::StmtKind::Expr && s0.value->kind == lang::ExprKind::Call &&
-        s0.value->callee->kind == lang::ExprKind::Name && s0.value->callee->name == "set_mode") {
-      const lang::Expr& call = *s0.value;
-      if (call.args.size() != 1 || call.args[0]->kind != lang::ExprKind::String ||
-          (call.args[0]->string_value != "eager" && call.args[0]->string_value != "graph")) {
+  bool mode_set = false, device_set = false;
+  while (def.body && first < def.body->stmts.size() && first < 2) {
+    const lang::Stmt& s0 = *def.body->stmts[first];
+    if (s0.kind != lang::StmtKind::Expr || s0.value->kind != lang::ExprKind::Call ||
+        s0.value->callee->kind != lang::ExprKind::Name)
+      break;
+    const std::string& callee = s0.value->callee->name;
+    const lang::Expr& call = *s0.value;
+    const bool one_string = call.args.size() == 1 && call.args[0]->kind == lang::ExprKind::String;
+    const std::string arg = one_string ? call.args[0]->string_value : "";
+    if (callee == "set_mode" && !mode_set) {
+      if (arg != "eager" && arg != "graph") {
         error(call.range, "set_mode takes \"eager\" or \"graph\"");
         return false;
       }
-      eager = call.args[0]->string_value == "eager";
-      first = 1;
+      eager = arg == "eager";
+      mode_set = true;
+    } else if (callee == "set_device" && !device_set) {
+      if (arg != "cpu" && arg != "cuda") {
+        error(call.range, one_string ? fmt::format("set_device takes \"cpu\" or \"cuda\", not \"{}\"", arg)
+                                     : std::string("set_device takes \"cpu\" or \"cuda\""));
+        return false;
+      }
+      if (set_device_) {
+        const std::string why = set_device_(arg);
+        if (!why.empty()) {
+          error(call.range, fmt::format("set_device(\"{}\"): {}", arg, why));
+          return false;
+        }
+      }
+      device_set = true;
+    } else {
+      break;
     }
+    ++first;
   }
   if (eager) {
     eager_ = true;

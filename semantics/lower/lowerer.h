@@ -195,6 +195,7 @@ class Lowerer {
                              std::vector<AV>& values);
   bool ad_inline_ = false;    // lowering a function being differentiated: inline def calls
   std::function<bool(const std::string&)> recompute_;  // LowerOptions::recompute
+  std::function<std::string(const std::string&)> set_device_;  // LowerOptions::set_device
   std::map<const lang::FuncDef*, bool> recursive_;
   std::function<const Value*(const ir::Node*)> eager_value;  // set in eager mode
   const Program& program_;
