@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
@@ -16,8 +17,10 @@
 #include "parallel/search/cost_graph.h"
 #include "parallel/search/from_ir.h"
 #include "sim/cluster_spec.h"
+#include "sim/pipeline.h"
 #include "sim/spmd_step.h"
 #include "sim/step_program.h"
+#include "tools/pipeline_run.h"
 
 namespace spora::tools {
 
@@ -33,6 +36,8 @@ struct Options {
   double memory_limit_gb = 0;
   std::vector<std::string> fix;  // "name=(2, 1)": semi-auto annotations of parameters / inputs
   bool no_simulate = false;
+  int stages = 1, micro_batches = 1;  // a pipeline of `stages` stages of --mesh each
+  std::string schedule = "1f1b";
 };
 Options g_options;
 
@@ -121,6 +126,39 @@ int run_rec(const Options& o, const sim::ClusterSpec& cluster, const parallel::M
   return 0;
 }
 
+// Written whole or not at all: a temporary file beside it, renamed over it.
+void write_atomically(const std::string& path, const std::string& text) {
+  const std::string tmp = fmt::format("{}.tmp{}", path, ::getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    f << text;
+    if (!f.flush()) {
+      std::remove(tmp.c_str());
+      throw UsageError(fmt::format("cannot write '{}'", path));
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::remove(tmp.c_str());
+    throw UsageError(fmt::format("cannot write '{}': {}", path, ec.message()));
+  }
+}
+
+// With --stages S > 1: the candidate's parameter and input layouts (its operator choices are
+// for the whole step's graph, not the stages': the partitioner places the stages' operators)
+// and the pipeline key, split "auto" (parallel/pipeline: the layer-level dynamic program).
+std::string with_pipeline(const std::string& strategy, const Options& o) {
+  nlohmann::json j = nlohmann::json::parse(strategy);
+  j.erase("ops");
+  j.erase("predicted_step_seconds");  // the analytic time of one micro-batch, not of the pipeline
+  j["pipeline"] = {{"stages", o.stages},
+                   {"micro_batches", o.micro_batches},
+                   {"split", "auto"},
+                   {"schedule", o.schedule}};
+  return j.dump(2) + "\n";
+}
+
 int run(const Options& o) {
   if (o.cluster.empty())
     throw UsageError("--cluster is required (e.g. examples/clusters/dgx-a100.yaml)");
@@ -139,6 +177,26 @@ int run(const Options& o) {
   so.optimizer = o.optimizer;
   if (o.batch < 0) throw UsageError(fmt::format("--batch must be positive, got {}", o.batch));
   if (o.batch > 0) so.batch = o.batch;  // the global batch: the search decides how to split it
+  if (o.stages < 1 || o.micro_batches < 1)
+    throw UsageError(fmt::format("--stages and --micro-batches must be at least 1, got {} and {}",
+                                 o.stages, o.micro_batches));
+  const bool pipelined = o.stages > 1;
+  if (pipelined && o.algo == "rec")
+    throw UsageError("--stages: use --algo dp, propagate or exhaustive (rec writes no layouts file)");
+  if (pipelined && mesh.size() * o.stages > cluster.device_count())
+    throw UsageError(fmt::format("--stages {} x --mesh {} needs {} devices but {} has {}", o.stages,
+                                 o.mesh, mesh.size() * o.stages, cluster.name,
+                                 cluster.device_count()));
+  long global_batch = o.batch;
+  if (pipelined) {
+    // The stages run micro-batches: the operator strategy inside a stage is searched on the
+    // step of one micro-batch.
+    if (global_batch == 0) global_batch = sim::build_step_program(o.file, so).batch;
+    if (global_batch % o.micro_batches != 0)
+      throw UsageError(fmt::format("the batch of {} does not split into --micro-batches {}",
+                                   global_batch, o.micro_batches));
+    so.batch = global_batch / o.micro_batches;
+  }
   const sim::StepProgram program = sim::build_step_program(o.file, so);
   std::vector<std::string> names;
   int states = 0;
@@ -198,6 +256,12 @@ int run(const Options& o) {
   if (!r.any_feasible)
     std::printf("  no strategy fits %s per device: the least memory any needs is %s\n",
                 human_bytes(so2.memory_limit).c_str(), human_bytes(r.min_memory_needed).c_str());
+  if (pipelined)
+    std::printf("  a pipeline of %d stages of mesh %s (%lld devices), %d micro-batches of %lld, %s: "
+                "the analytic step is one micro-batch of the whole model on one stage's mesh, the "
+                "simulated one the pipelined step (sim/pipeline.h)\n",
+                o.stages, mesh.to_string().c_str(), static_cast<long long>(mesh.size() * o.stages),
+                o.micro_batches, static_cast<long long>(program.batch), o.schedule.c_str());
   std::printf("%-4s %-16s %-16s %-14s %-5s %s\n", "rank", "step (analytic)", "step (simulated)",
               "memory/device", "fits", "parameter layouts");
   // The second oracle: each candidate partitioned and its per-rank program simulated on the
@@ -205,6 +269,15 @@ int run(const Options& o) {
   auto simulate = [&](const ps::Assignment& a) -> std::optional<double> {
     if (o.no_simulate) return std::nullopt;
     try {
+      if (pipelined) {
+        SpmdOptions po;
+        po.file = o.file;
+        po.entry = o.entry;
+        po.batch = global_batch;
+        return sim::simulate_pipeline(cluster, pipeline_sim_program(po, with_pipeline(ps::strategy_json(g, a), o),
+                                                                    "candidate", cluster))
+            .step_seconds;
+      }
       const parallel::Strategy s =
           parallel::parse_strategy(ps::strategy_json(g, a), *program.step, "candidate");
       return sim::simulate_spmd_step(cluster, sim::spmd_program(program, s, o.optimizer))
@@ -226,9 +299,8 @@ int run(const Options& o) {
                 human_bytes(a.peak_memory).c_str(), a.feasible ? "yes" : "no", layouts.c_str());
   }
   if (!o.out.empty() && !r.top.empty()) {
-    std::ofstream f(o.out, std::ios::binary);
-    if (!f) throw UsageError(fmt::format("cannot write '{}'", o.out));
-    f << ps::strategy_json(g, r.top[0]);
+    const std::string text = ps::strategy_json(g, r.top[0]);
+    write_atomically(o.out, pipelined ? with_pipeline(text, o) : text);
     std::printf("wrote the best strategy to %s\n", o.out.c_str());
   }
   return 0;
@@ -256,6 +328,16 @@ CLI::App* add_search_subcommand(CLI::App& app) {
   s->add_option("--fn", o.entry, "the function that runs one training step")->capture_default_str();
   s->add_option("--optimizer", o.optimizer, "sgd, momentum or adam")->capture_default_str();
   s->add_option("-o,--output", o.out, "write the best strategy (JSON) to FILE");
+  s->add_option("--stages", o.stages,
+                "pipeline stages of --mesh each (ranks = stages x mesh): the strategy file gets a "
+                "\"pipeline\" key with the layer-level \"auto\" split, and the simulator scores the "
+                "pipelined step")
+      ->capture_default_str();
+  s->add_option("--micro-batches", o.micro_batches, "with --stages: micro-batches per step")
+      ->capture_default_str();
+  s->add_option("--schedule", o.schedule, "with --stages: 1f1b or gpipe")
+      ->check(CLI::IsMember({"1f1b", "gpipe"}))
+      ->capture_default_str();
   s->add_flag("--no-simulate", o.no_simulate,
               "skip the simulator's score of the top strategies (the analytic oracle only)");
   s->add_option("--fix", o.fix,
