@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "backends/comm/communicator.h"
@@ -187,6 +188,22 @@ sim::PipelineProgram pipeline_sim_program(const SpmdOptions& o, const std::strin
         st.update_seconds += model.time(u.cost, u.dtype).seconds;
     }
     st.grad_bytes = st.param_bytes;
+    // Gradients partial over the batch's mesh axes are all-reduced once per step, after the
+    // last micro-batch (as the runtime does; they are not in the backward program): simulated
+    // as a ring over those axes' replicas, then the update.
+    double partial_bytes = 0;
+    std::set<int64_t> axes;
+    for (size_t i = 0; i < part.grad_partial.size() && i < f.params.size(); ++i) {
+      if (part.grad_partial[i].empty()) continue;
+      partial_bytes += sim::type_bytes(f.params[i]->type);
+      axes.insert(part.grad_partial[i].begin(), part.grad_partial[i].end());
+    }
+    if (partial_bytes > 0) {
+      int64_t replicas = 1;
+      for (int64_t a : axes) replicas *= mesh.at(static_cast<size_t>(a));
+      const int64_t t = s.inner.mesh.size() / replicas;
+      st.update_seconds += sim::gradient_sync_seconds(cluster, replicas, t, partial_bytes, false);
+    }
     if (k + 1 < S) st.send_bytes = sim::type_bytes(f.output->type);
     if (sp.takes_activation && sp.params.size() < f.params.size())
       st.activation_bytes = sim::type_bytes(f.params[sp.params.size()]->type);

@@ -49,9 +49,10 @@ SpmdResult run_pipeline(const SpmdOptions& o, comm::Communicator& world,
 // simulator's input (sim/pipeline.h): one block per stage, its partitioned forward and
 // backward programs (the backward with its recomputation of the forward in it), the
 // activation and cotangent bytes between stages, the parameters' bytes and sgd's update.
-// Data parallelism is inside each stage's mesh: its gradient all-reduces are in the backward
-// program of every micro-batch (the real runtime reduces weight gradients once per step, so
-// this overestimates them by up to M x).
+// Data parallelism is inside each stage's mesh: the gradients partial over its batch axes are
+// all-reduced once per step after the last micro-batch, as the runtime does (simulated by
+// sim::gradient_sync_seconds over those axes' replicas and counted with the stage's update,
+// so it is exposed, not overlapped with other stages' backward passes).
 sim::PipelineProgram pipeline_sim_program(const SpmdOptions& o, const std::string& json_text,
                                           const std::string& origin,
                                           const sim::ClusterSpec& cluster,
