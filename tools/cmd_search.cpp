@@ -37,6 +37,8 @@ struct Options {
   std::vector<std::string> fix;  // "name=(2, 1)": semi-auto annotations of parameters / inputs
   bool no_simulate = false;
   int stages = 1, micro_batches = 1;  // a pipeline of `stages` stages of --mesh each
+  bool explain = false;
+  int explain_rows = 30;
   std::string schedule = "1f1b";
 };
 Options g_options;
@@ -182,7 +184,8 @@ int run(const Options& o) {
                                  o.stages, o.micro_batches));
   const bool pipelined = o.stages > 1;
   if (pipelined && o.algo == "rec")
-    throw UsageError("--stages: use --algo dp, propagate or exhaustive (rec writes no layouts file)");
+    throw UsageError(
+        "--stages: use --algo dp, propagate or exhaustive (rec writes no layouts file)");
   if (pipelined && mesh.size() * o.stages > cluster.device_count())
     throw UsageError(fmt::format("--stages {} x --mesh {} needs {} devices but {} has {}", o.stages,
                                  o.mesh, mesh.size() * o.stages, cluster.name,
@@ -257,11 +260,12 @@ int run(const Options& o) {
     std::printf("  no strategy fits %s per device: the least memory any needs is %s\n",
                 human_bytes(so2.memory_limit).c_str(), human_bytes(r.min_memory_needed).c_str());
   if (pipelined)
-    std::printf("  a pipeline of %d stages of mesh %s (%lld devices), %d micro-batches of %lld, %s: "
-                "the analytic step is one micro-batch of the whole model on one stage's mesh, the "
-                "simulated one the pipelined step (sim/pipeline.h)\n",
-                o.stages, mesh.to_string().c_str(), static_cast<long long>(mesh.size() * o.stages),
-                o.micro_batches, static_cast<long long>(program.batch), o.schedule.c_str());
+    std::printf(
+        "  a pipeline of %d stages of mesh %s (%lld devices), %d micro-batches of %lld, %s: "
+        "the analytic step is one micro-batch of the whole model on one stage's mesh, the "
+        "simulated one the pipelined step (sim/pipeline.h)\n",
+        o.stages, mesh.to_string().c_str(), static_cast<long long>(mesh.size() * o.stages),
+        o.micro_batches, static_cast<long long>(program.batch), o.schedule.c_str());
   std::printf("%-4s %-16s %-16s %-14s %-5s %s\n", "rank", "step (analytic)", "step (simulated)",
               "memory/device", "fits", "parameter layouts");
   // The second oracle: each candidate partitioned and its per-rank program simulated on the
@@ -274,8 +278,9 @@ int run(const Options& o) {
         po.file = o.file;
         po.entry = o.entry;
         po.batch = global_batch;
-        return sim::simulate_pipeline(cluster, pipeline_sim_program(po, with_pipeline(ps::strategy_json(g, a), o),
-                                                                    "candidate", cluster))
+        return sim::simulate_pipeline(
+                   cluster, pipeline_sim_program(po, with_pipeline(ps::strategy_json(g, a), o),
+                                                 "candidate", cluster))
             .step_seconds;
       }
       const parallel::Strategy s =
@@ -283,8 +288,7 @@ int run(const Options& o) {
       return sim::simulate_spmd_step(cluster, sim::spmd_program(program, s, o.optimizer))
           .step_seconds;
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "spora search: the simulator could not run a candidate: %s\n",
-                   e.what());
+      std::fprintf(stderr, "spora search: the simulator could not run a candidate: %s\n", e.what());
       return std::nullopt;
     }
   };
@@ -297,6 +301,36 @@ int run(const Options& o) {
     std::printf("%-4zu %-16s %-16s %-14s %-5s %s\n", i + 1, human_seconds(a.cost).c_str(),
                 simulated ? human_seconds(*simulated).c_str() : "-",
                 human_bytes(a.peak_memory).c_str(), a.feasible ? "yes" : "no", layouts.c_str());
+  }
+  if (o.explain && !r.top.empty()) {
+    const ps::Assignment& a = r.top[0];
+    double nodes = 0, edges = 0;
+    std::vector<std::pair<double, std::string>> items;
+    for (size_t n = 0; n < g.graph.nodes.size(); ++n) {
+      const auto& nd = g.graph.nodes[n];
+      const double c = nd.cost[static_cast<size_t>(a.choice[n])];
+      nodes += c;
+      items.emplace_back(
+          c, fmt::format("node {} [{}]", nd.name,
+                         nd.labels.empty() ? std::string("")
+                                           : nd.labels[static_cast<size_t>(a.choice[n])]));
+    }
+    for (const auto& e : g.graph.edges) {
+      const double c = e.cost[static_cast<size_t>(a.choice[static_cast<size_t>(e.from)])]
+                             [static_cast<size_t>(a.choice[static_cast<size_t>(e.to)])];
+      edges += c;
+      if (c > 0)
+        items.emplace_back(
+            c, fmt::format("edge {} -> {}", g.graph.nodes[static_cast<size_t>(e.from)].name,
+                           g.graph.nodes[static_cast<size_t>(e.to)].name));
+    }
+    std::sort(items.rbegin(), items.rend());
+    std::printf(
+        "the best strategy's analytic step: operators and parameters %s (compute, update), "
+        "edges %s (redistributions); the largest terms:\n",
+        human_seconds(nodes).c_str(), human_seconds(edges).c_str());
+    for (size_t i = 0; i < items.size() && i < static_cast<size_t>(o.explain_rows); ++i)
+      std::printf("  %10s  %s\n", human_seconds(items[i].first).c_str(), items[i].second.c_str());
   }
   if (!o.out.empty() && !r.top.empty()) {
     const std::string text = ps::strategy_json(g, r.top[0]);
@@ -328,15 +362,21 @@ CLI::App* add_search_subcommand(CLI::App& app) {
   s->add_option("--fn", o.entry, "the function that runs one training step")->capture_default_str();
   s->add_option("--optimizer", o.optimizer, "sgd, momentum or adam")->capture_default_str();
   s->add_option("-o,--output", o.out, "write the best strategy (JSON) to FILE");
-  s->add_option("--stages", o.stages,
-                "pipeline stages of --mesh each (ranks = stages x mesh): the strategy file gets a "
-                "\"pipeline\" key with the layer-level \"auto\" split, and the simulator scores the "
-                "pipelined step")
+  s->add_option(
+       "--stages", o.stages,
+       "pipeline stages of --mesh each (ranks = stages x mesh): the strategy file gets a "
+       "\"pipeline\" key with the layer-level \"auto\" split, and the simulator scores the "
+       "pipelined step")
       ->capture_default_str();
   s->add_option("--micro-batches", o.micro_batches, "with --stages: micro-batches per step")
       ->capture_default_str();
   s->add_option("--schedule", o.schedule, "with --stages: 1f1b or gpipe")
       ->check(CLI::IsMember({"1f1b", "gpipe"}))
+      ->capture_default_str();
+  s->add_flag("--explain", o.explain,
+              "print the best strategy's analytic cost term by term: each operator's candidate "
+              "(compute, a parameter's update) and each edge's redistribution, largest first");
+  s->add_option("--explain-rows", o.explain_rows, "with --explain: how many terms")
       ->capture_default_str();
   s->add_flag("--no-simulate", o.no_simulate,
               "skip the simulator's score of the top strategies (the analytic oracle only)");

@@ -105,10 +105,11 @@ int run_pipeline_sim(const Options& o, const sim::ClusterSpec& cluster, const st
   if (o.json) {
     std::string stages;
     for (std::size_t k = 0; k < r.stages.size(); ++k)
-      stages += fmt::format("{}{{\"forward\": {:.9g}, \"backward\": {:.9g}, \"busy\": {:.9g}, "
-                            "\"peak_in_flight\": {}}}",
-                            k ? ", " : "", r.stages[k].times.forward, r.stages[k].times.backward,
-                            r.stages[k].busy, r.stages[k].peak_in_flight);
+      stages += fmt::format(
+          "{}{{\"forward\": {:.9g}, \"backward\": {:.9g}, \"busy\": {:.9g}, "
+          "\"peak_in_flight\": {}}}",
+          k ? ", " : "", r.stages[k].times.forward, r.stages[k].times.backward, r.stages[k].busy,
+          r.stages[k].peak_in_flight);
     std::printf(
         "{\"strategy\": \"%s\", \"ranks\": %lld, \"micro_batches\": %d, \"schedule\": "
         "\"%s\", \"step_seconds\": %.9g, \"pipeline_seconds\": %.9g, \"bubble\": %.6g, "

@@ -1,8 +1,8 @@
 // The `spora` command-line program (DESIGN.md section 8). Each sub-command is a small
 // function; the compile pipeline lives in semantics/pipeline.h.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -285,7 +285,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"sgd", "momentum", "adam"}))
       ->capture_default_str();
   run->add_flag("--verbose", spmd.verbose,
-                "with --strategy: say which optimizer updates optimizer_shard splits; with a pipeline, every rank prints its stage and schedule");
+                "with --strategy: say which optimizer updates optimizer_shard splits; with a "
+                "pipeline, every rank prints its stage and schedule");
   std::string run_mesh;
   run->add_option(
       "--mesh", run_mesh,
@@ -346,8 +347,9 @@ int main(int argc, char** argv) {
       spmd.file = run_path;
       if (spmd_batch > 0) spmd.batch = spmd_batch;
       if (!run_mesh.empty() && !strategy_path.empty()) {
-        std::cerr << "spora run: error: --mesh propagates a strategy from the program's annotations; "
-                     "--strategy gives one: use one of them\n";
+        std::cerr
+            << "spora run: error: --mesh propagates a strategy from the program's annotations; "
+               "--strategy gives one: use one of them\n";
         return 2;
       }
       std::string annotated;  // --mesh alone: the strategy propagated from the annotations

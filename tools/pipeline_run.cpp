@@ -6,8 +6,8 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "backends/comm/communicator.h"
 #include "backends/comm/group.h"
@@ -95,9 +95,9 @@ Setup setup(const SpmdOptions& o, const std::string& text, const std::string& or
   // The stage programs are built and updated here, not by partition_training_step and
   // run_training: say what this runner does not do rather than ignore it.
   if (o.optimizer != "sgd")
-    throw lang::UserError(fmt::format(
-        "{}: a pipeline strategy trains with sgd only for now, not --optimizer {}", origin,
-        o.optimizer));
+    throw lang::UserError(
+        fmt::format("{}: a pipeline strategy trains with sgd only for now, not --optimizer {}",
+                    origin, o.optimizer));
   if (s.inner.optimizer_shard >= 0 || s.inner.recompute_all || !s.inner.recompute.empty())
     throw lang::UserError(fmt::format(
         "{}: \"optimizer_shard\" and \"recompute\" do not combine with \"pipeline\" yet (the "

@@ -425,9 +425,10 @@ AV Lowerer::call_builtin(const std::string& name, std::vector<Arg> args, lang::S
   if (name == "shard") return call_shard(std::move(args), r);
   if (name == "jvp") return call_jvp(std::move(args), r);
   if (name == "set_mode" || name == "set_device")
-    fail(r, fmt::format("{}(...) must be among the first statements of main (set_mode and set_device "
-                        "come before anything runs)",
-                        name));
+    fail(r,
+         fmt::format("{}(...) must be among the first statements of main (set_mode and set_device "
+                     "come before anything runs)",
+                     name));
   fail(r, fmt::format("'{}' is not available in this build of Spora yet", name));
 }
 

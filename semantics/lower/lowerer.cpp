@@ -259,8 +259,9 @@ bool Lowerer::lower_entry(const std::string& entry, bool eager) {
       mode_set = true;
     } else if (callee == "set_device" && !device_set) {
       if (arg != "cpu" && arg != "cuda") {
-        error(call.range, one_string ? fmt::format("set_device takes \"cpu\" or \"cuda\", not \"{}\"", arg)
-                                     : std::string("set_device takes \"cpu\" or \"cuda\""));
+        error(call.range, one_string
+                              ? fmt::format("set_device takes \"cpu\" or \"cuda\", not \"{}\"", arg)
+                              : std::string("set_device takes \"cpu\" or \"cuda\""));
         return false;
       }
       if (set_device_) {

@@ -88,5 +88,33 @@ TEST(SearchCli, UnknownAlgorithmIsAnError) {
             1);  // more devices than the spec has
 }
 
+// --explain: the best strategy's analytic step, term by term; the operator and edge sums add up
+// to the step time of the table's first row, and --explain-rows bounds the terms printed.
+TEST(SearchCli, ExplainAddsUpToTheAnalyticStep) {
+  ::testing::internal::CaptureStdout();
+  const int rc =
+      search({SPORA_SOURCE_DIR "/tests/sim/data/tiny_mlp.sp", "--cluster",
+              SPORA_SOURCE_DIR "/examples/clusters/dgx-a100.yaml", "--mesh", "2", "--top", "1",
+              "--batch", "8", "--no-simulate", "--explain", "--explain-rows", "3"});
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  EXPECT_EQ(rc, 0);
+  // "1    12.345 us ..." and "... operators and parameters 10.000 us (...), edges 2.345 us ..."
+  auto number_after = [&](const std::string& key) {
+    const size_t at = out.find(key);
+    EXPECT_NE(at, std::string::npos) << key << " in\n" << out;
+    return at == std::string::npos ? -1.0 : std::stod(out.substr(at + key.size()));
+  };
+  const double step = number_after("\n1    ");
+  const double nodes = number_after("operators and parameters ");
+  const double edges = number_after("(compute, update), edges ");
+  EXPECT_NE(out.find(" us "), std::string::npos) << out;  // all three in microseconds here
+  EXPECT_NEAR(nodes + edges, step, 0.002) << out;
+  const size_t terms_at = out.find("the largest terms:\n");
+  ASSERT_NE(terms_at, std::string::npos) << out;
+  size_t rows = 0;
+  for (size_t i = terms_at; (i = out.find("\n  ", i)) != std::string::npos; ++i) ++rows;
+  EXPECT_EQ(rows, 3u) << out;
+}
+
 }  // namespace
 }  // namespace spora::tools
