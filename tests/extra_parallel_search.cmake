@@ -8,7 +8,7 @@ add_executable(test_parallel_search ${SPORA_PARALLEL_SEARCH_TEST_SOURCES}
   ${CMAKE_SOURCE_DIR}/tools/cmd_search.cpp)
 # cmd_search.cpp scores pipelined candidates with tools/pipeline_run.cpp (spora_spmd_runner).
 target_link_libraries(test_parallel_search PRIVATE spora_spmd_runner spora_parallel_search
-                      spora_parallel_search_ir spora_sim CLI11::CLI11 ${SPORA_TEST_LIBS})
+                      spora_parallel_search_ir spora_sim spora_runtime CLI11::CLI11 ${SPORA_TEST_LIBS})
 target_compile_definitions(test_parallel_search PRIVATE SPORA_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
 gtest_discover_tests(test_parallel_search WORKING_DIRECTORY ${CMAKE_SOURCE_DIR} DISCOVERY_TIMEOUT 60)
 # `spora search --stages 2 --micro-batches 4` writes a pipeline strategy ("split": "auto") that

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 
+#include "backends/runtime/data/files.h"
 #include "lang/diagnostics.h"
 #include "parallel/partition/strategy.h"
 #include "parallel/search/cost_graph.h"
@@ -126,25 +127,6 @@ int run_rec(const Options& o, const sim::ClusterSpec& cluster, const parallel::M
     std::printf("wrote the strategy to %s\n", o.out.c_str());
   }
   return 0;
-}
-
-// Written whole or not at all: a temporary file beside it, renamed over it.
-void write_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = fmt::format("{}.tmp{}", path, ::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    f << text;
-    if (!f.flush()) {
-      std::remove(tmp.c_str());
-      throw UsageError(fmt::format("cannot write '{}'", path));
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::remove(tmp.c_str());
-    throw UsageError(fmt::format("cannot write '{}': {}", path, ec.message()));
-  }
 }
 
 // With --stages S > 1: the candidate's parameter and input layouts (its operator choices are
@@ -334,7 +316,7 @@ int run(const Options& o) {
   }
   if (!o.out.empty() && !r.top.empty()) {
     const std::string text = ps::strategy_json(g, r.top[0]);
-    write_atomically(o.out, pipelined ? with_pipeline(text, o) : text);
+    runtime::data::write_file_atomic(o.out, pipelined ? with_pipeline(text, o) : text);
     std::printf("wrote the best strategy to %s\n", o.out.c_str());
   }
   return 0;

@@ -297,6 +297,7 @@ SpmdResult run_pipeline(const PipelineSetup& s, const SpmdOptions& o, comm::Comm
     wait(world, world.irecv(x.raw(), x.nbytes(), peer, tg));
     return x;
   };
+  static const sem::Primitive* add = sem::Registry::instance().find("add");  // gradient sums
   for (int it = 0; it < o.steps; ++it) {
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<Tensor> grads;
@@ -336,7 +337,7 @@ SpmdResult run_pipeline(const PipelineSetup& s, const SpmdOptions& o, comm::Comm
         if (grads.size() <= j)
           grads.push_back(items[at].tensor);
         else
-          grads[j] = sgd(grads[j], items[at].tensor, -1.0);  // grads[j] + g
+          grads[j] = sem::kernel_for(*add)({Value(grads[j]), Value(items[at].tensor)}, {}).tensor;
       }
       acts.erase(m);
     }
@@ -350,7 +351,10 @@ SpmdResult run_pipeline(const PipelineSetup& s, const SpmdOptions& o, comm::Comm
       attrs.set("mesh", mesh.shape);
       grads[j] = sem::kernel_for(*all_reduce)({Value(grads[j])}, attrs).tensor;
     }
-    for (size_t j = 0; j < sp.params.size(); ++j) local[j] = sgd(local[j], grads[j], o.lr);
+    for (size_t j = 0; j < sp.params.size(); ++j) {
+      std::vector<Tensor> state;  // sgd keeps none (setup refuses the other optimizers)
+      local[j] = optimizer_update("sgd", local[j], grads[j], state, o.lr, it + 1);
+    }
     // The last stage's first rank has the loss (a mean over the micro-batches): to every rank.
     Tensor l = Tensor::scalar(DType::f64, k == S - 1 && me == 0 ? loss / M : 0.0);
     all_reduce_sum(world, l);

@@ -68,33 +68,6 @@ Tensor run_prim(const char* prim, const Tensor& a, double k) {
   return run_prim(prim, a, &s);
 }
 
-// The optimizer's update of one parameter (or its ZeRO-1 piece) p with gradient g at step t
-// (from 1), its state tensors (of p's shape) in `state`: sgd p - lr g; momentum v = 0.9 v + g,
-// p - lr v; adam (Kingma & Ba, b1 0.9, b2 0.999, eps 1e-8) m = b1 m + (1 - b1) g,
-// v = b2 v + (1 - b2) g^2, p - lr_t m / (sqrt(v) + eps), lr_t = lr sqrt(1 - b2^t) / (1 - b1^t).
-// Elementwise, so a shard's update is the shard of the whole update.
-Tensor optimizer_update(const std::string& optimizer, const Tensor& p, const Tensor& g,
-                        std::vector<Tensor>& state, double lr, int t) {
-  if (optimizer == "sgd") return run_prim("sub", p, run_prim("mul", g, lr));
-  if (optimizer == "momentum") {
-    if (state.empty()) state.push_back(Tensor::zeros(g.dtype(), g.shape()));
-    state[0] = run_prim("add", run_prim("mul", state[0], 0.9), g);
-    return run_prim("sub", p, run_prim("mul", state[0], lr));
-  }
-  if (optimizer == "adam") {
-    const double b1 = 0.9, b2 = 0.999, eps = 1e-8;
-    if (state.empty())
-      state = {Tensor::zeros(g.dtype(), g.shape()), Tensor::zeros(g.dtype(), g.shape())};
-    state[0] = run_prim("add", run_prim("mul", state[0], b1), run_prim("mul", g, 1 - b1));
-    state[1] = run_prim("add", run_prim("mul", state[1], b2),
-                        run_prim("mul", run_prim("mul", g, g), 1 - b2));
-    const double lr_t = lr * std::sqrt(1 - std::pow(b2, t)) / (1 - std::pow(b1, t));
-    const Tensor denom = run_prim("add", run_prim("sqrt", state[1]), eps);
-    return run_prim("sub", p, run_prim("mul", run_prim("div", state[0], denom), lr_t));
-  }
-  throw lang::UserError(fmt::format("unknown optimizer '{}' (sgd, momentum, adam)", optimizer));
-}
-
 comm::DType comm_dtype(DType t) {
   switch (t) {
     case DType::f32:
@@ -135,6 +108,33 @@ Tensor gather(const Tensor& local, const TypeP& global, const parallel::Layout& 
 
 }  // namespace
 
+// The optimizer's update of one parameter (or its ZeRO-1 piece) p with gradient g at step t
+// (from 1), its state tensors (of p's shape) in `state`: sgd p - lr g; momentum v = 0.9 v + g,
+// p - lr v; adam (Kingma & Ba, b1 0.9, b2 0.999, eps 1e-8) m = b1 m + (1 - b1) g,
+// v = b2 v + (1 - b2) g^2, p - lr_t m / (sqrt(v) + eps), lr_t = lr sqrt(1 - b2^t) / (1 - b1^t).
+// Elementwise, so a shard's update is the shard of the whole update.
+Tensor optimizer_update(const std::string& optimizer, const Tensor& p, const Tensor& g,
+                        std::vector<Tensor>& state, double lr, int t) {
+  if (optimizer == "sgd") return run_prim("sub", p, run_prim("mul", g, lr));
+  if (optimizer == "momentum") {
+    if (state.empty()) state.push_back(Tensor::zeros(g.dtype(), g.shape()));
+    state[0] = run_prim("add", run_prim("mul", state[0], 0.9), g);
+    return run_prim("sub", p, run_prim("mul", state[0], lr));
+  }
+  if (optimizer == "adam") {
+    const double b1 = 0.9, b2 = 0.999, eps = 1e-8;
+    if (state.empty())
+      state = {Tensor::zeros(g.dtype(), g.shape()), Tensor::zeros(g.dtype(), g.shape())};
+    state[0] = run_prim("add", run_prim("mul", state[0], b1), run_prim("mul", g, 1 - b1));
+    state[1] = run_prim("add", run_prim("mul", state[1], b2),
+                        run_prim("mul", run_prim("mul", g, g), 1 - b2));
+    const double lr_t = lr * std::sqrt(1 - std::pow(b2, t)) / (1 - std::pow(b1, t));
+    const Tensor denom = run_prim("add", run_prim("sqrt", state[1]), eps);
+    return run_prim("sub", p, run_prim("mul", run_prim("div", state[0], denom), lr_t));
+  }
+  throw lang::UserError(fmt::format("unknown optimizer '{}' (sgd, momentum, adam)", optimizer));
+}
+
 std::vector<Tensor> global_values(const ir::Graph& g, size_t trainable, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<Tensor> out;
@@ -162,14 +162,6 @@ std::vector<Tensor> global_values(const ir::Graph& g, size_t trainable, uint64_t
     out.push_back(std::move(x));
   }
   return out;
-}
-
-// p - lr * g with the kernels of the current backend.
-Tensor sgd(const Tensor& p, const Tensor& g, double lr) {
-  static const sem::Primitive* mul = sem::Registry::instance().find("mul");
-  static const sem::Primitive* sub = sem::Registry::instance().find("sub");
-  const Value step = sem::kernel_for(*mul)({Value(g), Value(Tensor::scalar(g.dtype(), lr))}, {});
-  return sem::kernel_for(*sub)({Value(p), step}, {}).tensor;
 }
 
 sim::StepProgram build_training_step(const SpmdOptions& o, const std::string& strategy_json) {
@@ -380,6 +372,23 @@ void print_result(const SpmdOptions& o, const SpmdResult& r, const std::string& 
 
 }  // namespace
 
+namespace {
+// This process's part of an MPI run: MPI up for its lifetime, and the world communicator.
+struct MpiWorld {
+  MpiWorld() {
+    comm::mpi_initialize(nullptr, nullptr);
+    world = comm::make_mpi_communicator();
+  }
+  ~MpiWorld() {
+    world.reset();
+    comm::mpi_finalize();
+  }
+  MpiWorld(const MpiWorld&) = delete;
+  MpiWorld& operator=(const MpiWorld&) = delete;
+  std::unique_ptr<comm::Communicator> world;
+};
+}  // namespace
+
 int cmd_run_spmd(const SpmdOptions& o, const std::string& strategy_path, int ranks,
                  const std::vector<std::string>& argv_for_ranks) {
   try {
@@ -402,11 +411,8 @@ int cmd_run_spmd(const SpmdOptions& o, const std::string& strategy_path, int ran
                           strategy_path, needed, ranks));
         return spawn_mpirun(ranks, argv_for_ranks);
       }
-      comm::mpi_initialize(nullptr, nullptr);
-      struct Finalize {
-        ~Finalize() { comm::mpi_finalize(); }
-      } finalize;
-      std::unique_ptr<comm::Communicator> world = comm::make_mpi_communicator();
+      const MpiWorld mpi;
+      comm::Communicator* world = mpi.world.get();
       const SpmdResult r = run_pipeline(o, *world, text, strategy_path);
       if (world->rank() == 0)
         print_result(o, r,
@@ -422,15 +428,12 @@ int cmd_run_spmd(const SpmdOptions& o, const std::string& strategy_path, int ran
                                           s.mesh.to_string(), strategy_path, s.mesh.size(), ranks));
       return spawn_mpirun(ranks, argv_for_ranks);
     }
-    comm::mpi_initialize(nullptr, nullptr);
-    struct Finalize {
-      ~Finalize() { comm::mpi_finalize(); }
-    } finalize;
-    std::unique_ptr<comm::Communicator> world = comm::make_mpi_communicator();
+    const MpiWorld mpi;
+    comm::Communicator* world = mpi.world.get();
     if (world->size() != ranks)
       throw lang::UserError(
           fmt::format("--ranks {} but mpirun started {} processes", ranks, world->size()));
-    const SpmdResult r = run_training(o, world.get(), text);
+    const SpmdResult r = run_training(o, world, text);
     if (world->rank() == 0)
       print_result(o, r,
                    fmt::format("strategy {} over {} MPI ranks, {} collectives per step{}",

@@ -65,10 +65,14 @@ struct SpmdResult {
 // The training step of o.file with the global batch, with the layers the strategy's
 // "recompute" names (if any) recomputed in the backward pass (sim/step_program.h).
 sim::StepProgram build_training_step(const SpmdOptions& o, const std::string& strategy_json = "");
-// The seeded global value of every parameter and input of a step (step 2 above), and one sgd
-// update p - lr * g: shared with the pipeline runner (tools/pipeline_run.h).
+// The seeded global value of every parameter and input of a step (step 2 above), and the
+// optimizer's update of one parameter (or its ZeRO-1 piece) p with gradient g at step t (from
+// 1), its state in `state` (sgd: none; momentum: v; adam: m, v): shared with the pipeline
+// runner (tools/pipeline_run.h).
 std::vector<sem::Tensor> global_values(const ir::Graph& g, size_t trainable, uint64_t seed);
-sem::Tensor sgd(const sem::Tensor& p, const sem::Tensor& g, double lr);
+sem::Tensor optimizer_update(const std::string& optimizer, const sem::Tensor& p,
+                             const sem::Tensor& g, std::vector<sem::Tensor>& state, double lr,
+                             int t);
 // strategy_json empty or world null: the single-device reference. The program is only read
 // (the ranks of the in-process communicator share one). A strategy with a "pipeline" runs
 // through tools/pipeline_run.h (the overload that builds the program).

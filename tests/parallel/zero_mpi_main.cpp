@@ -7,6 +7,7 @@
 
 #include "autodiff/install.h"
 #include "backends/comm/mpi_comm.h"
+#include "mpi_gtest_main.h"
 #include "ops/ops.h"
 #include "zero_common.h"
 
@@ -52,18 +53,4 @@ TEST(MpiRecompute, EqualsTheRunWithoutIt) {
 }  // namespace
 }  // namespace spora::parallel::testing
 
-int main(int argc, char** argv) {
-  spora::comm::mpi_initialize(&argc, &argv);
-  spora::ops::register_all();
-  spora::autodiff::install();
-  testing::InitGoogleTest(&argc, argv);
-  if (spora::comm::mpi_world_rank() != 0) {
-    auto& listeners = testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-  }
-  int failed = RUN_ALL_TESTS();
-  int any_failed = 0;
-  MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  spora::comm::mpi_finalize();
-  return any_failed;
-}
+int main(int argc, char** argv) { return spora::parallel::testing::run_mpi_gtests(argc, argv); }
