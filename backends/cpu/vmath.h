@@ -90,9 +90,9 @@ SPORA_INLINE float log(float x) {
   return x != x ? x : r;
 }
 
-// Hyperbolic tangent. (A clamped rational x P(x^2) / Q(x^2), as erf_rational below, is 2.3x
-// faster but 3.5-6 ulp off where this is 0.5-1.3: enough to move W6's 50-step RNN gradients
-// by 1e-4.)
+// Hyperbolic tangent. (A clamped rational x P(x^2) / Q(x^2), as erf_rational below, timed
+// 2.3x faster in a standalone loop but is 3.5-6 ulp off where this is 0.5-1.3: enough to move
+// W6's 50-step RNN gradients by 1e-4.)
 SPORA_INLINE float tanh(float x) {
   float a = std::fabs(x);
   float z = x * x;
@@ -145,7 +145,8 @@ SPORA_INLINE float erf(float x) {
 // beyond 3.92), P of degree 6 and Q of degree 5 in s = x^2 / 16 (2.0e-9 in
 // exact arithmetic, 2.9e-7 relative measured in f32; our own weighted least-squares fit:
 // Sanathanan-Koerner iteration, then Lawson reweighting toward minimax). XLA's form for f32
-// erf. 2.5x cheaper than erf below (no exp), 4-5 ulp where erf is within 1-2: gelu uses it.
+// erf. No exp, so cheaper than erf below, but 4-5 ulp off near +-1 (erf is within 2.5e-7,
+// tests/cpu/vmath_test.cpp): gelu uses it.
 SPORA_INLINE float erf_rational(float x) {
   float xc = x > 4.0f ? 4.0f : x;
   xc = xc < -4.0f ? -4.0f : xc;
@@ -179,7 +180,7 @@ SPORA_INLINE float sigmoid(float x) {
 // value, at most 0.89 of the backend's 1e-6 + 1e-5 |y| tolerance (0.73 where the compiler
 // contracts to FMA). PyTorch's vectorised CPU GELU and XLA's share this. An erfc-based form
 // keeps the tail's relative accuracy (what this function was before: exp and a division
-// more) and is 2.4x slower.
+// more) and timed 2.4x slower in a standalone loop.
 SPORA_INLINE float gelu(float x) {
   return 0.5f * x * (1.0f + erf_rational(x * 0.70710678118654752440f));
 }
