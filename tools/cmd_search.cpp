@@ -38,6 +38,8 @@ struct Options {
   std::vector<std::string> fix;  // "name=(2, 1)": semi-auto annotations of parameters / inputs
   bool no_simulate = false;
   int stages = 1, micro_batches = 1;  // a pipeline of `stages` stages of --mesh each
+  // The command line's --stages / --micro-batches: a number, or "auto" (run_auto_stages).
+  std::string stages_text = "1", micro_batches_text;  // "": auto with --stages auto, else 1
   bool explain = false;
   int explain_rows = 30;
   std::string schedule = "1f1b";
@@ -121,9 +123,7 @@ int run_rec(const Options& o, const sim::ClusterSpec& cluster, const parallel::M
   std::printf("%-4d %-16s %-16s %-14s %-5s %s\n", 1, human_seconds(r.cost).c_str(), "-",
               human_bytes(r.memory).c_str(), r.feasible ? "yes" : "no", layouts.c_str());
   if (!o.out.empty()) {
-    std::ofstream f(o.out, std::ios::binary);
-    if (!f) throw UsageError(fmt::format("cannot write '{}'", o.out));
-    f << ps::rec_strategy_json(g, r, ro.devices);
+    runtime::data::write_file_atomic(o.out, ps::rec_strategy_json(g, r, ro.devices));
     std::printf("wrote the strategy to %s\n", o.out.c_str());
   }
   return 0;
@@ -143,7 +143,26 @@ std::string with_pipeline(const std::string& strategy, const Options& o) {
   return j.dump(2) + "\n";
 }
 
-int run(const Options& o) {
+// What run_config found: its best candidate, for --stages auto's table.
+struct Outcome {
+  double analytic = 0, memory = 0;
+  std::optional<double> simulated;
+  bool feasible = false;
+  std::string layouts;
+};
+
+// One search on one mesh with fixed stages and micro-batches. Prints to `out` (nullptr: nothing
+// printed and no file written; the best candidate goes to `outcome`).
+int run_config(const Options& o, std::FILE* out, Outcome* outcome) {
+  std::FILE* const devnull = out ? nullptr : std::fopen("/dev/null", "w");
+  struct Close {
+    std::FILE* f;
+    ~Close() {
+      if (f) std::fclose(f);
+    }
+  } close_devnull{devnull};
+  if (!out) out = devnull;
+  if (!out) throw UsageError("cannot open /dev/null");
   if (o.cluster.empty())
     throw UsageError("--cluster is required (e.g. examples/clusters/dgx-a100.yaml)");
   if (o.mesh.empty()) throw UsageError("--mesh is required (e.g. 2x4)");
@@ -232,27 +251,34 @@ int run(const Options& o) {
                        : o.algo == "propagate" ? ps::search_propagate(g.graph, so2)
                                                : ps::search_exhaustive(g.graph, so2);
 
-  std::printf(
-      "spora search: %s on %s, mesh %s, --algo %s: %zu operators and parameters, %zu "
-      "edges\n",
-      o.file.c_str(), cluster.name.c_str(), mesh.to_string().c_str(), o.algo.c_str(),
-      g.graph.nodes.size(), g.graph.edges.size());
-  std::printf("  %s%s\n", r.notes.c_str(), r.exact ? " (exact)" : "");
+  std::fprintf(out,
+               "spora search: %s on %s, mesh %s, --algo %s: %zu operators and parameters, %zu "
+               "edges\n",
+               o.file.c_str(), cluster.name.c_str(), mesh.to_string().c_str(), o.algo.c_str(),
+               g.graph.nodes.size(), g.graph.edges.size());
+  std::fprintf(out, "  %s%s\n", r.notes.c_str(), r.exact ? " (exact)" : "");
   if (!r.any_feasible)
-    std::printf("  no strategy fits %s per device: the least memory any needs is %s\n",
-                human_bytes(so2.memory_limit).c_str(), human_bytes(r.min_memory_needed).c_str());
+    std::fprintf(out, "  no strategy fits %s per device: the least memory any needs is %s\n",
+                 human_bytes(so2.memory_limit).c_str(), human_bytes(r.min_memory_needed).c_str());
   if (pipelined)
-    std::printf(
+    std::fprintf(
+        out,
         "  a pipeline of %d stages of mesh %s (%lld devices), %d micro-batches of %lld, %s: "
         "the analytic step is one micro-batch of the whole model on one stage's mesh, the "
         "simulated one the pipelined step (sim/pipeline.h)\n",
         o.stages, mesh.to_string().c_str(), static_cast<long long>(mesh.size() * o.stages),
         o.micro_batches, static_cast<long long>(program.batch), o.schedule.c_str());
-  std::printf("%-4s %-16s %-16s %-14s %-5s %s\n", "rank", "step (analytic)", "step (simulated)",
-              "memory/device", "fits", "parameter layouts");
+  std::fprintf(out, "%-4s %-16s %-16s %-14s %-5s %s\n", "rank", "step (analytic)",
+               "step (simulated)", "memory/device", "fits", "parameter layouts");
   // The second oracle: each candidate partitioned and its per-rank program simulated on the
   // cluster (sim/spmd_step.h), unless --no-simulate.
-  auto simulate = [&](const ps::Assignment& a) -> std::optional<double> {
+  // A pipelined candidate's memory is the pipeline simulator's (a stage holds its share of the
+  // parameters and the activations of its micro-batches in flight), not the analytic graph's
+  // (the whole model on one stage's mesh).
+  struct Simulated {
+    double step = 0, memory = -1;
+  };
+  auto simulate = [&](const ps::Assignment& a) -> std::optional<Simulated> {
     if (o.no_simulate) return std::nullopt;
     try {
       if (pipelined) {
@@ -260,15 +286,15 @@ int run(const Options& o) {
         po.file = o.file;
         po.entry = o.entry;
         po.batch = global_batch;
-        return sim::simulate_pipeline(
-                   cluster, pipeline_sim_program(po, with_pipeline(ps::strategy_json(g, a), o),
-                                                 "candidate", cluster))
-            .step_seconds;
+        const sim::PipelineSimResult pr = sim::simulate_pipeline(
+            cluster, pipeline_sim_program(po, with_pipeline(ps::strategy_json(g, a), o),
+                                          "candidate", cluster));
+        return Simulated{pr.step_seconds, pr.peak_memory};
       }
       const parallel::Strategy s =
           parallel::parse_strategy(ps::strategy_json(g, a), *program.step, "candidate");
-      return sim::simulate_spmd_step(cluster, sim::spmd_program(program, s, o.optimizer))
-          .step_seconds;
+      return Simulated{sim::simulate_spmd_step(cluster, sim::spmd_program(program, s, o.optimizer))
+                           .step_seconds};
     } catch (const std::exception& e) {
       std::fprintf(stderr, "spora search: the simulator could not run a candidate: %s\n", e.what());
       return std::nullopt;
@@ -276,13 +302,22 @@ int run(const Options& o) {
   };
   for (size_t i = 0; i < r.top.size(); ++i) {
     const ps::Assignment& a = r.top[i];
-    const std::optional<double> simulated = simulate(a);
+    const std::optional<Simulated> simulated = simulate(a);
     std::string layouts;
     for (const std::string& l : ps::parameter_layouts(g, a))
       layouts += (layouts.empty() ? "" : ", ") + l;
-    std::printf("%-4zu %-16s %-16s %-14s %-5s %s\n", i + 1, human_seconds(a.cost).c_str(),
-                simulated ? human_seconds(*simulated).c_str() : "-",
-                human_bytes(a.peak_memory).c_str(), a.feasible ? "yes" : "no", layouts.c_str());
+    double memory = a.peak_memory;
+    bool feasible = a.feasible;
+    if (simulated && simulated->memory >= 0) {
+      memory = simulated->memory;
+      feasible = memory <= so2.memory_limit;
+    }
+    if (outcome && i == 0)
+      *outcome = {a.cost, memory, simulated ? std::optional<double>(simulated->step) : std::nullopt,
+                  feasible, layouts};
+    std::fprintf(out, "%-4zu %-16s %-16s %-14s %-5s %s\n", i + 1, human_seconds(a.cost).c_str(),
+                 simulated ? human_seconds(simulated->step).c_str() : "-",
+                 human_bytes(memory).c_str(), feasible ? "yes" : "no", layouts.c_str());
   }
   if (o.explain && !r.top.empty()) {
     const ps::Assignment& a = r.top[0];
@@ -307,19 +342,155 @@ int run(const Options& o) {
                            g.graph.nodes[static_cast<size_t>(e.to)].name));
     }
     std::sort(items.rbegin(), items.rend());
-    std::printf(
+    std::fprintf(
+        out,
         "the best strategy's analytic step: operators and parameters %s (compute, update), "
         "edges %s (redistributions); the largest terms:\n",
         human_seconds(nodes).c_str(), human_seconds(edges).c_str());
     for (size_t i = 0; i < items.size() && i < static_cast<size_t>(o.explain_rows); ++i)
-      std::printf("  %10s  %s\n", human_seconds(items[i].first).c_str(), items[i].second.c_str());
+      std::fprintf(out, "  %10s  %s\n", human_seconds(items[i].first).c_str(),
+                   items[i].second.c_str());
   }
-  if (!o.out.empty() && !r.top.empty()) {
+  if (!o.out.empty() && !r.top.empty() && !outcome) {
     const std::string text = ps::strategy_json(g, r.top[0]);
     runtime::data::write_file_atomic(o.out, pipelined ? with_pipeline(text, o) : text);
-    std::printf("wrote the best strategy to %s\n", o.out.c_str());
+    std::fprintf(out, "wrote the best strategy to %s\n", o.out.c_str());
   }
   return 0;
+}
+
+// "4" -> 4; "auto" -> 0; anything else is a usage error.
+int count_or_auto(const std::string& text, const char* flag) {
+  if (text == "auto") return 0;
+  size_t used = 0;
+  int v = 0;
+  try {
+    v = std::stoi(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || v < 1)
+    throw UsageError(fmt::format("{} takes a positive number or auto, got '{}'", flag, text));
+  return v;
+}
+
+// The mesh of one stage when `stages` stages share `mesh`: its first axis divided by the stage
+// count (pipelines run across the outermost axis, the nodes of a cluster), the axis dropped
+// when it becomes 1 and others remain.
+std::string stage_mesh(const parallel::Mesh& mesh, int64_t stages) {
+  std::string text;
+  for (int ax = 0; ax < mesh.ndim(); ++ax) {
+    const int64_t n = ax == 0 ? mesh.axis_size(0) / stages : mesh.axis_size(ax);
+    if (ax == 0 && n == 1 && mesh.ndim() > 1) continue;
+    if (!text.empty()) text += mesh.axis_names.empty() ? "x" : ",";
+    text +=
+        mesh.axis_names.empty() ? std::to_string(n) : fmt::format("{}={}", mesh.axis_name(ax), n);
+  }
+  return text;
+}
+
+// --stages auto: the search chooses the pipeline depth. Every S dividing the first axis of
+// --mesh (the devices of --mesh are shared: a stage gets the mesh of stage_mesh), with
+// --micro-batches M or, for "auto", each of S, 2S, 4S and 8S that divides the batch, is
+// searched as `--stages S --micro-batches M` would be and scored by the simulator (the
+// analytic oracle with --no-simulate); S = 1 is the unpipelined step on the whole mesh. The
+// table lists every configuration; the fastest one that fits in memory is then printed and
+// written as usual. (Megatron's rule of thumb, tensor parallelism inside a node and pipelines
+// across nodes, is one of the configurations; the search does not assume it.)
+int run_auto_stages(const Options& o) {
+  if (o.cluster.empty())
+    throw UsageError("--cluster is required (e.g. examples/clusters/dgx-a100.yaml)");
+  if (o.mesh.empty()) throw UsageError("--mesh is required (e.g. 2x4)");
+  if (o.algo == "rec") throw UsageError("--stages auto: use --algo dp, propagate or exhaustive");
+  const parallel::Mesh mesh = parallel::Mesh::parse(o.mesh);
+  const int micro =
+      o.micro_batches_text.empty() ? 0 : count_or_auto(o.micro_batches_text, "--micro-batches");
+  sim::StepOptions so;
+  so.entry = o.entry;
+  so.optimizer = o.optimizer;
+  if (o.batch > 0) so.batch = o.batch;
+  const long batch = o.batch > 0 ? o.batch : sim::build_step_program(o.file, so).batch;
+
+  struct Row {
+    Options options;
+    Outcome outcome;
+    std::string error;
+  };
+  std::vector<Row> rows;
+  for (int64_t s = 1; s <= mesh.axis_size(0); ++s) {
+    if (mesh.axis_size(0) % s != 0) continue;
+    std::vector<int> micros;
+    if (s == 1)
+      micros = {1};
+    else if (micro > 0)
+      micros = {micro};
+    else
+      for (int k : {1, 2, 4, 8})
+        if (batch % (s * k) == 0) micros.push_back(static_cast<int>(s) * k);
+    for (int m : micros) {
+      Row row;
+      row.options = o;
+      row.options.top = 1;
+      row.options.explain = false;
+      row.options.out.clear();
+      row.options.stages = static_cast<int>(s);
+      row.options.micro_batches = m;
+      row.options.mesh = s == 1 ? o.mesh : stage_mesh(mesh, s);
+      try {
+        run_config(row.options, nullptr, &row.outcome);
+      } catch (const lang::InternalError&) {
+        throw;
+      } catch (const std::exception& e) {
+        row.error = e.what();  // e.g. fewer layers than stages: the split cannot be made
+      }
+      rows.push_back(std::move(row));
+    }
+  }
+  std::printf(
+      "spora search: %s on %s, %lld devices (--mesh %s), --stages auto: %zu pipeline "
+      "configurations, each scored by its best strategy's %s step\n",
+      o.file.c_str(), o.cluster.c_str(), static_cast<long long>(mesh.size()), o.mesh.c_str(),
+      rows.size(), o.no_simulate ? "analytic" : "simulated");
+  std::printf("%-7s %-14s %-7s %-16s %-16s %-14s %s\n", "stages", "stage mesh", "micro",
+              "step (analytic)", "step (simulated)", "memory/device", "fits");
+  const Row* best = nullptr;
+  auto score = [&](const Row& r) {
+    return o.no_simulate || !r.outcome.simulated ? r.outcome.analytic : *r.outcome.simulated;
+  };
+  for (const Row& r : rows) {
+    if (!r.error.empty()) {
+      std::printf("%-7d %-14s %-7d cannot be searched: %s\n", r.options.stages,
+                  r.options.mesh.c_str(), r.options.micro_batches, r.error.c_str());
+      continue;
+    }
+    std::printf("%-7d %-14s %-7d %-16s %-16s %-14s %s\n", r.options.stages, r.options.mesh.c_str(),
+                r.options.micro_batches, human_seconds(r.outcome.analytic).c_str(),
+                r.outcome.simulated ? human_seconds(*r.outcome.simulated).c_str() : "-",
+                human_bytes(r.outcome.memory).c_str(), r.outcome.feasible ? "yes" : "no");
+    const bool scored = o.no_simulate || r.outcome.simulated;
+    if (scored && (!best || (r.outcome.feasible && !best->outcome.feasible) ||
+                   (r.outcome.feasible == best->outcome.feasible && score(r) < score(*best))))
+      best = &r;
+  }
+  if (!best) throw UsageError("--stages auto: no configuration could be searched (see above)");
+  std::printf("chosen: %d stage%s of mesh %s, %d micro-batch%s\n\n", best->options.stages,
+              best->options.stages == 1 ? "" : "s", best->options.mesh.c_str(),
+              best->options.micro_batches, best->options.micro_batches == 1 ? "" : "es");
+  Options chosen = best->options;
+  chosen.top = o.top;
+  chosen.explain = o.explain;
+  chosen.out = o.out;
+  return run_config(chosen, stdout, nullptr);
+}
+
+int run(Options o) {
+  if (o.stages_text == "auto") return run_auto_stages(o);
+  o.stages = count_or_auto(o.stages_text, "--stages");
+  if (o.micro_batches_text == "auto")
+    throw UsageError("--micro-batches auto goes with --stages auto");
+  o.micro_batches =
+      o.micro_batches_text.empty() ? 1 : count_or_auto(o.micro_batches_text, "--micro-batches");
+  return run_config(o, stdout, nullptr);
 }
 
 }  // namespace
@@ -345,13 +516,16 @@ CLI::App* add_search_subcommand(CLI::App& app) {
   s->add_option("--optimizer", o.optimizer, "sgd, momentum or adam")->capture_default_str();
   s->add_option("-o,--output", o.out, "write the best strategy (JSON) to FILE");
   s->add_option(
-       "--stages", o.stages,
+       "--stages", o.stages_text,
        "pipeline stages of --mesh each (ranks = stages x mesh): the strategy file gets a "
        "\"pipeline\" key with the layer-level \"auto\" split, and the simulator scores the "
-       "pipelined step")
+       "pipelined step; auto: the search chooses the stages (each S dividing the first axis of "
+       "--mesh, whose devices the stages share) and, with --micro-batches auto, the "
+       "micro-batches (S, 2S, 4S, 8S)")
       ->capture_default_str();
-  s->add_option("--micro-batches", o.micro_batches, "with --stages: micro-batches per step")
-      ->capture_default_str();
+  s->add_option("--micro-batches", o.micro_batches_text,
+                "with --stages: micro-batches per step (default 1; with --stages auto, auto: "
+                "S, 2S, 4S and 8S)");
   s->add_option("--schedule", o.schedule, "with --stages: 1f1b or gpipe")
       ->check(CLI::IsMember({"1f1b", "gpipe"}))
       ->capture_default_str();
