@@ -45,6 +45,7 @@
 
 #include "autodiff/install.h"
 #include "backends/codegen/fused_runtime.h"
+#include "semantics/passes/kernel_stats.h"
 #include "backends/cpu/cpu.h"
 #include "backends/runtime/runtime.h"
 #include "lang/parser.h"
@@ -410,6 +411,10 @@ void BM_Graph(benchmark::State& state, const std::string& id, bool fused) {
   }
   report_times(state, times, bg);
   state.counters["cpu_ms"] = (process_cpu_seconds() - cpu0) / static_cast<double>(std::max<size_t>(times.size(), 1)) * 1e3;
+  // Kernels per step and the bytes they read and write at least (semantics/passes/kernel_stats.h).
+  const spora::passes::KernelStats ks = spora::passes::kernel_stats(*s.step);
+  state.counters["kernels"] = static_cast<double>(ks.kernels);
+  state.counters["traffic_MB"] = ks.bytes() / 1e6;
   if (s.fused) {
     const double n = static_cast<double>(std::max<size_t>(times.size(), 1));
     state.counters["fused_launches"] = static_cast<double>(s.fused->launches() - launches0) / n;
