@@ -5,13 +5,14 @@
 #   w4   the W4 Transformer encoder block (d 256, 4 heads, FFN 1024), batch 8 x 128 tokens
 #        (w4_block.sp)
 #
-#   benchmarks/sim/validate_spmd.sh [build/bin/spora] [steps, default 30] [w2 | w4, default w2]
+#   [REPEATS=3] benchmarks/sim/validate_spmd.sh [build/bin/spora] [steps, default 30] [w2 | w4]
 #
 #   1. spora calibrate --program MODEL   a fresh this-machine spec (one device per core)
 #   2. for each strategy (one device; data parallel over 2; Megatron tensor parallel over 2;
 #      the one `spora search --algo dp` picks for 2 devices):
 #        real  spora run --strategy S --ranks N --steps K: the partitioned step on N MPI ranks
-#              (interpreter, CPU kernels, collectives over MPI), median step after the first
+#              (interpreter, CPU kernels, collectives over MPI), median step after the first;
+#              the median of REPEATS such runs, interleaved with the other strategies' runs
 #        sim   spora sim --strategy S on the calibrated spec: the same partitioned program
 #   3. prints both, the ratio sim / real, and whether the two orders of the strategies agree.
 # Measured processes run under `chrt -f 5` (see validate_dp.sh: without it an MPI rendezvous
@@ -35,19 +36,33 @@ esac
 $chrt "$spora" calibrate --out "$tmp/machine.yaml" --program "$model" --batch "$batch" > /dev/null 2>&1
 "$spora" search "$model" --cluster "$tmp/machine.yaml" --mesh 2 --algo dp --batch "$batch" \
   --no-simulate -o "$tmp/search.json" > /dev/null
-printf "%-10s %6s %10s %10s %7s\n" strategy ranks real_ms sim_ms sim/real
-results=()
+# The real runs are interleaved (one, dp2, tp2, search, one, dp2, ...) REPEATS times (default 3)
+# and each strategy's median taken: on a shared machine a slow spell then hits every strategy
+# alike instead of one of them.
+repeats=${REPEATS:-3}
+declare -A file_of ranks_of reals
 for s in one dp2 tp2 search; do
   file="$here/strategies/$prefix$s.json"
   [ "$s" = one ] && file="$here/strategies/one.json"
   [ "$s" = search ] && file="$tmp/search.json"
-  ranks=$(python3 -c "import json,sys,math; print(math.prod(json.load(open(sys.argv[1]))['mesh']))" "$file")
-  real=$($chrt "$spora" run "$model" --strategy "$file" --ranks "$ranks" --steps "$steps" --batch "$batch" \
-           2>/dev/null | sed -n 's/^median step \([0-9.]*\) ms.*/\1/p')
-  sim=$("$spora" sim "$model" --cluster "$tmp/machine.yaml" --strategy "$file" --batch "$batch" --json \
+  file_of[$s]=$file
+  ranks_of[$s]=$(python3 -c "import json,sys,math; print(math.prod(json.load(open(sys.argv[1]))['mesh']))" "$file")
+done
+for ((r = 0; r < repeats; r++)); do
+  for s in one dp2 tp2 search; do
+    real=$($chrt "$spora" run "$model" --strategy "${file_of[$s]}" --ranks "${ranks_of[$s]}" --steps "$steps" \
+             --batch "$batch" 2>/dev/null | sed -n 's/^median step \([0-9.]*\) ms.*/\1/p')
+    reals[$s]="${reals[$s]:-} $real"
+  done
+done
+printf "%-10s %6s %10s %10s %7s  %s\n" strategy ranks real_ms sim_ms sim/real "real runs (ms)"
+results=()
+for s in one dp2 tp2 search; do
+  real=$(python3 -c "import statistics,sys; print("%.6f" % statistics.median(float(x) for x in sys.argv[1:]))" ${reals[$s]})
+  sim=$("$spora" sim "$model" --cluster "$tmp/machine.yaml" --strategy "${file_of[$s]}" --batch "$batch" --json \
           | python3 -c "import json,sys; print('%.6f' % (json.load(sys.stdin)['step_seconds'] * 1e3))")
-  printf "%-10s %6s %10s %10s %7.2f\n" "$s" "$ranks" "$real" "$sim" \
-    "$(python3 -c "print($sim / $real)")"
+  printf "%-10s %6s %10s %10s %7.2f  %s\n" "$s" "${ranks_of[$s]}" "$real" "$sim" \
+    "$(python3 -c "print($sim / $real)")" "${reals[$s]# }"
   results+=("$s $real $sim")
 done
 printf '%s\n' "${results[@]}" | python3 -c "
