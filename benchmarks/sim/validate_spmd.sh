@@ -58,7 +58,7 @@ done
 printf "%-10s %6s %10s %10s %7s  %s\n" strategy ranks real_ms sim_ms sim/real "real runs (ms)"
 results=()
 for s in one dp2 tp2 search; do
-  real=$(python3 -c "import statistics,sys; print("%.6f" % statistics.median(float(x) for x in sys.argv[1:]))" ${reals[$s]})
+  real=$(python3 -c "import statistics,sys; print('%.6f' % statistics.median(float(x) for x in sys.argv[1:]))" ${reals[$s]})
   sim=$("$spora" sim "$model" --cluster "$tmp/machine.yaml" --strategy "${file_of[$s]}" --batch "$batch" --json \
           | python3 -c "import json,sys; print('%.6f' % (json.load(sys.stdin)['step_seconds'] * 1e3))")
   printf "%-10s %6s %10s %10s %7.2f  %s\n" "$s" "${ranks_of[$s]}" "$real" "$sim" \
