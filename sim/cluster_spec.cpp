@@ -476,7 +476,8 @@ namespace {
 
 ClusterSpec read_cluster(const Reader& r, const YAML::Node& root, std::string_view filename) {
   const Fields f(r, root, "",
-                 {"name", "nodes", "devices_per_node", "device", "interconnect", "network"});
+                 {"name", "nodes", "devices_per_node", "device", "interconnect", "network",
+                  "collectives"});
   ClusterSpec spec;
   std::string stem(filename);
   if (const auto slash = stem.find_last_of('/'); slash != std::string::npos)
@@ -492,6 +493,8 @@ ClusterSpec read_cluster(const Reader& r, const YAML::Node& root, std::string_vi
   else if (spec.nodes > 1)
     r.fail("network",
            fmt::format("required field is missing (the cluster has {} nodes)", spec.nodes));
+  if (f.has("collectives"))
+    spec.overlap_collectives = f.choice("collectives", {"overlapped", "inline"}) == "overlapped";
   return spec;
 }
 

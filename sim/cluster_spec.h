@@ -108,6 +108,12 @@ struct ClusterSpec {
   DeviceSpec device;
   InterconnectSpec interconnect;
   std::optional<NetworkSpec> network;  // required when nodes > 1
+  // How the runtime runs a step's collectives (`collectives: overlapped | inline`):
+  // overlapped (the default: NCCL on its own stream, PyTorch DDP) hands a gradient's
+  // all-reduce to a communication stream and computes on; inline (`spora run`'s MPI executor,
+  // which runs each collective where the program reaches it, so this-machine.yaml) blocks the
+  // computation until it is done. sim/spmd_step.h simulates both.
+  bool overlap_collectives = true;
 
   int device_count() const { return nodes * devices_per_node; }
   // "dgx-a100: 1 node x 8 NVIDIA A100-SXM4-80GB, switch 300 GB/s"

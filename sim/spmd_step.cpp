@@ -63,6 +63,7 @@ struct Sim {
   const SpmdProgram& program;
   const SpmdSimResult& plan;
   bool log_on = false;
+  bool inline_collectives = false;  // ClusterSpec::overlap_collectives false
   std::vector<std::vector<sg4::SemaphorePtr>> ready, done;  // [rank][collective #]
   std::vector<sg4::SemaphorePtr> updated, gathered;         // [rank]: ZeRO-1's all_gathers
   std::vector<std::vector<Interval>> compute, comm;
@@ -154,13 +155,21 @@ void compute_actor(Sim& sim, int rank) {
     flush();
     for (int c : it->second) sim.ready[r][static_cast<std::size_t>(c)]->release();
   };
-  issue(-1);
+  // Inline collectives (ClusterSpec::overlap_collectives false): each is waited for as soon as
+  // it is handed over, so the computation stops while it runs.
+  auto issue_and_wait = [&](int after) {
+    issue(after);
+    if (sim.inline_collectives)
+      if (auto it = sim.issue.find(after); it != sim.issue.end())
+        for (int c : it->second) wait(sim.program.collectives[static_cast<std::size_t>(c)]);
+  };
+  issue_and_wait(-1);
   for (std::size_t i = 0; i < sim.program.ops.size(); ++i) {
     const SpmdOp& op = sim.program.ops[i];
     if (op.collective) continue;
     for (int w : op.waits) wait(w);
     pending += sim.plan.op_seconds[i];
-    issue(static_cast<int>(i));
+    issue_and_wait(static_cast<int>(i));
   }
   for (int w : sim.program.output_waits) wait(w);
   flush();
@@ -371,6 +380,7 @@ SpmdSimResult simulate_spmd_step(const ClusterSpec& cluster, const SpmdProgram& 
     const Platform platform = build_platform(cluster);
     Sim sim(platform, program, r);
     sim.log_on = options.log;
+    sim.inline_collectives = !cluster.overlap_collectives;
     for (std::size_t c = 0; c < n_coll; ++c) {
       sim.coll_index[program.collectives[c]] = static_cast<int>(c);
       sim.issue[program.issue_after[c]].push_back(static_cast<int>(c));

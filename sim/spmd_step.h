@@ -27,6 +27,10 @@
 // So a tensor-parallel all-reduce in the forward pass blocks the next op, and the gradient
 // all-reduces of data parallelism overlap with the rest of the backward pass, as PyTorch DDP's
 // do (one collective per gradient: the partitioner emits no buckets).
+// With `collectives: inline` in the cluster spec (ClusterSpec::overlap_collectives false: the
+// runtime `spora run --strategy` has, which runs each collective where the program reaches it,
+// and so the spec `spora calibrate` writes) the compute stream waits for each collective as
+// soon as it hands it over: nothing overlaps.
 //
 // Collectives over a group of p ranks, ring algorithms, as one message per step to the ring
 // neighbour (the `bulk` granularity of sim/train_step.h: same time as the chunked schedule on

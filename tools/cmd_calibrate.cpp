@@ -583,6 +583,9 @@ int calibrate(const Options& o) {
     y += fmt::format("    {}: {{efficiency: {:.3f}, launch_overhead: {}}}\n", cls,
                      std::clamp(c.at(e), 0.001, 1.0), usec(c.at(h)));
   }
+  // `spora run --strategy`'s MPI executor runs each collective where the program reaches it
+  // (ops/collective.cpp): nothing overlaps it, and the simulator must not assume otherwise.
+  y += "collectives: inline   # spora run's MPI executor: no overlap with computation\n";
   y += fmt::format("interconnect:\n  kind: switch\n  bandwidth: {}\n  latency: {}\n", gb(link),
                    usec(latency));
 

@@ -95,6 +95,37 @@ TEST(SpmdStep, DataParallelAllReducesTakeTheRingClosedForm) {
   for (const DeviceReport& d : r.devices) EXPECT_NEAR(d.compute, r.devices[0].compute, 1e-12);
 }
 
+// `collectives: inline` (the runtime of `spora run --strategy`): nothing overlaps, so the data
+// parallel step is exactly its compute plus every collective's ring closed form (on this spec
+// the step is almost all communication, so the overlapped step is only a little shorter).
+TEST(SpmdStep, InlineCollectivesAddUp) {
+  Case c = partitioned(R"J({"mesh": [4], "layouts": {"x": "(4, 1)", "y": "(4)"}})J", 16);
+  ClusterSpec spec = switch16();
+  ASSERT_TRUE(spec.overlap_collectives);
+  const SpmdSimResult overlapped = simulate_spmd_step(spec, c.spmd);
+  spec.overlap_collectives = false;
+  const SpmdSimResult r = simulate_spmd_step(spec, c.spmd);
+  const double p = 4;
+  double closed = 0;
+  for (const SpmdCollectiveRecord& rec : r.collectives) {
+    EXPECT_NEAR(rec.seconds, 2 * (p - 1) * (kAlpha + rec.bytes / p / kB), 1e-9) << rec.bytes;
+    closed += rec.seconds;
+  }
+  EXPECT_NEAR(r.step_seconds, r.compute_seconds + closed, 1e-8);
+  EXPECT_LT(overlapped.step_seconds, r.step_seconds);
+  // The spec key.
+  const std::string yaml = R"Y(name: t
+nodes: 1
+devices_per_node: 2
+device: {peak_flops: {f32: 1 TFLOP/s}, memory: 1 GB, memory_bandwidth: 1 TB/s}
+interconnect: {kind: switch, bandwidth: 1 GB/s, latency: 1 us}
+collectives: inline
+)Y";
+  EXPECT_FALSE(parse_cluster_spec(yaml, "t.yaml").overlap_collectives);
+  EXPECT_THROW(parse_cluster_spec(yaml.substr(0, yaml.size() - 7) + "sometimes\n", "t.yaml"),
+               ClusterSpecError);
+}
+
 // Megatron-style tensor parallelism (column then row split): the forward all-reduce after the
 // row-split matmul blocks the ops after it, so the step exceeds compute + exposed comm > 0;
 // parameters are split 4 ways in memory.
