@@ -13,6 +13,7 @@ struct RunOptions {
   bool optimize = true;   // run the simplification passes before executing (graph mode)
   bool fuse = true;       // fuse operators and run the groups with generated kernels (graph mode)
   std::string device = "cpu";  // cpu | cuda (`--device`; a program's set_device(...) overrides it)
+  std::string profile;         // graph mode: write a Chrome trace of the run here (tools/profile.h)
 };
 
 int cmd_run(const std::string& path, const RunOptions& opts);

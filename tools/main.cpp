@@ -25,6 +25,7 @@
 #include "semantics/pipeline.h"
 #include "tools/cmd_search.h"
 #include "tools/commands.h"
+#include "tools/profile.h"
 #include "tools/fused_stage.h"
 #include "tools/spmd_run.h"
 
@@ -125,6 +126,9 @@ int cmd_run(const std::string& path, const RunOptions& opts) {
   diags.print(std::cerr);
   if (!c.module) return 1;
   if (options.eager) {
+    if (!opts.profile.empty())
+      std::cerr << "spora: warning: --profile times graph mode only (eager mode ran the program "
+                   "while lowering it); no profile written\n";
     if (opts.stats) {
       std::cout.flush();
       print_eager_stats(c.module.get(),
@@ -141,6 +145,11 @@ int cmd_run(const std::string& path, const RunOptions& opts) {
   }
   try {
     sem::Interpreter interp(*c.module);
+    std::unique_ptr<RunProfiler> profiler;
+    if (!opts.profile.empty()) {
+      profiler = std::make_unique<RunProfiler>(sources);
+      interp.set_trace(profiler->hook());
+    }
     const int64_t live_before = sem::memory_stats().live_bytes;  // the module's constants
     sem::reset_peak_memory();
     runtime::caching_allocator().reset_stats();
@@ -161,6 +170,10 @@ int cmd_run(const std::string& path, const RunOptions& opts) {
                                megabytes(mem.peak_bytes), megabytes(mem.peak_bytes - live_before),
                                megabytes(live_before), runtime::describe(runtime::caching_allocator().stats()));
       if (fused) std::cerr << "stats: " << describe_fusion(*fused) << "\n";
+    }
+    if (profiler) {
+      std::cout.flush();
+      profiler->write(opts.profile, std::cerr);
     }
   } catch (const sem::RuntimeError& e) {
     std::cout.flush();
@@ -257,6 +270,9 @@ int main(int argc, char** argv) {
   run->add_option("file", run_path, "the program (.sp) or IR module (.ir)")->required();
   run->add_option("--mode", run_opts.mode, "execution mode: graph (compile the whole program) or eager (op by op)")
       ->capture_default_str();
+  run->add_option("--profile", run_opts.profile,
+                  "graph mode: write a timeline of the run (Chrome trace JSON: every primitive, fused group and call "
+                  "with its type and source line) to FILE and print the costliest primitives to stderr");
   run->add_flag("--stats", run_opts.stats, "print to stderr: graph size, run time, the planned and the measured peak tensor memory, the allocator's reserved bytes and cache hits (eager mode: ops run, entry graph size, peak memory)");
   bool no_fuse = false;
   run->add_flag("--no-fuse", no_fuse, "graph mode: run every node on its own (no operator fusion, no generated kernels)");

@@ -16,62 +16,22 @@
 //  tests/conformance/*.sp the language contract programs with expected.json (numbers printed
 //                         in order, relative tolerance 1e-4), in graph and eager mode.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
+#include <sys/wait.h>
 
 #include <array>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
 #include <string>
-#include <sys/wait.h>
 #include <vector>
 
-namespace fs = std::filesystem;
+#include "tests/driver/run_spora.h"
 
 namespace {
-
-const std::string kSpora = std::string(SPORA_BINARY_DIR) + "/bin/spora";
-
-struct RunResult {
-  int status = -1;
-  std::string out, err;
-};
-
-std::string read_file(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-RunResult run_spora(const std::string& args) {
-  RunResult r;
-  const fs::path tmp = fs::temp_directory_path() / ("spora_golden_" + std::to_string(::getpid()) + "_" +
-                                                    std::to_string(std::rand()) + ".err");
-  const std::string cmd = kSpora + " " + args + " 2>" + tmp.string();
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  int st = ::pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  r.err = read_file(tmp);
-  fs::remove(tmp);
-  // In a sanitizer build (-DSPORA_SANITIZE=ON) a memory or undefined-behaviour error shows
-  // on stderr; the exit status alone would hide it where the test expects a failure (a
-  // sanitizer exits 1, like a user error) or skips one (IrRoundTrip).
-  for (const char* marker : {"ERROR: AddressSanitizer", "ERROR: LeakSanitizer", ": runtime error: "}) {
-    if (r.err.find(marker) != std::string::npos) {
-      ADD_FAILURE() << "spora " << args << ": sanitizer report\n" << r.err;
-      break;
-    }
-  }
-  return r;
-}
 
 std::vector<std::string> lines_of(const std::string& s) {
   std::vector<std::string> out;
@@ -128,8 +88,10 @@ void check_lines(const std::vector<std::pair<std::string, bool>>& checks, const 
       }
     }
     first = false;
-    ASSERT_TRUE(found) << what << ": no line matching '" << text << "'" << (next ? " right after the previous match" : "")
-                       << "\n--- " << what << " ---\n" << output;
+    ASSERT_TRUE(found) << what << ": no line matching '" << text << "'"
+                       << (next ? " right after the previous match" : "") << "\n--- " << what
+                       << " ---\n"
+                       << output;
   }
 }
 
@@ -140,11 +102,16 @@ void check_golden(const fs::path& file, const std::string& default_run) {
   std::vector<std::pair<std::string, bool>> checks, err_checks;
   for (const auto& l : lines_of(read_file(file))) {
     const std::string t = trim(l);
-    if (t.rfind("# RUN:", 0) == 0) run = trim(t.substr(6));
-    else if (t.rfind("# CHECK-NEXT:", 0) == 0) checks.emplace_back(trim(t.substr(13)), true);
-    else if (t.rfind("# CHECK-ERR:", 0) == 0) err_checks.emplace_back(trim(t.substr(12)), false);
-    else if (t.rfind("# CHECK:", 0) == 0) checks.emplace_back(trim(t.substr(8)), false);
-    else if (t.rfind("# EXIT:", 0) == 0) want_exit = std::stoi(t.substr(7));
+    if (t.rfind("# RUN:", 0) == 0)
+      run = trim(t.substr(6));
+    else if (t.rfind("# CHECK-NEXT:", 0) == 0)
+      checks.emplace_back(trim(t.substr(13)), true);
+    else if (t.rfind("# CHECK-ERR:", 0) == 0)
+      err_checks.emplace_back(trim(t.substr(12)), false);
+    else if (t.rfind("# CHECK:", 0) == 0)
+      checks.emplace_back(trim(t.substr(8)), false);
+    else if (t.rfind("# EXIT:", 0) == 0)
+      want_exit = std::stoi(t.substr(7));
   }
   ASSERT_FALSE(checks.empty() && err_checks.empty()) << file << " has no CHECK lines";
   RunResult r = run_spora(run + " " + file.string());
@@ -167,7 +134,8 @@ TEST_P(Golden, IrRoundTrip) {
   const fs::path file = GetParam();
   RunResult typed = run_spora("ir --stage typed " + file.string());
   if (typed.status != 0) GTEST_SKIP() << "does not compile (a golden error test)";
-  const fs::path tmp = fs::temp_directory_path() / ("spora_rt_" + std::to_string(::getpid()) + "_" + file.stem().string() + ".ir");
+  const fs::path tmp = fs::temp_directory_path() / ("spora_rt_" + std::to_string(::getpid()) + "_" +
+                                                    file.stem().string() + ".ir");
   {
     std::ofstream f(tmp);
     f << typed.out;
@@ -229,16 +197,21 @@ TEST_P(Negative, Diagnostics) {
     EXPECT_TRUE(matched) << "unexpected error: " << l;
   }
   for (const auto& e : expects)
-    EXPECT_TRUE(e.seen) << "missing error on line " << e.line << ": " << e.text << "\n--- stderr ---\n" << r.err;
+    EXPECT_TRUE(e.seen) << "missing error on line " << e.line << ": " << e.text
+                        << "\n--- stderr ---\n"
+                        << r.err;
 }
 
-INSTANTIATE_TEST_SUITE_P(Programs, Negative, testing::ValuesIn(files_in("tests/negative")), name_of);
+INSTANTIATE_TEST_SUITE_P(Programs, Negative, testing::ValuesIn(files_in("tests/negative")),
+                         name_of);
 
 // ---------------------------------------------------------------- conformance
 std::vector<double> numbers_in(const std::string& text) {
-  static const std::regex num(R"((^|[^A-Za-z_\d])([-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)\b))");
+  static const std::regex num(
+      R"((^|[^A-Za-z_\d])([-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)\b))");
   std::vector<double> out;
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), num); it != std::sregex_iterator(); ++it)
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), num); it != std::sregex_iterator();
+       ++it)
     out.push_back(std::stod((*it)[2].str()));
   return out;
 }
@@ -259,16 +232,20 @@ TEST_P(Conformance, GraphMode) { check("graph"); }
 TEST_P(Conformance, EagerMode) { check("eager"); }
 
 void Conformance::check(const std::string& mode) {
-  const auto expected = nlohmann::json::parse(read_file(fs::path(SPORA_SOURCE_DIR) / "tests/conformance/expected.json"));
+  const auto expected = nlohmann::json::parse(
+      read_file(fs::path(SPORA_SOURCE_DIR) / "tests/conformance/expected.json"));
   const std::string name = GetParam();
-  RunResult r = run_spora("run --mode " + mode + " " +
-                          (fs::path(SPORA_SOURCE_DIR) / "tests/conformance" / (name + ".sp")).string());
+  RunResult r =
+      run_spora("run --mode " + mode + " " +
+                (fs::path(SPORA_SOURCE_DIR) / "tests/conformance" / (name + ".sp")).string());
   ASSERT_EQ(r.status, 0) << r.err;
   auto got = numbers_in(r.out);
   auto want = expected.at(name).get<std::vector<double>>();
   ASSERT_EQ(got.size(), want.size()) << r.out;
   for (size_t k = 0; k < got.size(); ++k)
-    EXPECT_LE(std::abs(got[k] - want[k]), std::max(1e-4 * std::abs(want[k]), 1e-5)) << "number " << k << "\n" << r.out;
+    EXPECT_LE(std::abs(got[k] - want[k]), std::max(1e-4 * std::abs(want[k]), 1e-5))
+        << "number " << k << "\n"
+        << r.out;
 }
 
 INSTANTIATE_TEST_SUITE_P(Programs, Conformance, testing::ValuesIn(conformance_programs()),

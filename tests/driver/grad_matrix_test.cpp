@@ -4,13 +4,13 @@
 // each gradient checked by `spora grad-check` in f64 against central finite differences and
 // forward mode (relative error 1e-6). One generated program per primitive.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <sys/wait.h>
 #include <vector>
 
 namespace fs = std::filesystem;
@@ -24,23 +24,46 @@ struct Case {
 
 const std::vector<Case>& cases() {
   static const std::vector<Case> c = {
-      {"exp", "exp(v)"}, {"log", "log(v)"}, {"sqrt", "sqrt(v)"}, {"rsqrt", "rsqrt(v)"},
-      {"abs", "abs(v - 1.0)"}, {"tanh", "tanh(v)"}, {"sigmoid", "sigmoid(v)"}, {"relu", "relu(v - 1.0)"},
-      {"gelu", "gelu(v)"}, {"sin", "sin(v)"}, {"cos", "cos(v)"}, {"erf", "erf(v)"}, {"log1p", "log1p(v)"},
-      {"expm1", "expm1(v)"}, {"square", "square(v)"}, {"reciprocal", "reciprocal(v)"}, {"neg", "neg(v)"},
-      {"add", "add(v, v * 0.5 + 1.0)"}, {"sub", "sub(v, v * v)"}, {"mul", "mul(v, v + 2.0)"},
-      {"div", "div(v, v * 0.5 + 1.0)"}, {"pow", "pow(v, v * 0.5 + 1.0)"},
-      {"maximum", "maximum(v, v * 0.5 + 0.6)"}, {"minimum", "minimum(v, v * 0.5 + 0.6)"},
-      {"sum", "sum(reshape(v, (2, 2)), axis=0, keepdims=true)"}, {"mean", "mean(reshape(v, (2, 2)), axis=1)"},
-      {"max", "max(reshape(v, (2, 2)), axis=1)"}, {"min", "min(reshape(v, (2, 2)), axis=0)"},
-      {"prod", "prod(reshape(v, (2, 2)), axis=1)"}, {"logsumexp", "logsumexp(reshape(v, (2, 2)), axis=1)"},
+      {"exp", "exp(v)"},
+      {"log", "log(v)"},
+      {"sqrt", "sqrt(v)"},
+      {"rsqrt", "rsqrt(v)"},
+      {"abs", "abs(v - 1.0)"},
+      {"tanh", "tanh(v)"},
+      {"sigmoid", "sigmoid(v)"},
+      {"relu", "relu(v - 1.0)"},
+      {"gelu", "gelu(v)"},
+      {"sin", "sin(v)"},
+      {"cos", "cos(v)"},
+      {"erf", "erf(v)"},
+      {"log1p", "log1p(v)"},
+      {"expm1", "expm1(v)"},
+      {"square", "square(v)"},
+      {"reciprocal", "reciprocal(v)"},
+      {"neg", "neg(v)"},
+      {"add", "add(v, v * 0.5 + 1.0)"},
+      {"sub", "sub(v, v * v)"},
+      {"mul", "mul(v, v + 2.0)"},
+      {"div", "div(v, v * 0.5 + 1.0)"},
+      {"pow", "pow(v, v * 0.5 + 1.0)"},
+      {"maximum", "maximum(v, v * 0.5 + 0.6)"},
+      {"minimum", "minimum(v, v * 0.5 + 0.6)"},
+      {"sum", "sum(reshape(v, (2, 2)), axis=0, keepdims=true)"},
+      {"mean", "mean(reshape(v, (2, 2)), axis=1)"},
+      {"max", "max(reshape(v, (2, 2)), axis=1)"},
+      {"min", "min(reshape(v, (2, 2)), axis=0)"},
+      {"prod", "prod(reshape(v, (2, 2)), axis=1)"},
+      {"logsumexp", "logsumexp(reshape(v, (2, 2)), axis=1)"},
       {"softmax", "softmax(reshape(v, (2, 2)), axis=-1) * v[0:2]"},
       {"log_softmax", "log_softmax(reshape(v, (2, 2)), axis=-1) * v[0:2]"},
       {"matmul", "reshape(v, (2, 2)) @ reshape(v * v, (2, 2))"},
       {"transpose", "transpose(reshape(v, (2, 2))) * reshape(v * v, (2, 2))"},
-      {"concat", "concat((v, v * v), axis=0)"}, {"stack", "stack((v, sin(v)), axis=1)"},
-      {"slice", "v[1:3] * v[::-2]"}, {"broadcast_to", "broadcast_to(v, (3, 4)) * 0.5"},
-      {"layer_norm", "layer_norm(reshape(v, (2, 2))) * reshape(v, (2, 2))"}, {"cross_entropy", "cross_entropy(reshape(v * 3.0, (2, 2)), [0, 1])"},
+      {"concat", "concat((v, v * v), axis=0)"},
+      {"stack", "stack((v, sin(v)), axis=1)"},
+      {"slice", "v[1:3] * v[::-2]"},
+      {"broadcast_to", "broadcast_to(v, (3, 4)) * 0.5"},
+      {"layer_norm", "layer_norm(reshape(v, (2, 2))) * reshape(v, (2, 2))"},
+      {"cross_entropy", "cross_entropy(reshape(v * 3.0, (2, 2)), [0, 1])"},
   };
   return c;
 }
@@ -49,19 +72,24 @@ std::string program(const std::string& e) {
   std::string s;
   s += "def body(v) = sum(" + e + ")\n";
   s += "def straight(x) = body(x)\n";
-  s += "def in_if(x) {\n    if sum(x) > 0.5 {\n        return body(x)\n    }\n    return sum(x)\n}\n";
-  s += "def in_for(x) {\n    var s = 0.0\n    var y = x\n    for i in range(2) {\n        s = s + body(y)\n"
+  s += "def in_if(x) {\n    if sum(x) > 0.5 {\n        return body(x)\n    }\n    return "
+       "sum(x)\n}\n";
+  s += "def in_for(x) {\n    var s = 0.0\n    var y = x\n    for i in range(2) {\n        s = s + "
+       "body(y)\n"
        "        y = y * 0.9\n    }\n    return s\n}\n";
-  s += "def in_while(x) {\n    var s = 0.0\n    var y = x\n    while sum(y) > 3.0 {\n        s = s + body(y)\n"
+  s += "def in_while(x) {\n    var s = 0.0\n    var y = x\n    while sum(y) > 3.0 {\n        s = s "
+       "+ body(y)\n"
        "        y = y * 0.8\n    }\n    return s\n}\n";
-  s += "def closure(x) {\n    let c = x * 1.0\n    let g = fn (z) => body(c * z)\n    return g(1.0)\n}\n";
+  s += "def closure(x) {\n    let c = x * 1.0\n    let g = fn (z) => body(c * z)\n    return "
+       "g(1.0)\n}\n";
   s += "def apply(f, x) = f(x)\n";
   s += "def higher_order(x) = apply(body, x)\n";
   s += "def rec(x: f32[4], n: i32) -> f32 {\n    if n == 0 {\n        return body(x)\n    }\n"
        "    return rec(x * 0.9, n - 1)\n}\n";
   s += "def recursion(x) = rec(x, 2)\n";
   s += "def main() {\n    let x = [0.3, 0.7, 1.1, 1.6]\n";
-  for (const char* f : {"straight", "in_if", "in_for", "in_while", "closure", "higher_order", "recursion"})
+  for (const char* f :
+       {"straight", "in_if", "in_for", "in_while", "closure", "higher_order", "recursion"})
     s += std::string("    print(grad(") + f + ")(x))\n";
   s += "}\n";
   return s;
@@ -76,7 +104,8 @@ TEST_P(GradMatrix, EveryConstruct) {
     std::ofstream f(file);
     f << program(c.expr);
   }
-  const std::string cmd = std::string(SPORA_BINARY_DIR) + "/bin/spora grad-check " + file.string() + " 2>&1";
+  const std::string cmd =
+      std::string(SPORA_BINARY_DIR) + "/bin/spora grad-check " + file.string() + " 2>&1";
   FILE* p = ::popen(cmd.c_str(), "r");
   ASSERT_NE(p, nullptr);
   std::string out;
@@ -84,9 +113,13 @@ TEST_P(GradMatrix, EveryConstruct) {
   size_t n;
   while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
   const int st = ::pclose(p);
-  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << out << "\n--- program ---\n" << program(c.expr);
-  for (const char* f : {"straight", "in_if", "in_for", "in_while", "closure", "higher_order", "recursion"})
-    EXPECT_NE(out.find(std::string(f) + ": finite differences"), std::string::npos) << f << " not checked\n" << out;
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << out << "\n--- program ---\n"
+                                                     << program(c.expr);
+  for (const char* f :
+       {"straight", "in_if", "in_for", "in_while", "closure", "higher_order", "recursion"})
+    EXPECT_NE(out.find(std::string(f) + ": finite differences"), std::string::npos)
+        << f << " not checked\n"
+        << out;
   fs::remove(file);
 }
 
