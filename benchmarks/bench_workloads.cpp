@@ -38,6 +38,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -46,6 +47,7 @@
 #include "autodiff/install.h"
 #include "backends/codegen/fused_runtime.h"
 #include "backends/cpu/cpu.h"
+#include "backends/cpu/kernels.h"
 #include "backends/runtime/runtime.h"
 #include "lang/parser.h"
 #include "ops/ops.h"
@@ -149,6 +151,10 @@ void init_spora() {
   spora::runtime::install();
   spora::cpu::register_kernels();
   spora::sem::set_backend(spora::sem::Backend::Cpu);
+  // As bench_cpu_kernels: SPORA_BENCH_ALL_THREADS=1 keeps the parallel paths on a busy machine
+  // (the Cpu backend and fused kernels otherwise drop to one thread while it is oversubscribed).
+  if (const char* all = std::getenv("SPORA_BENCH_ALL_THREADS"); all && all[0] == '1')
+    spora::cpu::set_load_adaptive(false);
 }
 
 // Parses and lowers `text` with `entry` as the entry point; in eager mode this runs it.

@@ -13,10 +13,10 @@
 // fit of Numerical Recipes' erfcc (fractional error below 1.2e-7); gelu by a clamped
 // rational erf (below). Special values (nan, +-inf, +-0, subnormals, overflow) follow glibc.
 //
-// Speed: a zmm vector of these costs about one cycle per vector instruction on the two
-// AVX-512 ports, plus the divider (one vdivps zmm blocks it for about 8.5 cycles). The
-// W5 chain gelu(x * 1.5 + 0.25) * 0.75 + tanh(x) compiles to 61 vector instructions with
-// two divisions (85 before the cheaper tanh and gelu of 2026-11-29): count them with
+// Speed: a zmm vector of these costs about half a cycle per vector instruction (two
+// AVX-512 ports); the divider (one vdivps zmm blocks it for about 8.5 cycles) runs beside. The
+// W5 chain gelu(x * 1.5 + 0.25) * 0.75 + tanh(x) compiles to 60 zmm instructions with
+// two divisions (81 before the cheaper tanh and gelu of 2026-11-29): count them with
 // `objdump -d` on a cached kernel (backends/codegen/README.md). Clamps are written so
 // that GCC emits one instruction (an integer min on the bits, or a select it can fold);
 // reciprocal approximations with Newton steps were not used: they cost more vector
