@@ -15,7 +15,8 @@
 //                derivative on the recorded tape). run_steps prints the step index after each
 //                step; a step's time is the time between two consecutive prints (n = 1 + k gives
 //                k steps per run), the median over every step of every timed run is quoted.
-//   Limit/...    OpenBLAS SGEMM 1024^3, the 9 GEMMs of W2 back to back, STREAM triad.
+//   Limit/...    OpenBLAS SGEMM 1024^3, the 9 GEMMs of W2 back to back, STREAM triad, and
+//                W5Stream (x * 1.5 + 0.25 over W5's 4M floats: W5's memory traffic alone).
 //
 // Every workload is verified once before it is timed (a failure skips the benchmark with the
 // reason): the step's outputs, fused and unfused, are finite and agree with the reference
@@ -38,6 +39,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -47,6 +49,7 @@
 #include "backends/codegen/fused_runtime.h"
 #include "semantics/passes/kernel_stats.h"
 #include "backends/cpu/cpu.h"
+#include "backends/cpu/kernels.h"
 #include "backends/runtime/runtime.h"
 #include "lang/parser.h"
 #include "ops/ops.h"
@@ -150,6 +153,10 @@ void init_spora() {
   spora::runtime::install();
   spora::cpu::register_kernels();
   spora::sem::set_backend(spora::sem::Backend::Cpu);
+  // As bench_cpu_kernels: SPORA_BENCH_ALL_THREADS=1 keeps the parallel paths on a busy machine
+  // (the Cpu backend and fused kernels otherwise drop to one thread while it is oversubscribed).
+  if (const char* all = std::getenv("SPORA_BENCH_ALL_THREADS"); all && all[0] == '1')
+    spora::cpu::set_load_adaptive(false);
 }
 
 // Parses and lowers `text` with `entry` as the entry point; in eager mode this runs it.
@@ -580,6 +587,36 @@ void BM_Limit_Triad(benchmark::State& state) {
   state.counters["threads"] = omp_get_max_threads();
 }
 
+// W5's own memory bound: y = x * 1.5 + 0.25 over W5's 4M floats (16 MB in, 16 MB out, the
+// output buffer reused from call to call as the runtime's caching allocator reuses it), split
+// over the OpenMP team as the fused kernel splits it. Unlike the triad, it pays the same
+// read-for-ownership of the output lines and the same cache residency as the kernel.
+void BM_Limit_W5Stream(benchmark::State& state) {
+  const int64_t n = 4 * 1024 * 1024;
+  std::vector<float> x = filled(static_cast<size_t>(n), 0.1f), y(static_cast<size_t>(n));
+  auto stream = [&] {
+    const float* px = x.data();
+    float* py = y.data();
+#pragma omp parallel for schedule(static)
+    for (int64_t t = 0; t < n / 8192; ++t) {
+#pragma omp simd
+      for (int64_t j = t * 8192; j < (t + 1) * 8192; ++j) py[j] = px[j] * 1.5f + 0.25f;
+    }
+  };
+  for (int k = 0; k < 3; ++k) stream();
+  std::vector<double> times;
+  BgMeter bg;
+  for (auto _ : state) {
+    const auto t0 = Clock::now();
+    stream();
+    times.push_back(seconds_since(t0));
+    state.SetIterationTime(times.back());
+  }
+  report_times(state, times, bg);
+  state.counters["gbs_best"] = 8.0 * static_cast<double>(n) / *std::min_element(times.begin(), times.end()) / 1e9;
+  state.counters["threads"] = omp_get_max_threads();
+}
+
 // ------------------------------------------------------------------ per-primitive profile
 // Where one graph-mode step spends its time: per primitive (and the kernel it ran: the Cpu
 // backend's, or "(ref)" for the reference fallback) or fusion group ("fused[add+relu]"), then
@@ -717,6 +754,10 @@ int main(int argc, char** argv) {
       ->UseManualTime()
       ->Unit(benchmark::kMillisecond)
       ->Iterations(10);
+  benchmark::RegisterBenchmark("Limit/W5Stream", BM_Limit_W5Stream)
+      ->UseManualTime()
+      ->Unit(benchmark::kMillisecond)
+      ->MinTime(1.0);
   int n = static_cast<int>(rest.size());
   benchmark::Initialize(&n, rest.data());
   if (benchmark::ReportUnrecognizedArguments(n, rest.data())) return 1;

@@ -8,10 +8,19 @@
 // Algorithms (Cephes single precision, S. Moshier): exp by x = n ln2 + r and a degree-6
 // polynomial, 2^n assembled in the exponent bits (two factors, so subnormal results round
 // once); log by frexp in the bits and a degree-8 polynomial of m - 1; tanh by an odd
-// polynomial below 0.625 and 1 - 2 / (exp(2|x|) + 1) above; erf by x P(x^2) below 1 and
-// 1 - erfc above, with the Chebyshev fit of Numerical Recipes' erfcc (fractional error
-// below 1.2e-7); gelu by a clamped rational erf (below). Special values (nan, +-inf, +-0,
-// subnormals, overflow) follow glibc.
+// polynomial below 0.625 and 1 - 2 / (exp(2|x|) + 1) above (a cheaper exp of its own: the
+// argument is in [1.25, 20]); erf by x P(x^2) below 1 and 1 - erfc above, with the Chebyshev
+// fit of Numerical Recipes' erfcc (fractional error below 1.2e-7); gelu by a clamped
+// rational erf (below). Special values (nan, +-inf, +-0, subnormals, overflow) follow glibc.
+//
+// Speed: a zmm vector of these costs about half a cycle per vector instruction (two
+// AVX-512 ports); the divider (one vdivps zmm blocks it for about 8.5 cycles) runs beside. The
+// W5 chain gelu(x * 1.5 + 0.25) * 0.75 + tanh(x) compiles to 60 zmm instructions with
+// two divisions (81 before the cheaper tanh and gelu of 2026-11-29): count them with
+// `objdump -d` on a cached kernel (backends/codegen/README.md). Clamps are written so
+// that GCC emits one instruction (an integer min on the bits, or a select it can fold);
+// reciprocal approximations with Newton steps were not used: they cost more vector
+// instructions than the division they replace, and the divider is not the bottleneck.
 #pragma once
 
 #include <cmath>
@@ -90,9 +99,16 @@ SPORA_INLINE float log(float x) {
   return x != x ? x : r;
 }
 
-// Hyperbolic tangent. (A clamped rational x P(x^2) / Q(x^2), as erf_rational below, timed
-// 2.3x faster in a standalone loop but is 3.5-6 ulp off where this is 0.5-1.3: enough to move
-// W6's 50-step RNN gradients by 1e-4.)
+// Hyperbolic tangent: the odd polynomial below 0.625, 1 - 2 / (e^2a + 1) above (a = |x|).
+// Within 1.32 ulp of tanh everywhere (dense sweep, tests/cpu/vmath_test.cpp; the worst is
+// just above 0.625), the same as with exp() above, so W6's 50-step RNN keeps its results.
+// e^2a is not exp(): 2a is clamped to 20 (tanh rounds to 1 from 9.01 on), so 2^n is one
+// factor made by one shift of the rounding constant's bits, and 2a >= 1.25 where it is used,
+// so a degree-4 polynomial of expm1(r) - r, |r| <= ln2 / 2, suffices (2.3e-8 relative, our
+// Chebyshev fit). (A clamped rational x P(x^2) / Q(x^2), as erf_rational below, timed faster
+// still but is 3.5-6 ulp off: enough to move W6's 50-step RNN gradients by 1e-4; the single
+// formula expm1(2a) / (expm1(2a) + 2) is 2.4 ulp off below 0.2, where rounding 2a + 2 costs
+// up to one ulp.)
 SPORA_INLINE float tanh(float x) {
   float a = std::fabs(x);
   float z = x * x;
@@ -101,10 +117,26 @@ SPORA_INLINE float tanh(float x) {
   p = p * z - 5.37397155531e-2f;
   p = p * z + 1.33314422036e-1f;
   p = p * z - 3.33332819422e-1f;
-  float small = std::copysign(p * z * a + a, x);  // keeps -0
-  float e = exp(a + a);
-  float big = std::copysign(1.0f - 2.0f / (e + 1.0f), x);
-  return a < 0.625f ? small : big;
+  float small = p * z * a + a;
+  // e^a2 = 2^n e^r, n = round(a2 / ln2) with the shift trick; the shift constant carries the
+  // exponent bias, so (bits of t) << 23 is 2^n. nan passes the clamp and stays nan.
+  float a2 = a + a;
+  a2 = a2 > 20.0f ? 20.0f : a2;
+  constexpr float kShift = 12582912.0f + 127.0f;
+  float t = a2 * 1.44269504088896341f + kShift;
+  float nf = t - kShift;
+  float r = a2 - nf * 0.693359375f;
+  r = r - nf * -2.12194440e-4f;
+  float q = 1.3926197669e-3f;
+  q = q * r + 8.3631903256e-3f;
+  q = q * r + 4.1666554533e-2f;
+  q = q * r + 1.6666576922e-1f;
+  q = q * r + 0.5f;
+  float em = q * (r * r) + r;  // e^r - 1
+  float s = bits_to_float(float_to_bits(t) << 23);
+  float e = s * em + s;
+  float big = 1.0f - 2.0f / (e + 1.0f);
+  return std::copysign(a < 0.625f ? small : big, x);  // keeps -0
 }
 
 // erf(x) for |x| < 1 (x P(x^2)) and erfc(|x|) for |x| >= 1 (the Chebyshev fit); both are
@@ -147,24 +179,32 @@ SPORA_INLINE float erf(float x) {
 // Sanathanan-Koerner iteration, then Lawson reweighting toward minimax). XLA's form for f32
 // erf. No exp, so cheaper than erf below, but 4-5 ulp off near +-1 (erf is within 2.5e-7,
 // tests/cpu/vmath_test.cpp): gelu uses it.
+//
+// erf_rational_core takes |xc| <= 4 already clamped; the coefficients are those of the fit
+// times 16^-k (exact in binary), so s = xc^2 needs no scaling and the results are the same
+// bits as with s = xc^2 / 16.
+SPORA_INLINE float erf_rational_core(float xc) {
+  float s = xc * xc;
+  float p = -1.3202009264e-08f;
+  p = p * s + 4.6847317208e-06f;
+  p = p * s + 3.7960740156e-04f;
+  p = p * s + 3.8496172056e-03f;
+  p = p * s + 5.4316908121e-02f;
+  p = p * s + 1.8520347774e-01f;
+  p = p * s + 1.1283792257e+00f;
+  float q = 6.3110150222e-05f;
+  q = q * s + 1.3075690949e-03f;
+  q = q * s + 1.5462095849e-02f;
+  q = q * s + 1.1395848542e-01f;
+  q = q * s + 4.9746572971e-01f;
+  q = q * s + 1.0f;
+  return xc * p / q;
+}
+
 SPORA_INLINE float erf_rational(float x) {
   float xc = x > 4.0f ? 4.0f : x;
   xc = xc < -4.0f ? -4.0f : xc;
-  float s = xc * xc * 0.0625f;
-  float p = -2.2149296200e-01f;
-  p = p * s + 4.9122970889e+00f;
-  p = p * s + 2.4877951428e+01f;
-  p = p * s + 1.5768032371e+01f;
-  p = p * s + 1.3905128133e+01f;
-  p = p * s + 2.9632555831e+00f;
-  p = p * s + 1.1283791694e+00f;
-  float q = 6.6175787477e+01f;
-  q = q * s + 8.5692851770e+01f;
-  q = q * s + 6.3332743254e+01f;
-  q = q * s + 2.9173372628e+01f;
-  q = q * s + 7.9594515048e+00f;
-  q = q * s + 1.0f;
-  return xc * p / q;
+  return erf_rational_core(xc);
 }
 
 // 1 / (1 + exp(-x)), computed from exp(-|x|) so neither side overflows.
@@ -174,15 +214,22 @@ SPORA_INLINE float sigmoid(float x) {
   return x >= 0.0f ? inv : e * inv;
 }
 
-// x Phi(x) with the exact erf: 0.5 x (1 + erf(x / sqrt 2)). For x < 0, 1 + erf is a
+// x Phi(x) with the exact erf: x (0.5 + 0.5 erf(x / sqrt 2)). For x < 0, 0.5 + 0.5 erf is a
 // difference of nearly equal numbers, so the result is accurate in absolute terms, not
-// relative ones, in the negative tail (|y| < 3e-6 there): at most 1.2e-6 from the exact
+// relative ones, in the negative tail (|y| < 3e-6 there): at most 1.1e-6 from the exact
 // value, at most 0.89 of the backend's 1e-6 + 1e-5 |y| tolerance (0.73 where the compiler
 // contracts to FMA). PyTorch's vectorised CPU GELU and XLA's share this. An erfc-based form
 // keeps the tail's relative accuracy (what this function was before: exp and a division
 // more) and timed 2.4x slower in a standalone loop.
+// The clamp of erf's argument to 4 is an integer min on the bits of |x / sqrt 2| (one
+// instruction; a float select compiles to three or four): nan becomes 4 there, and x carries
+// it into the result. -0 stays -0; gelu(-inf) is nan, as the reference's formula gives.
 SPORA_INLINE float gelu(float x) {
-  return 0.5f * x * (1.0f + erf_rational(x * 0.70710678118654752440f));
+  float xs = x * 0.70710678118654752440f;
+  int32_t ab = float_to_bits(xs) & 0x7fffffff;
+  ab = ab < 0x40800000 ? ab : 0x40800000;  // 4.0f
+  float xc = std::copysign(bits_to_float(ab), xs);
+  return x * (0.5f + 0.5f * erf_rational_core(xc));
 }
 
 }  // namespace spora::cpu::vm

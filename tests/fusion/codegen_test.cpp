@@ -4,7 +4,10 @@
 // and NVRTC compilation of the CUDA source of every group of the workloads for sm_90.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <limits>
 #include <sstream>
 
 #include "semantics/ir/parser.h"
@@ -148,6 +151,75 @@ graph @main(%x: f32[4,3], %y: i32[4]) -> f32 {
       call(*m, m->entry, {random_value(sem::Type::tensor(DType::f32, {4, 3}), 1), labels});
   EXPECT_EQ(good.error, "");
   EXPECT_EQ(rt.launches(), 1u);
+}
+
+// The fused kernels embed backends/cpu/vmath.h and compile it with the production flags
+// (-O3 -march=native: vectorised, FMA-contracted): gelu and tanh keep their special values
+// there too (nan, +-inf, +-0, subnormals, the clamps of tanh's e^2|x| and gelu's erf) and agree
+// with the Cpu backend's node-by-node kernels on a dense ramp.
+TEST(Codegen, FusedGeluAndTanhKeepSpecialValues) {
+  setup();
+  const char* text = R"(
+graph @main(%x: f32[8192]) -> (f32[8192], f32[8192]) {
+  %g = gelu(%x) : f32[8192]
+  %t = tanh(%x) : f32[8192]
+  %r = make_tuple(%g, %t) : (f32[8192], f32[8192])
+  return %r
+}
+)";
+  const int64_t n = 8192;
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
+  const std::vector<float> special = {nan,     inf,    -inf,   0.0f,   -0.0f, 1e-40f,
+                                      -1e-40f, 1e-45f, 0.625f, 9.5f,   -9.5f, 20.0f,
+                                      -20.0f,  5.65f,  -5.7f,  -10.0f, 1e30f, -1e30f};
+  sem::Tensor x = sem::Tensor::empty(DType::f32, {n});
+  float* px = x.data<float>();
+  for (int64_t i = 0; i < n; ++i)
+    px[i] = i < static_cast<int64_t>(special.size()) ? special[static_cast<size_t>(i)]
+                                                     : -12.0f + 24.0f * static_cast<float>(i) / n;
+  auto plain = ir::parse_module(text);
+  const ProgramRun want = call(*plain, plain->entry, {sem::Value(x)});
+  ASSERT_EQ(want.error, "");
+  auto m = ir::parse_module(text);
+  passes::fuse_operators(*m);
+  codegen::FusedOptions o = test_fused_options();
+  o.compile.flags = codegen::default_compile_options().flags;
+  codegen::FusedRuntime rt(*m, o);
+  ASSERT_EQ(rt.kernels(), 1u) << rt.error();
+  const ProgramRun got = call(*m, m->entry, {sem::Value(x)});
+  ASSERT_EQ(got.error, "");
+  EXPECT_EQ(rt.launches(), 1u);
+  EXPECT_EQ(compare(got.result, want.result), "");
+  const float* g = got.result.items()[0].tensor.data<float>();
+  const float* t = got.result.items()[1].tensor.data<float>();
+  EXPECT_TRUE(std::isnan(g[0]));
+  EXPECT_EQ(g[1], inf);
+  EXPECT_TRUE(std::isnan(g[2]));  // -inf * 0 in the formula, as the reference's
+  EXPECT_EQ(g[3], 0.0f);
+  EXPECT_TRUE(std::signbit(g[4]));
+  EXPECT_EQ(g[5], 1e-40f * 0.5f);
+  EXPECT_EQ(g[11], 20.0f);
+  EXPECT_EQ(g[15], 0.0f);  // gelu(-10): the clamped erf is -1 exactly
+  EXPECT_EQ(g[16], 1e30f);
+  EXPECT_TRUE(std::isnan(t[0]));
+  EXPECT_EQ(t[1], 1.0f);
+  EXPECT_EQ(t[2], -1.0f);
+  EXPECT_EQ(t[3], 0.0f);
+  EXPECT_TRUE(std::signbit(t[4]));
+  EXPECT_EQ(t[5], 1e-40f);
+  EXPECT_EQ(t[6], -1e-40f);
+  EXPECT_EQ(t[7], 1e-45f);
+  EXPECT_EQ(t[9], 1.0f);
+  EXPECT_EQ(t[10], -1.0f);
+  EXPECT_EQ(t[16], 1.0f);
+  EXPECT_EQ(t[17], -1.0f);
+  // Within 1.5 ulp of tanh on the ramp (vmath_test.cpp's bound, here under FMA contraction).
+  for (size_t i = special.size(); i < static_cast<size_t>(n); ++i) {
+    const double w = std::tanh(static_cast<double>(px[i]));
+    int e = 0;
+    std::frexp(std::max(std::abs(w), 1.17549435e-38), &e);
+    ASSERT_LE(std::abs(t[i] - w), 1.5 * std::ldexp(1.0, e - 24)) << "tanh(" << px[i] << ")";
+  }
 }
 
 TEST(Codegen, NvrtcCompilesEveryWorkloadKernelForSm90) {
