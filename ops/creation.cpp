@@ -124,8 +124,9 @@ void add_random(sem::Registry& r, bool normal) {
   p.infer = [name](const std::vector<TypeP>& in, const Attrs& attrs) -> TypeP {
     expect_inputs(in, 0, 0, name);
     DType dt = dtype_attr(attrs, DType::f32);
-    if (dt != DType::f32 && dt != DType::f64)
-      user_error(name + " needs dtype f32 or f64, got " + std::string(dtype_name(dt)));
+    if (!is_float(dt))
+      user_error(name + " needs a float dtype (f32, f64, f16, bf16), got " +
+                 std::string(dtype_name(dt)));
     return Type::tensor(dt, shape_attr(attrs, name));
   };
   p.eval = [name, normal, a, b](const std::vector<Value>&, const Attrs& attrs) -> Value {
