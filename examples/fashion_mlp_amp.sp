@@ -7,7 +7,11 @@
 #   ./spora run examples/fashion_mlp_amp.sp --amp O0                 # the f32 baseline
 #
 # --amp overrides the set_amp below. With bf16 the scaler is harmless but unneeded (bf16 has
-# f32's exponent range). Prints the test accuracy after each epoch and the final loss scale.
+# f32's exponent range). Prints the test accuracy and the loss scale after each epoch.
+# Test accuracy after 3 epochs (measured on the 2-core development machine, 12-25 s a run):
+# f32 (O0) 87.9 %, O1 bf16 87.9 %, O1 f16 88.0 %, O2 f16 88.0 %, O3 bf16 88.0 %. The f16 runs'
+# scale grows to 131072 after 2000 finite steps and an overflow halves it back (that step is
+# skipped).
 import std.nn
 import std.optim
 import std.amp
