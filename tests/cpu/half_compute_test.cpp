@@ -120,6 +120,31 @@ TEST(HalfCompute, SoftmaxNormalisationAndMatmul) {
   }
 }
 
+TEST(HalfCompute, ConvolutionPoolingAndBatchNorm) {
+  for (DType low : {bf16, f16}) {
+    check({"conv2d", {{2, 3, 9, 9}, {4, 3, 3, 3}, {4}}, -1, 1, {{"padding", Attr{int64_t{1}}}}},
+          low, 20);
+    check({"max_pool2d", {{2, 3, 8, 8}}, -2, 2, {{"kernel", Attr{std::vector<int64_t>{2}}}}}, low,
+          21);
+    check({"avg_pool2d", {{2, 3, 8, 8}}, -2, 2, {{"kernel", Attr{std::vector<int64_t>{2}}}}}, low,
+          22);
+    // Inference: normalised by the running statistics (positive variances).
+    Gen gen(23);
+    std::vector<Value> in = {gen.tensor(low, {4, 3, 5}), gen.tensor(low, {3}), gen.tensor(low, {3}),
+                             gen.tensor(low, {3}), gen.tensor(low, {3}, 0.5, 2)};
+    std::vector<Value> wide;
+    for (const Value& v : in) wide.emplace_back(v.tensor.cast(f64));
+    const Attrs a = A({{"training", Attr{false}}});
+    Value want = ref_call("batch_norm", wide, a);
+    for (const bool cpu : {false, true}) {
+      Value got = cpu ? cpu_call("batch_norm", in, a) : ref_call("batch_norm", in, a);
+      const Value& w0 = want.kind == Value::Kind::Tuple ? want.items()[0] : want;
+      const Value& g0 = got.kind == Value::Kind::Tuple ? got.items()[0] : got;
+      EXPECT_TRUE(within_ulps(w0.tensor, g0.tensor, low)) << "batch_norm " << (cpu ? "cpu" : "ref");
+    }
+  }
+}
+
 TEST(HalfCompute, CrossEntropyWithIntegerLabels) {
   for (DType low : {bf16, f16}) {
     Gen gen(17);
