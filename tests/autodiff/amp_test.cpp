@@ -127,6 +127,48 @@ TEST(Amp, O2RunsTheNetworkLowAndTheLossInF32) {
   }
 }
 
+TEST(Amp, LevelsKeepNormalisationInF32UpToO2) {
+  const std::string p = R"(
+model Net() {
+    param w: f32[4, 4] = normal(0.0, 0.5)
+    param g: f32[4] = ones()
+    param b: f32[4] = zeros()
+    def forward(x) = layer_norm(exp(x @ w), g, b)
+}
+def main() {
+    print(Net(seed=1)(normal(shape=(2, 4), seed=2)))
+}
+)";
+  auto line_of = [](const std::string& ir, const std::string& op) {
+    const size_t at = ir.find("= " + op + "(");
+    return at == std::string::npos ? std::string() : ir.substr(at, ir.find('\n', at) - at);
+  };
+  using sem::AmpLevel;
+  struct Want {
+    AmpLevel level;
+    const char *matmul, *exp, *layer_norm;
+  };
+  for (const Want& w : {Want{AmpLevel::O0, "f32[2,4]", "f32[2,4]", "f32[2,4]"},
+                        Want{AmpLevel::O1, "bf16[2,4]", "f32[2,4]", "f32[2,4]"},
+                        Want{AmpLevel::O2, "bf16[2,4]", "bf16[2,4]", "f32[2,4]"},
+                        Want{AmpLevel::O3, "bf16[2,4]", "bf16[2,4]", "bf16[2,4]"}}) {
+    Output r = run_program(p, false, sem::AmpPolicy{w.level, DType::bf16});
+    ASSERT_TRUE(r.errors.empty()) << r.errors;
+    const std::string level(sem::amp_level_name(w.level));
+    EXPECT_NE(line_of(r.ir, "matmul").find(std::string(": ") + w.matmul), std::string::npos)
+        << level << "\n"
+        << r.ir;
+    EXPECT_NE(line_of(r.ir, "exp").find(std::string(": ") + w.exp), std::string::npos)
+        << level << "\n"
+        << r.ir;
+    EXPECT_NE(line_of(r.ir, "layer_norm").find(std::string(": ") + w.layer_norm), std::string::npos)
+        << level << "\n"
+        << r.ir;
+    ASSERT_EQ(r.lines.size(), 1u) << r.text;
+    EXPECT_EQ(r.lines[0].size(), 8u) << r.text;
+  }
+}
+
 TEST(Amp, CommandLineOverridesTheProgram) {
   const std::string p = program("set_amp(\"O2\", f16)", "= relu(x @ w1 + b1) @ w2 + b2");
   Output off = run_program(p, false, sem::AmpPolicy{sem::AmpLevel::O0, DType::bf16});
