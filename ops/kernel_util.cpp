@@ -176,13 +176,14 @@ namespace {
 
 // f16/bf16 for every computing row (semantics/low_precision.h): its reference kernel widens the
 // low inputs to f32 and rounds the results once. Rows that only move values around whole
-// (tuples, records, print, identities, collectives over raw bytes) and cast (which converts
-// itself) keep their kernels.
+// (tuples, records, print, identities, collectives over raw bytes), cast (which converts
+// itself) and the random rows (which round each double draw once, and keep uniform below high
+// after rounding) keep their kernels.
 void accept_low_precision(sem::Registry& r) {
   static const std::set<std::string, std::less<>> kFamilies = {
       "elementwise", "compare", "reduction", "matmul", "shape", "nn", "conv", "creation"};
-  static const std::set<std::string, std::less<>> kSkip = {"cast", "make_tuple", "tuple_get",
-                                                           "make_record", "record_get"};
+  static const std::set<std::string, std::less<>> kSkip = {
+      "cast", "make_tuple", "tuple_get", "make_record", "record_get", "normal", "uniform"};
   for (const Primitive* row : r.all()) {
     if (!row->eval || !kFamilies.count(row->family) || kSkip.count(row->name)) continue;
     Primitive& p = *r.find_mutable(row->name);

@@ -171,12 +171,31 @@ TEST(HalfCompute, ShapeAndCreationRowsKeepTheDtype) {
       A({{"shape", Attr{std::vector<int64_t>{2}}}, {"value", Attr{0.1}}, {"dtype", Attr{bf16}}}));
   ASSERT_EQ(z.tensor.type()->str(), "bf16[2]");
   EXPECT_EQ(z.tensor.data<uint16_t>()[0], 0x3dcd);  // 0.1 rounded to bf16
-  Value n =
-      cpu_call("normal", {}, A({{"shape", Attr{std::vector<int64_t>{64}}}, {"dtype", Attr{f16}}}));
-  Value n32 = cpu_call("normal", {}, A({{"shape", Attr{std::vector<int64_t>{64}}}}));
-  ASSERT_EQ(n.tensor.dtype(), f16);
-  for (int64_t i = 0; i < 64; ++i)  // the f32 draw, rounded
-    EXPECT_EQ(n.tensor.data<uint16_t>()[i], half::f32_to_f16(n32.tensor.data<float>()[i]));
+  // Random rows round each double draw once (the f64 draw, rounded), and uniform stays below
+  // high: in f16 the draws in [1 - 2^-12, 1) round to 1.0, about 16 of 65536.
+  const std::vector<int64_t> n = {65536};
+  for (const bool cpu : {false, true}) {
+    auto call = [&](const std::string& op, DType dt) {
+      Attrs a = A({{"shape", Attr{n}}, {"dtype", Attr{dt}}});
+      return (cpu ? cpu_call(op, {}, a) : ref_call(op, {}, a)).tensor;
+    };
+    Tensor g = call("normal", f16), g64 = call("normal", f64);
+    Tensor u = call("uniform", f16), u64 = call("uniform", f64);
+    ASSERT_EQ(g.dtype(), f16);
+    int stepped = 0;
+    for (int64_t i = 0; i < n[0]; ++i) {
+      ASSERT_EQ(g.data<uint16_t>()[i], half::f64_to_f16(g64.data<double>()[i])) << i;
+      const uint16_t want = half::f64_to_f16(u64.data<double>()[i]);
+      ASSERT_LT(u.get(i), 1.0) << i;
+      if (want == 0x3c00) {
+        EXPECT_EQ(u.data<uint16_t>()[i], 0x3bff) << i;  // the largest f16 below 1
+        ++stepped;
+      } else {
+        ASSERT_EQ(u.data<uint16_t>()[i], want) << i;
+      }
+    }
+    EXPECT_GT(stepped, 0) << "no draw rounded up to high: the test checks nothing";
+  }
 }
 
 TEST(HalfCompute, MixingDtypesIsAnError) {
