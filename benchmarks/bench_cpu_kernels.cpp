@@ -99,6 +99,25 @@ SPORA_PAIR(Matmul_64x784x512, {
   run(state, "matmul", {a, b}, {}, cpu);
 })
 
+// f16/bf16 (backends/cpu/half.h): the casts (F16C for f16), and a bf16 matmul (upcast, sgemm,
+// one rounding).
+SPORA_PAIR(Cast_1M_f32_to_f16, {
+  static Tensor x = random(DType::f32, {1 << 20});
+  run(state, "cast", {x}, attrs_of("cast", {{"dtype", Attr{DType::f16}}}), cpu);
+})
+SPORA_PAIR(Cast_1M_f16_to_f32, {
+  static Tensor x = random(DType::f16, {1 << 20});
+  run(state, "cast", {x}, attrs_of("cast", {{"dtype", Attr{DType::f32}}}), cpu);
+})
+SPORA_PAIR(Cast_1M_f32_to_bf16, {
+  static Tensor x = random(DType::f32, {1 << 20});
+  run(state, "cast", {x}, attrs_of("cast", {{"dtype", Attr{DType::bf16}}}), cpu);
+})
+SPORA_PAIR(Matmul_64x784x512_bf16, {
+  static Tensor a = random(DType::bf16, {64, 784}), b = random(DType::bf16, {784, 512});
+  run(state, "matmul", {a, b}, {}, cpu);
+})
+
 // LeNet layer 1: x [64, 1, 28, 28] * w [6, 1, 5, 5], padding 2, bias.
 Attrs lenet_attrs(const std::string& name, bool with_shape, sem::Shape shape = {}) {
   std::vector<std::pair<std::string, Attr>> a = {{"padding", Attr{std::vector<int64_t>{2}}}};

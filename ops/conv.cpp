@@ -43,8 +43,7 @@ using AK = ParamSpec::AttrKind;
 const Type& float4(const std::vector<TypeP>& in, size_t i, const std::string& prim,
                    const std::string& what) {
   const Type& t = tensor_input(in, i, prim);
-  if (t.dtype != DType::f32 && t.dtype != DType::f64)
-    user_error(prim + " expects f32 or f64 tensors, got " + t.str());
+  if (!is_float(t.dtype)) user_error(prim + " expects float tensors, got " + t.str());
   if (t.rank() != 4) user_error(prim + " expects a 4-D " + what + ", got " + t.str());
   return t;
 }

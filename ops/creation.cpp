@@ -124,8 +124,9 @@ void add_random(sem::Registry& r, bool normal) {
   p.infer = [name](const std::vector<TypeP>& in, const Attrs& attrs) -> TypeP {
     expect_inputs(in, 0, 0, name);
     DType dt = dtype_attr(attrs, DType::f32);
-    if (dt != DType::f32 && dt != DType::f64)
-      user_error(name + " needs dtype f32 or f64, got " + std::string(dtype_name(dt)));
+    if (!is_float(dt))
+      user_error(name + " needs a float dtype (f32, f64, f16, bf16), got " +
+                 std::string(dtype_name(dt)));
     return Type::tensor(dt, shape_attr(attrs, name));
   };
   p.eval = [name, normal, a, b](const std::vector<Value>&, const Attrs& attrs) -> Value {
@@ -142,10 +143,14 @@ void add_random(sem::Registry& r, bool normal) {
         double v = pa + (pb - pa) * rng::uniform01(seed, k);
         out.set(i, v);
         if (pb > pa && out.get(i) >= pb) {  // rounding reached high: step back below it
-          if (dt == DType::f32)
+          if (dt == DType::f32) {
             out.data<float>()[i] = std::nextafter(static_cast<float>(pb), static_cast<float>(pa));
-          else
+          } else if (dt == DType::f64) {
             out.data<double>()[i] = std::nextafter(pb, pa);
+          } else {  // f16/bf16 (sign and magnitude bits): one step toward -inf
+            uint16_t& h = out.data<uint16_t>()[i];
+            h = (h & 0x8000u) ? static_cast<uint16_t>(h + 1) : h == 0 ? 0x8001 : h - 1;
+          }
         }
       }
     }

@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <iostream>
 #include <mutex>
+#include <set>
 
 #include "ops/families.h"
 #include "ops/ops.h"
+#include "semantics/low_precision.h"
 
 namespace spora::ops {
 
@@ -94,8 +96,16 @@ std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b) {
 }
 
 Shape binary_broadcast(const std::string& name, const Type& a, const Type& b) {
-  if (a.dtype != b.dtype)
-    user_error(name + " operand types do not match: " + a.str() + " and " + b.str());
+  if (a.dtype != b.dtype) {
+    // Mixing f16/bf16 with another float is never implicit (DESIGN.md section 3 keeps one
+    // dtype per operation); say how to mix them.
+    const bool low = a.dtype == DType::f16 || a.dtype == DType::bf16 || b.dtype == DType::f16 ||
+                     b.dtype == DType::bf16;
+    user_error(name + " operand types do not match: " + a.str() + " and " + b.str() +
+               (low ? " (mixed precision is explicit: cast one of them, e.g. cast(x, f32), or let "
+                      "set_amp insert the casts)"
+                    : ""));
+  }
   auto shape = broadcast_shapes(a.shape, b.shape);
   if (!shape) user_error("cannot broadcast " + a.str() + " and " + b.str());
   return *shape;
@@ -162,6 +172,32 @@ std::ostream* g_print_stream = nullptr;
 void set_print_stream(std::ostream* os) { g_print_stream = os; }
 std::ostream& print_stream() { return g_print_stream ? *g_print_stream : std::cout; }
 
+namespace {
+
+// f16/bf16 for every computing row (semantics/low_precision.h): its reference kernel widens the
+// low inputs to f32 and rounds the results once. Rows that only move values around whole
+// (tuples, records, print, identities, collectives over raw bytes), cast (which converts
+// itself) and the random rows (which round each double draw once, and keep uniform below high
+// after rounding) keep their kernels.
+void accept_low_precision(sem::Registry& r) {
+  static const std::set<std::string, std::less<>> kFamilies = {
+      "elementwise", "compare", "reduction", "matmul", "shape", "nn", "conv", "creation"};
+  static const std::set<std::string, std::less<>> kSkip = {
+      "cast", "make_tuple", "tuple_get", "make_record", "record_get", "normal", "uniform"};
+  for (const Primitive* row : r.all()) {
+    if (!row->eval || !kFamilies.count(row->family) || kSkip.count(row->name)) continue;
+    Primitive& p = *r.find_mutable(row->name);
+    p.eval = [k = p.eval](const std::vector<Value>& in, const Attrs& attrs) -> Value {
+      return sem::run_widened(
+          in, attrs, k, [](const Tensor& t) { return t.cast(DType::f32); },
+          [](const Tensor& t, DType low) { return t.cast(low); });
+    };
+    p.facets[sem::kLowPrecisionFacet] = true;
+  }
+}
+
+}  // namespace
+
 void register_all() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -180,6 +216,7 @@ void register_all() {
     register_annotation(r);
     register_costs(r);
     register_sharding(r);
+    accept_low_precision(r);
   });
 }
 

@@ -75,8 +75,9 @@ struct Tag {
   using type = T;
 };
 
-// Calls f(Tag<T>{}) with T the C++ element type of dtype (bool is uint8_t). f16/bf16 have no
-// reference kernels: a user error.
+// Calls f(Tag<T>{}) with T the C++ element type of dtype (bool is uint8_t). f16/bf16 never
+// reach it: register_all wraps the computing rows so they see f32 (semantics/low_precision.h);
+// elsewhere they are a user error.
 template <class F>
 decltype(auto) dispatch(DType dtype, const std::string& prim, F&& f) {
   switch (dtype) {

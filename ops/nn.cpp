@@ -73,8 +73,7 @@ Primitive row(std::string name, std::string doc, std::vector<ParamSpec> params) 
 
 const Type& float_input(const std::vector<TypeP>& in, size_t i, const std::string& name) {
   const Type& t = tensor_input(in, i, name);
-  if (t.dtype != DType::f32 && t.dtype != DType::f64)
-    user_error(name + " expects a f32 or f64 tensor, got " + t.str());
+  if (!is_float(t.dtype)) user_error(name + " expects a float tensor, got " + t.str());
   return t;
 }
 

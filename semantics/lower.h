@@ -30,11 +30,13 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "lang/ast.h"
 #include "lang/diagnostics.h"
+#include "semantics/amp.h"
 #include "semantics/ir/ir.h"
 
 namespace spora::sem {
@@ -77,6 +79,10 @@ struct LowerOptions {
   // returns "" or why the device cannot be used (reported at the call). Unset: the statement
   // is checked and otherwise ignored (the IR does not depend on the device).
   std::function<std::string(const std::string& device)> set_device;
+  // Automatic mixed precision (semantics/amp.h): `spora run --amp O1 [--amp-dtype bf16]`. Set,
+  // it overrides the program's `set_amp("O1", bf16)` (a statement among the first of main,
+  // with set_mode and set_device); unset, the program's choice (or O0) holds.
+  std::optional<AmpPolicy> amp;
 };
 
 // Lowers the program to a typed module whose entry graph is `options.entry`. Returns null

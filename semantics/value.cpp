@@ -10,74 +10,11 @@
 #include <new>
 
 #include "lang/diagnostics.h"
+#include "semantics/half.h"
 
 namespace spora::sem {
 
 namespace {
-
-// IEEE binary16 <-> binary32, round to nearest even.
-float half_to_float(uint16_t h) {
-  uint32_t sign = (h & 0x8000u) << 16;
-  uint32_t exp = (h >> 10) & 0x1f;
-  uint32_t mant = h & 0x3ffu;
-  uint32_t bits;
-  if (exp == 0) {
-    if (mant == 0) {
-      bits = sign;
-    } else {  // subnormal: normalise
-      int e = -1;
-      do {
-        ++e;
-        mant <<= 1;
-      } while ((mant & 0x400u) == 0);
-      bits = sign | static_cast<uint32_t>(127 - 15 - e) << 23 | (mant & 0x3ffu) << 13;
-    }
-  } else if (exp == 31) {
-    bits = sign | 0x7f800000u | mant << 13;
-  } else {
-    bits = sign | (exp + 127 - 15) << 23 | mant << 13;
-  }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
-uint16_t float_to_half(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, 4);
-  uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
-  uint32_t abs = bits & 0x7fffffffu;
-  if (abs >= 0x7f800000u) return sign | (abs > 0x7f800000u ? 0x7e00 : 0x7c00);  // nan / inf
-  if (abs >= 0x477ff000u) return sign | 0x7c00;  // rounds to >= 65520: overflow
-  if (abs < 0x38800000u) {                       // below the smallest normal half
-    // value = abs as float; half subnormal unit is 2^-24.
-    float a;
-    std::memcpy(&a, &abs, 4);
-    float scaled = a * 16777216.0f;  // exact (power of two)
-    return sign | static_cast<uint16_t>(std::nearbyint(scaled));
-  }
-  uint32_t exp = (abs >> 23) - 127 + 15;
-  uint32_t mant = abs & 0x7fffffu;
-  uint32_t h = exp << 10 | mant >> 13;
-  uint32_t rest = mant & 0x1fffu;
-  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;
-  return sign | static_cast<uint16_t>(h);
-}
-
-float bf16_to_float(uint16_t h) {
-  uint32_t bits = static_cast<uint32_t>(h) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
-uint16_t float_to_bf16(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, 4);
-  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40);
-  bits += 0x7fffu + ((bits >> 16) & 1u);
-  return static_cast<uint16_t>(bits >> 16);
-}
 
 // A double stored in an integer element: truncated toward zero (NumPy astype), NaN as 0 and
 // out-of-range values clamped to the type's range instead of being undefined behaviour.
@@ -232,9 +169,9 @@ double Tensor::get(int64_t i) const {
   const uint8_t* p = storage_->data();
   switch (dtype_) {
     case DType::f16:
-      return half_to_float(reinterpret_cast<const uint16_t*>(p)[i]);
+      return half::f16_to_f32(reinterpret_cast<const uint16_t*>(p)[i]);
     case DType::bf16:
-      return bf16_to_float(reinterpret_cast<const uint16_t*>(p)[i]);
+      return half::bf16_to_f32(reinterpret_cast<const uint16_t*>(p)[i]);
     case DType::f32:
       return reinterpret_cast<const float*>(p)[i];
     case DType::f64:
@@ -255,10 +192,10 @@ void Tensor::set(int64_t i, double v) {
   uint8_t* p = storage_->data();
   switch (dtype_) {
     case DType::f16:
-      reinterpret_cast<uint16_t*>(p)[i] = float_to_half(static_cast<float>(v));
+      reinterpret_cast<uint16_t*>(p)[i] = half::f64_to_f16(v);  // one rounding from double
       break;
     case DType::bf16:
-      reinterpret_cast<uint16_t*>(p)[i] = float_to_bf16(static_cast<float>(v));
+      reinterpret_cast<uint16_t*>(p)[i] = half::f64_to_bf16(v);
       break;
     case DType::f32:
       reinterpret_cast<float*>(p)[i] = static_cast<float>(v);

@@ -14,6 +14,8 @@ struct RunOptions {
   bool fuse = true;       // fuse operators and run the groups with generated kernels (graph mode)
   std::string device = "cpu";  // cpu | cuda (`--device`; a program's set_device(...) overrides it)
   std::string profile;         // graph mode: write a Chrome trace of the run here (tools/profile.h)
+  std::string amp;                 // O0..O3 (`--amp`; overrides a program's set_amp(...)); "": none
+  std::string amp_dtype = "bf16";  // bf16 | f16 (`--amp-dtype`)
 };
 
 int cmd_run(const std::string& path, const RunOptions& opts);

@@ -109,6 +109,8 @@ int cmd_run(const std::string& path, const RunOptions& opts) {
   options.eager = opts.mode == "eager";
   // set_device(...) in main: before anything runs (eager mode runs while it lowers).
   options.set_device = [&fuse](const std::string& d) { return use_device(d, fuse); };
+  if (!opts.amp.empty())  // both checked by CLI11 (IsMember)
+    options.amp = sem::AmpPolicy{*sem::parse_amp_level(opts.amp), *parse_dtype(opts.amp_dtype)};
   sem::Compiled c;
   const int64_t live_at_start = sem::memory_stats().live_bytes;
   sem::reset_peak_memory();
@@ -279,6 +281,16 @@ int main(int argc, char** argv) {
   std::string device = "cpu";
   run->add_option("--device", device, "where tensors live and kernels run: cpu, or cuda (an NVIDIA GPU: CUDA kernels and cuBLAS; rows without a CUDA kernel run on the CPU with a one-time warning; no fusion)")
       ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  run->add_option("--amp", run_opts.amp,
+                  "automatic mixed precision of the network (models with parameters): O0 off, O1 "
+                  "autocast (matmul/conv in the low dtype, softmax/norms/losses/sums in f32), O2 "
+                  "all but norms and the loss in the low dtype, O3 all; overrides set_amp(...)")
+      ->check(CLI::IsMember({"O0", "O1", "O2", "O3"}));
+  run->add_option("--amp-dtype", run_opts.amp_dtype,
+                  "the low dtype of --amp: bf16 (no loss scaling needed) or f16 (use std.amp's "
+                  "loss scaler)")
+      ->check(CLI::IsMember({"bf16", "f16"}))
       ->capture_default_str();
   bool no_opt = false;
   run->add_flag("--no-optimize", no_opt, "run the IR as lowered, without the simplification passes");

@@ -1,10 +1,14 @@
 // CPU kernels of the compare family (ops/compare.cpp): eq ne lt le gt ge, logical_and
 // logical_or logical_not, where and cast. All exact: the same comparisons and conversions as
 // the reference (cast follows sem::Tensor::cast, including its rounding through double for
-// i64 -> f32), in vectorised loops over a BroadcastPlan. f16/bf16 operands go to the
-// reference kernel; a cast to the input's own dtype returns the input (values are immutable).
+// i64 -> f32), in vectorised loops over a BroadcastPlan. Casts from and to f16/bf16 convert
+// with half.h (F16C where the CPU has it), bit for bit as the reference; other f16/bf16
+// operands are widened to f32 by set_kernel's wrapper (half.h). A cast to the input's own dtype
+// returns the input (values are immutable).
+#include "backends/cpu/half.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/loops.h"
+#include "semantics/half.h"
 
 namespace spora::cpu {
 
@@ -139,8 +143,29 @@ struct Convert {
 
 Tensor cast_tensor(const Tensor& x, DType to) {
   if (x.dtype() == to) return x;
-  auto plain = [](DType d) { return d != DType::f16 && d != DType::bf16; };
-  if (!plain(x.dtype()) || !plain(to)) return x.cast(to);  // the reference conversion
+  // f16/bf16 (half.h): f32 <-> low vectorised; from low through its exact f32; to low from
+  // the exact double of the element, rounded once (semantics/half.h), as the reference does.
+  if (is_low(x.dtype())) {
+    Tensor wide = upcast(x);
+    return to == DType::f32 ? wide : cast_tensor(wide, to);
+  }
+  if (is_low(to)) {
+    if (x.dtype() == DType::f32) return downcast(x, to);
+    Tensor out = Tensor::empty(to, x.shape());
+    uint16_t* y = out.data<uint16_t>();
+    const int64_t n = x.numel();
+    dispatch(x.dtype(), [&](auto from_tag) {
+      using From = typename decltype(from_tag)::type;
+      const From* p = x.data<From>();
+      parallel_for(n, 4, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) {
+          const double v = to_double<From>(p[i]);
+          y[i] = to == DType::f16 ? half::f64_to_f16(v) : half::f64_to_bf16(v);
+        }
+      });
+    });
+    return out;
+  }
   Tensor out = Tensor::empty(to, x.shape());
   dispatch(x.dtype(), [&](auto from_tag) {
     using From = typename decltype(from_tag)::type;

@@ -6,6 +6,9 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "backends/cpu/half.h"
+#include "semantics/low_precision.h"
+
 namespace spora::cpu {
 
 void set_kernel(const std::string& name, CpuKernel k) {
@@ -13,6 +16,8 @@ void set_kernel(const std::string& name, CpuKernel k) {
   if (!p || !p->eval)
     internal_error("cpu kernel for '" + name + "', which has no reference kernel");
   RefKernel ref = p->eval;
+  // Rows that take f16/bf16 by widening to f32 (semantics/low_precision.h) do so here too.
+  if (p->facet<bool>(sem::kLowPrecisionFacet)) k = with_low_precision(std::move(k));
   p->facets[sem::kCpuKernelFacet] =
       RefKernel([ref, k](const std::vector<Value>& in, const Attrs& attrs) -> Value {
         return k(ref, in, attrs);

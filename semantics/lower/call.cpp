@@ -106,6 +106,7 @@ ir::Node* Lowerer::emit_node(const std::string& prim_name, std::vector<ir::Node*
                              lang::SourceRange r) {
   const Primitive* prim = Registry::instance().find(prim_name);
   if (!prim) throw lang::InternalError("unknown primitive '" + prim_name + "'");
+  if (in_amp()) inputs = amp_cast_inputs(*prim, std::move(inputs), r);
   std::vector<TypeP> types;
   for (auto* n : inputs) types.push_back(n->type);
   TypeP out;
@@ -396,6 +397,22 @@ AV Lowerer::call_builtin(const std::string& name, std::vector<Arg> args, lang::S
     for (size_t k = 1; k < args.size(); ++k) trees.push_back(args[k].value);
     return rec(rec, trees);
   }
+  if (name == "tree_leaves") {
+    // tree_leaves(t): the run-time tensor leaves of a tree (tuples, records, models) as a
+    // tuple, in tree_map's order; static and none leaves left out (JAX's tree_leaves). Iterating
+    // the tuple unrolls, so a loop folds a tree (std.amp's all_finite).
+    if (args.size() != 1 || !args[0].keyword.empty()) fail(r, "tree_leaves takes one tree");
+    std::vector<AV> leaves;
+    auto rec = [&](auto&& self, const AV& v) -> void {
+      if (v->kind == AK::Tuple || v->kind == AK::Record) {
+        for (const AV& e : v->elems) self(self, e);
+      } else if (v->kind == AK::Node && v->type->is_tensor()) {
+        leaves.push_back(v);
+      }
+    };
+    rec(rec, args[0].value);
+    return make_tuple(std::move(leaves));
+  }
   if (name == "replace") {
     // replace(m, field=value, ...): a copy of record or model m with the named fields
     // (parameters, buffers, sub-models) replaced by values of the same structure and types
@@ -424,10 +441,10 @@ AV Lowerer::call_builtin(const std::string& name, std::vector<Arg> args, lang::S
   if (name == "vjp") return call_vjp(std::move(args), r);
   if (name == "shard") return call_shard(std::move(args), r);
   if (name == "jvp") return call_jvp(std::move(args), r);
-  if (name == "set_mode" || name == "set_device")
+  if (name == "set_mode" || name == "set_device" || name == "set_amp")
     fail(r,
-         fmt::format("{}(...) must be among the first statements of main (set_mode and set_device "
-                     "come before anything runs)",
+         fmt::format("{}(...) must be among the first statements of main (set_mode, set_device "
+                     "and set_amp come before anything runs)",
                      name));
   fail(r, fmt::format("'{}' is not available in this build of Spora yet", name));
 }

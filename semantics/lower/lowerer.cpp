@@ -90,7 +90,7 @@ namespace {
 const std::set<std::string>& special_builtins() {
   static const std::set<std::string> s = {
       "range", "print", "len", "int", "float", "bool", "shape", "grad", "value_and_grad",
-      "jvp", "vjp", "set_mode", "set_device", "tree_map", "replace", "shard"};
+      "jvp", "vjp", "set_mode", "set_device", "set_amp", "tree_map", "tree_leaves", "replace", "shard"};
   return s;
 }
 
@@ -104,6 +104,8 @@ Lowerer::Lowerer(const Program& program, lang::DiagnosticEngine& diags, ir::Modu
       grad_check_(options.grad_check),
       recompute_(options.recompute),
       set_device_(options.set_device),
+      amp_override_(options.amp),
+      amp_(options.amp.value_or(AmpPolicy{})),
       program_(program),
       diags_(diags),
       module_(module) {
@@ -237,11 +239,12 @@ bool Lowerer::lower_entry(const std::string& entry, bool eager) {
   Env env;
   env.module = 0;
   env.push();
-  // `set_mode("eager" | "graph")` and `set_device("cpu" | "cuda")` as the first statements of
-  // main (either order, each at most once) choose the mode and the device, before anything runs.
+  // `set_mode("eager" | "graph")`, `set_device("cpu" | "cuda")` and `set_amp("O1", bf16)` as
+  // the first statements of main (any order, each at most once) choose the mode, the device and
+  // the mixed precision, before anything runs.
   size_t first = 0;
-  bool mode_set = false, device_set = false;
-  while (def.body && first < def.body->stmts.size() && first < 2) {
+  bool mode_set = false, device_set = false, amp_set = false;
+  while (def.body && first < def.body->stmts.size() && first < 3) {
     const lang::Stmt& s0 = *def.body->stmts[first];
     if (s0.kind != lang::StmtKind::Expr || s0.value->kind != lang::ExprKind::Call ||
         s0.value->callee->kind != lang::ExprKind::Name)
@@ -272,6 +275,9 @@ bool Lowerer::lower_entry(const std::string& entry, bool eager) {
         }
       }
       device_set = true;
+    } else if (callee == "set_amp" && !amp_set) {
+      if (!lower_set_amp(call)) return false;
+      amp_set = true;
     } else {
       break;
     }
@@ -574,7 +580,10 @@ AV Lowerer::check_annotation(const AV& v, const lang::TypeExpr& t, Env& env, con
       fail(r, fmt::format("{} must be a tensor {} but is {}", what, type_text(), describe(v)));
     const Type& ty = *val->type;
     const size_t want_rank = t.has_dims ? t.dims.size() : 0;
-    if (ty.dtype != *dt || ty.shape.size() != want_rank)
+    // Inside the network under AMP, an f32 annotation also admits the low dtype (autocast
+    // changes the dtypes a layer sees, not its declared interface).
+    const bool amp_ok = in_amp() && *dt == float_dtype() && ty.dtype == amp_.low;
+    if ((ty.dtype != *dt && !amp_ok) || ty.shape.size() != want_rank)
       fail(r, fmt::format("{} must be {} but is {}", what, type_text(), ty.str()));
     for (size_t k = 0; k < want_rank; ++k) {
       int64_t want = eval_dim(*t.dims[k], env, true, ty.shape[k]);
@@ -613,7 +622,7 @@ std::string record_path(const AV& v) {
 }
 }  // namespace
 
-AV Lowerer::call_def(const AVal& fn, std::vector<Arg> args, lang::SourceRange r) {
+AV Lowerer::call_def_body(const AVal& fn, std::vector<Arg> args, lang::SourceRange r) {
   const lang::FuncDef& def = *fn.def;
   // @stage(k) def f: the tensors flowing into f enter stage k (annotate.cpp).
   if (const std::optional<int64_t> stage = stage_of(def.decorators, fn.module))
@@ -709,6 +718,7 @@ AV Lowerer::call_def(const AVal& fn, std::vector<Arg> args, lang::SourceRange r)
   std::string key = fmt::format("{}|{}", static_cast<const void*>(&def), fn.self ? skeleton_key(fn.self) : "");
   for (const auto& b : bound) key += "|" + skeleton_key(b);
   if (recompute) key += "|recompute";
+  if (in_amp()) key += "|amp";  // the network's graphs differ from the same def's outside it
 
   auto lower_body = [&](Env& body_env) -> Flow {
     if (def.body_expr) {

@@ -71,6 +71,7 @@ class Lowerer {
   AV construct_model(const AVal& cls, std::vector<Arg> args, lang::SourceRange r);
   AV call_closure(const AVal& clo, std::vector<Arg> args, lang::SourceRange r);
   AV call_def(const AVal& fn, std::vector<Arg> args, lang::SourceRange r);
+  AV call_def_body(const AVal& fn, std::vector<Arg> args, lang::SourceRange r);
   // Emits prim(inputs, attrs) after running its shape rule; shape errors point at r.
   AV emit(const std::string& prim, std::vector<ir::Node*> inputs, Attrs attrs, lang::SourceRange r);
   ir::Node* emit_node(const std::string& prim, std::vector<ir::Node*> inputs, Attrs attrs,
@@ -196,6 +197,22 @@ class Lowerer {
   bool ad_inline_ = false;    // lowering a function being differentiated: inline def calls
   std::function<bool(const std::string&)> recompute_;  // LowerOptions::recompute
   std::function<std::string(const std::string&)> set_device_;  // LowerOptions::set_device
+
+  // ---- automatic mixed precision (amp.cpp, semantics/amp.h)
+  std::optional<AmpPolicy> amp_override_;  // LowerOptions::amp (--amp): wins over set_amp
+  AmpPolicy amp_;                          // the policy in force (set_amp or the override)
+  int amp_depth_ = 0;                      // > 0: lowering a method of a model with parameters
+  // Parses `set_amp("O1", bf16)` (a first statement of main); false after an error.
+  bool lower_set_amp(const lang::Expr& call);
+  bool in_amp() const { return amp_.on() && amp_depth_ > 0; }
+  // Whether a method of this model is part of the network (the model or a sub-model field
+  // declares a param).
+  static bool model_has_params(const AV& self);
+  // The inputs of `prim` with the casts the policy asks for (emitted before prim).
+  std::vector<ir::Node*> amp_cast_inputs(const Primitive& prim, std::vector<ir::Node*> inputs,
+                                         lang::SourceRange r);
+  // v with its low-precision tensor leaves (through tuples and records) cast to f32.
+  AV amp_outputs_to_f32(const AV& v, lang::SourceRange r);
   std::map<const lang::FuncDef*, bool> recursive_;
   std::function<const Value*(const ir::Node*)> eager_value;  // set in eager mode
   const Program& program_;

@@ -221,8 +221,16 @@ class Builder {
   int anchor = -1;
 
   void run() {
+    // f16/bf16 groups run node by node (their kernels widen to f32, semantics/low_precision.h):
+    // the generator has no 16-bit float type.
+    auto no_low = [](const ir::Node* n) {
+      if (n->type && n->type->is_tensor() &&
+          (n->type->dtype == DType::f16 || n->type->dtype == DType::bf16))
+        fail("a " + std::string(dtype_name(n->type->dtype)) + " value");
+    };
     for (const ir::Node* in : g_.inputs) {
       if (!in->type || !in->type->is_tensor()) fail("an input is not a tensor");
+      no_low(in);
       inputs.push_back({in->type->dtype, in->type->shape});
     }
     for (size_t i = 0; i < g_.nodes.size(); ++i) {
@@ -230,6 +238,7 @@ class Builder {
       if (n->is_constant()) continue;  // literals are made where they are read
       if (!n->is_apply() || !n->prim) fail("a member is not a primitive apply");
       if (!n->type || !n->type->is_tensor()) fail(n->prim->name + " does not give a tensor");
+      no_low(n);
       check_static(n->type->shape, n->prim->name);
       if (fusion_kind(*n->prim, n->attrs) == FusionKind::OutputFusable) {
         if (anchor >= 0) fail("two output-fusable anchors");

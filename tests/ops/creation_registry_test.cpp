@@ -78,7 +78,7 @@ TEST(Creation, NormalStatistics) {
   EXPECT_EQ(call("normal", {}, A({{"shape", L({2, 3})}, {"dtype", Attr{f64}}})).type()->str(),
             "f64[2,3]");
   EXPECT_EQ(infer_error("normal", {}, A({{"dtype", Attr{i32}}})),
-            "normal needs dtype f32 or f64, got i32");
+            "normal needs a float dtype (f32, f64, f16, bf16), got i32");
 }
 
 TEST(Creation, UniformRange) {
