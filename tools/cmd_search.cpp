@@ -18,6 +18,7 @@
 #include "parallel/search/cost_graph.h"
 #include "parallel/search/from_ir.h"
 #include "sim/cluster_spec.h"
+#include "sim/cost_model.h"
 #include "sim/pipeline.h"
 #include "sim/spmd_step.h"
 #include "sim/step_program.h"
@@ -40,6 +41,7 @@ struct Options {
   int stages = 1, micro_batches = 1;  // a pipeline of `stages` stages of --mesh each
   bool explain = false;
   int explain_rows = 30;
+  std::string evaluate;  // a strategy file to price instead of searching
   std::string schedule = "1f1b";
 };
 Options g_options;
@@ -58,6 +60,16 @@ ps::DeviceModel device_model(const sim::ClusterSpec& c, const parallel::Mesh& me
   d.peak_flops = f32 != c.device.peak_flops.end() ? f32->second : c.device.max_peak_flops();
   d.memory_bandwidth = c.device.memory_bandwidth;
   d.launch_overhead = c.device.launch_overhead;
+  // Compute priced by the simulator's own cost model (per-class efficiencies and launch
+  // overheads), so that the oracle and the simulator that re-ranks its picks agree on it.
+  d.op_seconds = [model = sim::CostModel(c.device)](double flops, double bytes,
+                                                    const std::string& op_class, DType dtype) {
+    sim::OpCost cost;
+    cost.flops = flops;
+    cost.bytes = bytes;
+    cost.op_class = op_class;
+    return model.time(cost, dtype).seconds;
+  };
   d.comm.axes.assign(mesh.ndim(), parallel::AxisLink{});
   int64_t span = 1;
   for (int ax = mesh.ndim() - 1; ax >= 0; --ax) {
@@ -143,6 +155,54 @@ std::string with_pipeline(const std::string& strategy, const Options& o) {
   return j.dump(2) + "\n";
 }
 
+// The analytic step of an assignment term by term, largest first (--explain, --evaluate).
+void print_terms(const ps::StepCostGraph& g, const ps::Assignment& a, int rows) {
+  const ps::CostTerms t = ps::cost_terms(g, a);
+  std::printf(
+      "the best strategy's analytic step: operators and parameters %s (compute, update), "
+      "edges %s (redistributions); the largest terms:\n",
+      human_seconds(t.nodes).c_str(), human_seconds(t.edges).c_str());
+  for (size_t i = 0; i < t.terms.size() && i < static_cast<size_t>(rows); ++i)
+    std::printf("  %10s  %s\n", human_seconds(t.terms[i].seconds).c_str(), t.terms[i].what.c_str());
+}
+
+// --evaluate FILE: the analytic oracle's price of a given strategy (as the partitioner runs it:
+// its layouts, and each operator in the strategy the partitioner picks or the file's "ops"
+// name), next to the simulator's step, and its terms.
+int run_evaluate(const Options& o, const sim::ClusterSpec& cluster, const sim::StepProgram& program,
+                 const ps::StepCostGraph& g) {
+  const parallel::Strategy s = parallel::load_strategy(o.evaluate, *program.step);
+  if (!(s.mesh.shape == g.mesh.shape))
+    throw UsageError(fmt::format("--evaluate {}: its mesh {} is not --mesh {}", o.evaluate,
+                                 s.mesh.to_string(), g.mesh.to_string()));
+  const parallel::Partitioned part =
+      parallel::partition_training_step(*program.step, program.params.size(), s);
+  std::vector<std::string> unmatched;
+  const ps::Assignment a =
+      ps::assignment_of(g, *program.step, part.param_layouts, part.strategies, &unmatched);
+  std::optional<double> simulated;
+  if (!o.no_simulate)
+    simulated =
+        sim::simulate_spmd_step(cluster, sim::spmd_program(program, s, o.optimizer)).step_seconds;
+  std::printf("spora search --evaluate %s: %s on %s, mesh %s\n", o.evaluate.c_str(), o.file.c_str(),
+              cluster.name.c_str(), g.mesh.to_string().c_str());
+  std::printf("%-16s %-16s %-14s %s\n", "step (analytic)", "step (simulated)", "memory/device",
+              "collectives the partitioner inserts");
+  std::printf("%-16s %-16s %-14s %d\n", human_seconds(a.cost).c_str(),
+              simulated ? human_seconds(*simulated).c_str() : "-",
+              human_bytes(a.peak_memory).c_str(), part.collectives);
+  if (!unmatched.empty()) {
+    std::printf(
+        "  %zu operators ran a strategy the cost graph does not enumerate (priced as the "
+        "closest candidate with their output layout):\n",
+        unmatched.size());
+    for (size_t i = 0; i < unmatched.size() && i < 10; ++i)
+      std::printf("    %s\n", unmatched[i].c_str());
+  }
+  print_terms(g, a, o.explain_rows);
+  return 0;
+}
+
 int run(const Options& o) {
   if (o.cluster.empty())
     throw UsageError("--cluster is required (e.g. examples/clusters/dgx-a100.yaml)");
@@ -189,10 +249,14 @@ int run(const Options& o) {
     names.push_back(p.name);
     states = p.state_tensors;
   }
-  if (o.algo == "rec") return run_rec(o, cluster, mesh, program, names);
+  if (o.algo == "rec" && o.evaluate.empty()) return run_rec(o, cluster, mesh, program, names);
   const ps::StepCostGraph g =
       ps::build_step_cost_graph(*program.step, names, static_cast<int>(program.params.size()),
                                 states, mesh, device_model(cluster, mesh));
+  if (!o.evaluate.empty()) {
+    if (pipelined) throw UsageError("--evaluate prices one stage's step: leave out --stages");
+    return run_evaluate(o, cluster, program, g);
+  }
 
   ps::SearchOptions so2;
   so2.top_k = o.top;
@@ -284,36 +348,7 @@ int run(const Options& o) {
                 simulated ? human_seconds(*simulated).c_str() : "-",
                 human_bytes(a.peak_memory).c_str(), a.feasible ? "yes" : "no", layouts.c_str());
   }
-  if (o.explain && !r.top.empty()) {
-    const ps::Assignment& a = r.top[0];
-    double nodes = 0, edges = 0;
-    std::vector<std::pair<double, std::string>> items;
-    for (size_t n = 0; n < g.graph.nodes.size(); ++n) {
-      const auto& nd = g.graph.nodes[n];
-      const double c = nd.cost[static_cast<size_t>(a.choice[n])];
-      nodes += c;
-      items.emplace_back(
-          c, fmt::format("node {} [{}]", nd.name,
-                         nd.labels.empty() ? std::string("")
-                                           : nd.labels[static_cast<size_t>(a.choice[n])]));
-    }
-    for (const auto& e : g.graph.edges) {
-      const double c = e.cost[static_cast<size_t>(a.choice[static_cast<size_t>(e.from)])]
-                             [static_cast<size_t>(a.choice[static_cast<size_t>(e.to)])];
-      edges += c;
-      if (c > 0)
-        items.emplace_back(
-            c, fmt::format("edge {} -> {}", g.graph.nodes[static_cast<size_t>(e.from)].name,
-                           g.graph.nodes[static_cast<size_t>(e.to)].name));
-    }
-    std::sort(items.rbegin(), items.rend());
-    std::printf(
-        "the best strategy's analytic step: operators and parameters %s (compute, update), "
-        "edges %s (redistributions); the largest terms:\n",
-        human_seconds(nodes).c_str(), human_seconds(edges).c_str());
-    for (size_t i = 0; i < items.size() && i < static_cast<size_t>(o.explain_rows); ++i)
-      std::printf("  %10s  %s\n", human_seconds(items[i].first).c_str(), items[i].second.c_str());
-  }
+  if (o.explain && !r.top.empty()) print_terms(g, r.top[0], o.explain_rows);
   if (!o.out.empty() && !r.top.empty()) {
     const std::string text = ps::strategy_json(g, r.top[0]);
     runtime::data::write_file_atomic(o.out, pipelined ? with_pipeline(text, o) : text);
@@ -358,8 +393,12 @@ CLI::App* add_search_subcommand(CLI::App& app) {
   s->add_flag("--explain", o.explain,
               "print the best strategy's analytic cost term by term: each operator's candidate "
               "(compute, a parameter's update) and each edge's redistribution, largest first");
-  s->add_option("--explain-rows", o.explain_rows, "with --explain: how many terms")
+  s->add_option("--explain-rows", o.explain_rows, "with --explain or --evaluate: how many terms")
       ->capture_default_str();
+  s->add_option("--evaluate", o.evaluate,
+                "price this strategy file instead of searching: its analytic step (the "
+                "partitioner's operator choices, or the file's \"ops\"), the simulated one and "
+                "the largest terms");
   s->add_flag("--no-simulate", o.no_simulate,
               "skip the simulator's score of the top strategies (the analytic oracle only)");
   s->add_option("--fix", o.fix,

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "lang/diagnostics.h"
@@ -17,6 +18,15 @@ double bytes_of(const sem::TypeP& t) { return sim::type_bytes(t); }
 double local_bytes(const sem::TypeP& t, const Layout& l, const Mesh& m) {
   if (!t || !t->is_tensor()) return bytes_of(t);
   return bytes_of(t) * (l.rank() == t->rank() ? l.local_fraction(m) : 1.0);
+}
+
+// The dtype an application computes in, as the simulator's cost model reads it
+// (sim::compute_dtype): its first floating-point input, else its output's, else f32.
+DType compute_dtype(const std::vector<sem::TypeP>& in, const sem::TypeP& out) {
+  for (const sem::TypeP& t : in)
+    if (t && t->is_tensor() && is_float(t->dtype)) return t->dtype;
+  if (out && out->is_tensor()) return out->dtype;
+  return DType::f32;
 }
 
 bool static_tensor(const sem::TypeP& t) {
@@ -70,8 +80,8 @@ StepCostGraph build_step_cost_graph(const ir::Graph& step,
     o.is_param = true;
     o.trainable = static_cast<int>(i) < trainable;
     o.name = i < param_names.size() ? param_names[i]
-             : !p->name.empty()      ? p->name  // the name strategy files use (x, y)
-                                     : fmt::format("arg{}", i);
+             : !p->name.empty()     ? p->name  // the name strategy files use (x, y)
+                                    : fmt::format("arg{}", i);
     o.layouts = enumerate_layouts(p->type->shape, mesh);
     std::vector<double> cost, mem;
     std::vector<std::string> labels;
@@ -103,19 +113,40 @@ StepCostGraph build_step_cost_graph(const ir::Graph& step,
     for (const sem::TypeP& t : in) dynamic = dynamic || (t && t->is_tensor() && !static_tensor(t));
     if (rule && rule->enumerate && !dynamic)
       o.strategies = rule->enumerate(in, n->type, n->attrs, mesh);
+    if (!device.pass_partial_sums)
+      std::erase_if(o.strategies, [](const OpStrategy& s) {
+        return std::any_of(s.inputs.begin(), s.inputs.end(),
+                           [](const Layout& l) { return l.is_partial(); });
+      });
     if (o.strategies.empty()) o.strategies.push_back(replicated_strategy(in, n->type));
     sim::OpCost c;
     if (const auto* cr = n->prim->facet<sim::CostRule>(sim::kCostFacet))
       c = (*cr)(in, n->type, n->attrs);
     const bool no_time = c.op_class == "view" || c.op_class == "host";
+    const DType dtype = compute_dtype(in, n->type);
+    // An input with no node of its own (a constant, a value of a kept call) is replicated: a
+    // candidate that wants it partial cannot run (a replicated value is no partial sum) and
+    // must not look free, as its edge would.
+    bool has_source_free_input = false;
+    std::vector<bool> sourced(n->inputs.size(), false);
+    for (size_t k = 0; k < n->inputs.size(); ++k) {
+      sourced[k] = id.count(n->inputs[k]) > 0 && static_tensor(n->inputs[k]->type);
+      has_source_free_input = has_source_free_input || !sourced[k];
+    }
     std::vector<double> cost, mem;
     std::vector<std::string> labels;
     for (const OpStrategy& s : o.strategies) {
       const double f = s.local_flops_fraction;
-      cost.push_back(no_time ? 0.0
-                             : std::max(c.flops * f / device.peak_flops,
-                                        c.bytes * f / device.memory_bandwidth) +
-                                   device.launch_overhead);
+      double seconds = 0;
+      if (!no_time)
+        seconds = device.op_seconds ? device.op_seconds(c.flops * f, c.bytes * f, c.op_class, dtype)
+                                    : std::max(c.flops * f / device.peak_flops,
+                                               c.bytes * f / device.memory_bandwidth) +
+                                          device.launch_overhead;
+      if (has_source_free_input)
+        for (size_t k = 0; k < s.inputs.size() && k < sourced.size(); ++k)
+          if (!sourced[k] && s.inputs[k].is_partial()) seconds += device.forbidden;
+      cost.push_back(seconds);
       double m = 0;
       if (!s.tuple_outputs.empty() && n->type && !n->type->elems.empty()) {
         for (size_t e = 0; e < s.tuple_outputs.size() && e < n->type->elems.size(); ++e)
@@ -130,6 +161,10 @@ StepCostGraph build_step_cost_graph(const ir::Graph& step,
     out.origins.push_back(std::move(o));
   }
 
+  auto element_bytes = [&](const sem::TypeP& t) {
+    return std::max(1, static_cast<int>(std::lround(static_cast<double>(dtype_size(t->dtype)) *
+                                                    device.comm_bytes_scale)));
+  };
   // The layout the producer node delivers under candidate s.
   auto produced = [&](int node, int s) -> const Layout& {
     const StepCostGraph::Origin& o = out.origins[node];
@@ -146,9 +181,7 @@ StepCostGraph build_step_cost_graph(const ir::Graph& step,
         if (!dst || src.rank() != t->rank() || dst->rank() != t->rank() || src == *dst) continue;
         try {
           cost[a][b] =
-              plan_redistribution(src, *dst, t->shape, static_cast<int>(dtype_size(t->dtype)), mesh,
-                                  device.comm)
-                  .seconds;
+              plan_redistribution(src, *dst, t->shape, element_bytes(t), mesh, device.comm).seconds;
         } catch (const std::exception&) {
           cost[a][b] = device.forbidden;
         }
@@ -186,6 +219,77 @@ StepCostGraph build_step_cost_graph(const ir::Graph& step,
     }
   }
   return out;
+}
+
+Assignment assignment_of(const StepCostGraph& g, const ir::Graph& step,
+                         const std::vector<Layout>& param_layouts,
+                         const std::map<size_t, OpStrategy>& strategies,
+                         std::vector<std::string>* unmatched) {
+  std::map<const ir::Node*, size_t> index;
+  for (size_t i = 0; i < step.nodes.size(); ++i) index[step.nodes[i]] = i;
+  std::map<const ir::Node*, size_t> param_index;
+  for (size_t i = 0; i < step.params.size(); ++i) param_index[step.params[i]] = i;
+  std::vector<int> choice(g.origins.size(), 0);
+  for (size_t n = 0; n < g.origins.size(); ++n) {
+    const StepCostGraph::Origin& o = g.origins[n];
+    if (o.is_param) {
+      const auto p = param_index.find(o.node);
+      if (p == param_index.end() || p->second >= param_layouts.size()) continue;
+      const auto at = std::find(o.layouts.begin(), o.layouts.end(), param_layouts[p->second]);
+      if (at != o.layouts.end()) {
+        choice[n] = static_cast<int>(at - o.layouts.begin());
+      } else if (unmatched) {
+        unmatched->push_back(fmt::format("{} {}", o.name, param_layouts[p->second].to_string()));
+      }
+      continue;
+    }
+    const auto i = index.find(o.node);
+    if (i == index.end()) continue;
+    const auto s = strategies.find(i->second);
+    if (s == strategies.end()) continue;
+    const OpStrategy& want = s->second;
+    int best = -1, best_diff = 0;
+    for (size_t c = 0; c < o.strategies.size(); ++c) {
+      const OpStrategy& have = o.strategies[c];
+      if (have.output != want.output || have.tuple_outputs != want.tuple_outputs ||
+          have.inputs.size() != want.inputs.size())
+        continue;
+      int diff = 0;
+      for (size_t k = 0; k < have.inputs.size(); ++k) diff += have.inputs[k] != want.inputs[k];
+      if (best < 0 || diff < best_diff) best = static_cast<int>(c), best_diff = diff;
+    }
+    if (best >= 0) choice[n] = best;
+    if ((best < 0 || best_diff > 0) && unmatched) {
+      std::string ins;
+      for (const Layout& l : want.inputs) ins += (ins.empty() ? "" : ", ") + l.to_string();
+      unmatched->push_back(fmt::format("{} ({}) -> {}{}", o.name, ins, want.output.to_string(),
+                                       best < 0 ? " (kept its first candidate)" : ""));
+    }
+  }
+  return evaluate(g.graph, choice);
+}
+
+CostTerms cost_terms(const StepCostGraph& g, const Assignment& a) {
+  CostTerms t;
+  for (size_t n = 0; n < g.graph.nodes.size(); ++n) {
+    const auto& nd = g.graph.nodes[n];
+    const size_t c = static_cast<size_t>(a.choice[n]);
+    t.nodes += nd.cost[c];
+    t.terms.push_back({nd.cost[c], fmt::format("node {} [{}]", nd.name,
+                                               c < nd.labels.size() ? nd.labels[c] : "")});
+  }
+  for (const auto& e : g.graph.edges) {
+    const double c = e.cost[static_cast<size_t>(a.choice[static_cast<size_t>(e.from)])]
+                           [static_cast<size_t>(a.choice[static_cast<size_t>(e.to)])];
+    t.edges += c;
+    if (c > 0)
+      t.terms.push_back(
+          {c, fmt::format("edge {} -> {}", g.graph.nodes[static_cast<size_t>(e.from)].name,
+                          g.graph.nodes[static_cast<size_t>(e.to)].name)});
+  }
+  std::stable_sort(t.terms.begin(), t.terms.end(),
+                   [](const CostTerm& x, const CostTerm& y) { return x.seconds > y.seconds; });
+  return t;
 }
 
 std::vector<std::string> parameter_layouts(const StepCostGraph& g, const Assignment& a) {
@@ -319,11 +423,10 @@ StepRecGraph build_step_rec_graph(const ir::Graph& step,
         op.inputs.push_back(std::move(input));
       } else if (auto pi = param_index.find(x); pi != param_index.end()) {
         const int pidx = pi->second;
-        const std::string name =
-            static_cast<size_t>(pidx) < param_names.size() ? param_names[pidx]
-            : !step.params[static_cast<size_t>(pidx)]->name.empty()
-                ? step.params[static_cast<size_t>(pidx)]->name
-                : fmt::format("arg{}", pidx);
+        const std::string name = static_cast<size_t>(pidx) < param_names.size() ? param_names[pidx]
+                                 : !step.params[static_cast<size_t>(pidx)]->name.empty()
+                                     ? step.params[static_cast<size_t>(pidx)]->name
+                                     : fmt::format("arg{}", pidx);
         if (pidx < trainable) {
           RecOp::Param param{name, {}};
           for (int l : in_lab[k])

@@ -24,6 +24,7 @@
 // launch overhead, and per mesh axis the alpha-beta of the links that axis crosses).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -42,6 +43,19 @@ struct DeviceModel {
   double launch_overhead = 0;      // seconds per primitive application
   CommModel comm;                  // per mesh axis
   double forbidden = 1e6;          // seconds for an impossible redistribution
+  // The seconds of one application's local work (its cost facet's FLOPs and bytes times the
+  // strategy's local_flops_fraction, its op class, its compute dtype), when set. tools/ set it
+  // to the simulator's cost model (sim/cost_model.h: per-class efficiencies and launch
+  // overheads, the matmul dtype's peak), so that the analytic oracle prices compute as the
+  // simulator that re-ranks its picks does; unset, the roofline of the numbers above.
+  std::function<double(double flops, double bytes, const std::string& op_class, DType dtype)>
+      op_seconds;
+  // Bytes per element of a redistribution relative to the IR's dtype: 0.5 when an f32 program
+  // stands for mixed precision's f16 activations (the GPT study halves every collective).
+  double comm_bytes_scale = 1;
+  // The linear operators' candidates with partial inputs (DimSpec::linear); false drops them
+  // (an ablation: the search as it was before they existed).
+  bool pass_partial_sums = true;
 };
 
 struct StepCostGraph {
@@ -84,6 +98,31 @@ std::map<int, int> annotation_pins(const StepCostGraph& g);
 // the operators' strategies from these layouts). Without any annotation or fixed node,
 // propagation seeds itself at the heaviest operator (search_propagate).
 std::string propagate_from_annotations(const StepCostGraph& g, std::map<int, int> fixed = {});
+
+// The assignment of a strategy as the partitioner ran it: each parameter in its layout
+// (`param_layouts`, per step parameter, as Partitioned::param_layouts) and each application in
+// the strategy the partitioner chose for it (Partitioned::strategies, by index in step.nodes),
+// matched to the cost graph's candidates by input and output layouts. An application whose
+// strategy is not a candidate (a bare forward result the rule does not enumerate) takes the
+// candidate with its output layout and the fewest differing inputs; it is listed in
+// `unmatched` (node name and the partitioner's layouts). `spora search --evaluate`.
+Assignment assignment_of(const StepCostGraph& g, const ir::Graph& step,
+                         const std::vector<Layout>& param_layouts,
+                         const std::map<size_t, OpStrategy>& strategies,
+                         std::vector<std::string>* unmatched = nullptr);
+
+// The analytic step of an assignment term by term, largest first: "node <name> [<candidate>]"
+// (compute, a parameter's update) and "edge <from> -> <to>" (a redistribution), with the totals
+// of both kinds. What `spora search --explain` prints.
+struct CostTerm {
+  double seconds = 0;
+  std::string what;
+};
+struct CostTerms {
+  double nodes = 0, edges = 0;
+  std::vector<CostTerm> terms;  // largest first; edges of zero cost left out
+};
+CostTerms cost_terms(const StepCostGraph& g, const Assignment& a);
 
 // One line per parameter: "name (1, 2)".
 std::vector<std::string> parameter_layouts(const StepCostGraph& g, const Assignment& a);
