@@ -51,10 +51,12 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+}  // namespace
+
 // The analytic oracle's device numbers from the cluster spec. Mesh axes are laid out
 // row-major over the ranks (the last axis varies fastest): an axis whose span of consecutive
 // ranks stays inside one node uses the intra-node interconnect, the others the network.
-ps::DeviceModel device_model(const sim::ClusterSpec& c, const parallel::Mesh& mesh) {
+ps::DeviceModel search_device_model(const sim::ClusterSpec& c, const parallel::Mesh& mesh) {
   ps::DeviceModel d;
   const auto f32 = c.device.peak_flops.find("f32");
   d.peak_flops = f32 != c.device.peak_flops.end() ? f32->second : c.device.max_peak_flops();
@@ -90,6 +92,8 @@ ps::DeviceModel device_model(const sim::ClusterSpec& c, const parallel::Mesh& me
   return d;
 }
 
+namespace {
+
 std::string human_bytes(double b) {
   if (b >= 1e9) return fmt::format("{:.2f} GB", b / 1e9);
   if (b >= 1e6) return fmt::format("{:.2f} MB", b / 1e6);
@@ -109,7 +113,7 @@ int run_rec(const Options& o, const sim::ClusterSpec& cluster, const parallel::M
             const sim::StepProgram& program, const std::vector<std::string>& names) {
   const ps::StepRecGraph g =
       ps::build_step_rec_graph(*program.step, names, static_cast<int>(program.params.size()));
-  const ps::DeviceModel d = device_model(cluster, mesh);
+  const ps::DeviceModel d = search_device_model(cluster, mesh);
   ps::RecOptions ro;
   ro.devices = mesh.size();
   ro.peak_flops = d.peak_flops;
@@ -252,7 +256,7 @@ int run(const Options& o) {
   if (o.algo == "rec" && o.evaluate.empty()) return run_rec(o, cluster, mesh, program, names);
   const ps::StepCostGraph g =
       ps::build_step_cost_graph(*program.step, names, static_cast<int>(program.params.size()),
-                                states, mesh, device_model(cluster, mesh));
+                                states, mesh, search_device_model(cluster, mesh));
   if (!o.evaluate.empty()) {
     if (pipelined) throw UsageError("--evaluate prices one stage's step: leave out --stages");
     return run_evaluate(o, cluster, program, g);

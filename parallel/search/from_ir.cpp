@@ -168,9 +168,9 @@ StepCostGraph build_step_cost_graph(const ir::Graph& step,
   // The layout the producer node delivers under candidate s.
   auto produced = [&](int node, int s) -> const Layout& {
     const StepCostGraph::Origin& o = out.origins[node];
-    return o.is_param ? o.layouts[s] : o.strategies[s].output;
+    return o.is_param || o.fanout ? o.layouts[s] : o.strategies[s].output;
   };
-  auto edge = [&](int from, int to, const sem::TypeP& t, auto wanted) {
+  auto edge = [&](int from, int to, const sem::TypeP& t, const auto& wanted) {
     const int sf = out.graph.strategies(from), st = out.graph.strategies(to);
     std::vector<std::vector<double>> cost(sf, std::vector<double>(st, 0.0));
     bool any = false;
@@ -190,33 +190,91 @@ StepCostGraph build_step_cost_graph(const ir::Graph& step,
     if (any || sf * st > 1) out.graph.add_edge(from, to, std::move(cost));
   };
 
+  // Every consumer of a tensor with a node: (consumer node, the layout its candidate b wants).
+  // The step's output tuple takes each gradient in its parameter's layout (the partitioner's
+  // output_layouts: the gradient -> parameter edge below), not replicated as make_tuple's rule
+  // says; only the loss must come back replicated.
+  using Wanted = std::function<const Layout*(int)>;
+  struct Use {
+    int to;
+    Wanted wanted;
+  };
+  std::map<const ir::Node*, std::vector<Use>> uses;
+  std::vector<const ir::Node*> producers;  // in step order, each once
+  auto add_use = [&](const ir::Node* x, Use u) {
+    auto& v = uses[x];
+    if (v.empty()) producers.push_back(x);
+    v.push_back(std::move(u));
+  };
+  const ir::Node* ret = step.output;
+  const bool step_tuple =
+      ret && ret->is_apply() && static_cast<int>(ret->inputs.size()) == trainable + 1;
   for (const ir::Node* n : step.nodes) {
     auto it = id.find(n);
     if (it == id.end()) continue;
     const int to = it->second;
     for (size_t k = 0; k < n->inputs.size(); ++k) {
+      if (n == ret && step_tuple && k > 0) continue;
       const ir::Node* x = n->inputs[k];
-      auto src = id.find(x);
-      if (src == id.end() || !static_tensor(x->type)) continue;
-      const StepCostGraph::Origin& o = out.origins[to];
-      edge(src->second, to, x->type, [&](int b) -> const Layout* {
-        const OpStrategy& s = o.strategies[b];
-        return k < s.inputs.size() ? &s.inputs[k] : nullptr;
-      });
+      if (!id.count(x) || !static_tensor(x->type)) continue;
+      add_use(x, {to, [&out, to, k](int b) -> const Layout* {
+                    const OpStrategy& s = out.origins[static_cast<size_t>(to)].strategies[b];
+                    return k < s.inputs.size() ? &s.inputs[k] : nullptr;
+                  }});
     }
   }
-
   // Gradients: the step returns (loss, grad_0, ..., grad_{trainable-1}).
-  const ir::Node* ret = step.output;
-  if (ret && ret->is_apply() && static_cast<int>(ret->inputs.size()) == trainable + 1) {
+  if (step_tuple) {
     for (int i = 0; i < trainable && i < static_cast<int>(step.params.size()); ++i) {
       const ir::Node* g = ret->inputs[i + 1];
       auto gs = id.find(g), ps = id.find(step.params[i]);
       if (gs == id.end() || ps == id.end() || gs->second == ps->second || !static_tensor(g->type))
         continue;
-      const StepCostGraph::Origin& po = out.origins[ps->second];
-      edge(gs->second, ps->second, g->type, [&](int b) -> const Layout* { return &po.layouts[b]; });
+      const int to = ps->second;
+      add_use(g, {to, [&out, to](int b) -> const Layout* {
+                    return &out.origins[static_cast<size_t>(to)].layouts[b];
+                  }});
     }
+  }
+  // A tensor read by several consumers is redistributed once per layout wanted and shared (the
+  // partitioner caches redistribute(x, layout)): one edge per consumer would charge Megatron's
+  // all-reduce once per reader of the sum. Such a tensor gets a fan-out node whose candidates
+  // are the layouts it may be delivered in (every layout of its shape, also partial over the
+  // axes it leaves free); its producer's edge pays the one redistribution, its consumers' edges
+  // whatever is left (nothing when they want the delivered layout).
+  for (const ir::Node* x : producers) {
+    const std::vector<Use>& us = uses[x];
+    const int from = id.at(x);
+    if (us.size() < 2) {
+      edge(from, us[0].to, x->type, us[0].wanted);
+      continue;
+    }
+    StepCostGraph::Origin f;
+    f.node = x;
+    f.fanout = true;
+    f.name = "fanout:" + out.origins[static_cast<size_t>(from)].name;
+    for (const Layout& l : enumerate_layouts(x->type->shape, mesh)) {
+      f.layouts.push_back(l);
+      std::vector<int> free;
+      for (int a = 0; a < mesh.ndim(); ++a)
+        if (mesh.axis_size(a) > 1 && l.dim_of_axis(a) < 0) free.push_back(a);
+      for (unsigned mask = 1; mask < (1u << free.size()); ++mask) {
+        Layout pl = l;
+        for (size_t bit = 0; bit < free.size(); ++bit)
+          if (mask & (1u << bit)) pl.partial.push_back(free[bit]);
+        f.layouts.push_back(pl);
+      }
+    }
+    std::vector<std::string> labels;
+    for (const Layout& l : f.layouts) labels.push_back(l.to_string(mesh));
+    const size_t k = f.layouts.size();
+    const int fan = out.graph.add_node(f.name, std::vector<double>(k, 0.0),
+                                       std::vector<double>(k, 0.0), labels);
+    out.origins.push_back(std::move(f));
+    edge(from, fan, x->type, [&out, fan](int b) -> const Layout* {
+      return &out.origins[static_cast<size_t>(fan)].layouts[b];
+    });
+    for (const Use& u : us) edge(fan, u.to, x->type, u.wanted);
   }
   return out;
 }
@@ -232,6 +290,7 @@ Assignment assignment_of(const StepCostGraph& g, const ir::Graph& step,
   std::vector<int> choice(g.origins.size(), 0);
   for (size_t n = 0; n < g.origins.size(); ++n) {
     const StepCostGraph::Origin& o = g.origins[n];
+    if (o.fanout) continue;  // below, once its neighbours are decided
     if (o.is_param) {
       const auto p = param_index.find(o.node);
       if (p == param_index.end() || p->second >= param_layouts.size()) continue;
@@ -265,6 +324,21 @@ Assignment assignment_of(const StepCostGraph& g, const ir::Graph& step,
       unmatched->push_back(fmt::format("{} ({}) -> {}{}", o.name, ins, want.output.to_string(),
                                        best < 0 ? " (kept its first candidate)" : ""));
     }
+  }
+  // A fan-out delivers its tensor in the layout that costs its producer and consumers least
+  // (the partitioner's one redistribution per layout wanted; its neighbours are all decided).
+  for (size_t n = 0; n < g.origins.size(); ++n) {
+    if (!g.origins[n].fanout) continue;
+    std::vector<double> total(g.graph.nodes[n].cost.size(), 0.0);
+    for (const CostGraph::Edge& e : g.graph.edges) {
+      if (e.to == static_cast<int>(n))
+        for (size_t c = 0; c < total.size(); ++c)
+          total[c] += e.cost[static_cast<size_t>(choice[static_cast<size_t>(e.from)])][c];
+      if (e.from == static_cast<int>(n))
+        for (size_t c = 0; c < total.size(); ++c)
+          total[c] += e.cost[c][static_cast<size_t>(choice[static_cast<size_t>(e.to)])];
+    }
+    choice[n] = static_cast<int>(std::min_element(total.begin(), total.end()) - total.begin());
   }
   return evaluate(g.graph, choice);
 }
@@ -329,6 +403,7 @@ std::string strategy_json(const StepCostGraph& g, const Assignment& a) {
   for (int64_t d : g.mesh.shape) mesh += fmt::format("{}{}", mesh.empty() ? "" : ", ", d);
   for (size_t i = 0; i < g.origins.size(); ++i) {
     const StepCostGraph::Origin& o = g.origins[i];
+    if (o.fanout) continue;  // the partitioner redistributes where a consumer needs it
     if (o.is_param) {
       layouts += fmt::format("{}\n    {}: {}", layouts.empty() ? "" : ",", quote(o.name),
                              quote(layout_text(o.layouts[a.choice[i]], g.mesh)));

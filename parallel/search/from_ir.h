@@ -11,7 +11,11 @@
 //           cost = the row's cost facet scaled by local_flops_fraction through a roofline,
 //           max(flops / peak, bytes / bandwidth) + launch; memory = its output shard
 //   edges   producer -> consumer for every tensor an application reads: the seconds of
-//           plan_redistribution(producer's output layout, the layout this strategy wants)
+//           plan_redistribution(producer's output layout, the layout this strategy wants);
+//           a tensor with several consumers goes through a fan-out node (candidates: the
+//           layouts it is delivered in), so that one redistribution serves them all as in the
+//           partitioner. The step's output tuple takes the loss replicated and each gradient
+//           through its gradient -> parameter edge (not replicated)
 //           gradient -> parameter: the step's i-th gradient goes to the i-th parameter's node,
 //           costed as the redistribution of the gradient into the parameter's layout. This is
 //           where data parallelism pays: a gradient that is partial over a mesh axis (batch
@@ -66,7 +70,8 @@ struct StepCostGraph {
     std::string name;  // parameter name, or "<prim>#<index>"
     bool is_param = false;
     bool trainable = false;
-    std::vector<Layout> layouts;         // parameters: per candidate
+    bool fanout = false;  // a tensor read by several consumers (node: its producer): layouts
+    std::vector<Layout> layouts;         // parameters and fan-outs: per candidate
     std::vector<OpStrategy> strategies;  // applications: per candidate
   };
   std::vector<Origin> origins;  // per cost-graph node

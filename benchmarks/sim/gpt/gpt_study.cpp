@@ -67,8 +67,10 @@ const std::vector<Size> kSizes = {
 constexpr int kSeq = 2048, kVocab = 51200;
 constexpr double kParamBytes = 2, kGradBytes = 2, kOptimizerBytes = 12;  // fp16, fp16, fp32 x 3
 
-std::string g_dir;                // benchmarks/sim/gpt
-bool g_pass_partial_sums = true;  // --no-pass-partial-sums: the ablation (from_ir.h)
+std::string g_dir;  // benchmarks/sim/gpt
+bool g_pass_partial_sums = true;
+int g_explain = 0;  // --explain N: the N largest terms of each layer's analytic price  //
+                    // --no-pass-partial-sums: the ablation (from_ir.h)
 
 std::string read(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -165,8 +167,18 @@ Block block(const sim::ClusterSpec& c, const std::string& file, std::map<std::st
       parallel::partition_training_step(*step.step, step.params.size(), s);
   // The analytic oracle's price of what is simulated (the partitioner's run of the strategy),
   // without the parameters' update (the pipeline charges it once per step).
-  const parallel::search::Assignment priced =
-      parallel::search::assignment_of(g, *step.step, part.param_layouts, part.strategies);
+  std::vector<std::string> unmatched;
+  const parallel::search::Assignment priced = parallel::search::assignment_of(
+      g, *step.step, part.param_layouts, part.strategies, &unmatched);
+  if (g_explain > 0) {
+    const parallel::search::CostTerms terms = parallel::search::cost_terms(g, priced);
+    std::fprintf(stderr, "  %s b=%d t=%d %s analytic: operators %.3f ms, edges %.3f ms\n",
+                 file.c_str(), b, t, hand ? "hand" : "auto", terms.nodes * 1e3, terms.edges * 1e3);
+    for (size_t i = 0; i < terms.terms.size() && i < static_cast<size_t>(g_explain); ++i)
+      std::fprintf(stderr, "    %9.3f us  %s\n", terms.terms[i].seconds * 1e6,
+                   terms.terms[i].what.c_str());
+    for (const std::string& u : unmatched) std::fprintf(stderr, "    unmatched: %s\n", u.c_str());
+  }
   double update = 0;
   for (size_t n = 0; n < g.origins.size(); ++n)
     if (g.origins[n].is_param)
@@ -360,6 +372,8 @@ int main(int argc, char** argv) {
       trace = next();
     else if (a == "--csv")
       csv = next();
+    else if (a == "--explain")
+      g_explain = std::atoi(next().c_str());
     else if (a == "--no-pass-partial-sums")
       g_pass_partial_sums = false;
     else if (a == "--blocks")
