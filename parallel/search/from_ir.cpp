@@ -366,6 +366,43 @@ CostTerms cost_terms(const StepCostGraph& g, const Assignment& a) {
   return t;
 }
 
+SearchResult search_dp_two_starts(const StepCostGraph& g, const StepCostGraph& without,
+                                  const SearchOptions& o) {
+  SearchResult r = search_dp(g.graph, o);
+  if (without.origins.size() != g.origins.size()) return r;  // not the same step
+  const SearchResult w = search_dp(without.graph, o);
+  if (w.top.empty()) return r;
+  std::vector<int> choice(g.origins.size(), 0);
+  for (size_t n = 0; n < g.origins.size(); ++n) {
+    const StepCostGraph::Origin &to = g.origins[n], &from = without.origins[n];
+    const int c = w.top[0].choice[n];
+    if (to.is_param || to.fanout) {
+      const auto at =
+          std::find(to.layouts.begin(), to.layouts.end(), from.layouts[static_cast<size_t>(c)]);
+      if (at == to.layouts.end()) return r;
+      choice[n] = static_cast<int>(at - to.layouts.begin());
+    } else {
+      const std::string& name = from.strategies[static_cast<size_t>(c)].name;
+      const auto at = std::find_if(to.strategies.begin(), to.strategies.end(),
+                                   [&](const OpStrategy& s) { return s.name == name; });
+      if (at == to.strategies.end()) return r;
+      choice[n] = static_cast<int>(at - to.strategies.begin());
+    }
+  }
+  const Assignment second =
+      improve_locally(g.graph, evaluate(g.graph, choice, o.memory_limit), o.memory_limit);
+  if (r.top.empty() || (second.feasible && !r.top[0].feasible) ||
+      (second.feasible == r.top[0].feasible && second.cost < r.top[0].cost)) {
+    r.top.insert(r.top.begin(), second);
+    if (static_cast<int>(r.top.size()) > std::max(1, o.top_k)) r.top.pop_back();
+    r.exact = false;
+    r.notes += "; the second start (without partial inputs, then coordinate descent) won";
+  } else {
+    r.notes += "; the second start did not win";
+  }
+  return r;
+}
+
 std::vector<std::string> parameter_layouts(const StepCostGraph& g, const Assignment& a) {
   std::vector<std::string> out;
   for (size_t i = 0; i < g.origins.size(); ++i)

@@ -69,8 +69,10 @@ constexpr double kParamBytes = 2, kGradBytes = 2, kOptimizerBytes = 12;  // fp16
 
 std::string g_dir;  // benchmarks/sim/gpt
 bool g_pass_partial_sums = true;
-int g_explain = 0;  // --explain N: the N largest terms of each layer's analytic price  //
-                    // --no-pass-partial-sums: the ablation (from_ir.h)
+int g_explain = 0;
+int g_dp_budget = 64;  // --dp-budget N: SearchOptions::dp_branch_budget  // --explain N: the N
+                       // largest terms of each layer's analytic price  //
+                       // --no-pass-partial-sums: the ablation (from_ir.h)
 
 std::string read(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -156,11 +158,19 @@ Block block(const sim::ClusterSpec& c, const std::string& file, std::map<std::st
   } else {
     parallel::search::SearchOptions o;
     o.memory_limit = memory_limit;
+    o.dp_branch_budget = g_dp_budget;
     const auto start = std::chrono::steady_clock::now();
-    const parallel::search::SearchResult r = parallel::search::search_dp(g.graph, o);
+    parallel::search::DeviceModel without = device_model(c);
+    without.pass_partial_sums = false;
+    const auto g0 = parallel::search::build_step_cost_graph(
+        *step.step, names, static_cast<int>(step.params.size()), 2, mesh, without);
+    const parallel::search::SearchResult r = g_pass_partial_sums
+                                                 ? parallel::search::search_dp_two_starts(g, g0, o)
+                                                 : parallel::search::search_dp(g.graph, o);
     search_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     json = parallel::search::strategy_json(g, r.top.at(0));
+    if (g_explain > 0) std::fprintf(stderr, "  search: %s\n", r.notes.c_str());
   }
   const parallel::Strategy s = parallel::parse_strategy(json, *step.step, file);
   const parallel::Partitioned part =
@@ -372,6 +382,8 @@ int main(int argc, char** argv) {
       trace = next();
     else if (a == "--csv")
       csv = next();
+    else if (a == "--dp-budget")
+      g_dp_budget = std::max(1, std::atoi(next().c_str()));
     else if (a == "--explain")
       g_explain = std::atoi(next().c_str());
     else if (a == "--no-pass-partial-sums")
