@@ -366,11 +366,26 @@ CostTerms cost_terms(const StepCostGraph& g, const Assignment& a) {
   return t;
 }
 
+SearchResult search_dp_fitting(const CostGraph& g, const SearchOptions& o) {
+  if (o.memory_limit < kNoMemoryLimit && o.top_k <= 1) {
+    SearchOptions unlimited = o;
+    unlimited.memory_limit = kNoMemoryLimit;
+    SearchResult r = search_dp(g, unlimited);
+    if (!r.top.empty() && r.top[0].peak_memory <= o.memory_limit) {
+      r.top[0].feasible = true;
+      r.any_feasible = true;
+      r.notes += "; it fits the memory limit";
+      return r;
+    }
+  }
+  return search_dp(g, o);
+}
+
 SearchResult search_dp_two_starts(const StepCostGraph& g, const StepCostGraph& without,
                                   const SearchOptions& o) {
-  SearchResult r = search_dp(g.graph, o);
+  SearchResult r = search_dp_fitting(g.graph, o);
   if (without.origins.size() != g.origins.size()) return r;  // not the same step
-  const SearchResult w = search_dp(without.graph, o);
+  const SearchResult w = search_dp_fitting(without.graph, o);
   if (w.top.empty()) return r;
   std::vector<int> choice(g.origins.size(), 0);
   for (size_t n = 0; n < g.origins.size(); ++n) {

@@ -84,7 +84,14 @@ StepCostGraph build_step_cost_graph(const ir::Graph& step,
                                     const std::vector<std::string>& param_names, int trainable,
                                     int state_tensors, const Mesh& mesh, const DeviceModel& device);
 
-// dp (search_dp) on the step's cost graph `g`, with a second start: dp on the same step's
+// search_dp, first without the memory limit (when top_k is 1): the cheapest assignment
+// regardless of memory is the answer when it fits, and carrying memory as a second label
+// (Pareto cells of cost and memory) is what makes dp slow on a step's graph (a GPT block under
+// a stage's share of 80 GB: up to two minutes instead of a second). Only when it does not fit,
+// search_dp under the limit.
+SearchResult search_dp_fitting(const CostGraph& g, const SearchOptions& o);
+
+// dp (search_dp_fitting) on the step's cost graph `g`, with a second start: dp on the same step's
 // graph without the linear operators' partial inputs (`without`, built with
 // pass_partial_sums = false: fewer candidates, and dp's cutset conditioning leaves less to its
 // greedy fallback), its pick carried over to `g` by candidate name and polished by coordinate

@@ -166,7 +166,7 @@ Block block(const sim::ClusterSpec& c, const std::string& file, std::map<std::st
         *step.step, names, static_cast<int>(step.params.size()), 2, mesh, without);
     const parallel::search::SearchResult r = g_pass_partial_sums
                                                  ? parallel::search::search_dp_two_starts(g, g0, o)
-                                                 : parallel::search::search_dp(g.graph, o);
+                                                 : parallel::search::search_dp_fitting(g.graph, o);
     search_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     json = parallel::search::strategy_json(g, r.top.at(0));
