@@ -56,7 +56,8 @@ class UsageError : public std::runtime_error {
 // The analytic oracle's device numbers from the cluster spec. Mesh axes are laid out
 // row-major over the ranks (the last axis varies fastest): an axis whose span of consecutive
 // ranks stays inside one node uses the intra-node interconnect, the others the network.
-ps::DeviceModel search_device_model(const sim::ClusterSpec& c, const parallel::Mesh& mesh) {
+ps::DeviceModel search_device_model(const sim::ClusterSpec& c, const parallel::Mesh& mesh,
+                                    const std::string& optimizer) {
   ps::DeviceModel d;
   const auto f32 = c.device.peak_flops.find("f32");
   d.peak_flops = f32 != c.device.peak_flops.end() ? f32->second : c.device.max_peak_flops();
@@ -72,6 +73,14 @@ ps::DeviceModel search_device_model(const sim::ClusterSpec& c, const parallel::M
     cost.op_class = op_class;
     return model.time(cost, dtype).seconds;
   };
+  if (!optimizer.empty())
+    d.update_seconds = [model = sim::CostModel(c.device), optimizer](const sem::TypeP& shard) {
+      int state = 0;
+      double seconds = 0;
+      for (const sim::StepOp& op : sim::update_ops(optimizer, shard, state))
+        seconds += model.time(op.cost, op.dtype).seconds;
+      return seconds;
+    };
   d.comm.axes.assign(mesh.ndim(), parallel::AxisLink{});
   int64_t span = 1;
   for (int ax = mesh.ndim() - 1; ax >= 0; --ax) {
@@ -256,7 +265,7 @@ int run(const Options& o) {
   if (o.algo == "rec" && o.evaluate.empty()) return run_rec(o, cluster, mesh, program, names);
   const ps::StepCostGraph g =
       ps::build_step_cost_graph(*program.step, names, static_cast<int>(program.params.size()),
-                                states, mesh, search_device_model(cluster, mesh));
+                                states, mesh, search_device_model(cluster, mesh, o.optimizer));
   if (!o.evaluate.empty()) {
     if (pipelined) throw UsageError("--evaluate prices one stage's step: leave out --stages");
     return run_evaluate(o, cluster, program, g);

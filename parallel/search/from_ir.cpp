@@ -92,7 +92,9 @@ StepCostGraph build_step_cost_graph(const ir::Graph& step,
       // adam 7 passes over the local shard). Every device updates what it holds, so a
       // replicated weight pays it in full and a sharded one 1/p: without this term the
       // search saw no cost in replicating a layer's weights (the simulator's update does).
-      cost.push_back(o.trainable ? bytes * update_passes / device.memory_bandwidth : 0.0);
+      cost.push_back(!o.trainable            ? 0.0
+                     : device.update_seconds ? device.update_seconds(local_type(p->type, l, mesh))
+                                             : bytes * update_passes / device.memory_bandwidth);
       mem.push_back(bytes * (o.trainable ? copies : 1.0));
       labels.push_back(l.partition_string(mesh));
     }

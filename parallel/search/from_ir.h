@@ -54,6 +54,11 @@ struct DeviceModel {
   // simulator that re-ranks its picks does; unset, the roofline of the numbers above.
   std::function<double(double flops, double bytes, const std::string& op_class, DType dtype)>
       op_seconds;
+  // The seconds of a trainable parameter's optimizer update on a device holding `shard` (its
+  // local type), when set: tools/ set it to the simulator's update ops (sim::update_ops, each
+  // primitive with its launch overhead: adam on a small tensor is launch-bound, 12 launches);
+  // unset, the memory-bound passes described above.
+  std::function<double(const sem::TypeP& shard)> update_seconds;
   // Bytes per element of a redistribution relative to the IR's dtype: 0.5 when an f32 program
   // stands for mixed precision's f16 activations (the GPT study halves every collective).
   double comm_bytes_scale = 1;

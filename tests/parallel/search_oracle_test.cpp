@@ -36,8 +36,8 @@ std::string small_block() {
       if (line.rfind("let " + name + " = ", 0) == 0) line = "let " + name + " = " + v;
     out += line + "\n";
   }
-  const std::string path = ::testing::TempDir() + "spora_oracle_gpt_" +
-                           std::to_string(::getpid()) + ".sp";
+  const std::string path =
+      ::testing::TempDir() + "spora_oracle_gpt_" + std::to_string(::getpid()) + ".sp";
   std::ofstream(path) << out;
   return path;
 }
@@ -63,14 +63,14 @@ TEST(SearchOracle, AgreesWithTheSimulatorOnASmallGptBlock) {
   for (const sim::StepParam& p : step.params) names.push_back(p.name);
   const StepCostGraph g =
       build_step_cost_graph(*step.step, names, static_cast<int>(step.params.size()), 2, mesh,
-                            tools::search_device_model(cluster, mesh));
+                            tools::search_device_model(cluster, mesh, "adam"));
   auto price = [&](const std::string& json) {
     const Strategy s = parse_strategy(json, *step.step);
     const Partitioned part = partition_training_step(*step.step, step.params.size(), s);
     Priced p;
-    p.analytic = assignment_of(g, *step.step, part.param_layouts, part.strategies, &p.unmatched).cost;
-    p.simulated =
-        sim::simulate_spmd_step(cluster, sim::spmd_program(step, s, "adam")).step_seconds;
+    p.analytic =
+        assignment_of(g, *step.step, part.param_layouts, part.strategies, &p.unmatched).cost;
+    p.simulated = sim::simulate_spmd_step(cluster, sim::spmd_program(step, s, "adam")).step_seconds;
     return p;
   };
   const Priced hand = price(R"J({"mesh": [4], "layouts": {"blk.wq": "(1, 4)", "blk.bq": "(4)",
@@ -81,15 +81,21 @@ TEST(SearchOracle, AgreesWithTheSimulatorOnASmallGptBlock) {
   const Priced pick = price(strategy_json(g, r.top[0]));
   EXPECT_TRUE(pick.unmatched.empty()) << pick.unmatched.front();
   EXPECT_NEAR(pick.analytic, r.top[0].cost, 1e-12 + 1e-9 * r.top[0].cost);
-  std::printf("Megatron: analytic %.3f us, simulated %.3f us (%zu operators priced as the "
-              "closest candidate); pick: analytic %.3f us, simulated %.3f us\n",
-              hand.analytic * 1e6, hand.simulated * 1e6, hand.unmatched.size(),
-              pick.analytic * 1e6, pick.simulated * 1e6);
-  // The tolerance: the simulator overlaps the gradients' collectives with the backward pass and
-  // runs each all-reduce's reductions as data arrives; the oracle adds every term.
-  EXPECT_NEAR(hand.analytic / hand.simulated, 1.0, 0.15);
-  EXPECT_NEAR(pick.analytic / pick.simulated, 1.0, 0.15);
+  std::printf(
+      "Megatron: analytic %.3f us, simulated %.3f us (%zu operators priced as the "
+      "closest candidate); pick: analytic %.3f us, simulated %.3f us\n",
+      hand.analytic * 1e6, hand.simulated * 1e6, hand.unmatched.size(), pick.analytic * 1e6,
+      pick.simulated * 1e6);
+  // Measured: Megatron 1310 us analytic against 1285 us simulated, the pick 1296 against 1301.
+  // The 5% tolerance: the simulator overlaps collectives with compute where the data allows and
+  // runs each all-reduce's reductions as data arrives; the oracle adds every term. Before the
+  // oracle priced the update's launches (sim::update_ops) the analytic step was 0.42 of the
+  // simulated one here; before the output tuple and fan-out fixes it charged every gradient's
+  // all-gather and each reader of a sum its own all-reduce.
+  EXPECT_NEAR(hand.analytic / hand.simulated, 1.0, 0.05);
+  EXPECT_NEAR(pick.analytic / pick.simulated, 1.0, 0.05);
   EXPECT_LE(pick.analytic, hand.analytic * (1 + 1e-9)) << "dp misses Megatron's plan";
+  // Within what the oracle cannot tell apart (1.2% here: the pick is 1% cheaper analytically).
   EXPECT_LE(pick.simulated, hand.simulated * 1.02);
 }
 
