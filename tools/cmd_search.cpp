@@ -263,9 +263,10 @@ int run(const Options& o) {
     states = p.state_tensors;
   }
   if (o.algo == "rec" && o.evaluate.empty()) return run_rec(o, cluster, mesh, program, names);
-  const ps::StepCostGraph g =
-      ps::build_step_cost_graph(*program.step, names, static_cast<int>(program.params.size()),
-                                states, mesh, search_device_model(cluster, mesh, o.optimizer));
+  const ps::StepCostGraph g = ps::build_step_cost_graph(
+      *program.step, names, static_cast<int>(program.params.size()), states, mesh,
+      o.algo == "propagate" ? ps::propagation_device(search_device_model(cluster, mesh))
+                            : search_device_model(cluster, mesh, o.optimizer));
   if (!o.evaluate.empty()) {
     if (pipelined) throw UsageError("--evaluate prices one stage's step: leave out --stages");
     return run_evaluate(o, cluster, program, g);
@@ -428,8 +429,9 @@ std::string write_annotation_strategy(const sim::StepProgram& program, const std
     states = p.state_tensors;
   }
   const parallel::Mesh m = parallel::Mesh::parse(mesh);
-  const ps::StepCostGraph g = ps::build_step_cost_graph(
-      *program.step, names, static_cast<int>(program.params.size()), states, m, ps::DeviceModel{});
+  const ps::StepCostGraph g =
+      ps::build_step_cost_graph(*program.step, names, static_cast<int>(program.params.size()),
+                                states, m, ps::propagation_device({}));
   const std::string path = (std::filesystem::temp_directory_path() /
                             fmt::format("spora_annotated_{}_{}.json", ::getpid(), mesh))
                                .string();

@@ -216,7 +216,7 @@ StepCostGraph build_step_cost_graph(const ir::Graph& step,
     if (it == id.end()) continue;
     const int to = it->second;
     for (size_t k = 0; k < n->inputs.size(); ++k) {
-      if (n == ret && step_tuple && k > 0) continue;
+      if (n == ret && step_tuple && k > 0 && !device.output_tuple_replicated) continue;
       const ir::Node* x = n->inputs[k];
       if (!id.count(x) || !static_tensor(x->type)) continue;
       add_use(x, {to, [&out, to, k](int b) -> const Layout* {
@@ -247,8 +247,8 @@ StepCostGraph build_step_cost_graph(const ir::Graph& step,
   for (const ir::Node* x : producers) {
     const std::vector<Use>& us = uses[x];
     const int from = id.at(x);
-    if (us.size() < 2) {
-      edge(from, us[0].to, x->type, us[0].wanted);
+    if (us.size() < 2 || !device.fanout_nodes) {
+      for (const Use& u : us) edge(from, u.to, x->type, u.wanted);
       continue;
     }
     StepCostGraph::Origin f;
@@ -366,6 +366,13 @@ CostTerms cost_terms(const StepCostGraph& g, const Assignment& a) {
   std::stable_sort(t.terms.begin(), t.terms.end(),
                    [](const CostTerm& x, const CostTerm& y) { return x.seconds > y.seconds; });
   return t;
+}
+
+DeviceModel propagation_device(DeviceModel d) {
+  d.fanout_nodes = false;
+  d.pass_partial_sums = false;
+  d.output_tuple_replicated = true;
+  return d;
 }
 
 SearchResult search_dp_fitting(const CostGraph& g, const SearchOptions& o) {

@@ -65,7 +65,19 @@ struct DeviceModel {
   // The linear operators' candidates with partial inputs (DimSpec::linear); false drops them
   // (an ablation: the search as it was before they existed).
   bool pass_partial_sums = true;
+  // Fan-out nodes for tensors with several consumers (above); false: one edge per consumer.
+  bool fanout_nodes = true;
+  // true: the step's output tuple wants every gradient replicated (make_tuple's rule), as the
+  // graph was built before the gradients were priced through their parameters only.
+  bool output_tuple_replicated = false;
 };
+
+// The graph sharding propagation (search_propagate, propagate_from_annotations) was tuned on:
+// no fan-out nodes, no partial inputs, the output tuple wanting replicated gradients. Its greedy
+// breadth-first choices lean on those replicated pulls: on the exact graph it wanders into
+// batch slices and all-to-alls on tests/parallel/mlp_megatron.sp instead of Megatron's layouts
+// (a known limit; the dynamic programming uses the exact graph).
+DeviceModel propagation_device(DeviceModel d);
 
 struct StepCostGraph {
   CostGraph graph;
