@@ -76,6 +76,32 @@ Spec elementwise_spec(const Types& in, const TypeP& out, const Attrs&) {
 
 ShardingRule elementwise_rule() { return dim_rule(elementwise_spec); }
 
+// A spec that also passes partial sums through the inputs it is linear in (DimSpec::linear):
+// Joint for sums of inputs and one-input linear maps, One for products (linear in each factor
+// alone). The sharding rules test runs every such strategy on random partial pieces.
+parallel::DimSpecFn linear(parallel::DimSpecFn spec, DimSpec::Linear kind,
+                           std::vector<int> inputs = {0}) {
+  return [spec, kind, inputs](const Types& in, const TypeP& out, const Attrs& attrs) -> Spec {
+    Spec s = spec(in, out, attrs);
+    if (!s) return s;
+    s->linear = kind;
+    s->linear_inputs = inputs;
+    return s;
+  };
+}
+constexpr DimSpec::Linear kJoint = DimSpec::Linear::Joint;
+constexpr DimSpec::Linear kOne = DimSpec::Linear::One;
+
+// cast is linear between floating-point dtypes only (a cast to an integer rounds each piece).
+Spec cast_spec(const Types& in, const TypeP& out, const Attrs& attrs) {
+  Spec s = elementwise_spec(in, out, attrs);
+  if (s && is_tensor(in, 0) && is_float(in[0]->dtype) && is_float(out->dtype)) {
+    s->linear = kJoint;
+    s->linear_inputs = {0};
+  }
+  return s;
+}
+
 // Reductions: kept dims are labels shared with the output; reduced dims are labels that sum and
 // mean may split (partial output; mean's local result scaled by 1/p), the others never.
 parallel::DimSpecFn reduction_spec(bool sum_like, bool mean) {
@@ -507,14 +533,16 @@ Spec creation_spec(const Types&, const TypeP& out, const Attrs&) {
 // squeeze/unsqueeze/expand_dims/flatten have no shape attribute; reshape's target becomes the
 // local shape (a -1 wildcard is resolved by then).
 void shape_rules(sem::Registry& r) {
-  set_sharding(r, "reshape", dim_rule(reshape_spec, parallel::local_shape_attr("shape")));
+  set_sharding(r, "reshape",
+               dim_rule(linear(reshape_spec, kJoint), parallel::local_shape_attr("shape")));
   for (const char* name : {"flatten", "unsqueeze", "expand_dims"})
-    set_sharding(r, name, dim_rule(reshape_spec));
+    set_sharding(r, name, dim_rule(linear(reshape_spec, kJoint)));
   // squeeze(axis=none) drops every size-1 dim: locally that would include a dim of 2 split in
   // two, so the local application names the globally squeezed axes.
-  set_sharding(r, "squeeze",
-               dim_rule(reshape_spec, [](const Attrs& a, const OpStrategy&, const Types& in,
-                                         const TypeP&, const Mesh&) {
+  set_sharding(
+      r, "squeeze",
+      dim_rule(linear(reshape_spec, kJoint),
+               [](const Attrs& a, const OpStrategy&, const Types& in, const TypeP&, const Mesh&) {
                  if (!a.is_none("axis") || !is_tensor(in, 0)) return a;
                  std::vector<int64_t> axes;
                  for (int d = 0; d < rank(in[0]); ++d)
@@ -523,13 +551,25 @@ void shape_rules(sem::Registry& r) {
                  for (const auto& [k, v] : a.items()) r.set(k, k == "axis" ? Attr{axes} : v);
                  return r;
                }));
-  set_sharding(r, "transpose", dim_rule(permute_spec));
-  set_sharding(r, "permute", dim_rule(permute_spec));
-  set_sharding(r, "broadcast_to", dim_rule(broadcast_to_spec, parallel::local_shape_attr("shape")));
-  set_sharding(r, "concat", dim_rule(join_spec(false)));
-  set_sharding(r, "stack", dim_rule(join_spec(true)));
-  set_sharding(r, "slice", dim_rule(slice_spec, slice_local_attrs(false)));
-  set_sharding(r, "slice_grad", dim_rule(slice_grad_spec, slice_local_attrs(true)));
+  set_sharding(r, "transpose", dim_rule(linear(permute_spec, kJoint)));
+  set_sharding(r, "permute", dim_rule(linear(permute_spec, kJoint)));
+  set_sharding(r, "broadcast_to",
+               dim_rule(linear(broadcast_to_spec, kJoint), parallel::local_shape_attr("shape")));
+  // concat and stack are linear in all their inputs together.
+  for (const auto& [name, stack] : {std::pair{"concat", false}, std::pair{"stack", true}}) {
+    const parallel::DimSpecFn join = join_spec(stack);
+    set_sharding(r, name, dim_rule([join](const Types& in, const TypeP& out, const Attrs& a) {
+                   Spec s = join(in, out, a);
+                   if (s) {
+                     s->linear = kJoint;
+                     for (size_t i = 0; i < in.size(); ++i)
+                       s->linear_inputs.push_back(static_cast<int>(i));
+                   }
+                   return s;
+                 }));
+  }
+  set_sharding(r, "slice", dim_rule(linear(slice_spec, kJoint), slice_local_attrs(false)));
+  set_sharding(r, "slice_grad", dim_rule(linear(slice_grad_spec, kJoint), slice_local_attrs(true)));
   set_sharding(r, "gather", dim_rule(gather_spec));
   set_sharding(r, "scatter_add", dim_rule(scatter_add_spec));
   set_sharding(r, "one_hot", dim_rule(one_hot_spec));
@@ -541,22 +581,29 @@ void shape_rules(sem::Registry& r) {
 
 void elementwise_rules(sem::Registry& r) {
   for (const char* name :
-       {"neg",        "abs", "sign", "square", "relu",  "floor",    "ceil",    "round",
-        "reciprocal", "add", "sub",  "mul",    "div",   "floordiv", "mod",     "maximum",
-        "minimum",    "exp", "log",  "sqrt",   "rsqrt", "tanh",     "sigmoid", "gelu",
-        "sin",        "cos", "erf",  "log1p",  "expm1", "pow"})
+       {"abs",  "sign",    "square",  "relu", "floor", "ceil",  "round", "reciprocal", "floordiv",
+        "mod",  "maximum", "minimum", "exp",  "log",   "sqrt",  "rsqrt", "tanh",       "sigmoid",
+        "gelu", "sin",     "cos",     "erf",  "log1p", "expm1", "pow"})
     set_sharding(r, name, elementwise_rule());
+  // The linear ones pass partial sums on: neg, add and sub of two partial inputs, mul by a
+  // factor that is not partial, div of a partial numerator.
+  set_sharding(r, "neg", dim_rule(linear(elementwise_spec, kJoint)));
+  for (const char* name : {"add", "sub"})
+    set_sharding(r, name, dim_rule(linear(elementwise_spec, kJoint, {0, 1})));
+  set_sharding(r, "mul", dim_rule(linear(elementwise_spec, kOne, {0, 1})));
+  set_sharding(r, "div", dim_rule(linear(elementwise_spec, kOne, {0})));
 }
 
 void compare_rules(sem::Registry& r) {
-  for (const char* name : {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
-                           "logical_not", "where", "cast"})
+  for (const char* name :
+       {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not", "where"})
     set_sharding(r, name, elementwise_rule());
+  set_sharding(r, "cast", dim_rule(cast_spec));
 }
 
 void reduction_rules(sem::Registry& r) {
-  set_sharding(r, "sum", dim_rule(reduction_spec(true, false)));
-  set_sharding(r, "mean", dim_rule(reduction_spec(true, true)));
+  set_sharding(r, "sum", dim_rule(linear(reduction_spec(true, false), kJoint)));
+  set_sharding(r, "mean", dim_rule(linear(reduction_spec(true, true), kJoint)));
   for (const char* name : {"prod", "max", "min", "argmax", "argmin", "all", "any"})
     set_sharding(r, name, dim_rule(reduction_spec(false, false)));
 }
@@ -613,7 +660,8 @@ void creation_rules(sem::Registry& r) {
 void internal_rules(sem::Registry& r) {
   for (const char* name : {"print", "assert", "grad_check"})
     set_sharding(r, name, replicated_only_rule("an effect on the host: it sees whole values"));
-  for (const char* name : {"identity", "stop_gradient"}) set_sharding(r, name, elementwise_rule());
+  for (const char* name : {"identity", "stop_gradient"})
+    set_sharding(r, name, dim_rule(linear(elementwise_spec, kJoint)));
   for (const char* name : {"if", "while", "for_range", "for_each"})
     set_sharding(r, name,
                  replicated_only_rule("control flow: the partitioner partitions the bodies"));
@@ -627,7 +675,7 @@ void register_sharding(sem::Registry& r) {
   elementwise_rules(r);
   compare_rules(r);
   reduction_rules(r);
-  set_sharding(r, "matmul", dim_rule(matmul_spec));
+  set_sharding(r, "matmul", dim_rule(linear(matmul_spec, kOne, {0, 1})));
   shape_rules(r);
   nn_rules(r);
   conv_rules(r);

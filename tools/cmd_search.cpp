@@ -18,6 +18,7 @@
 #include "parallel/search/cost_graph.h"
 #include "parallel/search/from_ir.h"
 #include "sim/cluster_spec.h"
+#include "sim/cost_model.h"
 #include "sim/pipeline.h"
 #include "sim/spmd_step.h"
 #include "sim/step_program.h"
@@ -42,6 +43,7 @@ struct Options {
   std::string stages_text = "1", micro_batches_text;  // "": auto with --stages auto, else 1
   bool explain = false;
   int explain_rows = 30;
+  std::string evaluate;  // a strategy file to price instead of searching
   std::string schedule = "1f1b";
 };
 Options g_options;
@@ -51,15 +53,36 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+}  // namespace
+
 // The analytic oracle's device numbers from the cluster spec. Mesh axes are laid out
 // row-major over the ranks (the last axis varies fastest): an axis whose span of consecutive
 // ranks stays inside one node uses the intra-node interconnect, the others the network.
-ps::DeviceModel device_model(const sim::ClusterSpec& c, const parallel::Mesh& mesh) {
+ps::DeviceModel search_device_model(const sim::ClusterSpec& c, const parallel::Mesh& mesh,
+                                    const std::string& optimizer) {
   ps::DeviceModel d;
   const auto f32 = c.device.peak_flops.find("f32");
   d.peak_flops = f32 != c.device.peak_flops.end() ? f32->second : c.device.max_peak_flops();
   d.memory_bandwidth = c.device.memory_bandwidth;
   d.launch_overhead = c.device.launch_overhead;
+  // Compute priced by the simulator's own cost model (per-class efficiencies and launch
+  // overheads), so that the oracle and the simulator that re-ranks its picks agree on it.
+  d.op_seconds = [model = sim::CostModel(c.device)](double flops, double bytes,
+                                                    const std::string& op_class, DType dtype) {
+    sim::OpCost cost;
+    cost.flops = flops;
+    cost.bytes = bytes;
+    cost.op_class = op_class;
+    return model.time(cost, dtype).seconds;
+  };
+  if (!optimizer.empty())
+    d.update_seconds = [model = sim::CostModel(c.device), optimizer](const sem::TypeP& shard) {
+      int state = 0;
+      double seconds = 0;
+      for (const sim::StepOp& op : sim::update_ops(optimizer, shard, state))
+        seconds += model.time(op.cost, op.dtype).seconds;
+      return seconds;
+    };
   d.comm.axes.assign(mesh.ndim(), parallel::AxisLink{});
   int64_t span = 1;
   for (int ax = mesh.ndim() - 1; ax >= 0; --ax) {
@@ -80,6 +103,8 @@ ps::DeviceModel device_model(const sim::ClusterSpec& c, const parallel::Mesh& me
   return d;
 }
 
+namespace {
+
 std::string human_bytes(double b) {
   if (b >= 1e9) return fmt::format("{:.2f} GB", b / 1e9);
   if (b >= 1e6) return fmt::format("{:.2f} MB", b / 1e6);
@@ -99,7 +124,7 @@ int run_rec(const Options& o, const sim::ClusterSpec& cluster, const parallel::M
             const sim::StepProgram& program, const std::vector<std::string>& names) {
   const ps::StepRecGraph g =
       ps::build_step_rec_graph(*program.step, names, static_cast<int>(program.params.size()));
-  const ps::DeviceModel d = device_model(cluster, mesh);
+  const ps::DeviceModel d = search_device_model(cluster, mesh);
   ps::RecOptions ro;
   ro.devices = mesh.size();
   ro.peak_flops = d.peak_flops;
@@ -141,6 +166,55 @@ std::string with_pipeline(const std::string& strategy, const Options& o) {
                    {"split", "auto"},
                    {"schedule", o.schedule}};
   return j.dump(2) + "\n";
+}
+
+// The analytic step of an assignment term by term, largest first (--explain, --evaluate).
+void print_terms(std::FILE* out, const ps::StepCostGraph& g, const ps::Assignment& a, int rows) {
+  const ps::CostTerms t = ps::cost_terms(g, a);
+  std::fprintf(out,
+               "the best strategy's analytic step: operators and parameters %s (compute, update), "
+               "edges %s (redistributions); the largest terms:\n",
+               human_seconds(t.nodes).c_str(), human_seconds(t.edges).c_str());
+  for (size_t i = 0; i < t.terms.size() && i < static_cast<size_t>(rows); ++i)
+    std::fprintf(out, "  %10s  %s\n", human_seconds(t.terms[i].seconds).c_str(),
+                 t.terms[i].what.c_str());
+}
+
+// --evaluate FILE: the analytic oracle's price of a given strategy (as the partitioner runs it:
+// its layouts, and each operator in the strategy the partitioner picks or the file's "ops"
+// name), next to the simulator's step, and its terms.
+int run_evaluate(const Options& o, const sim::ClusterSpec& cluster, const sim::StepProgram& program,
+                 const ps::StepCostGraph& g) {
+  const parallel::Strategy s = parallel::load_strategy(o.evaluate, *program.step);
+  if (!(s.mesh.shape == g.mesh.shape))
+    throw UsageError(fmt::format("--evaluate {}: its mesh {} is not --mesh {}", o.evaluate,
+                                 s.mesh.to_string(), g.mesh.to_string()));
+  const parallel::Partitioned part =
+      parallel::partition_training_step(*program.step, program.params.size(), s);
+  std::vector<std::string> unmatched;
+  const ps::Assignment a =
+      ps::assignment_of(g, *program.step, part.param_layouts, part.strategies, &unmatched);
+  std::optional<double> simulated;
+  if (!o.no_simulate)
+    simulated =
+        sim::simulate_spmd_step(cluster, sim::spmd_program(program, s, o.optimizer)).step_seconds;
+  std::printf("spora search --evaluate %s: %s on %s, mesh %s\n", o.evaluate.c_str(), o.file.c_str(),
+              cluster.name.c_str(), g.mesh.to_string().c_str());
+  std::printf("%-16s %-16s %-14s %s\n", "step (analytic)", "step (simulated)", "memory/device",
+              "collectives the partitioner inserts");
+  std::printf("%-16s %-16s %-14s %d\n", human_seconds(a.cost).c_str(),
+              simulated ? human_seconds(*simulated).c_str() : "-",
+              human_bytes(a.peak_memory).c_str(), part.collectives);
+  if (!unmatched.empty()) {
+    std::printf(
+        "  %zu operators ran a strategy the cost graph does not enumerate (priced as the "
+        "closest candidate with their output layout):\n",
+        unmatched.size());
+    for (size_t i = 0; i < unmatched.size() && i < 10; ++i)
+      std::printf("    %s\n", unmatched[i].c_str());
+  }
+  print_terms(stdout, g, a, o.explain_rows);
+  return 0;
 }
 
 // What run_config found: its best candidate, for --stages auto's table.
@@ -208,10 +282,15 @@ int run_config(const Options& o, std::FILE* out, Outcome* outcome) {
     names.push_back(p.name);
     states = p.state_tensors;
   }
-  if (o.algo == "rec") return run_rec(o, cluster, mesh, program, names);
-  const ps::StepCostGraph g =
-      ps::build_step_cost_graph(*program.step, names, static_cast<int>(program.params.size()),
-                                states, mesh, device_model(cluster, mesh));
+  if (o.algo == "rec" && o.evaluate.empty()) return run_rec(o, cluster, mesh, program, names);
+  const ps::StepCostGraph g = ps::build_step_cost_graph(
+      *program.step, names, static_cast<int>(program.params.size()), states, mesh,
+      o.algo == "propagate" ? ps::propagation_device(search_device_model(cluster, mesh))
+                            : search_device_model(cluster, mesh, o.optimizer));
+  if (!o.evaluate.empty()) {
+    if (pipelined) throw UsageError("--evaluate prices one stage's step: leave out --stages");
+    return run_evaluate(o, cluster, program, g);
+  }
 
   ps::SearchOptions so2;
   so2.top_k = o.top;
@@ -319,38 +398,7 @@ int run_config(const Options& o, std::FILE* out, Outcome* outcome) {
                  simulated ? human_seconds(simulated->step).c_str() : "-",
                  human_bytes(memory).c_str(), feasible ? "yes" : "no", layouts.c_str());
   }
-  if (o.explain && !r.top.empty()) {
-    const ps::Assignment& a = r.top[0];
-    double nodes = 0, edges = 0;
-    std::vector<std::pair<double, std::string>> items;
-    for (size_t n = 0; n < g.graph.nodes.size(); ++n) {
-      const auto& nd = g.graph.nodes[n];
-      const double c = nd.cost[static_cast<size_t>(a.choice[n])];
-      nodes += c;
-      items.emplace_back(
-          c, fmt::format("node {} [{}]", nd.name,
-                         nd.labels.empty() ? std::string("")
-                                           : nd.labels[static_cast<size_t>(a.choice[n])]));
-    }
-    for (const auto& e : g.graph.edges) {
-      const double c = e.cost[static_cast<size_t>(a.choice[static_cast<size_t>(e.from)])]
-                             [static_cast<size_t>(a.choice[static_cast<size_t>(e.to)])];
-      edges += c;
-      if (c > 0)
-        items.emplace_back(
-            c, fmt::format("edge {} -> {}", g.graph.nodes[static_cast<size_t>(e.from)].name,
-                           g.graph.nodes[static_cast<size_t>(e.to)].name));
-    }
-    std::sort(items.rbegin(), items.rend());
-    std::fprintf(
-        out,
-        "the best strategy's analytic step: operators and parameters %s (compute, update), "
-        "edges %s (redistributions); the largest terms:\n",
-        human_seconds(nodes).c_str(), human_seconds(edges).c_str());
-    for (size_t i = 0; i < items.size() && i < static_cast<size_t>(o.explain_rows); ++i)
-      std::fprintf(out, "  %10s  %s\n", human_seconds(items[i].first).c_str(),
-                   items[i].second.c_str());
-  }
+  if (o.explain && !r.top.empty()) print_terms(out, g, r.top[0], o.explain_rows);
   if (!o.out.empty() && !r.top.empty() && !outcome) {
     const std::string text = ps::strategy_json(g, r.top[0]);
     runtime::data::write_file_atomic(o.out, pipelined ? with_pipeline(text, o) : text);
@@ -484,6 +532,8 @@ int run_auto_stages(const Options& o) {
 }
 
 int run(Options o) {
+  if (o.stages_text == "auto" && !o.evaluate.empty())
+    throw UsageError("--evaluate prices a given strategy: leave out --stages auto");
   if (o.stages_text == "auto") return run_auto_stages(o);
   o.stages = count_or_auto(o.stages_text, "--stages");
   if (o.micro_batches_text == "auto")
@@ -532,8 +582,12 @@ CLI::App* add_search_subcommand(CLI::App& app) {
   s->add_flag("--explain", o.explain,
               "print the best strategy's analytic cost term by term: each operator's candidate "
               "(compute, a parameter's update) and each edge's redistribution, largest first");
-  s->add_option("--explain-rows", o.explain_rows, "with --explain: how many terms")
+  s->add_option("--explain-rows", o.explain_rows, "with --explain or --evaluate: how many terms")
       ->capture_default_str();
+  s->add_option("--evaluate", o.evaluate,
+                "price this strategy file instead of searching: its analytic step (the "
+                "partitioner's operator choices, or the file's \"ops\"), the simulated one and "
+                "the largest terms");
   s->add_flag("--no-simulate", o.no_simulate,
               "skip the simulator's score of the top strategies (the analytic oracle only)");
   s->add_option("--fix", o.fix,
@@ -550,8 +604,9 @@ std::string write_annotation_strategy(const sim::StepProgram& program, const std
     states = p.state_tensors;
   }
   const parallel::Mesh m = parallel::Mesh::parse(mesh);
-  const ps::StepCostGraph g = ps::build_step_cost_graph(
-      *program.step, names, static_cast<int>(program.params.size()), states, m, ps::DeviceModel{});
+  const ps::StepCostGraph g =
+      ps::build_step_cost_graph(*program.step, names, static_cast<int>(program.params.size()),
+                                states, m, ps::propagation_device({}));
   const std::string path = (std::filesystem::temp_directory_path() /
                             fmt::format("spora_annotated_{}_{}.json", ::getpid(), mesh))
                                .string();

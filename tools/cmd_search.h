@@ -14,12 +14,22 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "parallel/search/from_ir.h"
+#include "sim/cluster_spec.h"
 #include "sim/step_program.h"
 
 namespace spora::tools {
 
 CLI::App* add_search_subcommand(CLI::App& app);
 int run_search_subcommand();
+
+// The analytic oracle's device numbers for a mesh of a cluster (what `spora search` uses):
+// compute by the simulator's cost model, each mesh axis on the intra-node link while its span of
+// consecutive ranks stays inside a node, else on the network; with an optimizer (sgd, momentum,
+// adam), each parameter's update as the simulator runs it (sim::update_ops).
+parallel::search::DeviceModel search_device_model(const sim::ClusterSpec& c,
+                                                  const parallel::Mesh& mesh,
+                                                  const std::string& optimizer = "");
 
 // `spora run FILE --mesh M --ranks N` without --strategy (semi-auto parallelism): the strategy
 // file propagated from the program's annotations (`shard(x, (2, 1))`, `shard=`) on mesh M

@@ -224,6 +224,7 @@ class Partitioner {
       in_types.push_back(x->type);
     }
     const OpStrategy s = choose(index, n, in, in_types);
+    out_.strategies[index] = s;
     if (s.inputs.size() != n.inputs.size())
       internal_error(fmt::format("the strategy '{}' of {} has {} input layouts for {} inputs",
                                  s.name, n.prim->name, s.inputs.size(), n.inputs.size()));

@@ -95,6 +95,9 @@ struct Partitioned {
   int collectives = 0;                 // collective applications inserted
   // partition_training_step with an optimizer_shard axis: one per trainable parameter.
   std::vector<OptimizerShard> optimizer_shards;
+  // The strategy each application ran with (step 1), by its index in the input graph's nodes:
+  // what `spora search --evaluate` prices in the analytic oracle (search::assignment_of).
+  std::map<size_t, OpStrategy> strategies;
 };
 
 Partitioned partition(const ir::Graph& g, const Strategy& s, const PartitionOptions& o = {});

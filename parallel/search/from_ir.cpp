@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "lang/diagnostics.h"
@@ -17,6 +18,15 @@ double bytes_of(const sem::TypeP& t) { return sim::type_bytes(t); }
 double local_bytes(const sem::TypeP& t, const Layout& l, const Mesh& m) {
   if (!t || !t->is_tensor()) return bytes_of(t);
   return bytes_of(t) * (l.rank() == t->rank() ? l.local_fraction(m) : 1.0);
+}
+
+// The dtype an application computes in, as the simulator's cost model reads it
+// (sim::compute_dtype): its first floating-point input, else its output's, else f32.
+DType compute_dtype(const std::vector<sem::TypeP>& in, const sem::TypeP& out) {
+  for (const sem::TypeP& t : in)
+    if (t && t->is_tensor() && is_float(t->dtype)) return t->dtype;
+  if (out && out->is_tensor()) return out->dtype;
+  return DType::f32;
 }
 
 bool static_tensor(const sem::TypeP& t) {
@@ -70,8 +80,8 @@ StepCostGraph build_step_cost_graph(const ir::Graph& step,
     o.is_param = true;
     o.trainable = static_cast<int>(i) < trainable;
     o.name = i < param_names.size() ? param_names[i]
-             : !p->name.empty()      ? p->name  // the name strategy files use (x, y)
-                                     : fmt::format("arg{}", i);
+             : !p->name.empty()     ? p->name  // the name strategy files use (x, y)
+                                    : fmt::format("arg{}", i);
     o.layouts = enumerate_layouts(p->type->shape, mesh);
     std::vector<double> cost, mem;
     std::vector<std::string> labels;
@@ -82,7 +92,9 @@ StepCostGraph build_step_cost_graph(const ir::Graph& step,
       // adam 7 passes over the local shard). Every device updates what it holds, so a
       // replicated weight pays it in full and a sharded one 1/p: without this term the
       // search saw no cost in replicating a layer's weights (the simulator's update does).
-      cost.push_back(o.trainable ? bytes * update_passes / device.memory_bandwidth : 0.0);
+      cost.push_back(!o.trainable            ? 0.0
+                     : device.update_seconds ? device.update_seconds(local_type(p->type, l, mesh))
+                                             : bytes * update_passes / device.memory_bandwidth);
       mem.push_back(bytes * (o.trainable ? copies : 1.0));
       labels.push_back(l.partition_string(mesh));
     }
@@ -103,19 +115,40 @@ StepCostGraph build_step_cost_graph(const ir::Graph& step,
     for (const sem::TypeP& t : in) dynamic = dynamic || (t && t->is_tensor() && !static_tensor(t));
     if (rule && rule->enumerate && !dynamic)
       o.strategies = rule->enumerate(in, n->type, n->attrs, mesh);
+    if (!device.pass_partial_sums)
+      std::erase_if(o.strategies, [](const OpStrategy& s) {
+        return std::any_of(s.inputs.begin(), s.inputs.end(),
+                           [](const Layout& l) { return l.is_partial(); });
+      });
     if (o.strategies.empty()) o.strategies.push_back(replicated_strategy(in, n->type));
     sim::OpCost c;
     if (const auto* cr = n->prim->facet<sim::CostRule>(sim::kCostFacet))
       c = (*cr)(in, n->type, n->attrs);
     const bool no_time = c.op_class == "view" || c.op_class == "host";
+    const DType dtype = compute_dtype(in, n->type);
+    // An input with no node of its own (a constant, a value of a kept call) is replicated: a
+    // candidate that wants it partial cannot run (a replicated value is no partial sum) and
+    // must not look free, as its edge would.
+    bool has_source_free_input = false;
+    std::vector<bool> sourced(n->inputs.size(), false);
+    for (size_t k = 0; k < n->inputs.size(); ++k) {
+      sourced[k] = id.count(n->inputs[k]) > 0 && static_tensor(n->inputs[k]->type);
+      has_source_free_input = has_source_free_input || !sourced[k];
+    }
     std::vector<double> cost, mem;
     std::vector<std::string> labels;
     for (const OpStrategy& s : o.strategies) {
       const double f = s.local_flops_fraction;
-      cost.push_back(no_time ? 0.0
-                             : std::max(c.flops * f / device.peak_flops,
-                                        c.bytes * f / device.memory_bandwidth) +
-                                   device.launch_overhead);
+      double seconds = 0;
+      if (!no_time)
+        seconds = device.op_seconds ? device.op_seconds(c.flops * f, c.bytes * f, c.op_class, dtype)
+                                    : std::max(c.flops * f / device.peak_flops,
+                                               c.bytes * f / device.memory_bandwidth) +
+                                          device.launch_overhead;
+      if (has_source_free_input)
+        for (size_t k = 0; k < s.inputs.size() && k < sourced.size(); ++k)
+          if (!sourced[k] && s.inputs[k].is_partial()) seconds += device.forbidden;
+      cost.push_back(seconds);
       double m = 0;
       if (!s.tuple_outputs.empty() && n->type && !n->type->elems.empty()) {
         for (size_t e = 0; e < s.tuple_outputs.size() && e < n->type->elems.size(); ++e)
@@ -130,12 +163,16 @@ StepCostGraph build_step_cost_graph(const ir::Graph& step,
     out.origins.push_back(std::move(o));
   }
 
+  auto element_bytes = [&](const sem::TypeP& t) {
+    return std::max(1, static_cast<int>(std::lround(static_cast<double>(dtype_size(t->dtype)) *
+                                                    device.comm_bytes_scale)));
+  };
   // The layout the producer node delivers under candidate s.
   auto produced = [&](int node, int s) -> const Layout& {
     const StepCostGraph::Origin& o = out.origins[node];
-    return o.is_param ? o.layouts[s] : o.strategies[s].output;
+    return o.is_param || o.fanout ? o.layouts[s] : o.strategies[s].output;
   };
-  auto edge = [&](int from, int to, const sem::TypeP& t, auto wanted) {
+  auto edge = [&](int from, int to, const sem::TypeP& t, const auto& wanted) {
     const int sf = out.graph.strategies(from), st = out.graph.strategies(to);
     std::vector<std::vector<double>> cost(sf, std::vector<double>(st, 0.0));
     bool any = false;
@@ -146,9 +183,7 @@ StepCostGraph build_step_cost_graph(const ir::Graph& step,
         if (!dst || src.rank() != t->rank() || dst->rank() != t->rank() || src == *dst) continue;
         try {
           cost[a][b] =
-              plan_redistribution(src, *dst, t->shape, static_cast<int>(dtype_size(t->dtype)), mesh,
-                                  device.comm)
-                  .seconds;
+              plan_redistribution(src, *dst, t->shape, element_bytes(t), mesh, device.comm).seconds;
         } catch (const std::exception&) {
           cost[a][b] = device.forbidden;
         }
@@ -157,35 +192,239 @@ StepCostGraph build_step_cost_graph(const ir::Graph& step,
     if (any || sf * st > 1) out.graph.add_edge(from, to, std::move(cost));
   };
 
+  // Every consumer of a tensor with a node: (consumer node, the layout its candidate b wants).
+  // The step's output tuple takes each gradient in its parameter's layout (the partitioner's
+  // output_layouts: the gradient -> parameter edge below), not replicated as make_tuple's rule
+  // says; only the loss must come back replicated.
+  using Wanted = std::function<const Layout*(int)>;
+  struct Use {
+    int to;
+    Wanted wanted;
+  };
+  std::map<const ir::Node*, std::vector<Use>> uses;
+  std::vector<const ir::Node*> producers;  // in step order, each once
+  auto add_use = [&](const ir::Node* x, Use u) {
+    auto& v = uses[x];
+    if (v.empty()) producers.push_back(x);
+    v.push_back(std::move(u));
+  };
+  const ir::Node* ret = step.output;
+  const bool step_tuple =
+      ret && ret->is_apply() && static_cast<int>(ret->inputs.size()) == trainable + 1;
   for (const ir::Node* n : step.nodes) {
     auto it = id.find(n);
     if (it == id.end()) continue;
     const int to = it->second;
     for (size_t k = 0; k < n->inputs.size(); ++k) {
+      if (n == ret && step_tuple && k > 0 && !device.output_tuple_replicated) continue;
       const ir::Node* x = n->inputs[k];
-      auto src = id.find(x);
-      if (src == id.end() || !static_tensor(x->type)) continue;
-      const StepCostGraph::Origin& o = out.origins[to];
-      edge(src->second, to, x->type, [&](int b) -> const Layout* {
-        const OpStrategy& s = o.strategies[b];
-        return k < s.inputs.size() ? &s.inputs[k] : nullptr;
-      });
+      if (!id.count(x) || !static_tensor(x->type)) continue;
+      add_use(x, {to, [&out, to, k](int b) -> const Layout* {
+                    const OpStrategy& s = out.origins[static_cast<size_t>(to)].strategies[b];
+                    return k < s.inputs.size() ? &s.inputs[k] : nullptr;
+                  }});
     }
   }
-
   // Gradients: the step returns (loss, grad_0, ..., grad_{trainable-1}).
-  const ir::Node* ret = step.output;
-  if (ret && ret->is_apply() && static_cast<int>(ret->inputs.size()) == trainable + 1) {
+  if (step_tuple) {
     for (int i = 0; i < trainable && i < static_cast<int>(step.params.size()); ++i) {
       const ir::Node* g = ret->inputs[i + 1];
       auto gs = id.find(g), ps = id.find(step.params[i]);
       if (gs == id.end() || ps == id.end() || gs->second == ps->second || !static_tensor(g->type))
         continue;
-      const StepCostGraph::Origin& po = out.origins[ps->second];
-      edge(gs->second, ps->second, g->type, [&](int b) -> const Layout* { return &po.layouts[b]; });
+      const int to = ps->second;
+      add_use(g, {to, [&out, to](int b) -> const Layout* {
+                    return &out.origins[static_cast<size_t>(to)].layouts[b];
+                  }});
     }
   }
+  // A tensor read by several consumers is redistributed once per layout wanted and shared (the
+  // partitioner caches redistribute(x, layout)): one edge per consumer would charge Megatron's
+  // all-reduce once per reader of the sum. Such a tensor gets a fan-out node whose candidates
+  // are the layouts it may be delivered in (every layout of its shape, also partial over the
+  // axes it leaves free); its producer's edge pays the one redistribution, its consumers' edges
+  // whatever is left (nothing when they want the delivered layout).
+  for (const ir::Node* x : producers) {
+    const std::vector<Use>& us = uses[x];
+    const int from = id.at(x);
+    if (us.size() < 2 || !device.fanout_nodes) {
+      for (const Use& u : us) edge(from, u.to, x->type, u.wanted);
+      continue;
+    }
+    StepCostGraph::Origin f;
+    f.node = x;
+    f.fanout = true;
+    f.name = "fanout:" + out.origins[static_cast<size_t>(from)].name;
+    for (const Layout& l : enumerate_layouts(x->type->shape, mesh)) {
+      f.layouts.push_back(l);
+      std::vector<int> free;
+      for (int a = 0; a < mesh.ndim(); ++a)
+        if (mesh.axis_size(a) > 1 && l.dim_of_axis(a) < 0) free.push_back(a);
+      for (unsigned mask = 1; mask < (1u << free.size()); ++mask) {
+        Layout pl = l;
+        for (size_t bit = 0; bit < free.size(); ++bit)
+          if (mask & (1u << bit)) pl.partial.push_back(free[bit]);
+        f.layouts.push_back(pl);
+      }
+    }
+    std::vector<std::string> labels;
+    for (const Layout& l : f.layouts) labels.push_back(l.to_string(mesh));
+    const size_t k = f.layouts.size();
+    const int fan = out.graph.add_node(f.name, std::vector<double>(k, 0.0),
+                                       std::vector<double>(k, 0.0), labels);
+    out.origins.push_back(std::move(f));
+    edge(from, fan, x->type, [&out, fan](int b) -> const Layout* {
+      return &out.origins[static_cast<size_t>(fan)].layouts[b];
+    });
+    for (const Use& u : us) edge(fan, u.to, x->type, u.wanted);
+  }
   return out;
+}
+
+Assignment assignment_of(const StepCostGraph& g, const ir::Graph& step,
+                         const std::vector<Layout>& param_layouts,
+                         const std::map<size_t, OpStrategy>& strategies,
+                         std::vector<std::string>* unmatched) {
+  std::map<const ir::Node*, size_t> index;
+  for (size_t i = 0; i < step.nodes.size(); ++i) index[step.nodes[i]] = i;
+  std::map<const ir::Node*, size_t> param_index;
+  for (size_t i = 0; i < step.params.size(); ++i) param_index[step.params[i]] = i;
+  std::vector<int> choice(g.origins.size(), 0);
+  for (size_t n = 0; n < g.origins.size(); ++n) {
+    const StepCostGraph::Origin& o = g.origins[n];
+    if (o.fanout) continue;  // below, once its neighbours are decided
+    if (o.is_param) {
+      const auto p = param_index.find(o.node);
+      if (p == param_index.end() || p->second >= param_layouts.size()) continue;
+      const auto at = std::find(o.layouts.begin(), o.layouts.end(), param_layouts[p->second]);
+      if (at != o.layouts.end()) {
+        choice[n] = static_cast<int>(at - o.layouts.begin());
+      } else if (unmatched) {
+        unmatched->push_back(fmt::format("{} {}", o.name, param_layouts[p->second].to_string()));
+      }
+      continue;
+    }
+    const auto i = index.find(o.node);
+    if (i == index.end()) continue;
+    const auto s = strategies.find(i->second);
+    if (s == strategies.end()) continue;
+    const OpStrategy& want = s->second;
+    int best = -1, best_diff = 0;
+    for (size_t c = 0; c < o.strategies.size(); ++c) {
+      const OpStrategy& have = o.strategies[c];
+      if (have.output != want.output || have.tuple_outputs != want.tuple_outputs ||
+          have.inputs.size() != want.inputs.size())
+        continue;
+      int diff = 0;
+      for (size_t k = 0; k < have.inputs.size(); ++k) diff += have.inputs[k] != want.inputs[k];
+      if (best < 0 || diff < best_diff) best = static_cast<int>(c), best_diff = diff;
+    }
+    if (best >= 0) choice[n] = best;
+    if ((best < 0 || best_diff > 0) && unmatched) {
+      std::string ins;
+      for (const Layout& l : want.inputs) ins += (ins.empty() ? "" : ", ") + l.to_string();
+      unmatched->push_back(fmt::format("{} ({}) -> {}{}", o.name, ins, want.output.to_string(),
+                                       best < 0 ? " (kept its first candidate)" : ""));
+    }
+  }
+  // A fan-out delivers its tensor in the layout that costs its producer and consumers least
+  // (the partitioner's one redistribution per layout wanted; its neighbours are all decided).
+  for (size_t n = 0; n < g.origins.size(); ++n) {
+    if (!g.origins[n].fanout) continue;
+    std::vector<double> total(g.graph.nodes[n].cost.size(), 0.0);
+    for (const CostGraph::Edge& e : g.graph.edges) {
+      if (e.to == static_cast<int>(n))
+        for (size_t c = 0; c < total.size(); ++c)
+          total[c] += e.cost[static_cast<size_t>(choice[static_cast<size_t>(e.from)])][c];
+      if (e.from == static_cast<int>(n))
+        for (size_t c = 0; c < total.size(); ++c)
+          total[c] += e.cost[c][static_cast<size_t>(choice[static_cast<size_t>(e.to)])];
+    }
+    choice[n] = static_cast<int>(std::min_element(total.begin(), total.end()) - total.begin());
+  }
+  return evaluate(g.graph, choice);
+}
+
+CostTerms cost_terms(const StepCostGraph& g, const Assignment& a) {
+  CostTerms t;
+  for (size_t n = 0; n < g.graph.nodes.size(); ++n) {
+    const auto& nd = g.graph.nodes[n];
+    const size_t c = static_cast<size_t>(a.choice[n]);
+    t.nodes += nd.cost[c];
+    t.terms.push_back({nd.cost[c], fmt::format("node {} [{}]", nd.name,
+                                               c < nd.labels.size() ? nd.labels[c] : "")});
+  }
+  for (const auto& e : g.graph.edges) {
+    const double c = e.cost[static_cast<size_t>(a.choice[static_cast<size_t>(e.from)])]
+                           [static_cast<size_t>(a.choice[static_cast<size_t>(e.to)])];
+    t.edges += c;
+    if (c > 0)
+      t.terms.push_back(
+          {c, fmt::format("edge {} -> {}", g.graph.nodes[static_cast<size_t>(e.from)].name,
+                          g.graph.nodes[static_cast<size_t>(e.to)].name)});
+  }
+  std::stable_sort(t.terms.begin(), t.terms.end(),
+                   [](const CostTerm& x, const CostTerm& y) { return x.seconds > y.seconds; });
+  return t;
+}
+
+DeviceModel propagation_device(DeviceModel d) {
+  d.fanout_nodes = false;
+  d.pass_partial_sums = false;
+  d.output_tuple_replicated = true;
+  return d;
+}
+
+SearchResult search_dp_fitting(const CostGraph& g, const SearchOptions& o) {
+  if (o.memory_limit < kNoMemoryLimit && o.top_k <= 1) {
+    SearchOptions unlimited = o;
+    unlimited.memory_limit = kNoMemoryLimit;
+    SearchResult r = search_dp(g, unlimited);
+    if (!r.top.empty() && r.top[0].peak_memory <= o.memory_limit) {
+      r.top[0].feasible = true;
+      r.any_feasible = true;
+      r.notes += "; it fits the memory limit";
+      return r;
+    }
+  }
+  return search_dp(g, o);
+}
+
+SearchResult search_dp_two_starts(const StepCostGraph& g, const StepCostGraph& without,
+                                  const SearchOptions& o) {
+  SearchResult r = search_dp_fitting(g.graph, o);
+  if (without.origins.size() != g.origins.size()) return r;  // not the same step
+  const SearchResult w = search_dp_fitting(without.graph, o);
+  if (w.top.empty()) return r;
+  std::vector<int> choice(g.origins.size(), 0);
+  for (size_t n = 0; n < g.origins.size(); ++n) {
+    const StepCostGraph::Origin &to = g.origins[n], &from = without.origins[n];
+    const int c = w.top[0].choice[n];
+    if (to.is_param || to.fanout) {
+      const auto at =
+          std::find(to.layouts.begin(), to.layouts.end(), from.layouts[static_cast<size_t>(c)]);
+      if (at == to.layouts.end()) return r;
+      choice[n] = static_cast<int>(at - to.layouts.begin());
+    } else {
+      const std::string& name = from.strategies[static_cast<size_t>(c)].name;
+      const auto at = std::find_if(to.strategies.begin(), to.strategies.end(),
+                                   [&](const OpStrategy& s) { return s.name == name; });
+      if (at == to.strategies.end()) return r;
+      choice[n] = static_cast<int>(at - to.strategies.begin());
+    }
+  }
+  const Assignment second =
+      improve_locally(g.graph, evaluate(g.graph, choice, o.memory_limit), o.memory_limit);
+  if (r.top.empty() || (second.feasible && !r.top[0].feasible) ||
+      (second.feasible == r.top[0].feasible && second.cost < r.top[0].cost)) {
+    r.top.insert(r.top.begin(), second);
+    if (static_cast<int>(r.top.size()) > std::max(1, o.top_k)) r.top.pop_back();
+    r.exact = false;
+    r.notes += "; the second start (without partial inputs, then coordinate descent) won";
+  } else {
+    r.notes += "; the second start did not win";
+  }
+  return r;
 }
 
 std::vector<std::string> parameter_layouts(const StepCostGraph& g, const Assignment& a) {
@@ -225,6 +464,7 @@ std::string strategy_json(const StepCostGraph& g, const Assignment& a) {
   for (int64_t d : g.mesh.shape) mesh += fmt::format("{}{}", mesh.empty() ? "" : ", ", d);
   for (size_t i = 0; i < g.origins.size(); ++i) {
     const StepCostGraph::Origin& o = g.origins[i];
+    if (o.fanout) continue;  // the partitioner redistributes where a consumer needs it
     if (o.is_param) {
       layouts += fmt::format("{}\n    {}: {}", layouts.empty() ? "" : ",", quote(o.name),
                              quote(layout_text(o.layouts[a.choice[i]], g.mesh)));
@@ -319,11 +559,10 @@ StepRecGraph build_step_rec_graph(const ir::Graph& step,
         op.inputs.push_back(std::move(input));
       } else if (auto pi = param_index.find(x); pi != param_index.end()) {
         const int pidx = pi->second;
-        const std::string name =
-            static_cast<size_t>(pidx) < param_names.size() ? param_names[pidx]
-            : !step.params[static_cast<size_t>(pidx)]->name.empty()
-                ? step.params[static_cast<size_t>(pidx)]->name
-                : fmt::format("arg{}", pidx);
+        const std::string name = static_cast<size_t>(pidx) < param_names.size() ? param_names[pidx]
+                                 : !step.params[static_cast<size_t>(pidx)]->name.empty()
+                                     ? step.params[static_cast<size_t>(pidx)]->name
+                                     : fmt::format("arg{}", pidx);
         if (pidx < trainable) {
           RecOp::Param param{name, {}};
           for (int l : in_lab[k])

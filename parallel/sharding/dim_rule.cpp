@@ -114,6 +114,55 @@ std::vector<int> DimSpec::add_dims(int rank, const std::string& prefix) {
   return map;
 }
 
+namespace {
+
+// The variants of strategy `s` whose linear inputs hold partial sums over mesh axes no label
+// uses (DimSpec::linear): every non-empty set of such axes, on every listed input (One) or on
+// all of them together (Joint). Each device runs the op on its partial piece: the work is not
+// split further, so local_flops_fraction stays.
+void add_linear_variants(const DimSpec& spec, const OpStrategy& s,
+                         const std::vector<int>& axis_of_label, const std::vector<sem::TypeP>& in,
+                         const sem::TypeP& out, const Mesh& m, std::vector<OpStrategy>& result) {
+  if (spec.linear == DimSpec::Linear::None || !out || !out->is_tensor()) return;
+  std::vector<int> free;
+  for (int a = 0; a < m.ndim(); ++a)
+    if (m.axis_size(a) > 1 &&
+        std::find(axis_of_label.begin(), axis_of_label.end(), a) == axis_of_label.end())
+      free.push_back(a);
+  std::vector<int> inputs;
+  for (int i : spec.linear_inputs)
+    if (static_cast<size_t>(i) < in.size() && in[static_cast<size_t>(i)] &&
+        in[static_cast<size_t>(i)]->is_tensor())
+      inputs.push_back(i);
+  if (free.empty() || inputs.empty()) return;
+  const std::string base = s.name == "replicated" ? "" : s.name + " ";
+  for (unsigned mask = 1; mask < (1u << free.size()); ++mask) {
+    std::vector<int> axes;
+    std::string names;
+    for (size_t b = 0; b < free.size(); ++b)
+      if (mask & (1u << b)) {
+        axes.push_back(free[b]);
+        names += (names.empty() ? "" : ", ") + m.axis_name(free[b]);
+      }
+    auto variant = [&](const std::vector<int>& partial_inputs, const std::string& name) {
+      OpStrategy v = s;
+      for (int i : partial_inputs) v.inputs[static_cast<size_t>(i)].partial = axes;
+      std::vector<int>& p = v.output.partial;
+      p.insert(p.end(), axes.begin(), axes.end());
+      std::sort(p.begin(), p.end());
+      v.name = name;
+      result.push_back(std::move(v));
+    };
+    if (spec.linear == DimSpec::Linear::Joint) {
+      variant(inputs, fmt::format("{}partial({})", base, names));
+    } else {
+      for (int i : inputs) variant({i}, fmt::format("{}in{}:partial({})", base, i, names));
+    }
+  }
+}
+
+}  // namespace
+
 std::vector<OpStrategy> enumerate_dim_spec(const DimSpec& spec, const std::vector<sem::TypeP>& in,
                                            const sem::TypeP& out, const Mesh& m) {
   const LabelSizes ls = label_sizes(spec, in, out);
@@ -122,7 +171,9 @@ std::vector<OpStrategy> enumerate_dim_spec(const DimSpec& spec, const std::vecto
   // Depth-first over the mesh axes; "not used" first, so the replicated strategy comes first.
   std::function<void(int)> go = [&](int axis) {
     if (axis == m.ndim()) {
-      result.push_back(make_strategy(spec, ls, axis_of_label, in, out, m));
+      const OpStrategy s = make_strategy(spec, ls, axis_of_label, in, out, m);
+      result.push_back(s);
+      add_linear_variants(spec, s, axis_of_label, in, out, m, result);
       return;
     }
     go(axis + 1);

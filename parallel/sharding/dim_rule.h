@@ -35,6 +35,19 @@ struct DimSpec {
   std::vector<int> output;  // per output dim
   // Set when the output is a tuple of tensors: per element, per dim.
   std::optional<std::vector<std::vector<int>>> tuple_outputs;
+  // Linearity: the op passes unreduced partial sums through. A strategy may then take some
+  // `linear_inputs` partial over mesh axes that no label uses and give an output partial over
+  // the same axes (the all-reduce stays pending until a consumer that is not linear needs it:
+  // Megatron's one all-reduce after the three q / k / v input gradients are added).
+  //   Joint: every listed input partial over the same axes, the others not: f is linear in
+  //          them together, sum_r f(x_r, y_r) = f(sum_r x_r, sum_r y_r) (add, sub, concat; any
+  //          one-input linear op: reshape, transpose, neg, sum, mean, cast to a float).
+  //   One:   exactly one listed input partial, the others not over those axes: f is linear in
+  //          each of them alone, sum_r f(x_r, y) = f(sum_r x_r, y) (mul, matmul; div's
+  //          numerator). add with one partial input is not linear (y would be added p times).
+  enum class Linear { None, Joint, One };
+  Linear linear = Linear::None;
+  std::vector<int> linear_inputs;
 
   int add(std::string name, bool reduce_sum = false, bool mean = false) {
     labels.push_back({std::move(name), reduce_sum, mean});
@@ -53,12 +66,17 @@ using LocalAttrsFn =
                              const sem::TypeP&, const Mesh&)>;
 
 ShardingRule dim_rule(DimSpecFn spec, LocalAttrsFn local_attrs = identity_local_attrs);
-// The strategies of a spec on a mesh (the replicated one first).
+// The strategies of a spec on a mesh (the replicated one first). With `linear`, each strategy
+// is followed by its variants with partial inputs (named "<name> partial(m1)" for Joint,
+// "<name> in0:partial(m1)" for One, with "replicated" left out of the name).
 std::vector<OpStrategy> enumerate_dim_spec(const DimSpec& spec, const std::vector<sem::TypeP>& in,
                                            const sem::TypeP& out, const Mesh& m);
 // The output layout of a spec for these input layouts, or nullopt (a partial input, a split
 // -1 dim, two dims of one label split differently, an axis on two labels, an indivisible
-// dim, a split label that is neither in the output nor reduce_sum).
+// dim, a split label that is neither in the output nor reduce_sum). Partial inputs are refused
+// even by a linear spec: the partitioner's own propagation all-reduces a pending sum where a
+// consumer first needs it (partition.h step 1b); partial inputs come only from a chosen
+// strategy (the search's "ops").
 std::optional<Layout> forward_dim_spec(const DimSpec& spec, const std::vector<Layout>& in,
                                        const std::vector<sem::TypeP>& in_types,
                                        const sem::TypeP& out, const Mesh& m);

@@ -38,7 +38,7 @@ search::StepCostGraph cost_graph(const sim::StepProgram& p, const Mesh& mesh) {
   std::vector<std::string> names;
   for (const sim::StepParam& s : p.params) names.push_back(s.name);
   return search::build_step_cost_graph(*p.step, names, static_cast<int>(p.params.size()), 0, mesh,
-                                       search::DeviceModel{});
+                                       search::propagation_device({}));
 }
 
 std::vector<std::string> collectives(const sim::StepProgram& p, const std::string& json) {

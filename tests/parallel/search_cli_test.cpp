@@ -116,5 +116,39 @@ TEST(SearchCli, ExplainAddsUpToTheAnalyticStep) {
   EXPECT_EQ(rows, 3u) << out;
 }
 
+// --evaluate prices a strategy file as the partitioner runs it: the file the search wrote (its
+// layouts and "ops") prices at the search's own analytic step.
+TEST(SearchCli, EvaluatePricesTheWrittenStrategyAtTheSearchsStep) {
+  const std::string out = "/tmp/spora_search_cli_eval_" + std::to_string(getpid()) + ".json";
+  ::testing::internal::CaptureStdout();
+  EXPECT_EQ(search({SPORA_SOURCE_DIR "/tests/sim/data/tiny_mlp.sp", "--cluster",
+                    SPORA_SOURCE_DIR "/examples/clusters/dgx-a100.yaml", "--mesh", "2", "--top",
+                    "1", "--batch", "8", "--no-simulate", "-o", out}),
+            0);
+  const std::string searched = ::testing::internal::GetCapturedStdout();
+  ::testing::internal::CaptureStdout();
+  EXPECT_EQ(search({SPORA_SOURCE_DIR "/tests/sim/data/tiny_mlp.sp", "--cluster",
+                    SPORA_SOURCE_DIR "/examples/clusters/dgx-a100.yaml", "--mesh", "2", "--batch",
+                    "8", "--evaluate", out, "--explain-rows", "2"}),
+            0);
+  const std::string evaluated = ::testing::internal::GetCapturedStdout();
+  std::remove(out.c_str());
+  // "1    12.345 us ..." in the search's table; the first column under --evaluate's header.
+  const size_t row = searched.find("\n1    ");
+  ASSERT_NE(row, std::string::npos) << searched;
+  const double step = std::stod(searched.substr(row + 6));
+  const size_t header = evaluated.find("collectives the partitioner inserts\n");
+  ASSERT_NE(header, std::string::npos) << evaluated;
+  const double priced = std::stod(evaluated.substr(header + 36));
+  EXPECT_NEAR(priced, step, 0.002) << searched << evaluated;
+  EXPECT_EQ(evaluated.find("does not enumerate"), std::string::npos) << evaluated;
+  EXPECT_NE(evaluated.find("the largest terms:"), std::string::npos) << evaluated;
+  // A mesh that is not the file's is a user error.
+  EXPECT_EQ(search({SPORA_SOURCE_DIR "/tests/sim/data/tiny_mlp.sp", "--cluster",
+                    SPORA_SOURCE_DIR "/examples/clusters/dgx-a100.yaml", "--mesh", "2", "--batch",
+                    "8", "--evaluate", SPORA_SOURCE_DIR "/examples/strategies/dp4.json"}),
+            1);
+}
+
 }  // namespace
 }  // namespace spora::tools

@@ -18,10 +18,14 @@
 //
 //   gpt_study [--sizes 1.7B,3.6B] [--cluster FILE] [--micro-batches 1,2,4,8] [--csv FILE]
 //             [--trace FILE]   (the Chrome trace of Megatron's configuration, last size)
+//             [--blocks T]     (only the layer at t = T, hand and auto: simulated and analytic)
+//             [--no-pass-partial-sums]  (the search without the linear operators' partial
+//                                        inputs: parallel/search/from_ir.h)
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -39,6 +43,7 @@
 #include "parallel/search/cost_graph.h"
 #include "parallel/search/from_ir.h"
 #include "sim/cluster_spec.h"
+#include "sim/cost_model.h"
 #include "sim/pipeline.h"
 #include "sim/spmd_step.h"
 #include "sim/step_program.h"
@@ -63,6 +68,11 @@ constexpr int kSeq = 2048, kVocab = 51200;
 constexpr double kParamBytes = 2, kGradBytes = 2, kOptimizerBytes = 12;  // fp16, fp16, fp32 x 3
 
 std::string g_dir;  // benchmarks/sim/gpt
+bool g_pass_partial_sums = true;
+int g_explain = 0;
+int g_dp_budget = 64;  // --dp-budget N: SearchOptions::dp_branch_budget  // --explain N: the N
+                       // largest terms of each layer's analytic price  //
+                       // --no-pass-partial-sums: the ablation (from_ir.h)
 
 std::string read(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -93,16 +103,28 @@ std::string instantiate(const std::string& file, const std::map<std::string, int
   return buf.data();
 }
 
-parallel::search::DeviceModel device_model(const sim::ClusterSpec& c, int64_t t) {
+// The analytic oracle priced as the study simulates (block() below): compute by the
+// simulator's cost model with the matmuls at the f16 peak and every op's bytes halved, and
+// redistributions of f16 elements (half the f32 program's bytes) over the NVSwitch link.
+parallel::search::DeviceModel device_model(const sim::ClusterSpec& c) {
   parallel::search::DeviceModel d;
   d.peak_flops = c.device.peak_flops.at("f16");  // the matmuls' rate (mixed precision)
   d.memory_bandwidth = c.device.memory_bandwidth;
   d.launch_overhead = c.device.launch_overhead;
+  d.op_seconds = [model = sim::CostModel(c.device, "f16")](
+                     double flops, double bytes, const std::string& op_class, DType dtype) {
+    sim::OpCost cost;
+    cost.flops = flops;
+    cost.bytes = bytes / 2;
+    cost.op_class = op_class;
+    return model.time(cost, dtype).seconds;
+  };
+  d.comm_bytes_scale = 0.5;
+  d.pass_partial_sums = g_pass_partial_sums;
   parallel::AxisLink l;
   l.alpha_s = c.interconnect.latency;
   l.bandwidth_Bps = c.interconnect.bandwidth * c.interconnect.efficiency;
   d.comm.axes.assign(1, l);
-  (void)t;
   return d;
 }
 
@@ -124,23 +146,53 @@ Block block(const sim::ClusterSpec& c, const std::string& file, std::map<std::st
   const sim::StepProgram step = sim::build_step_program(path, so);
   std::remove(path.c_str());
   std::string json;
+  std::vector<std::string> names;
+  for (const sim::StepParam& p : step.params) names.push_back(p.name);
+  parallel::Mesh mesh;
+  mesh.shape = {t};
+  const auto g = parallel::search::build_step_cost_graph(
+      *step.step, names, static_cast<int>(step.params.size()), 2, mesh, device_model(c));
+  double search_seconds = 0;
   if (hand || t == 1) {
     json = hand_json;
   } else {
-    std::vector<std::string> names;
-    for (const sim::StepParam& p : step.params) names.push_back(p.name);
-    parallel::Mesh mesh;
-    mesh.shape = {t};
-    const auto g = parallel::search::build_step_cost_graph(
-        *step.step, names, static_cast<int>(step.params.size()), 2, mesh, device_model(c, t));
     parallel::search::SearchOptions o;
     o.memory_limit = memory_limit;
-    const parallel::search::SearchResult r = parallel::search::search_dp(g.graph, o);
+    o.dp_branch_budget = g_dp_budget;
+    const auto start = std::chrono::steady_clock::now();
+    parallel::search::DeviceModel without = device_model(c);
+    without.pass_partial_sums = false;
+    const auto g0 = parallel::search::build_step_cost_graph(
+        *step.step, names, static_cast<int>(step.params.size()), 2, mesh, without);
+    const parallel::search::SearchResult r = g_pass_partial_sums
+                                                 ? parallel::search::search_dp_two_starts(g, g0, o)
+                                                 : parallel::search::search_dp_fitting(g.graph, o);
+    search_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     json = parallel::search::strategy_json(g, r.top.at(0));
+    if (g_explain > 0) std::fprintf(stderr, "  search: %s\n", r.notes.c_str());
   }
   const parallel::Strategy s = parallel::parse_strategy(json, *step.step, file);
   const parallel::Partitioned part =
       parallel::partition_training_step(*step.step, step.params.size(), s);
+  // The analytic oracle's price of what is simulated (the partitioner's run of the strategy),
+  // without the parameters' update (the pipeline charges it once per step).
+  std::vector<std::string> unmatched;
+  const parallel::search::Assignment priced = parallel::search::assignment_of(
+      g, *step.step, part.param_layouts, part.strategies, &unmatched);
+  if (g_explain > 0) {
+    const parallel::search::CostTerms terms = parallel::search::cost_terms(g, priced);
+    std::fprintf(stderr, "  %s b=%d t=%d %s analytic: operators %.3f ms, edges %.3f ms\n",
+                 file.c_str(), b, t, hand ? "hand" : "auto", terms.nodes * 1e3, terms.edges * 1e3);
+    for (size_t i = 0; i < terms.terms.size() && i < static_cast<size_t>(g_explain); ++i)
+      std::fprintf(stderr, "    %9.3f us  %s\n", terms.terms[i].seconds * 1e6,
+                   terms.terms[i].what.c_str());
+    for (const std::string& u : unmatched) std::fprintf(stderr, "    unmatched: %s\n", u.c_str());
+  }
+  double update = 0;
+  for (size_t n = 0; n < g.origins.size(); ++n)
+    if (g.origins[n].is_param)
+      update += g.graph.nodes[n].cost[static_cast<size_t>(priced.choice[n])];
   const sim::SpmdProgram whole =
       sim::spmd_program(*part.graph, s.mesh.shape, step.params.size(), "adam");
   auto [fwd, bwd] = sim::split_forward_backward(*part.graph, whole);
@@ -162,9 +214,10 @@ Block block(const sim::ClusterSpec& c, const std::string& file, std::map<std::st
   out.strategy = json;
   std::fprintf(stderr,
                "  %s b=%d t=%d %s (memory limit %.1f GB): forward %.3f ms, backward %.3f ms per "
-               "micro-batch, %.0f parameters per device\n",
+               "micro-batch (analytic %.3f ms), %.0f parameters per device (search %.2f s)\n",
                file.c_str(), b, t, hand ? "hand" : "auto", memory_limit / 1e9,
-               out.times.forward * 1e3, out.times.backward * 1e3, out.params);
+               out.times.forward * 1e3, out.times.backward * 1e3, (priced.cost - update) * 1e3,
+               out.params, search_seconds);
   return out;
 }
 
@@ -293,6 +346,7 @@ std::string describe(const Config& c) {
 
 int run(const std::string& sizes, const std::string& cluster_path, const std::vector<int>& micro,
         const std::string& csv, const std::string& trace);
+int g_blocks_t = 0;  // --blocks T: only the layer programs at t = T (the oracle vs the simulator)
 
 }  // namespace
 
@@ -328,6 +382,14 @@ int main(int argc, char** argv) {
       trace = next();
     else if (a == "--csv")
       csv = next();
+    else if (a == "--dp-budget")
+      g_dp_budget = std::max(1, std::atoi(next().c_str()));
+    else if (a == "--explain")
+      g_explain = std::atoi(next().c_str());
+    else if (a == "--no-pass-partial-sums")
+      g_pass_partial_sums = false;
+    else if (a == "--blocks")
+      g_blocks_t = std::atoi(next().c_str());
     else {
       std::fprintf(stderr, "gpt_study: unknown option '%s'\n", a.c_str());
       return 2;
@@ -358,6 +420,13 @@ int run(const std::string& sizes, const std::string& cluster_path, const std::ve
     if (("," + sizes + ",").find("," + s.name + ",") == std::string::npos) continue;
     ++matched;
     Evaluator ev{cluster, s, {}, {}, {}};
+    if (g_blocks_t > 0) {
+      // The layer of each micro-batch size, hand and auto, simulated and priced: where the
+      // analytic oracle and the simulator disagree (papers/gpt_auto_vs_megatron.md).
+      for (int b : micro)
+        for (bool hand : {true, false}) ev.blocks(hand, g_blocks_t, b, 1);
+      continue;
+    }
     auto tflops = [&](double step) { return model_flops(s) / step / s.gpus / 1e12; };
     auto search = [&](bool hand) {
       std::vector<Config> cands;

@@ -108,6 +108,37 @@ Tensor scaled(const Tensor& t, double s) {
   return o;
 }
 
+// shard() of a partial layout puts the whole shard on the rank at coordinate 0 of the partial
+// axes and zeros elsewhere: a non-linear op would pass with zeros (relu(0) = 0). Instead every
+// other rank of the group gets random values and the holder the shard minus their sum, so only
+// an op that is really linear in that input reassembles to the whole op's result.
+std::vector<Tensor> random_partial_shards(const Tensor& global, const Layout& l, const Mesh& m,
+                                          std::mt19937_64& rng) {
+  std::vector<Tensor> shards = shard(global, l, m);
+  if (!l.is_partial() || !is_float(global.dtype())) return shards;
+  for (int64_t r = 0; r < m.size(); ++r) {
+    std::vector<int64_t> c = m.coords(r);
+    bool holder = true;
+    for (int a : l.partial) holder = holder && c[static_cast<size_t>(a)] == 0;
+    if (holder) continue;
+    for (int a : l.partial) c[static_cast<size_t>(a)] = 0;
+    Tensor& mine = shards[static_cast<size_t>(r)];
+    Tensor& held = shards[static_cast<size_t>(m.rank_of(c))];
+    for (int64_t i = 0; i < mine.numel(); ++i) {
+      const double v = std::uniform_real_distribution<double>(-1, 1)(rng);
+      mine.set(i, v);
+      held.set(i, held.get(i) - v);
+    }
+  }
+  return shards;
+}
+
+// Strategies with a partial input checked so far (the linear rules' pass-through ones).
+int& partial_strategies() {
+  static int n = 0;
+  return n;
+}
+
 bool close(const Tensor& a, const Tensor& b, std::string& why) {
   if (a.shape() != b.shape() || a.dtype() != b.dtype()) {
     why = a.type()->str() + " vs " + b.type()->str();
@@ -143,6 +174,7 @@ int check_case(const Case& c, const Mesh& m) {
   EXPECT_DOUBLE_EQ(strategies[0].local_flops_fraction, 1) << who;
   for (const Layout& l : strategies[0].inputs) EXPECT_TRUE(l.is_replicated()) << who;
   int n = 0;
+  std::mt19937_64 rng(7);
   for (const OpStrategy& s : strategies) {
     const std::string what = who + " strategy " + s.name;
     SCOPED_TRACE(what);
@@ -156,8 +188,8 @@ int check_case(const Case& c, const Mesh& m) {
         local_types.push_back(in_types[i]);
         continue;
       }
-      EXPECT_FALSE(s.inputs[i].is_partial());
-      const std::vector<Tensor> shards = shard(c.in[i].tensor, s.inputs[i], m);
+      // Partial inputs: the linear rules' pass-through strategies (DimSpec::linear).
+      const std::vector<Tensor> shards = random_partial_shards(c.in[i].tensor, s.inputs[i], m, rng);
       for (size_t r = 0; r < shards.size(); ++r) local_in[r].push_back(shards[r]);
       local_types.push_back(local_type(in_types[i], s.inputs[i], m));
     }
@@ -177,17 +209,25 @@ int check_case(const Case& c, const Mesh& m) {
       EXPECT_TRUE(close(back, want.tensor, why)) << why;
       // forward agrees with the strategy, except that it cannot know the splits of output
       // dims no input carries (broadcast_to's new dims, creation ops): those it leaves whole.
+      // Partial inputs it refuses (the partitioner sums them first unless a strategy says).
       std::optional<Layout> f = rule.forward(s.inputs, in_types, out_type, attrs, m);
-      bool agrees = f && f->partial == s.output.partial && f->rank() == s.output.rank();
-      for (int d = 0; agrees && d < f->rank(); ++d) {
-        const int fa = f->tensor_map[static_cast<size_t>(d)];
-        const int sa = s.output.tensor_map[static_cast<size_t>(d)];
-        bool carried = false;  // is axis sa splitting some input?
-        for (const Layout& l : s.inputs) carried = carried || (sa >= 0 && l.dim_of_axis(sa) >= 0);
-        agrees = fa == sa || (fa < 0 && !carried);
+      bool partial_in = false;
+      for (const Layout& l : s.inputs) partial_in = partial_in || l.is_partial();
+      if (partial_in) {
+        EXPECT_FALSE(f) << "forward takes partial inputs";
+        ++partial_strategies();
+      } else {
+        bool agrees = f && f->partial == s.output.partial && f->rank() == s.output.rank();
+        for (int d = 0; agrees && d < f->rank(); ++d) {
+          const int fa = f->tensor_map[static_cast<size_t>(d)];
+          const int sa = s.output.tensor_map[static_cast<size_t>(d)];
+          bool carried = false;  // is axis sa splitting some input?
+          for (const Layout& l : s.inputs) carried = carried || (sa >= 0 && l.dim_of_axis(sa) >= 0);
+          agrees = fa == sa || (fa < 0 && !carried);
+        }
+        EXPECT_TRUE(agrees) << "forward gives " << (f ? f->to_string() : "nothing")
+                            << ", the strategy " << s.output.to_string();
       }
-      EXPECT_TRUE(agrees) << "forward gives " << (f ? f->to_string() : "nothing")
-                          << ", the strategy " << s.output.to_string();
     } else {
       // A tuple of tensors (batch_norm in training).
       EXPECT_EQ(s.tuple_outputs.size(), out_type->elems.size());
@@ -198,10 +238,13 @@ int check_case(const Case& c, const Mesh& m) {
         EXPECT_TRUE(close(back, want.items()[e].tensor, why)) << "element " << e << ": " << why;
       }
     }
-    // The work fraction: 1 / devices splitting the work.
+    // The work fraction: 1 / devices splitting the work (an axis partial in an input does not
+    // split it: every device runs the op on its partial piece).
     int64_t used = 1;
     for (int a = 0; a < m.ndim(); ++a) {
-      bool splits = s.output.has_partial(a) || s.output.dim_of_axis(a) >= 0;
+      bool passed = false;
+      for (const Layout& l : s.inputs) passed = passed || l.has_partial(a);
+      bool splits = (s.output.has_partial(a) && !passed) || s.output.dim_of_axis(a) >= 0;
       for (const Layout& l : s.inputs) splits = splits || l.dim_of_axis(a) >= 0;
       for (const Layout& l : s.tuple_outputs) splits = splits || l.dim_of_axis(a) >= 0;
       if (splits) used *= m.axis_size(a);
@@ -396,9 +439,33 @@ TEST(ShardingRules, ShardedRunsEqualTheWholeOp) {
     if (sharding_rule(*p)->replicated_only_reason.empty() && p->name != "shard_hint") {
       EXPECT_TRUE(covered.count(p->name)) << p->name << " splits but no case runs it";
     }
-  std::printf("%zu cases, %d strategies checked (2x2: %d, 4: %d, 2: %d)\n", cs.size(), strategies,
-              per_mesh["2x2"], per_mesh["4"], per_mesh["2"]);
+  std::printf(
+      "%zu cases, %d strategies checked (2x2: %d, 4: %d, 2: %d), %d of them with partial "
+      "inputs\n",
+      cs.size(), strategies, per_mesh["2x2"], per_mesh["4"], per_mesh["2"], partial_strategies());
   EXPECT_GT(strategies, 1000);
+  EXPECT_GT(partial_strategies(), 200);
+}
+
+// The check above would catch a rule that called a non-linear op linear: relu of random
+// partial pieces does not add up to relu of the whole (with shard()'s zeros it would).
+TEST(ShardingRules, RandomPartialPiecesExposeNonLinearOps) {
+  const Mesh m{{2, 2}, {}};
+  Gen g;
+  const Tensor x = g.real({4, 2}, -1, 1);
+  const Layout l{{-1, -1}, {0, 1}};
+  std::mt19937_64 rng(3);
+  const sem::Primitive& relu = prim("relu");
+  auto run = [&](const std::vector<Tensor>& pieces) {
+    std::vector<Tensor> out;
+    for (const Tensor& t : pieces) out.push_back(relu.eval({Value(t)}, {}).tensor);
+    return unshard(out, l, m);
+  };
+  const Tensor want = relu.eval({Value(x)}, {}).tensor;
+  std::string why;
+  EXPECT_TRUE(close(unshard(random_partial_shards(x, l, m, rng), l, m), x, why)) << why;
+  EXPECT_TRUE(close(run(shard(x, l, m)), want, why)) << "zeros hide the non-linearity";
+  EXPECT_FALSE(close(run(random_partial_shards(x, l, m, rng)), want, why));
 }
 
 TEST(ShardingRules, SpecificStrategies) {
@@ -449,6 +516,40 @@ TEST(ShardingRules, SpecificStrategies) {
       EXPECT_EQ(sharding_rule(rs)->local_attrs(ra, s, {rx}, ro, m).get_ints("shape"),
                 (std::vector<int64_t>{16, 4}));
     }
+  }
+  // Linear rules pass partial sums on: add of two partial inputs, mul with one; never add with
+  // one partial input (the other would be added once per device).
+  const TypeP v = sem::Type::tensor(DType::f32, {8, 4});
+  std::map<std::string, OpStrategy> adds, muls;
+  for (const OpStrategy& s : sharding_rule(prim("add"))->enumerate({v, v}, v, {}, m))
+    adds[s.name] = s;
+  for (const OpStrategy& s : sharding_rule(prim("mul"))->enumerate({v, v}, v, {}, m))
+    muls[s.name] = s;
+  ASSERT_TRUE(adds.count("partial(tp)"));
+  EXPECT_EQ(adds["partial(tp)"].inputs[0], (Layout{{-1, -1}, {1}}));
+  EXPECT_EQ(adds["partial(tp)"].inputs[1], (Layout{{-1, -1}, {1}}));
+  EXPECT_EQ(adds["partial(tp)"].output, (Layout{{-1, -1}, {1}}));
+  ASSERT_TRUE(adds.count("d0:dp partial(tp)"));
+  EXPECT_EQ(adds["d0:dp partial(tp)"].output, (Layout{{0, -1}, {1}}));
+  EXPECT_DOUBLE_EQ(adds["d0:dp partial(tp)"].local_flops_fraction, 0.5);
+  for (const auto& [name, s] : adds)
+    EXPECT_EQ(s.inputs[0].partial, s.inputs[1].partial) << "add " << name;
+  ASSERT_TRUE(muls.count("in1:partial(dp, tp)"));
+  EXPECT_EQ(muls["in1:partial(dp, tp)"].inputs[0], (Layout{{-1, -1}, {}}));
+  EXPECT_EQ(muls["in1:partial(dp, tp)"].output, (Layout{{-1, -1}, {0, 1}}));
+  for (const auto& [name, s] : muls)
+    EXPECT_FALSE(s.inputs[0].is_partial() && s.inputs[1].is_partial()) << "mul " << name;
+  // relu is not linear: no strategy takes a partial input.
+  for (const OpStrategy& s : sharding_rule(prim("relu"))->enumerate({v}, v, {}, m))
+    EXPECT_FALSE(s.inputs[0].is_partial()) << s.name;
+  // cast to an integer rounds each piece: not linear; between floats it is.
+  const sem::Primitive& cast = prim("cast");
+  for (const auto& [dt, want] : {std::pair{DType::i64, false}, std::pair{DType::f64, true}}) {
+    Attrs ca = with_defaults(cast, {{"dtype", dt}});
+    bool any = false;
+    for (const OpStrategy& s : sharding_rule(cast)->enumerate({v}, cast.infer({v}, ca), ca, m))
+      any = any || s.inputs[0].is_partial();
+    EXPECT_EQ(any, want) << dtype_name(dt);
   }
   // Random rows say why they stay replicated.
   EXPECT_NE(sharding_rule(prim("normal"))->replicated_only_reason.find("counter-based"),
