@@ -13,6 +13,7 @@ struct RunOptions {
   bool optimize = true;   // run the simplification passes before executing (graph mode)
   bool fuse = true;       // fuse operators and run the groups with generated kernels (graph mode)
   std::string device = "cpu";  // cpu | cuda (`--device`; a program's set_device(...) overrides it)
+  bool verbose = false;        // cuda: say which functions are captured as CUDA graphs
 };
 
 int cmd_run(const std::string& path, const RunOptions& opts);
