@@ -14,8 +14,6 @@
 #include <benchmark/benchmark.h>
 
 #include <chrono>
-#include <fstream>
-#include <sstream>
 
 #include "autodiff/install.h"
 #include "backends/codegen/fused_runtime.h"
@@ -138,13 +136,6 @@ double matmul_flops(const spora::ir::Graph& g) {
   return f;
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
 enum Mode { kPlain = 0, kFused = 1, kGraphs = 2 };
 
 void BM_Step(benchmark::State& state, const std::string& workload, bool feeds_back) {
@@ -212,9 +203,9 @@ void modes(benchmark::internal::Benchmark* b) {
       ->MinTime(0.5);
 }
 
-BENCHMARK_CAPTURE(BM_Step, W2, std::string("w2_mlp_train"), true)->Apply(modes);
-BENCHMARK_CAPTURE(BM_Step, W4, std::string("w4_transformer_block"), false)->Apply(modes);
-BENCHMARK_CAPTURE(BM_Step, W5, std::string("w5_elementwise_chain"), false)->Apply(modes);
+BENCHMARK_CAPTURE(BM_Step, W2, std::string("w2_mlp_train"), true)->Name("GpuStep/W2")->Apply(modes);
+BENCHMARK_CAPTURE(BM_Step, W4, std::string("w4_transformer_block"), false)->Name("GpuStep/W4")->Apply(modes);
+BENCHMARK_CAPTURE(BM_Step, W5, std::string("w5_elementwise_chain"), false)->Name("GpuStep/W5")->Apply(modes);
 
 }  // namespace
 

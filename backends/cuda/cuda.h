@@ -95,6 +95,7 @@ bool runs_natively(const sem::Primitive& p);
 // Returns whether graphs are on. verbose: say on stderr which functions are captured and
 // why a function is not.
 bool enable_graphs(bool verbose = false);
+// Removes the hook and destroys every captured graph (waits for the stream first).
 void disable_graphs();
 // interp.call(g, args) through the same capture and replay (a benchmark's or a driver's
 // top-level calls, which the interpreter's hook does not see); a plain call when graphs are

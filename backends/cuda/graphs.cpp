@@ -308,8 +308,20 @@ bool enable_graphs(bool verbose) {
 }
 
 void disable_graphs() {
-  graphs().enabled = false;
+  Graphs& gs = graphs();
+  gs.enabled = false;
   sem::set_call_hook(nullptr);
+  // The captured graphs go too: their functions' modules may be destroyed next, and a new
+  // graph at a freed address must not find a stale capture. Nothing may still run them.
+  if (!gs.fns.empty()) cudaStreamSynchronize(stream());
+  for (auto& [g, st] : gs.fns) {
+    if (!st.cap) continue;
+    Captured& c = *st.cap;
+    if (c.exec) cudaGraphExecDestroy(c.exec);
+    if (c.graph) cudaGraphDestroy(c.graph);
+    device_allocator().release_pool(c.pool);
+  }
+  gs.fns.clear();  // the tensors the captures held go back to the shared cache
 }
 
 sem::Value call_with_graphs(sem::Interpreter& interp, const ir::Graph* g,
