@@ -141,7 +141,8 @@ enum Mode { kPlain = 0, kFused = 1, kGraphs = 2 };
 void BM_Step(benchmark::State& state, const std::string& workload, bool feeds_back) {
   if (!gpu_ready(state)) return;
   const Mode mode = static_cast<Mode>(state.range(0));
-  const std::string path = std::string(SPORA_SOURCE_DIR) + "/benchmarks/workloads/" + workload + ".sp";
+  const std::string path =
+      std::string(SPORA_SOURCE_DIR) + "/benchmarks/workloads/" + workload + ".sp";
   spora::lang::SourceManager sources;
   spora::lang::DiagnosticEngine diags(sources);
   spora::sem::Compiled c = spora::sem::compile_file(sources, diags, path);
@@ -181,8 +182,8 @@ void BM_Step(benchmark::State& state, const std::string& workload, bool feeds_ba
   const cuda::LaunchStats l1 = cuda::launch_stats();
   if (mode == kGraphs) cuda::disable_graphs();
   state.counters["step_ms"] = step_s * 1e3;
-  state.counters["kernels_per_step"] =
-      static_cast<double>(l1.kernels - l0.kernels) / static_cast<double>(std::max<int64_t>(1, steps));
+  state.counters["kernels_per_step"] = static_cast<double>(l1.kernels - l0.kernels) /
+                                       static_cast<double>(std::max<int64_t>(1, steps));
   state.counters["graph_launches_per_step"] =
       static_cast<double>(l1.graph_launches - l0.graph_launches) /
       static_cast<double>(std::max<int64_t>(1, steps));
@@ -199,13 +200,21 @@ void BM_Step(benchmark::State& state, const std::string& workload, bool feeds_ba
 }
 
 void modes(benchmark::internal::Benchmark* b) {
-  b->ArgName("mode")->Arg(kPlain)->Arg(kFused)->Arg(kGraphs)->Unit(benchmark::kMillisecond)
+  b->ArgName("mode")
+      ->Arg(kPlain)
+      ->Arg(kFused)
+      ->Arg(kGraphs)
+      ->Unit(benchmark::kMillisecond)
       ->MinTime(0.5);
 }
 
 BENCHMARK_CAPTURE(BM_Step, W2, std::string("w2_mlp_train"), true)->Name("GpuStep/W2")->Apply(modes);
-BENCHMARK_CAPTURE(BM_Step, W4, std::string("w4_transformer_block"), false)->Name("GpuStep/W4")->Apply(modes);
-BENCHMARK_CAPTURE(BM_Step, W5, std::string("w5_elementwise_chain"), false)->Name("GpuStep/W5")->Apply(modes);
+BENCHMARK_CAPTURE(BM_Step, W4, std::string("w4_transformer_block"), false)
+    ->Name("GpuStep/W4")
+    ->Apply(modes);
+BENCHMARK_CAPTURE(BM_Step, W5, std::string("w5_elementwise_chain"), false)
+    ->Name("GpuStep/W5")
+    ->Apply(modes);
 
 }  // namespace
 

@@ -166,9 +166,10 @@ int cmd_run(const std::string& path, const RunOptions& opts) {
       if (fused) std::cerr << "stats: " << describe_fusion(*fused) << "\n";
       if (gpu) {
         const cuda::LaunchStats l = cuda::launch_stats();
-        std::cerr << fmt::format("stats: cuda: {} kernel launches, {} graph launches ({} functions captured, "
-                                 "{} captures given up, {} kernels in them)\n",
-                                 l.kernels, l.graph_launches, l.captures, l.capture_failures, l.captured);
+        std::cerr << fmt::format(
+            "stats: cuda: {} kernel launches, {} graph launches ({} functions captured, "
+            "{} captures given up, {} kernels in them)\n",
+            l.kernels, l.graph_launches, l.captures, l.capture_failures, l.captured);
       }
     }
   } catch (const sem::RuntimeError& e) {
@@ -270,7 +271,11 @@ int main(int argc, char** argv) {
   bool no_fuse = false;
   run->add_flag("--no-fuse", no_fuse, "graph mode: run every node on its own (no operator fusion, no generated kernels)");
   std::string device = "cpu";
-  run->add_option("--device", device, "where tensors live and kernels run: cpu, or cuda (an NVIDIA GPU: CUDA kernels and cuBLAS; rows without a CUDA kernel run on the CPU with a one-time warning; fused groups run as NVRTC-compiled CUDA; repeated calls of a function replay a CUDA graph unless SPORA_CUDA_GRAPHS=0)")
+  run->add_option("--device", device,
+                  "where tensors live and kernels run: cpu, or cuda (an NVIDIA GPU: CUDA kernels "
+                  "and cuBLAS; rows without a CUDA kernel run on the CPU with a one-time warning; "
+                  "fused groups run as NVRTC-compiled CUDA; repeated calls of a function replay a "
+                  "CUDA graph unless SPORA_CUDA_GRAPHS=0)")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
   bool no_opt = false;

@@ -127,7 +127,7 @@ NvrtcStats nvrtc_stats();
 // device pointer, 8 bytes). The host-side check compares them with the PTX's .entry.
 struct CudaParam {
   enum class Kind { In, Out, Err, Totals } kind;
-  int index = 0;      // in<index> / out<index>
+  int index = 0;             // in<index> / out<index>
   DType dtype = DType::f32;  // the buffer's element type (Err: i32, Totals: f64)
 };
 std::vector<CudaParam> cuda_params(const passes::KernelPlan& plan);

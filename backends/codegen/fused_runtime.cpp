@@ -157,8 +157,8 @@ bool FusedRuntime::run_gpu(const ir::Graph& group, const Entry& e,
   }
   sem::Tensor anchor;
   if (e.anchor) {
-    sem::Value v = sem::kernel_for(*e.anchor->prim)(anchor_args(group, *e.anchor, args),
-                                                    e.anchor->attrs);
+    sem::Value v =
+        sem::kernel_for(*e.anchor->prim)(anchor_args(group, *e.anchor, args), e.anchor->attrs);
     const passes::KernelBuffer& want = plan.inputs.back();
     if (!v.is_tensor() || v.tensor.dtype() != want.dtype || v.tensor.shape() != want.shape) {
       ++fallbacks_;

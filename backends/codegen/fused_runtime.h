@@ -40,7 +40,7 @@ class GpuKernels {
   virtual bool load(const std::string& image, std::string* error) = 0;
   // Looks up kernel `name` (and NAME_init / NAME_finish when `totals`) in the loaded image.
   virtual bool find(const std::string& name, bool totals, std::string* error) = 0;
-  virtual sem::Tensor to_device(const sem::Tensor& t) = 0;  // t itself when it is there
+  virtual sem::Tensor to_device(const sem::Tensor& t) = 0;              // t itself when it is there
   virtual sem::Tensor empty(DType dtype, const sem::Shape& shape) = 0;  // on the device
   // Queues the group's kernels on the backend's stream: 0 done, 1 an SP_CHECK failed (the
   // caller runs the group node by node, which raises the error), -1 a CUDA error (*error).

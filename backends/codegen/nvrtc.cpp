@@ -2,12 +2,13 @@
 // toolkit is found; NVRTC compiles without a GPU or a driver, so every machine with the
 // toolkit checks the generated kernels for sm_90. nvrtc_build adds the on-disk cache the GPU
 // launcher (backends/cuda/fused.cpp) loads from, like compile_cpp's for the C++ kernels.
+#include <unistd.h>
+
 #include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
-#include <unistd.h>
 
 #include "backends/codegen/codegen.h"
 #include "backends/codegen/hash.h"
@@ -86,8 +87,8 @@ std::optional<std::vector<int>> ptx_entry_params(const std::string& ptx, const s
   static const std::regex param(R"(\.param\s+([^,]*))");
   static const std::regex scalar(R"(\.[usbf](8|16|32|64)\b)");
   static const std::regex array(R"(\.b8\s+\w+\[(\d+)\])");
-  for (auto it = std::sregex_iterator(list.begin(), list.end(), param); it != std::sregex_iterator();
-       ++it) {
+  for (auto it = std::sregex_iterator(list.begin(), list.end(), param);
+       it != std::sregex_iterator(); ++it) {
     const std::string decl = (*it)[1].str();
     std::smatch m;
     if (std::regex_search(decl, m, array))

@@ -8,8 +8,8 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <exception>
+#include <map>
 #include <mutex>
 #include <string>
 

@@ -20,7 +20,7 @@ struct Graph;
 namespace spora::sem {
 struct Primitive;
 class Interpreter;
-}
+}  // namespace spora::sem
 
 namespace spora::cuda {
 

@@ -30,13 +30,13 @@ template <class F>
 void lookup(const char* symbol, F& fn, std::string& error) {
   void* p = nullptr;
   cudaDriverEntryPointQueryResult status = cudaDriverEntryPointSymbolNotFound;
-  const cudaError_t e = cudaGetDriverEntryPointByVersion(symbol, &p, 12000, cudaEnableDefault,
-                                                         &status);
+  const cudaError_t e =
+      cudaGetDriverEntryPointByVersion(symbol, &p, 12000, cudaEnableDefault, &status);
   if (e != cudaSuccess || status != cudaDriverEntryPointSuccess || !p) {
     cudaGetLastError();
     if (error.empty())
-      error = std::string("the driver has no ") + symbol + " (" + cudaGetErrorName(e) + ", status " +
-              std::to_string(static_cast<int>(status)) + ")";
+      error = std::string("the driver has no ") + symbol + " (" + cudaGetErrorName(e) +
+              ", status " + std::to_string(static_cast<int>(status)) + ")";
     return;
   }
   fn = reinterpret_cast<F>(p);
@@ -163,9 +163,10 @@ class FusedGpu final : public codegen::GpuKernels {
     if (has_totals && !go(fn(name + "_init"), 1, 1, totals_arg)) return -1;
     const codegen::CudaGeometry g = codegen::cuda_geometry(plan);
     if (g.work > 0) {
-      const unsigned grid = g.rowwise ? static_cast<unsigned>(std::min<int64_t>(
-                                            g.work, int64_t{context().sm_count} * 32))
-                                      : grid_for(g.work, g.threads);
+      const unsigned grid =
+          g.rowwise
+              ? static_cast<unsigned>(std::min<int64_t>(g.work, int64_t{context().sm_count} * 32))
+              : grid_for(g.work, g.threads);
       if (!go(fn(name), grid, static_cast<unsigned>(g.threads), args.data())) return -1;
     }
     if (has_totals && !go(fn(name + "_finish"), 1, 1, args.data())) return -1;

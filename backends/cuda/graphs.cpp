@@ -20,8 +20,7 @@ namespace spora::cuda {
 
 namespace {
 
-std::atomic<int64_t> g_kernels{0}, g_captured{0}, g_graph_launches{0}, g_captures{0},
-    g_failures{0};
+std::atomic<int64_t> g_kernels{0}, g_captured{0}, g_graph_launches{0}, g_captures{0}, g_failures{0};
 
 struct Captured {
   std::string key;
@@ -92,8 +91,9 @@ sem::Value rebuild(const sem::Value& v, F& f) {
     case sem::Value::Kind::Record: {
       std::vector<sem::Value> items;
       for (const sem::Value& e : v.items()) items.push_back(rebuild(e, f));
-      return v.kind == sem::Value::Kind::Tuple ? sem::Value::tuple(std::move(items))
-                                               : sem::Value::record(v.record_type, std::move(items));
+      return v.kind == sem::Value::Kind::Tuple
+                 ? sem::Value::tuple(std::move(items))
+                 : sem::Value::record(v.record_type, std::move(items));
     }
     default:
       return v;
@@ -142,7 +142,8 @@ bool replay(FnState& st, const ir::Graph& g, std::vector<sem::Value>& args, sem:
     if (bad) {
       // The uncaptured call raises the kernel's error (a label out of range) with its message.
       st.dead = true;
-      say(graphs().verbose, "@" + g.name + ": a kernel check failed in the graph; running uncaptured");
+      say(graphs().verbose,
+          "@" + g.name + ": a kernel check failed in the graph; running uncaptured");
       result = run(args);
       return true;
     }
@@ -156,9 +157,8 @@ bool replay(FnState& st, const ir::Graph& g, std::vector<sem::Value>& args, sem:
   return true;
 }
 
-bool capture(FnState& st, const ir::Graph& g, const std::string& key,
-             std::vector<sem::Value>& args, sem::Value& result,
-             const std::function<sem::Value(std::vector<sem::Value>&)>& run) {
+bool capture(FnState& st, const ir::Graph& g, const std::string& key, std::vector<sem::Value>& args,
+             sem::Value& result, const std::function<sem::Value(std::vector<sem::Value>&)>& run) {
   const bool verbose = graphs().verbose;
   std::unordered_map<const ir::Graph*, bool> seen;
   pin_constants(g, seen);

@@ -2,14 +2,14 @@
 // table, warp-shuffle block reductions, softmax / cross-entropy / layer-norm rows, im2col.
 // Semantics follow the reference kernels (ops/): see backends/cuda/README.md for the
 // tolerances.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
 #include <utility>
-
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 
 #include "backends/cuda/launch.h"
 

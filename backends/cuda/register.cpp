@@ -7,6 +7,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <sstream>
 
 #include "backends/cpu/kernels.h"
 #include "backends/cuda/context.h"
@@ -72,21 +73,23 @@ enum class Low {
            // nearest even) to the row's result dtype, the host's "compute in f32, round once"
   Native,  // takes them as they are (copies, views, casts, fills; matmul with cublasGemmEx)
 };
+// The words of a space-separated list.
+std::set<std::string> words(const std::string& text) {
+  std::istringstream in(text);
+  std::set<std::string> out;
+  for (std::string w; in >> w;) out.insert(w);
+  return out;
+}
+
 Low low_policy(const std::string& name) {
-  static const std::set<std::string> via = {
-      "neg",  "abs",      "sign",    "square",     "relu",        "floor",       "ceil",
-      "round", "exp",     "log",     "sqrt",       "rsqrt",       "tanh",        "sigmoid",
-      "gelu", "sin",      "cos",     "erf",        "log1p",       "expm1",       "reciprocal",
-      "add",  "sub",      "mul",     "div",        "floordiv",    "mod",         "pow",
-      "maximum", "minimum", "eq",    "ne",         "lt",          "le",          "gt",
-      "ge",   "sum",      "mean",    "prod",       "max",         "min",         "argmax",
-      "argmin", "softmax", "log_softmax", "cross_entropy", "layer_norm", "conv2d",
-      "conv2d_input_grad", "conv2d_weight_grad"};
-  static const std::set<std::string> native = {
-      "matmul",  "where",      "cast",     "transpose",   "permute",       "broadcast_to",
-      "reshape", "flatten",    "squeeze",  "unsqueeze",   "expand_dims",   "identity",
-      "stop_gradient", "shard_hint", "stage_boundary", "zeros", "ones",   "full",
-      "one_hot"};
+  static const std::set<std::string> via = words(
+      "neg abs sign square relu floor ceil round exp log sqrt rsqrt tanh sigmoid gelu sin cos erf "
+      "log1p expm1 reciprocal add sub mul div floordiv mod pow maximum minimum eq ne lt le gt ge "
+      "sum mean prod max min argmax argmin softmax log_softmax cross_entropy layer_norm conv2d "
+      "conv2d_input_grad conv2d_weight_grad");
+  static const std::set<std::string> native = words(
+      "matmul where cast transpose permute broadcast_to reshape flatten squeeze unsqueeze "
+      "expand_dims identity stop_gradient shard_hint stage_boundary zeros ones full one_hot");
   if (via.count(name)) return Low::ViaF32;
   if (native.count(name)) return Low::Native;
   return Low::Host;
