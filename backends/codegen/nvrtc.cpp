@@ -24,7 +24,8 @@ namespace fs = std::filesystem;
 namespace {
 std::atomic<size_t> g_compiles{0}, g_hits{0}, g_failures{0};
 
-bool read_file(const fs::path& p, std::string* out) {
+// Used by nvrtc_build only where NVRTC is built in.
+[[maybe_unused]] bool read_file(const fs::path& p, std::string* out) {
   std::ifstream f(p, std::ios::binary);
   if (!f) return false;
   std::ostringstream s;
@@ -35,7 +36,7 @@ bool read_file(const fs::path& p, std::string* out) {
 
 // Written under a temporary name and renamed into place: a concurrent reader never sees half
 // a file.
-void write_file_atomic(const fs::path& p, const std::string& bytes) {
+[[maybe_unused]] void write_file_atomic(const fs::path& p, const std::string& bytes) {
   const fs::path tmp = p.string() + ".tmp" + std::to_string(::getpid());
   {
     std::ofstream f(tmp, std::ios::binary);
