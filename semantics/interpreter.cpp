@@ -117,6 +117,12 @@ FusedKernelHook& fused_kernel_hook() {
 }
 void set_fused_kernel_hook(FusedKernelHook hook) { fused_kernel_hook() = std::move(hook); }
 
+CallHook& call_hook() {
+  static CallHook hook;
+  return hook;
+}
+void set_call_hook(CallHook hook) { call_hook() = std::move(hook); }
+
 Interpreter::Interpreter(const ir::Module& module) : module_(module) {}
 Interpreter::~Interpreter() = default;
 
@@ -287,6 +293,12 @@ Value Interpreter::eval_node(const Node* n, Frame& frame, size_t pos) {
       if (hook && n->callee->has_flag("fused")) {
         LifetimeScope hint(lifetime);
         if (hook(*n->callee, in, fused)) return fused;
+      }
+      if (const CallHook& call = call_hook(); call && !n->callee->parent) {
+        Value result;
+        if (call(*n->callee, in, result,
+                 [&](std::vector<Value>& args) { return call_graph(n, args, frame); }))
+          return result;
       }
       return call_graph(n, in, frame);
     }

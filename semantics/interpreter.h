@@ -81,6 +81,14 @@ using FusedKernelHook =
     std::function<bool(const ir::Graph& group, const std::vector<Value>& args, Value& result)>;
 void set_fused_kernel_hook(FusedKernelHook hook);
 
+// Runs a call of a top-level graph (not a fusion group) another way: true with `result` set,
+// or false to run it as usual. `run` runs the call as usual (the hook may call it, once).
+// backends/cuda installs it to capture and replay CUDA graphs (process-wide; none by default).
+using CallHook =
+    std::function<bool(const ir::Graph& callee, std::vector<Value>& args, Value& result,
+                       const std::function<Value(std::vector<Value>&)>& run)>;
+void set_call_hook(CallHook hook);
+
 class Interpreter {
  public:
   explicit Interpreter(const ir::Module& module);

@@ -16,6 +16,7 @@ struct RunOptions {
   std::string profile;         // graph mode: write a Chrome trace of the run here (tools/profile.h)
   std::string amp;                 // O0..O3 (`--amp`; overrides a program's set_amp(...)); "": none
   std::string amp_dtype = "bf16";  // bf16 | f16 (`--amp-dtype`)
+  bool verbose = false;        // cuda: say which functions are captured as CUDA graphs
 };
 
 int cmd_run(const std::string& path, const RunOptions& opts);

@@ -3,6 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <iostream>
+
+#include "backends/cuda/fused.h"
 #include "lang/diagnostics.h"
 #include "semantics/ir/printer.h"
 #include "semantics/ir/verifier.h"
@@ -10,10 +13,21 @@
 
 namespace spora::tools {
 
-std::unique_ptr<codegen::FusedRuntime> fuse_for_run(ir::Module& m, bool fuse) {
+std::unique_ptr<codegen::FusedRuntime> fuse_for_run(ir::Module& m, bool fuse, bool gpu) {
   if (!fuse) return nullptr;
+  codegen::FusedOptions options = codegen::default_fused_options();
+  if (gpu) {
+    std::string why;
+    options.gpu = cuda::make_fused_gpu(&why);
+    if (!options.gpu) {
+      // The C++ kernels cannot read GPU memory: every node runs its own CUDA kernel.
+      std::cerr << "spora: warning: fused groups cannot run on the GPU (" << why
+                << "); running every node on its own\n";
+      return nullptr;
+    }
+  }
   passes::fuse_operators(m);
-  return std::make_unique<codegen::FusedRuntime>(m);
+  return std::make_unique<codegen::FusedRuntime>(m, std::move(options));
 }
 
 std::string describe_fusion(const codegen::FusedRuntime& rt) {

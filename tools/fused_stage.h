@@ -12,8 +12,9 @@
 namespace spora::tools {
 
 // Fuses m (after optimize) and compiles its groups; the runtime runs them while it lives.
-// Null when fuse is false.
-std::unique_ptr<codegen::FusedRuntime> fuse_for_run(ir::Module& m, bool fuse);
+// Null when fuse is false. gpu: the groups are compiled with NVRTC and launched on the CUDA
+// device (backends/cuda/fused.h); without one, a warning and no fusion.
+std::unique_ptr<codegen::FusedRuntime> fuse_for_run(ir::Module& m, bool fuse, bool gpu = false);
 // One line for `spora run --stats`.
 std::string describe_fusion(const codegen::FusedRuntime& rt);
 // `spora ir --stage fused [--emit kernels]`: fuses the optimized module m; the text to print

@@ -76,9 +76,10 @@ void print_eager_stats(const ir::Module* m, double ms, int64_t live_before) {
 
 namespace {
 // Where tensors live and kernels run from now on: "" or why the device cannot be used.
-std::string use_device(const std::string& device, bool& fuse) {
+std::string use_device(const std::string& device, bool& gpu) {
   if (device == "cpu") {
     sem::set_backend(sem::Backend::Cpu);
+    gpu = false;
     return "";
   }
   std::string why;
@@ -86,9 +87,7 @@ std::string use_device(const std::string& device, bool& fuse) {
   cuda::install();
   cuda::register_kernels();
   sem::set_backend(sem::Backend::Cuda);
-  // Fused groups run as generated host C++ (launching their NVRTC-compiled CUDA is not written
-  // yet): on the GPU every node runs its own kernel.
-  fuse = false;
+  gpu = true;  // fused groups are launched as NVRTC-compiled CUDA (backends/cuda/fused.h)
   return "";
 }
 }  // namespace
@@ -100,15 +99,16 @@ int cmd_run(const std::string& path, const RunOptions& opts) {
     std::cerr << fmt::format("spora: error: unknown mode '{}' (expected graph or eager)\n", opts.mode);
     return 2;
   }
-  bool fuse = opts.fuse;
-  if (const std::string why = use_device(opts.device, fuse); !why.empty()) {
+  const bool fuse = opts.fuse;
+  bool gpu = false;
+  if (const std::string why = use_device(opts.device, gpu); !why.empty()) {
     std::cerr << fmt::format("spora: error: --device {}: {}\n", opts.device, why);
     return 2;
   }
   sem::LowerOptions options;
   options.eager = opts.mode == "eager";
   // set_device(...) in main: before anything runs (eager mode runs while it lowers).
-  options.set_device = [&fuse](const std::string& d) { return use_device(d, fuse); };
+  options.set_device = [&gpu](const std::string& d) { return use_device(d, gpu); };
   if (!opts.amp.empty())  // both checked by CLI11 (IsMember)
     options.amp = sem::AmpPolicy{*sem::parse_amp_level(opts.amp), *parse_dtype(opts.amp_dtype)};
   sem::Compiled c;
@@ -140,7 +140,10 @@ int cmd_run(const std::string& path, const RunOptions& opts) {
     return 0;
   }
   if (opts.optimize) passes::optimize(*c.module);
-  const auto fused = fuse_for_run(*c.module, fuse);
+  const auto fused = fuse_for_run(*c.module, fuse, gpu);
+  // Calls of graph-mode functions are captured and replayed as CUDA graphs (SPORA_CUDA_GRAPHS=0:
+  // not).
+  if (gpu) cuda::enable_graphs(opts.verbose);
   if (!c.module->entry) {
     std::cerr << fmt::format("spora: error: {} has no main graph to run\n", path);
     return 1;
@@ -172,6 +175,13 @@ int cmd_run(const std::string& path, const RunOptions& opts) {
                                megabytes(mem.peak_bytes), megabytes(mem.peak_bytes - live_before),
                                megabytes(live_before), runtime::describe(runtime::caching_allocator().stats()));
       if (fused) std::cerr << "stats: " << describe_fusion(*fused) << "\n";
+      if (gpu) {
+        const cuda::LaunchStats l = cuda::launch_stats();
+        std::cerr << fmt::format(
+            "stats: cuda: {} kernel launches, {} graph launches ({} functions captured, "
+            "{} captures given up, {} kernels in them)\n",
+            l.kernels, l.graph_launches, l.captures, l.capture_failures, l.captured);
+      }
     }
     if (profiler) {
       std::cout.flush();
@@ -279,7 +289,11 @@ int main(int argc, char** argv) {
   bool no_fuse = false;
   run->add_flag("--no-fuse", no_fuse, "graph mode: run every node on its own (no operator fusion, no generated kernels)");
   std::string device = "cpu";
-  run->add_option("--device", device, "where tensors live and kernels run: cpu, or cuda (an NVIDIA GPU: CUDA kernels and cuBLAS; rows without a CUDA kernel run on the CPU with a one-time warning; no fusion)")
+  run->add_option("--device", device,
+                  "where tensors live and kernels run: cpu, or cuda (an NVIDIA GPU: CUDA kernels "
+                  "and cuBLAS; rows without a CUDA kernel run on the CPU with a one-time warning; "
+                  "fused groups run as NVRTC-compiled CUDA; repeated calls of a function replay a "
+                  "CUDA graph unless SPORA_CUDA_GRAPHS=0)")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
   run->add_option("--amp", run_opts.amp,
@@ -314,7 +328,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   run->add_flag("--verbose", spmd.verbose,
                 "with --strategy: say which optimizer updates optimizer_shard splits; with a "
-                "pipeline, every rank prints its stage and schedule");
+                "pipeline, every rank prints its stage and schedule; with --device cuda: say which "
+                "functions are captured as CUDA graphs and why others are not");
   std::string run_mesh;
   run->add_option(
       "--mesh", run_mesh,
@@ -366,6 +381,7 @@ int main(int argc, char** argv) {
   try {
     run_opts.optimize = !no_opt;
     run_opts.fuse = !no_fuse;
+    run_opts.verbose = spmd.verbose;
     if (*run && (!strategy_path.empty() || ranks > 0 || !run_mesh.empty())) {
       if (device != "cpu") {
         std::cerr << "spora: error: --strategy/--ranks runs on the CPU (MPI); --device cuda "

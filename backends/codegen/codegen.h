@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -105,5 +106,41 @@ bool nvrtc_available();
 // log in *log. Always false (with a message) without NVRTC.
 bool nvrtc_compile(const std::string& source, const std::string& arch = "sm_90",
                    std::string* log = nullptr);
+
+// What the GPU launcher loads: `image` is a CUBIN for an sm_XY arch, or PTX text (0-terminated)
+// for a compute_XY arch (the driver compiles it when loading).
+struct NvrtcImage {
+  std::string image;
+  bool cached = false;  // read from the cache, no NVRTC run
+};
+// Compiles (or finds in cache_dir: `<hash>.cubin` / `<hash>.ptx`, a hash of NVRTC's version,
+// the arch, the options and the source) a CUDA translation unit. False with NVRTC's log (or
+// the reason) in *log on failure; the source is then kept as `<hash>.cu` for a look.
+bool nvrtc_build(const std::string& source, const std::string& arch, const std::string& cache_dir,
+                 NvrtcImage* out, std::string* log = nullptr);
+struct NvrtcStats {
+  size_t compiles = 0, cache_hits = 0, failures = 0;
+};
+NvrtcStats nvrtc_stats();
+
+// The parameters emit_cuda gives a kernel, in order: what the launcher packs (every one a
+// device pointer, 8 bytes). The host-side check compares them with the PTX's .entry.
+struct CudaParam {
+  enum class Kind { In, Out, Err, Totals } kind;
+  int index = 0;             // in<index> / out<index>
+  DType dtype = DType::f32;  // the buffer's element type (Err: i32, Totals: f64)
+};
+std::vector<CudaParam> cuda_params(const passes::KernelPlan& plan);
+// The launch geometry of a plan's main kernel: one block per row (rowwise) or a grid-stride
+// loop over rows * inner elements; blocks of `threads` (a multiple of 32).
+struct CudaGeometry {
+  bool rowwise = false;
+  int threads = 256;
+  int64_t work = 0;  // rows (rowwise) or rows * inner elements
+};
+CudaGeometry cuda_geometry(const passes::KernelPlan& plan);
+// The byte sizes of the parameters of `.entry name(...)` in PTX text (.u64 -> 8, .u32 -> 4
+// ...); nullopt when the entry is not there.
+std::optional<std::vector<int>> ptx_entry_params(const std::string& ptx, const std::string& name);
 
 }  // namespace spora::codegen

@@ -119,6 +119,8 @@ template <class T> SP_FN T sp_comb_min(T a, T b) { return sp_minimum(a, b); }
 template <class T> SP_FN T sp_comb_all(T a, T b) { return a & b; }
 template <class T> SP_FN T sp_comb_any(T a, T b) { return a | b; }
 // Every thread of the block gets the combination of all threads' v (blockDim a multiple of 32).
+// The second level combines only the lanes that hold a warp's part (lane l takes l + o while
+// that is below the warp count), so sums stay right for blocks of fewer than 32 warps.
 #define SP_BLOCK_REDUCE(T, COMB, v)                                                   \
   do {                                                                                \
     __shared__ T sp_part[32];                                                         \
@@ -126,8 +128,12 @@ template <class T> SP_FN T sp_comb_any(T a, T b) { return a | b; }
     if ((threadIdx.x & 31) == 0) sp_part[threadIdx.x >> 5] = v;                       \
     __syncthreads();                                                                  \
     if (threadIdx.x < 32) {                                                           \
-      v = threadIdx.x < (blockDim.x >> 5) ? sp_part[threadIdx.x] : sp_part[0];        \
-      for (int o = 16; o > 0; o >>= 1) v = COMB(v, __shfl_down_sync(0xffffffffu, v, o)); \
+      const unsigned sp_nw = blockDim.x >> 5;                                         \
+      v = sp_part[threadIdx.x < sp_nw ? threadIdx.x : 0];                             \
+      for (unsigned o = 16; o > 0; o >>= 1) {                                         \
+        T sp_w = __shfl_down_sync(0xffffffffu, v, o);                                 \
+        if (threadIdx.x + o < sp_nw) v = COMB(v, sp_w);                               \
+      }                                                                               \
       if (threadIdx.x == 0) sp_part[0] = v;                                           \
     }                                                                                 \
     __syncthreads();                                                                  \

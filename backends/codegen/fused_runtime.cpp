@@ -1,6 +1,7 @@
 // Running fusion groups with their compiled kernels (fused_runtime.h).
 #include "backends/codegen/fused_runtime.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 
@@ -40,7 +41,20 @@ FusedOptions default_fused_options() {
   return o;
 }
 
-FusedRuntime::FusedRuntime(const ir::Module& m, FusedOptions options) {
+namespace {
+// The generated CUDA has no f16/bf16 buffer type (emit_cuda.cpp): such groups run node by node
+// on the GPU (the backend's kernels compute them in f32).
+bool gpu_plannable(const passes::KernelPlan& plan) {
+  auto low = [](const passes::KernelBuffer& b) {
+    return b.dtype == DType::f16 || b.dtype == DType::bf16;
+  };
+  return std::none_of(plan.inputs.begin(), plan.inputs.end(), low) &&
+         std::none_of(plan.outputs.begin(), plan.outputs.end(), low);
+}
+}  // namespace
+
+FusedRuntime::FusedRuntime(const ir::Module& m, FusedOptions options)
+    : gpu_(options.gpu), warn_(options.warn) {
   std::vector<KernelSource> sources;
   for (const auto& g : m.graphs()) {
     if (!passes::is_fused_graph(*g)) continue;
@@ -49,15 +63,23 @@ FusedRuntime::FusedRuntime(const ir::Module& m, FusedOptions options) {
     auto plan = passes::plan_group(spec);
     if (!plan) continue;
     if (plan->rows * plan->inner < options.min_elements) continue;
+    if (gpu_ && !gpu_plannable(*plan)) continue;
     Entry e;
     e.plan = *plan;
     if (plan->anchor >= 0) e.anchor = spec.nodes[static_cast<size_t>(plan->anchor)];
-    KernelSource src = emit_cpp(*plan);
+    KernelSource src = gpu_ ? emit_cuda(*plan) : emit_cpp(*plan);
     e.name = src.name;
     sources.push_back(std::move(src));
     entries_.emplace(g.get(), std::move(e));
   }
-  if (!entries_.empty()) {
+  if (gpu_) {
+    if (!entries_.empty() && !build_gpu(sources, options)) {
+      entries_.clear();
+      if (options.warn)
+        std::cerr << "spora: warning: fused CUDA kernels could not be built; running the "
+                  << groups_ << " fusion groups node by node (" << error_ << ")\n";
+    }
+  } else if (!entries_.empty()) {
     library_ = options.library ? options.library
                                : compile_cpp(cpp_unit(sources), options.compile, &error_);
     for (auto it = entries_.begin(); it != entries_.end();) {
@@ -76,11 +98,116 @@ FusedRuntime::FusedRuntime(const ir::Module& m, FusedOptions options) {
 
 FusedRuntime::~FusedRuntime() { sem::set_fused_kernel_hook(nullptr); }
 
+bool FusedRuntime::build_gpu(const std::vector<KernelSource>& sources,
+                             const FusedOptions& options) {
+  NvrtcImage image;
+  std::string log;
+  if (!nvrtc_build(cuda_unit(sources), gpu_->arch(), options.compile.cache_dir, &image, &log)) {
+    // NVRTC's log starts with its status; the first lines say what failed.
+    error_ = "NVRTC for " + gpu_->arch() + ": " + log.substr(0, 600);
+    return false;
+  }
+  if (!gpu_->load(image.image, &error_)) return false;
+  for (const auto& [graph, e] : entries_)
+    if (!gpu_->find(e.name, !e.plan.totals.empty() || !e.plan.epilogue.empty(), &error_))
+      return false;
+  return true;
+}
+
+namespace {
+// The anchor's arguments: the group's parameters it reads, or its scalar constants.
+std::vector<sem::Value> anchor_args(const ir::Graph& group, const ir::Node& anchor,
+                                    const std::vector<sem::Value>& args) {
+  std::vector<sem::Value> out;
+  for (const ir::Node* x : anchor.inputs) {
+    if (x->is_param()) {
+      const auto p = std::find(group.params.begin(), group.params.end(), x);
+      out.push_back(args[static_cast<size_t>(p - group.params.begin())]);
+    } else {
+      out.push_back(x->value);
+    }
+  }
+  return out;
+}
+
+sem::Value pack_outputs(std::vector<sem::Tensor>& outs) {
+  if (outs.size() == 1) return sem::Value(std::move(outs[0]));
+  std::vector<sem::Value> items;
+  for (sem::Tensor& t : outs) items.emplace_back(std::move(t));
+  return sem::Value::tuple(std::move(items));
+}
+}  // namespace
+
+// The GPU path of run(): the same checks and anchor handling, device buffers, one launch.
+bool FusedRuntime::run_gpu(const ir::Graph& group, const Entry& e,
+                           const std::vector<sem::Value>& args, sem::Value& result) {
+  const passes::KernelPlan& plan = e.plan;
+  const size_t params = group.params.size();
+  std::vector<sem::Tensor> held;  // inputs copied to the device live until the launch is queued
+  std::vector<const void*> in;
+  for (size_t k = 0; k < params; ++k) {
+    const sem::Value& a = args[k];
+    if (!a.is_tensor() || a.tensor.dtype() != plan.inputs[k].dtype ||
+        a.tensor.shape() != plan.inputs[k].shape) {
+      ++fallbacks_;
+      return false;
+    }
+    held.push_back(gpu_->to_device(a.tensor));
+    in.push_back(held.back().raw());
+  }
+  sem::Tensor anchor;
+  if (e.anchor) {
+    sem::Value v =
+        sem::kernel_for(*e.anchor->prim)(anchor_args(group, *e.anchor, args), e.anchor->attrs);
+    const passes::KernelBuffer& want = plan.inputs.back();
+    if (!v.is_tensor() || v.tensor.dtype() != want.dtype || v.tensor.shape() != want.shape) {
+      ++fallbacks_;
+      return false;
+    }
+    anchor = gpu_->to_device(v.tensor);
+    in.push_back(anchor.raw());
+  }
+  std::vector<sem::Tensor> outs;
+  std::vector<void*> out;
+  bool anchor_reused = false;
+  for (const passes::KernelBuffer& b : plan.outputs) {
+    if (e.anchor && !anchor_reused && plan.in_place_ok.back() && anchor.unique() &&
+        anchor.dtype() == b.dtype && anchor.numel() == b.numel()) {
+      outs.push_back(anchor.reshaped(b.shape));
+      anchor_reused = true;
+    } else {
+      outs.push_back(gpu_->empty(b.dtype, b.shape));
+    }
+    out.push_back(outs.back().raw());
+  }
+  std::string error;
+  const int rc = gpu_->launch(e.name, plan, in, out, &error);
+  if (rc != 0) {
+    ++fallbacks_;
+    if (rc < 0 && !gpu_failed_.exchange(true) && warn_)
+      std::cerr << "spora: warning: a fused CUDA kernel failed to launch; running the fusion "
+                   "groups node by node from now on ("
+                << error << ")\n";
+    return false;
+  }
+  ++launches_;
+  result = pack_outputs(outs);
+  return true;
+}
+
 bool FusedRuntime::run(const ir::Graph& group, const std::vector<sem::Value>& args,
                        sem::Value& result) {
   auto it = entries_.find(&group);
   if (it == entries_.end()) return false;
   const Entry& e = it->second;
+  if (gpu_) {
+    if (gpu_failed_ || args.size() != group.params.size() ||
+        e.plan.inputs.size() != group.params.size() + (e.anchor ? 1 : 0)) {
+      ++fallbacks_;
+      return false;
+    }
+    return run_gpu(group, e, args, result);
+  }
   const passes::KernelPlan& plan = e.plan;
   const size_t params = group.params.size();
   if (args.size() != params || plan.inputs.size() != params + (e.anchor ? 1 : 0)) {

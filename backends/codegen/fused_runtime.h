@@ -27,6 +27,28 @@
 
 namespace spora::codegen {
 
+// A GPU target for fused groups: backends/cuda/fused.h makes one (cuda::make_fused_gpu). The
+// runtime then emits CUDA (emit_cuda), compiles the module's groups as one translation unit
+// with NVRTC for arch() (nvrtc_build: cached on disk like the C++ kernels), loads the image
+// and launches groups through it; tensors are allocated on the device. Any failure (NVRTC,
+// loading, a launch) prints one warning and the groups run node by node.
+class GpuKernels {
+ public:
+  virtual ~GpuKernels() = default;
+  virtual std::string arch() const = 0;  // what NVRTC compiles for: sm_90 (CUBIN) or compute_XY
+  // Loads a compiled image (nvrtc_build's); false with the reason in *error.
+  virtual bool load(const std::string& image, std::string* error) = 0;
+  // Looks up kernel `name` (and NAME_init / NAME_finish when `totals`) in the loaded image.
+  virtual bool find(const std::string& name, bool totals, std::string* error) = 0;
+  virtual sem::Tensor to_device(const sem::Tensor& t) = 0;              // t itself when it is there
+  virtual sem::Tensor empty(DType dtype, const sem::Shape& shape) = 0;  // on the device
+  // Queues the group's kernels on the backend's stream: 0 done, 1 an SP_CHECK failed (the
+  // caller runs the group node by node, which raises the error), -1 a CUDA error (*error).
+  virtual int launch(const std::string& name, const passes::KernelPlan& plan,
+                     const std::vector<const void*>& in, const std::vector<void*>& out,
+                     std::string* error) = 0;
+};
+
 struct FusedOptions {
   CompileOptions compile = default_compile_options();
   // Groups with fewer domain elements run node by node (compiling would cost more than it
@@ -36,6 +58,8 @@ struct FusedOptions {
   // A library already built with the groups' kernels (cpp_unit of emit_cpp of their plans):
   // nothing is compiled, kernels are looked up in it by name.
   std::shared_ptr<KernelLibrary> library;
+  // Run the groups on this GPU target instead of as C++ (null: the CPU).
+  std::shared_ptr<GpuKernels> gpu;
 };
 FusedOptions default_fused_options();  // min_elements 4096 (or SPORA_FUSE_MIN_ELEMENTS)
 
@@ -51,6 +75,7 @@ class FusedRuntime {
   const std::string& error() const { return error_; }  // the compile failure, if any
   size_t launches() const { return launches_; }
   size_t fallbacks() const { return fallbacks_; }
+  bool on_gpu() const { return gpu_ != nullptr; }
 
   // The hook itself: runs `group` on `args` with its kernel (false: run it node by node).
   bool run(const ir::Graph& group, const std::vector<sem::Value>& args, sem::Value& result);
@@ -64,6 +89,12 @@ class FusedRuntime {
   };
   std::unordered_map<const ir::Graph*, Entry> entries_;
   std::shared_ptr<KernelLibrary> library_;
+  std::shared_ptr<GpuKernels> gpu_;
+  bool warn_ = true;
+  std::atomic<bool> gpu_failed_{false};  // a launch failed: every group runs node by node
+  bool build_gpu(const std::vector<KernelSource>& sources, const FusedOptions& options);
+  bool run_gpu(const ir::Graph& group, const Entry& e, const std::vector<sem::Value>& args,
+               sem::Value& result);
   std::string error_;
   size_t groups_ = 0;
   std::atomic<size_t> launches_{0}, fallbacks_{0};

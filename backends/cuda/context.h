@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <map>
 #include <mutex>
 #include <string>
@@ -43,6 +44,37 @@ inline unsigned grid_for(int64_t n, int threads = 256) {
   return static_cast<unsigned>(blocks < 1 ? 1 : blocks);
 }
 
+// ---- CUDA graph capture (graphs.cpp) ---------------------------------------------------------
+
+// Thrown by whatever cannot be recorded in a CUDA graph while the stream is being captured (a
+// copy to or from the host, a host fallback kernel, a synchronisation): the capture is given
+// up and the function runs uncaptured from then on. Not a lang::UserError, so no kernel wrapper
+// or interpreter handler takes it for the user's error.
+struct CaptureAbort : std::exception {
+  explicit CaptureAbort(std::string w) : why(std::move(w)) {}
+  const char* what() const noexcept override { return why.c_str(); }
+  std::string why;
+};
+// Whether the backend's stream is being captured now.
+bool capturing();
+// Throws CaptureAbort("<what> during capture") when capturing.
+void capture_guard(const char* what);
+// A kernel's device error flag (an i32 scalar) that capture cannot read right away: read after
+// each replay of the graph being captured (a set flag: the call runs again uncaptured, which
+// raises the error).
+void defer_check(const sem::Tensor& flag);
+// One kernel (or cuBLAS call) queued: counted as launched, or as captured while capturing.
+void note_launch(int64_t n = 1);
+
+// Blocks the allocator handed out while a graph was captured: they belong to the graph (its
+// kernels write them on every replay), so a freed one goes back to this pool, never to the
+// shared cache, and is reused only by later allocations of the same capture.
+struct CapturePool {
+  std::multimap<size_t, void*> free;  // by size
+  std::map<void*, size_t> owned;
+  int64_t cuda_mallocs = 0;  // blocks the shared cache could not give (cudaMalloc in capture)
+};
+
 // The caching allocator of Device::Kind::cuda storage (installed by install()).
 //
 // - Blocks come from cudaMalloc (never managed memory) and are not returned to the driver
@@ -59,6 +91,11 @@ class DeviceAllocator final : public sem::Allocator {
   void deallocate(const sem::Block& block) override;
   DeviceMemoryStats stats() const;
   void empty_cache();
+  // While a graph is captured, allocations come from (and frees go to) `pool` (null: stop).
+  void set_capture_pool(CapturePool* pool);
+  // Hands a finished (or given up) capture's free blocks back to the shared cache; only for a
+  // pool whose graph is gone or never ran.
+  void release_pool(CapturePool& pool);
 
  private:
   struct Key {
@@ -75,6 +112,8 @@ class DeviceAllocator final : public sem::Allocator {
   std::multimap<Key, void*> free_;
   std::map<void*, Key> live_;
   DeviceMemoryStats stats_;
+  CapturePool* capture_ = nullptr;
+  std::map<void*, CapturePool*> pool_of_;  // every block a capture pool owns
   void release_cache_locked();
 };
 DeviceAllocator& device_allocator();
@@ -83,5 +122,9 @@ DeviceAllocator& device_allocator();
 // buffer may be freed or read right after).
 void copy_to_device(void* dst, const void* src, size_t bytes);
 void copy_to_host(void* dst, const void* src, size_t bytes);
+// Keeps a device copy of a host constant (an IR constant: its buffer never changes) that
+// to_device hands out instead of copying again: a captured graph reads it, and uncaptured
+// calls save the copy. Not while capturing (it copies).
+void pin_constant(const sem::Tensor& t);
 
 }  // namespace spora::cuda

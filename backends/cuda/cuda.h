@@ -8,10 +8,19 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "semantics/value.h"
+
+namespace spora::ir {
+struct Graph;
+}
+namespace spora::sem {
+struct Primitive;
+class Interpreter;
+}  // namespace spora::sem
 
 namespace spora::cuda {
 
@@ -61,5 +70,48 @@ struct DeviceMemoryStats {
 DeviceMemoryStats memory_stats();
 // Returns every cached block to the driver (cudaFree).
 void empty_cache();
+
+// ---- CUDA graphs of graph-mode functions (graphs.cpp) ---------------------------------------
+//
+// With graphs enabled, the interpreter's calls of a top-level function run on the GPU like
+// this: the first call runs as usual (it warms the caching allocator and cuBLAS up); the
+// second is captured on the backend's stream (cudaStreamBeginCapture / EndCapture) from
+// device copies of its arguments, instantiated and launched; later calls whose arguments have
+// the same structure, dtypes and shapes copy their arguments into the captured buffers,
+// launch the graph (cudaGraphLaunch) and copy the results out. A function that cannot be
+// captured runs uncaptured from then on: statically (capture_eligible) or when capture meets a
+// host read, a host fallback kernel or a failing CUDA call (said once with verbose).
+
+// Whether a function qualifies, looking through the functions it calls: no control flow
+// (if, while, for_range, for_each read values on the host), and every primitive one that
+// `native` says runs a CUDA kernel (the host fallback copies through host memory). False
+// with the first reason in *why. Host logic only: works in every build.
+bool capture_eligible(const ir::Graph& g, const std::function<bool(const sem::Primitive&)>& native,
+                      std::string* why = nullptr);
+// The default `native`: the row's coverage is Native (after register_kernels()).
+bool runs_natively(const sem::Primitive& p);
+
+// Installs the interpreter's call hook (sem::set_call_hook), unless SPORA_CUDA_GRAPHS=0.
+// Returns whether graphs are on. verbose: say on stderr which functions are captured and
+// why a function is not.
+bool enable_graphs(bool verbose = false);
+// Removes the hook and destroys every captured graph (waits for the stream first).
+void disable_graphs();
+// interp.call(g, args) through the same capture and replay (a benchmark's or a driver's
+// top-level calls, which the interpreter's hook does not see); a plain call when graphs are
+// off (enable_graphs not called, or SPORA_CUDA_GRAPHS=0).
+sem::Value call_with_graphs(sem::Interpreter& interp, const ir::Graph* g,
+                            std::vector<sem::Value> args);
+
+// Kernel and graph launch counters of the backend.
+struct LaunchStats {
+  int64_t kernels = 0;           // kernels and cuBLAS calls queued outside capture
+  int64_t captured = 0;          // ... recorded into a graph while capturing
+  int64_t graph_launches = 0;    // cudaGraphLaunch calls
+  int64_t captures = 0;          // functions captured
+  int64_t capture_failures = 0;  // captures given up
+};
+LaunchStats launch_stats();
+void reset_launch_stats();
 
 }  // namespace spora::cuda

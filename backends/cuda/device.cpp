@@ -1,6 +1,7 @@
 // Device probe, context, caching allocator and copies of the CUDA backend (context.h).
 #include <mutex>
 #include <new>
+#include <unordered_map>
 
 #include "backends/cuda/context.h"
 #include "backends/runtime/allocator.h"
@@ -85,6 +86,38 @@ sem::Block DeviceAllocator::allocate(size_t bytes, sem::Lifetime lifetime) {
   const size_t size = std::max<size_t>(512, runtime::CachingAllocator::round_size(bytes));
   const Key key{stream(), lifetime == sem::Lifetime::Long ? 1 : 0, size};
   std::lock_guard<std::mutex> lock(mu_);
+  if (capture_) {
+    // A block this capture freed already, else one of the shared cache (the uncaptured warm-up
+    // run left them there), else a new one; each becomes the graph's.
+    void* p = nullptr;
+    if (auto it = capture_->free.find(size); it != capture_->free.end()) {
+      p = it->second;
+      capture_->free.erase(it);
+      ++stats_.hits;
+    } else if (auto c = free_.find(key); c != free_.end()) {
+      p = c->second;
+      free_.erase(c);
+      ++stats_.hits;
+      stats_.cached_bytes -= static_cast<int64_t>(size);
+    } else {
+      const cudaError_t e = cudaMalloc(&p, size);
+      if (e != cudaSuccess) {
+        cudaGetLastError();
+        throw CaptureAbort(std::string("cudaMalloc of ") + std::to_string(size) +
+                           " bytes during capture failed: " + cudaGetErrorName(e));
+      }
+      ++stats_.misses;
+      ++stats_.cuda_mallocs;
+      ++capture_->cuda_mallocs;
+      stats_.reserved_bytes += static_cast<int64_t>(size);
+    }
+    capture_->owned[p] = size;
+    pool_of_[p] = capture_;
+    live_.emplace(p, key);
+    stats_.live_bytes += static_cast<int64_t>(size);
+    stats_.peak_bytes = std::max(stats_.peak_bytes, stats_.live_bytes);
+    return {p, size, static_cast<uint32_t>(key.pool)};
+  }
   if (auto it = free_.find(key); it != free_.end()) {
     void* p = it->second;
     free_.erase(it);
@@ -122,10 +155,32 @@ void DeviceAllocator::deallocate(const sem::Block& block) {
   if (it == live_.end()) return;  // not ours: nothing sensible to do in a destructor
   const Key key = it->second;
   live_.erase(it);
-  free_.emplace(key, block.ptr);
   ++stats_.frees;
   stats_.live_bytes -= static_cast<int64_t>(key.size);
+  if (auto p = pool_of_.find(block.ptr); p != pool_of_.end()) {
+    p->second->free.emplace(key.size, block.ptr);  // the graph's: never shared
+    return;
+  }
+  free_.emplace(key, block.ptr);
   stats_.cached_bytes += static_cast<int64_t>(key.size);
+}
+
+void DeviceAllocator::set_capture_pool(CapturePool* pool) {
+  std::lock_guard<std::mutex> lock(mu_);
+  capture_ = pool;
+}
+
+void DeviceAllocator::release_pool(CapturePool& pool) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (capture_ == &pool) capture_ = nullptr;
+  for (auto& [size, p] : pool.free) {
+    free_.emplace(Key{stream(), 0, size}, p);
+    stats_.cached_bytes += static_cast<int64_t>(size);
+  }
+  // Blocks still held by tensors go to the shared cache when those are freed.
+  for (auto& [p, size] : pool.owned) pool_of_.erase(p);
+  pool.free.clear();
+  pool.owned.clear();
 }
 
 void DeviceAllocator::release_cache_locked() {
@@ -170,20 +225,53 @@ void empty_cache() { device_allocator().empty_cache(); }
 
 void copy_to_device(void* dst, const void* src, size_t bytes) {
   if (!bytes) return;
+  capture_guard("a copy from the host");
   SPORA_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream()));
   SPORA_CUDA_CHECK(cudaStreamSynchronize(stream()));
 }
 
 void copy_to_host(void* dst, const void* src, size_t bytes) {
   if (!bytes) return;
+  capture_guard("a read of a tensor on the host");
   SPORA_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream()));
   SPORA_CUDA_CHECK(cudaStreamSynchronize(stream()));
 }
 
-void synchronize() { SPORA_CUDA_CHECK(cudaStreamSynchronize(stream())); }
+void synchronize() {
+  capture_guard("a synchronisation");
+  SPORA_CUDA_CHECK(cudaStreamSynchronize(stream()));
+}
+
+namespace {
+// Device copies of host constants (pin_constant): keyed by the host buffer, which the entry
+// keeps alive, so an address is never reused by another tensor while it is a key.
+struct Pinned {
+  sem::Tensor host, device;
+};
+std::mutex g_pin_mu;
+std::unordered_map<const void*, Pinned> g_pinned;
+}  // namespace
+
+void pin_constant(const sem::Tensor& t) {
+  if (!t.defined() || !t.device().is_cpu() || t.numel() == 0) return;
+  {
+    std::lock_guard<std::mutex> lock(g_pin_mu);
+    if (g_pinned.count(t.raw())) return;
+  }
+  sem::Tensor d = to_device(t);
+  std::lock_guard<std::mutex> lock(g_pin_mu);
+  g_pinned.emplace(t.raw(), Pinned{t, d});
+}
 
 sem::Tensor to_device(const sem::Tensor& t, int index) {
   if (!t.defined() || t.device().kind == sem::Device::Kind::cuda) return t;
+  {
+    std::lock_guard<std::mutex> lock(g_pin_mu);
+    if (auto it = g_pinned.find(t.raw()); it != g_pinned.end() &&
+                                          it->second.host.dtype() == t.dtype() &&
+                                          it->second.host.shape() == t.shape())
+      return it->second.device;
+  }
   if (index != 0)
     throw lang::UserError("the CUDA backend runs on device cuda:0 only, not cuda:" +
                           std::to_string(index));

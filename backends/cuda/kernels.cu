@@ -2,6 +2,9 @@
 // table, warp-shuffle block reductions, softmax / cross-entropy / layer-norm rows, im2col.
 // Semantics follow the reference kernels (ops/): see backends/cuda/README.md for the
 // tolerances.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
@@ -249,7 +252,12 @@ cudaError_t by_size(int elem_size, F&& f) {
 
 template <class T>
 __device__ double to_double(T v) {
-  return static_cast<double>(v);
+  if constexpr (std::is_same_v<T, __half>)
+    return static_cast<double>(__half2float(v));
+  else if constexpr (std::is_same_v<T, __nv_bfloat16>)
+    return static_cast<double>(__bfloat162float(v));
+  else
+    return static_cast<double>(v);
 }
 
 // A double stored as sem::Tensor::set does: floats rounded; integers truncated toward zero,
@@ -258,6 +266,11 @@ template <class T>
 __device__ T from_double(double v) {
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
     return static_cast<T>(v);
+  } else if constexpr (std::is_same_v<T, __half>) {
+    // The host's rule (semantics/value.cpp): to f32 first, then to nearest even.
+    return __float2half_rn(static_cast<float>(v));
+  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    return __float2bfloat16_rn(static_cast<float>(v));
   } else if constexpr (std::is_same_v<T, uint8_t>) {
     return v != 0.0 ? 1 : 0;
   } else {
@@ -305,6 +318,10 @@ cudaError_t by_dtype(int dt, F&& f) {
       return f(int64_t());
     case B8:
       return f(uint8_t());
+    case F16:
+      return f(__half());
+    case BF16:
+      return f(__nv_bfloat16());
     default:
       return cudaErrorInvalidValue;
   }
@@ -651,6 +668,10 @@ cudaError_t fill(int dt, void* y, int64_t n, double value, cudaStream_t s) {
     T v;
     if constexpr (std::is_same_v<T, uint8_t>)
       v = value != 0.0 ? 1 : 0;
+    else if constexpr (std::is_same_v<T, __half>)
+      v = __float2half_rn(static_cast<float>(value));
+    else if constexpr (std::is_same_v<T, __nv_bfloat16>)
+      v = __float2bfloat16_rn(static_cast<float>(value));
     else
       v = static_cast<T>(value);
     fill_kernel<T><<<blocks_for(n), kThreads, 0, s>>>(static_cast<T*>(y), n, v);
@@ -717,6 +738,40 @@ cudaError_t cross_entropy(int dt, int label_dt, const void* x, const void* label
     } else {
       return cudaErrorInvalidValue;
     }
+    return cudaGetLastError();
+  });
+}
+
+namespace {
+// out[i, labels[i]] = 1 over zeros; a label outside [0, C) sets *err.
+template <class T, class L>
+__global__ void one_hot_kernel(const L* __restrict__ labels, T* __restrict__ out, int* err,
+                               int64_t n, int64_t C) {
+  GRID_STRIDE(i, n) {
+    const int64_t k = static_cast<int64_t>(labels[i]);
+    if (k < 0 || k >= C)
+      *err = 1;
+    else
+      out[i * C + k] = from_double<T>(1.0);
+  }
+}
+}  // namespace
+
+cudaError_t one_hot(int label_dt, int dt, const void* labels, void* out, int* err, int64_t n,
+                    int64_t C, cudaStream_t s) {
+  if (n * C == 0) return cudaSuccess;
+  const cudaError_t e = fill(dt, out, n * C, 0.0, s);
+  if (e != cudaSuccess) return e;
+  return by_dtype(dt, [&](auto t) {
+    using T = decltype(t);
+    if (label_dt == I64)
+      one_hot_kernel<T, int64_t><<<blocks_for(n), kThreads, 0, s>>>(
+          static_cast<const int64_t*>(labels), static_cast<T*>(out), err, n, C);
+    else if (label_dt == I32)
+      one_hot_kernel<T, int32_t><<<blocks_for(n), kThreads, 0, s>>>(
+          static_cast<const int32_t*>(labels), static_cast<T*>(out), err, n, C);
+    else
+      return cudaErrorInvalidValue;
     return cudaGetLastError();
   });
 }

@@ -9,7 +9,9 @@
 
 namespace spora::cuda::k {
 
-enum Dt : int { F32 = 0, F64 = 1, I32 = 2, I64 = 3, B8 = 4 };
+// F16 / BF16: __half / __nv_bfloat16 storage; only cast, fill, where and the gathering copies
+// take them (other kernels compute them in f32 through casts: register.cpp).
+enum Dt : int { F32 = 0, F64 = 1, I32 = 2, I64 = 3, B8 = 4, F16 = 5, BF16 = 6 };
 
 enum Unary : int {
   neg,
@@ -74,7 +76,8 @@ cudaError_t where(int elem_size, const uint8_t* c, const void* a, const void* b,
 // y[i] = x[.] through operand 0 of plan (broadcast_to, transpose, permute): a gathering copy.
 cudaError_t gather(int elem_size, const void* x, void* y, int64_t n, const Strided& plan,
                    cudaStream_t s);
-// y[i] = x[i] converted as sem::Tensor::cast (integers truncated, clamped, nan -> 0).
+// y[i] = x[i] converted as sem::Tensor::cast (integers truncated, clamped, nan -> 0; to f16 /
+// bf16 through f32, rounded to nearest even, like the host's conversion).
 cudaError_t cast(int from, int to, const void* x, void* y, int64_t n, cudaStream_t s);
 // y[i] = value (f32/f64/i32/i64/bool).
 cudaError_t fill(int dt, void* y, int64_t n, double value, cudaStream_t s);
@@ -92,6 +95,10 @@ cudaError_t softmax(bool log, int dt, const void* x, void* y, int64_t O, int64_t
 // loss[o * I + i] = logsumexp - x[o, label, i]; *err is set to 1 when a label is out of range.
 cudaError_t cross_entropy(int dt, int label_dt, const void* x, const void* labels, void* loss,
                           int* err, int64_t O, int64_t L, int64_t I, cudaStream_t s);
+// one_hot: out [n, C] of dtype dt, zeros with 1 at each label (i32/i64); *err is set to 1 when
+// a label is out of range.
+cudaError_t one_hot(int label_dt, int dt, const void* labels, void* out, int* err, int64_t n,
+                    int64_t C, cudaStream_t s);
 // layer_norm over rows of length `cols`; gamma / beta may be null.
 cudaError_t layer_norm(int dt, const void* x, const void* gamma, const void* beta, void* y,
                        int64_t rows, int64_t cols, double eps, cudaStream_t s);

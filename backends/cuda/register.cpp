@@ -7,6 +7,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <sstream>
 
 #include "backends/cpu/kernels.h"
 #include "backends/cuda/context.h"
@@ -42,6 +43,8 @@ std::set<std::string> g_fallbacks_used;
 // result back on the device. Warns once per row (the first time it runs).
 Value run_on_host(const Primitive& p, const std::vector<Value>& in, const Attrs& attrs,
                   bool warn = true) {
+  // Host memory cannot be part of a CUDA graph: the capture is given up (graphs.cpp).
+  capture_guard(("the host fallback of '" + p.name + "'").c_str());
   if (warn) {
     std::lock_guard<std::mutex> lock(g_mu);
     if (g_fallbacks_used.insert(p.name).second)
@@ -63,15 +66,75 @@ Value run_on_host(const Primitive& p, const std::vector<Value>& in, const Attrs&
 const std::set<std::string> kPlumbing = {"make_tuple", "tuple_get", "make_record", "record_get",
                                          "list_empty", "list_push", "list_get",    "list_len"};
 
+// What a row's native kernel does with f16 / bf16 tensors.
+enum class Low {
+  Host,    // leaves them to the host fallback
+  ViaF32,  // computes in f32: the inputs cast up, the kernel, the result rounded once (to
+           // nearest even) to the row's result dtype, the host's "compute in f32, round once"
+  Native,  // takes them as they are (copies, views, casts, fills; matmul with cublasGemmEx)
+};
+// The words of a space-separated list.
+std::set<std::string> words(const std::string& text) {
+  std::istringstream in(text);
+  std::set<std::string> out;
+  for (std::string w; in >> w;) out.insert(w);
+  return out;
+}
+
+Low low_policy(const std::string& name) {
+  static const std::set<std::string> via = words(
+      "neg abs sign square relu floor ceil round exp log sqrt rsqrt tanh sigmoid gelu sin cos erf "
+      "log1p expm1 reciprocal add sub mul div floordiv mod pow maximum minimum eq ne lt le gt ge "
+      "sum mean prod max min argmax argmin softmax log_softmax cross_entropy layer_norm conv2d "
+      "conv2d_input_grad conv2d_weight_grad");
+  static const std::set<std::string> native = words(
+      "matmul where cast transpose permute broadcast_to reshape flatten squeeze unsqueeze "
+      "expand_dims identity stop_gradient shard_hint stage_boundary zeros ones full one_hot");
+  if (via.count(name)) return Low::ViaF32;
+  if (native.count(name)) return Low::Native;
+  return Low::Host;
+}
+
+bool is_low(DType d) { return d == DType::f16 || d == DType::bf16; }
+bool has_low(const std::vector<Value>& in) {
+  for (const Value& v : in)
+    if (v.is_tensor() && v.tensor.defined() && is_low(v.tensor.dtype())) return true;
+  return false;
+}
+Tensor cast_dev(const Tensor& x, DType to);  // below
+TypeP infer(const std::string& name, const std::vector<Value>& in, const Attrs& attrs);
+
+// The ViaF32 policy: k on the inputs cast to f32, its tensor result rounded to `want`.
+std::optional<Value> via_f32(const Native& k, const std::vector<Value>& in, const Attrs& attrs,
+                             const TypeP& want) {
+  std::vector<Value> up;
+  up.reserve(in.size());
+  for (const Value& v : in)
+    up.push_back(v.is_tensor() && v.tensor.defined() && is_low(v.tensor.dtype())
+                     ? Value(cast_dev(v.tensor, DType::f32))
+                     : v);
+  std::optional<Value> out = k(up, attrs);
+  if (!out) return out;
+  if (out->is_tensor() && want && is_low(want->dtype) && out->tensor.dtype() == DType::f32)
+    return Value(cast_dev(out->tensor, want->dtype));
+  return out;
+}
+
 void set_native(const std::string& name, Native k, std::string note = "") {
   Primitive* p = sem::Registry::instance().find_mutable(name);
   if (!p || !p->eval) return;  // a row another build leaves out: nothing to accelerate
   const Primitive* row = p;
+  const Low low = low_policy(name);
   p->facets[sem::kCudaKernelFacet] =
-      RefKernel([row, k](const std::vector<Value>& in, const Attrs& attrs) -> Value {
+      RefKernel([row, k, low, name](const std::vector<Value>& in, const Attrs& attrs) -> Value {
         std::optional<Value> out;
+        const bool lowp = has_low(in);
+        if (lowp && low == Low::Host) return run_on_host(*row, in, attrs);
         try {
-          out = k(in, attrs);
+          if (lowp && low == Low::ViaF32)
+            out = via_f32(k, in, attrs, infer(name, in, attrs));  // the reference's errors first
+          else
+            out = k(in, attrs);
         } catch (const lang::UserError&) {
           // Invalid inputs (the shape rule said so): the host kernels raise the reference's
           // own message, which tests compare word for word.
@@ -80,6 +143,9 @@ void set_native(const std::string& name, Native k, std::string note = "") {
         if (out) return std::move(*out);
         return run_on_host(*row, in, attrs);
       });
+  if (low != Low::Host) note += note.empty() ? "" : "; ";
+  if (low == Low::ViaF32) note += "f16/bf16 computed in f32";
+  if (low == Low::Native) note += "f16/bf16 native";
   g_coverage[name] = Coverage{name, Coverage::Kind::Native, std::move(note)};
 }
 
@@ -97,12 +163,19 @@ int code(DType d) {
       return k::I64;
     case DType::boolean:
       return k::B8;
+    case DType::f16:
+      return k::F16;
+    case DType::bf16:
+      return k::BF16;
     default:
       return -1;
   }
 }
 
-void launch_check(cudaError_t e, const char* what) { check(e, what); }
+void launch_check(cudaError_t e, const char* what) {
+  check(e, what);
+  note_launch();
+}
 
 Tensor dev(const Value& v) { return to_device(v.tensor); }
 Tensor dev_empty(DType dt, const Shape& s) { return Tensor::empty(dt, s, sem::Device::cuda()); }
@@ -111,6 +184,14 @@ bool all_tensors(const std::vector<Value>& in, size_t n) {
   for (size_t i = 0; i < n; ++i)
     if (!in[i].is_tensor()) return false;
   return true;
+}
+
+Tensor cast_dev(const Tensor& x, DType to) {
+  Tensor d = dev(Value(x));
+  if (d.dtype() == to) return d;
+  Tensor out = dev_empty(to, d.shape());
+  launch_check(k::cast(code(d.dtype()), code(to), d.raw(), out.raw(), d.numel(), stream()), "cast");
+  return out;
 }
 
 // The row's shape rule on the inputs' types: the reference's user errors for invalid inputs,
@@ -248,7 +329,6 @@ void register_elementwise() {
       [](const std::vector<Value>& in, const Attrs& attrs) -> std::optional<Value> {
         if (!all_tensors(in, 3) || in[0].tensor.dtype() != DType::boolean) return std::nullopt;
         const TypeP t = infer("where", in, attrs);
-        if (t->dtype == DType::f16 || t->dtype == DType::bf16) return std::nullopt;
         Tensor c = dev(in[0]), a = dev(in[1]), b = dev(in[2]);
         auto plan = plan_of({&c.shape(), &a.shape(), &b.shape()}, t->shape);
         if (!plan) return std::nullopt;
@@ -259,7 +339,7 @@ void register_elementwise() {
             "where");
         return Value(out);
       },
-      "every dtype but f16/bf16");
+      "every dtype");
   set_native(
       "cast",
       [](const std::vector<Value>& in, const Attrs& attrs) -> std::optional<Value> {
@@ -273,7 +353,7 @@ void register_elementwise() {
         launch_check(k::cast(from, to, x.raw(), out.raw(), x.numel(), stream()), "cast");
         return Value(out);
       },
-      "f32 f64 i32 i64 bool (f16/bf16: host)");
+      "f16 bf16 f32 f64 i32 i64 bool (to f16/bf16: nearest even, through f32)");
 }
 
 // ---- reductions -----------------------------------------------------------------------------
@@ -403,8 +483,17 @@ void register_reduction() {
 void gemm_batched(DType dt, const void* a, const void* b, void* c, int64_t m, int64_t n, int64_t kk,
                   int64_t batch, int64_t sa, int64_t sb, int64_t sc) {
   cublasHandle_t h = context().blas;
+  note_launch();
   const int M = static_cast<int>(m), N = static_cast<int>(n), K = static_cast<int>(kk);
-  if (dt == DType::f32) {
+  if (dt == DType::f16 || dt == DType::bf16) {
+    // f16/bf16 storage, f32 accumulation, the result rounded once (the host's rule).
+    const cudaDataType_t ty = dt == DType::f16 ? CUDA_R_16F : CUDA_R_16BF;
+    const float one = 1, zero = 0;
+    check(cublasGemmStridedBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one, b, ty, N, sb, a,
+                                     ty, K, sa, &zero, c, ty, N, sc, static_cast<int>(batch),
+                                     CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+          "cublasGemmStridedBatchedEx");
+  } else if (dt == DType::f32) {
     const float one = 1, zero = 0;
     check(cublasSgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one,
                                     static_cast<const float*>(b), N, sb,
@@ -425,6 +514,7 @@ void gemm_batched(DType dt, const void* a, const void* b, void* c, int64_t m, in
 void gemm_t(DType dt, bool ta, bool tb, const void* a, const void* b, void* c, int64_t m, int64_t n,
             int64_t kk) {
   cublasHandle_t h = context().blas;
+  note_launch();
   const int M = static_cast<int>(m), N = static_cast<int>(n), K = static_cast<int>(kk);
   const int lda = ta ? M : K, ldb = tb ? K : N;
   const cublasOperation_t oa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, ob = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -451,6 +541,7 @@ void register_matmul() {
         const DType dt = in[0].tensor.dtype();
         if (!is_float(dt) || in[1].tensor.dtype() != dt) return std::nullopt;
         const TypeP t = infer("matmul", in, attrs);
+        if (is_low(dt) && t->dtype != dt) return std::nullopt;
         Tensor a = dev(in[0]), b = dev(in[1]);
         Shape as = a.shape(), bs = b.shape();
         if (as.size() == 1) as.insert(as.begin(), 1);
@@ -480,7 +571,8 @@ void register_matmul() {
                      nb == 1 ? 0 : kk * n, m * n);
         return Value(out);
       },
-      "f32, f64 through cuBLAS (batches equal or one side unbatched; integers: host)");
+      "f32, f64 through cuBLAS, f16/bf16 through cublasGemmStridedBatchedEx with f32 "
+      "accumulation (batches equal or one side unbatched; integers: host)");
 }
 
 // ---- nn -------------------------------------------------------------------------------------
@@ -522,9 +614,13 @@ void register_nn() {
             k::cross_entropy(code(x.dtype()), code(ldt), x.raw(), labels.raw(), loss.raw(),
                              static_cast<int*>(err.raw()), v.outer, v.len, v.inner, stream()),
             "cross_entropy");
-        int bad = 0;
-        copy_to_host(&bad, err.raw(), sizeof(int));
-        if (bad) return std::nullopt;  // the reference raises its label error
+        if (capturing()) {
+          defer_check(err);  // read after each replay: a bad label reruns the call uncaptured
+        } else {
+          int bad = 0;
+          copy_to_host(&bad, err.raw(), sizeof(int));
+          if (bad) return std::nullopt;  // the reference raises its label error
+        }
         if (red == "none") return Value(loss);
         Tensor out = dev_empty(t->dtype, {});
         const int64_t n = loss.numel();
@@ -731,6 +827,36 @@ void register_shape() {
       "every dtype, rank <= 8");
 }
 
+void register_one_hot() {
+  // The cross-entropy gradient's one-hot targets: on the device, so a training step has no
+  // host fallback (and can be captured as a CUDA graph).
+  set_native(
+      "one_hot",
+      [](const std::vector<Value>& in, const Attrs& attrs) -> std::optional<Value> {
+        if (!all_tensors(in, 1)) return std::nullopt;
+        const TypeP t = infer("one_hot", in, attrs);
+        const DType ldt = in[0].tensor.dtype();
+        if (code(t->dtype) < 0 || (ldt != DType::i32 && ldt != DType::i64)) return std::nullopt;
+        Tensor labels = dev(in[0]);
+        Tensor out = dev_empty(t->dtype, t->shape);
+        Tensor err = dev_empty(DType::i32, {});
+        SPORA_CUDA_CHECK(cudaMemsetAsync(err.raw(), 0, sizeof(int), stream()));
+        launch_check(k::one_hot(code(ldt), code(t->dtype), labels.raw(), out.raw(),
+                                static_cast<int*>(err.raw()), labels.numel(),
+                                attrs.get_int("num_classes"), stream()),
+                     "one_hot");
+        if (capturing()) {
+          defer_check(err);
+        } else {
+          int bad = 0;
+          copy_to_host(&bad, err.raw(), sizeof(int));
+          if (bad) return std::nullopt;  // the reference raises its label error
+        }
+        return Value(out);
+      },
+      "i32/i64 labels, every result dtype");
+}
+
 void register_creation() {
   for (auto [name, value] : {std::pair<const char*, double>{"zeros", 0.0}, {"ones", 1.0}}) {
     const std::string row = name;
@@ -773,6 +899,7 @@ void register_kernels() {
     register_nn();
     register_conv();
     register_shape();
+    register_one_hot();
     register_creation();
     // Every other row with a reference kernel: plumbing runs as it is, the rest on the host.
     for (const Primitive* cp : sem::Registry::instance().all()) {

@@ -1,7 +1,9 @@
 // The CUDA backend's interface (cuda.h) in a build without the toolkit (SPORA_CUDA=OFF or no
 // nvcc): nothing is available, nothing is registered, copies are a user error.
 #include "backends/cuda/cuda.h"
+#include "backends/cuda/fused.h"
 #include "lang/diagnostics.h"
+#include "semantics/interpreter.h"
 
 namespace spora::cuda {
 
@@ -34,5 +36,17 @@ std::vector<Coverage> coverage() { return {}; }
 std::vector<std::string> fallbacks_used() { return {}; }
 DeviceMemoryStats memory_stats() { return {}; }
 void empty_cache() {}
+bool enable_graphs(bool) { return false; }
+void disable_graphs() {}
+sem::Value call_with_graphs(sem::Interpreter& interp, const ir::Graph* g,
+                            std::vector<sem::Value> args) {
+  return interp.call(g, std::move(args));
+}
+LaunchStats launch_stats() { return {}; }
+void reset_launch_stats() {}
+std::shared_ptr<codegen::GpuKernels> make_fused_gpu(std::string* why) {
+  if (why) *why = kWhy;
+  return nullptr;
+}
 
 }  // namespace spora::cuda

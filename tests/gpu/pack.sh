@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Packs what tests/gpu/run.sh needs on a GPU machine whose image lacks Spora's dependencies
 # (ANTLR, SimGrid, OpenBLAS, fmt, yaml-cpp, Boost ... of ../shared/TOOLCHAIN.md): the binaries
-# test_gpu and spora built here for sm_90 (stripped), the shared libraries they load that a
+# test_gpu, spora and bench_gpu built here for sm_90 (stripped), the shared libraries they load that a
 # CUDA image does not have (ldd; not glibc, libstdc++, the driver, cuBLAS, NVRTC or NCCL, which
 # the image has), and the Fashion-MNIST files when they fit. Run from the repository root on the
 # development machine (a few minutes: xz), then call the device tool with carry [".gpu-carry"] and the command
@@ -12,10 +12,10 @@ set -euo pipefail
 BUILD=${1:-build}
 DEST=.gpu-carry
 LIMIT_MB=${SPORA_PACK_LIMIT_MB:-60}
-ninja -C "$BUILD" -j2 test_gpu spora_cli
+ninja -C "$BUILD" -j2 test_gpu spora_cli bench_gpu
 rm -rf "$DEST"
 mkdir -p "$DEST/bin" "$DEST/lib"
-for b in test_gpu spora; do
+for b in test_gpu spora bench_gpu; do
   cp "$BUILD/bin/$b" "$DEST/bin/$b"
   strip --strip-debug "$DEST/bin/$b"
 done

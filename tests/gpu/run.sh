@@ -6,9 +6,16 @@
 #      machine for sm_90, with the shared libraries the device image lacks), else a build here
 #      (cmake -DCMAKE_CUDA_ARCHITECTURES=90, only test_gpu and spora, -j16), which needs every
 #      dependency of ../shared/TOOLCHAIN.md installed
-#   2. nvidia-smi, then test_gpu (every CUDA kernel against the reference kernels)
-#   3. the W1-W5 workloads with --device cpu and --device cuda: outputs compared, times
-#   4. examples/fashion_mlp.sp on the GPU when the Fashion-MNIST files are there
+#   2. nvidia-smi, then test_gpu (every CUDA kernel against the reference kernels; fused ==
+#      unfused on W1-W5; CUDA graphs replayed == uncaptured over W2 steps, launch counts;
+#      f16/bf16 kernels)
+#   3. bench_gpu: the HBM bound (a device-to-device copy) and the SGEMM rate measured in this
+#      run; W5 fused against the copy bound (the issue asks within 2x), W2/W4 step time
+#      against their GEMM FLOPs at the SGEMM rate; plain, fused and graph-replayed steps
+#   4. the W1-W5 workloads with --device cpu, --device cuda (fused, graphs) and --device cuda
+#      --no-fuse: outputs compared, times; W2's run_steps(5) with CUDA graphs on and off
+#      (SPORA_CUDA_GRAPHS=0), --verbose says what was captured
+#   5. examples/fashion_mlp.sp on the GPU when the Fashion-MNIST files are there
 #      (.gpu-carry/fashion-mnist or /usr/share/datasets/fashion-mnist), else skipped
 # Every step logs to $OUT/*.log; $OUT/summary.txt says what passed. Exit status: test_gpu's.
 set -u
@@ -52,7 +59,7 @@ else
     tail -20 "$OUT/configure.log"
     exit 1
   fi
-  if ! timeout 300 ninja -C "$BUILD" -j16 test_gpu spora_cli >"$OUT/build.log" 2>&1; then
+  if ! timeout 300 ninja -C "$BUILD" -j16 test_gpu spora_cli bench_gpu >"$OUT/build.log" 2>&1; then
     say "FAIL build (see build.log)"
     tail -30 "$OUT/build.log"
     exit 1
@@ -61,8 +68,12 @@ else
   say "build: done in $(elapsed) s"
 fi
 
+# Kernels NVRTC compiles are cached here (a second run of a workload loads the CUBIN).
+export SPORA_CACHE_DIR="/tmp/spora-kernel-cache-$$"
+mkdir -p "$SPORA_CACHE_DIR"
+
 # ---- 2. test_gpu ---------------------------------------------------------------------------
-timeout 240 "$BIN/test_gpu" --gtest_color=no >"$OUT/test_gpu.log" 2>&1
+timeout 200 "$BIN/test_gpu" --gtest_color=no >"$OUT/test_gpu.log" 2>&1
 TEST_RC=$?
 say "test_gpu: exit $TEST_RC; $(grep -E '^\[  (PASSED|FAILED|SKIPPED) +\] [0-9]+ test' "$OUT/test_gpu.log" | tr '\n' ' ')"
 grep -E '^\[  FAILED  \] [A-Z]|cuda coverage' "$OUT/test_gpu.log" | sort -u | head -20 | tee -a "$SUMMARY"
@@ -71,28 +82,66 @@ if nvidia-smi -L >/dev/null 2>&1 && grep -q "no CUDA device" "$OUT/test_gpu.log"
   TEST_RC=1
 fi
 tail -5 "$OUT/test_gpu.log"
+# The numbers the GPU tests print (fused vs unfused differences, launch counts, losses).
+grep -E '^(fused vs unfused|W2, |losses |nvrtc: |cuda coverage)' "$OUT/test_gpu.log" | tee -a "$SUMMARY"
 
-# ---- 3. workloads W1-W5 on the CPU and the GPU ---------------------------------------------
+# ---- 3. bench_gpu: limits and steps measured in the same run -------------------------------
+if [ -x "$BIN/bench_gpu" ]; then
+  timeout 150 "$BIN/bench_gpu" --benchmark_counters_tabular=true >"$OUT/bench_gpu.log" 2>&1
+  say "bench_gpu: exit $? (bench_gpu.log)"
+  grep -E '^Gpu' "$OUT/bench_gpu.log" | tee -a "$SUMMARY"
+  say "  (W5 hbm_ratio >= 0.5 is within 2x of the copy bound; gemm_ratio = step / GEMM-only time)"
+else
+  say "bench_gpu: SKIPPED (not built or not carried)"
+fi
+
+# ---- 4. workloads W1-W5 on the CPU and the GPU ---------------------------------------------
 for w in "$ROOT"/benchmarks/workloads/w[1-5]_*.sp; do
   [ -f "$w" ] || continue
   name=$(basename "$w" .sp)
-  for dev in cpu cuda; do
+  for v in cpu cuda nofuse; do
+    case $v in
+      cpu) args=(--device cpu) ;;
+      cuda) args=(--device cuda --verbose) ;;
+      nofuse) args=(--device cuda --no-fuse) ;;
+    esac
     t0=$(date +%s.%N)
-    timeout 60 "$BIN/spora" run "$w" --device "$dev" --stats >"$OUT/$name.$dev.out" 2>"$OUT/$name.$dev.err"
+    timeout 60 "$BIN/spora" run "$w" "${args[@]}" --stats >"$OUT/$name.$v.out" 2>"$OUT/$name.$v.err"
     rc=$?
     t1=$(date +%s.%N)
-    echo "$rc $(echo "$t1 - $t0" | bc 2>/dev/null || echo '?')" >"$OUT/$name.$dev.rc"
+    echo "$rc $(echo "$t1 - $t0" | bc 2>/dev/null || echo '?')" >"$OUT/$name.$v.rc"
   done
-  cpu_out=$(head -c 300 "$OUT/$name.cpu.out" | tr '\n' ' ')
-  gpu_out=$(head -c 300 "$OUT/$name.cuda.out" | tr '\n' ' ')
-  say "$name: cpu [rc, s: $(cat "$OUT/$name.cpu.rc")] '$cpu_out' | cuda [$(cat "$OUT/$name.cuda.rc")] '$gpu_out'"
-  grep -h "warning\|error" "$OUT/$name.cuda.err" | sort -u | head -5 | tee -a "$SUMMARY"
+  say "$name: cpu [rc, s: $(cat "$OUT/$name.cpu.rc")] '$(head -c 300 "$OUT/$name.cpu.out" | tr '\n' ' ')'"
+  say "    cuda [$(cat "$OUT/$name.cuda.rc")] '$(head -c 300 "$OUT/$name.cuda.out" | tr '\n' ' ')'"
+  say "    cuda --no-fuse [$(cat "$OUT/$name.nofuse.rc")] '$(head -c 300 "$OUT/$name.nofuse.out" | tr '\n' ' ')'"
+  grep -h "warning\|error\|stats: fusion\|stats: cuda" "$OUT/$name.cuda.err" | sort -u | head -6 | tee -a "$SUMMARY"
 done
+# W2 trained for 5 steps: the step is captured on its second call and replayed after.
+W2="$ROOT/benchmarks/workloads/w2_mlp_train.sp"
+if [ -f "$W2" ]; then
+  PROG="$OUT/w2_steps.sp"
+  # @noinline keeps step a call in the optimised program: the call CUDA graphs capture.
+  sed -e 's/^def main()/def main_one_step()/' -e 's/^def step(/@noinline\ndef step(/' "$W2" >"$PROG"
+  printf '\ndef main() {\n    run_steps(5, true)\n}\n' >>"$PROG"
+  for g in 1 0; do
+    SPORA_CUDA_GRAPHS=$g timeout 60 "$BIN/spora" run "$PROG" --device cuda --verbose --stats \
+      >"$OUT/w2_steps.$g.out" 2>"$OUT/w2_steps.$g.err"
+    say "w2 5 steps, SPORA_CUDA_GRAPHS=$g: exit $?; losses '$(tr '\n' ' ' <"$OUT/w2_steps.$g.out")'"
+    grep -h "cuda graphs\|stats: cuda\|warning\|error" "$OUT/w2_steps.$g.err" | sort -u | head -6 | tee -a "$SUMMARY"
+  done
+  if cmp -s "$OUT/w2_steps.1.out" "$OUT/w2_steps.0.out"; then
+    say "w2 5 steps: replayed losses == uncaptured losses (printed text identical)"
+  else
+    say "w2 5 steps: the printed losses DIFFER between graphs on and off (see workloads.log)"
+  fi
+  rm -f "$PROG"
+fi
 # One log for the workloads (files back from $OUT are limited to 8).
-tail -n +1 "$OUT"/w[1-5]_*.{out,err} >"$OUT/workloads.log" 2>/dev/null
-rm -f "$OUT"/w[1-5]_*.out "$OUT"/w[1-5]_*.err "$OUT"/w[1-5]_*.rc
+tail -n +1 "$OUT"/w[1-5]_*.{out,err} "$OUT"/w2_steps.*.{out,err} >"$OUT/workloads.log" 2>/dev/null
+rm -f "$OUT"/w[1-5]_*.out "$OUT"/w[1-5]_*.err "$OUT"/w[1-5]_*.rc "$OUT"/w2_steps.*
+rm -rf "$SPORA_CACHE_DIR"
 
-# ---- 4. Fashion-MNIST MLP on the GPU -------------------------------------------------------
+# ---- 5. Fashion-MNIST MLP on the GPU -------------------------------------------------------
 DATA=""
 for d in "$ROOT/.gpu-carry/fashion-mnist" /usr/share/datasets/fashion-mnist; do
   [ -f "$d/train-images-idx3-ubyte.gz" ] && DATA="$d" && break
