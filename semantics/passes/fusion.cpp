@@ -28,14 +28,12 @@ bool scalar_constant(const Node* n) {
 
 bool static_tensor(const Node* n) {
   if (!n->type || !n->type->is_tensor()) return false;
-  return std::all_of(n->type->shape.begin(), n->type->shape.end(),
-                     [](int64_t d) { return d > 0; });
+  return std::all_of(n->type->shape.begin(), n->type->shape.end(), [](int64_t d) { return d > 0; });
 }
 
 bool is_view(const Node* n) {
-  static const std::set<std::string> views = {"reshape",   "flatten",     "squeeze",
-                                              "unsqueeze", "expand_dims", "identity",
-                                              "stop_gradient"};
+  static const std::set<std::string> views = {
+      "reshape", "flatten", "squeeze", "unsqueeze", "expand_dims", "identity", "stop_gradient"};
   return n->prim && views.count(n->prim->name);
 }
 
@@ -383,10 +381,31 @@ class GraphFusion {
     std::unordered_set<const Node*> doomed;
     std::unordered_map<const Node*, int> priority;  // new nodes: where their group began
     for (int root = 0; root < n_; ++root) {
-      const auto& mem = members_[root];
-      if (find(root) != root || mem.size() < 2) continue;
-      if (std::all_of(mem.begin(), mem.end(), [&](int i) { return is_view(nodes_[i]); }))
-        continue;
+      if (find(root) != root) continue;
+      std::vector<int> mem = members_[root];
+      // An anchor (matmul, conv2d) whose own result is needed outside the group (a conv's
+      // pre-activation, read again by the backward pass) leaves it: the loop nest would only
+      // write the library kernel's result over itself. The rest of the group still fuses.
+      {
+        const std::unordered_set<const Node*> in_group = [&] {
+          std::unordered_set<const Node*> g;
+          for (int i : mem) g.insert(nodes_[i]);
+          return g;
+        }();
+        std::vector<int> rest = mem;
+        std::erase_if(rest, [&](int i) {
+          if (kind_[i] != FusionKind::OutputFusable) return false;
+          bool out = escape_[i];
+          for (int u : users_[i]) out = out || !in_group.count(nodes_[u]);
+          return out;
+        });
+        // (The rest reads the anchor's result as an input; keep the group whole in the
+        // unlikely case that the rest alone is not one loop nest.)
+        if (rest.size() != mem.size() && (rest.size() < 2 || plan_group(spec_of(rest))))
+          mem = std::move(rest);
+      }
+      if (mem.size() < 2) continue;
+      if (std::all_of(mem.begin(), mem.end(), [&](int i) { return is_view(nodes_[i]); })) continue;
       GroupSpec spec = spec_of(mem);
       Graph* f = m_.add_graph("fused_" + g_->name);
       f->flags.push_back(kFusedFlag);
@@ -493,7 +512,8 @@ class GraphFusion {
       for (size_t d : deps) edge(d, i);
       if (effects_.node(list[i])) effects.push_back(i);
     }
-    std::sort(effects.begin(), effects.end(), [&](size_t a, size_t b) { return prio(a) < prio(b); });
+    std::sort(effects.begin(), effects.end(),
+              [&](size_t a, size_t b) { return prio(a) < prio(b); });
     for (size_t k = 1; k < effects.size(); ++k) edge(effects[k - 1], effects[k]);
     using Item = std::pair<std::pair<int, size_t>, size_t>;
     std::priority_queue<Item, std::vector<Item>, std::greater<Item>> ready;

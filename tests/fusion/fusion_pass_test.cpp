@@ -136,6 +136,33 @@ graph @main(%x: f32[16,8], %w: f32[8,4], %b: f32[4]) -> f32[16,4] {
   EXPECT_EQ(groups_of(*m), (std::vector<std::string>{"matmul add relu"}));
 }
 
+// An anchor whose own result is read outside the group (a pre-activation the backward pass
+// needs) stays out of it: the loop nest would only write the GEMM's result over itself. The
+// epilogue still fuses when it has two members.
+TEST(FusionPass, AnAnchorNeededOutsideStaysOut) {
+  auto m = parse(R"(
+graph @main(%x: f32[16,8], %w: f32[8,4]) -> (f32[16,4], f32[16,4]) {
+  %h = matmul(%x, %w) : f32[16,4]
+  %y = relu(%h) : f32[16,4]
+  %t = make_tuple(%h, %y) : (f32[16,4], f32[16,4])
+  return %t
+}
+)");
+  fuse_and_check(*m, args_for(*m));
+  EXPECT_EQ(groups_of(*m), (std::vector<std::string>{}));
+  auto m2 = parse(R"(
+graph @main(%x: f32[16,8], %w: f32[8,4]) -> (f32[16,4], f32[16,4]) {
+  %h = matmul(%x, %w) : f32[16,4]
+  %a = relu(%h) : f32[16,4]
+  %y = exp(%a) : f32[16,4]
+  %t = make_tuple(%h, %y) : (f32[16,4], f32[16,4])
+  return %t
+}
+)");
+  fuse_and_check(*m2, args_for(*m2));
+  EXPECT_EQ(groups_of(*m2), (std::vector<std::string>{"relu exp"}));
+}
+
 TEST(FusionPass, NothingFeedsTheAnchorFromInsideItsGroup) {
   // relu(x) feeds the matmul: it stays outside (the GEMM runs before the loop nest).
   auto m = parse(R"(
