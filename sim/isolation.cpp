@@ -6,7 +6,9 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 namespace spora::sim {
 
@@ -77,6 +79,12 @@ std::string run_isolated(const std::function<std::string()>& body) {
                                       WIFEXITED(status) ? WEXITSTATUS(status) : -1));
   if (answer[0] == '!') throw SimulationError(answer.substr(1));
   return answer.substr(1);
+}
+
+double read_number(std::istream& in) {
+  std::string s;
+  in >> s;
+  return std::strtod(s.c_str(), nullptr);
 }
 
 }  // namespace spora::sim

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <functional>
+#include <istream>
 #include <stdexcept>
 #include <string>
 
@@ -24,5 +25,9 @@ class SimulationError : public std::runtime_error {
 // comes back as a SimulationError with the same message; a child that dies (a signal, an abort
 // inside SimGrid) gives a SimulationError saying so. Flushes stdio before forking.
 std::string run_isolated(const std::function<std::string()>& body);
+
+// The next number of an answer: children write doubles as hex floats ("{:a}"), so they come
+// back bit for bit (operator>> does not read hex floats; strtod does).
+double read_number(std::istream& in);
 
 }  // namespace spora::sim

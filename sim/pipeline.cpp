@@ -280,11 +280,7 @@ PipelineSimResult simulate_pipeline(const ClusterSpec& cluster, const PipelinePr
 
   std::istringstream in(answer);
   std::string tag;
-  auto number = [&] {
-    std::string s;
-    in >> s;
-    return std::strtod(s.c_str(), nullptr);
-  };
+  auto number = [&] { return read_number(in); };
   in >> tag >> r.sim_events;
   if (tag != "events") throw SimulationError("garbled answer from the simulation process");
   r.events.resize(static_cast<std::size_t>(S));

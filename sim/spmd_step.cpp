@@ -67,7 +67,7 @@ struct Sim {
   std::vector<std::vector<sg4::SemaphorePtr>> ready, done;  // [rank][collective #]
   std::vector<sg4::SemaphorePtr> updated, gathered;         // [rank]: ZeRO-1's all_gathers
   std::vector<std::vector<Interval>> compute, comm;
-  std::vector<std::vector<double>> coll_seconds;           // [rank][collective #]
+  std::vector<std::vector<double>> coll_seconds;  // [rank][collective #]
   std::vector<double> end;
   std::vector<LogEntry> log;
   std::unordered_map<int, int> coll_index;  // op -> collective #
@@ -79,10 +79,10 @@ struct Sim {
       : platform(pl), program(prog), plan(pn) {}
   double now() const { return sg4::Engine::get_clock(); }
   void note(int rank, const char* stream, const std::string& text) {
-    log.push_back({now(), rank, seq++,
-                   fmt::format("[{:.9f}] rank{}@{} {}: {}", now(), rank,
-                               platform.devices[static_cast<std::size_t>(rank)]->get_name(),
-                               stream, text)});
+    log.push_back(
+        {now(), rank, seq++,
+         fmt::format("[{:.9f}] rank{}@{} {}: {}", now(), rank,
+                     platform.devices[static_cast<std::size_t>(rank)]->get_name(), stream, text)});
   }
   // One ring step: send `bytes` to `to`, receive as much from `from`; then the reduction of
   // `reduce` bytes where it outlasts the transfer.
@@ -218,7 +218,6 @@ void comm_actor(Sim& sim, int rank) {
   sim.gathered[r]->release();
 }
 
-
 // Results between the processes, as text (doubles in hexadecimal: exact).
 void put(std::string& out, const std::vector<Interval>& v) {
   out += fmt::format(" {}", v.size());
@@ -229,10 +228,14 @@ void put(std::string& out, const std::vector<Interval>& v) {
 
 std::string_view collective_kind_name(CollectiveKind k) {
   switch (k) {
-    case CollectiveKind::AllReduce: return "all_reduce";
-    case CollectiveKind::AllGather: return "all_gather";
-    case CollectiveKind::ReduceScatter: return "reduce_scatter";
-    case CollectiveKind::AllToAll: return "all_to_all";
+    case CollectiveKind::AllReduce:
+      return "all_reduce";
+    case CollectiveKind::AllGather:
+      return "all_gather";
+    case CollectiveKind::ReduceScatter:
+      return "reduce_scatter";
+    case CollectiveKind::AllToAll:
+      return "all_to_all";
   }
   return "?";
 }
@@ -247,9 +250,9 @@ SpmdProgram spmd_program(const ir::Graph& g, std::vector<int64_t> mesh, std::siz
                          const std::string& optimizer) {
   SpmdProgram p;
   p.mesh = std::move(mesh);
-  std::unordered_map<const ir::Node*, int> collective_of;  // node -> op index
-  std::unordered_map<const ir::Node*, int> op_of;          // node -> op index
-  std::vector<int> issue_of_op;                            // collective op -> issue point
+  std::unordered_map<const ir::Node*, int> collective_of;         // node -> op index
+  std::unordered_map<const ir::Node*, int> op_of;                 // node -> op index
+  std::vector<int> issue_of_op;                                   // collective op -> issue point
   std::unordered_map<const ir::Node*, std::vector<int>> carries;  // tuples holding collectives
   auto waits_of = [&](const ir::Node* n, std::vector<int>& out) {
     if (auto it = collective_of.find(n); it != collective_of.end()) out.push_back(it->second);
@@ -429,11 +432,7 @@ SpmdSimResult simulate_spmd_step(const ClusterSpec& cluster, const SpmdProgram& 
 
   std::istringstream in(answer);
   std::string tag;
-  auto number = [&] {
-    std::string s;
-    in >> s;
-    return std::strtod(s.c_str(), nullptr);
-  };
+  auto number = [&] { return read_number(in); };
   auto intervals = [&] {
     std::size_t n = 0;
     in >> n;
@@ -460,7 +459,8 @@ SpmdSimResult simulate_spmd_step(const ClusterSpec& cluster, const SpmdProgram& 
         const int index = c < n_coll ? program.collectives[c] : program.gathers[c - n_coll];
         const SpmdOp& op = program.ops[static_cast<std::size_t>(index)];
         int group = 1;
-        for (int64_t a : op.axes) group *= static_cast<int>(program.mesh[static_cast<std::size_t>(a)]);
+        for (int64_t a : op.axes)
+          group *= static_cast<int>(program.mesh[static_cast<std::size_t>(a)]);
         r.collectives.push_back({index, op.kind, group, op.bytes, secs[c]});
       }
   }
@@ -543,10 +543,10 @@ std::string spmd_chrome_trace(const SpmdSimResult& r) {
   std::string out = "{\"traceEvents\":[\n";
   bool first = true;
   auto event = [&](int pid, int tid, const char* name, const Interval& i) {
-    out += fmt::format("{}{{\"name\":\"{}\",\"ph\":\"X\",\"pid\":{},\"tid\":{},\"ts\":{:.3f},"
-                       "\"dur\":{:.3f}}}",
-                       first ? "" : ",\n", name, pid, tid, i.start * 1e6,
-                       (i.end - i.start) * 1e6);
+    out += fmt::format(
+        "{}{{\"name\":\"{}\",\"ph\":\"X\",\"pid\":{},\"tid\":{},\"ts\":{:.3f},"
+        "\"dur\":{:.3f}}}",
+        first ? "" : ",\n", name, pid, tid, i.start * 1e6, (i.end - i.start) * 1e6);
     first = false;
   };
   for (std::size_t k = 0; k < r.compute_intervals.size(); ++k) {

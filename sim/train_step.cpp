@@ -3,6 +3,7 @@
 #include "sim/train_step.h"
 
 #include <fmt/format.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -10,7 +11,6 @@
 #include <map>
 #include <memory>
 #include <simgrid/s4u.hpp>
-#include <sys/resource.h>
 #include <sstream>
 #include <stdexcept>
 #include <tuple>
@@ -121,10 +121,10 @@ struct Sim {
   double now() const { return sg4::Engine::get_clock(); }
   // Call as `if (sim.options.log) sim.note(...)`: the text is not worth formatting otherwise.
   void note(int rank, const std::string& stream, const std::string& text) {
-    log.push_back({now(), rank, seq++,
-                   fmt::format("[{:.9f}] rank{}@{} {}: {}", now(), rank,
-                               platform.devices[static_cast<std::size_t>(rank)]->get_name(),
-                               stream, text)});
+    log.push_back(
+        {now(), rank, seq++,
+         fmt::format("[{:.9f}] rank{}@{} {}: {}", now(), rank,
+                     platform.devices[static_cast<std::size_t>(rank)]->get_name(), stream, text)});
   }
   // An Exec as long as moving `bytes` through the device memory.
   void memory_pass(double bytes) {
@@ -173,8 +173,7 @@ void compute_actor(Sim& sim, int rank) {
       if (sim.options.log) ready += fmt::format(", bucket {} complete", b);
     }
     if (sim.options.log && s.last_op >= s.first_op)
-      sim.note(rank, "compute",
-               fmt::format("ops {}-{} done{}", s.first_op, s.last_op, ready));
+      sim.note(rank, "compute", fmt::format("ops {}-{} done{}", s.first_op, s.last_op, ready));
   }
   for (std::size_t b = 0; b < buckets.size(); ++b)
     sim.done[static_cast<std::size_t>(rank)][b]->acquire();
@@ -186,7 +185,7 @@ void compute_actor(Sim& sim, int rank) {
   tl.end = sim.now();
   if (sim.options.log)
     sim.note(rank, "compute",
-           fmt::format("update of {} parameters done; step done", sim.program.params.size()));
+             fmt::format("update of {} parameters done; step done", sim.program.params.size()));
 }
 
 void bulk_all_reduce(Sim& sim, int rank, int bucket, double bytes) {
@@ -227,14 +226,15 @@ void comm_actor(Sim& sim, int rank) {
     tl.copy_in.push_back({t0, sim.now()});
     if (sim.options.log)
       sim.note(rank, "comm",
-             fmt::format("bucket {} all-reduce of {} ({}) started", b, bytes_text(bytes),
-                         parallel::algorithm_name(sim.algorithm)));
+               fmt::format("bucket {} all-reduce of {} ({}) started", b, bytes_text(bytes),
+                           parallel::algorithm_name(sim.algorithm)));
     const double t1 = sim.now();
     if (sim.runs.empty()) {
       bulk_all_reduce(sim, rank, static_cast<int>(b), bytes);
     } else {
       sim.runs[b]->run_rank(rank);
-      sim.events += static_cast<long>(sim.runs[b]->schedule().ranks[static_cast<std::size_t>(rank)].steps.size());
+      sim.events += static_cast<long>(
+          sim.runs[b]->schedule().ranks[static_cast<std::size_t>(rank)].steps.size());
     }
     tl.all_reduce.push_back({t1, sim.now()});
     if (sim.options.log) sim.note(rank, "comm", fmt::format("bucket {} all-reduced", b));
@@ -270,11 +270,7 @@ std::string serialize(const Sim& sim) {
 void deserialize(const std::string& text, TrainSimResult& r) {
   std::istringstream in(text);
   std::string tag;
-  auto number = [&]() {
-    std::string s;
-    in >> s;
-    return std::strtod(s.c_str(), nullptr);
-  };
+  auto number = [&] { return read_number(in); };
   in >> tag >> r.events;
   if (tag != "events") throw SimulationError("garbled answer from the simulation process");
   for (std::size_t d = 0; d < r.timelines.size(); ++d) {
@@ -298,7 +294,6 @@ void deserialize(const std::string& text, TrainSimResult& r) {
   std::getline(in, line);
   for (std::size_t i = 0; i < lines && std::getline(in, line); ++i) r.log.push_back(line);
 }
-
 
 }  // namespace
 
@@ -324,9 +319,12 @@ double union_length(std::vector<Interval> v) {
 
 std::string_view comm_model_name(CommModel m) {
   switch (m) {
-    case CommModel::Auto: return "auto";
-    case CommModel::Steps: return "steps";
-    case CommModel::Bulk: return "bulk";
+    case CommModel::Auto:
+      return "auto";
+    case CommModel::Steps:
+      return "steps";
+    case CommModel::Bulk:
+      return "bulk";
   }
   return "?";
 }
@@ -366,8 +364,8 @@ TrainSimResult simulate_train_step(const ClusterSpec& cluster, const StepProgram
   TrainSimResult r;
   r.ranks = options.ranks > 0 ? options.ranks : cluster.device_count();
   if (r.ranks > cluster.device_count())
-    throw std::invalid_argument(fmt::format("{} ranks but {} has {} devices", r.ranks,
-                                            cluster.name, cluster.device_count()));
+    throw std::invalid_argument(fmt::format("{} ranks but {} has {} devices", r.ranks, cluster.name,
+                                            cluster.device_count()));
   r.global_batch = program.batch * r.ranks;
 
   // The algorithm: hierarchical when the ranks fill several whole nodes, else a ring.
@@ -396,13 +394,15 @@ TrainSimResult simulate_train_step(const ClusterSpec& cluster, const StepProgram
 
   // Op times, buckets, and the compute stream's segments.
   const CostModel model(cluster.device, options.matmul_dtype);
-  for (const StepOp& op : program.ops) r.op_seconds.push_back(model.time(op.cost, op.dtype).seconds);
+  for (const StepOp& op : program.ops)
+    r.op_seconds.push_back(model.time(op.cost, op.dtype).seconds);
   for (const StepParam& p : program.params)
     for (const StepOp& op : p.update) r.update_seconds += model.time(op.cost, op.dtype).seconds;
   r.buckets = assign_buckets(program, options.bucket_bytes, options.first_bucket_bytes);
   std::map<int, std::vector<int>> ready_after;  // op -> buckets complete after it
   for (std::size_t b = 0; b < r.buckets.size(); ++b)
-    if (r.buckets[b].ready_op >= 0) ready_after[r.buckets[b].ready_op].push_back(static_cast<int>(b));
+    if (r.buckets[b].ready_op >= 0)
+      ready_after[r.buckets[b].ready_op].push_back(static_cast<int>(b));
   const int n = static_cast<int>(program.ops.size());
   int first = 0;
   for (const auto& [op, buckets] : ready_after) {
@@ -514,8 +514,7 @@ TrainSimResult simulate_train_step(const ClusterSpec& cluster, const StepProgram
     r.devices.push_back(d);
   }
   r.throughput = r.step_seconds > 0 ? static_cast<double>(r.global_batch) / r.step_seconds : 0;
-  r.wall_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   r.cpu_seconds = cpu_time() - cpu0;
   return r;
 }

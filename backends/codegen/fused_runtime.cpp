@@ -90,10 +90,8 @@ FusedRuntime::FusedRuntime(const ir::Module& m, FusedOptions options)
       std::cerr << "spora: warning: fused kernels could not be compiled; running the " << groups_
                 << " fusion groups node by node (" << error_ << ")\n";
   }
-  sem::set_fused_kernel_hook(
-      [this](const ir::Graph& g, const std::vector<sem::Value>& args, sem::Value& result) {
-        return run(g, args, result);
-      });
+  sem::set_fused_kernel_hook([this](const ir::Graph& g, const std::vector<sem::Value>& args,
+                                    sem::Value& result) { return run(g, args, result); });
 }
 
 FusedRuntime::~FusedRuntime() { sem::set_fused_kernel_hook(nullptr); }
@@ -136,6 +134,38 @@ sem::Value pack_outputs(std::vector<sem::Tensor>& outs) {
   for (sem::Tensor& t : outs) items.emplace_back(std::move(t));
   return sem::Value::tuple(std::move(items));
 }
+
+// The anchor's result by its backend kernel, or false when it is not the tensor the plan reads.
+bool run_anchor(const ir::Graph& group, const ir::Node& anchor, const passes::KernelPlan& plan,
+                const std::vector<sem::Value>& args, sem::Tensor& result) {
+  sem::Value v = sem::kernel_for(*anchor.prim)(anchor_args(group, anchor, args), anchor.attrs);
+  const passes::KernelBuffer& want = plan.inputs.back();
+  if (!v.is_tensor() || v.tensor.dtype() != want.dtype || v.tensor.shape() != want.shape)
+    return false;
+  result = std::move(v.tensor);
+  return true;
+}
+
+// The output buffers (their raw pointers appended to `out`). The anchor's result is read at
+// each element's own index only, so one output of its size may overwrite it in place.
+template <typename Alloc>
+std::vector<sem::Tensor> allocate_outputs(const passes::KernelPlan& plan, bool has_anchor,
+                                          const sem::Tensor& anchor, Alloc alloc,
+                                          std::vector<void*>& out) {
+  std::vector<sem::Tensor> outs;
+  bool anchor_reused = false;
+  for (const passes::KernelBuffer& b : plan.outputs) {
+    if (has_anchor && !anchor_reused && plan.in_place_ok.back() && anchor.unique() &&
+        anchor.dtype() == b.dtype && anchor.numel() == b.numel()) {
+      outs.push_back(anchor.reshaped(b.shape));
+      anchor_reused = true;
+    } else {
+      outs.push_back(alloc(b.dtype, b.shape));
+    }
+    out.push_back(outs.back().raw());
+  }
+  return outs;
+}
 }  // namespace
 
 // The GPU path of run(): the same checks and anchor handling, device buffers, one launch.
@@ -157,29 +187,17 @@ bool FusedRuntime::run_gpu(const ir::Graph& group, const Entry& e,
   }
   sem::Tensor anchor;
   if (e.anchor) {
-    sem::Value v =
-        sem::kernel_for(*e.anchor->prim)(anchor_args(group, *e.anchor, args), e.anchor->attrs);
-    const passes::KernelBuffer& want = plan.inputs.back();
-    if (!v.is_tensor() || v.tensor.dtype() != want.dtype || v.tensor.shape() != want.shape) {
+    if (!run_anchor(group, *e.anchor, plan, args, anchor)) {
       ++fallbacks_;
       return false;
     }
-    anchor = gpu_->to_device(v.tensor);
+    anchor = gpu_->to_device(anchor);
     in.push_back(anchor.raw());
   }
-  std::vector<sem::Tensor> outs;
   std::vector<void*> out;
-  bool anchor_reused = false;
-  for (const passes::KernelBuffer& b : plan.outputs) {
-    if (e.anchor && !anchor_reused && plan.in_place_ok.back() && anchor.unique() &&
-        anchor.dtype() == b.dtype && anchor.numel() == b.numel()) {
-      outs.push_back(anchor.reshaped(b.shape));
-      anchor_reused = true;
-    } else {
-      outs.push_back(gpu_->empty(b.dtype, b.shape));
-    }
-    out.push_back(outs.back().raw());
-  }
+  std::vector<sem::Tensor> outs = allocate_outputs(
+      plan, e.anchor != nullptr, anchor,
+      [&](DType t, const sem::Shape& shape) { return gpu_->empty(t, shape); }, out);
   std::string error;
   const int rc = gpu_->launch(e.name, plan, in, out, &error);
   if (rc != 0) {
@@ -200,20 +218,14 @@ bool FusedRuntime::run(const ir::Graph& group, const std::vector<sem::Value>& ar
   auto it = entries_.find(&group);
   if (it == entries_.end()) return false;
   const Entry& e = it->second;
-  if (gpu_) {
-    if (gpu_failed_ || args.size() != group.params.size() ||
-        e.plan.inputs.size() != group.params.size() + (e.anchor ? 1 : 0)) {
-      ++fallbacks_;
-      return false;
-    }
-    return run_gpu(group, e, args, result);
-  }
   const passes::KernelPlan& plan = e.plan;
   const size_t params = group.params.size();
-  if (args.size() != params || plan.inputs.size() != params + (e.anchor ? 1 : 0)) {
+  if ((gpu_ && gpu_failed_) || args.size() != params ||
+      plan.inputs.size() != params + (e.anchor ? 1 : 0)) {
     ++fallbacks_;
     return false;
   }
+  if (gpu_) return run_gpu(group, e, args, result);
   std::vector<const void*> in;
   for (size_t k = 0; k < params; ++k) {
     const sem::Value& a = args[k];
@@ -227,38 +239,16 @@ bool FusedRuntime::run(const ir::Graph& group, const std::vector<sem::Value>& ar
   // The anchor: its backend kernel on its arguments (parameters or copied scalar constants).
   sem::Tensor anchor;
   if (e.anchor) {
-    std::vector<sem::Value> anchor_args;
-    for (const ir::Node* x : e.anchor->inputs) {
-      if (x->is_param()) {
-        const auto p = std::find(group.params.begin(), group.params.end(), x);
-        anchor_args.push_back(args[static_cast<size_t>(p - group.params.begin())]);
-      } else {
-        anchor_args.push_back(x->value);
-      }
-    }
-    sem::Value v = sem::kernel_for(*e.anchor->prim)(anchor_args, e.anchor->attrs);
-    const passes::KernelBuffer& want = plan.inputs.back();
-    if (!v.is_tensor() || v.tensor.dtype() != want.dtype || v.tensor.shape() != want.shape) {
+    if (!run_anchor(group, *e.anchor, plan, args, anchor)) {
       ++fallbacks_;
       return false;
     }
-    anchor = std::move(v.tensor);
     in.push_back(anchor.raw());
   }
-  std::vector<sem::Tensor> outs;
   std::vector<void*> out;
-  bool anchor_reused = false;
-  for (const passes::KernelBuffer& b : plan.outputs) {
-    // The anchor's result is read at each element's own index only: an output may overwrite it.
-    if (e.anchor && !anchor_reused && plan.in_place_ok.back() && anchor.unique() &&
-        anchor.dtype() == b.dtype && anchor.numel() == b.numel()) {
-      outs.push_back(anchor.reshaped(b.shape));
-      anchor_reused = true;
-    } else {
-      outs.push_back(sem::Tensor::empty(b.dtype, b.shape));
-    }
-    out.push_back(outs.back().raw());
-  }
+  std::vector<sem::Tensor> outs = allocate_outputs(
+      plan, e.anchor != nullptr, anchor,
+      [](DType t, const sem::Shape& shape) { return sem::Tensor::empty(t, shape); }, out);
   // The CPU backend's policy: a team only for enough work, and none while the machine is
   // oversubscribed (a parallel region then waits for time slices).
   const int64_t work = plan.rows * plan.inner * static_cast<int64_t>(plan.passes.size());
@@ -268,13 +258,7 @@ bool FusedRuntime::run(const ir::Graph& group, const std::vector<sem::Value>& ar
     return false;
   }
   ++launches_;
-  if (outs.size() == 1) {
-    result = sem::Value(std::move(outs[0]));
-  } else {
-    std::vector<sem::Value> items;
-    for (sem::Tensor& t : outs) items.emplace_back(std::move(t));
-    result = sem::Value::tuple(std::move(items));
-  }
+  result = pack_outputs(outs);
   return true;
 }
 

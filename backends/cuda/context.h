@@ -12,6 +12,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "backends/cuda/cuda.h"
 #include "semantics/value.h"
@@ -126,5 +127,25 @@ void copy_to_host(void* dst, const void* src, size_t bytes);
 // to_device hands out instead of copying again: a captured graph reads it, and uncaptured
 // calls save the copy. Not while capturing (it copies).
 void pin_constant(const sem::Tensor& t);
+
+// v with its tensors replaced, in order, by f(tensor) (tuples and records rebuilt).
+template <class F>
+sem::Value map_tensors(const sem::Value& v, F&& f) {
+  switch (v.kind) {
+    case sem::Value::Kind::Tensor:
+      return sem::Value(f(v.tensor));
+    case sem::Value::Kind::Tuple:
+    case sem::Value::Kind::Record: {
+      std::vector<sem::Value> items;
+      items.reserve(v.items().size());
+      for (const sem::Value& e : v.items()) items.push_back(map_tensors(e, f));
+      return v.kind == sem::Value::Kind::Tuple
+                 ? sem::Value::tuple(std::move(items))
+                 : sem::Value::record(v.record_type, std::move(items));
+    }
+    default:
+      return v;
+  }
+}
 
 }  // namespace spora::cuda

@@ -288,27 +288,6 @@ sem::Tensor to_host(const sem::Tensor& t) {
   return h;
 }
 
-namespace {
-template <class F>
-sem::Value map_tensors(const sem::Value& v, F&& f) {
-  switch (v.kind) {
-    case sem::Value::Kind::Tensor:
-      return sem::Value(f(v.tensor));
-    case sem::Value::Kind::Tuple:
-    case sem::Value::Kind::Record: {
-      std::vector<sem::Value> items;
-      items.reserve(v.items().size());
-      for (const sem::Value& e : v.items()) items.push_back(map_tensors(e, f));
-      return v.kind == sem::Value::Kind::Tuple
-                 ? sem::Value::tuple(std::move(items))
-                 : sem::Value::record(v.record_type, std::move(items));
-    }
-    default:
-      return v;
-  }
-}
-}  // namespace
-
 sem::Value to_device(const sem::Value& v, int index) {
   return map_tensors(v, [index](const sem::Tensor& t) { return to_device(t, index); });
 }

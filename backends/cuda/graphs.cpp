@@ -81,25 +81,6 @@ bool signature(const sem::Value& v, std::string& key, std::vector<sem::Tensor>* 
   }
 }
 
-// v with its tensors replaced, in order, by the result of f.
-template <class F>
-sem::Value rebuild(const sem::Value& v, F& f) {
-  switch (v.kind) {
-    case sem::Value::Kind::Tensor:
-      return sem::Value(f(v.tensor));
-    case sem::Value::Kind::Tuple:
-    case sem::Value::Kind::Record: {
-      std::vector<sem::Value> items;
-      for (const sem::Value& e : v.items()) items.push_back(rebuild(e, f));
-      return v.kind == sem::Value::Kind::Tuple
-                 ? sem::Value::tuple(std::move(items))
-                 : sem::Value::record(v.record_type, std::move(items));
-    }
-    default:
-      return v;
-  }
-}
-
 void copy_into(const sem::Tensor& dst, const sem::Tensor& src) {
   if (src.device().kind == sem::Device::Kind::cuda) {
     SPORA_CUDA_CHECK(cudaMemcpyAsync(const_cast<void*>(dst.raw()), src.raw(), src.nbytes(),
@@ -153,7 +134,7 @@ bool replay(FnState& st, const ir::Graph& g, std::vector<sem::Value>& args, sem:
     copy_into(copy, t);
     return copy;
   };
-  result = rebuild(c.outputs, out);
+  result = map_tensors(c.outputs, out);
   return true;
 }
 
@@ -173,7 +154,7 @@ bool capture(FnState& st, const ir::Graph& g, const std::string& key, std::vecto
     return d;
   };
   std::vector<sem::Value> cargs;
-  for (const sem::Value& a : args) cargs.push_back(rebuild(a, in));
+  for (const sem::Value& a : args) cargs.push_back(map_tensors(a, in));
 
   std::string why;
   sem::Value out;
@@ -212,7 +193,7 @@ bool capture(FnState& st, const ir::Graph& g, const std::string& key, std::vecto
       if (t.device().kind != sem::Device::Kind::cuda) why = "a result is on the host";
       return t;
     };
-    rebuild(out, on_device);
+    map_tensors(out, on_device);
   }
   if (why.empty()) {
     e = cudaGraphInstantiate(&c->exec, c->graph, 0);
