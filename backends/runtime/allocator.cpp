@@ -7,6 +7,9 @@
 #include <bit>
 #include <cstdlib>
 #include <new>
+#include <string_view>
+
+#include <sys/mman.h>
 
 namespace spora::runtime {
 
@@ -16,6 +19,25 @@ constexpr size_t kSmallLimit = 1024;           // multiples of 64 below
 constexpr size_t kLargeFrom = size_t{1} << 20;  // multiples of 64 KiB from here
 constexpr size_t kLargeStep = size_t{64} << 10;
 constexpr int64_t kDefaultCacheLimit = int64_t{256} << 20;
+constexpr size_t kHugeFrom = size_t{8} << 20;  // multiples of 2 MiB huge pages from here
+constexpr size_t kHugePage = size_t{2} << 20;
+
+// Blocks from 8 MiB are 2 MiB aligned and advised to use transparent huge pages (where the
+// kernel's THP mode is "madvise" or "always"): a 16 MB tensor then spans 8 TLB entries instead
+// of 4,096, and a streaming kernel stops paying a page walk and a restarted hardware prefetch
+// every 4 KiB (W5 unfused and fused, min_ms: 5.4 -> 4.8 and 2.0 -> 1.75 ms here).
+// SPORA_HUGE_PAGES=0 turns it off (read once).
+const bool g_huge_pages = [] {
+  const char* env = std::getenv("SPORA_HUGE_PAGES");
+  return !(env && std::string_view(env) == "0");
+}();
+
+void* system_alloc(size_t size) {
+  if (size < kHugeFrom || !g_huge_pages) return std::aligned_alloc(sem::kBufferAlignment, size);
+  void* p = std::aligned_alloc(kHugePage, size);  // size is a multiple of kHugePage
+  if (p) madvise(p, size, MADV_HUGEPAGE);         // advice only: failure changes nothing
+  return p;
+}
 
 size_t round_up(size_t n, size_t step) { return (n + step - 1) / step * step; }
 
@@ -51,7 +73,8 @@ double AllocatorStats::hit_rate() const {
 size_t CachingAllocator::round_size(size_t bytes) {
   if (bytes <= kSmallLimit) return round_up(std::max<size_t>(bytes, 1), sem::kBufferAlignment);
   if (bytes < kLargeFrom) return round_up(bytes, std::bit_floor(bytes) / 8);
-  return round_up(bytes, kLargeStep);
+  if (bytes < kHugeFrom) return round_up(bytes, kLargeStep);
+  return round_up(bytes, kHugePage);
 }
 
 CachingAllocator::~CachingAllocator() { empty_cache(); }
@@ -78,11 +101,11 @@ sem::Block CachingAllocator::allocate(size_t bytes, sem::Lifetime lifetime) {
   const int64_t limit = cache_limit_ ? static_cast<int64_t>(cache_limit_)
                                      : std::max(kDefaultCacheLimit, pool.stats.live_bytes);
   if (pool.stats.cached_bytes > limit) trim(pool, limit / 2);
-  void* p = std::aligned_alloc(sem::kBufferAlignment, size);
+  void* p = system_alloc(size);
   if (!p) {  // out of memory: give the whole cache back and try once more
     release_all(pools_[0]);
     release_all(pools_[1]);
-    p = std::aligned_alloc(sem::kBufferAlignment, size);
+    p = system_alloc(size);
     if (!p) throw std::bad_alloc();
   }
   pool.stats.live_bytes += static_cast<int64_t>(size);

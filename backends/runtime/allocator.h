@@ -11,7 +11,9 @@
 //                                                           cache when it is over its limit)
 //
 // - Size classes: below 1 KiB, multiples of 64 bytes; up to 1 MiB, 8 classes per power of two
-//   (at most 12.5 % rounding); from 1 MiB, multiples of 64 KiB, and a cached large block is
+//   (at most 12.5 % rounding); from 1 MiB, multiples of 64 KiB; from 8 MiB, multiples of 2 MiB,
+//   2 MiB aligned and advised to use transparent huge pages (SPORA_HUGE_PAGES=0: not advised;
+//   at most 25 % rounding, 12.5 % from 16 MiB); a cached large block is
 //   reused for any request it exceeds by at most 1/8 (best fit), so large blocks are cached by
 //   exact-ish size.
 // - Two pools, chosen by the calling thread's sem::Lifetime hint (sem::LongLived scope):
@@ -21,7 +23,7 @@
 // - When a pool's cached bytes exceed its limit (default: max(256 MiB, the pool's live
 //   bytes)), a miss first frees cached blocks, largest first, down to half the limit.
 // - Thread-safe (one mutex): the data loader thread allocates while the interpreter runs.
-// - Blocks are 64-byte aligned, never split or merged.
+// - Blocks are 64-byte aligned (2 MiB from 8 MiB), never split or merged.
 #pragma once
 
 #include <cstddef>

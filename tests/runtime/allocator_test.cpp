@@ -89,6 +89,26 @@ TEST(CachingAllocator, PoolsAreApart) {
   a.deallocate(lng2);
 }
 
+// From 8 MiB: multiples of 2 MiB (the huge page), 2 MiB aligned, at most 1/4 rounding.
+TEST(CachingAllocator, HugeBlocks) {
+  const size_t mb = size_t{1} << 20;
+  EXPECT_EQ(CachingAllocator::round_size(8 * mb - 1), 8 * mb);  // 64 KiB steps below
+  EXPECT_EQ(CachingAllocator::round_size(8 * mb + 1), 10 * mb);
+  EXPECT_EQ(CachingAllocator::round_size(16 * mb), 16 * mb);
+  for (size_t n = 8 * mb; n < 256 * mb; n = n * 9 / 8 + 12345) {
+    const size_t r = CachingAllocator::round_size(n);
+    EXPECT_GE(r, n);
+    EXPECT_EQ(r % (2 * mb), 0u);
+    EXPECT_LE(r - n, n / 4) << n;
+  }
+  CachingAllocator a;
+  sem::Block b = a.allocate(16 * mb + 3, Lifetime::Short);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(b.ptr) % (2 * mb), 0u);
+  EXPECT_EQ(b.size, 18 * mb);
+  static_cast<char*>(b.ptr)[b.size - 1] = 1;  // the whole class size is usable
+  a.deallocate(b);
+}
+
 TEST(CachingAllocator, LargeBlocksByExactishSize) {
   CachingAllocator a;
   const size_t mb = size_t{1} << 20;
