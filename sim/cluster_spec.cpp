@@ -477,7 +477,7 @@ namespace {
 ClusterSpec read_cluster(const Reader& r, const YAML::Node& root, std::string_view filename) {
   const Fields f(r, root, "",
                  {"name", "nodes", "devices_per_node", "device", "interconnect", "network",
-                  "collectives"});
+                  "collectives", "collective_overhead"});
   ClusterSpec spec;
   std::string stem(filename);
   if (const auto slash = stem.find_last_of('/'); slash != std::string::npos)
@@ -495,6 +495,8 @@ ClusterSpec read_cluster(const Reader& r, const YAML::Node& root, std::string_vi
            fmt::format("required field is missing (the cluster has {} nodes)", spec.nodes));
   if (f.has("collectives"))
     spec.overlap_collectives = f.choice("collectives", {"overlapped", "inline"}) == "overlapped";
+  spec.collective_overhead =
+      f.quantity_or("collective_overhead", parse_duration, "a duration", "\"40 us\"", 0, true);
   return spec;
 }
 

@@ -114,6 +114,12 @@ struct ClusterSpec {
   // which runs each collective where the program reaches it, so this-machine.yaml) blocks the
   // computation until it is done. sim/spmd_step.h simulates both.
   bool overlap_collectives = true;
+  // `collective_overhead: 40 us`: what every collective call costs a rank beyond its ring
+  // steps (each paying `latency` and bytes over `bandwidth`): for `spora run`'s MPI executor,
+  // the piece copies and a transport gone cold during the computation between two calls
+  // (`spora calibrate` measures it in place, tools/cmd_calibrate.cpp). The SPMD step simulator
+  // and the search's analytic oracle charge it once per collective. Default 0.
+  double collective_overhead = 0;
 
   int device_count() const { return nodes * devices_per_node; }
   // "dgx-a100: 1 node x 8 NVIDIA A100-SXM4-80GB, switch 300 GB/s"

@@ -64,6 +64,7 @@ struct Sim {
   const SpmdSimResult& plan;
   bool log_on = false;
   bool inline_collectives = false;  // ClusterSpec::overlap_collectives false
+  double call_overhead = 0;         // ClusterSpec::collective_overhead, per collective and rank
   std::vector<std::vector<sg4::SemaphorePtr>> ready, done;  // [rank][collective #]
   std::vector<sg4::SemaphorePtr> updated, gathered;         // [rank]: ZeRO-1's all_gathers
   std::vector<std::vector<Interval>> compute, comm;
@@ -106,6 +107,7 @@ struct Sim {
     const std::vector<int> group = group_of(program.mesh, rank, op.axes);
     const int p = static_cast<int>(group.size());
     if (p <= 1) return;
+    if (call_overhead > 0) sg4::this_actor::sleep_for(call_overhead);
     const int me = static_cast<int>(std::find(group.begin(), group.end(), rank) - group.begin());
     const int next = group[static_cast<std::size_t>((me + 1) % p)];
     const int prev = group[static_cast<std::size_t>((me + p - 1) % p)];
@@ -384,6 +386,7 @@ SpmdSimResult simulate_spmd_step(const ClusterSpec& cluster, const SpmdProgram& 
     Sim sim(platform, program, r);
     sim.log_on = options.log;
     sim.inline_collectives = !cluster.overlap_collectives;
+    sim.call_overhead = cluster.collective_overhead;
     for (std::size_t c = 0; c < n_coll; ++c) {
       sim.coll_index[program.collectives[c]] = static_cast<int>(c);
       sim.issue[program.issue_after[c]].push_back(static_cast<int>(c));

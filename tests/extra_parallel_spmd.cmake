@@ -56,6 +56,16 @@ if(TARGET spora_cli AND MPI_CXX_FOUND AND SPORA_MPIRUN)
                          ENVIRONMENT "OMPI_MCA_rmaps_base_oversubscribe=1")
   endforeach()
 endif()
+# `spora run --strategy --ranks --profile`: every rank's timeline merged into one trace.
+if(TARGET spora_cli AND MPI_CXX_FOUND AND SPORA_MPIRUN)
+  add_test(NAME parallel_spmd_cli_profile
+           COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/parallel/spmd_profile_test.sh $<TARGET_FILE:spora_cli>
+                   ${CMAKE_SOURCE_DIR}/benchmarks/sim/w2_mlp.sp
+                   ${CMAKE_SOURCE_DIR}/examples/strategies/tp4.json 4
+           WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  set_tests_properties(parallel_spmd_cli_profile PROPERTIES TIMEOUT 300 PROCESSORS 2
+                       ENVIRONMENT "OMPI_MCA_rmaps_base_oversubscribe=1")
+endif()
 # `spora ir --stage partitioned`: W2 with Megatron's column-then-row split has one all-reduce,
 # of the row-split layer's [64, 512] output.
 if(TARGET spora_cli)

@@ -61,6 +61,7 @@
 #include "backends/comm/mpi_comm.h"
 #include "parallel/collectives/algorithms.h"
 #include "lang/diagnostics.h"
+#include "ops/collective.h"
 #include "semantics/interpreter.h"
 #include "semantics/ir/ir.h"
 #include "semantics/registry.h"
@@ -371,6 +372,82 @@ int measure_compute(const Options& o) {
   return 0;
 }
 
+// The collectives as `spora run --strategy` runs them: the all_reduce, reduce_scatter and
+// all_gather primitives (ops/collective.cpp: their piece copies, the ring schedule over MPI,
+// the result tensor) on f32 [64, n] tensors, each call after 0.5 ms of matmuls on both ranks,
+// as in a training step, where the data is fresh from a kernel and the transport has been
+// idle. That costs far more than calls back to back: on this machine (2026-11-30) 2 KiB took
+// 10 us back to back and 20-57 us after 0.5-5 ms of computation, 128 KiB 35-45 us against
+// 60-100 us, and it grew with the computation between calls (W2's partitioned step: 120-140
+// us for an all_reduce of 128 KiB). The cost of a call is the time from the later rank's start to the later rank's end
+// (the earlier one's wait for its peer is rank skew, not the collective's cost); the median over
+// the calls. Back-to-back calls of the same sizes (`..._b2b`) are recorded for comparison.
+// Keys: coll_<primitive>_<bytes of the full tensor> seconds (rank 0's map; empty on rank 1).
+constexpr double kGap = 0.5e-3;
+
+std::map<std::string, double> measure_primitives(comm::Communicator& world) {
+  const sem::Registry& reg = sem::Registry::instance();
+  ops::CollectiveScope scope(&world, {2});
+  const Tensor a = sem::Tensor::full(DType::f32, {64, 256}, 0.5);
+  const Tensor b = sem::Tensor::full(DType::f32, {256, 256}, 0.25);
+  const sem::RefKernel& matmul = sem::kernel_for(*reg.find("matmul"));
+  const Attrs none;
+  std::map<std::string, double> out;
+  for (const char* name : {"all_reduce", "reduce_scatter", "all_gather"}) {
+    const sem::RefKernel& k = sem::kernel_for(*reg.find(name));
+    Attrs attrs;
+    attrs.set("mesh", std::vector<int64_t>{2});
+    if (std::string(name) == "all_reduce") {
+      attrs.set("axes", std::vector<int64_t>{0});
+    } else {
+      attrs.set("dim", int64_t{1});
+      attrs.set("axis", int64_t{0});
+    }
+    for (const int64_t bytes : {int64_t{2} << 10, int64_t{16} << 10, int64_t{128} << 10,
+                                int64_t{1} << 20}) {
+      // The full tensor is [64, cols]; all_gather's input is this rank's half of it.
+      const int64_t cols = bytes / 4 / 64;
+      const Tensor x = sem::Tensor::full(
+          DType::f32, {64, std::string(name) == "all_gather" ? cols / 2 : cols}, 1.0);
+      for (const bool gap : {true, false}) {
+        const int calls = 40;
+        std::vector<double> start(calls), end(calls);
+        world.barrier();
+        for (int i = 0; i < calls + 3; ++i) {
+          if (gap) {
+            const auto g0 = Clock::now();
+            while (seconds_since(g0) < kGap) matmul({Value(a), Value(b)}, none);
+          }
+          const auto t0 = Clock::now();
+          k({Value(x)}, attrs);
+          if (i >= 3) {
+            start[i - 3] = std::chrono::duration<double>(t0.time_since_epoch()).count();
+            end[i - 3] = std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+          }
+        }
+        // Rank 1's times to rank 0 (steady_clock is one clock for the processes of a machine;
+        // on several machines the skew estimate is off, so the figure is rank 0's alone).
+        std::vector<double> theirs(2 * calls);
+        std::vector<double> mine(start);
+        mine.insert(mine.end(), end.begin(), end.end());
+        const std::size_t n = mine.size() * sizeof(double);
+        if (world.rank() == 1) {
+          world.wait_some(std::vector<comm::Request>{world.isend(mine.data(), n, 0, 7000)});
+          continue;
+        }
+        std::vector<comm::Request> r{world.irecv(theirs.data(), n, 1, 7000)};
+        while (world.wait_some(r).empty()) {
+        }
+        std::vector<double> cost;
+        for (int i = 0; i < calls; ++i)
+          cost.push_back(std::max(end[i], theirs[calls + i]) - std::max(start[i], theirs[i]));
+        out[fmt::format("coll_{}_{}{}", name, bytes, gap ? "" : "_b2b")] = median(cost);
+      }
+    }
+  }
+  return out;
+}
+
 // `calibrate --measure mpi` under mpirun -np 2: rank 0 prints `key value` lines.
 int measure_mpi() {
   comm::mpi_initialize(nullptr, nullptr);
@@ -438,7 +515,9 @@ int measure_mpi() {
     executor.run(in.data(), out.data());
     if (i >= 3) all_reduce.push_back(seconds_since(t0));
   }
+  const std::map<std::string, double> in_situ = measure_primitives(*world);
   if (rank == 0) {
+    for (const auto& [k, v] : in_situ) std::printf("%s %.9g\n", k.c_str(), v);
     std::printf("mpi_ring_allreduce_1mib %.9g\n", median(all_reduce));
     if (std::getenv("SPORA_CALIBRATE_DEBUG")) {
       std::sort(all_reduce.begin(), all_reduce.end());
@@ -531,6 +610,27 @@ int calibrate(const Options& o) {
   const bool have_mpi = m.count("mpi_latency") && m.count("mpi_exchange_bandwidth");
   const double link = have_mpi ? m.at("mpi_exchange_bandwidth") : bw / 2;
   const double latency = have_mpi ? m.at("mpi_latency") : 1e-6;
+  // collective_overhead: the median, over the primitives and sizes measured in place
+  // (measure_primitives), of the time beyond the ring model the simulator charges anyway
+  // (with p = 2: all_reduce 2 steps, reduce_scatter and all_gather 1, each of half the tensor
+  // at the link's latency and bandwidth).
+  std::vector<double> beyond;
+  std::string in_place, back_to_back;
+  for (const auto& [name, steps] : {std::pair<const char*, int>{"all_reduce", 2},
+                                    {"reduce_scatter", 1},
+                                    {"all_gather", 1}})
+    for (const int64_t bytes : {int64_t{2} << 10, int64_t{16} << 10, int64_t{128} << 10,
+                                int64_t{1} << 20}) {
+      const std::string key = fmt::format("coll_{}_{}", name, bytes);
+      if (!m.count(key)) continue;
+      const double ring = steps * (latency + static_cast<double>(bytes) / 2 / link);
+      beyond.push_back(m.at(key) - ring);
+      if (std::string(name) == "all_reduce" && m.count(key + "_b2b")) {
+        in_place += fmt::format("{}{} KiB {}", in_place.empty() ? "" : ", ", bytes >> 10, usec(m.at(key)));
+        back_to_back += fmt::format("{}{}", back_to_back.empty() ? "" : ", ", usec(m.at(key + "_b2b")));
+      }
+    }
+  const double overhead = beyond.empty() ? 0 : std::max(0.0, median(beyond));
 
   std::time_t now = std::time(nullptr);
   char date[32];
@@ -558,6 +658,12 @@ int calibrate(const Options& o) {
         usec(m.count("mpi_ring_allreduce_1mib") ? m.at("mpi_ring_allreduce_1mib") : 0));
   else
     y += "#   no MPI measurement: transfers assumed to be memory copies\n";
+  if (!in_place.empty())
+    y += fmt::format(
+        "#   all_reduce primitive as spora run runs it, after {} of computation: {}\n#   (back to "
+        "back: {}); beyond the ring model, a collective costs {} (median of 3 primitives x 4 "
+        "sizes)\n",
+        usec(kGap), in_place, back_to_back, usec(overhead));
   y += o.program.empty()
            ? "# Efficiencies: the median over each op class's sweep of roofline / measured time.\n"
            : "# Efficiencies: " + o.program +
@@ -586,6 +692,9 @@ int calibrate(const Options& o) {
   // `spora run --strategy`'s MPI executor runs each collective where the program reaches it
   // (ops/collective.cpp): nothing overlaps it, and the simulator must not assume otherwise.
   y += "collectives: inline   # spora run's MPI executor: no overlap with computation\n";
+  if (have_mpi && !in_place.empty())
+    y += fmt::format("collective_overhead: {}   # per call, measured in place (see above)\n",
+                     usec(overhead));
   y += fmt::format("interconnect:\n  kind: switch\n  bandwidth: {}\n  latency: {}\n", gb(link),
                    usec(latency));
 

@@ -99,6 +99,7 @@ ps::DeviceModel search_device_model(const sim::ClusterSpec& c, const parallel::M
       l.bandwidth_Bps = bw * n.efficiency;
     }
     if (l.bandwidth_Bps <= 0) l.bandwidth_Bps = 1e9;  // a spec without links: 1 GB/s
+    l.call_s = c.collective_overhead;
   }
   return d;
 }
@@ -132,7 +133,7 @@ int run_rec(const Options& o, const sim::ClusterSpec& cluster, const parallel::M
   ro.latency = 0;
   for (const parallel::AxisLink& l : d.comm.axes) {
     ro.bandwidth = std::min(ro.bandwidth, l.bandwidth_Bps);
-    ro.latency = std::max(ro.latency, l.alpha_s);
+    ro.latency = std::max(ro.latency, l.alpha_s + l.call_s);
   }
   ro.memory_limit = o.memory_limit_gb > 0 ? o.memory_limit_gb * 1e9 : cluster.device.memory_bytes;
   const ps::RecResult r = ps::search_rec(g.graph, ro);

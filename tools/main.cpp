@@ -2,6 +2,8 @@
 // function; the compile pipeline lives in semantics/pipeline.h.
 #include <fmt/format.h>
 
+#include <filesystem>
+
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
@@ -152,7 +154,7 @@ int cmd_run(const std::string& path, const RunOptions& opts) {
     sem::Interpreter interp(*c.module);
     std::unique_ptr<RunProfiler> profiler;
     if (!opts.profile.empty()) {
-      profiler = std::make_unique<RunProfiler>(sources);
+      profiler = std::make_unique<RunProfiler>(&sources);
       interp.set_trace(profiler->hook());
     }
     const int64_t live_before = sem::memory_stats().live_bytes;  // the module's constants
@@ -284,7 +286,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   run->add_option("--profile", run_opts.profile,
                   "graph mode: write a timeline of the run (Chrome trace JSON: every primitive, fused group and call "
-                  "with its type and source line) to FILE and print the costliest primitives to stderr");
+                  "with its type and source line) to FILE and print the costliest primitives to stderr; with --strategy "
+                  "--ranks N: every rank's steps, one process per rank, and each rank's time in collectives");
   run->add_flag("--stats", run_opts.stats, "print to stderr: graph size, run time, the planned and the measured peak tensor memory, the allocator's reserved bytes and cache hits (eager mode: ops run, entry graph size, peak memory)");
   bool no_fuse = false;
   run->add_flag("--no-fuse", no_fuse, "graph mode: run every node on its own (no operator fusion, no generated kernels)");
@@ -389,6 +392,16 @@ int main(int argc, char** argv) {
         return 2;
       }
       spmd.file = run_path;
+      spmd.profile = run_opts.profile;
+      std::error_code same_ec;
+      if (!spmd.profile.empty() && !strategy_path.empty() &&
+          std::filesystem::equivalent(spmd.profile, strategy_path, same_ec)) {
+        std::cerr << fmt::format(
+            "spora run: error: --profile {} would overwrite the strategy it runs; give another "
+            "file\n",
+            spmd.profile);
+        return 2;
+      }
       if (spmd_batch > 0) spmd.batch = spmd_batch;
       if (!run_mesh.empty() && !strategy_path.empty()) {
         std::cerr

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "backends/runtime/data/files.h"
@@ -10,8 +12,11 @@
 
 namespace spora::tools {
 
-RunProfiler::RunProfiler(const lang::SourceManager& sources, size_t max_events)
-    : sources_(sources), max_events_(max_events), t0_(std::chrono::steady_clock::now()) {}
+RunProfiler::RunProfiler(const lang::SourceManager* sources, size_t max_events, int pid)
+    : sources_(sources),
+      max_events_(max_events),
+      pid_(pid),
+      t0_(std::chrono::steady_clock::now()) {}
 
 sem::TraceHook RunProfiler::hook() {
   return [this](const sem::TraceEvent& e) { record(e); };
@@ -50,13 +55,14 @@ void RunProfiler::record(const sem::TraceEvent& e) {
     return;
   }
   std::string where;
-  if (n.loc.valid())
-    where = fmt::format("{}:{}:{}", sources_.path(n.loc.file), n.loc.line, n.loc.col);
+  if (sources_ && n.loc.valid())
+    where = fmt::format("{}:{}:{}", sources_->path(n.loc.file), n.loc.line, n.loc.col);
   events_.push_back({name, n.type ? n.type->str() : std::string(), std::move(where),
                      now_us - e.seconds * 1e6, e.seconds * 1e6, e.depth});
 }
 
-void RunProfiler::write(const std::string& path, std::ostream& summary, size_t rows) const {
+void RunProfiler::write(const std::string& path, std::ostream& summary, size_t rows,
+                        const std::string& shown) const {
   nlohmann::json events = nlohmann::json::array();
   for (const Event& e : events_) {
     nlohmann::json args = {{"type", e.type}, {"depth", e.depth}};
@@ -66,7 +72,7 @@ void RunProfiler::write(const std::string& path, std::ostream& summary, size_t r
                       {"ph", "X"},
                       {"ts", e.start_us},
                       {"dur", e.dur_us},
-                      {"pid", 0},
+                      {"pid", pid_},
                       {"tid", 0},
                       {"args", std::move(args)}});
   }
@@ -81,7 +87,8 @@ void RunProfiler::write(const std::string& path, std::ostream& summary, size_t r
   summary << fmt::format(
       "profile: {} events, {:.3f} ms in the entry's nodes, {:.3f} ms in primitives and fused "
       "groups; timeline in {}{}\n",
-      events_.size() + dropped_, top_level_seconds_ * 1e3, leaf_total * 1e3, path,
+      events_.size() + dropped_, top_level_seconds_ * 1e3, leaf_total * 1e3,
+      shown.empty() ? path : shown,
       dropped_ ? fmt::format(" (its first {} events; {} more counted here only)", events_.size(),
                              dropped_)
                : "");
@@ -92,6 +99,37 @@ void RunProfiler::write(const std::string& path, std::ostream& summary, size_t r
     summary << fmt::format("profile: {:>10.3f} {:>5.1f}% {:>8}  {}\n", t.seconds * 1e3,
                            leaf_total > 0 ? 100 * t.seconds / leaf_total : 0.0, t.calls, name);
   }
+}
+
+std::string rank_trace_path(const std::string& path, int rank) {
+  const std::string ext = ".json";
+  const bool json = path.size() > ext.size() && path.compare(path.size() - ext.size(), ext.size(), ext) == 0;
+  const std::string stem = json ? path.substr(0, path.size() - ext.size()) : path;
+  return fmt::format("{}.rank{}.json", stem, rank);
+}
+
+void merge_rank_traces(const std::string& path, int ranks) {
+  nlohmann::json events = nlohmann::json::array();
+  for (int r = 0; r < ranks; ++r) {
+    const std::string part = rank_trace_path(path, r);
+    std::ifstream f(part);
+    if (!f)
+      throw lang::UserError(fmt::format(
+          "--profile: cannot read rank {}'s trace '{}' (ranks on other machines write theirs "
+          "there)",
+          r, part));
+    nlohmann::json t = nlohmann::json::parse(f, nullptr, /*allow_exceptions=*/false);
+    if (t.is_discarded() || !t.contains("traceEvents"))
+      throw lang::UserError(fmt::format("--profile: rank {}'s trace '{}' is not a trace", r, part));
+    events.push_back({{"name", "process_name"},
+                      {"ph", "M"},
+                      {"pid", r},
+                      {"args", {{"name", fmt::format("rank {}", r)}}}});
+    for (auto& e : t["traceEvents"]) events.push_back(std::move(e));
+  }
+  nlohmann::json trace = {{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
+  runtime::data::write_file_atomic(path, trace.dump() + "\n");
+  for (int r = 0; r < ranks; ++r) std::remove(rank_trace_path(path, r).c_str());
 }
 
 }  // namespace spora::tools

@@ -6,6 +6,12 @@
 // groups (leaves: time inside calls and loops is counted once, at its leaves) by total time.
 // The timeline keeps the first `max_events` events (a long training run would otherwise write
 // gigabytes); the summary counts every event. The file is written atomically.
+//
+// Sharded runs (`spora run --strategy s.json --ranks N --profile FILE.json`): every rank
+// profiles its own step, with its rank as the trace's process id ("rank 0", "rank 1", ...) and
+// the time counted from a barrier all ranks left together; each writes FILE.rank<r>.json, then
+// rank 0 merges them into FILE.json (merge_rank_traces) and removes them, so one timeline shows
+// every rank and where each waited in a collective.
 #pragma once
 
 #include <chrono>
@@ -22,11 +28,23 @@ namespace spora::tools {
 
 class RunProfiler {
  public:
-  explicit RunProfiler(const lang::SourceManager& sources, size_t max_events = 200000);
+  // `sources` may be null (events then carry no source location); `pid`: the rank.
+  explicit RunProfiler(const lang::SourceManager* sources, size_t max_events = 200000,
+                       int pid = 0);
   // The hook to give Interpreter::set_trace (it refers to this profiler).
   sem::TraceHook hook();
   // Writes the trace to `path` (atomically) and the summary (`rows` lines) to `summary`.
-  void write(const std::string& path, std::ostream& summary, size_t rows = 15) const;
+  // `shown`: the path the summary names instead of `path` (a rank's trace, merged later).
+  void write(const std::string& path, std::ostream& summary, size_t rows = 15,
+             const std::string& shown = "") const;
+  // Seconds spent in leaf events whose name `pred` accepts (e.g. the collectives).
+  template <class Pred>
+  double leaf_seconds(Pred pred) const {
+    double s = 0;
+    for (const auto& [name, t] : leaves_)
+      if (pred(name)) s += t.seconds;
+    return s;
+  }
 
  private:
   struct Event {
@@ -41,8 +59,9 @@ class RunProfiler {
   void record(const sem::TraceEvent& e);
   std::string name_of(const ir::Node& n);
 
-  const lang::SourceManager& sources_;
+  const lang::SourceManager* sources_;
   size_t max_events_;
+  int pid_;
   std::chrono::steady_clock::time_point t0_;
   std::vector<Event> events_;
   size_t dropped_ = 0;
@@ -50,5 +69,12 @@ class RunProfiler {
   double top_level_seconds_ = 0;
   std::map<const ir::Graph*, std::string> fused_names_;
 };
+
+// The name of rank r's trace for `path`: FILE.json -> FILE.rank<r>.json.
+std::string rank_trace_path(const std::string& path, int rank);
+// Merges the traces of ranks 0..ranks-1 (rank_trace_path) into `path` (atomically), with a
+// process name per rank, and removes them. Throws lang::UserError naming a missing or
+// unreadable rank trace (on several machines without a shared file system).
+void merge_rank_traces(const std::string& path, int ranks);
 
 }  // namespace spora::tools

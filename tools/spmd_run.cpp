@@ -23,6 +23,7 @@
 #include "parallel/partition/partition.h"
 #include "parallel/partition/strategy.h"
 #include "semantics/interpreter.h"
+#include "tools/profile.h"
 #include "semantics/ir/printer.h"
 #include "semantics/registry.h"
 #include "sim/step_program.h"
@@ -179,6 +180,22 @@ sim::StepProgram build_training_step(const SpmdOptions& o, const std::string& st
   return sim::build_step_program(o.file, so);
 }
 
+namespace {
+// Writes a run's trace to `path` and keeps its summary and collective time in `r`.
+void finish_profile(const RunProfiler& profiler, const std::string& path, SpmdResult& r,
+                    const std::string& shown = "") {
+  std::ostringstream summary;
+  profiler.write(path, summary, 15, shown);
+  r.profile_summary = summary.str();
+  const sem::Registry& reg = sem::Registry::instance();
+  r.collective_seconds = profiler.leaf_seconds([&](const std::string& name) {
+    const sem::Primitive* p = reg.find(name);
+    return p && p->family == "collective";
+  });
+  r.profiled_seconds = profiler.leaf_seconds([](const std::string&) { return true; });
+}
+}  // namespace
+
 SpmdResult run_training(const SpmdOptions& o, comm::Communicator* world,
                         const std::string& strategy_json) {
   if (world && is_pipeline_strategy(strategy_json)) return run_pipeline(o, *world, strategy_json);
@@ -203,6 +220,11 @@ SpmdResult run_training(const sim::StepProgram& program, const SpmdOptions& o,
   };
   if (!world || strategy_json.empty()) {
     sem::Interpreter interp(*program.module);  // not shared: one per call
+    std::unique_ptr<RunProfiler> profiler;
+    if (!o.profile.empty()) {
+      profiler = std::make_unique<RunProfiler>(nullptr);
+      interp.set_trace(profiler->hook());
+    }
     for (int it = 0; it < o.steps; ++it) {
       const auto t0 = std::chrono::steady_clock::now();
       std::vector<Value> args(values.begin(), values.end());
@@ -217,6 +239,7 @@ SpmdResult run_training(const sim::StepProgram& program, const SpmdOptions& o,
     r.params.assign(values.begin(), values.begin() + static_cast<long>(nparams));
     r.program = ir::print_graph(step);
     count_state();
+    if (profiler) finish_profile(*profiler, o.profile, r);
     return r;
   }
 
@@ -264,6 +287,12 @@ SpmdResult run_training(const sim::StepProgram& program, const SpmdOptions& o,
   const sem::Primitive* all_gather = sem::Registry::instance().find("all_gather");
   ops::CollectiveScope scope(world, mesh.shape);
   sem::Interpreter interp(*part.module);
+  std::unique_ptr<RunProfiler> profiler;
+  if (!o.profile.empty()) {
+    world->barrier();  // every rank's time counts from here
+    profiler = std::make_unique<RunProfiler>(nullptr, 200000, world->rank());
+    interp.set_trace(profiler->hook());
+  }
   for (int it = 0; it < o.steps; ++it) {
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<Value> args(local.begin(), local.end());
@@ -288,6 +317,7 @@ SpmdResult run_training(const sim::StepProgram& program, const SpmdOptions& o,
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   count_state();
+  if (profiler) finish_profile(*profiler, rank_trace_path(o.profile, world->rank()), r, o.profile);
   for (size_t i = 0; i < nparams; ++i)
     r.params.push_back(gather(local[i], step.params[i]->type, part.param_layouts[i], mesh, *world));
   return r;
@@ -397,7 +427,12 @@ int cmd_run_spmd(const SpmdOptions& o, const std::string& strategy_path, int ran
       if (ranks > 1)
         throw lang::UserError(
             "spora run --ranks N needs --strategy s.json (how to split the step)");
-      print_result(o, run_training(o, nullptr, ""), "1 device (the reference)");
+      const SpmdResult r = run_training(o, nullptr, "");
+      print_result(o, r, "1 device (the reference)");
+      if (!o.profile.empty()) {
+        std::fflush(stdout);
+        std::fprintf(stderr, "%s", r.profile_summary.c_str());
+      }
       return 0;
     }
     const std::string text = read_text(strategy_path);
@@ -413,6 +448,10 @@ int cmd_run_spmd(const SpmdOptions& o, const std::string& strategy_path, int ran
       }
       const MpiWorld mpi;
       comm::Communicator* world = mpi.world.get();
+      if (!o.profile.empty() && world->rank() == 0)
+        std::fprintf(stderr,
+                     "spora run: warning: --profile does not time pipelined runs yet; no "
+                     "profile written\n");
       const SpmdResult r = run_pipeline(o, *world, text, strategy_path);
       if (world->rank() == 0)
         print_result(o, r,
@@ -434,6 +473,18 @@ int cmd_run_spmd(const SpmdOptions& o, const std::string& strategy_path, int ran
       throw lang::UserError(
           fmt::format("--ranks {} but mpirun started {} processes", ranks, world->size()));
     const SpmdResult r = run_training(o, world, text);
+    if (!o.profile.empty()) {
+      // One line per rank (each one write, so lines from the ranks do not mix), then rank 0
+      // merges the rank traces once all are written.
+      std::fprintf(stderr, "profile: rank %d: %.3f ms of %.3f ms in primitives were collectives\n",
+                   world->rank(), r.collective_seconds * 1e3, r.profiled_seconds * 1e3);
+      world->barrier();
+      if (world->rank() == 0) {
+        merge_rank_traces(o.profile, world->size());
+        std::fprintf(stderr, "profile: rank 0's summary (every rank is in the timeline)\n%s",
+                     r.profile_summary.c_str());
+      }
+    }
     if (world->rank() == 0)
       print_result(o, r,
                    fmt::format("strategy {} over {} MPI ranks, {} collectives per step{}",

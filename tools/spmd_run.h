@@ -47,6 +47,7 @@ struct SpmdOptions {
   double lr = 0.01;
   uint64_t seed = 1234;
   std::string optimizer = "sgd";  // sgd | momentum | adam
+  std::string profile;            // --profile: the merged Chrome trace of every rank's steps
   bool verbose = false;           // rank 0 says which updates ZeRO-1 shards; pipelines: each
                                   // rank prints its stage and schedule (stderr)
 };
@@ -60,6 +61,10 @@ struct SpmdResult {
   int gathers = 0;                  // ZeRO-1: all_gathers of updated shards per step
   std::vector<double> state_elements;  // per parameter: optimizer state elements on this rank
   std::string program;              // the per-rank step's IR (printed)
+  // With o.profile: this rank's trace summary, and its seconds in collectives and in all the
+  // step's primitives (leaves), over every step.
+  std::string profile_summary;
+  double collective_seconds = 0, profiled_seconds = 0;
 };
 
 // The training step of o.file with the global batch, with the layers the strategy's

@@ -9,7 +9,10 @@
 #
 #   1. spora calibrate --program MODEL   a fresh this-machine spec (one device per core)
 #   2. for each strategy (one device; data parallel over 2; Megatron tensor parallel over 2;
-#      the one `spora search --algo dp` picks for 2 devices):
+#      W2 also tp2_rs: all three layers split, reduce-scatter / all-gather between them, the
+#      plan the search picked before collective_overhead was measured; the one
+#      `spora search --algo dp` picks for 2 devices, left out of the order when it partitions
+#      into the same per-rank program as another strategy):
 #        real  spora run --strategy S --ranks N --steps K: the partitioned step on N MPI ranks
 #              (interpreter, CPU kernels, collectives over MPI), median step after the first;
 #              the median of REPEATS such runs, interleaved with the other strategies' runs
@@ -28,8 +31,8 @@ trap 'rm -rf "$tmp"' EXIT
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 chrt=${CHRT-chrt -f 5}
 case "$which" in
-  w2) model="$here/w2_mlp.sp" batch=64 prefix="" ;;
-  w4) model="$here/w4_block.sp" batch=8 prefix="w4_" ;;
+  w2) model="$here/w2_mlp.sp" batch=64 prefix="" strategies="one dp2 tp2 tp2_rs search" ;;
+  w4) model="$here/w4_block.sp" batch=8 prefix="w4_" strategies="one dp2 tp2 search" ;;
   *) echo "validate_spmd.sh: unknown model '$which' (w2 or w4)" >&2; exit 2 ;;
 esac
 
@@ -40,16 +43,22 @@ $chrt "$spora" calibrate --out "$tmp/machine.yaml" --program "$model" --batch "$
 # and each strategy's median taken: on a shared machine a slow spell then hits every strategy
 # alike instead of one of them.
 repeats=${REPEATS:-3}
-declare -A file_of ranks_of reals
-for s in one dp2 tp2 search; do
+declare -A file_of ranks_of reals same_as
+for s in $strategies; do
   file="$here/strategies/$prefix$s.json"
   [ "$s" = one ] && file="$here/strategies/one.json"
   [ "$s" = search ] && file="$tmp/search.json"
   file_of[$s]=$file
   ranks_of[$s]=$(python3 -c "import json,sys,math; print(math.prod(json.load(open(sys.argv[1]))['mesh']))" "$file")
+  [ "${ranks_of[$s]}" = 1 ] || "$spora" ir "$model" --stage partitioned --strategy "$file" --batch "$batch" > "$tmp/$s.ir"
+done
+# The searched plan may be one of the hand-written ones: then it is not another strategy.
+for s in $strategies; do
+  if [ "$s" != search ] && [ -f "$tmp/$s.ir" ] && cmp -s "$tmp/$s.ir" "$tmp/search.ir"; then same_as[search]=$s; fi
 done
 for ((r = 0; r < repeats; r++)); do
-  for s in one dp2 tp2 search; do
+  for s in $strategies; do
+    [ -n "${same_as[$s]:-}" ] && continue
     real=$($chrt "$spora" run "$model" --strategy "${file_of[$s]}" --ranks "${ranks_of[$s]}" --steps "$steps" \
              --batch "$batch" 2>/dev/null | sed -n 's/^median step \([0-9.]*\) ms.*/\1/p')
     reals[$s]="${reals[$s]:-} $real"
@@ -57,7 +66,11 @@ for ((r = 0; r < repeats; r++)); do
 done
 printf "%-10s %6s %10s %10s %7s  %s\n" strategy ranks real_ms sim_ms sim/real "real runs (ms)"
 results=()
-for s in one dp2 tp2 search; do
+for s in $strategies; do
+  if [ -n "${same_as[$s]:-}" ]; then
+    printf "%-10s %6s   the same per-rank program as %s\n" "$s" "${ranks_of[$s]}" "${same_as[$s]}"
+    continue
+  fi
   real=$(python3 -c "import statistics,sys; print('%.6f' % statistics.median(float(x) for x in sys.argv[1:]))" ${reals[$s]})
   sim=$("$spora" sim "$model" --cluster "$tmp/machine.yaml" --strategy "${file_of[$s]}" --batch "$batch" --json \
           | python3 -c "import json,sys; print('%.6f' % (json.load(sys.stdin)['step_seconds'] * 1e3))")

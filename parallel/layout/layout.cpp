@@ -424,12 +424,12 @@ double CommModel::time(const RedistStep& s, int64_t bytes_before, const Mesh& m)
   const double n = static_cast<double>(bytes_before), B = l.bandwidth_Bps;
   switch (s.kind) {
     case RedistStep::Kind::AllGather:
-      return (p - 1) * (l.alpha_s + n / B);
+      return l.call_s + (p - 1) * (l.alpha_s + n / B);
     case RedistStep::Kind::ReduceScatter:
     case RedistStep::Kind::AllToAll:
-      return (p - 1) * (l.alpha_s + n / (p * B));
+      return l.call_s + (p - 1) * (l.alpha_s + n / (p * B));
     case RedistStep::Kind::AllReduce:
-      return 2 * (p - 1) * (l.alpha_s + n / (p * B));
+      return l.call_s + 2 * (p - 1) * (l.alpha_s + n / (p * B));
     case RedistStep::Kind::Slice:
       break;
   }

@@ -112,6 +112,7 @@ const char* kind_name(RedistStep::Kind k);  // "all_gather", "slice", ...
 struct AxisLink {
   double alpha_s = 5e-6;
   double bandwidth_Bps = 10e9;
+  double call_s = 0;  // once per collective step, beyond its ring steps (collective_overhead)
 };
 // The time of one step with ring (and pairwise all-to-all) algorithms over the p devices of the
 // step's axis, n = the bytes each rank holds before the step:
@@ -120,7 +121,7 @@ struct AxisLink {
 //   all-reduce      2 (p-1) (alpha + n/(p B))
 //   all-to-all      (p-1) (alpha + n/(p B))
 //   slice           0
-// An axis beyond `axes` uses AxisLink's defaults.
+// plus call_s for every step but a slice. An axis beyond `axes` uses AxisLink's defaults.
 struct CommModel {
   std::vector<AxisLink> axes;
   double time(const RedistStep&, int64_t bytes_before, const Mesh&) const;

@@ -126,6 +126,41 @@ collectives: inline
                ClusterSpecError);
 }
 
+// `collective_overhead` (what `spora run`'s collectives cost beyond their ring steps, measured
+// in place by `spora calibrate`): with inline collectives, every collective takes exactly that
+// much longer, and so does the step, once per collective.
+TEST(SpmdStep, CollectiveOverheadOncePerCall) {
+  Case c = partitioned(R"J({"mesh": [4], "layouts": {"x": "(4, 1)", "y": "(4)"}})J", 16);
+  ClusterSpec spec = switch16();
+  spec.overlap_collectives = false;
+  const SpmdSimResult base = simulate_spmd_step(spec, c.spmd);
+  const double extra = 37e-6;
+  spec.collective_overhead = extra;
+  const SpmdSimResult r = simulate_spmd_step(spec, c.spmd);
+  ASSERT_EQ(r.collectives.size(), base.collectives.size());
+  ASSERT_GT(r.collectives.size(), 1u);
+  for (size_t i = 0; i < r.collectives.size(); ++i)
+    EXPECT_NEAR(r.collectives[i].seconds, base.collectives[i].seconds + extra, 1e-9) << i;
+  EXPECT_NEAR(r.step_seconds,
+              base.step_seconds + extra * static_cast<double>(r.collectives.size()), 1e-8);
+  const std::string yaml = R"Y(name: t
+nodes: 1
+devices_per_node: 2
+device: {peak_flops: {f32: 1 TFLOP/s}, memory: 1 GB, memory_bandwidth: 1 TB/s}
+interconnect: {kind: switch, bandwidth: 1 GB/s, latency: 1 us}
+collectives: inline
+)Y";
+  EXPECT_EQ(parse_cluster_spec(yaml, "t.yaml").collective_overhead, 0);
+  EXPECT_NEAR(parse_cluster_spec(yaml + "collective_overhead: 37.5 us\n", "t.yaml").collective_overhead,
+              37.5e-6, 1e-15);
+  try {
+    parse_cluster_spec(yaml + "collective_overhead: soon\n", "t.yaml");
+    ADD_FAILURE() << "a bad duration was accepted";
+  } catch (const ClusterSpecError& e) {
+    EXPECT_NE(std::string(e.what()).find("collective_overhead"), std::string::npos) << e.what();
+  }
+}
+
 // Megatron-style tensor parallelism (column then row split): the forward all-reduce after the
 // row-split matmul blocks the ops after it, so the step exceeds compute + exposed comm > 0;
 // parameters are split 4 ways in memory.

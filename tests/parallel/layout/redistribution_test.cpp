@@ -35,6 +35,15 @@ TEST(CommModel, ClosedFormsOfRingCollectives) {
   EXPECT_EQ(CommModel::bytes_sent({K::AllGather, 0, -1, 0, {}}, 4096, m), 3 * 4096);
   EXPECT_EQ(CommModel::bytes_sent({K::AllReduce, -1, -1, 0, {}}, 4096, m), 2 * 3 * 1024);
   EXPECT_EQ(CommModel::bytes_sent({K::ReduceScatter, 0, -1, 1, {}}, 4096, m), 2048);
+  // A per-call cost (collective_overhead) is paid once per step, not per ring step; a slice
+  // is free.
+  CommModel called = model(2, 1e-5, 1e9);
+  called.axes[0].call_s = 3e-5;
+  EXPECT_DOUBLE_EQ(called.time({K::AllReduce, -1, -1, 0, {}}, 4096, m),
+                   3e-5 + 6 * (a0 + n / (4 * b0)));
+  EXPECT_DOUBLE_EQ(called.time({K::AllGather, 0, -1, 0, {}}, 4096, m), 3e-5 + 3 * (a0 + n / b0));
+  EXPECT_DOUBLE_EQ(called.time({K::Slice, 0, -1, 0, {}}, 4096, m), 0);
+  EXPECT_DOUBLE_EQ(called.time({K::AllGather, 0, -1, 1, {}}, 4096, m), 1 * (a1 + n / b1));
   // An axis the model does not list uses the defaults (5 us, 10 GB/s).
   CommModel none;
   EXPECT_DOUBLE_EQ(none.time({K::AllGather, 0, -1, 1, {}}, 1000, m), 5e-6 + 1000 / 10e9);

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# `spora run FILE --strategy S --ranks N --profile P.json`: one merged Chrome trace with a
+# process per rank, each holding the step's primitives and its collectives; the per-rank files
+# are gone; every rank reports its time in collectives.
+#   spmd_profile_test.sh SPORA FILE STRATEGY RANKS
+set -euo pipefail
+spora=$1 file=$2 strategy=$3 ranks=$4
+dir=$(mktemp -d "${TMPDIR:-/tmp}/spora_spmd_profile.XXXXXX")
+trap 'rm -rf "$dir"' EXIT
+"$spora" run "$file" --strategy "$strategy" --ranks "$ranks" --steps 2 --profile "$dir/p.json" \
+  > "$dir/out" 2> "$dir/err" || { cat "$dir/out" "$dir/err"; exit 1; }
+cat "$dir/err"
+for ((r = 0; r < ranks; r++)); do
+  grep -q "^profile: rank $r: .* ms in primitives were collectives" "$dir/err" \
+    || { echo "no collective line of rank $r"; exit 1; }
+  [ ! -e "$dir/p.rank$r.json" ] || { echo "p.rank$r.json was left behind"; exit 1; }
+done
+grep -q '^checksum ' "$dir/out" || { echo "no result printed"; exit 1; }
+python3 - "$dir/p.json" "$ranks" <<'PY'
+import json, sys
+trace = json.load(open(sys.argv[1]))["traceEvents"]
+ranks = int(sys.argv[2])
+names = {e["pid"]: e["args"]["name"] for e in trace if e.get("ph") == "M"}
+assert names == {r: f"rank {r}" for r in range(ranks)}, names
+for r in range(ranks):
+    ev = [e for e in trace if e.get("ph") == "X" and e["pid"] == r]
+    prims = {e["name"] for e in ev}
+    assert "matmul" in prims, (r, prims)
+    coll = [e for e in ev if e["name"] in ("all_reduce", "reduce_scatter", "all_gather")]
+    assert len(coll) >= 2, (r, len(coll))  # at least one per step
+    assert all(e["dur"] >= 0 and e["ts"] >= 0 for e in ev)
+print("merged trace:", len(trace), "events over", ranks, "ranks")
+PY
