@@ -11,8 +11,9 @@ if(TARGET spora_parallel_layout)
   # The sharded-run driver of `spora run --strategy` (tools/spmd_run.cpp, its pipeline runner
   # tools/pipeline_run.cpp), compiled once for every test binary that drives runs.
   add_library(spora_spmd_runner STATIC ${CMAKE_SOURCE_DIR}/tools/spmd_run.cpp
-              ${CMAKE_SOURCE_DIR}/tools/pipeline_run.cpp)
-  target_link_libraries(spora_spmd_runner PUBLIC ${SPORA_SPMD_TEST_LIBS})
+              ${CMAKE_SOURCE_DIR}/tools/pipeline_run.cpp ${CMAKE_SOURCE_DIR}/tools/profile.cpp)
+  # profile.cpp (--profile of sharded runs) writes its trace with spora_runtime's atomic write.
+  target_link_libraries(spora_spmd_runner PUBLIC ${SPORA_SPMD_TEST_LIBS} spora_runtime)
   set(SPORA_SPMD_TEST_LIBS spora_spmd_runner ${SPORA_SPMD_TEST_LIBS})
   file(GLOB SPORA_PARALLEL_SPMD_TEST_SOURCES CONFIGURE_DEPENDS
     ${CMAKE_CURRENT_SOURCE_DIR}/parallel/spmd_*_test.cpp)

@@ -76,8 +76,12 @@ for s in $strategies; do
           | python3 -c "import json,sys; print('%.6f' % (json.load(sys.stdin)['step_seconds'] * 1e3))")
   printf "%-10s %6s %10s %10s %7.2f  %s\n" "$s" "${ranks_of[$s]}" "$real" "$sim" \
     "$(python3 -c "print($sim / $real)")" "${reals[$s]# }"
-  results+=("$s $real $sim")
+  results+=("$s $real $sim ${reals[$s]# }")
 done
+# The orders of the medians; then pair by pair: a pair is decided by the real runs when every
+# run of one strategy is faster than every run of the other (their ranges do not overlap),
+# and the simulator must order every decided pair the same way. Pairs whose runs overlap are
+# within the machine's noise: no measurement here orders them.
 printf '%s\n' "${results[@]}" | python3 -c "
 import sys
 rows = [l.split() for l in sys.stdin if l.strip()]
@@ -86,4 +90,21 @@ sim = [r[0] for r in sorted(rows, key=lambda r: float(r[2]))]
 print('order, real:', ' < '.join(real))
 print('order, sim: ', ' < '.join(sim))
 print('same order' if real == sim else 'ORDER DIFFERS')
+runs = {r[0]: [float(x) for x in r[3:]] for r in rows}
+simt = {r[0]: float(r[2]) for r in rows}
+decided, agree, ties = 0, 0, []
+for i, a in enumerate(rows):
+    for b in rows[i + 1:]:
+        x, y = a[0], b[0]
+        if max(runs[x]) < min(runs[y]) or max(runs[y]) < min(runs[x]):
+            decided += 1
+            faster = x if max(runs[x]) < min(runs[y]) else y
+            slower = y if faster == x else x
+            ok = simt[faster] < simt[slower]
+            agree += ok
+            if not ok: print('  pair decided by the runs, simulated the other way:', faster, '<', slower)
+        else:
+            ties.append(x + '~' + y)
+print(f'pairs decided by the real runs: {decided}, simulated in the same order: {agree}'
+      + (f'; within the noise: {\", \".join(ties)}' if ties else ''))
 "
