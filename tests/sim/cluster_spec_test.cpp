@@ -212,7 +212,7 @@ TEST(BadSpecs, ExactMessages) {
       {"nodes: [1, 2", "dgx.yaml:1:1: invalid YAML: end of sequence flow not found"},
       {"nodes: 1\nwhat: 2\n",
        "dgx.yaml: what: unknown field (known: name, nodes, devices_per_node, device, "
-       "interconnect, network, collectives)"},
+       "interconnect, network, collectives, collective_overhead)"},
   };
   for (const auto& [text, message] : cases) {
     SCOPED_TRACE(text);

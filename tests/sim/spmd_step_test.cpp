@@ -95,6 +95,15 @@ TEST(SpmdStep, DataParallelAllReducesTakeTheRingClosedForm) {
   for (const DeviceReport& d : r.devices) EXPECT_NEAR(d.compute, r.devices[0].compute, 1e-12);
 }
 
+// A two-device spec with inline collectives, for the spec keys' tests.
+const char* const kInlineSpec = R"Y(name: t
+nodes: 1
+devices_per_node: 2
+device: {peak_flops: {f32: 1 TFLOP/s}, memory: 1 GB, memory_bandwidth: 1 TB/s}
+interconnect: {kind: switch, bandwidth: 1 GB/s, latency: 1 us}
+collectives: inline
+)Y";
+
 // `collectives: inline` (the runtime of `spora run --strategy`): nothing overlaps, so the data
 // parallel step is exactly its compute plus every collective's ring closed form (on this spec
 // the step is almost all communication, so the overlapped step is only a little shorter).
@@ -114,13 +123,7 @@ TEST(SpmdStep, InlineCollectivesAddUp) {
   EXPECT_NEAR(r.step_seconds, r.compute_seconds + closed, 1e-8);
   EXPECT_LT(overlapped.step_seconds, r.step_seconds);
   // The spec key.
-  const std::string yaml = R"Y(name: t
-nodes: 1
-devices_per_node: 2
-device: {peak_flops: {f32: 1 TFLOP/s}, memory: 1 GB, memory_bandwidth: 1 TB/s}
-interconnect: {kind: switch, bandwidth: 1 GB/s, latency: 1 us}
-collectives: inline
-)Y";
+  const std::string yaml = kInlineSpec;
   EXPECT_FALSE(parse_cluster_spec(yaml, "t.yaml").overlap_collectives);
   EXPECT_THROW(parse_cluster_spec(yaml.substr(0, yaml.size() - 7) + "sometimes\n", "t.yaml"),
                ClusterSpecError);
@@ -143,13 +146,7 @@ TEST(SpmdStep, CollectiveOverheadOncePerCall) {
     EXPECT_NEAR(r.collectives[i].seconds, base.collectives[i].seconds + extra, 1e-9) << i;
   EXPECT_NEAR(r.step_seconds,
               base.step_seconds + extra * static_cast<double>(r.collectives.size()), 1e-8);
-  const std::string yaml = R"Y(name: t
-nodes: 1
-devices_per_node: 2
-device: {peak_flops: {f32: 1 TFLOP/s}, memory: 1 GB, memory_bandwidth: 1 TB/s}
-interconnect: {kind: switch, bandwidth: 1 GB/s, latency: 1 us}
-collectives: inline
-)Y";
+  const std::string yaml = kInlineSpec;
   EXPECT_EQ(parse_cluster_spec(yaml, "t.yaml").collective_overhead, 0);
   EXPECT_NEAR(parse_cluster_spec(yaml + "collective_overhead: 37.5 us\n", "t.yaml").collective_overhead,
               37.5e-6, 1e-15);
