@@ -107,28 +107,44 @@ Around around(const Shape& s, int64_t dim) {
   return a;
 }
 
-// Piece j of n of x along dim (contiguous bytes).
-std::vector<char> piece(const Tensor& x, int64_t dim, int64_t j, int64_t n) {
+// Staging buffers come from the tensor allocator (backends/runtime's caching allocator under
+// `spora run`): a std::vector per call zero-fills its bytes, and one of a few hundred KiB is a
+// fresh mmap whose every 4 KiB page faults when touched (W4's partitioned step spent 10 of its
+// 58 ms so).
+Tensor staging(size_t bytes) {
+  return Tensor::empty(DType::i32, {static_cast<int64_t>((bytes + 3) / 4)});
+}
+
+// Copies piece j of n of x along dim into dst (contiguous).
+void copy_piece(const Tensor& x, int64_t dim, int64_t j, int64_t n, char* dst) {
   const Around a = around(x.shape(), dim);
   const int64_t dl = a.d / n;
   const size_t es = dtype_size(x.dtype());
   const size_t row = static_cast<size_t>(dl * a.inner) * es;
-  std::vector<char> out(static_cast<size_t>(a.outer) * row);
   const char* src = static_cast<const char*>(x.raw());
   for (int64_t o = 0; o < a.outer; ++o)
-    std::memcpy(out.data() + o * row, src + (o * a.d + j * dl) * a.inner * es, row);
+    std::memcpy(dst + o * row, src + (o * a.d + j * dl) * a.inner * es, row);
+}
+
+// Piece j of n of x along dim (contiguous bytes).
+std::vector<char> piece(const Tensor& x, int64_t dim, int64_t j, int64_t n) {
+  std::vector<char> out(x.nbytes() / static_cast<size_t>(n));
+  copy_piece(x, dim, j, n, out.data());
   return out;
 }
 
-// Writes `bytes` (a piece of `out` along dim: slot j of n) into out.
-void place(Tensor& out, int64_t dim, int64_t j, int64_t n, const std::vector<char>& bytes) {
+// Writes `bytes` (a piece of `out` along dim: slot j of n, contiguous) into out.
+void place(Tensor& out, int64_t dim, int64_t j, int64_t n, const char* bytes) {
   const Around a = around(out.shape(), dim);
   const int64_t dl = a.d / n;
   const size_t es = dtype_size(out.dtype());
   const size_t row = static_cast<size_t>(dl * a.inner) * es;
   char* dst = static_cast<char*>(out.raw());
   for (int64_t o = 0; o < a.outer; ++o)
-    std::memcpy(dst + (o * a.d + j * dl) * a.inner * es, bytes.data() + o * row, row);
+    std::memcpy(dst + (o * a.d + j * dl) * a.inner * es, bytes + o * row, row);
+}
+void place(Tensor& out, int64_t dim, int64_t j, int64_t n, const std::vector<char>& bytes) {
+  place(out, dim, j, n, bytes.data());
 }
 
 std::vector<char> bytes_of(const Tensor& x) {
@@ -137,20 +153,18 @@ std::vector<char> bytes_of(const Tensor& x) {
   return b;
 }
 
-// Sends send[j] to group[j] and receives recv[j] from group[j] for every member but this
-// rank (recv[me] = send[me]); recv[j] must be sized by the caller.
+// Sends send[j] (send_bytes[j] bytes) to group[j] and receives recv[j] (recv_bytes[j]) from
+// group[j] for every member but this rank, whose own piece the caller copies.
 void exchange(comm::Communicator& c, const std::vector<int64_t>& group, size_t me,
-              const std::vector<std::vector<char>>& send, std::vector<std::vector<char>>& recv) {
+              const std::vector<const char*>& send, const std::vector<size_t>& send_bytes,
+              const std::vector<char*>& recv, const std::vector<size_t>& recv_bytes) {
   const int tag = 100 + static_cast<int>(t_context.calls++ % 30000);
   std::vector<comm::Request> reqs;
   for (size_t j = 0; j < group.size(); ++j) {
-    if (j == me) {
-      recv[j] = send[j];
-      continue;
-    }
+    if (j == me) continue;
     const int peer = static_cast<int>(group[j]);
-    reqs.push_back(c.irecv(recv[j].data(), recv[j].size(), peer, tag));
-    reqs.push_back(c.isend(send[j].data(), send[j].size(), peer, tag));
+    reqs.push_back(c.irecv(recv[j], recv_bytes[j], peer, tag));
+    reqs.push_back(c.isend(send[j], send_bytes[j], peer, tag));
   }
   size_t done = 0;
   std::vector<bool> finished(reqs.size(), false);
@@ -167,6 +181,22 @@ void exchange(comm::Communicator& c, const std::vector<int64_t>& group, size_t m
       ++done;
     }
   }
+}
+
+// The same with vectors: recv[j] sized by the caller, recv[me] = send[me].
+void exchange(comm::Communicator& c, const std::vector<int64_t>& group, size_t me,
+              const std::vector<std::vector<char>>& send, std::vector<std::vector<char>>& recv) {
+  std::vector<const char*> sp;
+  std::vector<char*> rp;
+  std::vector<size_t> sb, rb;
+  for (size_t j = 0; j < group.size(); ++j) {
+    sp.push_back(send[j].data());
+    sb.push_back(send[j].size());
+    rp.push_back(recv[j].data());
+    rb.push_back(recv[j].size());
+  }
+  exchange(c, group, me, sp, sb, rp, rb);
+  recv[me] = send[me];
 }
 
 // dst += src, elementwise, in x's dtype.
@@ -322,21 +352,22 @@ void add_all_gather(sem::Registry& r) {
     const int64_t dim = attrs.get_int("dim");
     GroupInfo g = group_of("all_gather", attrs.get_ints("mesh"), {attrs.get_int("axis")});
     const int64_t n = static_cast<int64_t>(g.group.size());
-    std::vector<std::vector<char>> recv(g.group.size());
-    if (ring_eligible(x, n)) {
-      std::vector<char> all(static_cast<size_t>(n) * x.nbytes());
-      run_ring(parallel::Collective::AllGather, g, x.dtype(), x.numel(), x.raw(), all.data());
-      for (int64_t j = 0; j < n; ++j)
-        recv[static_cast<size_t>(j)].assign(all.begin() + static_cast<long>(j * x.nbytes()),
-                                            all.begin() + static_cast<long>((j + 1) * x.nbytes()));
-    } else {
-      std::vector<std::vector<char>> send(g.group.size(), bytes_of(x));
-      for (auto& b : recv) b.resize(x.nbytes());
-      exchange(*g.comm, g.group, g.me, send, recv);
-    }
     Shape s = x.shape();
     s[dim] *= n;
     Tensor out = Tensor::empty(x.dtype(), s);
+    if (ring_eligible(x, n)) {
+      // Gathered block j is rank j's piece; along dim 0 the blocks are the result itself.
+      Tensor all = dim == 0 ? out : staging(static_cast<size_t>(n) * x.nbytes());
+      run_ring(parallel::Collective::AllGather, g, x.dtype(), x.numel(), x.raw(), all.raw());
+      if (dim != 0)
+        for (int64_t j = 0; j < n; ++j)
+          place(out, dim, j, n, static_cast<const char*>(all.raw()) + j * x.nbytes());
+      return out;
+    }
+    std::vector<std::vector<char>> recv(g.group.size());
+    std::vector<std::vector<char>> send(g.group.size(), bytes_of(x));
+    for (auto& b : recv) b.resize(x.nbytes());
+    exchange(*g.comm, g.group, g.me, send, recv);
     for (int64_t j = 0; j < n; ++j) place(out, dim, j, n, recv[j]);
     return out;
   };
@@ -384,18 +415,21 @@ void add_reduce_scatter(sem::Registry& r) {
     if (x.shape()[dim] % n != 0)
       user_error(fmt::format("reduce_scatter: dimension {} of {} does not split into {} pieces",
                              dim, x.type()->str(), n));
-    std::vector<std::vector<char>> send, recv(g.group.size());
-    for (int64_t j = 0; j < n; ++j) send.push_back(piece(x, dim, j, n));
     Shape s = x.shape();
     s[dim] /= n;
     if (ring_eligible(x, n)) {
-      std::vector<char> blocks;  // piece j of dim as block j, the schedule's input
-      for (const auto& b : send) blocks.insert(blocks.end(), b.begin(), b.end());
+      // Piece j of dim as block j, the schedule's input; along dim 0 that is x itself.
+      Tensor blocks = dim == 0 ? x : staging(x.nbytes());
+      if (dim != 0)
+        for (int64_t j = 0; j < n; ++j)
+          copy_piece(x, dim, j, n, static_cast<char*>(blocks.raw()) + j * (x.nbytes() / n));
       Tensor out = Tensor::empty(x.dtype(), s);
-      run_ring(parallel::Collective::ReduceScatter, g, x.dtype(), x.numel() / n, blocks.data(),
+      run_ring(parallel::Collective::ReduceScatter, g, x.dtype(), x.numel() / n, blocks.raw(),
                out.raw());
       return out;
     }
+    std::vector<std::vector<char>> send, recv(g.group.size());
+    for (int64_t j = 0; j < n; ++j) send.push_back(piece(x, dim, j, n));
     for (auto& b : recv) b.resize(send[0].size());
     exchange(*g.comm, g.group, g.me, send, recv);
     return from_bytes(x.dtype(), s, sum_in_order(recv, x.dtype(), "reduce_scatter"));
@@ -423,7 +457,9 @@ void add_shard_slice(sem::Registry& r) {
     const int64_t j = mesh_coords(mesh, c.rank())[axis];
     Shape s = x.shape();
     s[dim] /= n;
-    return from_bytes(x.dtype(), s, piece(x, dim, j, n));
+    Tensor out = Tensor::empty(x.dtype(), s);
+    copy_piece(x, dim, j, n, static_cast<char*>(out.raw()));
+    return out;
   };
   ad::set_linear_rules(p, gather_back);
   r.add(std::move(p));
@@ -453,16 +489,27 @@ void add_all_to_all(sem::Registry& r) {
     const int64_t sd = attrs.get_int("split_dim"), cd = attrs.get_int("concat_dim");
     GroupInfo g = group_of("all_to_all", attrs.get_ints("mesh"), {attrs.get_int("axis")});
     const int64_t n = static_cast<int64_t>(g.group.size());
-    std::vector<std::vector<char>> send, recv(g.group.size());
-    for (int64_t j = 0; j < n; ++j) send.push_back(piece(x, sd, j, n));
-    for (auto& b : recv) b.resize(send[0].size());
-    exchange(*g.comm, g.group, g.me, send, recv);
+    // Piece j goes to member j: pieces and what arrives are staged contiguously.
+    const size_t bytes = x.nbytes() / static_cast<size_t>(n);
+    Tensor send = staging(x.nbytes()), recv = staging(x.nbytes());
+    char* sbase = static_cast<char*>(send.raw());
+    char* rbase = static_cast<char*>(recv.raw());
+    std::vector<const char*> sp;
+    std::vector<char*> rp;
+    for (int64_t j = 0; j < n; ++j) {
+      copy_piece(x, sd, j, n, sbase + j * bytes);
+      sp.push_back(sbase + j * bytes);
+      rp.push_back(rbase + j * bytes);
+    }
+    const std::vector<size_t> sizes(static_cast<size_t>(n), bytes);
+    exchange(*g.comm, g.group, g.me, sp, sizes, rp, sizes);
+    std::memcpy(rp[g.me], sp[g.me], bytes);
     Shape piece_shape = x.shape();
     piece_shape[sd] /= n;
     Shape s = piece_shape;
     s[cd] *= n;
     Tensor out = Tensor::empty(x.dtype(), s);
-    for (int64_t j = 0; j < n; ++j) place(out, cd, j, n, recv[j]);
+    for (int64_t j = 0; j < n; ++j) place(out, cd, j, n, rp[static_cast<size_t>(j)]);
     return out;
   };
   ad::set_linear_rules(p, [](ad::Emitter& e, const ad::Node& node, ad::Node*, ad::Node* dout) {

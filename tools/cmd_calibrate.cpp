@@ -374,22 +374,27 @@ int measure_compute(const Options& o) {
 
 // The collectives as `spora run --strategy` runs them: the all_reduce, reduce_scatter and
 // all_gather primitives (ops/collective.cpp: their piece copies, the ring schedule over MPI,
-// the result tensor) on f32 [64, n] tensors, each call after 0.5 ms of matmuls on both ranks,
-// as in a training step, where the data is fresh from a kernel and the transport has been
-// idle. That costs far more than calls back to back: on this machine (2026-11-30) 2 KiB took
-// 10 us back to back and 20-57 us after 0.5-5 ms of computation, 128 KiB 35-45 us against
-// 60-100 us, and it grew with the computation between calls (W2's partitioned step: 120-140
-// us for an all_reduce of 128 KiB). The cost of a call is the time from the later rank's start to the later rank's end
+// the result tensor) on f32 [64, n] tensors, each call after 2 ms of computation on both ranks
+// that sweeps 32 MiB (more than this machine's caches) and then multiplies matrices, as a
+// training step's kernels do between two collectives: the data is fresh from a kernel, the
+// transport's buffers and the executor's code and data were evicted. That costs far more than
+// calls back to back, and it grows with the memory the computation touched, not with its
+// length (this machine, 2026-11-30, in place / back to back, us): after 2 ms of matmuls on
+// 0.3 MB, all_reduce of 2 KiB 18 / 12, of 128 KiB 42 / 41; sweeping 8 MiB first 28 and 91;
+// 32 MiB 61 and 135. W2's partitioned step (6 MB of weights and gradients per rank) measured
+// 32-43 us for an all_reduce of 40 bytes and 113-139 us for 128 KiB. The cost of a call is the time from the later rank's start to the later rank's end
 // (the earlier one's wait for its peer is rank skew, not the collective's cost); the median over
 // the calls. Back-to-back calls of the same sizes (`..._b2b`) are recorded for comparison.
 // Keys: coll_<primitive>_<bytes of the full tensor> seconds (rank 0's map; empty on rank 1).
-constexpr double kGap = 0.5e-3;
+constexpr double kGap = 2e-3;
+constexpr size_t kGapBytes = size_t{32} << 20;
 
 std::map<std::string, double> measure_primitives(comm::Communicator& world) {
   const sem::Registry& reg = sem::Registry::instance();
   ops::CollectiveScope scope(&world, {2});
   const Tensor a = sem::Tensor::full(DType::f32, {64, 256}, 0.5);
   const Tensor b = sem::Tensor::full(DType::f32, {256, 256}, 0.25);
+  std::vector<float> sweep(kGapBytes / sizeof(float), 0.0f);
   const sem::RefKernel& matmul = sem::kernel_for(*reg.find("matmul"));
   const Attrs none;
   std::map<std::string, double> out;
@@ -416,6 +421,7 @@ std::map<std::string, double> measure_primitives(comm::Communicator& world) {
         for (int i = 0; i < calls + 3; ++i) {
           if (gap) {
             const auto g0 = Clock::now();
+            for (float& f : sweep) f += 1.0f;
             while (seconds_since(g0) < kGap) matmul({Value(a), Value(b)}, none);
           }
           const auto t0 = Clock::now();
@@ -660,7 +666,7 @@ int calibrate(const Options& o) {
     y += "#   no MPI measurement: transfers assumed to be memory copies\n";
   if (!in_place.empty())
     y += fmt::format(
-        "#   all_reduce primitive as spora run runs it, after {} of computation: {}\n#   (back to "
+        "#   all_reduce primitive as spora run runs it, after {} of computation over 32 MiB: {}\n#   (back to "
         "back: {}); beyond the ring model, a collective costs {} (median of 3 primitives x 4 "
         "sizes)\n",
         usec(kGap), in_place, back_to_back, usec(overhead));

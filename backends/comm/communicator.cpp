@@ -95,14 +95,44 @@ void Communicator::reduce(void* dst, const void* src, std::size_t count, DType t
   host_reduce(dst, src, count, t, op);
 }
 
+Communicator::~Communicator() {
+  for (auto& [size, p] : host_free_) std::free(p);
+}
+
 void* Communicator::allocate(std::size_t bytes) {
   // 64-byte aligned, rounded up as aligned_alloc requires.
-  void* p = std::aligned_alloc(64, (std::max<std::size_t>(bytes, 1) + 63) / 64 * 64);
-  if (!p) throw std::bad_alloc();
+  const std::size_t size = (std::max<std::size_t>(bytes, 1) + 63) / 64 * 64;
+  std::lock_guard<std::mutex> lock(host_mu_);
+  void* p = nullptr;
+  if (auto it = host_free_.find(size); it != host_free_.end()) {
+    p = it->second;
+    host_free_.erase(it);
+    host_cached_ -= size;
+  } else {
+    p = std::aligned_alloc(64, size);
+    if (!p) throw std::bad_alloc();
+  }
+  host_live_[p] = size;
   return p;
 }
 
-void Communicator::deallocate(void* p) { std::free(p); }
+void Communicator::deallocate(void* p) {
+  if (!p) return;
+  std::lock_guard<std::mutex> lock(host_mu_);
+  auto it = host_live_.find(p);
+  if (it == host_live_.end()) {  // not ours (allocated before a move, say): plain free
+    std::free(p);
+    return;
+  }
+  const std::size_t size = it->second;
+  host_live_.erase(it);
+  if (host_cached_ + size > kCachedBytes) {
+    std::free(p);
+    return;
+  }
+  host_free_.emplace(size, p);
+  host_cached_ += size;
+}
 
 void Communicator::upload(void* dst, const void* host_src, std::size_t bytes) {
   copy(dst, host_src, bytes);
