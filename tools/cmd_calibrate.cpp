@@ -26,7 +26,10 @@
 //      them too, so the median would flatter the machine). The interconnect is a
 //      `switch` of that bandwidth per direction. (1 MiB ping-pongs after a barrier, and our
 //      ring all-reduce of 1 MiB, are recorded in the header: on a loaded machine the ping-pong
-//      is far faster than what collectives in a loop get.)
+//      is far faster than what collectives in a loop get.) Then the collective primitives as
+//      `spora run --strategy` runs them, each call after 2 ms of computation over 32 MiB
+//      (measure_primitives): the median excess over the ring model is the spec's
+//      `collective_overhead`, charged once per collective by the SPMD simulator and the search.
 //      With --program model.sp [--batch B], the efficiency of every class the program's
 //      training step uses (sim/step_program.h) comes from that step instead, run as
 //      `spora run-dp` runs it on one rank (interpreter, CPU kernels, then the update), every
@@ -669,7 +672,7 @@ int calibrate(const Options& o) {
         "#   all_reduce primitive as spora run runs it, after {} of computation over 32 MiB: {}\n#   (back to "
         "back: {}); beyond the ring model, a collective costs {} (median of 3 primitives x 4 "
         "sizes)\n",
-        usec(kGap), in_place, back_to_back, usec(overhead));
+        fmt::format("{:.3g} ms", kGap * 1e3), in_place, back_to_back, usec(overhead));
   y += o.program.empty()
            ? "# Efficiencies: the median over each op class's sweep of roofline / measured time.\n"
            : "# Efficiencies: " + o.program +
