@@ -66,6 +66,13 @@ if(TARGET spora_cli AND MPI_CXX_FOUND AND SPORA_MPIRUN)
            WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
   set_tests_properties(parallel_spmd_cli_profile PROPERTIES TIMEOUT 300 PROCESSORS 2
                        ENVIRONMENT "OMPI_MCA_rmaps_base_oversubscribe=1")
+  add_test(NAME parallel_pipeline_cli_profile
+           COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/parallel/spmd_profile_test.sh $<TARGET_FILE:spora_cli>
+                   ${CMAKE_CURRENT_SOURCE_DIR}/parallel/mlp_small.sp
+                   ${CMAKE_CURRENT_SOURCE_DIR}/parallel/pipeline_pp2.json 2 pipeline
+           WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  set_tests_properties(parallel_pipeline_cli_profile PROPERTIES TIMEOUT 300 PROCESSORS 2
+                       ENVIRONMENT "OMPI_MCA_rmaps_base_oversubscribe=1")
 endif()
 # `spora ir --stage partitioned`: W2 with Megatron's column-then-row split has one all-reduce,
 # of the row-split layer's [64, 512] output.

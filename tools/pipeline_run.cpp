@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -22,6 +23,7 @@
 #include "sim/cost.h"
 #include "sim/cost_model.h"
 #include "sim/step_program.h"
+#include "tools/profile.h"
 
 namespace spora::tools {
 
@@ -292,10 +294,32 @@ SpmdResult run_pipeline(const PipelineSetup& s, const SpmdOptions& o, comm::Comm
                  world.rank(), k, S, me, mesh.to_string().c_str(), sp.params.size(),
                  pp::schedule_name(s.spec.schedule).c_str(), pp::schedule_string(actions).c_str());
 
+  // --profile: the forward and backward calls as spans enclosing their nodes, the receives as
+  // spans of their own (the pipeline's bubbles), from a barrier every rank left together.
+  std::unique_ptr<RunProfiler> profiler;
+  if (!o.profile.empty()) {
+    world.barrier();
+    profiler = std::make_unique<RunProfiler>(nullptr, 200000, world.rank());
+    profiler->set_depth_offset(1);
+    forward.set_trace(profiler->hook());
+    backward.set_trace(profiler->hook());
+  }
+  auto timed = [&](const std::string& name, bool leaf, auto&& f) {
+    const auto start = std::chrono::steady_clock::now();
+    auto v = f();
+    if (profiler)
+      profiler->add_span(
+          name, start,
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 0,
+          leaf);
+    return v;
+  };
   auto receive = [&](const sem::TypeP& t, int peer, int tg) {
-    Tensor x = Tensor::empty(t->dtype, t->shape);
-    wait(world, world.irecv(x.raw(), x.nbytes(), peer, tg));
-    return x;
+    return timed("recv", true, [&] {
+      Tensor x = Tensor::empty(t->dtype, t->shape);
+      wait(world, world.irecv(x.raw(), x.nbytes(), peer, tg));
+      return x;
+    });
   };
   static const sem::Primitive* add = sem::Registry::instance().find("add");  // gradient sums
   for (int it = 0; it < o.steps; ++it) {
@@ -318,7 +342,8 @@ SpmdResult run_pipeline(const PipelineSetup& s, const SpmdOptions& o, comm::Comm
           args.emplace_back(acts[m]);
         }
         for (const Tensor& d : data[static_cast<size_t>(m)]) args.emplace_back(d);
-        const Value out = forward.call(ps.forward.graph, std::move(args));
+        const Value out = timed(fmt::format("forward {}", m), false,
+                                [&] { return forward.call(ps.forward.graph, std::move(args)); });
         if (k == S - 1)
           loss += out.tensor.item();
         else
@@ -329,7 +354,8 @@ SpmdResult run_pipeline(const PipelineSetup& s, const SpmdOptions& o, comm::Comm
       for (const Tensor& d : data[static_cast<size_t>(m)]) args.emplace_back(d);
       args.emplace_back(k == S - 1 ? Tensor::scalar(ct_type->dtype, 1.0 / M)
                                    : receive(ct_type, next, tag(m, true)));
-      const Value out = backward.call(ps.backward.graph, std::move(args));
+      const Value out = timed(fmt::format("backward {}", m), false,
+                              [&] { return backward.call(ps.backward.graph, std::move(args)); });
       const std::vector<Value>& items = out.items();
       size_t at = 0;
       if (sp.takes_activation) send(items[at++].tensor, prev, tag(m, true));
@@ -349,7 +375,9 @@ SpmdResult run_pipeline(const PipelineSetup& s, const SpmdOptions& o, comm::Comm
       sem::Attrs attrs;
       attrs.set("axes", ps.grad_partial[j]);
       attrs.set("mesh", mesh.shape);
-      grads[j] = sem::kernel_for(*all_reduce)({Value(grads[j])}, attrs).tensor;
+      grads[j] = timed("all_reduce", true, [&] {
+                   return sem::kernel_for(*all_reduce)({Value(grads[j])}, attrs).tensor;
+                 });
     }
     for (size_t j = 0; j < sp.params.size(); ++j) {
       std::vector<Tensor> state;  // sgd keeps none (setup refuses the other optimizers)
@@ -362,6 +390,7 @@ SpmdResult run_pipeline(const PipelineSetup& s, const SpmdOptions& o, comm::Comm
     r.step_seconds.push_back(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
+  if (profiler) finish_profile(*profiler, rank_trace_path(o.profile, world.rank()), r, o.profile);
   // The owning stage's writers (coordinate 0 on the mesh axes that do not split a parameter)
   // write their blocks; the world sums.
   const std::vector<int64_t> coords = mesh.coords(me);

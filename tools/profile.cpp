@@ -49,7 +49,7 @@ void RunProfiler::record(const sem::TraceEvent& e) {
     ++t.calls;
     t.seconds += e.seconds;
   }
-  if (e.depth == 0) top_level_seconds_ += e.seconds;
+  if (e.depth + depth_offset_ == 0) top_level_seconds_ += e.seconds;
   if (events_.size() >= max_events_) {
     ++dropped_;
     return;
@@ -58,7 +58,23 @@ void RunProfiler::record(const sem::TraceEvent& e) {
   if (sources_ && n.loc.valid())
     where = fmt::format("{}:{}:{}", sources_->path(n.loc.file), n.loc.line, n.loc.col);
   events_.push_back({name, n.type ? n.type->str() : std::string(), std::move(where),
-                     now_us - e.seconds * 1e6, e.seconds * 1e6, e.depth});
+                     now_us - e.seconds * 1e6, e.seconds * 1e6, e.depth + depth_offset_});
+}
+
+void RunProfiler::add_span(const std::string& name, std::chrono::steady_clock::time_point start,
+                           double seconds, int depth, bool leaf) {
+  if (leaf) {
+    Total& t = leaves_[name];
+    ++t.calls;
+    t.seconds += seconds;
+  }
+  if (depth == 0) top_level_seconds_ += seconds;
+  if (events_.size() >= max_events_) {
+    ++dropped_;
+    return;
+  }
+  const double start_us = std::chrono::duration<double, std::micro>(start - t0_).count();
+  events_.push_back({name, "", "", start_us, seconds * 1e6, depth});
 }
 
 void RunProfiler::write(const std::string& path, std::ostream& summary, size_t rows,

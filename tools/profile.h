@@ -37,6 +37,12 @@ class RunProfiler {
   // `shown`: the path the summary names instead of `path` (a rank's trace, merged later).
   void write(const std::string& path, std::ostream& summary, size_t rows = 15,
              const std::string& shown = "") const;
+  // A span the caller timed itself (a pipeline's "forward 3", a receive), at `depth`; `leaf`:
+  // counted in the summary like a primitive (time not inside any interpreted node).
+  void add_span(const std::string& name, std::chrono::steady_clock::time_point start,
+                double seconds, int depth, bool leaf);
+  // Added to the depth of every interpreted node (1 when the caller's spans enclose them).
+  void set_depth_offset(int d) { depth_offset_ = d; }
   // Seconds spent in leaf events whose name `pred` accepts (e.g. the collectives).
   template <class Pred>
   double leaf_seconds(Pred pred) const {
@@ -62,6 +68,7 @@ class RunProfiler {
   const lang::SourceManager* sources_;
   size_t max_events_;
   int pid_;
+  int depth_offset_ = 0;
   std::chrono::steady_clock::time_point t0_;
   std::vector<Event> events_;
   size_t dropped_ = 0;

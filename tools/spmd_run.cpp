@@ -180,21 +180,18 @@ sim::StepProgram build_training_step(const SpmdOptions& o, const std::string& st
   return sim::build_step_program(o.file, so);
 }
 
-namespace {
-// Writes a run's trace to `path` and keeps its summary and collective time in `r`.
 void finish_profile(const RunProfiler& profiler, const std::string& path, SpmdResult& r,
-                    const std::string& shown = "") {
+                    const std::string& shown) {
   std::ostringstream summary;
   profiler.write(path, summary, 15, shown);
   r.profile_summary = summary.str();
   const sem::Registry& reg = sem::Registry::instance();
   r.collective_seconds = profiler.leaf_seconds([&](const std::string& name) {
     const sem::Primitive* p = reg.find(name);
-    return p && p->family == "collective";
+    return name == "recv" || (p && p->family == "collective");
   });
   r.profiled_seconds = profiler.leaf_seconds([](const std::string&) { return true; });
 }
-}  // namespace
 
 SpmdResult run_training(const SpmdOptions& o, comm::Communicator* world,
                         const std::string& strategy_json) {
@@ -419,6 +416,23 @@ struct MpiWorld {
 };
 }  // namespace
 
+namespace {
+// --profile of a multi-rank run: one line per rank (each one write, so lines from the ranks do
+// not mix), then rank 0 merges the rank traces once all are written.
+void report_profile(const SpmdOptions& o, const SpmdResult& r, comm::Communicator& world) {
+  if (o.profile.empty()) return;
+  std::fprintf(stderr,
+               "profile: rank %d: %.3f ms of %.3f ms in primitives were collectives or receives\n",
+               world.rank(), r.collective_seconds * 1e3, r.profiled_seconds * 1e3);
+  world.barrier();
+  if (world.rank() == 0) {
+    merge_rank_traces(o.profile, world.size());
+    std::fprintf(stderr, "profile: rank 0's summary (every rank is in the timeline)\n%s",
+                 r.profile_summary.c_str());
+  }
+}
+}  // namespace
+
 int cmd_run_spmd(const SpmdOptions& o, const std::string& strategy_path, int ranks,
                  const std::vector<std::string>& argv_for_ranks) {
   try {
@@ -448,11 +462,8 @@ int cmd_run_spmd(const SpmdOptions& o, const std::string& strategy_path, int ran
       }
       const MpiWorld mpi;
       comm::Communicator* world = mpi.world.get();
-      if (!o.profile.empty() && world->rank() == 0)
-        std::fprintf(stderr,
-                     "spora run: warning: --profile does not time pipelined runs yet; no "
-                     "profile written\n");
       const SpmdResult r = run_pipeline(o, *world, text, strategy_path);
+      report_profile(o, r, *world);
       if (world->rank() == 0)
         print_result(o, r,
                      fmt::format("pipeline strategy {} over {} MPI ranks", strategy_path, ranks));
@@ -473,18 +484,7 @@ int cmd_run_spmd(const SpmdOptions& o, const std::string& strategy_path, int ran
       throw lang::UserError(
           fmt::format("--ranks {} but mpirun started {} processes", ranks, world->size()));
     const SpmdResult r = run_training(o, world, text);
-    if (!o.profile.empty()) {
-      // One line per rank (each one write, so lines from the ranks do not mix), then rank 0
-      // merges the rank traces once all are written.
-      std::fprintf(stderr, "profile: rank %d: %.3f ms of %.3f ms in primitives were collectives\n",
-                   world->rank(), r.collective_seconds * 1e3, r.profiled_seconds * 1e3);
-      world->barrier();
-      if (world->rank() == 0) {
-        merge_rank_traces(o.profile, world->size());
-        std::fprintf(stderr, "profile: rank 0's summary (every rank is in the timeline)\n%s",
-                     r.profile_summary.c_str());
-      }
-    }
+    report_profile(o, r, *world);
     if (world->rank() == 0)
       print_result(o, r,
                    fmt::format("strategy {} over {} MPI ranks, {} collectives per step{}",

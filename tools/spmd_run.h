@@ -78,6 +78,11 @@ std::vector<sem::Tensor> global_values(const ir::Graph& g, size_t trainable, uin
 sem::Tensor optimizer_update(const std::string& optimizer, const sem::Tensor& p,
                              const sem::Tensor& g, std::vector<sem::Tensor>& state, double lr,
                              int t);
+class RunProfiler;
+// Writes a run's trace to `path` (the summary naming `shown`, if given) and keeps the summary,
+// the seconds in collectives and receives, and in all leaves, in `r` (--profile).
+void finish_profile(const RunProfiler& profiler, const std::string& path, SpmdResult& r,
+                    const std::string& shown = "");
 // strategy_json empty or world null: the single-device reference. The program is only read
 // (the ranks of the in-process communicator share one). A strategy with a "pipeline" runs
 // through tools/pipeline_run.h (the overload that builds the program).
