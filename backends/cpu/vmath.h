@@ -109,6 +109,34 @@ SPORA_INLINE float log(float x) {
 // still but is 3.5-6 ulp off: enough to move W6's 50-step RNN gradients by 1e-4; the single
 // formula expm1(2a) / (expm1(2a) + 2) is 2.4 ulp off below 0.2, where rounding 2a + 2 costs
 // up to one ulp.)
+SPORA_INLINE float tanh_big(float a) {
+  // e^2a = 2^n e^r, n = round(2a / ln2) with the shift trick; the shift constant carries the
+  // exponent bias, so (bits of t) << 23 is 2^n. nan passes the clamp and stays nan.
+  // Written in a, not 2a: r / 2 = a - n ln2 / 2 and the polynomial's coefficients times 2^k
+  // give the same bits as with 2a (scaling by 2 is exact), without the addition a + a.
+  int32_t ab = float_to_bits(a);
+  float ac = bits_to_float(ab < 0x41200000 ? ab : 0x41200000);  // 10.0f
+  constexpr float kShift = 12582912.0f + 127.0f;
+  float t = ac * 2.88539008177792682f + kShift;
+  float nf = t - kShift;
+#ifdef __FMA__
+  // One rounding: r is exact to 2^-26 + n 1e-9.
+  float h = std::fma(nf, -0.346573590279972655f, ac);
+#else
+  float h = ac - nf * 0.3466796875f;
+  h = h - nf * -1.06097220e-4f;
+#endif
+  // (e^r - 1) / 2 with r = 2h: the coefficients of expm1(r) = r + r^2 q(r) times 2^(k+1).
+  float q = 1.3926197669e-3f * 32.0f;
+  q = q * h + 8.3631903256e-3f * 16.0f;
+  q = q * h + 4.1666554533e-2f * 8.0f;
+  q = q * h + 1.6666576922e-1f * 4.0f;
+  q = q * h + 1.0f;
+  float em2 = q * (h * h) + h;
+  // 2 / (e^2a + 1) = 1 / (s em2 + s / 2 + 1 / 2), s = 2^n (s / 2 + 1 / 2 is exact).
+  float s = bits_to_float(float_to_bits(t) << 23);
+  return 1.0f - 1.0f / (s * em2 + (s * 0.5f + 0.5f));
+}
 SPORA_INLINE float tanh(float x) {
   float a = std::fabs(x);
   float z = x * x;
@@ -118,25 +146,8 @@ SPORA_INLINE float tanh(float x) {
   p = p * z + 1.33314422036e-1f;
   p = p * z - 3.33332819422e-1f;
   float small = p * z * a + a;
-  // e^a2 = 2^n e^r, n = round(a2 / ln2) with the shift trick; the shift constant carries the
-  // exponent bias, so (bits of t) << 23 is 2^n. nan passes the clamp and stays nan.
-  float a2 = a + a;
-  a2 = a2 > 20.0f ? 20.0f : a2;
-  constexpr float kShift = 12582912.0f + 127.0f;
-  float t = a2 * 1.44269504088896341f + kShift;
-  float nf = t - kShift;
-  float r = a2 - nf * 0.693359375f;
-  r = r - nf * -2.12194440e-4f;
-  float q = 1.3926197669e-3f;
-  q = q * r + 8.3631903256e-3f;
-  q = q * r + 4.1666554533e-2f;
-  q = q * r + 1.6666576922e-1f;
-  q = q * r + 0.5f;
-  float em = q * (r * r) + r;  // e^r - 1
-  float s = bits_to_float(float_to_bits(t) << 23);
-  float e = s * em + s;
-  float big = 1.0f - 2.0f / (e + 1.0f);
-  return std::copysign(a < 0.625f ? small : big, x);  // keeps -0
+  // nan takes the polynomial (tanh_big's clamp would make it 10).
+  return std::copysign(a >= 0.625f ? tanh_big(a) : small, x);  // keeps -0
 }
 
 // erf(x) for |x| < 1 (x P(x^2)) and erfc(|x|) for |x| >= 1 (the Chebyshev fit); both are
@@ -214,22 +225,49 @@ SPORA_INLINE float sigmoid(float x) {
   return x >= 0.0f ? inv : e * inv;
 }
 
-// x Phi(x) with the exact erf: x (0.5 + 0.5 erf(x / sqrt 2)). For x < 0, 0.5 + 0.5 erf is a
-// difference of nearly equal numbers, so the result is accurate in absolute terms, not
-// relative ones, in the negative tail (|y| < 3e-6 there): at most 1.1e-6 from the exact
-// value, at most 0.89 of the backend's 1e-6 + 1e-5 |y| tolerance (0.73 where the compiler
-// contracts to FMA). PyTorch's vectorised CPU GELU and XLA's share this. An erfc-based form
-// keeps the tail's relative accuracy (what this function was before: exp and a division
-// more) and timed 2.4x slower in a standalone loop.
-// The clamp of erf's argument to 4 is an integer min on the bits of |x / sqrt 2| (one
-// instruction; a float select compiles to three or four): nan becomes 4 there, and x carries
-// it into the result. -0 stays -0; gelu(-inf) is nan, as the reference's formula gives.
+// x Phi(x) with the exact erf, Phi(x) = (1 + erf(x / sqrt 2)) / 2, through the rational erf
+// above written in x itself: with X = x^2 and erf(x / sqrt 2) = x P(X) / Q(X) (erf_rational's
+// coefficients times 2^-k for X = 2 s, 1 / sqrt 2 folded into P, both divided by Q's leading
+// coefficient so that Q is monic),
+//   Phi(x) = N / D,  N = Q + x P (one FMA),  D = 2 Q.
+// 11 multiply-adds fewer than x (0.5 + 0.5 erf_rational(x / sqrt 2)) by... none: the saving is
+// the scaling of x, the 0.5 + 0.5 e step and Q's leading multiply (see tools/fit_erf.py).
+// For x < 0, N is a difference of nearly equal numbers, so Phi is accurate in absolute terms,
+// not relative ones, in the negative tail (|y| < 3e-6 there): gelu is at most 1.1e-6 from the
+// exact value, at most 0.89 of the backend's 1e-6 + 1e-5 |y| tolerance (see the test). PyTorch's
+// vectorised CPU GELU and XLA's share this accuracy. An erfc-based form keeps the tail's
+// relative accuracy (what this function was before: exp and a division more) and timed 2.4x
+// slower in a standalone loop.
+// x is clamped through its bits, two integer mins (one instruction each): unsigned, which
+// leaves positive floats alone and limits negative ones to -6.375, then signed, which limits
+// positive ones to 5.625. At 5.625 N / D rounds to exactly 1 (with and without FMA
+// contraction; 1 - Phi(5.625) = 9e-9 < half an ulp), so gelu(x) = x beyond. At -6.375 the
+// rational overshoots (erf_rational(4.5) = 1 + 4e-7 in exact arithmetic), N < 0 with a margin
+// of 3-4 roundings, and N is raised to 0 by an integer max on its bits: gelu is 0 below (the
+// exact value is above -5e-8 there). nan and +-inf are carried by x: gelu(-inf) = -inf * 0 =
+// nan, as the reference's formula gives. -0 stays -0.
 SPORA_INLINE float gelu(float x) {
-  float xs = x * 0.70710678118654752440f;
-  int32_t ab = float_to_bits(xs) & 0x7fffffff;
-  ab = ab < 0x40800000 ? ab : 0x40800000;  // 4.0f
-  float xc = std::copysign(bits_to_float(ab), xs);
-  return x * (0.5f + 0.5f * erf_rational_core(xc));
+  uint32_t u = static_cast<uint32_t>(float_to_bits(x));
+  u = u < 0xc0cc0000u ? u : 0xc0cc0000u;  // -6.375f
+  int32_t i = static_cast<int32_t>(u);
+  i = i < 0x40b40000 ? i : 0x40b40000;  // 5.625f
+  float xc = bits_to_float(i);
+  float X = xc * xc;
+  float p = -7.3959818110e-05f;
+  p = p * X + 5.2489269525e-02f;
+  p = p * X + 8.5064907074e+00f;
+  p = p * X + 1.7252947998e+02f;
+  p = p * X + 4.8686752930e+03f;
+  p = p * X + 3.3201285156e+04f;
+  p = p * X + 4.0456737500e+05f;
+  float q = X + 4.1437679291e+01f;
+  q = q * X + 9.8000689697e+02f;
+  q = q * X + 1.4445662109e+04f;
+  q = q * X + 1.2611999219e+05f;
+  q = q * X + 5.0704996875e+05f;
+  int32_t n = float_to_bits(xc * p + q);
+  n = n > 0 ? n : 0;
+  return x * (bits_to_float(n) / (q + q));
 }
 
 }  // namespace spora::cpu::vm
