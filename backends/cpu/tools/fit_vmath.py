@@ -1,19 +1,31 @@
 #!/usr/bin/env python3
-"""Fits and checks the coefficients of backends/cpu/vmath.h's gelu (python3 + mpmath only).
+"""Coefficients of backends/cpu/vmath.h's gelu: derivation and refits (python3 + mpmath only).
 
-    python3 backends/cpu/tools/fit_vmath.py gelu [m n]   # rational erf for gelu, P degree m, Q n
+    python3 backends/cpu/tools/fit_vmath.py gelu        # vmath.h's gelu coefficients, derived
+    python3 backends/cpu/tools/fit_vmath.py fit M N     # a fresh fit, P degree M, Q degree N
 
-gelu: Phi(x) = (1 + erf(x / sqrt 2)) / 2 = N / D with N = Q(X) + x P(X), D = 2 Q(X), X = x^2,
-Q monic. Equivalently erf(y) = y P'(s) / Q'(s) with s = y^2 = X / 2: the fit is made for erf on
-y in [0, YMAX] (absolute error, which is what gelu's negative tail needs: Phi(-|x|) = (1 -
-erf(|y|)) / 2 is a difference there), then rescaled to x exactly (powers of 2) except for the
-factor 1 / sqrt 2 of P, and rounded to f32. Method: linearised least squares (Sanathanan-Koerner
-iterations: weights 1 / Q_previous^2), then Lawson reweighting (weights times |error|) toward the
-minimax error, on Chebyshev-spaced points. Prints the f32 coefficients (in vmath.h's order,
-highest power first), the error in exact arithmetic with the f32 coefficients, and where the
-rational overshoots 1 beyond YMAX (gelu's negative clamp must sit where 1 + erf_R(-y) < 0
-with a margin, see vmath.h).
+gelu computes Phi(x) = (1 + erf(x / sqrt 2)) / 2 = N / D with N = Q(X) + x P(X), D = 2 Q(X),
+X = x^2, Q monic. `gelu` derives P and Q from erf_rational's f32 coefficients (erf(y) = y p(s) /
+q(s), s = y^2, constant term of q 1): the coefficient of s^k becomes that of X^k times 2^-k
+(s = X / 2, exact), P takes 1 / sqrt 2, both are divided by Q's leading coefficient and rounded
+to f32. It prints them in vmath.h's order (highest power first), the error of the rational in
+exact arithmetic, and erf_R - 1 around the clamps: gelu clamps x at 5.625 (erf_R - 1 small
+enough that N / D rounds to 1) and at -6.375, where the rational overshoots (erf_R - 1 = +4e-7
+at 6.375, so N < 0 there by a margin of several roundings).
+
+`fit` makes a new weighted minimax fit of erf(x / sqrt 2) ~ x P(X) / Q(X) on [0, 4 sqrt 2] for
+the absolute error (what gelu's negative tail needs: Phi(-|x|) is a difference there):
+linearised least squares with Sanathanan-Koerner iterations (weights 1 / Q_previous^2), then
+Lawson reweighting toward the minimax error, on Chebyshev-spaced points; the coefficients are
+rounded to f32 one at a time (highest powers first), the others refitted each time. Tried
+2026-11-30 and not used (gelu's worst fraction of the backend tolerance with FMA contraction /
+without, over the dense sweep of tests/cpu/vmath_test.cpp; the derived coefficients give
+0.80 / 0.84): degrees (6, 5) refitted 0.78 / 0.97, (6, 4) 0.83 / 0.98, (5, 5) 0.80 / 1.03. The
+tail's error is the f32 rounding of N's cancellation, not the fit (1.5e-9 in exact arithmetic
+for (6, 5), 5e-8 for (6, 4)), and it depends on how the coefficients round: one degree fewer
+saves one FMA, but the portable build's kernels would exceed the tolerance.
 """
+
 import struct
 import sys
 
@@ -79,7 +91,7 @@ def fit_erf_x(m, n, xmax, fixed, npts=240, sk_iters=5, lawson_iters=25):
     return best
 
 
-def gelu(m=6, n=5, xmax=4 * sqrt(2)):
+def fit(m=6, n=5, xmax=4 * sqrt(2)):
     """The rational fitted with all coefficients free, then rounded to f32 one at a time (highest
     powers first), the others refitted each time, so the f32 rounding costs little."""
     fixed = {}
@@ -113,11 +125,41 @@ def gelu(m=6, n=5, xmax=4 * sqrt(2)):
     return Pf, Qf
 
 
+# erf_rational_core's coefficients (vmath.h), highest power of s = y^2 first.
+ERF_P = [-1.3202009264e-08, 4.6847317208e-06, 3.7960740156e-04, 3.8496172056e-03,
+         5.4316908121e-02, 1.8520347774e-01, 1.1283792257e+00]
+ERF_Q = [6.3110150222e-05, 1.3075690949e-03, 1.5462095849e-02, 1.1395848542e-01,
+         4.9746572971e-01, 1.0]
+
+
+def gelu():
+    p = [mpf(f32(c)) for c in ERF_P]
+    q = [mpf(f32(c)) for c in ERF_Q]
+    m, n = len(p) - 1, len(q) - 1
+    # erf(y) = y p(y^2) / q(y^2); with y = x / sqrt 2, y^2 = X / 2.
+    P = [p[i] * mpf(2) ** -(m - i) / sqrt(2) for i in range(m + 1)]
+    Q = [q[i] * mpf(2) ** -(n - i) for i in range(n + 1)]
+    P = [mpf(f32(c / Q[0])) for c in P]
+    Q = [mpf(1)] + [mpf(f32(c / Q[0])) for c in Q[1:]]
+    print("P (highest first):", ", ".join(f"{float(c):.10e}f" for c in P))
+    print("Q (monic, highest first):", ", ".join(f"{float(c):.10e}f" for c in Q[1:]))
+
+    def erf_r(x):
+        return x * horner(P, x * x) / horner(Q, x * x)
+
+    xmax = 4 * sqrt(2)
+    worst = max(abs(erf_r(xmax * i / 4000) - erf(xmax * i / 4000 / sqrt(2))) for i in range(4001))
+    print(f"max |erf_R - erf| on [0, 4 sqrt 2], exact arithmetic: {mp.nstr(worst, 3)}")
+    for x in [5.0, 5.5, 5.625, 5.75, 6.0, 6.25, 6.375, 6.5]:
+        x = mpf(x)
+        print(f"  x {mp.nstr(x, 5)}: erf_R - 1 = {mp.nstr(erf_r(x) - 1, 3)}")
+
+
 if __name__ == "__main__":
     what = sys.argv[1] if len(sys.argv) > 1 else "gelu"
     if what == "gelu":
-        m = int(sys.argv[2]) if len(sys.argv) > 2 else 6
-        n = int(sys.argv[3]) if len(sys.argv) > 3 else 5
-        gelu(m, n)
+        gelu()
+    elif what == "fit":
+        fit(int(sys.argv[2]) if len(sys.argv) > 2 else 6, int(sys.argv[3]) if len(sys.argv) > 3 else 5)
     else:
-        sys.exit(f"unknown fit {what!r}: expected gelu")
+        sys.exit(f"unknown command {what!r}: expected gelu or fit")
