@@ -251,7 +251,8 @@ SPORA_INLINE float sigmoid(float x) {
 // For x < 0, N is a difference of nearly equal numbers, so Phi is accurate in absolute terms,
 // not relative ones, in the negative tail (|y| < 3e-6 there): gelu is at most 1.2e-6 from the
 // exact value, at most 0.80 of the backend's 1e-6 + 1e-5 |y| tolerance with FMA contraction
-// and 0.84 without (0.73 and 0.89 before; tests/cpu/vmath_test.cpp). PyTorch's vectorised CPU
+// and 0.84 without (0.73 and 0.89 before; tests/cpu/vmath_test.cpp), 0.83 in a loop vectorised
+// as the fused kernel's (0.82 before): the worst is between -5.8 and -5. PyTorch's vectorised CPU
 // GELU and XLA's share this accuracy. An erfc-based form keeps the tail's relative accuracy
 // (what this function was before: exp and a division more) and timed 2.4x slower in a
 // standalone loop. Refitted rationals of one degree less (one FMA fewer) exceed the tolerance

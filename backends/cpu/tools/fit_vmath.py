@@ -102,7 +102,8 @@ def fit(m=6, n=5, xmax=4 * sqrt(2)):
         if k < n:
             order.append(("q", k))
     emax, P, Q = fit_erf_x(m, n, xmax, fixed)
-    print(f"P degree {m}, Q degree {n} (monic), x in [0, {mp.nstr(xmax, 6)}]: exact fit {mp.nstr(emax, 3)}", flush=True)
+    print(f"P degree {m}, Q degree {n} (monic), x in [0, {mp.nstr(xmax, 6)}]: "
+          f"exact fit {mp.nstr(emax, 3)}", flush=True)
     for key in order:
         kind, k = key
         val = P[m - k] if kind == "p" else Q[n - k]
@@ -118,7 +119,8 @@ def fit(m=6, n=5, xmax=4 * sqrt(2)):
         return x * horner(Pf, x * x) / horner(Qf, x * x)
 
     worst = max(abs(erf_r(xmax * i / 4000) - erf(xmax * i / 4000 / sqrt(2))) for i in range(4001))
-    print(f"with the f32 coefficients: max |erf_R - erf| on [0, {mp.nstr(xmax, 6)}] = {mp.nstr(worst, 3)}")
+    print(f"with the f32 coefficients: max |erf_R - erf| on [0, {mp.nstr(xmax, 6)}] = "
+          f"{mp.nstr(worst, 3)}")
     for x in [5.0, 5.5, 5.625, 5.75, 6.0, 6.25, 6.375, 6.5, 7.0]:
         x = mpf(x)
         print(f"  x {mp.nstr(x, 5)}: erf_R - 1 = {mp.nstr(erf_r(x) - 1, 3)}")
@@ -160,6 +162,8 @@ if __name__ == "__main__":
     if what == "gelu":
         gelu()
     elif what == "fit":
-        fit(int(sys.argv[2]) if len(sys.argv) > 2 else 6, int(sys.argv[3]) if len(sys.argv) > 3 else 5)
+        m = int(sys.argv[2]) if len(sys.argv) > 2 else 6
+        n = int(sys.argv[3]) if len(sys.argv) > 3 else 5
+        fit(m, n)
     else:
         sys.exit(f"unknown command {what!r}: expected gelu or fit")
