@@ -115,13 +115,13 @@ SPORA_INLINE float log(float x) {
 // our Chebyshev fit). Both sides are computed (vectorised select): 25 vector instructions, 17
 // of them multiply/FMA. Not used: a clamped rational x P(x^2) / Q(x^2), as erf_rational below,
 // is fewer instructions but was 3.5-6 ulp off, enough to move W6's 50-step RNN gradients by
-// 1e-4: above 0.55 its result is in [0.5, 1),
-// where each rounding of x P, Q or their ratio costs up to an ulp, unlike 1 - (small
-// correction). Measured 2026-11-30 (max ulp with FMA / without): e^r as a Pade ratio (E + O) / (E -
-// O), E = r^2 + 10, O = r (r^2 / 12 + 5) (3 multiply/FMA fewer): 1.34 / 1.57 as 1 - 2 (E - O) /
-// ((s+1) E + (s-1) O), 1.5-4.4 in other arrangements; s e^r / 2 as s (em2 + 1/2) (one FMA fewer,
-// the same instruction count): 1.27 / 1.34; the single formula expm1(2a) / (expm1(2a) + 2): 2.4 ulp
-// below 0.2, where rounding 2a + 2 costs up to one ulp.
+// 1e-4: above 0.55 its result is in [0.5, 1), where each rounding of x P, Q or their ratio
+// costs up to an ulp, unlike 1 - (small correction). Measured 2026-11-30 (max ulp with FMA /
+// without): e^r as a Pade ratio (E + O) / (E - O), E = r^2 + 10, O = r (r^2 / 12 + 5), three
+// multiply/FMA fewer: 1.34 / 1.57 as 1 - 2 (E - O) / ((s + 1) E + (s - 1) O), 1.5-4.4 in other
+// arrangements; s e^r / 2 as s (em2 + 1/2), one FMA fewer for the same instruction count:
+// 1.27 / 1.34; the single formula expm1(2a) / (expm1(2a) + 2): 2.4 below 0.2, where rounding
+// 2a + 2 costs up to one ulp.
 SPORA_INLINE float tanh_big(float a) {
   // e^2a = 2^n e^r, n = round(2a / ln2) with the shift trick; the shift constant carries the
   // exponent bias, so (bits of t) << 23 is 2^n. The clamp is an integer min on the bits (a
