@@ -169,9 +169,9 @@ graph @main(%x: f32[8192]) -> (f32[8192], f32[8192]) {
 )";
   const int64_t n = 8192;
   const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
-  const std::vector<float> special = {nan,     inf,    -inf,   0.0f,   -0.0f, 1e-40f,
-                                      -1e-40f, 1e-45f, 0.625f, 9.5f,   -9.5f, 20.0f,
-                                      -20.0f,  5.65f,  -5.7f,  -10.0f, 1e30f, -1e30f};
+  const std::vector<float> special = {
+      nan,   inf,    -inf,  0.0f,  -0.0f,  1e-40f, -1e-40f, 1e-45f, 0.625f,  9.5f, -9.5f,
+      20.0f, -20.0f, 5.65f, -5.7f, -10.0f, 1e30f,  -1e30f,  5.625f, -6.375f, 6.0f, -7.0f};
   sem::Tensor x = sem::Tensor::empty(DType::f32, {n});
   float* px = x.data<float>();
   for (int64_t i = 0; i < n; ++i)
@@ -199,8 +199,13 @@ graph @main(%x: f32[8192]) -> (f32[8192], f32[8192]) {
   EXPECT_TRUE(std::signbit(g[4]));
   EXPECT_EQ(g[5], 1e-40f * 0.5f);
   EXPECT_EQ(g[11], 20.0f);
-  EXPECT_EQ(g[15], 0.0f);  // gelu(-10): the clamped erf is -1 exactly
+  EXPECT_EQ(g[15], 0.0f);  // gelu(-10): below its clamp, N is raised to 0
   EXPECT_EQ(g[16], 1e30f);
+  // gelu's clamps of x: x itself from 5.625 on, 0 from -6.375 down (FMA-contracted here).
+  EXPECT_EQ(g[18], 5.625f);
+  EXPECT_EQ(g[19], 0.0f);
+  EXPECT_EQ(g[20], 6.0f);
+  EXPECT_EQ(g[21], 0.0f);
   EXPECT_TRUE(std::isnan(t[0]));
   EXPECT_EQ(t[1], 1.0f);
   EXPECT_EQ(t[2], -1.0f);

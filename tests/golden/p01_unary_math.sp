@@ -16,7 +16,7 @@ def main() {
 # CHECK-NEXT: [0.5, 2.0]
 # CHECK-NEXT: [0.0, 0.0, 2.0]
 # CHECK-NEXT: [0.0] [0.5] [0.0] [1.0]
-# CHECK-NEXT: [0.0, 0.8413447]
+# CHECK-NEXT: [0.0, 0.8413448]
 # CHECK-NEXT: [9.0] [0.25] [-1.0, 0.0, 1.0]
 # CHECK-NEXT: [-2.0, 1.0] [-1.0, 2.0]
 # CHECK-NEXT: [0.0] [0.0] [0.0]
