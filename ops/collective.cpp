@@ -21,7 +21,9 @@
 // so all members of a group compute bit-identical results (a replicated value stays
 // replicated exactly, which the equivalence tests rely on). The exchange is O(group) messages
 // per rank: meant for correctness and the small meshes of one machine, not for bandwidth
-// (parallel/collectives has the bandwidth-optimal schedules).
+// (parallel/collectives has the bandwidth-optimal schedules). f32/f64 tensors take those
+// schedules instead (ring_eligible below). Staging buffers come from the tensor allocator and
+// the communicator's block cache, never a fresh heap block per call (see staging()).
 //
 // Derivative convention. The partitioned program computes one replicated scalar objective;
 // the cotangent of a value is held like this: a replicated value's cotangent is replicated

@@ -23,10 +23,10 @@
 #include "parallel/partition/partition.h"
 #include "parallel/partition/strategy.h"
 #include "semantics/interpreter.h"
-#include "tools/profile.h"
 #include "semantics/ir/printer.h"
 #include "semantics/registry.h"
 #include "sim/step_program.h"
+#include "tools/profile.h"
 #include "tools/pipeline_run.h"
 
 namespace spora::tools {
