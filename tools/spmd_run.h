@@ -61,8 +61,8 @@ struct SpmdResult {
   int gathers = 0;                  // ZeRO-1: all_gathers of updated shards per step
   std::vector<double> state_elements;  // per parameter: optimizer state elements on this rank
   std::string program;              // the per-rank step's IR (printed)
-  // With o.profile: this rank's trace summary, and its seconds in collectives and in all the
-  // step's primitives (leaves), over every step.
+  // With o.profile: this rank's trace summary, its seconds in collectives and in a pipeline's
+  // receives, and in all the step's primitives (leaves), over every step.
   std::string profile_summary;
   double collective_seconds = 0, profiled_seconds = 0;
 };

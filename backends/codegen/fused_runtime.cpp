@@ -168,7 +168,8 @@ std::vector<sem::Tensor> allocate_outputs(const passes::KernelPlan& plan, bool h
 }
 }  // namespace
 
-// The GPU path of run(): the same checks and anchor handling, device buffers, one launch.
+// The GPU path of run() (its arguments checked there): the same anchor handling, device
+// buffers, one launch.
 bool FusedRuntime::run_gpu(const ir::Graph& group, const Entry& e,
                            const std::vector<sem::Value>& args, sem::Value& result) {
   const passes::KernelPlan& plan = e.plan;
@@ -176,13 +177,7 @@ bool FusedRuntime::run_gpu(const ir::Graph& group, const Entry& e,
   std::vector<sem::Tensor> held;  // inputs copied to the device live until the launch is queued
   std::vector<const void*> in;
   for (size_t k = 0; k < params; ++k) {
-    const sem::Value& a = args[k];
-    if (!a.is_tensor() || a.tensor.dtype() != plan.inputs[k].dtype ||
-        a.tensor.shape() != plan.inputs[k].shape) {
-      ++fallbacks_;
-      return false;
-    }
-    held.push_back(gpu_->to_device(a.tensor));
+    held.push_back(gpu_->to_device(args[k].tensor));
     in.push_back(held.back().raw());
   }
   sem::Tensor anchor;
@@ -225,8 +220,7 @@ bool FusedRuntime::run(const ir::Graph& group, const std::vector<sem::Value>& ar
     ++fallbacks_;
     return false;
   }
-  if (gpu_) return run_gpu(group, e, args, result);
-  std::vector<const void*> in;
+  // Every argument a tensor of the dtype and shape the kernel was generated for.
   for (size_t k = 0; k < params; ++k) {
     const sem::Value& a = args[k];
     if (!a.is_tensor() || a.tensor.dtype() != plan.inputs[k].dtype ||
@@ -234,8 +228,10 @@ bool FusedRuntime::run(const ir::Graph& group, const std::vector<sem::Value>& ar
       ++fallbacks_;
       return false;
     }
-    in.push_back(a.tensor.raw());
   }
+  if (gpu_) return run_gpu(group, e, args, result);
+  std::vector<const void*> in;
+  for (size_t k = 0; k < params; ++k) in.push_back(args[k].tensor.raw());
   // The anchor: its backend kernel on its arguments (parameters or copied scalar constants).
   sem::Tensor anchor;
   if (e.anchor) {

@@ -28,6 +28,7 @@
 #include "semantics/pipeline.h"
 #include "semantics/registry.h"
 #include "tests/cpu/cpu_test_util.h"
+#include "tests/gpu/gpu_test_util.h"
 
 namespace spora::cuda::testing {
 namespace {
@@ -45,13 +46,6 @@ void setup() {
   }();
   (void)done;
 }
-
-#define REQUIRE_GPU()                                 \
-  do {                                                \
-    std::string why_;                                 \
-    if (!cuda_available(&why_)) GTEST_SKIP() << why_; \
-    install();                                        \
-  } while (0)
 
 // A directory of this process and test (removed at the end).
 struct TempDir {

@@ -10,6 +10,7 @@
 
 #include "backends/cuda/cuda.h"
 #include "tests/cpu/cpu_test_util.h"
+#include "tests/gpu/gpu_test_util.h"
 
 namespace spora::cuda::testing {
 namespace {
@@ -34,14 +35,6 @@ const sem::Primitive& row(const std::string& name) {
   (void)once;
   return cpu::testing::prim(name);
 }
-
-// Skips the test (with the probe's reason) where no CUDA device can run kernels.
-#define REQUIRE_GPU()                                 \
-  do {                                                \
-    std::string why_;                                 \
-    if (!cuda_available(&why_)) GTEST_SKIP() << why_; \
-    install();                                        \
-  } while (0)
 
 bool close(double want, double got, DType dt) {
   if (std::isnan(want) || std::isnan(got)) return std::isnan(want) && std::isnan(got);
