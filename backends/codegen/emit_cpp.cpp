@@ -16,6 +16,8 @@
 // accumulate floats in double; max/min track nan apart so that they vectorise.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <set>
 
@@ -231,6 +233,70 @@ void lines(std::string& out, const std::vector<std::string>& stmts, const std::s
   for (const std::string& s : stmts) out += indent + s + "\n";
 }
 
+bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+// `s` with every whole-word occurrence of a name in `names` followed by `suffix`.
+std::string rename(const std::string& s, const std::set<std::string>& names,
+                   const std::string& suffix) {
+  std::string out;
+  for (size_t i = 0; i < s.size();) {
+    if (ident_char(s[i]) && (i == 0 || !ident_char(s[i - 1]))) {
+      size_t e = i;
+      while (e < s.size() && ident_char(s[e])) ++e;
+      const std::string word = s.substr(i, e - i);
+      out += names.count(word) ? word + suffix : word;
+      i = e;
+    } else {
+      out += s[i++];
+    }
+  }
+  return out;
+}
+
+// The vectorised transcendental functions (kF32Vmath): a loop body that calls one is a long
+// dependency chain of arithmetic.
+bool calls_vmath(const std::vector<std::string>& stmts) {
+  static const char* const fns[] = {"sp_exp(", "sp_log(", "sp_tanh(", "sp_erf(", "sp_sigmoid(",
+                                    "sp_gelu("};
+  for (const std::string& s : stmts)
+    for (const char* f : fns)
+      if (s.find(f) != std::string::npos) return true;
+  return false;
+}
+
+// An elementwise inner loop whose body is a long dependency chain (a transcendental function:
+// 40-60 vector instructions, two of them divisions) runs two halves of [j0, j1) interleaved,
+// statement by statement: the processor's scheduler then always holds independent work
+// (the out-of-order window alone, unrolling included, fits about two iterations of such a
+// body). W5's chain: 1.02-1.06x faster at one thread (benchmarks/README.md). The values of
+// the body and the decoded inner coordinates get a suffix per half; row values are shared.
+void interleaved_loop(std::string& out, const std::vector<std::string>& setup,
+                      const std::vector<std::string>& stmts, const std::string& simd_clauses) {
+  const std::string I2 = "    ", I3 = "      ";
+  std::vector<std::string> all = setup;
+  all.insert(all.end(), stmts.begin(), stmts.end());
+  std::set<std::string> names = {"j"};
+  for (const std::string& s : all) {
+    // "const <type> <name> = ...": the body's own values.
+    if (s.rfind("const ", 0) != 0) continue;
+    const size_t eq = s.find(" = ");
+    const size_t sp = eq == std::string::npos ? eq : s.rfind(' ', eq - 1);
+    if (sp != std::string::npos && sp > 6) names.insert(s.substr(sp + 1, eq - sp - 1));
+  }
+  out += I2 + "const int64_t sp_h = (j1 - j0) / 2;\n";
+  out += fmt::format("{}#pragma omp simd{}\n", I2, simd_clauses);
+  out += I2 + "for (int64_t sp_k = 0; sp_k < sp_h; ++sp_k) {\n";
+  out += I3 + "const int64_t j_a = j0 + sp_k, j_b = j0 + sp_h + sp_k;\n";
+  for (const std::string& s : all) {
+    out += I3 + rename(s, names, "_a") + "\n";
+    out += I3 + rename(s, names, "_b") + "\n";
+  }
+  out += I2 + "}\n";
+  out += I2 + "for (int64_t j = j0 + 2 * sp_h; j < j1; ++j) {  // the odd element\n";
+  lines(out, all, I3);
+  out += I2 + "}\n";
+}
+
 }  // namespace
 
 const std::string& cpp_prelude() {
@@ -267,9 +333,16 @@ KernelSource emit_cpp(const KernelPlan& plan) {
   std::vector<const Accumulator*> outer = totals;
   std::string err_clause = plan.checks ? " reduction(|:err)" : "";
   (void)work;
+  // Tasks are handed out dynamically (a few per grab) unless the kernel has totals, whose sum
+  // would then depend on which thread ran which task: on a shared machine one core often
+  // runs slower than the other, and a static split waits for it (W5: medians 3-10% lower).
+  const std::string schedule =
+      plan.totals.empty() && tasks > 1
+          ? fmt::format("dynamic, {}", std::max<int64_t>(1, tasks / 64))
+          : std::string("static");
   body += fmt::format(
-      "{}#pragma omp parallel for schedule(static) num_threads(sp_threads){}{} if(sp_threads > 1)\n",
-      I1, clauses(outer), err_clause);
+      "{}#pragma omp parallel for schedule({}) num_threads(sp_threads){}{} if(sp_threads > 1)\n",
+      I1, schedule, clauses(outer), err_clause);
   body += fmt::format("{}for (int64_t task = 0; task < {}; ++task) {{\n", I1, tasks);
   if (chunks == 1) {
     body += I2 + "const int64_t r = task;\n";
@@ -290,7 +363,11 @@ KernelSource emit_cpp(const KernelPlan& plan) {
       in_loop.push_back(&a);
     }
     for (size_t t : pass.body_totals) in_loop.push_back(&plan.totals[t]);
-    if (!pass.body.empty() || !pass.accs.empty() || !pass.body_totals.empty()) {
+    const bool interleave = plan.inner_nest.empty() && in_loop.empty() &&
+                            plan.passes.size() == 1 && chunk >= 256 && calls_vmath(pass.body);
+    if (interleave) {
+      interleaved_loop(body, plan.inner_setup, pass.body, err_clause);
+    } else if (!pass.body.empty() || !pass.accs.empty() || !pass.body_totals.empty()) {
       std::string ind = I2;
       if (plan.inner_nest.empty()) {
         body += fmt::format("{}#pragma omp simd{}{}\n", ind, clauses(in_loop), err_clause);
