@@ -8,12 +8,8 @@ if(TARGET spora_parallel_layout)
   # (ops/collective.cpp) run schedules with its Executor.
   set(SPORA_SPMD_TEST_LIBS spora_comm spora_parallel_pipeline spora_parallel_partition spora_sim spora_ops spora_comm spora_autodiff
       spora_semantics spora_lang)
-  # The sharded-run driver of `spora run --strategy` (tools/spmd_run.cpp, its pipeline runner
-  # tools/pipeline_run.cpp), compiled once for every test binary that drives runs.
-  add_library(spora_spmd_runner STATIC ${CMAKE_SOURCE_DIR}/tools/spmd_run.cpp
-              ${CMAKE_SOURCE_DIR}/tools/pipeline_run.cpp ${CMAKE_SOURCE_DIR}/tools/profile.cpp)
-  # profile.cpp (--profile of sharded runs) writes its trace with spora_runtime's atomic write.
-  target_link_libraries(spora_spmd_runner PUBLIC ${SPORA_SPMD_TEST_LIBS} spora_runtime)
+  # The sharded-run driver of `spora run --strategy` (tools/CMakeLists.txt: spmd_run.cpp, its
+  # pipeline runner and profiler), compiled once for spora_cli and every test that drives runs.
   set(SPORA_SPMD_TEST_LIBS spora_spmd_runner ${SPORA_SPMD_TEST_LIBS})
   file(GLOB SPORA_PARALLEL_SPMD_TEST_SOURCES CONFIGURE_DEPENDS
     ${CMAKE_CURRENT_SOURCE_DIR}/parallel/spmd_*_test.cpp)

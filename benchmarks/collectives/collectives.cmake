@@ -3,10 +3,9 @@
 # does not link.
 set(SPORA_COLL_BENCH_DIR ${CMAKE_SOURCE_DIR}/benchmarks/collectives)
 
-add_executable(spora_coll_driver ${SPORA_COLL_BENCH_DIR}/spora_coll_main.cpp
-                                 ${CMAKE_SOURCE_DIR}/tools/cmd_coll.cpp)
+add_executable(spora_coll_driver ${SPORA_COLL_BENCH_DIR}/spora_coll_main.cpp)
 set_target_properties(spora_coll_driver PROPERTIES OUTPUT_NAME spora-coll)
-target_link_libraries(spora_coll_driver PRIVATE spora_comm CLI11::CLI11 fmt::fmt)
+target_link_libraries(spora_coll_driver PRIVATE spora_tool_coll spora_comm CLI11::CLI11 fmt::fmt)
 
 add_executable(bench_collectives ${SPORA_COLL_BENCH_DIR}/bench_collectives.cpp)
 target_link_libraries(bench_collectives PRIVATE spora_comm benchmark::benchmark)
