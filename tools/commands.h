@@ -22,7 +22,8 @@ struct RunOptions {
 int cmd_run(const std::string& path, const RunOptions& opts);
 int cmd_check(const std::string& path);
 int cmd_ir(const std::string& path, const std::string& stage, bool dot, const std::string& out,
-           const std::vector<std::string>& print_after, const std::string& emit = "");
+           const std::vector<std::string>& print_after, const std::string& emit = "",
+           const std::string& entry = "");
 int cmd_ops();
 int cmd_grad_check(const std::string& path, double tolerance);
 

@@ -216,9 +216,14 @@ int cmd_check(const std::string& path) {
 }
 
 int cmd_ir(const std::string& path, const std::string& stage, bool dot, const std::string& out,
-           const std::vector<std::string>& print_after, const std::string& emit) {
+           const std::vector<std::string>& print_after, const std::string& emit,
+           const std::string& entry) {
   lang::SourceManager sources;
   lang::DiagnosticEngine diags(sources);
+  if (!entry.empty() && stage == "parsed") {
+    std::cerr << "spora: error: --entry needs a graph stage (typed, grad, optimized or fused)\n";
+    return 2;
+  }
   if (stage == "parsed") {
     int file;
     try {
@@ -239,6 +244,19 @@ int cmd_ir(const std::string& path, const std::string& stage, bool dot, const st
   sem::Compiled c = sem::compile_file(sources, diags, path);
   diags.print(std::cerr);
   if (!c.module) return 1;
+  if (!entry.empty()) {
+    // Another graph as the entry, before the passes: they then keep what it needs (a
+    // workload's @step, with the types main calls it with, instead of main's inlined copy).
+    ir::Graph* g = c.module->find_graph(entry);
+    if (!g) {
+      std::string names;
+      for (const auto& h : c.module->graphs()) names += (names.empty() ? "@" : ", @") + h->name;
+      std::cerr << fmt::format("spora: error: --entry: no graph @{} in {}\nspora: note: its graphs: {}\n",
+                               entry, path, names);
+      return 2;
+    }
+    c.module->entry = g;
+  }
   if (stage == "optimized" || stage == "fused" || !print_after.empty()) {
     passes::PassOptions po;
     po.print_after = print_after;
@@ -357,6 +375,10 @@ int main(int argc, char** argv) {
   irc->add_option("--emit", emit, "with --stage fused: print the generated source of every fusion group instead "
                   "(kernels: C++ and CUDA)");
   irc->add_flag("--dot", dot, "write Graphviz dot instead of text");
+  std::string ir_entry;
+  irc->add_option("--entry", ir_entry,
+                  "print the program with this graph as its entry (e.g. step): the optimized and fused "
+                  "stages keep what it needs, with the types main calls it with");
   std::vector<std::string> print_after;
   irc->add_option("--print-after", print_after,
                   "print the module after these simplification passes (inline, fold-tuples, fold-constants, "
@@ -431,13 +453,17 @@ int main(int argc, char** argv) {
       return tools::cmd_run(run_path, run_opts);
     }
     if (*irc && stage == "partitioned") {
+      if (!ir_entry.empty()) {
+        std::cerr << "spora: error: --entry needs a graph stage (typed, grad, optimized or fused)\n";
+        return 2;
+      }
       tools::SpmdOptions io;
       io.file = ir_path;
       if (ir_batch > 0) io.batch = ir_batch;
       return tools::cmd_ir_partitioned(io, ir_strategy);
     }
     if (*check) return tools::cmd_check(check_path);
-    if (*irc) return tools::cmd_ir(ir_path, stage, dot, out, print_after, emit);
+    if (*irc) return tools::cmd_ir(ir_path, stage, dot, out, print_after, emit, ir_entry);
     if (*ops_cmd) return tools::cmd_ops();
     if (*gc) return tools::cmd_grad_check(gc_path, gc_tol);
     return tools::run_extra_commands(app);
