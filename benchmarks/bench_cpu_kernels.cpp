@@ -1,7 +1,8 @@
 // The CPU backend's kernels against the reference kernels, on the shapes of the W1-W6
-// workloads: matmul 64x784x512, the LeNet first convolution and its two gradients, the W5
-// elementwise chain y = gelu(x * 1.5 + 0.25) * 0.75 + tanh(x) on 4M floats (op by op, and
-// whole with intermediates handed over by move so the kernels reuse them in place),
+// workloads: matmul 64x784x512, the LeNet first convolution and its two gradients, the 2x2
+// max pooling of its output and that pooling's gradient, the W5 elementwise chain
+// y = gelu(x * 1.5 + 0.25) * 0.75 + tanh(x) on 4M floats (op by op, and whole with
+// intermediates handed over by move so the kernels reuse them in place),
 // softmax / cross_entropy on 64x10 logits and layer_norm on 8x128x256.
 //
 //   build/bin/bench_cpu_kernels [--benchmark_filter=W5]
@@ -148,6 +149,17 @@ SPORA_PAIR(Conv2dInputGrad_LeNet1, {
 SPORA_PAIR(Conv2dWeightGrad_LeNet1, {
   run(state, "conv2d_weight_grad", {lenet_x(), lenet_g()},
       lenet_attrs("conv2d_weight_grad", true, {6, 1, 5, 5}), cpu);
+})
+
+// LeNet's first pooling: 2x2, stride 2, on the first convolution's output [64, 6, 28, 28], and
+// its gradient (the largest pooling of W3's step).
+Attrs pool2_attrs(const std::string& name) {
+  return attrs_of(name, {{"kernel", Attr{std::vector<int64_t>{2}}}});
+}
+SPORA_PAIR(MaxPool2d_LeNet1, { run(state, "max_pool2d", {lenet_g()}, pool2_attrs("max_pool2d"), cpu); })
+SPORA_PAIR(MaxPool2dGrad_LeNet1, {
+  static Tensor g = random(DType::f32, {64, 6, 14, 14});
+  run(state, "max_pool2d_grad", {lenet_g(), g}, pool2_attrs("max_pool2d_grad"), cpu);
 })
 
 // ---- W5: y = gelu(x * 1.5 + 0.25) * 0.75 + tanh(x) on 4M floats ----------------------------
