@@ -141,5 +141,42 @@ TEST(Programs, SecondDerivativeOfAScalarFunction) {
   }
 }
 
+// Activity analysis (autodiff/reverse.cpp): grad with respect to w emits nothing for xs,
+// which it only reads (no slice_grad: in eager mode, which runs the derivative as emitted,
+// an RNN summed one zero-filled copy of its inputs per time step), and the gradient of w is
+// unchanged, in graph and eager mode.
+TEST(Programs, NoAdjointsForWhatIsNotDifferentiated) {
+  setup();
+  const std::string text = R"(
+def f(w, xs) = sum(xs[0] @ w) + sum(xs[1] @ w)
+def main() {
+    let xs = [[[1.0, 2.0]], [[3.0, 4.0]]]
+    let w = [[0.5], [0.25]]
+    print(grad(f)(w, xs))
+}
+)";
+  const std::string path = ::testing::TempDir() + "spora_ad_activity_" + std::to_string(::getpid()) + ".sp";
+  std::ofstream(path) << text;
+  lang::SourceManager sources;
+  lang::DiagnosticEngine diags(sources);
+  sem::Compiled c = sem::compile_file(sources, diags, path);
+  std::remove(path.c_str());
+  ASSERT_TRUE(c.module);
+  size_t slice_grads = 0, slices = 0;
+  for (const auto& g : c.module->graphs())
+    for (const ir::Node* n : g->nodes) {
+      slice_grads += n->is_prim("slice_grad");
+      slices += n->is_prim("slice");
+    }
+  EXPECT_EQ(slices, 2u);  // the forward's xs[0] and xs[1]
+  EXPECT_EQ(slice_grads, 0u);
+  // d/dw = xs[0]^T 1 + xs[1]^T 1 = [[4], [6]].
+  for (bool eager : {false, true}) {
+    const auto lines = run_program(text, eager);
+    ASSERT_EQ(lines.size(), 1u) << (eager ? "eager" : "graph");
+    EXPECT_EQ(lines[0], (std::vector<double>{4, 6})) << (eager ? "eager" : "graph");
+  }
+}
+
 }  // namespace
 }  // namespace spora::autodiff::testing
