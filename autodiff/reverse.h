@@ -24,6 +24,10 @@
 //                          (recursion and @checkpoint: memory for compute).
 //  3. Adjoints of nodes defined outside the region are what the caller reads: the inputs, and
 //     for nested regions the free variables of the body.
+// Activity: in the outermost region only nodes that depend on the inputs (through their
+// inputs; calls and graph references count as depending) take adjoints, so nothing is emitted
+// for values the function only reads (grad(f)(w, xs): no adjoint of xs). Graph mode's dead-code
+// pass removed such adjoints anyway; eager mode runs the derivative as it is emitted.
 #pragma once
 
 #include <vector>
