@@ -266,9 +266,9 @@ bool calls_vmath(const std::vector<std::string>& stmts) {
 
 // An elementwise inner loop whose body is a long dependency chain (a transcendental function:
 // 40-60 vector instructions, two of them divisions) runs two halves of [j0, j1) interleaved,
-// statement by statement: the processor's scheduler then always holds independent work
-// (the out-of-order window alone, unrolling included, fits about two iterations of such a
-// body). W5's chain: 1.02-1.06x faster at one thread (benchmarks/README.md). The values of
+// statement by statement, so independent chains sit side by side in the instruction stream
+// (unrolling whole iterations did not help). W5's chain: 1.02-1.06x faster at one thread
+// (backends/codegen/README.md, "Interleaved halves and a dynamic schedule"). The values of
 // the body and the decoded inner coordinates get a suffix per half; row values are shared.
 void interleaved_loop(std::string& out, const std::vector<std::string>& setup,
                       const std::vector<std::string>& stmts, const std::string& simd_clauses) {
