@@ -19,6 +19,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <optional>
+#include <regex>
 #include <set>
 
 #include "backends/codegen/codegen.h"
@@ -129,6 +131,11 @@ SP_FN float sp_erf(float x) { return spora::cpu::vm::erf(x); }
 SP_FN float sp_sigmoid(float x) { return spora::cpu::vm::sigmoid(x); }
 SP_FN float sp_gelu(float x) { return spora::cpu::vm::gelu(x); }
 }  // namespace
+// Explicit AVX-512 loops (emit_cpp.cpp, avx512_loop) where the kernel is compiled for it.
+#if defined(__x86_64__) && defined(__AVX512F__) && defined(__AVX512DQ__) && \
+    defined(__AVX512BW__) && defined(__AVX512VL__)
+#define SP_AVX512 1
+#endif
 )SPORA";
 const char* const kF32Libm = R"SPORA(namespace {
 SP_FN float sp_exp(float x) { return std::exp(x); }
@@ -297,6 +304,108 @@ void interleaved_loop(std::string& out, const std::vector<std::string>& setup,
   out += I2 + "}\n";
 }
 
+// ---- explicit AVX-512 loops ----------------------------------------------------------------
+
+// One statement of a body avx512_loop can write: a contiguous f32 load, an arithmetic
+// operation of values and f32 literals, tanh or gelu, a contiguous f32 store.
+struct VecStmt {
+  enum Kind { load, binary, call, store } kind;
+  std::string name, a, b, fn;  // binary: a op b; call: fn(a); store: out<k>[j] = a
+  char op = 0;
+  std::string k;  // load / store: the buffer
+};
+
+// The body as VecStmts, or nothing when a statement is of another form (or calls neither
+// tanh nor gelu: then GCC's own vectorisation of the loop is as good).
+std::optional<std::vector<VecStmt>> vector_body(const std::vector<std::string>& stmts) {
+  static const std::string lit = R"(\(?-?[0-9][0-9.eE+-]*f\)?)";
+  static const std::regex load(R"(^const float (\w+) = in(\d+)\[j\];$)");
+  static const std::regex bin("^const float (\\w+) = \\((\\w+|" + lit + ") ([-+*/]) (\\w+|" + lit +
+                              ")\\);$");
+  static const std::regex call(R"(^const float (\w+) = sp_(tanh|gelu)\((\w+)\);$)");
+  static const std::regex store(R"(^out(\d+)\[j\] = (\w+);$)");
+  static const std::regex literal("^" + lit + "$");
+  std::set<std::string> vals;  // defined so far
+  auto operand = [&](const std::string& x) {
+    return vals.count(x) > 0 || std::regex_match(x, literal);
+  };
+  std::vector<VecStmt> out;
+  bool transcendental = false;
+  for (const std::string& s : stmts) {
+    std::smatch m;
+    VecStmt v{};
+    if (std::regex_match(s, m, load)) {
+      v = {VecStmt::load, m[1], "", "", "", 0, m[2]};
+    } else if (std::regex_match(s, m, bin) && operand(m[2]) && operand(m[4])) {
+      v = {VecStmt::binary, m[1], m[2], m[4], "", m[3].str()[0], ""};
+    } else if (std::regex_match(s, m, call) && vals.count(m[3])) {
+      v = {VecStmt::call, m[1], m[3], "", m[2], 0, ""};
+      transcendental = true;
+    } else if (std::regex_match(s, m, store) && vals.count(m[2])) {
+      v = {VecStmt::store, "", m[2], "", "", 0, m[1]};
+    } else {
+      return std::nullopt;
+    }
+    if (!v.name.empty()) vals.insert(v.name);
+    out.push_back(v);
+  }
+  if (!transcendental) return std::nullopt;
+  return out;
+}
+
+// One VecStmt for the 16 elements at `at` (values named with `sfx`); `masked`: only the lanes
+// of the mask sp_m (loads of the others give 0, their results are not stored).
+std::string vector_stmt(const VecStmt& v, const std::string& sfx, const std::string& at,
+                        bool masked) {
+  auto val = [&](const std::string& x) {
+    return std::isdigit(static_cast<unsigned char>(x[0])) || x[0] == '('
+               ? "_mm512_set1_ps(" + x + ")"
+               : x + sfx;
+  };
+  switch (v.kind) {
+    case VecStmt::load:
+      return fmt::format("const __m512 {}{} = {}in{} + {});", v.name, sfx,
+                         masked ? "_mm512_maskz_loadu_ps(sp_m, " : "_mm512_loadu_ps(", v.k, at);
+    case VecStmt::binary: {
+      const char* f = v.op == '+' ? "add" : v.op == '-' ? "sub" : v.op == '*' ? "mul" : "div";
+      return fmt::format("const __m512 {}{} = _mm512_{}_ps({}, {});", v.name, sfx, f, val(v.a),
+                         val(v.b));
+    }
+    case VecStmt::call:
+      return fmt::format("const __m512 {}{} = spora::cpu::vm::{}16({});", v.name, sfx, v.fn,
+                         val(v.a));
+    case VecStmt::store:
+      return masked ? fmt::format("_mm512_mask_storeu_ps(out{} + {}, sp_m, {});", v.k, at, val(v.a))
+                    : fmt::format("_mm512_storeu_ps(out{} + {}, {});", v.k, at, val(v.a));
+  }
+  return "";
+}
+
+// A flat f32 body of loads, arithmetic, tanh, gelu and stores (vector_body) as explicit
+// AVX-512 code: tanh and gelu are vmath's table forms (no division, 16 lanes per table lookup),
+// which GCC's vectorised loop cannot express. Two vectors per iteration, their statements side
+// by side; then one vector; the last n % 16 elements by one masked vector, so every element
+// gets the same operations (results do not depend on where an element falls). Kernels compiled
+// without AVX-512 run `fallback` (the loop GCC vectorises). W5's chain: 1.3x the GCC loop at
+// two threads (backends/codegen/README.md, "Explicit AVX-512 loops").
+void avx512_loop(std::string& out, const std::vector<VecStmt>& v, const std::string& fallback) {
+  const std::string I2 = "    ", I3 = "      ", I4 = "        ";
+  out += "#ifdef SP_AVX512\n";
+  out += I2 + "{\n" + I3 + "int64_t j = j0;\n";
+  out += I3 + "for (; j + 32 <= j1; j += 32) {\n";
+  for (const VecStmt& s : v) {
+    out += I4 + vector_stmt(s, "_a", "j", false) + "\n";
+    out += I4 + vector_stmt(s, "_b", "j + 16", false) + "\n";
+  }
+  out += I3 + "}\n" + I3 + "for (; j + 16 <= j1; j += 16) {\n";
+  for (const VecStmt& s : v) out += I4 + vector_stmt(s, "", "j", false) + "\n";
+  out += I3 + "}\n" + I3 + "if (j < j1) {\n";
+  out += I4 + "const __mmask16 sp_m = (__mmask16)((1u << (j1 - j)) - 1u);\n";
+  for (const VecStmt& s : v) out += I4 + vector_stmt(s, "", "j", true) + "\n";
+  out += I3 + "}\n" + I2 + "}\n";
+  out += "#else\n" + fallback + "#endif\n";
+}
+
 }  // namespace
 
 const std::string& cpp_prelude() {
@@ -365,7 +474,14 @@ KernelSource emit_cpp(const KernelPlan& plan) {
     for (size_t t : pass.body_totals) in_loop.push_back(&plan.totals[t]);
     const bool interleave = plan.inner_nest.empty() && in_loop.empty() &&
                             plan.passes.size() == 1 && chunk >= 256 && calls_vmath(pass.body);
-    if (interleave) {
+    const auto vec = interleave && kHaveVmath && plan.inner_setup.empty()
+                         ? vector_body(pass.body)
+                         : std::nullopt;
+    if (vec) {
+      std::string fallback;
+      interleaved_loop(fallback, plan.inner_setup, pass.body, err_clause);
+      avx512_loop(body, *vec, fallback);
+    } else if (interleave) {
       interleaved_loop(body, plan.inner_setup, pass.body, err_clause);
     } else if (!pass.body.empty() || !pass.accs.empty() || !pass.body_totals.empty()) {
       std::string ind = I2;

@@ -94,10 +94,21 @@ SPORA_FLOAT_OP(Exp, vm::exp(x), std::exp(x))
 SPORA_FLOAT_OP(Log, vm::log(x), std::log(x))
 SPORA_FLOAT_OP(Sqrt, std::sqrt(x), std::sqrt(x))
 SPORA_FLOAT_OP(Rsqrt, 1.0f / std::sqrt(x), 1.0 / std::sqrt(x))
-SPORA_FLOAT_OP(Tanh, vm::tanh(x), std::tanh(x))
+SPORA_FLOAT_OP(TanhPortable, vm::tanh(x), std::tanh(x))
 SPORA_FLOAT_OP(Sigmoid, vm::sigmoid(x),
                x >= 0.0 ? 1.0 / (1.0 + std::exp(-x)) : std::exp(x) / (1.0 + std::exp(x)))
-SPORA_FLOAT_OP(Gelu, vm::gelu(x), 0.5 * x * (1.0 + std::erf(x * 0.70710678118654752440)))
+SPORA_FLOAT_OP(GeluPortable, vm::gelu(x), 0.5 * x * (1.0 + std::erf(x * 0.70710678118654752440)))
+// With AVX-512, f32 tanh and gelu map arrays through vmath's table forms (unary_apply).
+struct Tanh : TanhPortable {
+#if defined(__x86_64__)
+  static void map_f32_avx512(const float* x, float* y, int64_t n) { vm::tanh_n_avx512(x, y, n); }
+#endif
+};
+struct Gelu : GeluPortable {
+#if defined(__x86_64__)
+  static void map_f32_avx512(const float* x, float* y, int64_t n) { vm::gelu_n_avx512(x, y, n); }
+#endif
+};
 SPORA_FLOAT_OP(Sin, std::sin(x), std::sin(x))
 SPORA_FLOAT_OP(Cos, std::cos(x), std::cos(x))
 SPORA_FLOAT_OP(Erf, vm::erf(x), std::erf(x))

@@ -28,9 +28,17 @@ SPORA_MULTIVERSION((template <class Op, class T, class U>), map_sv, (<Op, T, U>)
                    (T a, const T* b, U* o, int64_t n), (a, b, o, n),
                    { _Pragma("omp simd") for (int64_t i = 0; i < n; ++i) o[i] = Op::f(a, b[i]); })
 
-// o[i] = Op::f(a[i]) over n elements, in parallel chunks.
+// o[i] = Op::f(a[i]) over n elements, in parallel chunks. An op with an f32 array form for
+// AVX-512 (`Op::map_f32_avx512(x, y, n)`, vmath's table functions) uses it on that path.
 template <class Op, class T, class U>
 void unary_apply(const T* a, U* o, int64_t n, int64_t cost) {
+  if constexpr (std::is_same_v<T, float> && std::is_same_v<U, float> &&
+                requires { Op::map_f32_avx512(a, o, n); }) {
+    if (isa() == Isa::avx512) {
+      parallel_for(n, cost, [&](int64_t b, int64_t e) { Op::map_f32_avx512(a + b, o + b, e - b); });
+      return;
+    }
+  }
   parallel_for(n, cost, [&](int64_t b, int64_t e) { map_unary<Op, T, U>(a + b, o + b, e - b); });
 }
 
