@@ -132,8 +132,8 @@ SP_FN float sp_sigmoid(float x) { return spora::cpu::vm::sigmoid(x); }
 SP_FN float sp_gelu(float x) { return spora::cpu::vm::gelu(x); }
 }  // namespace
 // Explicit AVX-512 loops (emit_cpp.cpp, avx512_loop) where the kernel is compiled for it.
-#if defined(__x86_64__) && defined(__AVX512F__) && defined(__AVX512DQ__) && \
-    defined(__AVX512BW__) && defined(__AVX512VL__)
+#if defined(__x86_64__) && !defined(SPORA_VM_NO_TABLE_FORMS) && defined(__AVX512F__) && \
+    defined(__AVX512DQ__) && defined(__AVX512BW__) && defined(__AVX512VL__)
 #define SP_AVX512 1
 #endif
 )SPORA";
@@ -529,7 +529,12 @@ KernelSource emit_cpp(const KernelPlan& plan) {
 }
 
 std::string cpp_unit(const std::vector<KernelSource>& kernels) {
-  std::string out = cpp_prelude();
+  // vmath's table forms (and <immintrin.h>) only where an explicit AVX-512 loop uses them.
+  bool tables = false;
+  for (const KernelSource& k : kernels)
+    tables |= k.text.find("#ifdef SP_AVX512") != std::string::npos;
+  std::string out = tables ? "" : "#define SPORA_VM_NO_TABLE_FORMS 1\n";
+  out += cpp_prelude();
   std::set<std::string> seen;
   for (const KernelSource& k : kernels)
     if (seen.insert(k.name).second) out += "\n" + k.text;
