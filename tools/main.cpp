@@ -215,15 +215,18 @@ int cmd_check(const std::string& path) {
   return 0;
 }
 
+// `spora ir --entry` on a stage that has no graphs to choose from (parsed, partitioned).
+int entry_needs_graph_stage() {
+  std::cerr << "spora: error: --entry needs a graph stage (typed, grad, optimized or fused)\n";
+  return 2;
+}
+
 int cmd_ir(const std::string& path, const std::string& stage, bool dot, const std::string& out,
            const std::vector<std::string>& print_after, const std::string& emit,
            const std::string& entry) {
   lang::SourceManager sources;
   lang::DiagnosticEngine diags(sources);
-  if (!entry.empty() && stage == "parsed") {
-    std::cerr << "spora: error: --entry needs a graph stage (typed, grad, optimized or fused)\n";
-    return 2;
-  }
+  if (!entry.empty() && stage == "parsed") return entry_needs_graph_stage();
   if (stage == "parsed") {
     int file;
     try {
@@ -453,10 +456,7 @@ int main(int argc, char** argv) {
       return tools::cmd_run(run_path, run_opts);
     }
     if (*irc && stage == "partitioned") {
-      if (!ir_entry.empty()) {
-        std::cerr << "spora: error: --entry needs a graph stage (typed, grad, optimized or fused)\n";
-        return 2;
-      }
+      if (!ir_entry.empty()) return tools::entry_needs_graph_stage();
       tools::SpmdOptions io;
       io.file = ir_path;
       if (ir_batch > 0) io.batch = ir_batch;
