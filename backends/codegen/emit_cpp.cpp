@@ -307,23 +307,31 @@ void interleaved_loop(std::string& out, const std::vector<std::string>& setup,
 // ---- explicit AVX-512 loops ----------------------------------------------------------------
 
 // One statement of a body avx512_loop can write: a contiguous f32 load, an arithmetic
-// operation of values and f32 literals, tanh or gelu, a contiguous f32 store.
+// operation of values and f32 literals, tanh or gelu, a contiguous f32 store. Contiguous: at
+// index j, or (r * N + j) in a buffer with a row per task.
 struct VecStmt {
   enum Kind { load, binary, call, store } kind;
   std::string name, a, b, fn;  // binary: a op b; call: fn(a); store: out<k>[j] = a
   char op = 0;
-  std::string k;  // load / store: the buffer
+  std::string k;    // load / store: the buffer
+  std::string off;  // load / store: "" or "r * N + "
 };
+
+// "" for the index `j`, "r * N + " for `(r * N + j)`.
+std::string row_offset(const std::string& index) {
+  return index == "j" ? "" : index.substr(1, index.size() - 3);
+}
 
 // The body as VecStmts, or nothing when a statement is of another form (or calls neither
 // tanh nor gelu: then GCC's own vectorisation of the loop is as good).
 std::optional<std::vector<VecStmt>> vector_body(const std::vector<std::string>& stmts) {
   static const std::string lit = R"(\(?-?[0-9][0-9.eE+-]*f\)?)";
-  static const std::regex load(R"(^const float (\w+) = in(\d+)\[j\];$)");
+  static const std::string index = R"((j|\(r \* \d+ \+ j\)))";
+  static const std::regex load("^const float (\\w+) = in(\\d+)\\[" + index + "\\];$");
   static const std::regex bin("^const float (\\w+) = \\((\\w+|" + lit + ") ([-+*/]) (\\w+|" + lit +
                               ")\\);$");
   static const std::regex call(R"(^const float (\w+) = sp_(tanh|gelu)\((\w+)\);$)");
-  static const std::regex store(R"(^out(\d+)\[j\] = (\w+);$)");
+  static const std::regex store("^out(\\d+)\\[" + index + "\\] = (\\w+);$");
   static const std::regex literal("^" + lit + "$");
   std::set<std::string> vals;  // defined so far
   auto operand = [&](const std::string& x) {
@@ -335,14 +343,14 @@ std::optional<std::vector<VecStmt>> vector_body(const std::vector<std::string>& 
     std::smatch m;
     VecStmt v{};
     if (std::regex_match(s, m, load)) {
-      v = {VecStmt::load, m[1], "", "", "", 0, m[2]};
+      v = {VecStmt::load, m[1], "", "", "", 0, m[2], row_offset(m[3])};
     } else if (std::regex_match(s, m, bin) && operand(m[2]) && operand(m[4])) {
-      v = {VecStmt::binary, m[1], m[2], m[4], "", m[3].str()[0], ""};
+      v = {VecStmt::binary, m[1], m[2], m[4], "", m[3].str()[0], "", ""};
     } else if (std::regex_match(s, m, call) && vals.count(m[3])) {
-      v = {VecStmt::call, m[1], m[3], "", m[2], 0, ""};
+      v = {VecStmt::call, m[1], m[3], "", m[2], 0, "", ""};
       transcendental = true;
-    } else if (std::regex_match(s, m, store) && vals.count(m[2])) {
-      v = {VecStmt::store, "", m[2], "", "", 0, m[1]};
+    } else if (std::regex_match(s, m, store) && vals.count(m[3])) {
+      v = {VecStmt::store, "", m[3], "", "", 0, m[1], row_offset(m[2])};
     } else {
       return std::nullopt;
     }
@@ -364,8 +372,9 @@ std::string vector_stmt(const VecStmt& v, const std::string& sfx, const std::str
   };
   switch (v.kind) {
     case VecStmt::load:
-      return fmt::format("const __m512 {}{} = {}in{} + {});", v.name, sfx,
-                         masked ? "_mm512_maskz_loadu_ps(sp_m, " : "_mm512_loadu_ps(", v.k, at);
+      return fmt::format("const __m512 {}{} = {}in{} + {}{});", v.name, sfx,
+                         masked ? "_mm512_maskz_loadu_ps(sp_m, " : "_mm512_loadu_ps(", v.k, v.off,
+                         at);
     case VecStmt::binary: {
       const char* f = v.op == '+' ? "add" : v.op == '-' ? "sub" : v.op == '*' ? "mul" : "div";
       return fmt::format("const __m512 {}{} = _mm512_{}_ps({}, {});", v.name, sfx, f, val(v.a),
@@ -375,8 +384,9 @@ std::string vector_stmt(const VecStmt& v, const std::string& sfx, const std::str
       return fmt::format("const __m512 {}{} = spora::cpu::vm::{}16({});", v.name, sfx, v.fn,
                          val(v.a));
     case VecStmt::store:
-      return masked ? fmt::format("_mm512_mask_storeu_ps(out{} + {}, sp_m, {});", v.k, at, val(v.a))
-                    : fmt::format("_mm512_storeu_ps(out{} + {}, {});", v.k, at, val(v.a));
+      return masked ? fmt::format("_mm512_mask_storeu_ps(out{} + {}{}, sp_m, {});", v.k, v.off,
+                                  at, val(v.a))
+                    : fmt::format("_mm512_storeu_ps(out{} + {}{}, {});", v.k, v.off, at, val(v.a));
   }
   return "";
 }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <sstream>
 
@@ -41,6 +42,40 @@ std::unique_ptr<ir::Module> fused_chain() {
   passes::fuse_operators(*m);
   ir::verify_or_throw(*m, "after fusion");
   return m;
+}
+
+// The entry of `text` (one fusion group) on random arguments (seeded from `seed`, then
+// `edit`ed), node by node and fused with `o`: the group's C++ source and both runs.
+struct FusedRun {
+  std::string cpp;
+  std::vector<sem::Value> args;
+  ProgramRun want, got;
+  size_t kernels = 0, launches = 0;
+  std::string error;  // why the fused runtime built no kernel
+};
+FusedRun run_fused(const char* text, uint64_t seed, const codegen::FusedOptions& o,
+                   const std::function<void(std::vector<sem::Value>&)>& edit = {}) {
+  setup();
+  FusedRun r;
+  auto plain = ir::parse_module(text);
+  for (size_t i = 0; i < plain->entry->params.size(); ++i)
+    r.args.push_back(random_value(plain->entry->params[i]->type, seed + i));
+  if (edit) edit(r.args);
+  r.want = call(*plain, plain->entry, r.args);
+  auto m = ir::parse_module(text);
+  passes::fuse_operators(*m);
+  const auto groups = codegen::fused_groups(*m);
+  if (groups.size() != 1) {
+    r.error = std::to_string(groups.size()) + " groups";
+    return r;
+  }
+  r.cpp = codegen::emit_cpp(groups[0].plan).text;
+  codegen::FusedRuntime rt(*m, o);
+  r.kernels = rt.kernels();
+  r.error = rt.error();
+  r.got = call(*m, m->entry, r.args);
+  r.launches = rt.launches();
+  return r;
 }
 
 TEST(Codegen, TheW5ChainIsOneFlatVectorisedLoop) {
@@ -90,26 +125,17 @@ graph @main(%x: f32[7,17143], %b: f32[17143], %c: f32[7,1]) -> (f32[7,17143], f3
   return %r
 }
 )";
-  auto plain = ir::parse_module(text);
-  std::vector<sem::Value> args;
-  for (size_t i = 0; i < plain->entry->params.size(); ++i)
-    args.push_back(random_value(plain->entry->params[i]->type, 77 + i));
-  const ProgramRun want = call(*plain, plain->entry, args);
-  ASSERT_EQ(want.error, "");
-  auto m = ir::parse_module(text);
-  passes::fuse_operators(*m);
-  const auto groups = codegen::fused_groups(*m);
-  ASSERT_EQ(groups.size(), 1u);
-  const std::string cpp = codegen::emit_cpp(groups[0].plan).text;
+  const FusedRun f = run_fused(text, 77, test_fused_options());
+  const std::string& cpp = f.cpp;
   EXPECT_NE(cpp.find("schedule(dynamic"), std::string::npos) << cpp;
   EXPECT_NE(cpp.find("j_a = j0 + sp_k, j_b = j0 + sp_h + sp_k"), std::string::npos) << cpp;
   EXPECT_NE(cpp.find("sp_tanh(v"), std::string::npos) << cpp;
   EXPECT_NE(cpp.find("the odd element"), std::string::npos) << cpp;
-  codegen::FusedRuntime rt(*m, test_fused_options());
-  ASSERT_EQ(rt.kernels(), 1u) << rt.error();
-  const ProgramRun got = call(*m, m->entry, args);
-  ASSERT_EQ(got.error, "");
-  EXPECT_EQ(rt.launches(), 1u);
+  ASSERT_EQ(f.kernels, 1u) << f.error;
+  ASSERT_EQ(f.want.error, "");
+  ASSERT_EQ(f.got.error, "");
+  EXPECT_EQ(f.launches, 1u);
+  const ProgramRun &got = f.got, &want = f.want;
   EXPECT_EQ(compare(got.result, want.result), "");
   // The last element (the odd one of the last task) and one of each half of a task.
   for (size_t o = 0; o < 2; ++o) {
@@ -143,35 +169,28 @@ graph @main(%x: f32[16434], %y: f32[16434]) -> (f32[16434], f32[16434]) {
   return %r
 }
 )";
-  auto plain = ir::parse_module(text);
-  std::vector<sem::Value> args;
-  for (size_t i = 0; i < plain->entry->params.size(); ++i)
-    args.push_back(random_value(plain->entry->params[i]->type, 31 + i));
-  // Specials and tiny values at both ends of x (the first task and the masked tail).
-  float* px = args[0].tensor.data<float>();
   const float inf = std::numeric_limits<float>::infinity();
   const float special[] = {std::nanf(""), inf, -inf, 0.0f, -0.0f, 1e-40f, 7.0f, -7.0f, 40.0f};
-  for (size_t i = 0; i < std::size(special); ++i) px[i] = px[16434 - 1 - i] = special[i];
-  const ProgramRun want = call(*plain, plain->entry, args);
-  ASSERT_EQ(want.error, "");
+  // Specials and tiny values at both ends of x (the first task and the masked tail).
+  auto edit = [&](std::vector<sem::Value>& args) {
+    float* px = args[0].tensor.data<float>();
+    for (size_t i = 0; i < std::size(special); ++i) px[i] = px[16434 - 1 - i] = special[i];
+  };
   for (const std::string march : {"-march=native", "-march=x86-64-v3"}) {
-    auto m = ir::parse_module(text);
-    passes::fuse_operators(*m);
-    const auto groups = codegen::fused_groups(*m);
-    ASSERT_EQ(groups.size(), 1u);
-    const std::string cpp = codegen::emit_cpp(groups[0].plan).text;
-    EXPECT_NE(cpp.find("spora::cpu::vm::tanh16(v4_a)"), std::string::npos) << cpp;  // tanh(gelu)
-    EXPECT_NE(cpp.find("_mm512_div_ps("), std::string::npos) << cpp;
-    EXPECT_NE(cpp.find("_mm512_mask_storeu_ps(out1 + j, sp_m, "), std::string::npos) << cpp;
     codegen::FusedOptions o = test_fused_options();
     const size_t at = o.compile.flags.find("-march=native");
     ASSERT_NE(at, std::string::npos);
     o.compile.flags.replace(at, std::string("-march=native").size(), march);
-    codegen::FusedRuntime rt(*m, o);
-    ASSERT_EQ(rt.kernels(), 1u) << rt.error();
-    const ProgramRun got = call(*m, m->entry, args);
-    ASSERT_EQ(got.error, "");
-    EXPECT_EQ(rt.launches(), 1u);
+    const FusedRun f = run_fused(text, 31, o, edit);
+    const std::string& cpp = f.cpp;
+    EXPECT_NE(cpp.find("spora::cpu::vm::tanh16(v4_a)"), std::string::npos) << cpp;  // tanh(gelu)
+    EXPECT_NE(cpp.find("_mm512_div_ps("), std::string::npos) << cpp;
+    EXPECT_NE(cpp.find("_mm512_mask_storeu_ps(out1 + j, sp_m, "), std::string::npos) << cpp;
+    ASSERT_EQ(f.kernels, 1u) << f.error;
+    ASSERT_EQ(f.want.error, "");
+    ASSERT_EQ(f.got.error, "");
+    EXPECT_EQ(f.launches, 1u);
+    const ProgramRun &got = f.got, &want = f.want;
     EXPECT_EQ(compare(got.result, want.result), "") << march;
     // nan, +-inf and -0 as the reference gives them, at both ends.
     for (size_t o2 = 0; o2 < 2; ++o2) {
@@ -191,6 +210,32 @@ graph @main(%x: f32[16434], %y: f32[16434]) -> (f32[16434], f32[16434]) {
         }
     }
   }
+}
+
+// A bias + gelu epilogue (a row per task, the bias indexed by j) is an explicit AVX-512 loop
+// too: rows read and written at r * N + j. 1010 = 31 * 32 + 16 + 2 elements per row.
+TEST(Codegen, ExplicitAvx512LoopsReadRowsAtTheirOffset) {
+  setup();
+  const char* text = R"(
+graph @main(%x: f32[5,1010], %b: f32[1010]) -> (f32[5,1010], f32[5,1010]) {
+  %s = add(%x, %b) : f32[5,1010]
+  %g = gelu(%s) : f32[5,1010]
+  %t = tanh(%x) : f32[5,1010]
+  %r = make_tuple(%g, %t) : (f32[5,1010], f32[5,1010])
+  return %r
+}
+)";
+  const FusedRun f = run_fused(text, 41, test_fused_options());
+  const std::string& cpp = f.cpp;
+  EXPECT_NE(cpp.find("_mm512_loadu_ps(in0 + r * 1010 + j + 16)"), std::string::npos) << cpp;
+  EXPECT_NE(cpp.find("_mm512_loadu_ps(in1 + j)"), std::string::npos) << cpp;
+  EXPECT_NE(cpp.find("_mm512_mask_storeu_ps(out1 + r * 1010 + j, sp_m, "), std::string::npos)
+      << cpp;
+  ASSERT_EQ(f.kernels, 1u) << f.error;
+  ASSERT_EQ(f.want.error, "");
+  ASSERT_EQ(f.got.error, "");
+  EXPECT_EQ(f.launches, 1u);
+  EXPECT_EQ(compare(f.got.result, f.want.result), "");
 }
 
 TEST(Codegen, ASecondBuildComesFromTheCache) {
