@@ -26,8 +26,7 @@ if(MPI_CXX_FOUND)
     add_test(NAME comm_mpi_4_ranks
              COMMAND ${SPORA_MPIRUN} --oversubscribe --allow-run-as-root -np 4
                      $<TARGET_FILE:test_comm_mpi>)
-    set_tests_properties(comm_mpi_4_ranks PROPERTIES TIMEOUT 300 PROCESSORS 2
-                         ENVIRONMENT "OMPI_MCA_rmaps_base_oversubscribe=1")
+    spora_mpi_test_properties(comm_mpi_4_ranks)
   endif()
 endif()
 

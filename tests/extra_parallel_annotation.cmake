@@ -24,7 +24,6 @@ if(TARGET spora_cli)
     add_test(NAME parallel_annotation_cli_run_mesh
              COMMAND sh -c "a=$($<TARGET_FILE:spora_cli> run examples/megatron_mlp.sp --mesh 4 --ranks 4 --steps 3 | grep '^checksum') && b=$($<TARGET_FILE:spora_cli> run benchmarks/sim/w2_mlp.sp --strategy examples/strategies/tp4.json --ranks 4 --steps 3 | grep '^checksum') && echo \"$a / $b\" && test -n \"$a\" && test \"$a\" = \"$b\""
              WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
-    set_tests_properties(parallel_annotation_cli_run_mesh PROPERTIES TIMEOUT 300 PROCESSORS 2
-                         ENVIRONMENT "OMPI_MCA_rmaps_base_oversubscribe=1")
+    spora_mpi_test_properties(parallel_annotation_cli_run_mesh)
   endif()
 endif()

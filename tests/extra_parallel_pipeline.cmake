@@ -19,24 +19,21 @@ if(TARGET spora_cli AND MPI_CXX_FOUND AND SPORA_MPIRUN)
                    ${CMAKE_CURRENT_SOURCE_DIR}/parallel/mlp_small.sp
                    ${CMAKE_CURRENT_SOURCE_DIR}/parallel/pipeline_pp2.json 2 1e-10
            WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
-  set_tests_properties(parallel_pipeline_cli_pp2 PROPERTIES TIMEOUT 300 PROCESSORS 2
-                       ENVIRONMENT "OMPI_MCA_rmaps_base_oversubscribe=1")
+  spora_mpi_test_properties(parallel_pipeline_cli_pp2)
   # The split from `@stage(1)` in the program (no "split" in the strategy).
   add_test(NAME parallel_pipeline_cli_stage_markers
            COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/parallel/pipeline_cli_test.sh $<TARGET_FILE:spora_cli>
                    ${CMAKE_CURRENT_SOURCE_DIR}/parallel/mlp_staged.sp
                    ${CMAKE_CURRENT_SOURCE_DIR}/parallel/pipeline_markers.json 2 1e-10
            WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
-  set_tests_properties(parallel_pipeline_cli_stage_markers PROPERTIES TIMEOUT 300 PROCESSORS 2
-                       ENVIRONMENT "OMPI_MCA_rmaps_base_oversubscribe=1")
+  spora_mpi_test_properties(parallel_pipeline_cli_stage_markers)
   # W2 (f32) with examples/strategies/pp2.json: 2 stages x dp2 on 4 MPI ranks vs 1 device.
   add_test(NAME parallel_pipeline_cli_w2_pp2
            COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/parallel/spmd_cli_test.sh $<TARGET_FILE:spora_cli>
                    ${CMAKE_SOURCE_DIR}/benchmarks/sim/w2_mlp.sp
                    ${CMAKE_SOURCE_DIR}/examples/strategies/pp2.json 1e-4
            WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
-  set_tests_properties(parallel_pipeline_cli_w2_pp2 PROPERTIES TIMEOUT 300 PROCESSORS 2
-                       ENVIRONMENT "OMPI_MCA_rmaps_base_oversubscribe=1")
+  spora_mpi_test_properties(parallel_pipeline_cli_w2_pp2)
 endif()
 if(TARGET spora_cli)
   add_test(NAME parallel_pipeline_cli_ir

@@ -17,8 +17,7 @@ if(TARGET spora_cli AND MPI_CXX_FOUND AND SPORA_MPIRUN)
   add_test(NAME parallel_search_cli_pipeline
            COMMAND sh -c "s=$(mktemp \"$\{TMPDIR:-/tmp\}/spora_search_pp.XXXXXX.json\") && $<TARGET_FILE:spora_cli> search benchmarks/sim/w2_mlp.sp -c examples/clusters/dgx-a100.yaml --mesh 2 --stages 2 --micro-batches 4 --top 1 -o \"$s\" && grep -q '\"stages\": 2' \"$s\" && tests/parallel/spmd_cli_test.sh $<TARGET_FILE:spora_cli> benchmarks/sim/w2_mlp.sp \"$s\" 1e-4; rc=$?; rm -f \"$s\"; exit $rc"
            WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
-  set_tests_properties(parallel_search_cli_pipeline PROPERTIES TIMEOUT 300 PROCESSORS 2
-                       ENVIRONMENT "OMPI_MCA_rmaps_base_oversubscribe=1")
+  spora_mpi_test_properties(parallel_search_cli_pipeline)
   # `spora search --stages auto` chooses the pipeline depth: on two devices over a slow link
   # with 5.5 MB each, no unpipelined W2 plan fits (the smallest, sharded over the link, needs
   # ~6 MB), while 2 stages of one device fit (4.9 MB) and simulate at ~0.5 ms; the chosen
@@ -26,6 +25,5 @@ if(TARGET spora_cli AND MPI_CXX_FOUND AND SPORA_MPIRUN)
   add_test(NAME parallel_search_cli_stages_auto
            COMMAND sh -c "s=$(mktemp \"$\{TMPDIR:-/tmp\}/spora_search_auto.XXXXXX.json\") && $<TARGET_FILE:spora_cli> search benchmarks/sim/w2_mlp.sp -c tests/parallel/slow_link_pair.yaml --mesh 2 --stages auto --memory-limit 0.0055 --top 1 -o \"$s\" > \"$s.log\" && cat \"$s.log\" && grep -q 'chosen: 2 stages of mesh 1, 2 micro-batches' \"$s.log\" && grep -q '\"stages\": 2' \"$s\" && tests/parallel/spmd_cli_test.sh $<TARGET_FILE:spora_cli> benchmarks/sim/w2_mlp.sp \"$s\" 1e-4 2; rc=$?; rm -f \"$s\" \"$s.log\"; exit $rc"
            WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
-  set_tests_properties(parallel_search_cli_stages_auto PROPERTIES TIMEOUT 300 PROCESSORS 2
-                       ENVIRONMENT "OMPI_MCA_rmaps_base_oversubscribe=1")
+  spora_mpi_test_properties(parallel_search_cli_stages_auto)
 endif()

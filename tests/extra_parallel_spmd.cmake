@@ -32,8 +32,7 @@ if(TARGET spora_parallel_layout)
                      -x OMP_NUM_THREADS=1 -x OPENBLAS_NUM_THREADS=1
                      $<TARGET_FILE:test_parallel_spmd_mpi>
              WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
-    set_tests_properties(parallel_spmd_mpi_4_ranks PROPERTIES TIMEOUT 300 PROCESSORS 2
-                         ENVIRONMENT "OMPI_MCA_rmaps_base_oversubscribe=1")
+    spora_mpi_test_properties(parallel_spmd_mpi_4_ranks)
     if(SPORA_SANITIZE)
       set_property(TEST parallel_spmd_mpi_4_ranks APPEND PROPERTY ENVIRONMENT
                    "ASAN_OPTIONS=detect_leaks=0")
@@ -49,8 +48,7 @@ if(TARGET spora_cli AND MPI_CXX_FOUND AND SPORA_MPIRUN)
                      ${CMAKE_SOURCE_DIR}/benchmarks/sim/w2_mlp.sp
                      ${CMAKE_SOURCE_DIR}/examples/strategies/${strategy}.json 1e-4
              WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
-    set_tests_properties(parallel_spmd_cli_w2_${strategy} PROPERTIES TIMEOUT 300 PROCESSORS 2
-                         ENVIRONMENT "OMPI_MCA_rmaps_base_oversubscribe=1")
+    spora_mpi_test_properties(parallel_spmd_cli_w2_${strategy})
   endforeach()
 endif()
 # `spora run --strategy --ranks --profile`: every rank's timeline merged into one trace.
@@ -60,15 +58,13 @@ if(TARGET spora_cli AND MPI_CXX_FOUND AND SPORA_MPIRUN)
                    ${CMAKE_SOURCE_DIR}/benchmarks/sim/w2_mlp.sp
                    ${CMAKE_SOURCE_DIR}/examples/strategies/tp4.json 4
            WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
-  set_tests_properties(parallel_spmd_cli_profile PROPERTIES TIMEOUT 300 PROCESSORS 2
-                       ENVIRONMENT "OMPI_MCA_rmaps_base_oversubscribe=1")
+  spora_mpi_test_properties(parallel_spmd_cli_profile)
   add_test(NAME parallel_pipeline_cli_profile
            COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/parallel/spmd_profile_test.sh $<TARGET_FILE:spora_cli>
                    ${CMAKE_CURRENT_SOURCE_DIR}/parallel/mlp_small.sp
                    ${CMAKE_CURRENT_SOURCE_DIR}/parallel/pipeline_pp2.json 2 pipeline
            WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
-  set_tests_properties(parallel_pipeline_cli_profile PROPERTIES TIMEOUT 300 PROCESSORS 2
-                       ENVIRONMENT "OMPI_MCA_rmaps_base_oversubscribe=1")
+  spora_mpi_test_properties(parallel_pipeline_cli_profile)
 endif()
 # `spora ir --stage partitioned`: W2 with Megatron's column-then-row split has one all-reduce,
 # of the row-split layer's [64, 512] output.
@@ -98,7 +94,6 @@ if(TARGET spora_parallel_layout)
                      -x OMP_NUM_THREADS=1 -x OPENBLAS_NUM_THREADS=1
                      $<TARGET_FILE:test_parallel_zero_mpi>
              WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
-    set_tests_properties(parallel_zero_mpi_4_ranks PROPERTIES TIMEOUT 300 PROCESSORS 2
-                         ENVIRONMENT "OMPI_MCA_rmaps_base_oversubscribe=1")
+    spora_mpi_test_properties(parallel_zero_mpi_4_ranks)
   endif()
 endif()
