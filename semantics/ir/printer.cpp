@@ -73,6 +73,9 @@ class Printer {
  public:
   std::unordered_map<const Node*, std::string> names;
   std::string out;
+  // Whether constants' values are written out (NodeNames wants the names only: an eager
+  // program's module holds its tensors as constants, 4M floats for W5's input).
+  bool values = true;
 
   // Graphs nested in each graph, in module order (empty when printing a lone graph).
   std::unordered_map<const Graph*, std::vector<const Graph*>> children;
@@ -172,7 +175,7 @@ class Printer {
     out += std::string(indent, ' ') + names[&n] + " = ";
     if (n.is_constant()) {
       out += "constant ";
-      print_value(n.value, out);
+      if (values) print_value(n.value, out);
     } else if (n.is_param()) {
       out += "<parameter in node list>";
     } else {
@@ -261,12 +264,14 @@ std::string print_graph(const Graph& g) {
 
 NodeNames::NodeNames(const Module& m) {
   Printer p;
+  p.values = false;
   p.module(m);
   names_ = std::move(p.names);
 }
 
 NodeNames::NodeNames(const Graph& g) {
   Printer p;
+  p.values = false;
   p.lone_graph(g);
   names_ = std::move(p.names);
 }
