@@ -302,7 +302,6 @@ SPORA_INLINE float gelu(float x) {
   return x * (bits_to_float(n) / (q + q));
 }
 
-
 // ---- Table forms of tanh and gelu (AVX-512) -------------------------------------------------
 //
 // With AVX-512 the two functions above are replaced by piecewise polynomials whose coefficients
