@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include <functional>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 
 #include "autodiff/copy.h"
@@ -62,18 +62,65 @@ class AdjointMap {
   std::vector<std::pair<ir::Node*, SVal>> items_;
 };
 
+// Which nodes depend on `leaves` (through their inputs, transitively), memoised. A call or a
+// reference to a graph counts as depending (its body may read a leaf as a free variable), so
+// only plain primitives of values computed without the leaves are found inactive: without
+// this, grad(f)(w, xs) emitted and (in eager mode, which runs the derivative as it is emitted,
+// with no dead-code pass after it) ran xs's adjoint: an RNN's slice gradients, one zero-filled
+// copy of xs per time step, all added up.
+class Activity {
+ public:
+  explicit Activity(const std::vector<ir::Node*>& leaves) {
+    for (ir::Node* l : leaves) known_[l] = true;
+  }
+  bool operator()(const ir::Node* n) {
+    if (auto it = known_.find(n); it != known_.end()) return it->second;
+    // Iterative post-order DFS over inputs (an eager tape is a long chain).
+    std::vector<std::pair<const ir::Node*, size_t>> stack{{n, 0}};
+    while (!stack.empty()) {
+      auto& [cur, next] = stack.back();
+      if (cur->callee || cur->graph_value) {
+        known_[cur] = true;
+        stack.pop_back();
+        continue;
+      }
+      bool pushed = false, dep = false;
+      for (; next < cur->inputs.size(); ++next) {
+        const ir::Node* in = cur->inputs[next];
+        auto it = known_.find(in);
+        if (it == known_.end()) {
+          stack.emplace_back(in, 0);
+          pushed = true;
+          break;
+        }
+        if (it->second) {
+          dep = true;
+          break;
+        }
+      }
+      if (pushed) continue;
+      known_[cur] = dep;
+      stack.pop_back();
+    }
+    return known_[n];
+  }
+
+ private:
+  std::unordered_map<const ir::Node*, bool> known_;
+};
+
 class Reverse {
  public:
   Reverse(ir::Module& m, ir::Graph* into) : m_(m), into_(into), e_(m, into) {}
 
   void accumulate(ir::Node* n, const SVal& v) {
     if (v.zero() || !differentiable_type(n->type)) return;
-    if (active_ && !active_(n)) return;
+    if (active_ && !(*active_)(n)) return;
     adj_.set(n, add_svals(e_, adj_.get(n), v, n->type));
   }
   // Activity: where set, only nodes it accepts (those that depend on the inputs being
   // differentiated) take adjoints, so nothing is emitted for the rest.
-  void set_activity(std::function<bool(const ir::Node*)> active) { active_ = std::move(active); }
+  void set_activity(const std::vector<ir::Node*>& leaves) { active_.emplace(leaves); }
   SVal adjoint(const ir::Node* n) const { return adj_.get(n); }
   const AdjointMap& adjoints() const { return adj_; }
   GraphEmitter& emitter() { return e_; }
@@ -424,54 +471,7 @@ class Reverse {
   ir::Graph* into_;
   GraphEmitter e_;
   AdjointMap adj_;
-  std::function<bool(const ir::Node*)> active_;
-};
-
-// Which nodes depend on `leaves` (through their inputs, transitively), memoised. A call or a
-// reference to a graph counts as depending (its body may read a leaf as a free variable), so
-// only plain primitives of values computed without the leaves are found inactive: without
-// this, grad(f)(w, xs) emitted and (in eager mode, which runs the derivative as it is emitted,
-// with no dead-code pass after it) ran xs's adjoint: an RNN's slice gradients, one zero-filled
-// copy of xs per time step, all added up.
-class Activity {
- public:
-  explicit Activity(const std::vector<ir::Node*>& leaves) {
-    for (ir::Node* l : leaves) known_[l] = true;
-  }
-  bool operator()(const ir::Node* n) {
-    if (auto it = known_.find(n); it != known_.end()) return it->second;
-    // Iterative post-order DFS over inputs (an eager tape is a long chain).
-    std::vector<std::pair<const ir::Node*, size_t>> stack{{n, 0}};
-    while (!stack.empty()) {
-      auto& [cur, next] = stack.back();
-      if (cur->callee || cur->graph_value) {
-        known_[cur] = true;
-        stack.pop_back();
-        continue;
-      }
-      bool pushed = false, dep = false;
-      for (; next < cur->inputs.size(); ++next) {
-        const ir::Node* in = cur->inputs[next];
-        auto it = known_.find(in);
-        if (it == known_.end()) {
-          stack.emplace_back(in, 0);
-          pushed = true;
-          break;
-        }
-        if (it->second) {
-          dep = true;
-          break;
-        }
-      }
-      if (pushed) continue;
-      known_[cur] = dep;
-      stack.pop_back();
-    }
-    return known_[n];
-  }
-
- private:
-  std::unordered_map<const ir::Node*, bool> known_;
+  std::optional<Activity> active_;
 };
 
 }  // namespace
@@ -479,7 +479,7 @@ class Activity {
 std::vector<ir::Node*> reverse_region(ir::Module& m, const std::vector<ir::Node*>& region, ir::Graph* into,
                                       const std::vector<ir::Node*>& inputs, ir::Node* output, ir::Node* dout) {
   Reverse r(m, into);
-  r.set_activity([activity = std::make_shared<Activity>(inputs)](const ir::Node* n) { return (*activity)(n); });
+  r.set_activity(inputs);
   r.accumulate(output, SVal{dout, {}});
   r.run(region);
   std::vector<ir::Node*> out;

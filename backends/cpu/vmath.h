@@ -318,7 +318,7 @@ SPORA_INLINE float gelu(float x) {
 // accurate tables), so t is exact (Sterbenz) and c0 adds no rounding. Result: the sign of x
 // put back. 0.99 ulp at most over all floats (the worst below 1/16, where 1 + t^2 (...) rounds
 // before the product; above it 0.73), tests/cpu/vmath_test.cpp; 18 vector instructions
-// against 28 and a division for tanh() above.
+// against tanh()'s 25 above, one of them a division.
 //
 // gelu: x Phi(xc), xc clamped through its bits to [-5.875, 6] (two integer mins, as gelu()
 // does); 32 intervals of 0.375 from -5.875: k = (int)((xc + 5.875) / 0.375) (an FMA, rounded,
@@ -330,8 +330,8 @@ SPORA_INLINE float gelu(float x) {
 // -inf * 0 = nan, as the reference); the last one, [5.75, 6.125), is the constant 1. t is
 // within half an ulp of xc - m_k (not always exact: 1e-8 at most, 4e-9 in Phi). Phi is within
 // 8e-9 of the exact value (absolute), so gelu is within 1 ulp plus 1e-8 |x|: 0.013 of the
-// backend tolerance at most (gelu() above: 0.80 of it). 18 vector instructions against 23
-// and a division.
+// backend tolerance at most (gelu() above: 0.80 of it). 18 vector instructions against
+// gelu()'s 20 above, one of them a division.
 //
 // Tables: backends/cpu/tools/fit_vmath_tables.py prints them (mpmath: weighted least squares
 // with Lawson reweighting toward minimax, on Chebyshev points).
