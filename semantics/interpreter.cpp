@@ -117,6 +117,26 @@ FusedKernelHook& fused_kernel_hook() {
 }
 void set_fused_kernel_hook(FusedKernelHook hook) { fused_kernel_hook() = std::move(hook); }
 
+FusedKernelHook current_fused_kernel_hook() { return fused_kernel_hook(); }
+
+PrimitiveHook& primitive_hook() {
+  static PrimitiveHook hook;
+  return hook;
+}
+void set_primitive_hook(PrimitiveHook hook) { primitive_hook() = std::move(hook); }
+
+HostValueHook& host_value_hook() {
+  static HostValueHook hook;
+  return hook;
+}
+void set_host_value_hook(HostValueHook hook) { host_value_hook() = std::move(hook); }
+
+// The value the interpreter itself reads (a condition, a loop bound), whole on this rank.
+Value& host_value(Value& v) {
+  if (const HostValueHook& hook = host_value_hook(); hook && v.is_tensor()) hook(v);
+  return v;
+}
+
 CallHook& call_hook() {
   static CallHook hook;
   return hook;
@@ -307,6 +327,10 @@ Value Interpreter::eval_node(const Node* n, Frame& frame, size_t pos) {
     if (!n->prim->eval)
       throw lang::InternalError("primitive " + n->prim->name + " has no reference kernel");
     LifetimeScope hint(lifetime);
+    if (const PrimitiveHook& hook = primitive_hook()) {
+      Value result;
+      if (hook(*n, in, result)) return result;
+    }
     return kernel_for(*n->prim)(in, n->attrs);
   } catch (RuntimeError& e) {
     if (!e.loc.valid())
@@ -339,7 +363,7 @@ Value Interpreter::eval_control(const Node* n, std::vector<Value>& in, const Fra
 
   if (op == "if") {
     need(3);
-    const size_t chosen = truthy(in[0], n) ? 1 : 2;
+    const size_t chosen = truthy(host_value(in[0]), n) ? 1 : 2;
     return run_nested(graph_operand(in[chosen], n, chosen), {}, frame);
   }
 
@@ -349,7 +373,8 @@ Value Interpreter::eval_control(const Node* n, std::vector<Value>& in, const Fra
     const Graph* body = graph_operand(in[1], n, 1);
     std::vector<Value> state(std::make_move_iterator(in.begin() + 2), std::make_move_iterator(in.end()));
     // The body takes the state by move: the previous state dies as the next one is made.
-    while (truthy(run_nested(cond, state, frame), n)) {
+    Value go;
+    while (truthy(host_value(go = run_nested(cond, state, frame)), n)) {
       const size_t k = state.size();
       state = loop_state(run_nested(body, std::move(state), frame), body, k);
     }
@@ -358,9 +383,9 @@ Value Interpreter::eval_control(const Node* n, std::vector<Value>& in, const Fra
 
   if (op == "for_range") {
     need(4);
-    const int64_t start = to_int(in[0], n, "start");
-    const int64_t stop = to_int(in[1], n, "stop");
-    const int64_t step = to_int(in[2], n, "step");
+    const int64_t start = to_int(host_value(in[0]), n, "start");
+    const int64_t stop = to_int(host_value(in[1]), n, "stop");
+    const int64_t step = to_int(host_value(in[2]), n, "step");
     if (step == 0) throw lang::UserError("for_range step must not be zero");
     const DType index_dtype = in[0].tensor.dtype() == DType::i32 ? DType::i32 : DType::i64;
     const Graph* body = graph_operand(in[3], n, 3);

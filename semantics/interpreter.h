@@ -89,6 +89,20 @@ using CallHook =
                        const std::function<Value(std::vector<Value>&)>& run)>;
 void set_call_hook(CallHook hook);
 
+// Runs an application of a primitive (not control flow, not a graph call) another way: true
+// with `result` set, or false to run its kernel. The distributed runtime installs it
+// (backends/distributed/spmd_runtime.h): every rank runs the program on its shards of the
+// values, with collectives where a primitive needs other shards (process-wide; none by default).
+using PrimitiveHook =
+    std::function<bool(const ir::Node& node, std::vector<Value>& in, Value& result)>;
+void set_primitive_hook(PrimitiveHook hook);
+// Makes a value whole on this rank before the interpreter reads it itself: the condition of
+// `if` and `while`, the bounds of `for_range` (installed with the primitive hook).
+using HostValueHook = std::function<void(Value& v)>;
+void set_host_value_hook(HostValueHook hook);
+// The fused-kernel hook installed now (empty if none), so that another may wrap it.
+FusedKernelHook current_fused_kernel_hook();
+
 class Interpreter {
  public:
   explicit Interpreter(const ir::Module& module);

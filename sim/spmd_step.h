@@ -28,7 +28,7 @@
 // all-reduces of data parallelism overlap with the rest of the backward pass, as PyTorch DDP's
 // do (one collective per gradient: the partitioner emits no buckets).
 // With `collectives: inline` in the cluster spec (ClusterSpec::overlap_collectives false: the
-// runtime `spora run --strategy` has, which runs each collective where the program reaches it,
+// runtime `spora train-step --strategy` has, which runs each collective where the program reaches it,
 // and so the spec `spora calibrate` writes) the compute stream waits for each collective as
 // soon as it hands it over: nothing overlaps.
 //

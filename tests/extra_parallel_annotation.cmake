@@ -14,7 +14,7 @@ if(TARGET spora_parallel_search_ir AND TARGET spora_spmd_runner)
                        DISCOVERY_TIMEOUT 60)
 endif()
 # The command line: `spora search --algo propagate` takes the pins from the program, and
-# `spora run --mesh 4 --ranks 4` (no strategy file) trains with the propagated strategy; its
+# `spora train-step --mesh 4 --ranks 4` (no strategy file) trains with the propagated strategy; its
 # losses and checksum equal the single-device run's (f32: 1e-4) and the hand-written tp4.json run.
 if(TARGET spora_cli)
   add_test(NAME parallel_annotation_cli_search
@@ -22,7 +22,7 @@ if(TARGET spora_cli)
            WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
   if(MPI_CXX_FOUND AND SPORA_MPIRUN)
     add_test(NAME parallel_annotation_cli_run_mesh
-             COMMAND sh -c "a=$($<TARGET_FILE:spora_cli> run examples/megatron_mlp.sp --mesh 4 --ranks 4 --steps 3 | grep '^checksum') && b=$($<TARGET_FILE:spora_cli> run benchmarks/sim/w2_mlp.sp --strategy examples/strategies/tp4.json --ranks 4 --steps 3 | grep '^checksum') && echo \"$a / $b\" && test -n \"$a\" && test \"$a\" = \"$b\""
+             COMMAND sh -c "a=$($<TARGET_FILE:spora_cli> train-step examples/megatron_mlp.sp --mesh 4 --ranks 4 --steps 3 | grep '^checksum') && b=$($<TARGET_FILE:spora_cli> train-step benchmarks/sim/w2_mlp.sp --strategy examples/strategies/tp4.json --ranks 4 --steps 3 | grep '^checksum') && echo \"$a / $b\" && test -n \"$a\" && test \"$a\" = \"$b\""
              WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
     spora_mpi_test_properties(parallel_annotation_cli_run_mesh)
   endif()

@@ -1,6 +1,6 @@
 # Pipeline parallelism (issue 9): tests/parallel/pipeline_*_test.cpp -> test_parallel_pipeline
 # (schedules, stage assignment, pipelined runs on in-process ranks against one device), and the
-# command line (`spora run --strategy pp.json --ranks N` under mpirun, `spora ir` of stages).
+# command line (`spora train-step --strategy pp.json --ranks N` under mpirun, `spora ir` of stages).
 include(GoogleTest)
 if(TARGET spora_spmd_runner)
   file(GLOB SPORA_PARALLEL_PIPELINE_TEST_SOURCES CONFIGURE_DEPENDS

@@ -12,7 +12,7 @@ target_link_libraries(test_parallel_search PRIVATE spora_tool_search spora_spmd_
 target_compile_definitions(test_parallel_search PRIVATE SPORA_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
 gtest_discover_tests(test_parallel_search WORKING_DIRECTORY ${CMAKE_SOURCE_DIR} DISCOVERY_TIMEOUT 60)
 # `spora search --stages 2 --micro-batches 4` writes a pipeline strategy ("split": "auto") that
-# `spora run` trains with: W2 on 2 stages x 2 devices equals the single-device run (f32, 1e-4).
+# `spora train-step` trains with: W2 on 2 stages x 2 devices equals the single-device run (f32, 1e-4).
 if(TARGET spora_cli AND MPI_CXX_FOUND AND SPORA_MPIRUN)
   add_test(NAME parallel_search_cli_pipeline
            COMMAND sh -c "s=$(mktemp \"$\{TMPDIR:-/tmp\}/spora_search_pp.XXXXXX.json\") && $<TARGET_FILE:spora_cli> search benchmarks/sim/w2_mlp.sp -c examples/clusters/dgx-a100.yaml --mesh 2 --stages 2 --micro-batches 4 --top 1 -o \"$s\" && grep -q '\"stages\": 2' \"$s\" && tests/parallel/spmd_cli_test.sh $<TARGET_FILE:spora_cli> benchmarks/sim/w2_mlp.sp \"$s\" 1e-4; rc=$?; rm -f \"$s\"; exit $rc"

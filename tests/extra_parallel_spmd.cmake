@@ -8,7 +8,7 @@ if(TARGET spora_parallel_layout)
   # (ops/collective.cpp) run schedules with its Executor.
   set(SPORA_SPMD_TEST_LIBS spora_comm spora_parallel_pipeline spora_parallel_partition spora_sim spora_ops spora_comm spora_autodiff
       spora_semantics spora_lang)
-  # The sharded-run driver of `spora run --strategy` (tools/CMakeLists.txt: spmd_run.cpp, its
+  # The sharded-run driver of `spora train-step --strategy` (tools/CMakeLists.txt: spmd_run.cpp, its
   # pipeline runner and profiler), compiled once for spora_cli and every test that drives runs.
   set(SPORA_SPMD_TEST_LIBS spora_spmd_runner ${SPORA_SPMD_TEST_LIBS})
   file(GLOB SPORA_PARALLEL_SPMD_TEST_SOURCES CONFIGURE_DEPENDS
@@ -51,7 +51,7 @@ if(TARGET spora_cli AND MPI_CXX_FOUND AND SPORA_MPIRUN)
     spora_mpi_test_properties(parallel_spmd_cli_w2_${strategy})
   endforeach()
 endif()
-# `spora run --strategy --ranks --profile`: every rank's timeline merged into one trace.
+# `spora train-step --strategy --ranks --profile`: every rank's timeline merged into one trace.
 if(TARGET spora_cli AND MPI_CXX_FOUND AND SPORA_MPIRUN)
   add_test(NAME parallel_spmd_cli_profile
            COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/parallel/spmd_profile_test.sh $<TARGET_FILE:spora_cli>

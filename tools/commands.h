@@ -5,6 +5,10 @@
 #include <string>
 #include <vector>
 
+namespace spora::distributed {
+class SpmdRuntime;
+}
+
 namespace spora::tools {
 
 struct RunOptions {
@@ -17,7 +21,25 @@ struct RunOptions {
   std::string amp;                 // O0..O3 (`--amp`; overrides a program's set_amp(...)); "": none
   std::string amp_dtype = "bf16";  // bf16 | f16 (`--amp-dtype`)
   bool verbose = false;        // cuda: say which functions are captured as CUDA graphs
+  // One rank of a multi-rank run: the runtime that shards the program (installed once the
+  // program is compiled and fused), and whether this rank keeps its diagnostics to itself
+  // (every rank but 0: the run reads as one program).
+  distributed::SpmdRuntime* spmd = nullptr;
+  bool quiet = false;
 };
+
+// `spora run FILE --ranks N [--strategy dp|FILE | --mesh AxB]`: the program's own main() on N
+// MPI ranks (backends/distributed): outside MPI, runs itself under mpirun; inside, this rank's
+// part. `argv` are the arguments to pass on to the ranks.
+struct DistributedArgs {
+  int ranks = 0;
+  std::string strategy;  // "dp", a strategy file, or empty
+  std::string mesh;      // --mesh, or empty
+  bool tag_ranks = false;
+  std::string hostfile;
+};
+int cmd_run_distributed(const std::string& path, RunOptions opts, const DistributedArgs& d,
+                        const std::vector<std::string>& argv);
 
 int cmd_run(const std::string& path, const RunOptions& opts);
 int cmd_check(const std::string& path);

@@ -30,6 +30,7 @@
 #include "tools/profile.h"
 #include "tools/fused_stage.h"
 #include "tools/spmd_run.h"
+#include "backends/distributed/spmd_runtime.h"
 
 namespace spora::tools {
 
@@ -123,11 +124,11 @@ int cmd_run(const std::string& path, const RunOptions& opts) {
   } catch (const sem::RuntimeError& e) {
     // Eager mode runs while it lowers.
     std::cout.flush();
-    diags.print(std::cerr);
-    report_runtime_error(sources, e.loc, e.what());
+    if (!opts.quiet) diags.print(std::cerr);
+    if (!opts.quiet) report_runtime_error(sources, e.loc, e.what());
     return 1;
   }
-  diags.print(std::cerr);
+  if (!opts.quiet) diags.print(std::cerr);
   if (!c.module) return 1;
   if (options.eager) {
     if (!opts.profile.empty())
@@ -141,6 +142,7 @@ int cmd_run(const std::string& path, const RunOptions& opts) {
     }
     return 0;
   }
+  if (opts.spmd) opts.spmd->pin_parameters(*c.module);
   if (opts.optimize) passes::optimize(*c.module);
   const auto fused = fuse_for_run(*c.module, fuse, gpu);
   // Calls of graph-mode functions are captured and replayed as CUDA graphs (SPORA_CUDA_GRAPHS=0:
@@ -150,6 +152,7 @@ int cmd_run(const std::string& path, const RunOptions& opts) {
     std::cerr << fmt::format("spora: error: {} has no main graph to run\n", path);
     return 1;
   }
+  if (opts.spmd) opts.spmd->install();  // after fusion: it wraps the fused-kernel hook
   try {
     sem::Interpreter interp(*c.module);
     std::unique_ptr<RunProfiler> profiler;
@@ -162,7 +165,7 @@ int cmd_run(const std::string& path, const RunOptions& opts) {
     runtime::caching_allocator().reset_stats();
     const auto t0 = std::chrono::steady_clock::now();
     interp.call(c.module->entry, {});
-    if (opts.stats) {
+    if (opts.stats && !opts.quiet) {
       std::cout.flush();
       const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       const sem::MemoryStats mem = sem::memory_stats();
@@ -191,11 +194,11 @@ int cmd_run(const std::string& path, const RunOptions& opts) {
     }
   } catch (const sem::RuntimeError& e) {
     std::cout.flush();
-    report_runtime_error(sources, e.loc, e.what());
+    if (!opts.quiet) report_runtime_error(sources, e.loc, e.what());
     return 1;
   } catch (const lang::UserError& e) {
     std::cout.flush();
-    std::cerr << fmt::format("spora: error: {}\n", e.what());
+    if (!opts.quiet) std::cerr << fmt::format("spora: error: {}\n", e.what());
     return 1;
   }
   return 0;
@@ -307,8 +310,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   run->add_option("--profile", run_opts.profile,
                   "graph mode: write a timeline of the run (Chrome trace JSON: every primitive, fused group and call "
-                  "with its type and source line) to FILE and print the costliest primitives to stderr; with --strategy "
-                  "--ranks N: every rank's steps, one process per rank, and each rank's time in collectives");
+                  "with its type and source line) to FILE and print the costliest primitives to stderr; with --ranks N: "
+                  "every rank writes its own (FILE.rank<k> beyond rank 0)");
   run->add_flag("--stats", run_opts.stats, "print to stderr: graph size, run time, the planned and the measured peak tensor memory, the allocator's reserved bytes and cache hits (eager mode: ops run, entry graph size, peak memory)");
   bool no_fuse = false;
   run->add_flag("--no-fuse", no_fuse, "graph mode: run every node on its own (no operator fusion, no generated kernels)");
@@ -332,30 +335,56 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   bool no_opt = false;
   run->add_flag("--no-optimize", no_opt, "run the IR as lowered, without the simplification passes");
-  // Sharded training (tools/spmd_run.h): the step of the program's value_and_grad, partitioned.
+  // The program's own main() on N ranks (backends/distributed, tools/cmd_run_distributed.cpp).
+  tools::DistributedArgs dist;
+  run->add_option("--ranks", dist.ranks,
+                  "run main() on N MPI ranks (runs itself under mpirun), sharded by --strategy or "
+                  "--mesh (default: data parallelism over all ranks); every rank runs the same "
+                  "program on its shards, rank 0 prints");
+  run->add_option("--strategy", dist.strategy,
+                  "with --ranks: dp (every batch cut over all ranks) or a strategy file (JSON, "
+                  "parallel/partition/README.md: a mesh and parameter layouts by name)");
+  run->add_option("--mesh", dist.mesh,
+                  "with --ranks: the device mesh (2x2, or named: dp=2,tp=2); the program's shard "
+                  "annotations place values, an axis named dp cuts the batches");
+  run->add_flag("--tag-ranks", dist.tag_ranks,
+                "with --ranks: every rank prints, each line prefixed with its rank");
+  run->add_flag("--verbose", run_opts.verbose,
+                "with --device cuda: say which functions are captured as CUDA graphs and why "
+                "others are not");
+  run->add_option("--hostfile", dist.hostfile,
+                  "with --ranks: an Open MPI hostfile (ranks on several hosts)");
+
+  // The training-step harness (tools/spmd_run.h): the step of the program's loss, partitioned,
+  // on seeded data with a built-in optimizer.
   tools::SpmdOptions spmd;
-  std::string strategy_path;
+  std::string strategy_path, run_mesh, step_path;
   int ranks = 0;
   int64_t spmd_batch = 0;
-  run->add_option("--strategy", strategy_path,
-                  "train with this parallel strategy (JSON, parallel/README.md): runs `--steps` sgd "
-                  "steps of the program's value_and_grad on the partitioned step");
-  run->add_option("--ranks", ranks,
-                  "with --strategy: the number of ranks (runs itself under mpirun); 1: the "
-                  "single-device reference of the same steps");
-  run->add_option("--steps", spmd.steps, "with --strategy/--ranks: training steps")->capture_default_str();
-  run->add_option("--batch", spmd_batch, "with --strategy/--ranks: the global batch (default: the program's)");
-  run->add_option("--lr", spmd.lr, "with --strategy/--ranks: the learning rate")
-      ->capture_default_str();
-  run->add_option("--optimizer", spmd.optimizer, "with --strategy/--ranks: sgd, momentum or adam")
+  auto* step_cmd = app.add_subcommand(
+      "train-step",
+      "Train the step of a program's loss function (value_and_grad of `loss`) on seeded random "
+      "data with a built-in optimizer, partitioned by a strategy: the reference the simulator "
+      "predicts (spora run --ranks runs the program's own main() instead)");
+  step_cmd->add_option("file", step_path, "the program (.sp), with a `loss` function")->required();
+  step_cmd->add_option("--strategy", strategy_path,
+                       "the parallel strategy (JSON, parallel/README.md)");
+  step_cmd->add_option("--ranks", ranks,
+                       "the number of ranks (runs itself under mpirun); 1: the single-device "
+                       "reference of the same steps");
+  step_cmd->add_option("--steps", spmd.steps, "training steps")->capture_default_str();
+  step_cmd->add_option("--batch", spmd_batch, "the global batch (default: the program's)");
+  step_cmd->add_option("--lr", spmd.lr, "the learning rate")->capture_default_str();
+  step_cmd->add_option("--optimizer", spmd.optimizer, "sgd, momentum or adam")
       ->check(CLI::IsMember({"sgd", "momentum", "adam"}))
       ->capture_default_str();
-  run->add_flag("--verbose", spmd.verbose,
-                "with --strategy: say which optimizer updates optimizer_shard splits; with a "
-                "pipeline, every rank prints its stage and schedule; with --device cuda: say which "
-                "functions are captured as CUDA graphs and why others are not");
-  std::string run_mesh;
-  run->add_option(
+  step_cmd->add_option("--profile", spmd.profile,
+                       "write every rank's steps as one Chrome trace, and each rank's time in "
+                       "collectives");
+  step_cmd->add_flag("--verbose", spmd.verbose,
+                     "say which optimizer updates optimizer_shard splits; with a pipeline, every "
+                     "rank prints its stage and schedule");
+  step_cmd->add_option(
       "--mesh", run_mesh,
       "with --ranks and no --strategy: the device mesh (e.g. 2x2); the strategy is propagated "
       "from the program's shard annotations (spora search --algo propagate)");
@@ -409,20 +438,13 @@ int main(int argc, char** argv) {
   try {
     run_opts.optimize = !no_opt;
     run_opts.fuse = !no_fuse;
-    run_opts.verbose = spmd.verbose;
-    if (*run && (!strategy_path.empty() || ranks > 0 || !run_mesh.empty())) {
-      if (device != "cpu") {
-        std::cerr << "spora: error: --strategy/--ranks runs on the CPU (MPI); --device cuda "
-                     "with a strategy needs NCCL, which is not wired yet\n";
-        return 2;
-      }
-      spmd.file = run_path;
-      spmd.profile = run_opts.profile;
+    if (*step_cmd) {
+      spmd.file = step_path;
       std::error_code same_ec;
       if (!spmd.profile.empty() && !strategy_path.empty() &&
           std::filesystem::equivalent(spmd.profile, strategy_path, same_ec)) {
         std::cerr << fmt::format(
-            "spora run: error: --profile {} would overwrite the strategy it runs; give another "
+            "spora train-step: error: --profile {} would overwrite the strategy it runs; give another "
             "file\n",
             spmd.profile);
         return 2;
@@ -430,7 +452,7 @@ int main(int argc, char** argv) {
       if (spmd_batch > 0) spmd.batch = spmd_batch;
       if (!run_mesh.empty() && !strategy_path.empty()) {
         std::cerr
-            << "spora run: error: --mesh propagates a strategy from the program's annotations; "
+            << "spora train-step: error: --mesh propagates a strategy from the program's annotations; "
                "--strategy gives one: use one of them\n";
         return 2;
       }
@@ -442,7 +464,7 @@ int main(int argc, char** argv) {
         } catch (const lang::InternalError&) {
           throw;
         } catch (const std::exception& e) {
-          std::cerr << "spora run: error: " << e.what() << "\n";
+          std::cerr << "spora train-step: error: " << e.what() << "\n";
           return 1;
         }
       }
@@ -450,6 +472,11 @@ int main(int argc, char** argv) {
                                          std::vector<std::string>(argv + 1, argv + argc));
       if (!annotated.empty()) std::remove(annotated.c_str());
       return rc;
+    }
+    if (*run && (dist.ranks > 0 || !dist.strategy.empty() || !dist.mesh.empty())) {
+      run_opts.device = device;
+      return tools::cmd_run_distributed(run_path, run_opts, dist,
+                                        std::vector<std::string>(argv + 1, argv + argc));
     }
     if (*run) {
       run_opts.device = device;

@@ -1,4 +1,4 @@
-// Real sharded training runs: `spora run FILE --strategy s.json --ranks N` (and the tests that
+// Real sharded training runs: `spora train-step FILE --strategy s.json --ranks N` (and the tests that
 // check a sharded run against the single-device one).
 //
 // Every rank (one MPI process, or one thread of the in-process communicator in tests):
@@ -95,7 +95,7 @@ SpmdResult run_training(const SpmdOptions& o, comm::Communicator* world,
 // index across the parameters in order (sensitive to values and their positions).
 double params_checksum(const std::vector<sem::Tensor>& params);
 
-// `spora run FILE --strategy S --ranks N`: outside MPI with N > 1, runs itself under mpirun
+// `spora train-step FILE --strategy S --ranks N`: outside MPI with N > 1, runs itself under mpirun
 // (--oversubscribe, one OpenMP thread per rank); inside, the rank's part; rank 0 prints the loss
 // per step and the parameters' checksum. N = 1: the single-device reference.
 int cmd_run_spmd(const SpmdOptions& o, const std::string& strategy_path, int ranks,

@@ -13,7 +13,7 @@
 #      plan the search picked before collective_overhead was measured; the one
 #      `spora search --algo dp` picks for 2 devices, left out of the order when it partitions
 #      into the same per-rank program as another strategy):
-#        real  spora run --strategy S --ranks N --steps K: the partitioned step on N MPI ranks
+#        real  spora train-step --strategy S --ranks N --steps K: the partitioned step on N MPI ranks
 #              (interpreter, CPU kernels, collectives over MPI), median step after the first;
 #              the median of REPEATS such runs, interleaved with the other strategies' runs
 #        sim   spora sim --strategy S on the calibrated spec: the same partitioned program
@@ -59,7 +59,7 @@ done
 for ((r = 0; r < repeats; r++)); do
   for s in $strategies; do
     [ -n "${same_as[$s]:-}" ] && continue
-    real=$($chrt "$spora" run "$model" --strategy "${file_of[$s]}" --ranks "${ranks_of[$s]}" --steps "$steps" \
+    real=$($chrt "$spora" train-step "$model" --strategy "${file_of[$s]}" --ranks "${ranks_of[$s]}" --steps "$steps" \
              --batch "$batch" 2>/dev/null | sed -n 's/^median step \([0-9.]*\) ms.*/\1/p')
     reals[$s]="${reals[$s]:-} $real"
   done

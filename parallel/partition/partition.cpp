@@ -1,5 +1,6 @@
 // The SPMD partitioner (partition.h has the algorithm).
 #include "parallel/partition/partition.h"
+#include "parallel/partition/node_strategy.h"
 
 #include <fmt/format.h>
 
@@ -107,86 +108,12 @@ class Partitioner {
     }
   }
 
-  // The strategy forward() describes: the rule's enumerated one with these layouts when there
-  // is one (it carries the name and the output_scale of a mean over a split dimension), else
-  // a bare one, whose scale step 3 derives.
-  OpStrategy forward_strategy(const ShardingRule& rule, const ir::Node& n,
-                              const std::vector<TypeP>& in_types, std::vector<Layout> in,
-                              Layout out) {
-    if (rule.enumerate)
-      for (OpStrategy& s : rule.enumerate(in_types, n.type, n.attrs, mesh_))
-        if (s.inputs == in && s.output == out) return s;
-    OpStrategy s;
-    s.inputs = std::move(in);
-    s.output = std::move(out);
-    s.name = "forward";
-    s.output_scale = 0;  // unknown: step 3
-    return s;
-  }
-
   // The strategy of an application whose inputs currently have `in` (algorithm step 1).
   OpStrategy choose(size_t index, const Node& n, const std::vector<Layout>& in,
                     const std::vector<TypeP>& in_types) {
     auto chosen = s_.ops.find(index);
     if (chosen != s_.ops.end()) return chosen->second;
-    const ShardingRule* rule = sharding_rule(*n.prim);
-    if (!rule || !rule->enumerate) return replicated_strategy(in_types, n.type);
-    if (rule->forward) {
-      if (std::optional<Layout> out = rule->forward(in, in_types, n.type, n.attrs, mesh_))
-        return forward_strategy(*rule, n, in_types, in, *out);
-      // Pending partial sums the op cannot take are all-reduced where they are first needed
-      // (Megatron's all-reduce after the row-split matmul, GSPMD's propagation).
-      std::vector<Layout> summed = in;
-      bool any = false;
-      for (Layout& l : summed) {
-        any |= l.is_partial();
-        l.partial.clear();
-      }
-      if (any)
-        if (std::optional<Layout> out = rule->forward(summed, in_types, n.type, n.attrs, mesh_)) {
-          // A reshape of a partial sum is the partial sum of the reshapes: the sum stays
-          // pending (a bias gradient, summed over the batch as [1, n] and reshaped to [n],
-          // reaches its output layout partial, so ZeRO-1 reduce-scatters it).
-          if (n.is_prim("reshape") && in.size() == 1 && !out->is_partial()) {
-            Layout pending = *out;
-            pending.partial = in[0].partial;
-            try {
-              pending.validate(mesh_);
-              return forward_strategy(*rule, n, in_types, in, pending);
-            } catch (const lang::UserError&) {
-              // a partial axis that splits the output: sum first
-            }
-          }
-          return forward_strategy(*rule, n, in_types, summed, *out);
-        }
-    }
-    std::optional<OpStrategy> best;
-    double best_cost = std::numeric_limits<double>::infinity();
-    for (OpStrategy& s : rule->enumerate(in_types, n.type, n.attrs, mesh_)) {
-      if (s.inputs.size() != in.size()) continue;
-      double cost = 0;
-      bool feasible = true;
-      for (size_t i = 0; i < in.size() && feasible; ++i) {
-        if (!in_types[i] || !in_types[i]->is_tensor() || in[i] == s.inputs[i]) continue;
-        try {
-          cost +=
-              plan_redistribution(in[i], s.inputs[i], in_types[i]->shape,
-                                  static_cast<int>(dtype_size(in_types[i]->dtype)), mesh_, o_.comm)
-                  .seconds;
-        } catch (const lang::UserError&) {
-          feasible = false;
-        }
-      }
-      if (!feasible) continue;
-      // Ties: less local work wins (1e-15 s per unit of the work fraction breaks them only).
-      cost += 1e-15 * s.local_flops_fraction;
-      if (cost < best_cost) {
-        best_cost = cost;
-        best = std::move(s);
-      }
-    }
-    if (!best) return replicated_strategy(in_types, n.type);
-    return *best;
+    return choose_strategy(n, in, in_types, mesh_, o_.comm);
   }
 
   void node(size_t index, const Node& n) {
@@ -263,22 +190,7 @@ class Partitioner {
   Node* rescale(const Node& n, const OpStrategy& s, const Attrs& local_attrs,
                 const std::vector<TypeP>& global_in, const std::vector<TypeP>& local_in,
                 Node* local) {
-    if (s.output_scale != 0) return scale(n, local, s.output_scale);
-    auto count = [&](const std::vector<TypeP>& in, const TypeP& out) -> double {
-      if (n.is_prim("mean"))
-        return static_cast<double>(in[0]->numel()) / static_cast<double>(out->numel());
-      const Type& logits = *in[0];
-      const int64_t axis = logits.rank() >= 2 ? 1 : 0;
-      return static_cast<double>(logits.numel()) / static_cast<double>(logits.shape[axis]);
-    };
-    const bool mean = n.is_prim("mean");
-    const bool ce = n.is_prim("cross_entropy") && (!local_attrs.has("reduction") ||
-                                                   local_attrs.get_string("reduction") == "mean");
-    if (!mean && !ce) return local;
-    if (!local->type->is_tensor() || local->type->numel() <= 0) return local;
-    const double global = count(global_in, n.type), here = count(local_in, local->type);
-    if (global <= 0) return local;
-    return scale(n, local, here / global);
+    return scale(n, local, output_scale(n, s, local_attrs, global_in, local_in, local->type));
   }
 
   Node* scale(const Node& n, Node* local, double factor) {

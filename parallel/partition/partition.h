@@ -106,7 +106,7 @@ Partitioned partition(const ir::Graph& g, const Strategy& s, const PartitionOpti
 // parameters...), as sim/step_program.h builds it: the loss comes back replicated and each
 // gradient in its parameter's layout, or with the strategy's optimizer_shard (ZeRO-1) in that
 // layout split further along optimizer_shards(...)'s dim over that axis (a reduce_scatter
-// instead of the all_reduce of data parallelism). What `spora run --strategy`, `spora sim
+// instead of the all_reduce of data parallelism). What `spora train-step --strategy`, `spora sim
 // --strategy`, `spora search` and `spora ir --stage partitioned` all partition.
 Partitioned partition_training_step(const ir::Graph& step, std::size_t trainable,
                                     const Strategy& s);

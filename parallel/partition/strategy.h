@@ -1,4 +1,4 @@
-// Strategy files: the JSON that `spora run --strategy`, `spora ir --stage partitioned` (and
+// Strategy files: the JSON that `spora train-step --strategy`, `spora ir --stage partitioned` (and
 // the strategy search, which writes them) share. parallel/README.md documents the format:
 //
 //   {

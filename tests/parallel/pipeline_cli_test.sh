@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `spora run FILE --strategy PIPE --ranks N` against `spora run FILE --ranks 1`: the losses of
+# `spora train-step FILE --strategy PIPE --ranks N` against `spora train-step FILE --ranks 1`: the losses of
 # every step and the checksum of the updated parameters agree to a relative tolerance, and
 # --verbose has every rank print its stage's schedule.
 #   pipeline_cli_test.sh SPORA FILE STRATEGY RANKS RTOL
@@ -7,8 +7,8 @@ set -euo pipefail
 spora=$1 file=$2 strategy=$3 ranks=$4 rtol=$5
 err=$(mktemp "${TMPDIR:-/tmp}/spora_pipeline_cli.XXXXXX")
 trap 'rm -f "$err"' EXIT
-ref=$("$spora" run "$file" --ranks 1 --steps 3)
-got=$("$spora" run "$file" --strategy "$strategy" --ranks "$ranks" --steps 3 --verbose 2>"$err")
+ref=$("$spora" train-step "$file" --ranks 1 --steps 3)
+got=$("$spora" train-step "$file" --strategy "$strategy" --ranks "$ranks" --steps 3 --verbose 2>"$err")
 echo "$ref"
 echo "$got"
 cat "$err"

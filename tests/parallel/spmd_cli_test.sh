@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# `spora run FILE --strategy S --ranks N` (N = 4 unless given) against `spora run FILE --ranks 1`:
+# `spora train-step FILE --strategy S --ranks N` (N = 4 unless given) against `spora train-step FILE --ranks 1`:
 # the losses of every step and the checksum of the updated parameters agree to a relative
 # tolerance.
 #   spmd_cli_test.sh SPORA FILE STRATEGY RTOL [RANKS]
 set -euo pipefail
 spora=$1 file=$2 strategy=$3 rtol=$4 ranks=${5:-4}
-ref=$("$spora" run "$file" --ranks 1 --steps 3)
-got=$("$spora" run "$file" --strategy "$strategy" --ranks "$ranks" --steps 3)
+ref=$("$spora" train-step "$file" --ranks 1 --steps 3)
+got=$("$spora" train-step "$file" --strategy "$strategy" --ranks "$ranks" --steps 3)
 echo "$ref"
 echo "$got"
 pick() { grep -E '^(step [0-9]+ loss|checksum) ' | awk '{print $NF}'; }

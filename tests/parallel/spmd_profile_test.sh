@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `spora run FILE --strategy S --ranks N --profile P.json`: one merged Chrome trace with a
+# `spora train-step FILE --strategy S --ranks N --profile P.json`: one merged Chrome trace with a
 # process per rank, each holding the step's primitives and its collectives; the per-rank files
 # are gone; every rank reports its time in collectives. With a pipeline strategy (KIND
 # pipeline): every rank's forward and backward calls of each micro-batch as spans enclosing
@@ -9,7 +9,7 @@ set -euo pipefail
 spora=$1 file=$2 strategy=$3 ranks=$4 kind=${5:-spmd}
 dir=$(mktemp -d "${TMPDIR:-/tmp}/spora_spmd_profile.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
-"$spora" run "$file" --strategy "$strategy" --ranks "$ranks" --steps 2 --profile "$dir/p.json" \
+"$spora" train-step "$file" --strategy "$strategy" --ranks "$ranks" --steps 2 --profile "$dir/p.json" \
   > "$dir/out" 2> "$dir/err" || { cat "$dir/out" "$dir/err"; exit 1; }
 cat "$dir/err"
 for ((r = 0; r < ranks; r++)); do

@@ -104,7 +104,7 @@ interconnect: {kind: switch, bandwidth: 1 GB/s, latency: 1 us}
 collectives: inline
 )Y";
 
-// `collectives: inline` (the runtime of `spora run --strategy`): nothing overlaps, so the data
+// `collectives: inline` (the runtime of `spora train-step --strategy`): nothing overlaps, so the data
 // parallel step is exactly its compute plus every collective's ring closed form (on this spec
 // the step is almost all communication, so the overlapped step is only a little shorter).
 TEST(SpmdStep, InlineCollectivesAddUp) {

@@ -1,0 +1,69 @@
+// spawn_mpirun, MpiWorld: see launch.h.
+#include "backends/distributed/launch.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+#include "backends/comm/mpi_comm.h"
+#include "lang/diagnostics.h"
+
+namespace spora::distributed {
+
+bool under_mpi() {
+  return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE") || std::getenv("PMIX_RANK");
+}
+
+int spawn_mpirun(int ranks, const std::vector<std::string>& args, const LaunchOptions& o) {
+  char self[4096];
+  const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (len <= 0) throw lang::UserError("cannot find the spora executable (/proc/self/exe)");
+  self[len] = '\0';
+  std::vector<std::string> argv = {"mpirun", "--oversubscribe", "--allow-run-as-root", "-np",
+                                   std::to_string(ranks), "-x", "OMP_NUM_THREADS=1", "-x",
+                                   "OPENBLAS_NUM_THREADS=1"};
+  if (o.tag_output) argv.push_back("--tag-output");
+  if (!o.hostfile.empty()) {
+    argv.push_back("--hostfile");
+    argv.push_back(o.hostfile);
+  }
+  argv.insert(argv.end(), o.mpirun_args.begin(), o.mpirun_args.end());
+  if (const char* extra = std::getenv("SPORA_MPIRUN_ARGS")) {
+    std::istringstream words(extra);
+    for (std::string w; words >> w;) argv.push_back(w);
+  }
+  argv.push_back(self);
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> c;
+  for (std::string& a : argv) c.push_back(a.data());
+  c.push_back(nullptr);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const pid_t pid = fork();
+  if (pid < 0) throw lang::UserError("cannot start mpirun (fork failed)");
+  if (pid == 0) {
+    execvp("mpirun", c.data());
+    std::fprintf(stderr, "spora run: error: cannot run mpirun: %s\n", std::strerror(errno));
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+MpiWorld::MpiWorld() {
+  comm::mpi_initialize(nullptr, nullptr);
+  world = comm::make_mpi_communicator();
+}
+
+MpiWorld::~MpiWorld() {
+  world.reset();
+  comm::mpi_finalize();
+}
+
+}  // namespace spora::distributed

@@ -1,0 +1,480 @@
+// SpmdRuntime: see spmd_runtime.h (the numbered steps there are referred to below).
+#include "backends/distributed/spmd_runtime.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <tuple>
+#include <set>
+#include <unordered_map>
+
+#include "backends/comm/communicator.h"
+#include "lang/diagnostics.h"
+#include "parallel/partition/node_strategy.h"
+#include "parallel/partition/pin_fields.h"
+#include "parallel/sharding/sharding.h"
+#include "semantics/interpreter.h"
+#include "semantics/iterable.h"
+#include "semantics/registry.h"
+
+namespace spora::distributed {
+
+using parallel::Layout;
+using parallel::OpStrategy;
+using parallel::RedistStep;
+using sem::Attrs;
+using sem::Tensor;
+using sem::TypeP;
+using sem::Value;
+
+namespace {
+
+const sem::Primitive& prim(const std::string& name) {
+  const sem::Primitive* p = sem::Registry::instance().find(name);
+  if (!p) throw lang::InternalError("the distributed runtime needs the primitive " + name);
+  return *p;
+}
+
+bool is_structural(const std::string& name) {
+  return name == "make_tuple" || name == "tuple_get" || name == "record_get";
+}
+bool is_data_source(const std::string& name) {
+  return name == "batches" || name == "fashion_mnist";
+}
+// Effects whose output one copy of is enough: rank 0 runs them (step 5).
+bool is_rank0_effect(const std::string& name) {
+  static const std::set<std::string> names = {"print",       "report", "log_epoch",
+                                              "save_curves", "save",   "save_idx",
+                                              "save_npy",    "grad_check"};
+  return names.count(name) > 0;
+}
+
+}  // namespace
+
+struct SpmdRuntime::Impl {
+  SpmdRuntime& rt;
+  comm::Communicator& world;
+  const parallel::Mesh& mesh;
+  parallel::CommModel comm_model;
+  std::vector<Layout> layouts{Layout{}};  // id -> layout; id 0 is "whole"
+  std::map<std::string, uint32_t> ids;    // layout text -> id
+  sem::FusedKernelHook fused;             // the codegen hook this one wraps
+
+  struct Choice {
+    OpStrategy strategy;
+    Attrs attrs;
+    double scale = 1;
+    bool scale_known = false;
+  };
+  std::map<std::pair<const ir::Node*, std::vector<uint32_t>>, Choice> choices;
+
+  // Redistributed values, by source storage and target layout id, while the source lives.
+  struct Redistributed {
+    std::weak_ptr<sem::Storage> source;
+    Value value;
+  };
+  // Key: source storage, its placement, the target placement, the global type.
+  using RedistKey = std::tuple<const sem::Storage*, uint32_t, uint32_t, std::string>;
+  std::map<RedistKey, Redistributed> redistributed;
+
+  // Placements (step 1): layout id by buffer and shape, while the buffer lives.
+  struct Placed {
+    std::weak_ptr<sem::Storage> storage;
+    uint32_t id = 0;
+  };
+  std::map<std::pair<const sem::Storage*, sem::Shape>, Placed> placed;
+  size_t placed_since_prune = 0;
+
+  uint32_t placement(const Value& v) const {
+    if (!v.is_tensor() || !v.tensor.storage() || placed.empty()) return 0;
+    auto it = placed.find({v.tensor.storage().get(), v.tensor.shape()});
+    if (it == placed.end() || it->second.storage.lock() != v.tensor.storage()) return 0;
+    return it->second.id;
+  }
+  void set_placement(const Value& v, uint32_t id) {
+    if (!v.is_tensor() || !v.tensor.storage()) return;
+    const auto key = std::make_pair(v.tensor.storage().get(), v.tensor.shape());
+    if (id == 0) {
+      placed.erase(key);
+      return;
+    }
+    placed[key] = {v.tensor.storage(), id};
+    if (++placed_since_prune > 4096) {
+      placed_since_prune = 0;
+      for (auto it = placed.begin(); it != placed.end();)
+        it = it->second.storage.expired() ? placed.erase(it) : std::next(it);
+    }
+  }
+
+  // Parameter layouts by record path ("l1.w"), from the plan's names ("net.l1.w").
+  std::map<std::string, std::string> param_paths;
+
+  Impl(SpmdRuntime& r, comm::Communicator& w)
+      : rt(r), world(w), mesh(r.plan_.mesh) {
+    for (const auto& [name, text] : r.plan_.params) {
+      const size_t dot = name.find('.');
+      param_paths[dot == std::string::npos ? name : name.substr(dot + 1)] = text;
+    }
+  }
+
+  uint32_t id_of(const Layout& l) {
+    if (l.is_replicated()) return 0;
+    const std::string key = l.to_string();
+    auto it = ids.find(key);
+    if (it != ids.end()) return it->second;
+    layouts.push_back(l);
+    const auto id = static_cast<uint32_t>(layouts.size() - 1);
+    ids.emplace(key, id);
+    return id;
+  }
+  Layout layout(const Value& v, const TypeP& global) const {
+    if (!v.is_tensor()) return parallel::replicated_layout(global);
+    const uint32_t id = placement(v);
+    if (id == 0)
+      return global && global->is_tensor() ? Layout::replicated(static_cast<int>(global->rank()))
+                                           : Layout::replicated(static_cast<int>(v.tensor.rank()));
+    return layouts.at(id);
+  }
+
+  // True when v is, or holds, a tensor that is not whole.
+  bool holds_shards(const Value& v) const {
+    if (v.is_tensor()) return placement(v) != 0;
+    if ((v.kind == Value::Kind::Tuple || v.kind == Value::Kind::Record) && v.elems)
+      for (const Value& e : *v.elems)
+        if (holds_shards(e)) return true;
+    return false;
+  }
+
+  // --- redistribution (step 3) ---
+
+  Value run_step(const Value& x, const RedistStep& step) {
+    Attrs a;
+    std::string name;
+    switch (step.kind) {
+      case RedistStep::Kind::AllGather:
+      case RedistStep::Kind::Slice:
+      case RedistStep::Kind::ReduceScatter:
+        name = step.kind == RedistStep::Kind::AllGather ? "all_gather"
+               : step.kind == RedistStep::Kind::Slice   ? "shard_slice"
+                                                        : "reduce_scatter";
+        a.set("dim", int64_t{step.dim});
+        a.set("axis", int64_t{step.axis});
+        break;
+      case RedistStep::Kind::AllReduce:
+        name = "all_reduce";
+        a.set("axes", std::vector<int64_t>{step.axis});
+        break;
+      case RedistStep::Kind::AllToAll:
+        name = "all_to_all";
+        a.set("split_dim", int64_t{step.dim2});
+        a.set("concat_dim", int64_t{step.dim});
+        a.set("axis", int64_t{step.axis});
+        break;
+    }
+    a.set("mesh", mesh.shape);
+    if (step.kind != RedistStep::Kind::Slice) {
+      ++rt.stats_.collectives;
+      rt.stats_.collective_bytes += static_cast<int64_t>(x.tensor.nbytes());
+    }
+    return sem::kernel_for(prim(name))({x}, a);
+  }
+
+  // x (a tensor of global type `global`) in layout `to`.
+  Value redistribute(const Value& x, const Layout& to, const TypeP& global) {
+    const Layout from = layout(x, global);
+    if (from == to) return x;
+    const uint32_t to_id = id_of(to);
+    const std::shared_ptr<sem::Storage>& storage = x.tensor.storage();
+    const RedistKey key{storage.get(), placement(x), to_id, global->str()};
+    if (auto hit = redistributed.find(key); hit != redistributed.end()) {
+      if (hit->second.source.lock() == storage) return hit->second.value;
+      redistributed.erase(hit);
+    }
+    const parallel::RedistPlan plan = parallel::plan_redistribution(
+        from, to, global->shape, static_cast<int>(dtype_size(global->dtype)), mesh,
+        comm_model);
+    Value cur = x;
+    for (const RedistStep& step : plan.steps) cur = run_step(cur, step);
+    set_placement(cur, to_id);
+    prune();
+    redistributed[key] = {storage, cur};
+    return cur;
+  }
+
+  // A kernel may write its result into an input it holds alone: what was redistributed from
+  // that buffer is stale then.
+  void forget_unique(const std::vector<Value>& in) {
+    if (redistributed.empty()) return;
+    for (const Value& v : in)
+      if (v.is_tensor() && v.tensor.unique()) {
+        const sem::Storage* s = v.tensor.storage().get();
+        auto it = redistributed.lower_bound(RedistKey{s, 0, 0, ""});
+        while (it != redistributed.end() && std::get<0>(it->first) == s)
+          it = redistributed.erase(it);
+      }
+  }
+
+  void prune() {
+    for (auto it = redistributed.begin(); it != redistributed.end();)
+      it = it->second.source.expired() ? redistributed.erase(it) : std::next(it);
+  }
+
+  Value whole(const Value& v, const TypeP& global) {
+    if (v.is_tensor()) {
+      if (placement(v) == 0) return v;
+      const TypeP t = global && global->is_tensor() ? global : nullptr;
+      if (!t)
+        throw lang::InternalError("the distributed runtime lost the global type of a shard");
+      return redistribute(v, Layout::replicated(static_cast<int>(t->rank())), t);
+    }
+    if ((v.kind == Value::Kind::Tuple || v.kind == Value::Kind::Record) && v.elems &&
+        holds_shards(v)) {
+      Value out = v;
+      out.elems = std::make_shared<std::vector<Value>>(*v.elems);
+      const TypeP t = global ? global : v.type();
+      for (size_t i = 0; i < out.elems->size(); ++i)
+        (*out.elems)[i] = whole((*out.elems)[i], element_type(t, i, (*out.elems)[i]));
+      return out;
+    }
+    return v;
+  }
+
+  // The global type of element i of a tuple or record of type t whose element value is e: a
+  // shard's global type is its layout's global shape.
+  TypeP element_type(const TypeP& t, size_t i, const Value& e) const {
+    if (t && i < t->elems.size() && t->elems[i]) return t->elems[i];
+    if (!e.is_tensor()) return e.type();
+    return global_type(e);
+  }
+  TypeP global_type(const Value& e) const {
+    sem::Shape shape = e.tensor.shape();
+    if (const uint32_t id = placement(e); id != 0) {
+      const Layout& l = layouts.at(id);
+      for (int d = 0; d < l.rank(); ++d) shape[static_cast<size_t>(d)] *= l.pieces(d, mesh);
+    }
+    return sem::Type::tensor(e.tensor.dtype(), shape);
+  }
+
+  // --- parameters (step 2) ---
+
+  void place(Value& v, const std::string& path) {
+    if (v.is_tensor()) {
+      if (placement(v) != 0) return;
+      auto it = param_paths.find(path);
+      if (it == param_paths.end()) return;
+      const TypeP t = v.tensor.type();
+      Layout l;
+      try {
+        l = Layout::parse(it->second, mesh, static_cast<int>(t->rank()));
+        l.validate(mesh, t->shape);
+      } catch (const lang::UserError& e) {
+        throw lang::UserError(fmt::format("{}: the layout {} of '{}' does not fit {}: {}",
+                                          rt.plan_.origin, it->second, path, t->str(), e.what()));
+      }
+      v = redistribute(v, l, t);
+      ++rt.stats_.placed_parameters;
+      return;
+    }
+    if (v.kind != Value::Kind::Record || !v.elems || !v.record_type) return;
+    const auto& names = v.record_type->names;
+    auto fields = std::make_shared<std::vector<Value>>(*v.elems);
+    for (size_t i = 0; i < fields->size() && i < names.size(); ++i)
+      place((*fields)[i], path.empty() ? names[i] : path + "." + names[i]);
+    v.elems = std::move(fields);
+  }
+
+  // --- the hook (steps 3 to 5) ---
+
+  bool on_primitive(const ir::Node& n, std::vector<Value>& in, Value& result) {
+    const sem::Primitive& p = *n.prim;
+    const std::string& name = p.name;
+    if (is_structural(name)) return false;
+    if (name == "make_record") return false;  // a record keeps its fields' shards
+    if (name == "load") {
+      // `like` gives the type only; the loaded record's fields take the plan's layouts.
+      for (size_t i = 0; i < in.size(); ++i) in[i] = whole(in[i], n.inputs[i]->type);
+      result = sem::kernel_for(p)(in, n.attrs);
+      if (!param_paths.empty()) place(result, "");
+      return true;
+    }
+    if (is_data_source(name)) {
+      Attrs a = n.attrs;
+      if (world.rank() != 0 && !rt.plan_.tag_all_ranks) a.set("progress", false);
+      result = sem::kernel_for(p)(in, a);
+      if (rt.plan_.data_axis >= 0) wrap_iterable(result);
+      return true;
+    }
+    if (p.effectful) {
+      for (size_t i = 0; i < in.size(); ++i) in[i] = whole(in[i], n.inputs[i]->type);
+      if (is_rank0_effect(name) && world.rank() != 0 && !rt.plan_.tag_all_ranks) {
+        result = n.type && n.type->kind == sem::Type::Kind::Tuple ? Value::tuple({}) : Value();
+        return true;
+      }
+      result = sem::kernel_for(p)(in, n.attrs);
+      return true;
+    }
+    bool sharded = name == "shard_hint";
+    std::vector<uint32_t> key;
+    key.reserve(in.size());
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (!in[i].is_tensor() && holds_shards(in[i])) in[i] = whole(in[i], n.inputs[i]->type);
+      key.push_back(placement(in[i]));
+      sharded |= key.back() != 0;
+    }
+    forget_unique(in);
+    if (!sharded) return false;
+    ++rt.stats_.sharded_applications;
+    Choice& c = choice(n, std::move(key), in);
+    std::vector<TypeP> local_in;
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (in[i].is_tensor() && n.inputs[i]->type && n.inputs[i]->type->is_tensor())
+        in[i] = redistribute(in[i], c.strategy.inputs.at(i), n.inputs[i]->type);
+      local_in.push_back(in[i].is_tensor() ? in[i].tensor.type() : n.inputs[i]->type);
+    }
+    forget_unique(in);
+    result = sem::kernel_for(p)(in, c.attrs);
+    if (!c.scale_known) {
+      std::vector<TypeP> global_in;
+      for (const ir::Node* x : n.inputs) global_in.push_back(x->type);
+      c.scale = parallel::output_scale(n, c.strategy, c.attrs, global_in, local_in,
+                                       result.is_tensor() ? result.tensor.type() : nullptr);
+      c.scale_known = true;
+    }
+    if (c.scale != 1 && result.is_tensor() && is_float(result.tensor.dtype()))
+      result = sem::kernel_for(prim("mul"))(
+          {result, Value(Tensor::scalar(result.tensor.dtype(), c.scale))}, {});
+    tag(result, c.strategy);
+    return true;
+  }
+
+  Choice& choice(const ir::Node& n, std::vector<uint32_t> key, const std::vector<Value>& in) {
+    auto k = std::make_pair(&n, std::move(key));
+    auto it = choices.find(k);
+    if (it != choices.end()) return it->second;
+    std::vector<Layout> layouts_in;
+    std::vector<TypeP> types;
+    for (size_t i = 0; i < in.size(); ++i) {
+      types.push_back(n.inputs[i]->type);
+      layouts_in.push_back(layout(in[i], n.inputs[i]->type));
+    }
+    Choice c;
+    c.strategy = parallel::choose_strategy(n, layouts_in, types, mesh, comm_model);
+    const parallel::ShardingRule* rule = parallel::sharding_rule(*n.prim);
+    c.attrs = rule && rule->local_attrs
+                  ? rule->local_attrs(n.attrs, c.strategy, types, n.type, mesh)
+                  : n.attrs;
+    return choices.emplace(std::move(k), std::move(c)).first->second;
+  }
+
+  void tag(Value& result, const OpStrategy& s) {
+    if (result.is_tensor()) {
+      set_placement(result, id_of(s.output));
+      return;
+    }
+    if (result.kind == Value::Kind::Tuple && result.elems && !s.tuple_outputs.empty()) {
+      auto elems = std::make_shared<std::vector<Value>>(*result.elems);
+      for (size_t i = 0; i < elems->size() && i < s.tuple_outputs.size(); ++i)
+        if ((*elems)[i].is_tensor()) set_placement((*elems)[i], id_of(s.tuple_outputs[i]));
+      result.elems = std::move(elems);
+    }
+  }
+
+  // --- data (step 2) ---
+
+  struct ShardedIterable : sem::Iterable {
+    Impl& impl;
+    std::shared_ptr<sem::Iterable> inner;
+    ShardedIterable(Impl& i, std::shared_ptr<sem::Iterable> in) : impl(i), inner(std::move(in)) {}
+    std::string describe() const override { return inner->describe() + " (sharded)"; }
+    void reset() override { inner->reset(); }
+    bool next(Value& out) override { return inner->next(out) && (impl.shard_batch(out), true); }
+    bool next_in(int64_t part, Value& out) override {
+      return inner->next_in(part, out) && (impl.shard_batch(out), true);
+    }
+  };
+
+  void wrap_iterable(Value& v) {
+    auto inner = std::dynamic_pointer_cast<sem::Iterable>(v.opaque);
+    if (v.kind != Value::Kind::Opaque || !inner) return;
+    v.opaque = std::make_shared<ShardedIterable>(*this, std::move(inner));
+  }
+
+  // Cuts every tensor of a batch along dim 0 over the data axis, if the axis divides all.
+  void shard_batch(Value& batch) {
+    const int axis = rt.plan_.data_axis;
+    const int64_t p = mesh.axis_size(axis);
+    std::vector<Value*> tensors;
+    collect(batch, tensors);
+    bool divides = !tensors.empty();
+    for (Value* t : tensors) divides &= t->tensor.rank() >= 1 && t->tensor.shape()[0] % p == 0;
+    if (!divides) {
+      ++rt.stats_.whole_batches;
+      return;
+    }
+    for (Value* t : tensors) {
+      const TypeP global = t->tensor.type();
+      *t = redistribute(*t, Layout::split(static_cast<int>(global->rank()), 0, axis), global);
+    }
+    ++rt.stats_.sharded_batches;
+  }
+  void collect(Value& v, std::vector<Value*>& out) {
+    if (v.is_tensor()) {
+      out.push_back(&v);
+      return;
+    }
+    if ((v.kind == Value::Kind::Tuple || v.kind == Value::Kind::Record) && v.elems) {
+      if (v.elems.use_count() > 1) v.elems = std::make_shared<std::vector<Value>>(*v.elems);
+      for (Value& e : *v.elems) collect(e, out);
+    }
+  }
+};
+
+SpmdRuntime::SpmdRuntime(comm::Communicator& world, SpmdPlan plan) : plan_(std::move(plan)) {
+  plan_.mesh.validate();
+  if (plan_.mesh.size() != world.size())
+    throw lang::UserError(fmt::format("the mesh {} of {} has {} devices, but the run has {} ranks",
+                                      plan_.mesh.to_string(), plan_.origin, plan_.mesh.size(),
+                                      world.size()));
+  impl_ = std::make_unique<Impl>(*this, world);
+}
+
+SpmdRuntime::~SpmdRuntime() {
+  sem::set_primitive_hook({});
+  sem::set_host_value_hook({});
+  if (impl_ && impl_->fused) sem::set_fused_kernel_hook(impl_->fused);
+}
+
+void SpmdRuntime::install() {
+  Impl* impl = impl_.get();
+  sem::set_primitive_hook([impl](const ir::Node& n, std::vector<Value>& in, Value& result) {
+    return impl->on_primitive(n, in, result);
+  });
+  sem::set_host_value_hook([impl](Value& v) { v = impl->whole(v, impl->global_type(v)); });
+  // A fused group runs its compiled kernel when all its arguments are whole; otherwise its
+  // nodes run one by one through the primitive hook (the kernel was compiled for whole shapes).
+  impl->fused = sem::current_fused_kernel_hook();
+  if (impl->fused)
+    sem::set_fused_kernel_hook(
+        [impl](const ir::Graph& group, const std::vector<Value>& args, Value& result) {
+          for (const Value& a : args)
+            if (impl->holds_shards(a)) return false;
+          impl->forget_unique(args);
+          return impl->fused(group, args, result);
+        });
+}
+
+int SpmdRuntime::pin_parameters(ir::Module& m) const {
+  return parallel::pin_record_fields(m, plan_.params);
+}
+
+int SpmdRuntime::rank() const { return impl_->world.rank(); }
+
+Value SpmdRuntime::whole(const Value& v) {
+  return impl_->whole(v, v.is_tensor() ? impl_->global_type(v) : nullptr);
+}
+
+parallel::Layout SpmdRuntime::layout_of(const Value& v) const {
+  return impl_->layout(v, v.is_tensor() ? impl_->global_type(v) : nullptr);
+}
+
+}  // namespace spora::distributed

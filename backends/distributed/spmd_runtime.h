@@ -1,0 +1,114 @@
+// The distributed runtime: every rank runs the user's own program (graph mode, the module
+// `spora run` compiles) on its shards of the values, and the ranks together compute what one
+// device computes (DESIGN.md "distributed runtime"; MindSpore's one expression for one device
+// and for many, PyTorch's DTensor).
+//
+//   SpmdRuntime rt(world, plan);   // plan: a mesh, parameter layouts, the data-parallel axis
+//   rt.install();                  // hooks the interpreter (semantics/interpreter.h)
+//   sem::Interpreter(module).call(module.entry, {});   // main(), on every rank
+//
+// How a run stays one program:
+//   1. Placement. Every tensor this rank holds has a layout (parallel/layout: each dimension cut
+//      over a mesh axis or whole, partial sums pending over some axes), kept in a table by its
+//      buffer and shape while the buffer lives; a tensor not in the table is whole, as on one
+//      device.
+//   2. Sources of shards.
+//      - Data: the tensors each batch of `batches(...)` / `fashion_mnist(...)` yields are cut
+//        along dimension 0 over the data-parallel axis: rank r keeps rows [r B/p, (r+1) B/p)
+//        of the same global batch that one device would see (same order, same seed). A batch
+//        the axis does not divide (a short last batch) stays whole on every rank.
+//      - Parameters: before the passes, pin_parameters wraps every record field at a path the
+//        plan names ("net.l1.w" names path l1.w) in shard_hint (parallel/partition/
+//        pin_fields.h): wherever the program builds its model, its gradients or its optimizer
+//        state, the hint cuts a whole tensor to its layout locally (every rank initialised it
+//        alike, so no message is sent) and leaves a cut one alone, so parameters and state
+//        stay sharded for the whole run. The record `load` returns is placed the same way.
+//      - Annotations: shard(x, ...) (shard_hint) pins its layout, as in the partitioner.
+//   3. Propagation. A primitive whose inputs are all whole runs as on one device. Otherwise its
+//      strategy is chosen as the partitioner chooses it (parallel/partition/node_strategy.h:
+//      the row's forward rule, partial sums reduced where first needed, else the cheapest
+//      enumerated strategy, else replicated), its inputs are redistributed with the collective
+//      primitives (all_gather, all_reduce, reduce_scatter, all_to_all, shard_slice), the row's
+//      kernel runs with the rule's local attributes, a mean over a cut dimension is rescaled,
+//      and the result takes the strategy's output layout. The choice is cached per node and
+//      input placements; a redistributed value is cached for the life of its source, so a
+//      gradient used twice is all-reduced once.
+//   4. The host sees whole values: conditions and loop bounds (semantics/interpreter.h's host
+//      value hook) and the inputs of effects are made whole on every rank first (the same
+//      collectives on every rank, in program order, so no rank waits forever).
+//   5. One output. print, report, log_epoch, save_curves, save, save_idx, save_npy run on rank
+//      0 only (every rank with `tag_all_ranks`); a progress bar is drawn by rank 0 only. A
+//      checkpoint is written once, by rank 0, from whole tensors: the same file one device
+//      writes, so a model trained on 4 ranks loads on 1 and the reverse.
+// Every rank runs the same primitives in the same order; only the collectives and shard_slice
+// depend on the rank. The collective primitives read the communicator and mesh of the
+// calling thread's collective context (ops/collective.h), which the caller sets.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "parallel/layout/layout.h"
+#include "semantics/ir/ir.h"
+#include "semantics/value.h"
+
+namespace spora::comm {
+class Communicator;
+}
+
+namespace spora::distributed {
+
+// What a run shards: the mesh (its size is the number of ranks), parameter layouts by name
+// (layout text, parsed against each tensor's rank when it is placed), the data-parallel axis.
+struct SpmdPlan {
+  parallel::Mesh mesh;
+  std::map<std::string, std::string> params;  // "net.l1.w" -> "[-, tp]" or "(1, 4)"
+  int data_axis = -1;                         // mesh axis cutting each batch's dim 0; -1: none
+  bool tag_all_ranks = false;                 // every rank prints (mpirun --tag-output)
+  std::string origin = "strategy";            // where the plan came from, for errors
+};
+
+// Counters of a run (for --stats and the tests).
+struct SpmdStats {
+  int64_t sharded_applications = 0;  // primitives run on shards (not all inputs whole)
+  int64_t collectives = 0;           // collective steps run (all_gather, all_reduce, ...)
+  int64_t collective_bytes = 0;      // bytes of the local inputs of those steps
+  int64_t placed_parameters = 0;     // tensors cut to a plan layout when a record was built
+  int64_t sharded_batches = 0;       // batches cut over the data-parallel axis
+  int64_t whole_batches = 0;         // batches the data-parallel axis did not divide
+};
+
+class SpmdRuntime {
+ public:
+  SpmdRuntime(comm::Communicator& world, SpmdPlan plan);
+  ~SpmdRuntime();  // uninstalls the hooks
+  SpmdRuntime(const SpmdRuntime&) = delete;
+  SpmdRuntime& operator=(const SpmdRuntime&) = delete;
+
+  // Writes the plan's parameter layouts into the program (parallel/partition/pin_fields.h):
+  // call on the compiled module before the passes. Returns the hints inserted.
+  int pin_parameters(ir::Module& m) const;
+  // Hooks the interpreter (process-wide) until destroyed.
+  void install();
+  int rank() const;
+  const SpmdPlan& plan() const { return plan_; }
+  const SpmdStats& stats() const { return stats_; }
+
+  // The whole value of v (tensors gathered and reduced; tuples and records element by
+  // element): every rank must call it for the same value.
+  sem::Value whole(const sem::Value& v);
+  // The layout a placement id stands for (0: whole).
+  parallel::Layout layout_of(const sem::Value& v) const;
+
+  struct Impl;
+
+ private:
+  SpmdPlan plan_;
+  SpmdStats stats_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace spora::distributed

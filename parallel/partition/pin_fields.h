@@ -1,0 +1,25 @@
+// pin_record_fields: a strategy's parameter layouts, written into a whole program. A strategy
+// names parameters by path ("net.l1.w": field w of field l1 of the model the loss takes as
+// `net`); a program builds its model, its gradients and its optimizer state as records, and
+// the lowering and the passes explode records into their tensors (loop state, arguments).
+// So before the passes, every field input of every record a program builds whose path matches
+// a named layout is wrapped in shard_hint(x, layout=...) (ops/annotation.cpp): the hint is an
+// identity that survives the passes, and the distributed runtime redistributes whatever reaches
+// it to the pinned layout, so parameters, gradients and state keep their layouts wherever the
+// record is rebuilt (initialisation, each optimizer update).
+//
+// Paths: a key "a.b.c" drops its first component (the variable's name) and matches path "b.c"
+// from any make_record whose field b is built by a make_record (in the same graph) with a field
+// c; a key "a.b" matches field b of any record. Returns the number of hints inserted.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "semantics/ir/ir.h"
+
+namespace spora::parallel {
+
+int pin_record_fields(ir::Module& m, const std::map<std::string, std::string>& layouts_by_name);
+
+}  // namespace spora::parallel
