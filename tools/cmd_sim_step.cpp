@@ -40,6 +40,12 @@ struct Options {
 };
 
 Options g_options;
+
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 CLI::App* g_sim = nullptr;  // to ask which options the user gave
 
 // What each kind of run honours. An option given to a run that does not honour it stops the
@@ -101,11 +107,6 @@ void print_profile(const std::map<std::string, std::pair<long, double>>& per) {
   for (const auto& [name, v] : per)
     std::printf("%-20s %5ld %9.4f\n", name.c_str(), v.first, v.second * 1e3);
 }
-
-class UsageError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 void write_file(const std::string& path, const std::string& text) {
   if (path == "-") {

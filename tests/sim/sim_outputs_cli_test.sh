@@ -24,7 +24,7 @@ fail() { echo "FAIL ($kind): $*"; exit 1; }
 run --svg "$dir/t.svg" --trace "$dir/t.json" --trace-ranks 1 > "$dir/report.txt"
 head -c 4 "$dir/t.svg" | grep -q '<svg' || fail "--svg wrote no SVG"
 grep -q '</svg>' "$dir/t.svg" || fail "--svg: SVG not closed"
-head -c 15 "$dir/t.json" | grep -q 'traceEvents' || fail "--trace wrote no Chrome trace"
+head -c 60 "$dir/t.json" | grep -q 'traceEvents' || fail "--trace wrote no Chrome trace"
 python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$dir/t.json" || fail "--trace: not JSON"
 # --trace-ranks 1: one device (or stage) in the trace: only pid 0.
 if grep -q '"pid": *[1-9]' "$dir/t.json"; then fail "--trace-ranks 1 left other devices in the trace"; fi
