@@ -10,6 +10,7 @@
 // the inter-node one (the intra-node edges take 1 us + a few us):
 //     T_C = 2(p-1) (alpha_net + N/(C p B_nic))
 // C = 1 is the plain ring through one NIC per node; C = 4 divides the bandwidth term by 4.
+// On one node, where all channels share the same ports, they add no bandwidth (second test).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -50,6 +51,26 @@ TEST(RingChannels, AcrossNodesAtTheClosedForm) {
         channels, closed * 1e6, simulated * 1e6, error * 100);
     EXPECT_LT(std::abs(error), 0.005) << channels << " channels";
   }
+}
+
+// On one node the channels are rotations of the same ring, so they share every NVLink port:
+// on tests/sim/data/alpha-beta.yaml (a 10 GB/s port per device, 10 us device to device) two
+// channels whose messages share the links (--unordered) each get half of every port, and the
+// all-reduce takes the one-ring time 2(p-1)(alpha + N/(pB)): channels add no bandwidth there.
+TEST(RingChannels, OneNodeSharesThePorts) {
+  const ClusterSpec spec = load_cluster_spec(SPORA_SOURCE_DIR "/tests/sim/data/alpha-beta.yaml");
+  const parallel::CollectiveSpec c{parallel::Collective::AllReduce, parallel::ReduceOp::Sum, kRanks,
+                                   kCount};
+  SimOptions unordered;
+  unordered.ordered_pairs = false;
+  const double simulated =
+      simulate_collective(spec, parallel::build_schedule(parallel::Algorithm::Ring, c, {1, 0, 2}),
+                          unordered)
+          .seconds;
+  const double closed = 2 * (kRanks - 1) * (10e-6 + kN / (kRanks * 10e9));
+  std::printf("  ring p=8 on one switch, 2 channels: closed form %.3f us, simulated %.3f us\n",
+              closed * 1e6, simulated * 1e6);
+  EXPECT_NEAR(simulated, closed, 0.005 * closed);
 }
 
 }  // namespace
