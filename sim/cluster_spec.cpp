@@ -210,8 +210,8 @@ void read_op_classes(const Reader& r, const Fields& device, DeviceSpec& d) {
     OpClassSpec spec;
     spec.efficiency = c.fraction_or("efficiency", 1);
     if (c.has("launch_overhead"))
-      spec.launch_overhead = c.quantity("launch_overhead", parse_duration, "a duration",
-                                        "\"5 us\"", /*zero_ok=*/true);
+      spec.launch_overhead =
+          c.quantity("launch_overhead", parse_duration, "a duration", "\"5 us\"", /*zero_ok=*/true);
     d.op_classes[name] = spec;
   }
 }
@@ -219,7 +219,7 @@ void read_op_classes(const Reader& r, const Fields& device, DeviceSpec& d) {
 DeviceSpec read_device(const Reader& r, const YAML::Node& node) {
   const Fields f(r, node, "device",
                  {"kind", "model", "peak_flops", "memory", "memory_bandwidth", "launch_overhead",
-                  "op_classes"});
+                  "op_classes", "comm_sm_share"});
   DeviceSpec d;
   d.kind = f.has("kind") ? f.choice("kind", {"gpu", "npu", "tpu", "cpu"}) : "gpu";
   d.model = f.text_or("model", "");
@@ -234,6 +234,7 @@ DeviceSpec read_device(const Reader& r, const YAML::Node& node) {
   d.memory_bandwidth =
       f.quantity("memory_bandwidth", parse_bandwidth, "a bandwidth", "\"2039 GB/s\"");
   read_op_classes(r, f, d);
+  d.comm_sm_share = f.fraction_or("comm_sm_share", 0);
   return d;
 }
 

@@ -32,7 +32,7 @@ class ClusterSpecError : public std::runtime_error {
 // How well one op class (sim/cost.h) uses the device: the fraction of its roofline it achieves
 // and the fixed time each operation adds (kernel launch, framework dispatch).
 struct OpClassSpec {
-  double efficiency = 1;                 // in (0, 1]
+  double efficiency = 1;                  // in (0, 1]
   std::optional<double> launch_overhead;  // seconds; unset: DeviceSpec::launch_overhead
 };
 
@@ -47,6 +47,8 @@ struct DeviceSpec {
   double memory_bandwidth = 0;               // bytes/s
   double launch_overhead = 0;                // seconds per operation, for every op class ...
   std::map<std::string, OpClassSpec> op_classes;  // ... unless its entry here says otherwise
+  double comm_sm_share = 0;  // of the device a running collective's kernels hold (0: none);
+                             // sim/interference.h
 
   double max_peak_flops() const;  // the highest entry of peak_flops
 };

@@ -380,6 +380,12 @@ std::string_view recv_reduce_model_name(RecvReduceModel m) {
   return m == RecvReduceModel::Fused ? "fused" : "staged";
 }
 
+int default_ring_channels(const ClusterSpec& cluster, int ranks) {
+  const int g = cluster.devices_per_node;
+  if (!cluster.network || ranks <= g || ranks % g != 0) return 1;
+  return std::max(1, cluster.network->nics_per_node);
+}
+
 void check_for_simulation(const Schedule& schedule, int devices, const SimOptions& options) {
   if (schedule.spec.ranks > devices)
     throw std::invalid_argument(fmt::format(

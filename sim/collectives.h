@@ -115,4 +115,9 @@ class ScheduleRun {
 
 std::string_view recv_reduce_model_name(RecvReduceModel m);  // "fused", "staged"
 
+// The channels NCCL runs a ring on across nodes: one per NIC (nics_per_node) when the ranks
+// fill two or more whole nodes, else 1 (parallel/collectives/ring.cpp: channel c leaves every
+// node through NIC c).
+int default_ring_channels(const ClusterSpec& cluster, int ranks);
+
 }  // namespace spora::sim

@@ -354,10 +354,12 @@ std::string pipeline_report(const PipelineProgram& program, const PipelineSimRes
   return out;
 }
 
-std::string pipeline_chrome_trace(const PipelineSimResult& r) {
+std::string pipeline_chrome_trace(const PipelineSimResult& r, int max_stages) {
   std::string out = "{\"traceEvents\":[\n";
   bool first = true;
-  for (std::size_t k = 0; k < r.events.size(); ++k) {
+  std::size_t shown = r.events.size();
+  if (max_stages > 0) shown = std::min(shown, static_cast<std::size_t>(max_stages));
+  for (std::size_t k = 0; k < shown; ++k) {
     out += fmt::format(
         "{}{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{},\"args\":{{\"name\":"
         "\"stage {}\"}}}}",

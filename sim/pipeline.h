@@ -154,6 +154,6 @@ PipelineSimResult simulate_pipeline(const ClusterSpec& cluster, const PipelinePr
 // A readable report: step time, bubble, per stage times, busy / idle, sync, memory.
 std::string pipeline_report(const PipelineProgram& program, const PipelineSimResult& r);
 // Chrome trace JSON: one process per stage, thread 0 the passes, thread 1 sync and update.
-std::string pipeline_chrome_trace(const PipelineSimResult& r);
+std::string pipeline_chrome_trace(const PipelineSimResult& r, int max_stages = 0);  // 0: all
 
 }  // namespace spora::sim

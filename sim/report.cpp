@@ -8,6 +8,7 @@
 
 #include "sim/cost_model.h"
 #include "sim/platform.h"
+#include "sim/timeline_svg.h"
 
 namespace spora::sim {
 
@@ -287,21 +288,7 @@ std::string svg_timeline(const ClusterSpec& cluster, const StepProgram& program,
              fmt::format("copy out of bucket {}", b));
     }
   }
-  // Time axis: 5 to 10 ticks at a round step.
-  const double axis_y = top + ranks * (2 * lane + gap) + 5;
-  out += fmt::format("<line x1=\"{:.0f}\" y1=\"{:.1f}\" x2=\"{:.0f}\" y2=\"{:.1f}\" "
-                     "stroke=\"black\"/>\n",
-                     left, axis_y, left + width, axis_y);
-  double step = std::pow(10, std::floor(std::log10(span)));
-  if (span / step < 2.5) step /= 5;
-  else if (span / step < 5) step /= 2;
-  for (int k = 0; k * step <= span * (1 + 1e-9); ++k) {
-    const double t = k * step;
-    out += fmt::format("<line x1=\"{:.2f}\" y1=\"{:.1f}\" x2=\"{:.2f}\" y2=\"{:.1f}\" "
-                       "stroke=\"black\"/><text x=\"{:.2f}\" y=\"{:.1f}\" "
-                       "text-anchor=\"middle\">{:g} ms</text>\n",
-                       x(t), axis_y, x(t), axis_y + 4, x(t), axis_y + 16, t * 1e3);
-  }
+  out += svg_time_axis(left, width, top + ranks * (2 * lane + gap) + 5, span);
   out += "</svg>\n";
   return out;
 }

@@ -18,6 +18,7 @@
 #include "parallel/layout/layout.h"
 #include "semantics/registry.h"
 #include "sim/cost_model.h"
+#include "sim/interference.h"
 #include "sim/isolation.h"
 #include "sim/platform.h"
 
@@ -65,6 +66,7 @@ struct Sim {
   bool log_on = false;
   bool inline_collectives = false;  // ClusterSpec::overlap_collectives false
   double call_overhead = 0;         // ClusterSpec::collective_overhead, per collective and rank
+  double share = 0;                 // of a device a running collective holds (interference.h)
   std::vector<std::vector<sg4::SemaphorePtr>> ready, done;  // [rank][collective #]
   std::vector<sg4::SemaphorePtr> updated, gathered;         // [rank]: ZeRO-1's all_gathers
   std::vector<std::vector<Interval>> compute, comm;
@@ -139,7 +141,7 @@ void compute_actor(Sim& sim, int rank) {
   auto flush = [&] {
     if (pending <= 0) return;
     const double t0 = sim.now();
-    sg4::this_actor::sleep_for(pending);
+    run_compute(sim.platform, pending, sim.share);
     ++sim.events;
     sim.compute[r].push_back({t0, sim.now()});
     pending = 0;
@@ -193,7 +195,10 @@ void comm_actor(Sim& sim, int rank) {
     const SpmdOp& op = sim.program.ops[static_cast<std::size_t>(i)];
     sim.ready[r][c]->acquire();
     const double t0 = sim.now();
-    sim.collective(static_cast<int>(c), rank, op);
+    {
+      const CommShare held(sim.share);  // interference.h
+      sim.collective(static_cast<int>(c), rank, op);
+    }
     sim.comm[r].push_back({t0, sim.now()});
     sim.coll_seconds[r][c] = sim.now() - t0;
     if (sim.log_on)
@@ -387,6 +392,7 @@ SpmdSimResult simulate_spmd_step(const ClusterSpec& cluster, const SpmdProgram& 
     sim.log_on = options.log;
     sim.inline_collectives = !cluster.overlap_collectives;
     sim.call_overhead = cluster.collective_overhead;
+    sim.share = cluster.device.comm_sm_share;
     for (std::size_t c = 0; c < n_coll; ++c) {
       sim.coll_index[program.collectives[c]] = static_cast<int>(c);
       sim.issue[program.issue_after[c]].push_back(static_cast<int>(c));
@@ -542,7 +548,7 @@ std::string spmd_report(const SpmdProgram& program, const SpmdSimResult& r) {
   return out;
 }
 
-std::string spmd_chrome_trace(const SpmdSimResult& r) {
+std::string spmd_chrome_trace(const SpmdSimResult& r, int max_ranks) {
   std::string out = "{\"traceEvents\":[\n";
   bool first = true;
   auto event = [&](int pid, int tid, const char* name, const Interval& i) {
@@ -552,7 +558,9 @@ std::string spmd_chrome_trace(const SpmdSimResult& r) {
         first ? "" : ",\n", name, pid, tid, i.start * 1e6, (i.end - i.start) * 1e6);
     first = false;
   };
-  for (std::size_t k = 0; k < r.compute_intervals.size(); ++k) {
+  std::size_t shown = r.compute_intervals.size();
+  if (max_ranks > 0) shown = std::min(shown, static_cast<std::size_t>(max_ranks));
+  for (std::size_t k = 0; k < shown; ++k) {
     for (const Interval& i : r.compute_intervals[k]) event(static_cast<int>(k), 0, "compute", i);
     for (const Interval& i : r.comm_intervals[k]) event(static_cast<int>(k), 1, "collective", i);
   }

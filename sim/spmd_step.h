@@ -140,7 +140,8 @@ SpmdSimResult simulate_spmd_step(const ClusterSpec& cluster, const SpmdProgram& 
 // A readable report (step time, per-device compute / communication / exposed / idle, memory,
 // the collectives with their groups and times).
 std::string spmd_report(const SpmdProgram& program, const SpmdSimResult& r);
-// Chrome trace JSON (compute and comm streams of every device): opens in Perfetto.
-std::string spmd_chrome_trace(const SpmdSimResult& r);
+// Chrome trace JSON (compute and comm streams of the first max_ranks devices, 0: every
+// device): opens in Perfetto.
+std::string spmd_chrome_trace(const SpmdSimResult& r, int max_ranks = 0);
 
 }  // namespace spora::sim

@@ -18,6 +18,7 @@
 #include "parallel/collectives/algorithms.h"
 #include "sim/collectives.h"
 #include "sim/cost_model.h"
+#include "sim/interference.h"
 #include "sim/isolation.h"
 #include "sim/platform.h"
 
@@ -113,10 +114,16 @@ struct Sim {
   long seq = 0;
   long events = 0;
   int token = 0;
+  double share = 0;  // of a device a running all-reduce holds (interference.h)
 
   Sim(const ClusterSpec& c, const Platform& p, const StepProgram& prog, const TrainSimResult& pl,
       const TrainSimOptions& o)
-      : cluster(c), platform(p), program(prog), plan(pl), options(o) {}
+      : cluster(c),
+        platform(p),
+        program(prog),
+        plan(pl),
+        options(o),
+        share(c.device.comm_sm_share) {}
 
   double now() const { return sg4::Engine::get_clock(); }
   // Call as `if (sim.options.log) sim.note(...)`: the text is not worth formatting otherwise.
@@ -164,7 +171,7 @@ void compute_actor(Sim& sim, int rank) {
   for (const Segment& s : sim.plan.segments) {
     tl.segment_starts.push_back(sim.now());
     if (s.seconds > 0) {
-      sg4::this_actor::sleep_for(s.seconds);
+      run_compute(sim.platform, s.seconds, sim.share);
       ++sim.events;
     }
     std::string ready;
@@ -179,7 +186,7 @@ void compute_actor(Sim& sim, int rank) {
     sim.done[static_cast<std::size_t>(rank)][b]->acquire();
   tl.update_start.push_back(sim.now());
   if (sim.plan.update_seconds > 0) {
-    sg4::this_actor::sleep_for(sim.plan.update_seconds);
+    run_compute(sim.platform, sim.plan.update_seconds, sim.share);
     ++sim.events;
   }
   tl.end = sim.now();
@@ -221,6 +228,7 @@ void comm_actor(Sim& sim, int rank) {
   for (std::size_t b = 0; b < buckets.size(); ++b) {
     const double bytes = buckets[b].bytes;
     sim.ready[static_cast<std::size_t>(rank)][b]->acquire();
+    const CommShare held(sim.share);  // interference.h
     const double t0 = sim.now();
     if (sim.options.bucket_copies) sim.memory_pass(2 * bytes);
     tl.copy_in.push_back({t0, sim.now()});
@@ -437,6 +445,10 @@ TrainSimResult simulate_train_step(const ClusterSpec& cluster, const StepProgram
                                     r.ranks, static_cast<std::int64_t>(b.bytes / element_bytes)};
       parallel::AlgorithmOptions ao;
       if (*algorithm == parallel::Algorithm::Hierarchical) ao.ranks_per_node = per_node;
+      if (*algorithm == parallel::Algorithm::Ring && r.ranks % per_node == 0) {
+        ao.ranks_per_node = per_node;  // across nodes: one channel per NIC, as NCCL
+        ao.channels = default_ring_channels(cluster, r.ranks);
+      }
       schedules.push_back(parallel::build_schedule(*algorithm, spec, ao));
       if (!checked[spec.count]) {
         check_for_simulation(schedules.back(), cluster.device_count(), sim_options);

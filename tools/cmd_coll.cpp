@@ -37,7 +37,7 @@ using parallel::Schedule;
 struct Options {
   std::string op = "all-reduce", algo = "ring", backend = "threads", dtype = "f32", redop = "sum",
               sizes = "8:64M", schedule_file;
-  int ranks = 4, root = 0, chunks = 1, ranks_per_node = 0, iters = 20, warmup = 5;
+  int ranks = 4, root = 0, chunks = 1, ranks_per_node = 0, channels = 1, iters = 20, warmup = 5;
   double factor = 2;
   bool check = true, json = false, print_schedule = false;
 };
@@ -184,11 +184,11 @@ struct Report {
   void header() const {
     if (o.json) return;
     std::printf(
-        "# spora coll: %s, algorithm %s, %d ranks over %s, %s, %s, chunks %d, %d iterations after "
-        "%d warm-up\n",
+        "# spora coll: %s, algorithm %s, %d ranks over %s, %s, %s, chunks %d, channels %d, %d "
+        "iterations after %d warm-up\n",
         std::string(parallel::collective_name(collective)).c_str(), algorithm.c_str(), ranks,
         o.backend.c_str(), std::string(comm::dtype_name(dtype)).c_str(), o.redop.c_str(), o.chunks,
-        o.iters, o.warmup);
+        o.channels, o.iters, o.warmup);
     std::printf("#\n");
     std::printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s\n", "size", "count", "type",
                 "redop", "root", "time", "algbw", "busbw", "#wrong");
@@ -225,10 +225,10 @@ struct Report {
     }
     std::string out = fmt::format(
         "{{\"collective\": \"{}\", \"algorithm\": \"{}\", \"backend\": \"{}\", \"ranks\": {}, "
-        "\"dtype\": \"{}\", \"redop\": \"{}\", \"root\": {}, \"chunks\": {}, "
+        "\"dtype\": \"{}\", \"redop\": \"{}\", \"root\": {}, \"chunks\": {}, \"channels\": {}, "
         "\"ranks_per_node\": {}, \"iters\": {}, \"warmup\": {}, \"checked\": {}, \"results\": [",
         parallel::collective_name(collective), algorithm, o.backend, ranks, comm::dtype_name(dtype),
-        o.redop, o.root, o.chunks, o.ranks_per_node, o.iters, o.warmup, o.check);
+        o.redop, o.root, o.chunks, o.channels, o.ranks_per_node, o.iters, o.warmup, o.check);
     for (std::size_t i = 0; i < rows.size(); ++i)
       out += fmt::format(
           "{}\n  {{\"size_bytes\": {}, \"count\": {}, \"time_us\": {:.3f}, \"algbw_gbps\": {:.4f}, "
@@ -334,10 +334,11 @@ int run(const Options& o, bool ranks_given) {
   if (o.print_schedule) {
     if (!algorithm || *algorithm == Algorithm::Native)
       throw UsageError("--print-schedule needs a generated algorithm (not native)");
-    std::fputs(parallel::print_schedule(parallel::build_schedule(*algorithm, specs.front(),
-                                                                 {o.chunks, o.ranks_per_node}))
-                   .c_str(),
-               stdout);
+    std::fputs(
+        parallel::print_schedule(parallel::build_schedule(*algorithm, specs.front(),
+                                                          {o.chunks, o.ranks_per_node, o.channels}))
+            .c_str(),
+        stdout);
     return 0;
   }
   if (o.root < 0 || o.root >= ranks)
@@ -354,7 +355,8 @@ int run(const Options& o, bool ranks_given) {
         loaded->spec.op = spec.op;
         schedule = &*loaded;
       } else if (*algorithm != Algorithm::Native) {
-        built = parallel::build_schedule(*algorithm, spec, {o.chunks, o.ranks_per_node});
+        built =
+            parallel::build_schedule(*algorithm, spec, {o.chunks, o.ranks_per_node, o.channels});
         schedule = &*built;
       }
       const Row row = measure(comm, o, spec, *dtype, schedule);
@@ -408,7 +410,10 @@ int run_coll_command(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--chunks", o.chunks, "pipelining: split every transfer into this many pieces")
       ->capture_default_str();
-  app.add_option("--ranks-per-node", o.ranks_per_node, "hierarchical: devices per node (0: auto)")
+  app.add_option("--ranks-per-node", o.ranks_per_node,
+                 "hierarchical, ring channels: devices per node (0: auto / one node)")
+      ->capture_default_str();
+  app.add_option("--channels", o.channels, "ring: independent rings over parts of the data")
       ->capture_default_str();
   app.add_option("--iters", o.iters, "timed calls per size")->capture_default_str();
   app.add_option("--warmup", o.warmup, "untimed calls per size first")->capture_default_str();

@@ -28,7 +28,7 @@ using parallel::Schedule;
 struct Options {
   std::string cluster, op = "all-reduce", algo = "ring", dtype = "f32", redop = "sum",
                        sizes = "8:64M", recv_reduce = "fused", log_file;
-  int ranks = 0, root = 0, chunks = 1, ranks_per_node = 0;
+  int ranks = 0, root = 0, chunks = 1, ranks_per_node = 0, channels = 0;
   double factor = 2;
   bool json = false, unordered = false;
   std::vector<std::string> simgrid_args;
@@ -116,17 +116,25 @@ int run(const Options& o) {
                                  cluster.device_count()));
   if (o.root < 0 || o.root >= ranks)
     throw UsageError(fmt::format("--root {} is not a rank", o.root));
+  const bool layered = *algorithm == Algorithm::Hierarchical || *algorithm == Algorithm::Ring;
   const int ranks_per_node =
-      o.ranks_per_node > 0 || *algorithm != Algorithm::Hierarchical
+      o.ranks_per_node > 0 || !layered
           ? o.ranks_per_node
           : (ranks % cluster.devices_per_node == 0 ? cluster.devices_per_node : 0);
+  if (o.channels < 0) throw UsageError(fmt::format("--channels {} is negative", o.channels));
+  if (o.channels > 1 && *algorithm != Algorithm::Ring)
+    throw UsageError(fmt::format("--channels {}: channels apply to --algo ring only", o.channels));
+  const int channels = o.channels > 0                  ? o.channels
+                       : *algorithm == Algorithm::Ring ? sim::default_ring_channels(cluster, ranks)
+                                                       : 1;
 
   std::vector<Schedule> schedules;
   std::vector<Row> rows;
   for (std::int64_t bytes : parse_sizes(o.sizes, o.factor)) {
     CollectiveSpec spec{*collective, *redop, ranks, bytes / dtype->bytes, o.root};
     if (!whole_buffer(*collective)) spec.count /= ranks;
-    schedules.push_back(parallel::build_schedule(*algorithm, spec, {o.chunks, ranks_per_node}));
+    schedules.push_back(
+        parallel::build_schedule(*algorithm, spec, {o.chunks, ranks_per_node, channels}));
     Row row;
     row.count = spec.count;
     row.bytes = spec.count * dtype->bytes * (whole_buffer(*collective) ? 1 : ranks);
@@ -173,10 +181,10 @@ int run(const Options& o) {
     std::string out = fmt::format(
         "{{\"collective\": \"{}\", \"algorithm\": \"{}\", \"backend\": \"sim\", \"cluster\": "
         "\"{}\", \"ranks\": {}, \"dtype\": \"{}\", \"redop\": \"{}\", \"root\": {}, \"chunks\": "
-        "{}, \"ranks_per_node\": {}, \"ordered_pairs\": {}, \"recv_reduce\": \"{}\", "
-        "\"simulated\": true, \"results\": [",
+        "{}, \"channels\": {}, \"ranks_per_node\": {}, \"ordered_pairs\": {}, \"recv_reduce\": "
+        "\"{}\", \"simulated\": true, \"results\": [",
         parallel::collective_name(c), o.algo, cluster.name, ranks, o.dtype, o.redop, o.root,
-        o.chunks, ranks_per_node, !o.unordered, o.recv_reduce);
+        o.chunks, channels, ranks_per_node, !o.unordered, o.recv_reduce);
     for (std::size_t i = 0; i < rows.size(); ++i)
       out += fmt::format(
           "{}\n  {{\"size_bytes\": {}, \"count\": {}, \"time_us\": {:.3f}, \"algbw_gbps\": {:.4f}, "
@@ -187,9 +195,11 @@ int run(const Options& o) {
     std::fputs(out.c_str(), stdout);
     return 0;
   }
-  std::printf("# spora sim-coll: %s, algorithm %s, %d ranks on %s, %s, %s, chunks %d, simulated\n",
-              std::string(parallel::collective_name(c)).c_str(), o.algo.c_str(), ranks,
-              cluster.summary().c_str(), o.dtype.c_str(), o.redop.c_str(), o.chunks);
+  std::printf(
+      "# spora sim-coll: %s, algorithm %s, %d ranks on %s, %s, %s, chunks %d, channels %d, "
+      "simulated\n",
+      std::string(parallel::collective_name(c)).c_str(), o.algo.c_str(), ranks,
+      cluster.summary().c_str(), o.dtype.c_str(), o.redop.c_str(), o.chunks, channels);
   std::printf("# network model: SimGrid CM02, alpha-beta; pairs %s, receive-reduce %s\n",
               o.unordered ? "unordered" : "ordered", o.recv_reduce.c_str());
   std::printf("#\n");
@@ -238,7 +248,10 @@ int run_sim_coll_command(int argc, char** argv) {
   app.add_option("--chunks", o.chunks, "pipelining: split every transfer into this many pieces")
       ->capture_default_str();
   app.add_option("--ranks-per-node", o.ranks_per_node,
-                 "hierarchical: devices per node (default: the cluster's)");
+                 "hierarchical, ring channels: devices per node (default: the cluster's)");
+  app.add_option("--channels", o.channels,
+                 "ring: independent rings over parts of the data, one per NIC across nodes "
+                 "(default: the NICs per node when the ranks span several nodes, else 1)");
   app.add_option("--recv-reduce", o.recv_reduce,
                  "fused (reduce as data arrives) or staged (receive, then reduce)")
       ->capture_default_str();

@@ -19,6 +19,7 @@
 #include "sim/report.h"
 #include "sim/spmd_step.h"
 #include "sim/step_program.h"
+#include "sim/timeline_svg.h"
 #include "sim/train_step.h"
 #include "tools/cmd_sim.h"
 #include "tools/pipeline_run.h"
@@ -33,7 +34,7 @@ struct Options {
                              trace, svg, log_file, recv_reduce = "fused";
   long batch = 0;
   int ranks = 0, trace_ranks = 16;
-  double lr = 0.01, bucket_mb = 25, first_bucket_mb = 1;
+  double lr = 0.01, bucket_mb = 25, first_bucket_mb = 1, comm_sm_share = -1;
   bool json = false, no_copies = false, log_collectives = false, profile = false;
   std::vector<std::string> simgrid_args;
 };
@@ -44,6 +45,68 @@ class UsageError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+CLI::App* g_sim = nullptr;  // to ask which options the user gave
+
+// What each kind of run honours. An option given to a run that does not honour it stops the
+// command with the reason, before any work: no option is ignored in silence.
+enum class RunKind { DataParallel, Spmd, Pipeline };
+struct OptionSupport {
+  const char* flag;
+  bool dp, spmd, pipeline;
+  const char* why_not;  // for the kinds without it
+};
+constexpr OptionSupport kOptionSupport[] = {
+    {"--svg", true, true, true, ""},
+    {"--trace", true, true, true, ""},
+    {"--trace-ranks", true, true, true, ""},
+    {"--json", true, true, true, ""},
+    {"--log", true, true, false,
+     "the pipeline simulator keeps no event log (--trace has every pass)"},
+    {"--log-collectives", true, false, false,
+     "only the data-parallel step simulates its all-reduces step by step (--log has the "
+     "collectives)"},
+    {"--profile", true, true, false,
+     "the pipeline simulator times stages, not primitives (run the strategy without its "
+     "\"pipeline\" key to profile a stage's program)"},
+    {"--ranks", true, false, false, "the strategy's mesh sets the ranks"},
+    {"--algo", true, false, false,
+     "a strategy's collectives run as rings over their mesh axes (sim/spmd_step.h)"},
+    {"--comm-model", true, false, false, "a strategy's collectives are simulated one way"},
+    {"--recv-reduce", true, false, false, "a strategy's collectives overlap their reductions"},
+    {"--bucket-mb", true, false, false,
+     "gradient buckets are data parallelism's (DDP); a strategy all-reduces each gradient"},
+    {"--first-bucket-mb", true, false, false,
+     "gradient buckets are data parallelism's (DDP); a strategy all-reduces each gradient"},
+    {"--no-bucket-copies", true, false, false,
+     "gradient buckets are data parallelism's (DDP); a strategy all-reduces each gradient"},
+};
+
+std::string_view run_kind_name(RunKind k) {
+  return k == RunKind::DataParallel ? "--strategy dp"
+         : k == RunKind::Spmd       ? "a strategy file"
+                                    : "a pipeline strategy";
+}
+
+void check_options(RunKind kind) {
+  if (!g_sim) return;
+  for (const OptionSupport& s : kOptionSupport) {
+    const bool ok = kind == RunKind::DataParallel ? s.dp
+                    : kind == RunKind::Spmd       ? s.spmd
+                                                  : s.pipeline;
+    const CLI::Option* opt = g_sim->get_option_no_throw(s.flag);
+    if (!ok && opt && opt->count() > 0)
+      throw UsageError(
+          fmt::format("{} does not apply to {}: {}", s.flag, run_kind_name(kind), s.why_not));
+  }
+}
+
+// The modelled time per primitive on one device, as run-dp --profile prints it.
+void print_profile(const std::map<std::string, std::pair<long, double>>& per) {
+  std::printf("# per step: primitive, calls, ms (forward and backward; update apart)\n");
+  for (const auto& [name, v] : per)
+    std::printf("%-20s %5ld %9.4f\n", name.c_str(), v.first, v.second * 1e3);
+}
 
 void write_file(const std::string& path, const std::string& text) {
   if (path == "-") {
@@ -85,6 +148,7 @@ bool is_strategy_file(const std::string& s) {
 // --strategy FILE.json with a "pipeline" key: the stage programs of a micro-batch
 // (tools/pipeline_run.h) through the pipeline simulator (sim/pipeline.h).
 int run_pipeline_sim(const Options& o, const sim::ClusterSpec& cluster, const std::string& text) {
+  check_options(RunKind::Pipeline);
   SpmdOptions so;
   so.file = o.file;
   so.entry = o.entry;
@@ -101,7 +165,11 @@ int run_pipeline_sim(const Options& o, const sim::ClusterSpec& cluster, const st
   opts.matmul_dtype = o.matmul_dtype;
   opts.simgrid_args = o.simgrid_args;
   const sim::PipelineSimResult r = sim::simulate_pipeline(cluster, p, opts);
-  if (!o.trace.empty()) write_file(o.trace, sim::pipeline_chrome_trace(r));
+  if (!o.trace.empty()) write_file(o.trace, sim::pipeline_chrome_trace(r, o.trace_ranks));
+  if (!o.svg.empty())
+    write_file(o.svg, sim::pipeline_svg_timeline(
+                          r, fmt::format("{} on {}, pipeline {}", o.file, cluster.name, o.strategy),
+                          o.trace_ranks));
   if (o.json) {
     std::string stages;
     for (std::size_t k = 0; k < r.stages.size(); ++k)
@@ -141,6 +209,7 @@ int run_spmd(const Options& o, const sim::ClusterSpec& cluster) {
     std::stringstream text;
     text << f.rdbuf();
     if (f && is_pipeline_strategy(text.str())) return run_pipeline_sim(o, cluster, text.str());
+    check_options(RunKind::Spmd);
     if (f) {
       const parallel::Strategy r = parallel::parse_recompute(text.str(), o.strategy);
       so.recompute_all = r.recompute_all;
@@ -164,7 +233,22 @@ int run_spmd(const Options& o, const sim::ClusterSpec& cluster) {
     for (const std::string& line : r.log) text += line + "\n";
     write_file(o.log_file, text);
   }
-  if (!o.trace.empty()) write_file(o.trace, sim::spmd_chrome_trace(r));
+  if (!o.trace.empty()) write_file(o.trace, sim::spmd_chrome_trace(r, o.trace_ranks));
+  if (!o.svg.empty())
+    write_file(o.svg, sim::spmd_svg_timeline(
+                          cluster, r,
+                          fmt::format("{} on {}, strategy {}", o.file, cluster.name, o.strategy),
+                          o.trace_ranks));
+  if (o.profile) {
+    std::map<std::string, std::pair<long, double>> per;
+    for (std::size_t i = 0; i < sp.ops.size(); ++i) {
+      if (sp.ops[i].collective) continue;
+      auto& [calls, seconds] = per[sp.ops[i].op.prim->name];
+      ++calls;
+      seconds += r.op_seconds[i];
+    }
+    print_profile(per);
+  }
   if (o.json) {
     const sim::DeviceReport d = r.devices.empty() ? sim::DeviceReport{} : r.devices[0];
     std::printf(
@@ -186,12 +270,18 @@ int run_spmd(const Options& o, const sim::ClusterSpec& cluster) {
 int run(const Options& o) {
   if (o.cluster.empty())
     throw UsageError("--cluster is required (e.g. examples/clusters/dgx-a100.yaml)");
-  const sim::ClusterSpec cluster = sim::load_cluster_spec(o.cluster);
+  sim::ClusterSpec cluster = sim::load_cluster_spec(o.cluster);
+  if (o.comm_sm_share >= 0) {
+    if (o.comm_sm_share >= 1)
+      throw UsageError(fmt::format("--comm-sm-share {} is not in [0, 1)", o.comm_sm_share));
+    cluster.device.comm_sm_share = o.comm_sm_share;
+  }
   if (is_strategy_file(o.strategy)) return run_spmd(o, cluster);
   if (o.strategy != "dp")
     throw UsageError(fmt::format(
         "unknown --strategy '{}' (dp: data parallelism, or a strategy file FILE.json)",
         o.strategy));
+  check_options(RunKind::DataParallel);
   const int ranks = o.ranks > 0 ? o.ranks : cluster.device_count();
   if (ranks > cluster.device_count())
     throw UsageError(fmt::format("--ranks {} but {} has {} devices", ranks, cluster.name,
@@ -241,16 +331,13 @@ int run(const Options& o) {
   if (!o.trace.empty()) write_file(o.trace, sim::chrome_trace(cluster, program, r, o.trace_ranks));
   if (!o.svg.empty()) write_file(o.svg, sim::svg_timeline(cluster, program, r, o.trace_ranks));
   if (o.profile) {
-    // The cost model's time per primitive on one device, as run-dp --profile prints it.
     std::map<std::string, std::pair<long, double>> per;
     for (std::size_t i = 0; i < program.ops.size(); ++i) {
       auto& [calls, seconds] = per[program.ops[i].prim->name];
       ++calls;
       seconds += r.op_seconds[i];
     }
-    std::printf("# per step: primitive, calls, ms (forward and backward; update apart)\n");
-    for (const auto& [name, v] : per)
-      std::printf("%-20s %5ld %9.4f\n", name.c_str(), v.first, v.second * 1e3);
+    print_profile(per);
   }
   if (o.json)
     std::fputs(json_report(program, r).c_str(), stdout);
@@ -265,6 +352,7 @@ CLI::App* add_sim_subcommand(CLI::App& app) {
   Options& o = g_options;
   CLI::App* sim = app.add_subcommand(
       "sim", "Simulate one data-parallel training step of a program on a cluster spec");
+  g_sim = sim;
   sim->add_option("file", o.file, "the program (.sp): `let batch = N` and a main that takes "
                                   "value_and_grad of its loss")
       ->required();
@@ -302,9 +390,14 @@ CLI::App* add_sim_subcommand(CLI::App& app) {
       ->capture_default_str();
   sim->add_option("--matmul-dtype", o.matmul_dtype,
                   "run f32 matmul and conv at this peak of the spec (tf32, bf16, f16)");
+  sim->add_option("--comm-sm-share", o.comm_sm_share,
+                  "share of a device a running collective's kernels hold, slowing the compute "
+                  "beside it (sim/interference.h; default: the spec's device.comm_sm_share; 0: "
+                  "off)");
   sim->add_option("--trace", o.trace, "write a Chrome trace (Perfetto) to FILE");
   sim->add_option("--svg", o.svg, "write an SVG timeline to FILE");
-  sim->add_option("--trace-ranks", o.trace_ranks, "devices in the trace and the SVG (0: all)")
+  sim->add_option("--trace-ranks", o.trace_ranks,
+                  "devices (pipeline: stages) in the trace and the SVG (0: all)")
       ->capture_default_str();
   sim->add_option("--log", o.log_file, "write the simulation log to FILE ('-': stdout)");
   sim->add_flag("--log-collectives", o.log_collectives,

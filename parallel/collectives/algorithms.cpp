@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "parallel/collectives/generators.h"
 
@@ -44,6 +45,27 @@ int default_ranks_per_node(int ranks) {
   return ranks;
 }
 
+std::vector<int> ring_channel_order(int ranks, int ranks_per_node, int channels, int c) {
+  if (channels == 1 && c == 0) {
+    std::vector<int> order(static_cast<std::size_t>(ranks));
+    for (int r = 0; r < ranks; ++r) order[static_cast<std::size_t>(r)] = r;
+    return order;
+  }
+  const int g = ranks_per_node > 0 ? ranks_per_node : ranks;
+  if (ranks % g != 0)
+    throw std::invalid_argument("ring: ranks_per_node " + std::to_string(g) + " does not divide " +
+                                std::to_string(ranks) + " ranks");
+  if (channels < 1 || c < 0 || c >= channels)
+    throw std::invalid_argument("ring: channel " + std::to_string(c) + " of " +
+                                std::to_string(channels));
+  const int exit =
+      static_cast<int>((static_cast<long long>(c + 1) * g + channels - 1) / channels) - 1;
+  std::vector<int> order;
+  for (int node = 0; node < ranks / g; ++node)
+    for (int k = 1; k <= g; ++k) order.push_back(node * g + (exit + k) % g);
+  return order;
+}
+
 Schedule build_schedule(Algorithm algorithm, const CollectiveSpec& spec,
                         const AlgorithmOptions& options) {
   const std::string what =
@@ -59,6 +81,9 @@ Schedule build_schedule(Algorithm algorithm, const CollectiveSpec& spec,
   if (spec.root < 0 || spec.root >= spec.ranks)
     throw std::invalid_argument(what + ": root " + std::to_string(spec.root) + " is not a rank");
   if (options.chunks < 1) throw std::invalid_argument(what + ": chunks must be >= 1");
+  if (options.channels < 1) throw std::invalid_argument(what + ": channels must be >= 1");
+  if (options.channels > 1 && algorithm != Algorithm::Ring)
+    throw std::invalid_argument(what + ": channels apply to ring only");
   switch (algorithm) {
     case Algorithm::Ring:
       return detail::ring_schedule(spec, options);

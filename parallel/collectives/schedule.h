@@ -125,7 +125,10 @@ struct CollectiveSpec {
 // How a generator builds it.
 struct AlgorithmOptions {
   int chunks = 1;          // pipelining: every transfer is split into this many pieces
-  int ranks_per_node = 0;  // hierarchical: devices per node (0 = pick a divisor of ranks)
+  int ranks_per_node = 0;  // hierarchical: devices per node (0 = pick a divisor of ranks);
+                           // ring with channels: devices per node (0 = all ranks on one node)
+  int channels = 1;        // ring: independent rings, each over 1/channels of the data (NCCL's
+                           // channels); see ring_channel_order in algorithms.h
   friend bool operator==(const AlgorithmOptions&, const AlgorithmOptions&) = default;
 };
 

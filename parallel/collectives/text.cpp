@@ -36,10 +36,12 @@ std::string format_step(const Step& s) {
 
 std::string print_schedule(const Schedule& s) {
   std::string out = fmt::format(
-      "schedule {} ranks={} count={} op={} root={} algorithm={} chunks={} ranks-per-node={}\n",
+      "schedule {} ranks={} count={} op={} root={} algorithm={} chunks={} ranks-per-node={}",
       collective_name(s.spec.collective), s.spec.ranks, s.spec.count, reduce_op_name(s.spec.op),
       s.spec.root, s.algorithm.empty() ? "custom" : s.algorithm, s.options.chunks,
       s.options.ranks_per_node);
+  if (s.options.channels != 1) out += fmt::format(" channels={}", s.options.channels);
+  out += "\n";
   for (std::size_t r = 0; r < s.ranks.size(); ++r) {
     out += fmt::format("rank {} scratch={}\n", r, s.ranks[r].scratch_count);
     for (const Step& step : s.ranks[r].steps) out += "  " + format_step(step) + "\n";
@@ -154,6 +156,9 @@ void parse_header(Line& line, Schedule& s) {
       s.spec.root = static_cast<int>(line.integer("a root rank"));
     } else if (key == "chunks") {
       s.options.chunks = static_cast<int>(line.integer("a chunk count"));
+    } else if (key == "channels") {
+      s.options.channels = static_cast<int>(line.integer("a channel count"));
+      if (s.options.channels < 1) line.fail("channels must be positive");
     } else if (key == "ranks-per-node") {
       s.options.ranks_per_node = static_cast<int>(line.integer("a rank count"));
     } else if (key == "op") {

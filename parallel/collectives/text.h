@@ -13,7 +13,8 @@
 //     ...
 //
 // - Header keys may come in any order; all but the collective have defaults (ranks=1,
-//   count=0, op=sum, root=0, algorithm=custom, chunks=1, ranks-per-node=0).
+//   count=0, op=sum, root=0, algorithm=custom, chunks=1, ranks-per-node=0, channels=1; the
+//   printer writes channels only when it is not 1).
 // - A region is buffer[begin:end], elements begin..end-1 of input, output or scratch.
 // - Steps: `send to P R`, `recv from P R`, `recv-reduce from P R`, `copy R -> R`,
 //   `reduce R -> R` (dst = dst op src), each optionally followed by `after ID ID ...`.

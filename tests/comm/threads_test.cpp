@@ -116,6 +116,34 @@ TEST(Threads, LockstepRoundsAsNcclRunsThem) {
   }
 }
 
+// Channelled rings (parallel/collectives/ring.cpp: C rings over parts of the data, rotated per
+// node) give the direct computation's result, element by element.
+TEST(Threads, ChannelledRingsElementByElement) {
+  for (Collective c : parallel::supported_collectives(Algorithm::Ring))
+    for (int p : {4, 6, 16}) {
+      ThreadWorld world(p);
+      for (int g : {p, p / 2, 2}) {
+        for (int channels : {2, 4}) {
+          for (std::int64_t count : {1, 13, 1031}) {
+            const CollectiveSpec spec{c, ReduceOp::Sum, p, count, 0};
+            const parallel::Schedule schedule =
+                parallel::build_schedule(Algorithm::Ring, spec, AlgorithmOptions{1, g, channels});
+            for (DType t : {DType::F32, DType::I32}) {
+              std::vector<std::int64_t> wrong(p, -1);
+              world.run([&](Communicator& comm) {
+                wrong[comm.rank()] = run_case(comm, Algorithm::Ring, spec, &schedule, t);
+              });
+              for (int r = 0; r < p; ++r)
+                ASSERT_EQ(wrong[r], 0)
+                    << parallel::collective_name(c) << " p=" << p << " ranks_per_node=" << g
+                    << " channels=" << channels << " count=" << count << ": rank " << r;
+            }
+          }
+        }
+      }
+    }
+}
+
 TEST(Threads, ExecutorRunsRepeatedly) {
   const CollectiveSpec spec{Collective::AllReduce, ReduceOp::Sum, 4, 1000, 0};
   const auto schedule = parallel::build_schedule(Algorithm::Ring, spec, {4, 0});

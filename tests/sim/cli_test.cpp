@@ -96,5 +96,31 @@ TEST(SimColl, UsageErrors) {
   EXPECT_EQ(o.status, 1);
 }
 
+// Across nodes the ring runs one channel per NIC by default; --channels 1 is one ring through
+// one NIC per node (3 nodes of 8 A100s with 4 HDR NICs, papers/nccl_tests/).
+TEST(SimColl, RingChannelsAcrossNodes) {
+  const std::string cluster = SPORA_SOURCE_DIR "/examples/clusters/a100-3x4nic.yaml";
+  auto busbw = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args{"sim-coll", "--cluster", cluster, "--algo",
+                                  "ring",     "--sizes",   "1G",    "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const Output o = run(args);
+    EXPECT_EQ(o.status, 0) << o.err;
+    const std::size_t at = o.out.find("\"busbw_gbps\": ");
+    return std::stod(o.out.substr(at + 14));
+  };
+  const double four = busbw({}), one = busbw({"--channels", "1"});
+  EXPECT_GT(four, 85);  // 4 NICs x 23.5 GB/s, less latencies and the first copy
+  EXPECT_LT(four, 94);
+  EXPECT_GT(one, 22);  // one NIC
+  EXPECT_LT(one, 23.5);
+  const Output json = run({"sim-coll", "--cluster", cluster, "--sizes", "1M", "--json"});
+  EXPECT_NE(json.out.find("\"channels\": 4"), std::string::npos) << json.out;
+  const Output bad = run({"sim-coll", "--cluster", cluster, "--algo", "tree", "--channels", "2"});
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_NE(bad.err.find("--channels 2: channels apply to --algo ring only"), std::string::npos)
+      << bad.err;
+}
+
 }  // namespace
 }  // namespace spora::tools

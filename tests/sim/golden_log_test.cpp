@@ -22,12 +22,13 @@ using parallel::Collective;
 const std::string kData = SPORA_SOURCE_DIR "/tests/sim/data/";
 
 std::vector<std::string> simulate_log(const std::string& cluster, Algorithm algorithm, int ranks,
-                                      std::int64_t count, int chunks = 1) {
+                                      std::int64_t count,
+                                      const parallel::AlgorithmOptions& algorithm_options = {}) {
   SimOptions options;
   options.log = true;
   const parallel::CollectiveSpec spec{Collective::AllReduce, parallel::ReduceOp::Sum, ranks, count};
   return simulate_collective(load_cluster_spec(kData + cluster),
-                             parallel::build_schedule(algorithm, spec, {chunks, 0}), options)
+                             parallel::build_schedule(algorithm, spec, algorithm_options), options)
       .log;
 }
 
@@ -55,6 +56,15 @@ void compare_with_golden(const std::vector<std::string>& log, const std::string&
 TEST(GoldenLog, RingAllReduceFourRanksTwoNodes) {
   compare_with_golden(simulate_log("tiny-2x2.yaml", Algorithm::Ring, 4, 8),
                       "ring_allreduce_4ranks.log");
+}
+
+// The same all-reduce over two channels of 4 floats each, on nodes with a NIC per device
+// (tiny-2x2-nics.yaml): channel 0 runs the ring 1 -> 0 -> 3 -> 2 (leaving node0 from device 0,
+// NIC 0), channel 1 the ring 0 -> 1 -> 2 -> 3 (leaving from device 1, NIC 1); 1-element
+// (4-byte) blocks. The two inter-node hops of a step use different NICs at once.
+TEST(GoldenLog, RingAllReduceTwoChannels) {
+  compare_with_golden(simulate_log("tiny-2x2-nics.yaml", Algorithm::Ring, 4, 8, {1, 2, 2}),
+                      "ring_allreduce_4ranks_2channels.log");
 }
 
 // Halving-doubling on 3 ranks: rank 0 folds into rank 1, ranks 1 and 2 exchange halves, and

@@ -106,6 +106,25 @@ TEST(Platform, FatTreeCluster) {
   EXPECT_NE(r.find("[188]"), std::string::npos) << r;
 }
 
+// Four NICs for eight devices (nccl-tests#119's servers): devices 2j and 2j+1 share NIC j, on
+// the way out and on the way in, and a node's fabric link carries its four NICs.
+TEST(Platform, TwoDevicesPerNic) {
+  const std::string r =
+      routes(load_cluster_spec(kDir + "a100-3x4nic.yaml"), {{1, 10}, {3, 12}, {7, 16}, {6, 7}});
+  EXPECT_EQ(r.substr(0, r.find('\n')), "24 hosts, node0-gpu0 at 3.12e+14 flop/s");
+  EXPECT_NE(r.find("node0-gpu1 -> node1-gpu2: node0-nic0_UP[23.5] "), std::string::npos) << r;
+  EXPECT_NE(r.find(" node1-nic1_DOWN[23.5] (3 us)\n"), std::string::npos) << r;
+  EXPECT_NE(r.find("node0-gpu3 -> node1-gpu4: node0-nic1_UP[23.5] "), std::string::npos) << r;
+  EXPECT_NE(r.find(" node1-nic2_DOWN[23.5] (3 us)\n"), std::string::npos) << r;
+  EXPECT_NE(r.find("node0-gpu7 -> node2-gpu0: node0-nic3_UP[23.5] "), std::string::npos) << r;
+  EXPECT_NE(r.find(" node2-nic0_DOWN[23.5] (3 us)\n"), std::string::npos) << r;
+  EXPECT_NE(r.find("[94]"), std::string::npos) << r;  // 4 x 200 Gb/s x 0.94
+  EXPECT_NE(r.find("node0-gpu6 -> node0-gpu7: node0-gpu6-port_UP[240] node0-gpu7-port_DOWN[240] "
+                   "(1 us)\n"),
+            std::string::npos)
+      << r;
+}
+
 TEST(Platform, TorusOfChips) {
   // 64 single-chip nodes, no NIC: a chip is a port of the torus. (0,0,0) -> (2,2,2) is 6 hops.
   const std::string r = routes(load_cluster_spec(kDir + "tpu-v4-4x4x4.yaml"), {{0, 1}, {0, 42}});

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Every output option of `spora sim` for every kind of run (issue 19, item 8): data
+# parallelism (--strategy dp), a strategy file (partitioned step) and a pipeline strategy.
+# Each option a kind honours writes what it says (an SVG, a Chrome trace, a log, a profile, a
+# JSON object, --trace-ranks limiting the devices); each option it does not honour stops the
+# command with exit status 1 and a message naming the option and the reason.
+#   sim_outputs_cli_test.sh SPORA KIND        KIND: dp | spmd | pipeline
+set -euo pipefail
+spora=$1 kind=$2
+model=benchmarks/sim/w2_mlp.sp
+cluster=examples/clusters/dgx-a100.yaml
+case $kind in
+  dp) strategy=dp; batch=(--batch 64) ;;
+  spmd) strategy=examples/strategies/dp2tp2.json; batch=(--batch 64) ;;
+  pipeline) strategy=examples/strategies/pp2.json; batch=() ;;
+  *) echo "unknown kind $kind"; exit 2 ;;
+esac
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+run() { "$spora" sim "$model" --cluster "$cluster" --strategy "$strategy" "${batch[@]}" "$@"; }
+fail() { echo "FAIL ($kind): $*"; exit 1; }
+
+# What every kind honours.
+run --svg "$dir/t.svg" --trace "$dir/t.json" --trace-ranks 1 > "$dir/report.txt"
+head -c 4 "$dir/t.svg" | grep -q '<svg' || fail "--svg wrote no SVG"
+grep -q '</svg>' "$dir/t.svg" || fail "--svg: SVG not closed"
+head -c 60 "$dir/t.json" | grep -q 'traceEvents' || fail "--trace wrote no Chrome trace"
+python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$dir/t.json" || fail "--trace: not JSON"
+# --trace-ranks 1: one device (or stage) in the trace: only pid 0.
+if grep -q '"pid": *[1-9]' "$dir/t.json"; then fail "--trace-ranks 1 left other devices in the trace"; fi
+[ -s "$dir/report.txt" ] || fail "no report"
+run --json > "$dir/out.json"
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['step_seconds'] > 0" \
+  "$dir/out.json" || fail "--json is not a JSON object with step_seconds"
+
+# What each kind honours beyond that, and what it refuses.
+honoured() {  # FLAG... : runs with them, exit status 0 expected
+  run "$@" > "$dir/out.txt" 2> "$dir/err.txt" || fail "$* failed: $(cat "$dir/err.txt")"
+}
+refused() {  # FLAG [VALUE]: exit status 1 and an error naming the flag
+  if run "$@" > "$dir/out.txt" 2> "$dir/err.txt"; then fail "$* was accepted"; fi
+  grep -q -- "error: $1 does not apply to" "$dir/err.txt" || fail "$*: $(cat "$dir/err.txt")"
+  echo "refused as expected: $(cat "$dir/err.txt")"
+}
+case $kind in
+  dp)
+    honoured --log "$dir/log.txt" --log-collectives --profile
+    grep -q 'all-reduced' "$dir/log.txt" || fail "--log wrote no all-reduce"
+    grep -q '^matmul ' "$dir/out.txt" || fail "--profile printed no matmul"
+    honoured --ranks 4 --algo ring --comm-model bulk --recv-reduce staged --bucket-mb 1 \
+      --first-bucket-mb 1 --no-bucket-copies --comm-sm-share 0.18
+    ;;
+  spmd)
+    honoured --log "$dir/log.txt" --profile --comm-sm-share 0.18
+    [ -s "$dir/log.txt" ] || fail "--log wrote nothing"
+    grep -q '^matmul ' "$dir/out.txt" || fail "--profile printed no matmul"
+    refused --log-collectives
+    refused --ranks 4
+    refused --algo ring
+    refused --comm-model steps
+    refused --recv-reduce staged
+    refused --bucket-mb 1
+    refused --first-bucket-mb 1
+    refused --no-bucket-copies
+    ;;
+  pipeline)
+    honoured --comm-sm-share 0.18
+    refused --log "$dir/log.txt"
+    refused --log-collectives
+    refused --profile
+    refused --ranks 4
+    refused --algo ring
+    refused --comm-model steps
+    refused --recv-reduce staged
+    refused --bucket-mb 1
+    refused --first-bucket-mb 1
+    refused --no-bucket-copies
+    ;;
+esac
+echo "PASS ($kind)"
