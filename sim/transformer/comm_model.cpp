@@ -1,7 +1,8 @@
 #include "sim/transformer/comm_model.h"
 
-#include <algorithm>
 #include <fmt/format.h>
+
+#include <algorithm>
 
 namespace spora::sim::transformer {
 
@@ -12,9 +13,9 @@ double CommModel::bandwidth(const Group& g) const {
   const double intra = ic.bandwidth * ic.efficiency;
   if (!g.spans_nodes() || !cluster_.network) return intra;
   const auto& net = *cluster_.network;
-  const double nics = std::max(1.0, static_cast<double>(net.nics_per_node) *
-                                        static_cast<double>(g.per_node) /
-                                        static_cast<double>(cluster_.devices_per_node));
+  const double nics =
+      std::max(1.0, static_cast<double>(net.nics_per_node) * static_cast<double>(g.per_node) /
+                        static_cast<double>(cluster_.devices_per_node));
   const double inter = nics * net.nic_bandwidth * net.efficiency;
   return cluster_.devices_per_node > 1 ? std::min(intra, inter) : inter;
 }
@@ -65,8 +66,8 @@ ClusterSpec scale_cluster(const ClusterSpec& c, int64_t gpus) {
   s.nodes = static_cast<int>(gpus / c.devices_per_node);
   if (s.nodes == c.nodes) return s;
   if (s.nodes > 1 && !s.network)
-    throw GptConfigError(fmt::format("--gpus {}: {} has one node and no network to grow", gpus,
-                                     c.name));
+    throw GptConfigError(
+        fmt::format("--gpus {}: {} has one node and no network to grow", gpus, c.name));
   if (!s.network) return s;
   TopologySpec& t = s.network->topology;
   const unsigned nodes = static_cast<unsigned>(s.nodes);

@@ -6,9 +6,12 @@ namespace spora::sim::transformer {
 
 std::string_view recompute_name(Recompute r) {
   switch (r) {
-    case Recompute::None: return "none";
-    case Recompute::Selective: return "selective";
-    case Recompute::Full: return "full";
+    case Recompute::None:
+      return "none";
+    case Recompute::Selective:
+      return "selective";
+    case Recompute::Full:
+      return "full";
   }
   return "?";
 }
@@ -38,8 +41,7 @@ void resolve_parallel(const GptModel& m, GptParallel& p, int64_t gpus) {
   require_positive(p.pp, "--pp");
   require_positive(p.virtual_stages, "--virtual-stages");
   if (m.hidden % m.heads != 0)
-    throw GptConfigError(
-        fmt::format("--heads {} does not divide --hidden {}", m.heads, m.hidden));
+    throw GptConfigError(fmt::format("--heads {} does not divide --hidden {}", m.heads, m.hidden));
   if (m.heads % p.tp != 0)
     throw GptConfigError(fmt::format("--tp {} does not divide --heads {}", p.tp, m.heads));
   if (m.vocab % p.tp != 0)
@@ -47,9 +49,9 @@ void resolve_parallel(const GptModel& m, GptParallel& p, int64_t gpus) {
   if (m.layers % p.pp != 0)
     throw GptConfigError(fmt::format("--pp {} does not divide --layers {}", p.pp, m.layers));
   if (m.layers % (p.pp * p.virtual_stages) != 0)
-    throw GptConfigError(fmt::format(
-        "--pp {} x --virtual-stages {} = {} does not divide --layers {}", p.pp,
-        p.virtual_stages, p.pp * p.virtual_stages, m.layers));
+    throw GptConfigError(
+        fmt::format("--pp {} x --virtual-stages {} = {} does not divide --layers {}", p.pp,
+                    p.virtual_stages, p.pp * p.virtual_stages, m.layers));
   if (p.virtual_stages > 1 && p.pp == 1)
     throw GptConfigError("--virtual-stages needs --pp of at least 2");
   if (p.zero < 0 || p.zero > 3)
@@ -67,8 +69,7 @@ void resolve_parallel(const GptModel& m, GptParallel& p, int64_t gpus) {
     throw GptConfigError(fmt::format("tp x pp x dp = {} x {} x {} = {} GPUs, but --gpus is {}",
                                      p.tp, p.pp, p.dp, p.gpus(), gpus));
   if (p.global_batch % p.dp != 0)
-    throw GptConfigError(
-        fmt::format("--dp {} does not divide --batch {}", p.dp, p.global_batch));
+    throw GptConfigError(fmt::format("--dp {} does not divide --batch {}", p.dp, p.global_batch));
   if (p.micro_batch != 0) check_micro_batch(p, p.micro_batch);
 }
 
@@ -76,14 +77,14 @@ void check_micro_batch(const GptParallel& p, int64_t b) {
   require_positive(b, "--micro-batch");
   const int64_t per_replica = p.global_batch / p.dp;
   if (per_replica % b != 0)
-    throw GptConfigError(fmt::format(
-        "--micro-batch {} does not divide the {} sequences per data-parallel replica", b,
-        per_replica));
+    throw GptConfigError(
+        fmt::format("--micro-batch {} does not divide the {} sequences per data-parallel replica",
+                    b, per_replica));
   const int64_t m = per_replica / b;
   if (p.virtual_stages > 1 && m % p.pp != 0)
     throw GptConfigError(fmt::format(
-        "the interleaved schedule needs the micro-batch count ({}) to be a multiple of --pp {}",
-        m, p.pp));
+        "the interleaved schedule needs the micro-batch count ({}) to be a multiple of --pp {}", m,
+        p.pp));
 }
 
 double layer_parameter_count(const GptModel& m) {
@@ -100,7 +101,8 @@ double megatron_model_flops(const GptModel& m, int64_t global_batch, Recompute r
   const double B = static_cast<double>(global_batch), s = static_cast<double>(m.seq);
   const double l = static_cast<double>(m.layers), h = static_cast<double>(m.hidden);
   const double V = static_cast<double>(m.vocab);
-  if (recompute == Recompute::Full) return 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
+  if (recompute == Recompute::Full)
+    return 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
   return 72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h));
 }
 

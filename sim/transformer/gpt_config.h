@@ -38,7 +38,7 @@ class GptConfigError : public std::runtime_error {
 };
 
 enum class Recompute { None, Selective, Full };
-std::string_view recompute_name(Recompute r);       // "none" | "selective" | "full"
+std::string_view recompute_name(Recompute r);        // "none" | "selective" | "full"
 Recompute parse_recompute(const std::string& name);  // throws GptConfigError
 
 struct GptModel {
@@ -50,8 +50,8 @@ struct GptModel {
 };
 
 struct GptParallel {
-  int64_t global_batch = 0;  // B: sequences per step, over all replicas
-  int64_t micro_batch = 0;   // b; 0: choose (the fastest that fits)
+  int64_t global_batch = 0;        // B: sequences per step, over all replicas
+  int64_t micro_batch = 0;         // b; 0: choose (the fastest that fits)
   int64_t tp = 1, pp = 1, dp = 0;  // dp 0: what remains of the GPUs
   int64_t virtual_stages = 1;      // model chunks per pipeline stage (interleaved 1F1B)
   Recompute recompute = Recompute::Full;

@@ -25,8 +25,8 @@ std::string gpt_report(const GptSimResult& r) {
       p.precision);
   o += fmt::format("step                {:.4f} s\n", r.step_seconds);
   o += fmt::format("TFLOP/s per GPU     {:.1f} (model FLOPs, {} count: {:.4g} per step)\n",
-                   r.tflops_per_gpu, p.recompute == Recompute::Full ? "96 B s l h^2" : "72 B s l h^2",
-                   r.model_flops);
+                   r.tflops_per_gpu,
+                   p.recompute == Recompute::Full ? "96 B s l h^2" : "72 B s l h^2", r.model_flops);
   o += fmt::format("  without recompute {:.1f} (72 B s l h^2 count: {:.4g})\n",
                    r.tflops_per_gpu_no_recompute, r.model_flops_no_recompute);
   o += fmt::format("pipeline            {:.4f} s, bubble {:.1f}%, p2p {} per message\n",
@@ -43,8 +43,9 @@ std::string gpt_report(const GptSimResult& r) {
   o += fmt::format("  optimizer         {:.4f} s\n", b.optimizer);
   if (b.zero_gather > 0) o += fmt::format("  zero all-gather   {:.4f} s\n", b.zero_gather);
   const GptMemory& mem = r.memory;
-  o += fmt::format("memory per GPU      {} of {} ({})\n", gb(mem.total()), gb(mem.capacity),
-                   r.fits ? "fits" : fmt::format("does not fit: {} over", gb(mem.total() - mem.capacity)));
+  o += fmt::format(
+      "memory per GPU      {} of {} ({})\n", gb(mem.total()), gb(mem.capacity),
+      r.fits ? "fits" : fmt::format("does not fit: {} over", gb(mem.total() - mem.capacity)));
   o += fmt::format("  parameters {}, gradients {}, optimizer state {}, activations {}\n",
                    gb(mem.parameters), gb(mem.gradients), gb(mem.optimizer_state),
                    gb(mem.activations));
@@ -53,8 +54,8 @@ std::string gpt_report(const GptSimResult& r) {
   if (!r.candidates.empty()) {
     o += "micro-batch auto:";
     for (const GptCandidate& c : r.candidates)
-      o += fmt::format(" {}: {:.4f} s {}{};", c.micro_batch, c.step_seconds,
-                       gb(c.memory_bytes), c.fits ? "" : " (no fit)");
+      o += fmt::format(" {}: {:.4f} s {}{};", c.micro_batch, c.step_seconds, gb(c.memory_bytes),
+                       c.fits ? "" : " (no fit)");
     o.back() = '\n';
   }
   o += fmt::format("GEMM efficiency: {}\n", r.gemm_model);
@@ -67,13 +68,14 @@ std::string gpt_json(const GptSimResult& r) {
   const GptMemory& mem = r.memory;
   const GptBreakdown& b = r.breakdown;
   std::string tp;
-  for (const auto& [kind, s] : b.tp_comm) tp += fmt::format("{}\"{}\": {:.9g}", tp.empty() ? "" : ", ", kind, s);
+  for (const auto& [kind, s] : b.tp_comm)
+    tp += fmt::format("{}\"{}\": {:.9g}", tp.empty() ? "" : ", ", kind, s);
   std::string cand;
   for (const GptCandidate& c : r.candidates)
-    cand += fmt::format("{}{{\"micro_batch\": {}, \"step_seconds\": {:.9g}, \"memory_bytes\": {:.9g}, "
-                        "\"fits\": {}}}",
-                        cand.empty() ? "" : ", ", c.micro_batch, c.step_seconds, c.memory_bytes,
-                        c.fits);
+    cand += fmt::format(
+        "{}{{\"micro_batch\": {}, \"step_seconds\": {:.9g}, \"memory_bytes\": {:.9g}, "
+        "\"fits\": {}}}",
+        cand.empty() ? "" : ", ", c.micro_batch, c.step_seconds, c.memory_bytes, c.fits);
   return fmt::format(
       "{{\"cluster\": \"{}\", \"gpus\": {}, \"parameters\": {:.9g}, "
       "\"model\": {{\"hidden\": {}, \"layers\": {}, \"heads\": {}, \"vocab\": {}, \"seq\": {}}}, "
@@ -96,10 +98,10 @@ std::string gpt_json(const GptSimResult& r) {
       recompute_name(p.recompute), p.sequence_parallel, p.zero, p.precision, r.step_seconds,
       r.tflops_per_gpu, r.tflops_per_gpu_no_recompute, r.model_flops, r.pipeline_seconds,
       r.bubble_fraction, r.p2p_seconds, r.layer_forward_seconds, r.layer_backward_seconds,
-      r.critical_stage, b.compute, tp, b.pipeline_wait, b.dp_exposed, b.embedding_sync,
-      b.optimizer, b.zero_gather, mem.total(), mem.parameters, mem.gradients,
-      mem.optimizer_state, mem.activations, mem.cuda_context, mem.nccl_buffers,
-      mem.fragmentation, mem.capacity, r.fits, cand);
+      r.critical_stage, b.compute, tp, b.pipeline_wait, b.dp_exposed, b.embedding_sync, b.optimizer,
+      b.zero_gather, mem.total(), mem.parameters, mem.gradients, mem.optimizer_state,
+      mem.activations, mem.cuda_context, mem.nccl_buffers, mem.fragmentation, mem.capacity, r.fits,
+      cand);
 }
 
 }  // namespace spora::sim::transformer

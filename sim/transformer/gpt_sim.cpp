@@ -1,7 +1,8 @@
 #include "sim/transformer/gpt_sim.h"
 
-#include <algorithm>
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "sim/transformer/kernels.h"
 #include "sim/transformer/layer_ops.h"
@@ -35,8 +36,14 @@ struct Step {
   Group tp, dp;
 
   Step(const ClusterSpec& c, const GptModel& m, const GptParallel& p, const GptSimOptions& o)
-      : cluster(c), model(m), par(p), opt(o), comm(c), timer(c.device, p.precision, 2),
-        tp(tensor_group(c, p.tp)), dp(data_group(c, p.tp, p.dp)) {}
+      : cluster(c),
+        model(m),
+        par(p),
+        opt(o),
+        comm(c),
+        timer(c.device, p.precision, 2),
+        tp(tensor_group(c, p.tp)),
+        dp(data_group(c, p.tp, p.dp)) {}
 
   PassTime time(const PassOps& ops) const {
     PassTime t;
@@ -86,8 +93,8 @@ GptSimResult simulate_one(const Step& st, int64_t b) {
   // parameters all-gathered before every pass that uses them.
   const double layer_param_bytes = st.local_layer_params() * 2;
   if (par.zero >= 2)
-    lb.comm["dp-reduce-scatter"] += st.comm.seconds(
-        CommKind::ReduceScatter, st.dp, st.local_layer_params() * st.grad_bytes());
+    lb.comm["dp-reduce-scatter"] +=
+        st.comm.seconds(CommKind::ReduceScatter, st.dp, st.local_layer_params() * st.grad_bytes());
   if (par.zero == 3) {
     const double ag = st.comm.seconds(CommKind::AllGather, st.dp, layer_param_bytes);
     lf.comm["dp-all-gather"] += ag;
@@ -139,8 +146,8 @@ GptSimResult simulate_one(const Step& st, int64_t b) {
     if (par.dp > 1 && par.zero < 2) {
       const double layer_bytes = st.local_layer_params() * st.grad_bytes();
       const double layer_sync = st.comm.seconds(sync_kind, st.dp, layer_bytes);
-      const double extra = st.stage_params(k) -
-                           static_cast<double>(m.layers / p) * st.local_layer_params();
+      const double extra =
+          st.stage_params(k) - static_cast<double>(m.layers / p) * st.local_layer_params();
       const double extra_sync = st.comm.seconds(sync_kind, st.dp, extra * st.grad_bytes());
       if (st.opt.grad_overlap) {
         // Chunks finish their last backward in reverse order; inside one, layers in reverse.
@@ -148,8 +155,8 @@ GptSimResult simulate_one(const Step& st, int64_t b) {
         for (int64_t c = v - 1; c >= 0; --c) {
           const PipelinePass& last = sched.last_backward[k][c];
           for (int64_t j = 1; j <= static_cast<int64_t>(layers_per_chunk); ++j) {
-            const double ready = last.start + (last.end - last.start) * static_cast<double>(j) /
-                                                  layers_per_chunk;
+            const double ready =
+                last.start + (last.end - last.start) * static_cast<double>(j) / layers_per_chunk;
             stream = std::max(stream, ready) + layer_sync;
           }
         }
@@ -162,8 +169,8 @@ GptSimResult simulate_one(const Step& st, int64_t b) {
   }
   double emb_sync = 0;
   if (p > 1) {
-    emb_sync = st.comm.seconds(CommKind::AllReduce, Group{2, 1},
-                               st.embedding_params() * st.grad_bytes());
+    emb_sync =
+        st.comm.seconds(CommKind::AllReduce, Group{2, 1}, st.embedding_params() * st.grad_bytes());
     const double both = std::max(sync_end[0], sync_end[p - 1]);
     sync_end[0] = sync_end[p - 1] = both + emb_sync;
   }
@@ -231,8 +238,8 @@ std::vector<int64_t> micro_batch_candidates(const GptParallel& par) {
 
 }  // namespace
 
-GptSimResult simulate_gpt(const ClusterSpec& cluster, const GptModel& model,
-                          const GptParallel& par, const GptSimOptions& options) {
+GptSimResult simulate_gpt(const ClusterSpec& cluster, const GptModel& model, const GptParallel& par,
+                          const GptSimOptions& options) {
   if (par.gpus() > cluster.device_count())
     throw GptConfigError(fmt::format("the configuration needs {} GPUs, {} has {}", par.gpus(),
                                      cluster.name, cluster.device_count()));
@@ -252,10 +259,9 @@ GptSimResult simulate_gpt(const ClusterSpec& cluster, const GptModel& model,
       options.progress(fmt::format("micro-batch {} ({}/{}): step {:.4f} s, {:.1f} GB per GPU{}",
                                    sizes[i], i + 1, sizes.size(), r.step_seconds,
                                    r.memory.total() / 1e9, r.fits ? "" : " (does not fit)"));
-    const bool better =
-        !have || (r.fits && !best.fits) ||
-        (r.fits == best.fits && (r.fits ? r.step_seconds < best.step_seconds
-                                        : r.memory.total() < best.memory.total()));
+    const bool better = !have || (r.fits && !best.fits) ||
+                        (r.fits == best.fits && (r.fits ? r.step_seconds < best.step_seconds
+                                                        : r.memory.total() < best.memory.total()));
     if (better) best = std::move(r), have = true;
   }
   best.candidates = par.micro_batch ? std::vector<GptCandidate>{} : tried;
@@ -268,8 +274,8 @@ GptSimResult simulate_gpt(const ClusterSpec& cluster, const GptModel& model,
   best.tflops_per_gpu = best.model_flops / (best.step_seconds * gpus) / 1e12;
   best.tflops_per_gpu_no_recompute =
       best.model_flops_no_recompute / (best.step_seconds * gpus) / 1e12;
-  best.gemm_model = st.timer.gemm().sms ? st.timer.gemm().source
-                                        : "the spec's op class matmul efficiency";
+  best.gemm_model =
+      st.timer.gemm().sms ? st.timer.gemm().source : "the spec's op class matmul efficiency";
   return best;
 }
 

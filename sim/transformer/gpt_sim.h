@@ -77,13 +77,13 @@ struct GptMemory {
 
 // Where the time of the critical stage goes; the entries add up to the step.
 struct GptBreakdown {
-  double compute = 0;                       // kernels, recomputation included
-  std::map<std::string, double> tp_comm;    // tensor-parallel collectives by kind
-  double pipeline_wait = 0;                 // bubble and p2p waits of this stage
-  double dp_exposed = 0;                    // gradient reduction not hidden by backward
-  double embedding_sync = 0;                // tied embedding all-reduce (pp > 1)
+  double compute = 0;                     // kernels, recomputation included
+  std::map<std::string, double> tp_comm;  // tensor-parallel collectives by kind
+  double pipeline_wait = 0;               // bubble and p2p waits of this stage
+  double dp_exposed = 0;                  // gradient reduction not hidden by backward
+  double embedding_sync = 0;              // tied embedding all-reduce (pp > 1)
   double optimizer = 0;
-  double zero_gather = 0;                   // ZeRO's parameter all-gather after the update
+  double zero_gather = 0;  // ZeRO's parameter all-gather after the update
 };
 
 struct GptCandidate {  // one micro-batch size tried
@@ -99,8 +99,8 @@ struct GptSimResult {
   double parameters = 0;
   double model_flops = 0, model_flops_no_recompute = 0;  // per step, the paper's count
   double step_seconds = 0;
-  double tflops_per_gpu = 0;                // model_flops / step / GPUs / 1e12
-  double tflops_per_gpu_no_recompute = 0;   // the 72 B s l h^2 count
+  double tflops_per_gpu = 0;               // model_flops / step / GPUs / 1e12
+  double tflops_per_gpu_no_recompute = 0;  // the 72 B s l h^2 count
   double pipeline_seconds = 0, bubble_fraction = 0;
   double layer_forward_seconds = 0, layer_backward_seconds = 0;  // one layer, one micro-batch
   double p2p_seconds = 0;
@@ -115,8 +115,8 @@ struct GptSimResult {
 // Simulates `par` (resolve_parallel first) on `cluster` (already holding the GPUs). With
 // par.micro_batch 0 every micro-batch size that divides the batch per replica is simulated and
 // the fastest that fits kept (none fits: the smallest in memory, fits false).
-GptSimResult simulate_gpt(const ClusterSpec& cluster, const GptModel& model,
-                          const GptParallel& par, const GptSimOptions& options = {});
+GptSimResult simulate_gpt(const ClusterSpec& cluster, const GptModel& model, const GptParallel& par,
+                          const GptSimOptions& options = {});
 
 std::string gpt_report(const GptSimResult& r);  // the text report
 std::string gpt_json(const GptSimResult& r);    // one JSON object

@@ -49,8 +49,7 @@ double gemm_efficiency(const GemmModel& model, double m, double n, double k, dou
   return model.ceiling * best;
 }
 
-KernelTimer::KernelTimer(const DeviceSpec& device, const std::string& precision,
-                         int element_bytes)
+KernelTimer::KernelTimer(const DeviceSpec& device, const std::string& precision, int element_bytes)
     : device_(device), gemm_(gemm_model_for(device)), element_bytes_(element_bytes) {
   auto it = device.peak_flops.find(precision);
   peak_ = it != device.peak_flops.end() ? it->second : device.max_peak_flops();
@@ -74,8 +73,8 @@ double KernelTimer::seconds(const Kernel& k) const {
   if (k.kind == KernelKind::Memory)
     return k.bytes / (device_.memory_bandwidth * class_efficiency(k.op_class)) +
            class_launch(k.op_class);
-  double eff = gemm_.sms ? gemm_efficiency(gemm_, k.m, k.n, k.k, k.batch)
-                         : class_efficiency("matmul");
+  double eff =
+      gemm_.sms ? gemm_efficiency(gemm_, k.m, k.n, k.k, k.batch) : class_efficiency("matmul");
   const double bytes = element_bytes_ * k.batch * (k.m * k.k + k.k * k.n + k.m * k.n);
   return std::max(k.flops() / (peak_ * eff), bytes / device_.memory_bandwidth) +
          class_launch("matmul");

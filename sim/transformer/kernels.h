@@ -48,9 +48,9 @@ Kernel gemm(std::string name, double m, double n, double k, double batch = 1);
 Kernel memory_kernel(std::string name, double bytes, std::string op_class);
 
 struct GemmModel {
-  int sms = 0;          // 0: no shape model, the op class efficiency alone
-  double ceiling = 1;   // best fraction of peak a GEMM reaches
-  std::string source;   // where the ceiling comes from
+  int sms = 0;         // 0: no shape model, the op class efficiency alone
+  double ceiling = 1;  // best fraction of peak a GEMM reaches
+  std::string source;  // where the ceiling comes from
 };
 GemmModel gemm_model_for(const DeviceSpec& device);
 

@@ -4,9 +4,12 @@ namespace spora::sim::transformer {
 
 std::string_view comm_kind_name(CommKind k) {
   switch (k) {
-    case CommKind::AllReduce: return "all-reduce";
-    case CommKind::AllGather: return "all-gather";
-    case CommKind::ReduceScatter: return "reduce-scatter";
+    case CommKind::AllReduce:
+      return "all-reduce";
+    case CommKind::AllGather:
+      return "all-gather";
+    case CommKind::ReduceScatter:
+      return "reduce-scatter";
   }
   return "?";
 }
@@ -174,9 +177,12 @@ PassOps head_backward(const LayerShape& x) {
 double layer_stored_activation_bytes(const LayerShape& x, Recompute r) {
   const double sbh = x.s * x.b * x.h, t = x.t, attn = 5 * x.a * x.s / (x.h * t);
   switch (r) {
-    case Recompute::Full: return 2 * sbh / (x.sp ? t : 1);
-    case Recompute::Selective: return x.sp ? sbh * 34 / t : sbh * (10 + 24 / t);
-    case Recompute::None: return x.sp ? sbh * (34 / t + attn) : sbh * (10 + 24 / t + attn);
+    case Recompute::Full:
+      return 2 * sbh / (x.sp ? t : 1);
+    case Recompute::Selective:
+      return x.sp ? sbh * 34 / t : sbh * (10 + 24 / t);
+    case Recompute::None:
+      return x.sp ? sbh * (34 / t + attn) : sbh * (10 + 24 / t + attn);
   }
   return 0;
 }

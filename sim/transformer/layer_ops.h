@@ -58,8 +58,8 @@ std::string_view comm_kind_name(CommKind k);  // "all-reduce", "all-gather", "re
 struct TpCollective {
   std::string name;
   CommKind kind = CommKind::AllReduce;
-  double bytes = 0;         // the whole tensor (all-gather: the gathered one)
-  int hidden_by = -1;       // index of a GEMM in the pass that runs beside it, or -1
+  double bytes = 0;    // the whole tensor (all-gather: the gathered one)
+  int hidden_by = -1;  // index of a GEMM in the pass that runs beside it, or -1
 };
 
 // One pass: its kernels in order and its tensor-parallel collectives (on the critical path
@@ -73,17 +73,17 @@ struct PassOps {
 struct LayerShape {
   double b = 1, s = 0, h = 0, a = 0, V = 0, t = 1;
   bool sp = false;
-  double E = 2;               // bytes per activation / weight element
-  double grad_bytes = 2;      // bytes per element of the gradient buffers
+  double E = 2;           // bytes per activation / weight element
+  double grad_bytes = 2;  // bytes per element of the gradient buffers
 };
 LayerShape layer_shape(const GptModel& m, const GptParallel& p, int64_t micro_batch);
 
 PassOps layer_forward(const LayerShape& x);
-PassOps layer_backward(const LayerShape& x);  // without recomputation
+PassOps layer_backward(const LayerShape& x);                // without recomputation
 PassOps layer_recompute(const LayerShape& x, Recompute r);  // re-run before the backward
 PassOps embedding_forward(const LayerShape& x);
 PassOps embedding_backward(const LayerShape& x);
-PassOps head_forward(const LayerShape& x);   // final norm, logits, loss
+PassOps head_forward(const LayerShape& x);  // final norm, logits, loss
 PassOps head_backward(const LayerShape& x);
 
 // Activation bytes one layer keeps per micro-batch until its backward pass (Korthikanti et al.

@@ -7,7 +7,8 @@ namespace spora::sim::transformer {
 
 std::vector<PipelinePass> stage_order(int64_t k, int64_t p, int64_t v, int64_t m) {
   if (p < 1 || v < 1 || m < 1 || k < 0 || k >= p)
-    throw std::invalid_argument("pipeline schedule: bad stage, stage count, chunks or micro-batches");
+    throw std::invalid_argument(
+        "pipeline schedule: bad stage, stage count, chunks or micro-batches");
   if (v > 1 && m % p != 0)
     throw std::invalid_argument("interleaved schedule: micro-batches must be a multiple of stages");
   const int64_t total = m * v;
@@ -77,7 +78,8 @@ ScheduleResult run_schedule(const ScheduleInput& in) {
           if (e < 0) break;
           ready = e + (p > 1 ? in.p2p_seconds : 0);
         }
-        const double dur = pass.kind == 'F' ? in.forward[k][pass.chunk] : in.backward[k][pass.chunk];
+        const double dur =
+            pass.kind == 'F' ? in.forward[k][pass.chunk] : in.backward[k][pass.chunk];
         pass.start = std::max(free_at[k], ready);
         pass.end = pass.start + dur;
         free_at[k] = pass.end;

@@ -45,9 +45,9 @@ struct ScheduleResult {
   std::vector<double> busy;                       // per stage: sum of its passes
   // [stage][chunk]: the last backward pass of that chunk (where its gradients become final).
   std::vector<std::vector<PipelinePass>> last_backward;
-  double pipeline_seconds = 0;                    // the last pass of any stage
-  double bubble_fraction = 0;                     // mean over stages of idle / pipeline_seconds
-  std::vector<int64_t> peak_in_flight;            // per stage: chunk-micro-batches held at once
+  double pipeline_seconds = 0;          // the last pass of any stage
+  double bubble_fraction = 0;           // mean over stages of idle / pipeline_seconds
+  std::vector<int64_t> peak_in_flight;  // per stage: chunk-micro-batches held at once
 };
 
 // The pass order of stage k (times left 0). Throws std::invalid_argument for the interleaved
