@@ -44,6 +44,13 @@ def sim_gpt(spora, row, extra):
     return " ".join(cmd[1:]), json.loads(out)
 
 
+def spread(r):
+    """TFLOP/s per GPU over the micro-batch sizes that fit (the auto search's candidates)."""
+    flops = r["model_flops"] / r["gpus"] / 1e12
+    fits = [flops / c["step_seconds"] for c in r["candidates"] if c["fits"]]
+    return f"{min(fits):.1f}-{max(fits):.1f}" if fits else "-"
+
+
 def svg_plot(rows, ours, path):
     w, h, left, bottom, top = 640, 360, 60, 50, 30
     ymax = 200.0
@@ -87,8 +94,10 @@ def main():
     raw, lines = [], []
     ours = []
     lines.append("| model | GPUs | tp | pp | dp | micro-batch | paper TFLOP/s | ours | ours / paper "
-                 "| within 10% | step s | bubble | memory GB | ours, grad all-reduce after backward |")
-    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+                 "| within 10% | step s | bubble | memory GB | ours, grad all-reduce after backward "
+                 "| ours, every micro-batch that fits (min-max) | simulated GEMM TFLOP/s | memory-bound share "
+                 "of compute |")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for row in ROWS:
         results = {k: sim_gpt(spora, row, extra) for k, extra in VARIANTS.items()}
         cmd, r = results["primary"]
@@ -98,11 +107,14 @@ def main():
         ours.append(t)
         ratio = t / row[8]
         p = r["parallel"]
+        b = r["breakdown"]
         lines.append(f"| {row[0]} | {row[6]} | {p['tp']} | {p['pp']} | {p['dp']} | "
                      f"{p['micro_batch']} | {row[8]} | {t:.1f} | {ratio:.3f} | "
                      f"{'yes' if abs(ratio - 1) <= 0.10 else 'no'} | {r['step_seconds']:.3f} | "
                      f"{100 * r['bubble_fraction']:.1f}% | {r['memory_per_gpu_bytes'] / 1e9:.1f} | "
-                     f"{results['no_grad_overlap'][1]['tflops_per_gpu']:.1f} |")
+                     f"{results['no_grad_overlap'][1]['tflops_per_gpu']:.1f} | "
+                     f"{spread(r)} | {b['gemm_flops'] / b['gemm'] / 1e12:.0f} | "
+                     f"{100 * (1 - b['gemm'] / b['compute']):.0f}% |")
     cpu = "unknown"
     with open("/proc/cpuinfo") as f:
         for line in f:

@@ -35,7 +35,9 @@ std::string gpt_report(const GptSimResult& r) {
                    ms(r.layer_forward_seconds), ms(r.layer_backward_seconds));
   const GptBreakdown& b = r.breakdown;
   o += fmt::format("breakdown (stage {}):\n", r.critical_stage);
-  o += fmt::format("  compute           {:.4f} s\n", b.compute);
+  o += fmt::format(
+      "  compute           {:.4f} s (GEMMs {:.4f} s at {:.1f} TFLOP/s, memory-bound {:.4f} s)\n",
+      b.compute, b.gemm, b.gemm > 0 ? b.gemm_flops / b.gemm / 1e12 : 0.0, b.compute - b.gemm);
   for (const auto& [kind, s] : b.tp_comm) o += fmt::format("  {:<17} {:.4f} s\n", kind, s);
   o += fmt::format("  pipeline wait     {:.4f} s (bubble and p2p)\n", b.pipeline_wait);
   o += fmt::format("  dp grad exposed   {:.4f} s\n", b.dp_exposed);
@@ -86,7 +88,8 @@ std::string gpt_json(const GptSimResult& r) {
       "\"tflops_per_gpu_no_recompute\": {:.9g}, \"model_flops\": {:.9g}, "
       "\"pipeline_seconds\": {:.9g}, \"bubble_fraction\": {:.9g}, \"p2p_seconds\": {:.9g}, "
       "\"layer_forward_seconds\": {:.9g}, \"layer_backward_seconds\": {:.9g}, "
-      "\"breakdown\": {{\"stage\": {}, \"compute\": {:.9g}, \"tp_comm\": {{{}}}, "
+      "\"breakdown\": {{\"stage\": {}, \"compute\": {:.9g}, \"gemm\": {:.9g}, "
+      "\"gemm_flops\": {:.9g}, \"tp_comm\": {{{}}}, "
       "\"pipeline_wait\": {:.9g}, \"dp_exposed\": {:.9g}, \"embedding_sync\": {:.9g}, "
       "\"optimizer\": {:.9g}, \"zero_gather\": {:.9g}}}, "
       "\"memory_per_gpu_bytes\": {:.9g}, \"memory\": {{\"parameters\": {:.9g}, "
@@ -98,10 +101,10 @@ std::string gpt_json(const GptSimResult& r) {
       recompute_name(p.recompute), p.sequence_parallel, p.zero, p.precision, r.step_seconds,
       r.tflops_per_gpu, r.tflops_per_gpu_no_recompute, r.model_flops, r.pipeline_seconds,
       r.bubble_fraction, r.p2p_seconds, r.layer_forward_seconds, r.layer_backward_seconds,
-      r.critical_stage, b.compute, tp, b.pipeline_wait, b.dp_exposed, b.embedding_sync, b.optimizer,
-      b.zero_gather, mem.total(), mem.parameters, mem.gradients, mem.optimizer_state,
-      mem.activations, mem.cuda_context, mem.nccl_buffers, mem.fragmentation, mem.capacity, r.fits,
-      cand);
+      r.critical_stage, b.compute, b.gemm, b.gemm_flops, tp, b.pipeline_wait, b.dp_exposed,
+      b.embedding_sync, b.optimizer, b.zero_gather, mem.total(), mem.parameters, mem.gradients,
+      mem.optimizer_state, mem.activations, mem.cuda_context, mem.nccl_buffers, mem.fragmentation,
+      mem.capacity, r.fits, cand);
 }
 
 }  // namespace spora::sim::transformer

@@ -14,6 +14,7 @@ namespace {
 // A pass's time split into kernels and exposed tensor-parallel collectives by kind.
 struct PassTime {
   double compute = 0;
+  double gemm = 0, gemm_flops = 0;  // of which GEMMs, and their FLOPs
   std::map<std::string, double> comm;
   double total() const {
     double t = compute;
@@ -22,6 +23,8 @@ struct PassTime {
   }
   void add(const PassTime& o, double times = 1) {
     compute += times * o.compute;
+    gemm += times * o.gemm;
+    gemm_flops += times * o.gemm_flops;
     for (const auto& [k, v] : o.comm) comm[k] += times * v;
   }
 };
@@ -51,6 +54,10 @@ struct Step {
     for (size_t i = 0; i < ops.kernels.size(); ++i) {
       kernel[i] = timer.seconds(ops.kernels[i]);
       t.compute += kernel[i];
+      if (ops.kernels[i].kind == KernelKind::Gemm) {
+        t.gemm += kernel[i];
+        t.gemm_flops += ops.kernels[i].flops();
+      }
     }
     for (const TpCollective& c : ops.collectives) {
       double s = comm.seconds(c.kind, tp, c.bytes);
@@ -190,6 +197,8 @@ GptSimResult simulate_one(const Step& st, int64_t b) {
   const int64_t ck = r.critical_stage;
   GptBreakdown& bd = r.breakdown;
   bd.compute = stage_total[ck].compute;
+  bd.gemm = stage_total[ck].gemm;
+  bd.gemm_flops = stage_total[ck].gemm_flops;
   bd.tp_comm = stage_total[ck].comm;
   bd.pipeline_wait = pipeline_end[ck] - sched.busy[ck];
   bd.embedding_sync = (p > 1 && (ck == 0 || ck == p - 1)) ? emb_sync : 0;

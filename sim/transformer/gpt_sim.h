@@ -78,6 +78,7 @@ struct GptMemory {
 // Where the time of the critical stage goes; the entries add up to the step.
 struct GptBreakdown {
   double compute = 0;                     // kernels, recomputation included
+  double gemm = 0, gemm_flops = 0;        // of which GEMMs (the rest: memory-bound kernels)
   std::map<std::string, double> tp_comm;  // tensor-parallel collectives by kind
   double pipeline_wait = 0;               // bubble and p2p waits of this stage
   double dp_exposed = 0;                  // gradient reduction not hidden by backward
