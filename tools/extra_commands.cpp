@@ -2,6 +2,7 @@
 #include "tools/cmd_coll.h"
 #include "tools/cmd_search.h"
 #include "tools/cmd_sim.h"
+#include "tools/cmd_sim_gpt.h"
 #include "tools/commands.h"
 
 namespace spora::tools {
@@ -13,6 +14,7 @@ CLI::App* g_sim = nullptr;
 CLI::App* g_calibrate = nullptr;
 CLI::App* g_run_dp = nullptr;
 CLI::App* g_search = nullptr;
+CLI::App* g_sim_gpt = nullptr;
 }
 
 void register_extra_commands(CLI::App& app) {
@@ -22,6 +24,7 @@ void register_extra_commands(CLI::App& app) {
   g_calibrate = add_calibrate_subcommand(app);
   g_run_dp = add_run_dp_subcommand(app);
   g_search = add_search_subcommand(app);
+  g_sim_gpt = add_sim_gpt_subcommand(app);
 }
 
 int run_extra_commands(CLI::App& app) {
@@ -32,6 +35,7 @@ int run_extra_commands(CLI::App& app) {
   if (g_calibrate && g_calibrate->parsed()) return run_calibrate_subcommand();
   if (g_run_dp && g_run_dp->parsed()) return run_run_dp_subcommand();
   if (g_search && g_search->parsed()) return run_search_subcommand();
+  if (g_sim_gpt && g_sim_gpt->parsed()) return run_sim_gpt_subcommand(*g_sim_gpt);
   return 2;
 }
 

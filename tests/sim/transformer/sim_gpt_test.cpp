@@ -1,0 +1,213 @@
+// sim/transformer: the pipeline schedules against their closed forms, the collective closed
+// forms against SimGrid's rings on the spec's own platform, determinism, the user errors of
+// `spora sim-gpt` (one line, exit status 1) and a golden report.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "parallel/collectives/algorithms.h"
+#include "sim/collectives.h"
+#include "sim/transformer/comm_model.h"
+#include "sim/transformer/gpt_sim.h"
+#include "sim/transformer/pipeline_schedule.h"
+#include "tools/cmd_sim_gpt.h"
+
+namespace spora::sim::transformer {
+namespace {
+
+const std::string kCluster = SPORA_SOURCE_DIR "/benchmarks/sim/gpt/dgx-a100-64.yaml";
+
+ScheduleInput uniform(int64_t p, int64_t v, int64_t m, double f, double b, double c = 0) {
+  ScheduleInput in;
+  in.stages = p, in.chunks = v, in.micro_batches = m, in.p2p_seconds = c;
+  in.forward.assign(p, std::vector<double>(v, f));
+  in.backward.assign(p, std::vector<double>(v, b));
+  return in;
+}
+
+TEST(SimGptSchedule, OneFOneBTakesMPlusPMinusOneSlots) {
+  for (int64_t p : {1, 2, 4, 8})
+    for (int64_t m : {1, 3, 8, 32}) {
+      const ScheduleResult r = run_schedule(uniform(p, 1, m, 1.0, 2.0));
+      EXPECT_DOUBLE_EQ(r.pipeline_seconds, (m + p - 1) * 3.0) << p << " " << m;
+      EXPECT_NEAR(r.bubble_fraction, (p - 1) / double(m + p - 1), 1e-12);
+      EXPECT_EQ(r.peak_in_flight[0], std::min(p, m));
+    }
+}
+
+TEST(SimGptSchedule, InterleavingDividesTheBubbleByV) {
+  // Chunks of 1/v of a stage: m (F + B) + (p - 1)(F + B) / v (Narayanan et al., section 2.2).
+  for (int64_t v : {2, 4}) {
+    const int64_t p = 4, m = 8;
+    const double f = 1.0 / v, b = 2.0 / v;
+    const ScheduleResult r = run_schedule(uniform(p, v, m, f, b));
+    EXPECT_NEAR(r.pipeline_seconds, m * 3.0 + (p - 1) * 3.0 / v, 1e-9) << v;
+  }
+  EXPECT_THROW(stage_order(0, 4, 2, 6), std::invalid_argument);  // m not a multiple of p
+}
+
+TEST(SimGptSchedule, TwoStagesPayTheMessageBothWays) {
+  // One micro-batch over two stages: F, send, F, B, send, B.
+  const ScheduleResult r = run_schedule(uniform(2, 1, 1, 1.0, 2.0, 0.5));
+  EXPECT_DOUBLE_EQ(r.pipeline_seconds, 1 + 0.5 + 1 + 2 + 0.5 + 2);
+}
+
+// A spec whose memory is so fast that SimGrid's ring copies and reductions cost nothing: the
+// network part alone, which is what the closed forms state.
+ClusterSpec fast_memory(ClusterSpec c) {
+  c.device.memory_bandwidth = 1e18;
+  return c;
+}
+
+double simulated_ring(const ClusterSpec& c, int p, double bytes) {
+  const parallel::CollectiveSpec spec{parallel::Collective::AllReduce, parallel::ReduceOp::Sum, p,
+                                      static_cast<int64_t>(bytes / 4)};
+  return simulate_collective(c, parallel::build_schedule(parallel::Algorithm::Ring, spec, {1, 0}))
+      .seconds;
+}
+
+TEST(SimGptComm, ClosedFormsMatchSimGridRings) {
+  const double bytes = 256.0 * 1048576;
+  // Tensor parallelism inside a DGX: 8 ranks on the NVSwitch.
+  const ClusterSpec dgx =
+      fast_memory(load_cluster_spec(SPORA_SOURCE_DIR "/examples/clusters/dgx-a100.yaml"));
+  const CommModel dgx_model(dgx);
+  for (int p : {2, 4, 8}) {
+    const double closed = dgx_model.seconds(CommKind::AllReduce, tensor_group(dgx, p), bytes);
+    const double simulated = simulated_ring(dgx, p, bytes);
+    std::printf("  nvswitch p=%d: closed form %.1f us, simulated %.1f us\n", p, closed * 1e6,
+                simulated * 1e6);
+    EXPECT_NEAR(simulated / closed, 1.0, 0.02) << p;
+  }
+  // A rail-aligned data-parallel group: one GPU per node, each through its own NIC.
+  ClusterSpec rail = load_cluster_spec(kCluster);
+  rail.devices_per_node = 1;
+  rail.nodes = 8;
+  rail.network->nics_per_node = 1;
+  rail.network->topology.levels = 1;
+  rail.network->topology.down = {8};
+  rail = fast_memory(rail);
+  const CommModel rail_model(rail);
+  const double closed = rail_model.seconds(CommKind::AllReduce, data_group(rail, 1, 8), bytes);
+  const double simulated = simulated_ring(rail, 8, bytes);
+  std::printf("  rail of 8 nodes: closed form %.1f us, simulated %.1f us\n", closed * 1e6,
+              simulated * 1e6);
+  EXPECT_NEAR(simulated / closed, 1.0, 0.02);
+}
+
+TEST(SimGptComm, ScaledClusterKeepsTheLeafRadix) {
+  const ClusterSpec c = load_cluster_spec(kCluster);
+  const ClusterSpec big = scale_cluster(c, 4096);
+  EXPECT_EQ(big.nodes, 512);
+  EXPECT_EQ(big.network->topology.down, (std::vector<unsigned>{8, 64}));
+  EXPECT_EQ(scale_cluster(c, 32).network->topology.down, (std::vector<unsigned>{4}));
+  EXPECT_THROW(scale_cluster(c, 12), GptConfigError);
+}
+
+GptSimResult row(int64_t h, int64_t l, int64_t a, int64_t tp, int64_t pp, int64_t gpus,
+                 int64_t batch, int64_t micro_batch) {
+  GptModel m{h, l, a, 51200, 2048};
+  GptParallel p;
+  p.global_batch = batch, p.tp = tp, p.pp = pp, p.micro_batch = micro_batch;
+  p.precision = "f16";
+  resolve_parallel(m, p, gpus);
+  return simulate_gpt(scale_cluster(load_cluster_spec(kCluster), gpus), m, p);
+}
+
+TEST(SimGpt, Deterministic) {
+  const std::string a = gpt_json(row(8192, 48, 64, 8, 2, 512, 1536, 0));
+  const std::string b = gpt_json(row(8192, 48, 64, 8, 2, 512, 1536, 0));
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a.find("\"step_seconds\": "), std::string::npos);
+  EXPECT_NE(a.find("\"tflops_per_gpu\": "), std::string::npos);
+  EXPECT_NE(a.find("\"memory_per_gpu_bytes\": "), std::string::npos);
+  EXPECT_NE(a.find("\"fits\": true"), std::string::npos);
+}
+
+TEST(SimGpt, BreakdownAddsUpToTheStep) {
+  const GptSimResult r = row(8192, 48, 64, 8, 2, 512, 1536, 2);
+  const GptBreakdown& b = r.breakdown;
+  double sum =
+      b.compute + b.pipeline_wait + b.dp_exposed + b.embedding_sync + b.optimizer + b.zero_gather;
+  for (const auto& [k, s] : b.tp_comm) sum += s;
+  EXPECT_NEAR(sum / r.step_seconds, 1.0, 1e-9);
+  EXPECT_GT(b.tp_comm.at("tp-all-reduce"), 0);
+  EXPECT_GT(r.bubble_fraction, 0);
+}
+
+TEST(SimGpt, AutoPicksTheFastestThatFits) {
+  const GptSimResult r = row(2304, 24, 24, 1, 1, 32, 512, 0);
+  ASSERT_EQ(r.candidates.size(), 5u);  // 1, 2, 4, 8, 16 sequences of the 16 per replica
+  for (const GptCandidate& c : r.candidates) {
+    if (c.fits) {
+      EXPECT_LE(r.step_seconds, c.step_seconds);
+    }
+  }
+  EXPECT_TRUE(r.fits);
+}
+
+int cli(std::vector<std::string> args, std::string* out, std::string* err) {
+  std::vector<char*> argv{const_cast<char*>("spora"), const_cast<char*>("sim-gpt")};
+  for (std::string& a : args) argv.push_back(a.data());
+  testing::internal::CaptureStdout();
+  testing::internal::CaptureStderr();
+  const int rc = tools::run_sim_gpt_command(static_cast<int>(argv.size()), argv.data());
+  *out = testing::internal::GetCapturedStdout();
+  *err = testing::internal::GetCapturedStderr();
+  return rc;
+}
+
+std::vector<std::string> base_args() {
+  return {"--cluster", kCluster,  "--gpus", "32",      "--hidden", "2304",        "--layers",
+          "24",        "--heads", "24",     "--batch", "512",      "--precision", "f16"};
+}
+
+TEST(SimGptCli, TpThatDoesNotDivideTheHeads) {
+  std::string out, err;
+  auto args = base_args();
+  args.insert(args.end(), {"--tp", "5"});
+  EXPECT_EQ(cli(args, &out, &err), 1);
+  EXPECT_EQ(err, "spora sim-gpt: error: --tp 5 does not divide --heads 24\n");
+}
+
+TEST(SimGptCli, PpThatDoesNotDivideTheLayers) {
+  std::string out, err;
+  auto args = base_args();
+  args[3] = "40";  // --gpus
+  args.insert(args.end(), {"--pp", "5"});
+  EXPECT_EQ(cli(args, &out, &err), 1);
+  EXPECT_EQ(err, "spora sim-gpt: error: --pp 5 does not divide --layers 24\n");
+}
+
+TEST(SimGptCli, DoesNotFitSaysByHowMuch) {
+  // 39.1B on one DGX with tensor parallelism alone: 16 bytes per parameter is 78 GB per GPU.
+  std::string out, err;
+  EXPECT_EQ(cli({"--cluster", kCluster, "--gpus", "8", "--tp", "8", "--hidden", "8192", "--layers",
+                 "48", "--heads", "64", "--batch", "8", "--micro-batch", "1", "--precision", "f16"},
+                &out, &err),
+            1);
+  EXPECT_EQ(err.rfind("spora sim-gpt: error: the configuration does not fit: ", 0), 0u) << err;
+  EXPECT_NE(err.find(" GB over the 80.00 GB of a GPU\n"), std::string::npos) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1);
+}
+
+TEST(SimGptCli, GoldenReport) {
+  std::string out, err;
+  auto args = base_args();
+  args.insert(args.end(), {"--micro-batch", "4"});
+  ASSERT_EQ(cli(args, &out, &err), 0) << err;
+  const std::string path = SPORA_SOURCE_DIR "/tests/sim/transformer/data/gpt_1.7b_32.txt";
+  if (std::getenv("SPORA_UPDATE_GOLDEN")) std::ofstream(path) << out;
+  std::ifstream f(path);
+  std::stringstream golden;
+  golden << f.rdbuf();
+  EXPECT_EQ(out, golden.str());
+}
+
+}  // namespace
+}  // namespace spora::sim::transformer
