@@ -17,10 +17,9 @@
 //   - normalisations: per input element, softmax and log_softmax 5 (max, subtract, exp, sum,
 //     divide), cross_entropy 5, layer_norm and batch_norm 8 (mean, variance, normalise, scale,
 //     shift).
-#include "sim/cost.h"
-
 #include "ops/families.h"
 #include "ops/kernel_util.h"
+#include "sim/cost.h"
 
 namespace spora::ops {
 
@@ -75,9 +74,9 @@ CostRule pool_cost(bool over_output) {
 }
 
 void elementwise_costs(sem::Registry& r) {
-  for (const char* name :
-       {"neg", "abs", "sign", "square", "relu", "floor", "ceil", "round", "reciprocal", "add",
-        "sub", "mul", "div", "floordiv", "mod", "maximum", "minimum"})
+  for (const char* name : {"neg", "abs", "sign", "square", "relu", "floor", "ceil", "round",
+                           "reciprocal", "add", "sub", "mul", "div", "floordiv", "mod", "maximum",
+                           "minimum"})
     set_cost(r, name, sim::elementwise_cost(1));
   for (const char* name : {"exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "gelu", "sin", "cos",
                            "erf", "log1p", "expm1", "pow"})
@@ -112,8 +111,8 @@ void shape_costs(sem::Registry& r) {
   for (const char* name : {"reshape", "flatten", "squeeze", "unsqueeze", "expand_dims",
                            "make_tuple", "tuple_get", "make_record", "record_get"})
     set_cost(r, name, sim::view_cost());
-  for (const char* name :
-       {"transpose", "permute", "broadcast_to", "concat", "stack", "slice", "gather"})
+  for (const char* name : {"transpose", "permute", "broadcast_to", "concat", "stack", "slice",
+                           "gather"})
     set_cost(r, name, sim::copy_cost());
   set_cost(r, "one_hot", sim::elementwise_cost(1));
   // Zeros of the input's shape written, g read into them.

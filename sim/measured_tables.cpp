@@ -172,14 +172,14 @@ std::string measured_tables_yaml(const MeasuredTables& t, int indent) {
     if (table->empty()) continue;
     y += fmt::format("{}  {}:\n", pad, name);
     for (const auto& r : table->rows())
-      y += fmt::format("{}    - [{}, {}, {}, {:.4g}]\n", pad, r[0], r[1], r[2], r[3]);
+      y += fmt::format("{}    - [{}, {}, {}, {:.6g}]\n", pad, r[0], r[1], r[2], r[3]);
   }
   if (!t.bandwidth.empty()) {
     y += pad + "  bandwidth:\n";
     for (const auto& [cls, table] : t.bandwidth) {
       y += fmt::format("{}    {}: [", pad, cls);
       for (std::size_t i = 0; i < table.bytes.size(); ++i)
-        y += fmt::format("{}[{}, {:.4g}]", i ? ", " : "", table.bytes[i], table.rate[i]);
+        y += fmt::format("{}[{}, {:.6g}]", i ? ", " : "", table.bytes[i], table.rate[i]);
       y += "]\n";
     }
   }

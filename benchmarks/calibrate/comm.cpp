@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/comm/communicator.h"
 #include "backends/comm/mpi_comm.h"
 #include "benchmarks/calibrate/calibrate.h"
 #include "benchmarks/calibrate/measure.h"
