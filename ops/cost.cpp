@@ -46,6 +46,16 @@ double conv_macs_per_output(const TypeP& w) {
   return elements(w) / static_cast<double>(w->shape[0]);
 }
 
+// The forward GEMM of one image and group of a convolution with weight w and output y
+// [N, O, Ho, Wo]: (O/groups, Ho Wo, (C/groups) kh kw); zeros when a shape is unknown.
+std::array<double, 3> conv_gemm(const TypeP& w, const TypeP& y, const Attrs& attrs) {
+  if (!w || !y || !w->is_tensor() || !y->is_tensor() || w->rank() != 4 || y->rank() != 4) return {};
+  const double groups = attrs.has("groups") ? static_cast<double>(attrs.get_int("groups")) : 1;
+  return {static_cast<double>(w->shape[0]) / groups,
+          static_cast<double>(y->shape[2]) * static_cast<double>(y->shape[3]),
+          conv_macs_per_output(w)};
+}
+
 // Per element of the first input, for the normalisations whose output may be a tuple.
 CostRule per_input_element(double flops, const std::string& op_class) {
   return [flops, op_class](const Types& in, const TypeP& out, const Attrs&) {
@@ -88,7 +98,12 @@ void matmul_costs(sem::Registry& r) {
   set_cost(r, "matmul", [](const Types& in, const TypeP& out, const Attrs&) {
     // out holds batch x m x n elements (promoted axes removed), each a dot product over k.
     const double k = in[0]->rank() > 0 ? static_cast<double>(in[0]->shape.back()) : 0;
-    return OpCost{2 * k * elements(out), input_bytes(in) + type_bytes(out), "matmul"};
+    OpCost c{2 * k * elements(out), input_bytes(in) + type_bytes(out), "matmul"};
+    const auto dim = [](const TypeP& t, int from_end) {
+      return t->rank() >= from_end ? static_cast<double>(t->shape[t->rank() - from_end]) : 1.0;
+    };
+    c.gemm = {in[0]->rank() >= 2 ? dim(in[0], 2) : 1, in[1]->rank() >= 2 ? dim(in[1], 1) : 1, k};
+    return c;
   });
 }
 
@@ -121,20 +136,31 @@ void nn_costs(sem::Registry& r) {
 }
 
 void conv_costs(sem::Registry& r) {
-  set_cost(r, "conv2d", [](const Types& in, const TypeP& out, const Attrs&) {
+  // c.gemm: the GEMM of one image and group as backends/cpu/conv.cpp runs it, with Og output
+  // channels per group, P output pixels and K = (C/groups) kh kw: forward [Og, K] x [K, P],
+  // input gradient [K, Og] x [Og, P], weight gradient [Og, P] x [P, K].
+  set_cost(r, "conv2d", [](const Types& in, const TypeP& out, const Attrs& attrs) {
     const bool bias = in.size() > 2 && in[2] && in[2]->is_tensor();
     const double flops = elements(out) * (2 * conv_macs_per_output(in[1]) + (bias ? 1 : 0));
-    return OpCost{flops, input_bytes(in) + type_bytes(out), "conv"};
+    OpCost c{flops, input_bytes(in) + type_bytes(out), "conv"};
+    c.gemm = conv_gemm(in[1], out, attrs);
+    return c;
   });
   // conv2d_input_grad(g, w): one multiply-add per cotangent element per weight of its channel.
-  set_cost(r, "conv2d_input_grad", [](const Types& in, const TypeP& out, const Attrs&) {
-    return OpCost{2 * elements(in[0]) * conv_macs_per_output(in[1]),
-                  input_bytes(in) + type_bytes(out), "conv"};
+  set_cost(r, "conv2d_input_grad", [](const Types& in, const TypeP& out, const Attrs& attrs) {
+    OpCost c{2 * elements(in[0]) * conv_macs_per_output(in[1]), input_bytes(in) + type_bytes(out),
+             "conv"};
+    const auto [og, p, k] = conv_gemm(in[1], in[0], attrs);
+    c.gemm = {k, p, og};
+    return c;
   });
   // conv2d_weight_grad(x, g) -> w's shape: the same products, accumulated into w.
-  set_cost(r, "conv2d_weight_grad", [](const Types& in, const TypeP& out, const Attrs&) {
-    return OpCost{2 * elements(in[1]) * conv_macs_per_output(out),
-                  input_bytes(in) + type_bytes(out), "conv"};
+  set_cost(r, "conv2d_weight_grad", [](const Types& in, const TypeP& out, const Attrs& attrs) {
+    OpCost c{2 * elements(in[1]) * conv_macs_per_output(out), input_bytes(in) + type_bytes(out),
+             "conv"};
+    const auto [og, p, k] = conv_gemm(out, in[1], attrs);
+    c.gemm = {og, k, p};
+    return c;
   });
   set_cost(r, "max_pool2d", pool_cost(true));
   set_cost(r, "avg_pool2d", pool_cost(true));

@@ -219,7 +219,7 @@ void read_op_classes(const Reader& r, const Fields& device, DeviceSpec& d) {
 DeviceSpec read_device(const Reader& r, const YAML::Node& node) {
   const Fields f(r, node, "device",
                  {"kind", "model", "peak_flops", "memory", "memory_bandwidth", "launch_overhead",
-                  "op_classes", "comm_sm_share"});
+                  "op_classes", "comm_sm_share", "measured"});
   DeviceSpec d;
   d.kind = f.has("kind") ? f.choice("kind", {"gpu", "npu", "tpu", "cpu"}) : "gpu";
   d.model = f.text_or("model", "");
@@ -235,6 +235,12 @@ DeviceSpec read_device(const Reader& r, const YAML::Node& node) {
       f.quantity("memory_bandwidth", parse_bandwidth, "a bandwidth", "\"2039 GB/s\"");
   read_op_classes(r, f, d);
   d.comm_sm_share = f.fraction_or("comm_sm_share", 0);
+  // device.measured: the tables of `spora calibrate` (sim/measured_tables.h).
+  if (f.has("measured"))
+    d.measured = read_measured_tables(f.get("measured"), [&](const std::string& field,
+                                                             const std::string& message) {
+      r.fail("device.measured" + (field.empty() ? "" : "." + field), message);
+    });
   return d;
 }
 

@@ -22,6 +22,8 @@
 #include <string_view>
 #include <vector>
 
+#include "sim/measured_tables.h"
+
 namespace spora::sim {
 
 class ClusterSpecError : public std::runtime_error {
@@ -49,6 +51,9 @@ struct DeviceSpec {
   std::map<std::string, OpClassSpec> op_classes;  // ... unless its entry here says otherwise
   double comm_sm_share = 0;  // of the device a running collective's kernels hold (0: none);
                              // sim/interference.h
+  // `device.measured`: tables `spora calibrate` measured (sim/measured_tables.h). Where a table
+  // covers an op, the cost model uses it instead of the roofline and the class's efficiency.
+  MeasuredTables measured;
 
   double max_peak_flops() const;  // the highest entry of peak_flops
 };
@@ -119,7 +124,7 @@ struct ClusterSpec {
   // `collective_overhead: 40 us`: what every collective call costs a rank beyond its ring
   // steps (each paying `latency` and bytes over `bandwidth`): for `spora run`'s MPI executor,
   // the piece copies and a transport gone cold during the computation between two calls
-  // (`spora calibrate` measures it in place, tools/cmd_calibrate.cpp). The SPMD step simulator
+  // (`spora calibrate` fits it to collectives measured in place, benchmarks/calibrate/). The SPMD step simulator
   // and the search's analytic oracle charge it once per collective. Default 0.
   double collective_overhead = 0;
 

@@ -32,6 +32,7 @@
 // simulator; the rule builders below are the shapes most rows share.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -48,6 +49,11 @@ struct OpCost {
   double flops = 0;
   double bytes = 0;
   std::string op_class = "elementwise";
+  // Matrix products and convolutions: the (m, n, k) of one GEMM, m x k times k x n (for a
+  // convolution the GEMM of one image and group that the CPU kernel runs, backends/cpu/conv.cpp);
+  // flops / (2 m n k) of them make the op. Zero elsewhere. The cost model looks the GEMM's rate up
+  // in a measured table (sim/measured_tables.h) when the spec has one.
+  std::array<double, 3> gemm{};
 };
 
 using CostRule = std::function<OpCost(const std::vector<sem::TypeP>& inputs,

@@ -1,12 +1,26 @@
-// Device time of one operation from its cost (sim/cost.h) and the device of a cluster spec:
+// Device time of one operation from its cost (sim/cost.h) and the device of a cluster spec.
+//
+// With measured tables (sim/measured_tables.h, written by `spora calibrate`):
+//
+//   matmul, conv   time = flops / gemm_rate(m, n, k)          the GEMM table of the op's class at
+//                                                             the op's own GEMM (OpCost::gemm)
+//   a class with a bandwidth table
+//                  time = max(flops / peak_flops[dtype], bytes / rate_class(bytes))
+//
+// and otherwise (published specs, or classes the tables lack) the roofline divided by how much
+// of it the op class achieves:
 //
 //   time = max(flops / peak_flops[dtype], bytes / memory_bandwidth) / efficiency[op_class]
-//          + launch_overhead[op_class]
 //
-// a roofline divided by how much of it the op class achieves, plus a fixed per-operation time
-// (kernel launch and framework dispatch). The classes `view` and `host` take no time at all.
-// Efficiencies default to 1 and overheads to device.launch_overhead (sim/README.md, "Op
-// classes"); `spora calibrate` measures both on this machine.
+// plus, in every case, a fixed per-operation time launch_overhead[op_class] (kernel launch and
+// framework dispatch). The classes `view` and `host` take no time at all. Efficiencies default to
+// 1 and overheads to device.launch_overhead (sim/README.md, "The cost model"). The GEMM tables
+// hold f32 rates: an op of another dtype (or with `matmul_dtype`) scales the table's rate by
+// peak_flops[its dtype] / peak_flops[f32].
+//
+// Time sharing: when `ranks_on_node` ranks run on a node whose devices share
+// `measured.cores` < ranks_on_node cores, every op takes ranks_on_node / cores times as long
+// (the ranks take turns on the cores: `spora run --ranks 4` on two cores).
 //
 // peak_flops[dtype]: the op's dtype (its first floating-point input, else its output) looks up
 // the spec's entry of the same name (f64 f32 f16 bf16); integer and bool ops, and dtypes the
@@ -24,24 +38,32 @@
 namespace spora::sim {
 
 struct OpTime {
-  double seconds = 0;   // the whole: roofline / efficiency + overhead
+  double seconds = 0;   // the whole: roofline / efficiency (or table) + overhead
   double overhead = 0;  // of which the launch overhead
   bool compute_bound = false;
 };
 
 class CostModel {
  public:
-  explicit CostModel(const DeviceSpec& device, std::string matmul_dtype = "");
+  explicit CostModel(const DeviceSpec& device, std::string matmul_dtype = "",
+                     int ranks_on_node = 1);
 
   OpTime time(const OpCost& cost, DType dtype) const;
   double peak_flops(DType dtype, const std::string& op_class) const;
   double efficiency(const std::string& op_class) const;
   double launch_overhead(const std::string& op_class) const;
+  // The factor every op's time is multiplied by (>= 1): ranks_on_node / measured.cores.
+  double time_share() const { return share_; }
 
  private:
   DeviceSpec device_;
   std::string matmul_dtype_;
+  double share_ = 1;
 };
+
+// The ranks of a step of `ranks` ranks that share one node of `cluster` (ranks fill the nodes in
+// order): min(ranks, devices_per_node).
+int ranks_on_node(const ClusterSpec& cluster, int ranks);
 
 // The dtype an application computes in: its first floating-point input, else its output's
 // dtype, else f32.

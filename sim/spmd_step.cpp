@@ -373,7 +373,9 @@ SpmdSimResult simulate_spmd_step(const ClusterSpec& cluster, const SpmdProgram& 
   if (r.ranks > cluster.device_count())
     throw std::invalid_argument(fmt::format("a mesh of {} devices but {} has {}", r.ranks,
                                             cluster.name, cluster.device_count()));
-  const CostModel model(cluster.device, options.matmul_dtype);
+  const CostModel model(cluster.device, options.matmul_dtype,
+                        options.ranks_on_node > 0 ? options.ranks_on_node
+                                                  : ranks_on_node(cluster, r.ranks));
   for (const SpmdOp& op : program.ops) {
     const double t = op.collective ? 0 : model.time(op.op.cost, op.op.dtype).seconds;
     r.op_seconds.push_back(t);

@@ -114,6 +114,7 @@ struct SpmdCollectiveRecord {
 
 struct SpmdSimOptions {
   std::string matmul_dtype;  // as TrainSimOptions
+  int ranks_on_node = 0;     // CostModel's time sharing (sim/cost_model.h); 0: the step's ranks
   bool log = false;
   std::vector<std::string> simgrid_args;
 };

@@ -401,7 +401,7 @@ TrainSimResult simulate_train_step(const ClusterSpec& cluster, const StepProgram
         "the bulk communication model has ring and hierarchical all-reduce, not {}", algo));
 
   // Op times, buckets, and the compute stream's segments.
-  const CostModel model(cluster.device, options.matmul_dtype);
+  const CostModel model(cluster.device, options.matmul_dtype, ranks_on_node(cluster, r.ranks));
   for (const StepOp& op : program.ops)
     r.op_seconds.push_back(model.time(op.cost, op.dtype).seconds);
   for (const StepParam& p : program.params)

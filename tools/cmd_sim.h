@@ -36,8 +36,9 @@ int run_sim_coll_subcommand(CLI::App& sim_coll);
 CLI::App* add_sim_subcommand(CLI::App& app);
 int run_sim_subcommand();
 
-// `spora calibrate` (tools/cmd_calibrate.cpp): measures this machine with our own CPU kernels
-// and MPI and writes a cluster spec (default examples/clusters/this-machine.yaml).
+// `spora calibrate` (tools/cmd_calibrate.cpp, the measuring in benchmarks/calibrate/): measures
+// this machine with microbenchmarks of our CPU kernels and MPI and writes a cluster spec with
+// measured tables (default examples/clusters/this-machine.yaml).
 CLI::App* add_calibrate_subcommand(CLI::App& app);
 int run_calibrate_subcommand();
 

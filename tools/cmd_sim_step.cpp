@@ -15,6 +15,7 @@
 #include "parallel/partition/partition.h"
 #include "parallel/partition/strategy.h"
 #include "sim/cluster_spec.h"
+#include "sim/cost_model.h"
 #include "sim/isolation.h"
 #include "sim/report.h"
 #include "sim/spmd_step.h"
@@ -164,6 +165,7 @@ int run_pipeline_sim(const Options& o, const sim::ClusterSpec& cluster, const st
   sim::SpmdSimOptions opts;
   opts.matmul_dtype = o.matmul_dtype;
   opts.simgrid_args = o.simgrid_args;
+  opts.ranks_on_node = sim::ranks_on_node(cluster, static_cast<int>(p.devices()));  // every stage's ranks share it
   const sim::PipelineSimResult r = sim::simulate_pipeline(cluster, p, opts);
   if (!o.trace.empty()) write_file(o.trace, sim::pipeline_chrome_trace(r, o.trace_ranks));
   if (!o.svg.empty())

@@ -162,7 +162,9 @@ sim::PipelineProgram pipeline_sim_program(const SpmdOptions& o, const std::strin
                                           const std::string& matmul_dtype) {
   const Setup s = setup(o, text, origin);
   const std::vector<int64_t> mesh = s.inner.mesh.shape;
-  const sim::CostModel model(cluster.device, matmul_dtype);
+  const sim::CostModel model(
+      cluster.device, matmul_dtype,
+      sim::ranks_on_node(cluster, static_cast<int>(s.spec.stages * s.inner.mesh.rank_count())));
   sim::PipelineProgram p;
   p.stage_devices = s.inner.mesh.rank_count();
   p.replicas = 1;  // data parallelism is inside the stage's mesh

@@ -1,0 +1,152 @@
+// `spora calibrate --measure mpi` under `mpirun -np 2`: the communication side of the machine
+// model (calibrate.h). Rank 0 prints lines for the parent process (machine_model.cpp):
+//
+//   scalar mpi_latency <s>                  half the round trip of 8-byte ping-pongs (median)
+//   scalar mpi_pingpong_bandwidth <B/s>     1 MiB ping-pongs (recorded, not used)
+//   coll <primitive> <bytes> <s>            the primitive as `spora run --strategy` runs it, each
+//                                           call after 2 ms of computation (below)
+//   coll_b2b <primitive> <bytes> <s>        the same calls back to back (recorded, not used)
+//
+// The collectives: the all_reduce, reduce_scatter and all_gather primitives (ops/collective.cpp:
+// their piece copies, the ring schedule over MPI, the result tensor) on f32 [64, n] tensors of
+// 256 B to 1 MiB. Each call comes after 2 ms of computation on both ranks that sweeps 32 MiB
+// (more than this machine's caches) and then multiplies matrices, as a training step's kernels
+// do between two collectives: the transport's buffers and the executor's code and data are
+// evicted, which costs far more than calls back to back. The cost of a call is the time from the
+// later rank's start to the later rank's end (the earlier rank's wait is rank skew, not the
+// collective's cost); the median over 40 calls.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "backends/comm/communicator.h"
+#include "backends/comm/mpi_comm.h"
+#include "benchmarks/calibrate/calibrate.h"
+#include "benchmarks/calibrate/measure.h"
+#include "lang/diagnostics.h"
+#include "ops/collective.h"
+
+namespace spora::calibrate {
+
+namespace {
+
+constexpr double kGap = 2e-3;
+constexpr std::size_t kGapBytes = std::size_t{32} << 20;
+
+void wait_all(comm::Communicator& world, std::vector<comm::Request> rs) {
+  while (!rs.empty()) {
+    const std::vector<std::size_t> done = world.wait_some(rs);
+    std::vector<comm::Request> left;
+    for (std::size_t i = 0; i < rs.size(); ++i)
+      if (std::find(done.begin(), done.end(), i) == done.end()) left.push_back(rs[i]);
+    rs = left;
+  }
+}
+
+// Half a round trip of `bytes` between ranks 0 and 1, the median of `reps`.
+double ping_pong(comm::Communicator& world, std::size_t bytes, int reps) {
+  std::vector<char> a(bytes, 1), b(bytes, 0);
+  const int peer = 1 - world.rank();
+  std::vector<double> times;
+  for (int i = 0; i < reps + 3; ++i) {
+    world.barrier();
+    const auto t0 = Clock::now();
+    if (world.rank() == 0) {
+      wait_all(world, {world.isend(a.data(), bytes, peer, i)});
+      wait_all(world, {world.irecv(b.data(), bytes, peer, i)});
+    } else {
+      wait_all(world, {world.irecv(b.data(), bytes, peer, i)});
+      wait_all(world, {world.isend(a.data(), bytes, peer, i)});
+    }
+    if (i >= 3) times.push_back(seconds_since(t0) / 2);
+  }
+  return median(times);
+}
+
+// Rank 0's table: "<prefix> <primitive> <bytes>" -> seconds.
+void measure_primitives(comm::Communicator& world) {
+  const sem::Registry& reg = sem::Registry::instance();
+  ops::CollectiveScope scope(&world, {2});
+  const sem::Tensor a = sem::Tensor::full(DType::f32, {64, 256}, 0.5);
+  const sem::Tensor b = sem::Tensor::full(DType::f32, {256, 256}, 0.25);
+  std::vector<float> sweep(kGapBytes / sizeof(float), 0.0f);
+  const sem::RefKernel& matmul = sem::kernel_for(*reg.find("matmul"));
+  const sem::Attrs none;
+  for (const std::string name : {"all_reduce", "reduce_scatter", "all_gather"}) {
+    const sem::RefKernel& k = sem::kernel_for(*reg.find(name));
+    sem::Attrs attrs;
+    attrs.set("mesh", std::vector<int64_t>{2});
+    if (name == "all_reduce") {
+      attrs.set("axes", std::vector<int64_t>{0});
+    } else {
+      attrs.set("dim", int64_t{1});
+      attrs.set("axis", int64_t{0});
+    }
+    for (const int64_t bytes : {int64_t{512}, int64_t{4} << 10, int64_t{32} << 10,
+                                int64_t{256} << 10, int64_t{1} << 20}) {
+      const int64_t cols = bytes / 4 / 64;  // the full tensor is [64, cols]
+      const sem::Tensor x =
+          sem::Tensor::full(DType::f32, {64, name == "all_gather" ? cols / 2 : cols}, 1.0);
+      for (const bool gap : {true, false}) {
+        const int calls = 40;
+        std::vector<double> mine(2 * calls);  // starts, then ends
+        world.barrier();
+        for (int i = 0; i < calls + 3; ++i) {
+          if (gap) {
+            const auto g0 = Clock::now();
+            for (float& f : sweep) f += 1.0f;
+            while (seconds_since(g0) < kGap) matmul({sem::Value(a), sem::Value(b)}, none);
+          }
+          const auto t0 = Clock::now();
+          k({sem::Value(x)}, attrs);
+          if (i >= 3) {
+            mine[i - 3] = std::chrono::duration<double>(t0.time_since_epoch()).count();
+            mine[calls + i - 3] =
+                std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+          }
+        }
+        // steady_clock is one clock for the processes of a machine.
+        const std::size_t n = mine.size() * sizeof(double);
+        if (world.rank() == 1) {
+          wait_all(world, {world.isend(mine.data(), n, 0, 7000)});
+          continue;
+        }
+        std::vector<double> theirs(2 * calls);
+        wait_all(world, {world.irecv(theirs.data(), n, 1, 7000)});
+        std::vector<double> cost;
+        for (int i = 0; i < calls; ++i)
+          cost.push_back(std::max(mine[calls + i], theirs[calls + i]) -
+                         std::max(mine[i], theirs[i]));
+        std::printf("%s %s %lld %.9g\n", gap ? "coll" : "coll_b2b", name.c_str(),
+                    static_cast<long long>(bytes), median(cost));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+int measure_mpi() {
+  comm::mpi_initialize(nullptr, nullptr);
+  struct Finalize {
+    ~Finalize() { comm::mpi_finalize(); }
+  } finalize;
+  auto world = comm::make_mpi_communicator();
+  if (world->size() != 2) throw lang::UserError("calibrate --measure mpi needs exactly 2 ranks");
+  const double latency = ping_pong(*world, 8, 2000);
+  const double one_mib = ping_pong(*world, std::size_t{1} << 20, 60);
+  measure_primitives(*world);
+  if (world->rank() == 0) {
+    std::printf("scalar mpi_latency %.9g\n", latency);
+    std::printf("scalar mpi_pingpong_bandwidth %.9g\n",
+                (1 << 20) / std::max(one_mib - latency, 1e-9));
+  }
+  return 0;
+}
+
+}  // namespace spora::calibrate

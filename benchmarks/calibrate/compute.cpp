@@ -1,0 +1,152 @@
+// `spora calibrate --measure compute`: the compute side of the machine model (calibrate.h),
+// printed as lines for the parent process (machine_model.cpp reads them back):
+//
+//   scalar <key> <value>        peak_f32 peak_f64 memory_bandwidth launch_overhead overhead.<class>
+//   gemm <m> <n> <k> <FLOP/s>   one point of the GEMM grid
+//   conv <m> <n> <k> <FLOP/s>   one point of the convolution grid (its per-image GEMM)
+//   bw <class> <bytes> <B/s>    one point of an op class's bandwidth table
+//
+// Each kernel is timed alone (measure.h) on fresh random inputs. The program that will be
+// predicted plays no part: only these fixed sweeps.
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <map>
+#include <random>
+
+#include "benchmarks/calibrate/calibrate.h"
+#include "benchmarks/calibrate/measure.h"
+
+namespace spora::calibrate {
+
+namespace {
+
+using Ints = std::vector<int64_t>;
+using sem::Value;
+
+// The dimensions of the GEMM grid (every m x n x k) and of the convolution grid: out channels,
+// image side (3x3 kernels, padding 1: P = side^2 output pixels), in channels (K = 9 C).
+const std::vector<int64_t> kGemmDims{4, 16, 64, 256, 1024};
+const std::vector<int64_t> kConvOut{4, 16, 64}, kConvSide{8, 16, 32}, kConvIn{1, 4, 16};
+constexpr int64_t kConvImages = 4;
+
+// A kernel's time less its class's fixed cost (never below 5% of the time).
+double less_fixed(double seconds, double fixed) {
+  return std::max(seconds - fixed, 0.05 * seconds);
+}
+
+// A class's bandwidth table: per size, the median over its cases of bytes and of bytes/s, the
+// time less the kernel's fixed cost (`tiny`: the same class on one element).
+void print_bandwidth(const std::string& cls, const std::vector<std::vector<Measured>>& by_size,
+                     double tiny) {
+  for (const std::vector<Measured>& cases : by_size) {
+    std::vector<double> bytes, rates;
+    for (const Measured& m : cases) {
+      bytes.push_back(m.cost.bytes);
+      rates.push_back(m.cost.bytes / less_fixed(m.seconds, tiny));
+    }
+    std::printf("bw %s %.9g %.9g\n", cls.c_str(), median(bytes), median(rates));
+  }
+}
+
+}  // namespace
+
+int measure_compute() {
+  std::mt19937 rng(7);
+  auto f32 = [&](sem::Shape s) { return Value(random_tensor(DType::f32, std::move(s), rng)); };
+  double peak = 0;
+
+  // Fixed costs: tiny ops of each class against a tiny add (whose cost is in the interpreter's
+  // time per node already). The tables are of the kernels' time beyond their class's fixed cost,
+  // which the cost model adds back as the launch overhead.
+  const double tiny_add = measure({"add", {f32({1}), f32({1})}, {}}).seconds;
+  std::map<std::string, double> tiny{{"elementwise", tiny_add}};
+  tiny["matmul"] = measure({"matmul", {f32({1, 1}), f32({1, 1})}, {}}).seconds;
+  tiny["conv"] = measure({"conv2d", {f32({1, 1, 1, 1}), f32({1, 1, 1, 1}), Value()}, {}}).seconds;
+  tiny["reduction"] = measure({"sum", {f32({1})}, {}}).seconds;
+  tiny["norm"] = measure({"softmax", {f32({1, 1})}, {}}).seconds;
+  tiny["pool"] =
+      measure({"max_pool2d", {f32({1, 1, 2, 2})}, attrs_of({{"kernel", Ints{2}}})}).seconds;
+  tiny["copy"] = measure({"permute", {f32({1, 1})}, attrs_of({{"axes", Ints{1, 0}}})}).seconds;
+  tiny["creation"] = measure({"zeros", {}, attrs_of({{"shape", Ints{1}}})}).seconds;
+  const double interp = interpreter_overhead();
+
+  for (const int64_t m : kGemmDims)
+    for (const int64_t n : kGemmDims)
+      for (const int64_t k : kGemmDims) {
+        const Measured mm = measure({"matmul", {f32({m, k}), f32({k, n})}, {}});
+        const double rate = mm.cost.flops / less_fixed(mm.seconds, tiny["matmul"]);
+        peak = std::max(peak, rate);
+        std::printf("gemm %lld %lld %lld %.9g\n", static_cast<long long>(m),
+                    static_cast<long long>(n), static_cast<long long>(k), rate);
+      }
+  for (const int64_t o : kConvOut)
+    for (const int64_t side : kConvSide)
+      for (const int64_t c : kConvIn) {
+        const Measured cv =
+            measure({"conv2d",
+                     {f32({kConvImages, c, side, side}), f32({o, c, 3, 3}), Value()},
+                     attrs_of({{"padding", Ints{1}}})});
+        const double rate = cv.cost.flops / less_fixed(cv.seconds, tiny["conv"]);
+        peak = std::max(peak, rate);
+        std::printf("conv %g %g %g %.9g\n", cv.cost.gemm[0], cv.cost.gemm[1], cv.cost.gemm[2],
+                    rate);
+      }
+  const Value a64(random_tensor(DType::f64, {512, 512}, rng));
+  const Measured mm64 = measure({"matmul", {a64, a64}, {}});
+
+  // Bandwidth tables, per class and size (elements per case).
+  std::map<std::string, std::vector<std::vector<Measured>>> sweep;
+  for (const int64_t n : {int64_t{1} << 8, int64_t{1} << 11, int64_t{1} << 14, int64_t{1} << 17,
+                          int64_t{1} << 20, int64_t{1} << 22}) {
+    std::vector<Measured>& e = sweep["elementwise"].emplace_back();
+    for (const char* op : {"add", "mul", "gt"})
+      e.push_back(measure({op, {f32({n}), f32({n})}, {}}));
+    for (const char* op : {"relu", "exp", "tanh"}) e.push_back(measure({op, {f32({n})}, {}}));
+    const Value mask(random_tensor(DType::boolean, {n}, rng));  // the vjp of relu
+    e.push_back(
+        measure({"where", {mask, f32({n}), Value(sem::Tensor::scalar(DType::f32, 0.0))}, {}}));
+    std::vector<Measured>& z = sweep["creation"].emplace_back();
+    z.push_back(measure({"zeros", {}, attrs_of({{"shape", Ints{n}}})}));
+  }
+  for (const int64_t n :
+       {int64_t{1} << 11, int64_t{1} << 14, int64_t{1} << 17, int64_t{1} << 20, int64_t{1} << 22}) {
+    const sem::Shape rows{n / 256, 256}, cols{256, n / 256};
+    std::vector<Measured>& r = sweep["reduction"].emplace_back();
+    std::vector<Measured>& nm = sweep["norm"].emplace_back();
+    std::vector<Measured>& cp = sweep["copy"].emplace_back();
+    for (const sem::Shape& s : {rows, cols}) {
+      r.push_back(measure({"sum", {f32(s)}, attrs_of({{"axis", Ints{0}}})}));
+      r.push_back(measure({"sum", {f32(s)}, attrs_of({{"axis", Ints{1}}})}));
+      r.push_back(measure({"max", {f32(s)}, attrs_of({{"axis", Ints{1}}})}));
+      cp.push_back(measure({"permute", {f32(s)}, attrs_of({{"axes", Ints{1, 0}}})}));
+    }
+    nm.push_back(measure({"softmax", {f32(rows)}, {}}));
+    nm.push_back(measure({"layer_norm", {f32(rows), Value(), Value()}, {}}));
+    nm.push_back(measure(
+        {"cross_entropy", {f32(rows), Value(sem::Tensor::zeros(DType::i32, {n / 256}))}, {}}));
+  }
+  for (const int64_t images : {1, 8, 64, 512}) {
+    std::vector<Measured>& p = sweep["pool"].emplace_back();
+    p.push_back(
+        measure({"max_pool2d", {f32({images, 4, 32, 32})}, attrs_of({{"kernel", Ints{2}}})}));
+  }
+
+  // Memory bandwidth: adds and multiplies of 4 MiB arrays (the roofline's memory side for the
+  // classes without a table, and the copies of the communication model).
+  double bandwidth = 0;
+  for (const char* op : {"add", "mul"}) {
+    const Measured e = measure({op, {f32({1 << 20}), f32({1 << 20})}, {}}, 0.1);
+    bandwidth = std::max(bandwidth, e.cost.bytes / e.seconds);
+  }
+  for (const auto& [cls, by_size] : sweep) print_bandwidth(cls, by_size, tiny[cls]);
+  std::printf("scalar peak_f32 %.9g\n", peak);
+  std::printf("scalar peak_f64 %.9g\n", mm64.cost.flops / mm64.seconds);
+  std::printf("scalar memory_bandwidth %.9g\n", bandwidth);
+  std::printf("scalar launch_overhead %.9g\n", interp);
+  for (const auto& [cls, t] : tiny)
+    std::printf("scalar overhead.%s %.9g\n", cls.c_str(), interp + std::max(0.0, t - tiny_add));
+  return 0;
+}
+
+}  // namespace spora::calibrate

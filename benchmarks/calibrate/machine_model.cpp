@@ -1,0 +1,223 @@
+// The parent of `spora calibrate`: runs the measuring children, fits the link, writes the spec
+// (calibrate.h).
+#include <fmt/format.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include "benchmarks/calibrate/calibrate.h"
+#include "benchmarks/calibrate/measure.h"
+#include "lang/diagnostics.h"
+
+namespace spora::calibrate {
+
+namespace {
+
+// The lines one child printed (compute.cpp, comm.cpp), by their first word.
+struct ChildOutput {
+  std::map<std::string, double> scalars;
+  std::vector<std::array<double, 4>> gemm, conv;
+  std::map<std::string, std::vector<std::array<double, 2>>> bandwidth;
+  std::vector<CollectivePoint> coll, coll_b2b;
+};
+
+ChildOutput parse_child(FILE* pipe) {
+  ChildOutput c;
+  char line[512];
+  while (std::fgets(line, sizeof line, pipe)) {
+    std::istringstream in(line);
+    std::string kind, name;
+    in >> kind;
+    double a = 0, b = 0, k = 0, r = 0;
+    if (kind == "scalar" && in >> name >> a) c.scalars[name] = a;
+    if ((kind == "gemm" || kind == "conv") && in >> a >> b >> k >> r)
+      (kind == "gemm" ? c.gemm : c.conv).push_back({a, b, k, r});
+    if (kind == "bw" && in >> name >> a >> b) c.bandwidth[name].push_back({a, b});
+    if ((kind == "coll" || kind == "coll_b2b") && in >> name >> a >> b)
+      (kind == "coll" ? c.coll : c.coll_b2b).push_back({name, a, b});
+  }
+  return c;
+}
+
+// Runs `copies` instances of a shell command at once; the answer of the one with the median
+// f32 peak (one process's figures belong together). Empty when an instance failed.
+std::optional<ChildOutput> run_children(const std::string& command, int copies) {
+  std::vector<FILE*> pipes;
+  for (int i = 0; i < copies; ++i) {
+    FILE* pipe = popen(command.c_str(), "r");
+    if (!pipe) throw lang::UserError(fmt::format("cannot run: {}", command));
+    pipes.push_back(pipe);
+  }
+  std::vector<ChildOutput> answers;
+  bool failed = false;
+  for (FILE* pipe : pipes) {
+    answers.push_back(parse_child(pipe));
+    failed = pclose(pipe) != 0 || failed;
+  }
+  if (failed || answers.empty()) return std::nullopt;
+  std::sort(answers.begin(), answers.end(), [](const ChildOutput& a, const ChildOutput& b) {
+    const auto x = a.scalars.find("peak_f32"), y = b.scalars.find("peak_f32");
+    return (x == a.scalars.end() ? 0 : x->second) < (y == b.scalars.end() ? 0 : y->second);
+  });
+  return answers[answers.size() / 2];
+}
+
+std::string gb(double bytes_per_s) { return fmt::format("{:.3g} GB/s", bytes_per_s / 1e9); }
+std::string gflops(double f) { return fmt::format("{:.4g} GFLOP/s", f / 1e9); }
+std::string usec(double s) { return fmt::format("{:.3g} us", s * 1e6); }
+
+void write_atomically(const std::string& path, const std::string& text) {
+  const std::filesystem::path out(path);
+  if (out.has_parent_path()) std::filesystem::create_directories(out.parent_path());
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    if (!f || !(f << text)) throw lang::UserError(fmt::format("cannot write '{}'", tmp));
+  }
+  std::filesystem::rename(tmp, out);
+}
+
+}  // namespace
+
+int ring_steps(const std::string& primitive) { return primitive == "all_reduce" ? 2 : 1; }
+
+LinkFit fit_collectives(const std::vector<CollectivePoint>& points, double latency) {
+  // y = t - steps * latency = overhead + x / bandwidth, x = steps * bytes / 2.
+  double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (const CollectivePoint& p : points) {
+    const double steps = ring_steps(p.primitive);
+    const double x = steps * p.bytes / 2, y = p.seconds - steps * latency;
+    n += 1, sx += x, sy += y, sxx += x * x, sxy += x * y;
+  }
+  LinkFit f;
+  const double det = n * sxx - sx * sx;
+  if (n < 2 || det <= 0) return f;
+  const double slope = (n * sxy - sx * sy) / det;
+  if (slope <= 0) return f;
+  f.bandwidth = 1 / slope;
+  f.overhead = std::max(0.0, (sy - slope * sx) / n);
+  f.ok = true;
+  return f;
+}
+
+std::string machine_model_yaml(const MachineModel& m) {
+  std::string y =
+      "# This machine, measured by `spora calibrate` (benchmarks/calibrate/) from\n"
+      "# microbenchmarks only: no program that is later predicted is run or fitted.\n";
+  for (const std::string& note : m.notes) y += "#   " + note + "\n";
+  y += fmt::format("#   best f32 GEMM/conv {}, f64 matmul {}; add/mul of 4 MiB arrays {}\n",
+                   gflops(m.peak_f32), gflops(m.peak_f64), gb(m.memory_bandwidth));
+  y += fmt::format(
+      "#   interpreter: {} per node (dispatch; the classes' launch_overhead adds their\n"
+      "#   kernels' fixed cost)\n",
+      usec(m.interpreter_overhead));
+  if (m.have_mpi) {
+    y += fmt::format("#   MPI (mpirun -np 2): latency {} (8 B ping-pong)\n", usec(m.latency));
+    y += "#   collectives in place (after 2 ms of computation over 32 MiB), measured / ring model "
+         "fit / back to back:\n";
+    for (const CollectivePoint& p : m.collectives) {
+      const double model =
+          m.link.overhead + ring_steps(p.primitive) * (m.latency + p.bytes / 2 / m.link.bandwidth);
+      double b2b = 0;
+      for (const CollectivePoint& q : m.back_to_back)
+        if (q.primitive == p.primitive && q.bytes == p.bytes) b2b = q.seconds;
+      y += fmt::format("#     {:<15} {:>8} B  {:>9}  {:>9} ({:+.0f}%)  {:>9}\n", p.primitive,
+                       p.bytes, usec(p.seconds), usec(model), (model / p.seconds - 1) * 100,
+                       usec(b2b));
+    }
+    y += m.link.ok ? fmt::format("#   least-squares fit: bandwidth {}, overhead {} per call\n",
+                                 gb(m.link.bandwidth), usec(m.link.overhead))
+                   : "#   the fit failed (no positive slope): bandwidth = memory bandwidth / 2\n";
+  } else {
+    y += "#   no MPI measurement: transfers are taken to be memory copies\n";
+  }
+  y += "name: this-machine\nnodes: 1\n";
+  y += fmt::format("devices_per_node: {}\n", m.devices);
+  y += "device:\n  kind: cpu\n  model: x86-64 core (one thread of our CPU kernels)\n";
+  y += fmt::format("  peak_flops:\n    f32: {}\n    f64: {}\n", gflops(m.peak_f32),
+                   gflops(m.peak_f64));
+  y += fmt::format("  memory: {:.3g} GB\n", m.memory_bytes / 1e9);
+  y += fmt::format("  memory_bandwidth: {}\n", gb(m.memory_bandwidth));
+  y += fmt::format("  launch_overhead: {}\n", usec(m.interpreter_overhead));
+  y += "  op_classes:\n";
+  for (const auto& [cls, h] : m.launch_overhead)
+    y += fmt::format("    {}: {{launch_overhead: {}}}\n", cls, usec(h));
+  y += sim::measured_tables_yaml(m.tables, 2);
+  y += "collectives: inline   # spora run's MPI executor: no overlap with computation\n";
+  const double bandwidth = m.have_mpi && m.link.ok ? m.link.bandwidth : m.memory_bandwidth / 2;
+  if (m.have_mpi && m.link.ok)
+    y += fmt::format("collective_overhead: {}   # per call, from the fit above\n",
+                     usec(m.link.overhead));
+  y += fmt::format("interconnect:\n  kind: switch\n  bandwidth: {}\n  latency: {}\n", gb(bandwidth),
+                   usec(m.latency));
+  return y;
+}
+
+int calibrate_machine(const CalibrateOptions& o) {
+  const auto t0 = Clock::now();
+  const int cores =
+      o.cores > 0 ? o.cores : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const std::string env = "OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1";
+  std::fprintf(stderr, "calibrate: the CPU kernels, %d single-threaded processes at once...\n",
+               cores);
+  const auto c =
+      run_children(fmt::format("{} '{}' calibrate --measure compute", env, o.self), cores);
+  if (!c) throw lang::UserError("the compute measurement failed");
+  MachineModel m;
+  m.devices = o.devices > 0 ? o.devices : cores;
+  m.memory_bytes = static_cast<double>(sysconf(_SC_PHYS_PAGES)) *
+                   static_cast<double>(sysconf(_SC_PAGE_SIZE)) / m.devices;
+  m.peak_f32 = c->scalars.at("peak_f32");
+  m.peak_f64 = c->scalars.at("peak_f64");
+  m.memory_bandwidth = c->scalars.at("memory_bandwidth");
+  m.interpreter_overhead = c->scalars.at("launch_overhead");
+  for (const auto& [key, value] : c->scalars)
+    if (key.rfind("overhead.", 0) == 0) m.launch_overhead[key.substr(9)] = value;
+  m.tables.cores = cores;
+  m.tables.gemm = sim::GemmTable::from_rows(c->gemm);
+  m.tables.conv = sim::GemmTable::from_rows(c->conv);
+  for (const auto& [cls, rows] : c->bandwidth)
+    m.tables.bandwidth[cls] = sim::RateTable::from_rows(rows);
+
+  if (!o.no_mpi) {
+    std::fprintf(stderr, "calibrate: collectives between 2 MPI ranks...\n");
+    const auto mpi = run_children(fmt::format("{} mpirun --oversubscribe --allow-run-as-root -np 2 "
+                                              "'{}' calibrate --measure mpi 2>/dev/null",
+                                              env, o.self),
+                                  1);
+    if (mpi && mpi->scalars.count("mpi_latency") && !mpi->coll.empty()) {
+      m.have_mpi = true;
+      m.latency = mpi->scalars.at("mpi_latency");
+      m.collectives = mpi->coll;
+      m.back_to_back = mpi->coll_b2b;
+      m.link = fit_collectives(m.collectives, m.latency);
+    } else {
+      std::fprintf(stderr, "calibrate: mpirun failed; transfers are taken to be memory copies\n");
+    }
+  }
+  std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
+  m.notes.push_back(
+      fmt::format("on {}: {} cores, one device per core, each a single-threaded run of "
+                  "our CPU kernels",
+                  date, cores));
+  m.notes.push_back(sched_getscheduler(0) == SCHED_FIFO
+                        ? "(measured under SCHED_FIFO: the machine's other work did not preempt it)"
+                        : "(on a shared machine, `chrt -f 5 spora calibrate` keeps other work from "
+                          "preempting it)");
+  const std::string y = machine_model_yaml(m);
+  write_atomically(o.out, y);
+  std::fprintf(stderr, "calibrate: wrote %s in %.1f s\n", o.out.c_str(), seconds_since(t0));
+  return 0;
+}
+
+}  // namespace spora::calibrate

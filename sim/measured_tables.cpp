@@ -1,0 +1,189 @@
+// Measured tables: interpolation, reading and writing (measured_tables.h).
+#include "sim/measured_tables.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <set>
+#include <stdexcept>
+
+namespace spora::sim {
+
+namespace {
+
+// The grid values around x and the weight of the upper one, in log2 space, clamped.
+struct Bracket {
+  std::size_t lo = 0, hi = 0;
+  double w = 0;
+};
+
+Bracket bracket(const std::vector<double>& grid, double x) {
+  if (grid.size() == 1 || x <= grid.front()) return {0, 0, 0};
+  if (x >= grid.back()) return {grid.size() - 1, grid.size() - 1, 0};
+  const auto up = std::upper_bound(grid.begin(), grid.end(), x);
+  const std::size_t hi = static_cast<std::size_t>(up - grid.begin()), lo = hi - 1;
+  return {lo, hi, std::log2(x / grid[lo]) / std::log2(grid[hi] / grid[lo])};
+}
+
+std::vector<double> sorted_unique(const std::set<double>& s) { return {s.begin(), s.end()}; }
+
+std::size_t index_of(const std::vector<double>& v, double x) {
+  return static_cast<std::size_t>(std::lower_bound(v.begin(), v.end(), x) - v.begin());
+}
+
+}  // namespace
+
+double GemmTable::rate_at(double mm, double nn, double kk) const {
+  if (empty()) return 0;
+  const Bracket bm = bracket(m, mm), bn = bracket(n, nn), bk = bracket(k, kk);
+  double r = 0;
+  for (const auto& [i, wi] : {std::pair{bm.lo, 1 - bm.w}, std::pair{bm.hi, bm.w}})
+    for (const auto& [j, wj] : {std::pair{bn.lo, 1 - bn.w}, std::pair{bn.hi, bn.w}})
+      for (const auto& [l, wl] : {std::pair{bk.lo, 1 - bk.w}, std::pair{bk.hi, bk.w}})
+        r += wi * wj * wl * rate[(i * n.size() + j) * k.size() + l];
+  return r;
+}
+
+GemmTable GemmTable::from_rows(const std::vector<std::array<double, 4>>& rows) {
+  std::set<double> ms, ns, ks;
+  for (const auto& row : rows) {
+    for (double v : row)
+      if (!(v > 0))
+        throw std::invalid_argument(fmt::format("expected positive numbers, got {}", v));
+    ms.insert(row[0]), ns.insert(row[1]), ks.insert(row[2]);
+  }
+  GemmTable t{sorted_unique(ms), sorted_unique(ns), sorted_unique(ks), {}};
+  const std::size_t size = t.m.size() * t.n.size() * t.k.size();
+  if (rows.size() != size)
+    throw std::invalid_argument(
+        fmt::format("expected a full grid of {} x {} x {} = {} rows [m, n, k, rate], got {}",
+                    t.m.size(), t.n.size(), t.k.size(), size, rows.size()));
+  t.rate.assign(size, 0);
+  for (const auto& row : rows) {
+    double& slot =
+        t.rate[(index_of(t.m, row[0]) * t.n.size() + index_of(t.n, row[1])) * t.k.size() +
+               index_of(t.k, row[2])];
+    if (slot > 0)
+      throw std::invalid_argument(
+          fmt::format("the point m {} n {} k {} is listed twice", row[0], row[1], row[2]));
+    slot = row[3];
+  }
+  return t;
+}
+
+std::vector<std::array<double, 4>> GemmTable::rows() const {
+  std::vector<std::array<double, 4>> out;
+  for (std::size_t i = 0; i < m.size(); ++i)
+    for (std::size_t j = 0; j < n.size(); ++j)
+      for (std::size_t l = 0; l < k.size(); ++l)
+        out.push_back({m[i], n[j], k[l], rate[(i * n.size() + j) * k.size() + l]});
+  return out;
+}
+
+double RateTable::rate_at(double b) const {
+  if (empty()) return 0;
+  const Bracket br = bracket(bytes, b);
+  return (1 - br.w) * rate[br.lo] + br.w * rate[br.hi];
+}
+
+RateTable RateTable::from_rows(const std::vector<std::array<double, 2>>& rows) {
+  std::vector<std::array<double, 2>> sorted = rows;
+  std::sort(sorted.begin(), sorted.end());
+  RateTable t;
+  for (const auto& [b, r] : sorted) {
+    if (!(b > 0) || !(r > 0))
+      throw std::invalid_argument(fmt::format("expected positive numbers, got [{}, {}]", b, r));
+    if (!t.bytes.empty() && t.bytes.back() == b)
+      throw std::invalid_argument(fmt::format("{} bytes is listed twice", b));
+    t.bytes.push_back(b);
+    t.rate.push_back(r);
+  }
+  return t;
+}
+
+MeasuredTables read_measured_tables(
+    const YAML::Node& node,
+    const std::function<void(const std::string&, const std::string&)>& fail) {
+  MeasuredTables t;
+  if (!node.IsMap()) fail("", "expected a map (cores, gemm, conv, bandwidth)");
+  auto number = [&](const YAML::Node& n, const std::string& where) {
+    double v = 0;
+    if (n.IsScalar()) {
+      const std::string& s = n.Scalar();
+      const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+      if (ec == std::errc() && ptr == s.data() + s.size()) return v;
+    }
+    fail(where, "expected a number");
+    return 0.0;
+  };
+  auto rows = [&]<std::size_t N>(const YAML::Node& list, const std::string& where) {
+    std::vector<std::array<double, N>> out;
+    if (!list.IsSequence() || list.size() == 0) fail(where, "expected a list of rows");
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const std::string at = fmt::format("{}[{}]", where, i);
+      if (!list[i].IsSequence() || list[i].size() != N)
+        fail(at, fmt::format("expected a row of {} numbers", N));
+      std::array<double, N> row{};
+      for (std::size_t c = 0; c < N; ++c) row[c] = number(list[i][c], at);
+      out.push_back(row);
+    }
+    return out;
+  };
+  for (const auto& item : node) {
+    const std::string key = item.first.Scalar();
+    try {
+      if (key == "cores") {
+        const double c = number(item.second, key);
+        if (c < 1 || c != std::floor(c)) fail(key, "expected a positive integer");
+        t.cores = static_cast<int>(c);
+      } else if (key == "gemm" || key == "conv") {
+        (key == "gemm" ? t.gemm : t.conv) =
+            GemmTable::from_rows(rows.template operator()<4>(item.second, key));
+      } else if (key == "bandwidth") {
+        if (!item.second.IsMap()) fail(key, "expected a map: op class -> rows [bytes, bytes/s]");
+        for (const auto& cls : item.second) {
+          const std::string where = key + "." + cls.first.Scalar();
+          try {
+            t.bandwidth[cls.first.Scalar()] =
+                RateTable::from_rows(rows.template operator()<2>(cls.second, where));
+          } catch (const std::invalid_argument& e) {
+            fail(where, e.what());
+          }
+        }
+      } else {
+        fail(key, "unknown field (known: cores, gemm, conv, bandwidth)");
+      }
+    } catch (const std::invalid_argument& e) {
+      fail(key, e.what());
+    }
+  }
+  return t;
+}
+
+std::string measured_tables_yaml(const MeasuredTables& t, int indent) {
+  const std::string pad(static_cast<std::size_t>(indent), ' ');
+  std::string y = pad + "measured:\n";
+  if (t.cores > 0) y += fmt::format("{}  cores: {}\n", pad, t.cores);
+  for (const auto& [name, table] :
+       {std::pair<const char*, const GemmTable*>{"gemm", &t.gemm}, {"conv", &t.conv}}) {
+    if (table->empty()) continue;
+    y += fmt::format("{}  {}:\n", pad, name);
+    for (const auto& r : table->rows())
+      y += fmt::format("{}    - [{}, {}, {}, {:.6g}]\n", pad, r[0], r[1], r[2], r[3]);
+  }
+  if (!t.bandwidth.empty()) {
+    y += pad + "  bandwidth:\n";
+    for (const auto& [cls, table] : t.bandwidth) {
+      y += fmt::format("{}    {}: [", pad, cls);
+      for (std::size_t i = 0; i < table.bytes.size(); ++i)
+        y += fmt::format("{}[{}, {:.6g}]", i ? ", " : "", table.bytes[i], table.rate[i]);
+      y += "]\n";
+    }
+  }
+  return y;
+}
+
+}  // namespace spora::sim

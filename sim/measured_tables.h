@@ -1,0 +1,79 @@
+// Measured tables of a device: what `spora calibrate` (benchmarks/calibrate/) measured on a
+// machine, read from the cluster spec's `device.measured` block and interpolated by the cost
+// model (sim/cost_model.h). The simulator never runs a kernel: these tables are all it knows.
+//
+//   device:
+//     measured:
+//       cores: 2                      # the node's devices run on this many cores
+//       gemm:                         # f32 matmul [m, k] x [k, n]: rows [m, n, k, FLOP/s]
+//         - [16, 16, 16, 1.1e9]       #   a full grid: every m x n x k of the values listed
+//         ...
+//       conv:                         # conv2d, the GEMM of one image and group that the kernel
+//         - [8, 64, 9, 2.0e9]         #   runs: [Og, P, K, FLOP/s] (sim/cost.h, OpCost::gemm)
+//       bandwidth:                    # per op class: rows [bytes the op moves, bytes/s]
+//         elementwise: [[16384, 3.1e10], [1048576, 2.2e10], ...]
+//
+// Interpolation (exact at the measured points, clamped to the edge beyond them):
+//   GemmTable   trilinear in (log2 m, log2 n, log2 k) of the FLOP rate: between grid values
+//               m0 <= m <= m1 the weight of m1 is log2(m / m0) / log2(m1 / m0), and so on per
+//               dimension; a GEMM smaller or larger than the grid takes the edge's rate.
+//   RateTable   piecewise linear in log2(bytes) of the rate.
+// Why the shape and not the FLOPs alone: a skinny product (64 x 10 x 512) runs far below a square
+// one of the same FLOPs, and small element-wise ops run from the caches, faster than large ones.
+#pragma once
+
+#include <array>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace YAML {
+class Node;
+}
+
+namespace spora::sim {
+
+struct GemmTable {
+  std::vector<double> m, n, k;  // the grid's values per dimension, ascending
+  std::vector<double>
+      rate;  // FLOP/s at (m[i], n[j], k[l]): rate[(i * n.size() + j) * k.size() + l]
+
+  bool empty() const { return rate.empty(); }
+  double rate_at(double m, double n, double k) const;
+  // From rows {m, n, k, rate}; throws std::invalid_argument naming what is wrong (a missing grid
+  // point, a repeated one, a non-positive value).
+  static GemmTable from_rows(const std::vector<std::array<double, 4>>& rows);
+  std::vector<std::array<double, 4>> rows() const;
+};
+
+struct RateTable {
+  std::vector<double> bytes, rate;  // ascending bytes; rate in bytes/s
+
+  bool empty() const { return rate.empty(); }
+  double rate_at(double bytes) const;
+  static RateTable from_rows(const std::vector<std::array<double, 2>>& rows);
+};
+
+struct MeasuredTables {
+  // The cores the node's devices share (0: one each, as GPUs). When a step runs more ranks on a
+  // node than it has cores, the ranks take turns: each op takes ranks / cores times its time.
+  int cores = 0;
+  GemmTable gemm;
+  GemmTable conv;
+  std::map<std::string, RateTable> bandwidth;  // op class -> bytes/s by the bytes an op moves
+
+  bool empty() const { return cores == 0 && gemm.empty() && conv.empty() && bandwidth.empty(); }
+};
+
+// Reads the `measured:` block; `fail(field, message)` reports an error (it must throw), with
+// the field relative to the block, e.g. "gemm[3]".
+MeasuredTables read_measured_tables(
+    const YAML::Node& node,
+    const std::function<void(const std::string&, const std::string&)>& fail);
+
+// The YAML text of the `measured:` block (indented by `indent` spaces), as `spora calibrate`
+// writes it and parse_cluster_spec reads it back.
+std::string measured_tables_yaml(const MeasuredTables& t, int indent);
+
+}  // namespace spora::sim

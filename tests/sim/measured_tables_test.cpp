@@ -1,0 +1,162 @@
+// Measured tables (sim/measured_tables.h) and the cost model that interpolates them
+// (sim/cost_model.h): interpolation against hand-computed values, the YAML block round-trips
+// through the spec reader, errors name the field, and the cost model tells a skinny GEMM from a
+// square one of the same FLOPs.
+#include "sim/measured_tables.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "ops/ops.h"
+#include "semantics/registry.h"
+#include "sim/cluster_spec.h"
+#include "sim/cost.h"
+#include "sim/cost_model.h"
+
+namespace spora::sim {
+namespace {
+
+// A 2 x 2 x 2 grid: m, n, k in {16, 256}; rate = 1e9 x (1 + [m=256] + 2 [n=256] + 4 [k=256]).
+GemmTable small_grid() {
+  std::vector<std::array<double, 4>> rows;
+  for (double m : {16.0, 256.0})
+    for (double n : {16.0, 256.0})
+      for (double k : {16.0, 256.0})
+        rows.push_back({m, n, k, 1e9 * (1 + (m > 16) + 2 * (n > 16) + 4 * (k > 16))});
+  return GemmTable::from_rows(rows);
+}
+
+TEST(MeasuredTables, GemmTableIsExactAtItsPointsAndTrilinearInLog2Between) {
+  const GemmTable t = small_grid();
+  EXPECT_DOUBLE_EQ(t.rate_at(16, 16, 16), 1e9);
+  EXPECT_DOUBLE_EQ(t.rate_at(256, 256, 256), 8e9);
+  EXPECT_DOUBLE_EQ(t.rate_at(256, 16, 256), 6e9);
+  // m = 64 is halfway between 16 and 256 in log2 (4, 6, 8): rate 1e9 (1 + 0.5).
+  EXPECT_DOUBLE_EQ(t.rate_at(64, 16, 16), 1.5e9);
+  // m = 32: weight log2(32/16) / log2(256/16) = 1/4; n = 128: 3/4; k = 16: 0.
+  EXPECT_DOUBLE_EQ(t.rate_at(32, 128, 16), 1e9 * (1 + 0.25 + 2 * 0.75));
+  // Beyond the grid: clamped to the edge.
+  EXPECT_DOUBLE_EQ(t.rate_at(1, 1, 1), 1e9);
+  EXPECT_DOUBLE_EQ(t.rate_at(4096, 4096, 4096), 8e9);
+  EXPECT_DOUBLE_EQ(t.rate_at(4096, 1, 64), 1e9 * (1 + 1 + 4 * 0.5));
+}
+
+TEST(MeasuredTables, RateTableIsPiecewiseLinearInLog2Bytes) {
+  const RateTable t = RateTable::from_rows({{4096, 40e9}, {1024, 10e9}, {65536, 20e9}});
+  EXPECT_DOUBLE_EQ(t.rate_at(1024), 10e9);
+  EXPECT_DOUBLE_EQ(t.rate_at(2048), 25e9);   // halfway from 1 KiB to 4 KiB
+  EXPECT_DOUBLE_EQ(t.rate_at(16384), 30e9);  // halfway from 4 KiB to 64 KiB
+  EXPECT_DOUBLE_EQ(t.rate_at(10), 10e9);     // clamped
+  EXPECT_DOUBLE_EQ(t.rate_at(1e9), 20e9);
+}
+
+TEST(MeasuredTables, RejectsAnIncompleteGridAndRepeatedPoints) {
+  std::vector<std::array<double, 4>> rows = small_grid().rows();
+  rows.pop_back();
+  EXPECT_THROW(GemmTable::from_rows(rows), std::invalid_argument);
+  rows.push_back(rows.front());
+  EXPECT_THROW(GemmTable::from_rows(rows), std::invalid_argument);
+}
+
+const char* kSpec = R"(name: m
+nodes: 1
+devices_per_node: 4
+device:
+  kind: cpu
+  peak_flops: {f32: 100 GFLOP/s}
+  memory: 1 GB
+  memory_bandwidth: 10 GB/s
+)";
+
+ClusterSpec spec_with(const MeasuredTables& t) {
+  const std::string text = std::string(kSpec) + measured_tables_yaml(t, 2) +
+                           "interconnect: {kind: switch, bandwidth: 1 GB/s, latency: 1 us}\n";
+  return parse_cluster_spec(text, "m.yaml");
+}
+
+TEST(MeasuredTables, RoundTripThroughTheSpecReader) {
+  MeasuredTables t;
+  t.cores = 2;
+  t.gemm = small_grid();
+  t.conv = small_grid();
+  t.bandwidth["elementwise"] = RateTable::from_rows({{1024, 1.5e10}, {1048576, 2.25e10}});
+  const ClusterSpec spec = spec_with(t);
+  const MeasuredTables& back = spec.device.measured;
+  EXPECT_EQ(back.cores, 2);
+  EXPECT_EQ(back.gemm.rows(), t.gemm.rows());
+  EXPECT_EQ(back.conv.rows(), t.conv.rows());
+  ASSERT_EQ(back.bandwidth.count("elementwise"), 1u);
+  EXPECT_EQ(back.bandwidth.at("elementwise").bytes, t.bandwidth.at("elementwise").bytes);
+  EXPECT_EQ(back.bandwidth.at("elementwise").rate, t.bandwidth.at("elementwise").rate);
+}
+
+TEST(MeasuredTables, ErrorsNameTheField) {
+  const std::string bad = std::string(kSpec) +
+                          "  measured:\n    gemm:\n      - [16, 16, 16]\n"
+                          "interconnect: {kind: switch, bandwidth: 1 GB/s, latency: 1 us}\n";
+  try {
+    parse_cluster_spec(bad, "m.yaml");
+    FAIL() << "no error";
+  } catch (const ClusterSpecError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "m.yaml: device.measured.gemm[0]: expected a row of 4 numbers");
+  }
+}
+
+OpCost matmul_cost(int64_t m, int64_t n, int64_t k) {
+  ops::register_all();
+  const sem::Primitive& p = *sem::Registry::instance().find("matmul");
+  const std::vector<sem::TypeP> in{sem::Type::tensor(DType::f32, {m, k}),
+                                   sem::Type::tensor(DType::f32, {k, n})};
+  return (*p.facet<CostRule>(kCostFacet))(in, p.infer(in, {}), {});
+}
+
+TEST(MeasuredTables, CostModelTellsASkinnyGemmFromASquareOneOfEqualFlops) {
+  MeasuredTables t;
+  t.gemm = small_grid();
+  const ClusterSpec spec = spec_with(t);
+  const CostModel model(spec.device);
+  // 16 x 16 x 4096 (k beyond the grid: k = 256's rates) and 64 x 64 x 256: 2 x 1,048,576 FLOPs.
+  const OpCost skinny = matmul_cost(16, 16, 4096), square = matmul_cost(64, 64, 256);
+  ASSERT_EQ(skinny.flops, square.flops);
+  EXPECT_EQ(skinny.gemm, (std::array<double, 3>{16, 16, 4096}));
+  // skinny: rate(16, 16, 256) = 5e9; square: m, n halfway: 1e9 (1 + 0.5 + 1 + 4) = 6.5e9.
+  EXPECT_DOUBLE_EQ(model.time(skinny, DType::f32).seconds, skinny.flops / 5e9);
+  EXPECT_DOUBLE_EQ(model.time(square, DType::f32).seconds, square.flops / 6.5e9);
+}
+
+TEST(MeasuredTables, CostModelUsesTheBandwidthTableAndTimeSharing) {
+  MeasuredTables t;
+  t.cores = 2;
+  t.bandwidth["elementwise"] = RateTable::from_rows({{1024, 1e10}, {4096, 4e10}});
+  const ClusterSpec spec = spec_with(t);
+  OpCost add{0, 2048, "elementwise"};
+  EXPECT_DOUBLE_EQ(CostModel(spec.device).time(add, DType::f32).seconds, 2048 / 2.5e10);
+  // A class without a table: the roofline at 10 GB/s, efficiency 1.
+  OpCost sum{0, 2048, "reduction"};
+  EXPECT_DOUBLE_EQ(CostModel(spec.device).time(sum, DType::f32).seconds, 2048 / 1e10);
+  // Four ranks on two cores take turns: every op twice as long; two ranks do not.
+  EXPECT_DOUBLE_EQ(CostModel(spec.device, "", 4).time(add, DType::f32).seconds, 2 * 2048 / 2.5e10);
+  EXPECT_DOUBLE_EQ(CostModel(spec.device, "", 2).time(add, DType::f32).seconds, 2048 / 2.5e10);
+  EXPECT_EQ(ranks_on_node(spec, 8), 4);
+}
+
+TEST(MeasuredTables, ConvolutionsCarryTheirPerImageGemm) {
+  ops::register_all();
+  const sem::Registry& reg = sem::Registry::instance();
+  const std::vector<sem::TypeP> in{sem::Type::tensor(DType::f32, {4, 6, 14, 14}),
+                                   sem::Type::tensor(DType::f32, {16, 6, 5, 5})};
+  const sem::Primitive& conv = *reg.find("conv2d");
+  sem::Attrs attrs;
+  for (const sem::ParamSpec& s : conv.params)
+    if (s.kind == sem::ParamSpec::Kind::Attr && s.default_value)
+      attrs.set(s.name, *s.default_value);
+  const OpCost c = (*conv.facet<CostRule>(kCostFacet))(in, conv.infer(in, attrs), attrs);
+  // Og = 16 output channels, P = 10 x 10 output pixels, K = 6 x 5 x 5.
+  EXPECT_EQ(c.gemm, (std::array<double, 3>{16, 100, 150}));
+  EXPECT_DOUBLE_EQ(c.flops, 4 * 2 * 16 * 100 * 150);
+}
+
+}  // namespace
+}  // namespace spora::sim
