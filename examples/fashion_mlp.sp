@@ -3,6 +3,8 @@
 # dataset-fashion-mnist), differentiated by Spora's own automatic differentiation.
 #
 #   ./spora run examples/fashion_mlp.sp
+#   ./spora run examples/fashion_mlp.sp --ranks 2     # the same program on 2 MPI ranks: each
+#                                                      # batch cut between them, rank 0 prints
 #
 # Prints a progress bar per epoch on stderr and a line per epoch on stdout, then writes the
 # curves (fashion_mlp.csv, fashion_mlp.svg) and the trained model (fashion_mlp.ckpt).

@@ -19,3 +19,31 @@ if(TARGET spora_cli AND MPI_CXX_FOUND AND SPORA_MPIRUN)
     spora_mpi_test_properties(distributed_mlp_f64_${name}_${ranks})
   endforeach()
 endif()
+
+# A strategy that does not fit the program: a located error before main() runs.
+if(TARGET spora_cli AND MPI_CXX_FOUND AND SPORA_MPIRUN)
+  set(dist ${CMAKE_CURRENT_SOURCE_DIR}/distributed)
+  add_test(NAME distributed_error_unknown_name
+           COMMAND $<TARGET_FILE:spora_cli> run ${dist}/mlp_f64.sp --ranks 2 --strategy ${dist}/bad_name.json)
+  set_tests_properties(distributed_error_unknown_name PROPERTIES PASS_REGULAR_EXPRESSION
+    "bad_name.json: 'net.w3' names no field of a record the program builds \\(fields: net.b1, net.b2, net.w1, net.w2\\)")
+  add_test(NAME distributed_error_split
+           COMMAND $<TARGET_FILE:spora_cli> run ${dist}/mlp_f64.sp --ranks 3 --strategy ${dist}/bad_split.json)
+  set_tests_properties(distributed_error_split PROPERTIES PASS_REGULAR_EXPRESSION
+    "bad_split.json: the layout \"\\[-, tp\\]\" of net.w1 does not fit its type f64\\[784,32\\] on the mesh 3: cannot split dimension 1 of size 32 over mesh axis 0 of 3 devices")
+  add_test(NAME distributed_error_mesh
+           COMMAND $<TARGET_FILE:spora_cli> run ${dist}/mlp_f64.sp --ranks 4 --strategy ${dist}/tp2.json)
+  set_tests_properties(distributed_error_mesh PROPERTIES PASS_REGULAR_EXPRESSION
+    "spora run: error: the mesh 2 of .*tp2.json has 2 devices, but --ranks is 4")
+  add_test(NAME distributed_error_eager
+           COMMAND $<TARGET_FILE:spora_cli> run ${dist}/mlp_f64.sp --ranks 2 --mode eager)
+  set_tests_properties(distributed_error_eager PROPERTIES PASS_REGULAR_EXPRESSION
+    "spora run: error: --ranks runs a program in graph mode")
+  foreach(t unknown_name split)
+    spora_mpi_test_properties(distributed_error_${t})
+  endforeach()
+  # A rank killed mid-run: every rank ends within 10 s, non-zero, the dead rank named once.
+  add_test(NAME distributed_rank_killed
+           COMMAND ${dist}/kill_test.sh $<TARGET_FILE:spora_cli> ${dist}/forever.sp)
+  spora_mpi_test_properties(distributed_rank_killed)
+endif()

@@ -464,7 +464,7 @@ void SpmdRuntime::install() {
 }
 
 int SpmdRuntime::pin_parameters(ir::Module& m) const {
-  return parallel::pin_record_fields(m, plan_.params);
+  return parallel::pin_record_fields(m, plan_.params, &plan_.mesh, plan_.origin);
 }
 
 int SpmdRuntime::rank() const { return impl_->world.rank(); }

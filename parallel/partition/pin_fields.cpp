@@ -1,7 +1,10 @@
 // pin_record_fields: see pin_fields.h.
 #include "parallel/partition/pin_fields.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <set>
 
 #include "lang/diagnostics.h"
 #include "semantics/registry.h"
@@ -14,19 +17,21 @@ struct Pinner {
   ir::Module& m;
   std::map<std::string, std::string> by_path;  // "l1.w" -> layout text
   const sem::Primitive* hint = nullptr;
+  const Mesh* mesh = nullptr;
+  std::string origin;
+  std::map<std::string, std::string> names;  // path -> the strategy's name for it
   int inserted = 0;
-
-  bool wanted_below(const std::string& prefix) const {
-    auto it = by_path.lower_bound(prefix);
-    return it != by_path.end() && it->first.compare(0, prefix.size(), prefix) == 0;
-  }
+  std::set<std::string> matched, seen;  // paths pinned; every tensor path of a record
 
   void pin(ir::Graph* g, ir::Node* record, const std::string& prefix) {
     const std::vector<std::string>& names = record->type->names;
     for (size_t i = 0; i < record->inputs.size() && i < names.size(); ++i) {
       const std::string path = prefix + names[i];
       ir::Node* x = record->inputs[i];
+      if (x->type && x->type->is_tensor()) seen.insert(path);
       if (auto it = by_path.find(path); it != by_path.end() && x->type && x->type->is_tensor()) {
+        check(path, it->second, *x->type);
+        matched.insert(path);
         if (x->is_prim("shard_hint")) continue;
         sem::Attrs a;
         a.set("layout", it->second);
@@ -36,21 +41,38 @@ struct Pinner {
         g->nodes.insert(std::find(g->nodes.begin(), g->nodes.end(), record), h);
         record->inputs[i] = h;
         ++inserted;
-      } else if (x->is_prim("make_record") && wanted_below(path + ".")) {
+      } else if (x->is_prim("make_record")) {
         pin(g, x, path + ".");
       }
+    }
+  }
+
+  void check(const std::string& path, const std::string& text, const sem::Type& t) const {
+    if (!mesh) return;
+    try {
+      Layout::parse(text, *mesh, static_cast<int>(t.rank())).validate(*mesh, t.shape);
+    } catch (const lang::UserError& e) {
+      throw lang::UserError(fmt::format("{}: the layout \"{}\" of {} does not fit its type {} on "
+                                        "the mesh {}: {}",
+                                        origin, text, names.at(path), t.str(), mesh->to_string(),
+                                        e.what()));
     }
   }
 };
 
 }  // namespace
 
-int pin_record_fields(ir::Module& m, const std::map<std::string, std::string>& layouts_by_name) {
+int pin_record_fields(ir::Module& m, const std::map<std::string, std::string>& layouts_by_name,
+                      const Mesh* mesh, const std::string& origin) {
   if (layouts_by_name.empty()) return 0;
   Pinner p{m, {}};
+  p.mesh = mesh;
+  p.origin = origin;
   for (const auto& [name, text] : layouts_by_name) {
     const size_t dot = name.find('.');
-    p.by_path[dot == std::string::npos ? name : name.substr(dot + 1)] = text;
+    const std::string path = dot == std::string::npos ? name : name.substr(dot + 1);
+    p.by_path[path] = text;
+    p.names[path] = name;
   }
   p.hint = sem::Registry::instance().find("shard_hint");
   if (!p.hint) throw lang::InternalError("pin_record_fields needs the primitive shard_hint");
@@ -59,6 +81,20 @@ int pin_record_fields(ir::Module& m, const std::map<std::string, std::string>& l
     for (ir::Node* n : nodes)
       if (n->is_apply() && n->is_prim("make_record") && n->type) p.pin(g.get(), n, "");
   }
+  for (const auto& [path, name] : p.names)
+    if (!p.matched.count(path)) {
+      const size_t dot = name.find('.');
+      const std::string var = dot == std::string::npos ? "" : name.substr(0, dot + 1);
+      std::vector<std::string> known;
+      for (const std::string& seen : p.seen) known.push_back(var + seen);
+      if (known.size() > 24) {
+        known.resize(24);
+        known.push_back("...");
+      }
+      throw lang::UserError(fmt::format(
+          "{}: '{}' names no field of a record the program builds (fields: {})", origin, name,
+          known.empty() ? std::string("none") : fmt::format("{}", fmt::join(known, ", "))));
+    }
   return p.inserted;
 }
 

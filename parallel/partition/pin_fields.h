@@ -11,15 +11,21 @@
 // Paths: a key "a.b.c" drops its first component (the variable's name) and matches path "b.c"
 // from any make_record whose field b is built by a make_record (in the same graph) with a field
 // c; a key "a.b" matches field b of any record. Returns the number of hints inserted.
+//
+// Errors (lang::UserError, naming `origin`, the strategy file): a name no record the program
+// builds has (the message lists the paths it does have), and with a mesh, a layout that does not
+// fit the field's type on it (rank, an axis used twice, a split that does not divide).
 #pragma once
 
 #include <map>
 #include <string>
 
+#include "parallel/layout/layout.h"
 #include "semantics/ir/ir.h"
 
 namespace spora::parallel {
 
-int pin_record_fields(ir::Module& m, const std::map<std::string, std::string>& layouts_by_name);
+int pin_record_fields(ir::Module& m, const std::map<std::string, std::string>& layouts_by_name,
+                      const Mesh* mesh = nullptr, const std::string& origin = "strategy");
 
 }  // namespace spora::parallel
