@@ -308,6 +308,7 @@ struct Dp {
   // loop of node elimination and contraction, S^3 times per node), pruned whenever it passes
   // kPruneEvery labels (step 2 of the header).
   Cell combine_many(const Cell* const* xs, const Cell* const* ys, size_t n, double inside) {
+    if (limit == kNoMemoryLimit) return cheapest_sums(xs, ys, n);
     scratch.clear();
     for (size_t i = 0; i < n; ++i)
       for (const Label& l : *xs[i]) {
@@ -323,6 +324,35 @@ struct Dp {
     return combine_many(xs.data(), ys.data(), xs.size(), inside);
   }
   Cell scratch;
+
+  // Without a memory limit a cell keeps its k cheapest labels: the k cheapest sums of pairs of
+  // sorted lists, kept sorted in a buffer of k, and each list cut at the first sum that costs
+  // more than the k-th kept (most candidate pairs of a node elimination are never formed).
+  Cell cheapest_sums(const Cell* const* xs, const Cell* const* ys, size_t n) {
+    Cell& best = scratch;
+    best.clear();
+    auto before = [](const Label& a, const Label& b) {
+      return a.cost != b.cost ? a.cost < b.cost : a.mem < b.mem;
+    };
+    for (size_t i = 0; i < n; ++i) {
+      const Cell &x = *xs[i], &y = *ys[i];
+      if (y.empty()) continue;
+      for (const Label& l : x) {
+        if (best.size() == k && l.cost + y.front().cost > best.back().cost) break;
+        for (const Label& m : y) {
+          const Label sum{l.cost + m.cost, l.mem + m.mem, l.deriv, m.deriv};
+          ++work;
+          if (best.size() == k) {
+            if (sum.cost > best.back().cost) break;  // y is sorted: the rest cost more
+            if (!before(sum, best.back())) continue;
+            best.pop_back();
+          }
+          best.insert(std::upper_bound(best.begin(), best.end(), sum, before), sum);
+        }
+      }
+    }
+    return settle(best);
+  }
 
   void kill_node(int w) {
     alive[w] = false;
@@ -555,7 +585,8 @@ namespace {
 
 // Cutset conditioning around the elimination: when a run had to guess (fix a node with a real
 // choice), run again once per candidate of the first node it guessed, with that node fixed
-// (a fixed node is then eliminated exactly), while the budget of runs lasts. The branches
+// (a fixed node is then eliminated exactly), while the budget of runs lasts (a branch is taken
+// only when all its runs fit in what is left, so the runs never exceed the budget). The branches
 // partition the assignments, so the union of their top-k is the top-k; the result is exact
 // when no leaf of the branching had to guess.
 struct Brancher {
@@ -563,6 +594,7 @@ struct Brancher {
   const SearchOptions& o;
   double limit;
   int runs = 0;
+  int committed = 1;  // runs started or promised to branches already taken: at most the budget
   int64_t work = 0;
   size_t peak_bytes = 0;
   bool exact = true, capped = false;
@@ -576,8 +608,9 @@ struct Brancher {
     work += dp.work;
     peak_bytes = std::max(peak_bytes, dp.peak_bytes);
     capped = capped || dp.capped;
-    if (dp.conditioned && runs + g.strategies(dp.first_guess) <= o.dp_branch_budget) {
+    if (dp.conditioned && committed + g.strategies(dp.first_guess) <= o.dp_branch_budget) {
       const int w = dp.first_guess;
+      committed += g.strategies(w);  // one run per candidate of w
       run.reset();  // the branches run one at a time: one run's tables are alive, not a stack
       std::vector<Assignment> all;
       for (int s = 0; s < g.strategies(w); ++s) {
