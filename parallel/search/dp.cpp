@@ -170,7 +170,7 @@ struct Dp {
   // Compacts the arena when it has doubled, then stops the search if the live state is over
   // the budget (step 4 of the header).
   void check_budget() {
-    if (derivs.size() > 2 * std::max<size_t>(derivs_at_compaction, 1 << 16)) compact_derivs();
+    if (derivs.size() > 2 * std::max<size_t>(derivs_at_compaction, 1 << 20)) compact_derivs();
     const size_t b = bytes();
     peak_bytes = std::max(peak_bytes, b);
     if (b <= max_bytes) return;
