@@ -644,6 +644,11 @@ SearchResult search_dp(const CostGraph& g, const SearchOptions& o) {
     std::map<int, int> restrict;
     detail::TopK top(o.top_k);
     for (Assignment& a : b.solve(restrict)) top.offer(std::move(a));
+    // A run that had to guess is a heuristic: it also offers every node's first candidate (the
+    // replicated layout of a step's graph), polished by coordinate descent, so that it never
+    // returns worse than that start.
+    if (!b.exact)
+      top.offer(improve_locally(g, evaluate(g, std::vector<int>(g.nodes.size(), 0), limit), limit));
     SearchResult r;
     r.top = top.take();
     r.work = b.work;
