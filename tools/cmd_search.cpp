@@ -34,6 +34,7 @@ struct Options {
   std::string file, cluster, algo = "dp", mesh, out, entry = "main", optimizer = "sgd";
   int top = 5;
   int dp_budget = 64;
+  double search_memory_mb = 512;  // --algo dp: SearchOptions::max_search_bytes
   long batch = 0;
   double memory_limit_gb = 0;
   std::vector<std::string> fix;  // "name=(2, 1)": semi-auto annotations of parameters / inputs
@@ -296,6 +297,7 @@ int run_config(const Options& o, std::FILE* out, Outcome* outcome) {
   ps::SearchOptions so2;
   so2.top_k = o.top;
   so2.dp_branch_budget = o.dp_budget;
+  so2.max_search_bytes = static_cast<size_t>(o.search_memory_mb * 1e6);
   so2.memory_limit = o.memory_limit_gb > 0             ? o.memory_limit_gb * 1e9
                      : cluster.device.memory_bytes > 0 ? cluster.device.memory_bytes
                                                        : ps::kNoMemoryLimit;
@@ -558,6 +560,11 @@ CLI::App* add_search_subcommand(CLI::App& app) {
   s->add_option("--dp-budget", o.dp_budget,
                 "--algo dp: elimination runs that cutset conditioning may spend on a graph that is "
                 "not series-parallel before a greedy fallback decides the rest")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  s->add_option("--search-memory", o.search_memory_mb,
+                "--algo dp: MB its tables may take; a search that needs more stops with an error "
+                "saying how far it got")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   s->add_option("--memory-limit", o.memory_limit_gb,

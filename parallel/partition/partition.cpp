@@ -3,11 +3,13 @@
 #include "parallel/partition/node_strategy.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <limits>
 #include <unordered_map>
 
 #include "lang/diagnostics.h"
+#include "parallel/partition/json_locations.h"
 
 namespace spora::parallel {
 
@@ -74,12 +76,12 @@ class Partitioner {
       bool found = false;
       for (const Node* p : g_.params) found |= p->name == name;
       if (!found) {
-        std::string names;
-        for (const Node* p : g_.params) names += (names.empty() ? "" : ", ") + p->name;
+        std::vector<std::string> names;
+        for (const Node* p : g_.params) names.push_back(p->name);
         user_error(
             fmt::format("the strategy gives a layout to '{}', which @{} does not take "
-                        "(its parameters: {})",
-                        name, g_.name, names));
+                        "(its parameters, closest first: {})",
+                        name, g_.name, fmt::join(closest_first(name, names), ", ")));
       }
     }
   }

@@ -69,6 +69,9 @@ struct Strategy {
   // the step is built, so the step's builder reads it (sim/step_program.h, StepOptions).
   bool recompute_all = false;
   std::vector<std::string> recompute;
+  // The file it was read from and its text (parse_strategy), for errors found after parsing
+  // (check_ranks); empty for a strategy built in code.
+  std::string origin, source;
 };
 
 // ZeRO-1's choice for one trainable parameter of a training step: its gradient comes back

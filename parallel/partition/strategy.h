@@ -24,11 +24,23 @@
 
 namespace spora::parallel {
 
-// Parses the JSON text for graph `g` (layouts need each tensor's rank). Throws
-// lang::UserError naming `origin` (the file) and the problem.
+// Parses the JSON text for graph `g` (layouts need each tensor's rank). A strategy that does not
+// fit the program throws lang::UserError located at the offending entry, then its line and a
+// caret:
+//
+//   s.json:3:5: split (4, 1) of 'net.l1.w' does not divide dimension 0 of size 10 ...
+//   s.json:3:5: 'net.l1.ww' is not a parameter or input of the step; its 5 names, closest
+//               first: net.l1.w, net.l1.b, ...
+//
+// (`origin`: the file name; line and column count from 1, columns in bytes.)
 Strategy parse_strategy(const std::string& json_text, const ir::Graph& g,
                         const std::string& origin = "strategy");
 Strategy load_strategy(const std::string& path, const ir::Graph& g);
+
+// Throws the located lang::UserError "s.json:2:3: the mesh [2, 2] has 4 devices, but --ranks
+// is 2" unless the mesh of `s` (parsed by parse_strategy) has `ranks` devices; `what` names the
+// rank count for people ("--ranks").
+void check_ranks(const Strategy& s, int64_t ranks, const std::string& what);
 
 // Only the "recompute" of the JSON text (recompute_all, recompute; the rest default): it is
 // needed before the step is built, and the full parse needs the step.

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,9 @@ struct SearchOptions {
   // dp: how many elimination runs cutset conditioning may spend on a graph that is not
   // series-parallel before the greedy fallback decides the rest (1: no branching)
   int dp_branch_budget = 64;
+  // dp: the most bytes its tables, cells and derivation records may take at once; past it the
+  // search throws SearchLimitError (dp.cpp, "Memory is bounded by design")
+  size_t max_search_bytes = size_t{512} << 20;
   // propagate: node -> fixed candidate (the user's shard annotations)
   std::map<int, int> fixed;
 };
@@ -80,7 +84,15 @@ struct SearchResult {
   bool exact = true;             // the algorithm guarantees these are the true top-k
   bool complete = true;          // exhaustive: false when max_visits stopped it
   int64_t work = 0;              // algorithm-specific count (search-tree nodes, labels built...)
+  size_t search_bytes = 0;       // dp: the peak bytes of its tables, cells and records
   std::string notes;             // what heuristic ran, for people
+};
+
+// A search that would pass one of its own limits (SearchOptions::max_search_bytes): the message
+// says which limit, its value and how far the search got.
+class SearchLimitError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 // The cost and memory of one assignment (feasible against `memory_limit`). Throws

@@ -282,5 +282,27 @@ TEST(SearchDp, DisconnectedComponentsCombine) {
   EXPECT_DOUBLE_EQ(r.top[0].cost, 3.625);
 }
 
+// A search that would pass its byte budget stops with SearchLimitError naming the limit, not by
+// the kernel's OOM killer; under the budget the same graph solves and reports its peak bytes.
+TEST(SearchDp, ByteBudgetStopsCleanly) {
+  const CostGraph g = transformer_graph(5, 4, 28);
+  SearchOptions o;
+  o.top_k = 5;
+  const SearchResult r = search_dp(g, o);
+  EXPECT_TRUE(r.exact) << r.notes;
+  EXPECT_GT(r.search_bytes, size_t{100} << 10);
+  EXPECT_LT(r.search_bytes, size_t{64} << 20);
+  o.max_search_bytes = r.search_bytes / 2;
+  try {
+    search_dp(g, o);
+    ADD_FAILURE() << "no SearchLimitError under half the bytes it needs";
+  } catch (const SearchLimitError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("dp search stopped"), std::string::npos) << what;
+    EXPECT_NE(what.find("SearchOptions::max_search_bytes"), std::string::npos) << what;
+    EXPECT_NE(what.find("up to 28 candidates a node"), std::string::npos) << what;
+  }
+}
+
 }  // namespace
 }  // namespace spora::parallel::search
