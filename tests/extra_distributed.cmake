@@ -47,3 +47,12 @@ if(TARGET spora_cli AND MPI_CXX_FOUND AND SPORA_MPIRUN)
            COMMAND ${dist}/kill_test.sh $<TARGET_FILE:spora_cli> ${dist}/forever.sp)
   spora_mpi_test_properties(distributed_rank_killed)
 endif()
+
+# Train on 4 ranks (dp x tp), save, load on 1 rank and continue = one uninterrupted device run.
+if(TARGET spora_cli AND MPI_CXX_FOUND AND SPORA_MPIRUN)
+  add_test(NAME distributed_checkpoint_4_to_1
+           COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/distributed/ckpt_test.sh $<TARGET_FILE:spora_cli>
+                   ${CMAKE_CURRENT_SOURCE_DIR}/distributed 4
+                   ${CMAKE_CURRENT_SOURCE_DIR}/distributed/dp2tp2.json)
+  spora_mpi_test_properties(distributed_checkpoint_4_to_1)
+endif()

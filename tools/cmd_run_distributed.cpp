@@ -11,11 +11,25 @@
 #include "backends/distributed/spmd_runtime.h"
 #include "lang/diagnostics.h"
 #include "ops/collective.h"
+#include "parallel/partition/pin_fields.h"
+#include "semantics/pipeline.h"
 #include "tools/commands.h"
 
 namespace spora::tools {
 
 namespace {
+
+// Compiles the program once and checks the plan against it, so that a program or a strategy
+// that does not fit is one located error before any rank starts. False after printing it.
+bool check_before_launch(const std::string& path, const distributed::SpmdPlan& plan) {
+  lang::SourceManager sources;
+  lang::DiagnosticEngine diags(sources);
+  sem::Compiled c = sem::compile_file(sources, diags, path, sem::LowerOptions{});
+  diags.print(std::cerr);
+  if (!c.module) return false;
+  parallel::pin_record_fields(*c.module, plan.params, &plan.mesh, plan.origin);
+  return true;
+}
 
 distributed::SpmdPlan plan_of(const DistributedArgs& d) {
   if (!d.strategy.empty() && !d.mesh.empty())
@@ -56,6 +70,7 @@ int cmd_run_distributed(const std::string& path, RunOptions opts, const Distribu
                                         ranks));
     if (!distributed::under_mpi()) {
       if (ranks == 1) return cmd_run(path, opts);
+      if (!check_before_launch(path, plan)) return 1;
       distributed::LaunchOptions lo;
       lo.tag_output = d.tag_ranks;
       lo.hostfile = d.hostfile;
@@ -65,9 +80,11 @@ int cmd_run_distributed(const std::string& path, RunOptions opts, const Distribu
     std::cerr << fmt::format("spora run: error: {}\n", e.what());
     return 2;
   }
+  int rank = 0;
   try {
     distributed::MpiWorld mpi;
     comm::Communicator& world = *mpi.world;
+    rank = world.rank();
     if (world.size() != plan.mesh.size())
       throw lang::UserError(fmt::format("mpirun started {} processes, but the mesh {} of {} has {}",
                                         world.size(), plan.mesh.to_string(), plan.origin,
@@ -90,7 +107,7 @@ int cmd_run_distributed(const std::string& path, RunOptions opts, const Distribu
     }
     return rc;
   } catch (const lang::UserError& e) {
-    std::cerr << fmt::format("spora run: error: {}\n", e.what());
+    if (rank == 0 || d.tag_ranks) std::cerr << fmt::format("spora run: error: {}\n", e.what());
     return 1;
   }
 }

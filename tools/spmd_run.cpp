@@ -17,6 +17,7 @@
 
 #include "backends/comm/communicator.h"
 #include "backends/comm/mpi_comm.h"
+#include "backends/distributed/launch.h"
 #include "lang/diagnostics.h"
 #include "ops/collective.h"
 #include "parallel/layout/shard_data.h"
@@ -330,43 +331,6 @@ double params_checksum(const std::vector<Tensor>& params) {
 
 namespace {
 
-bool under_mpi() {
-  return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE") || std::getenv("PMIX_RANK");
-}
-
-// Runs `spora <args>` under mpirun with `ranks` processes; returns its exit status.
-int spawn_mpirun(int ranks, const std::vector<std::string>& args) {
-  char self[4096];
-  const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (len <= 0) throw lang::UserError("cannot find the spora executable (/proc/self/exe)");
-  self[len] = '\0';
-  std::vector<std::string> argv = {"mpirun",
-                                   "--oversubscribe",
-                                   "--allow-run-as-root",
-                                   "-np",
-                                   std::to_string(ranks),
-                                   "-x",
-                                   "OMP_NUM_THREADS=1",
-                                   "-x",
-                                   "OPENBLAS_NUM_THREADS=1",
-                                   self};
-  argv.insert(argv.end(), args.begin(), args.end());
-  std::vector<char*> c;
-  for (std::string& a : argv) c.push_back(a.data());
-  c.push_back(nullptr);
-  std::fflush(stdout);
-  const pid_t pid = fork();
-  if (pid < 0) throw lang::UserError("cannot start mpirun (fork failed)");
-  if (pid == 0) {
-    execvp("mpirun", c.data());
-    std::fprintf(stderr, "spora run: error: cannot run mpirun: %s\n", std::strerror(errno));
-    _exit(127);
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
-}
-
 std::string read_text(const std::string& path) {
   std::ifstream f(path);
   if (!f) throw lang::UserError(fmt::format("cannot read the strategy file '{}'", path));
@@ -376,7 +340,7 @@ std::string read_text(const std::string& path) {
 }
 
 void print_result(const SpmdOptions& o, const SpmdResult& r, const std::string& what) {
-  std::printf("# spora run: %s, %s, %d steps of %s (lr %g)\n", o.file.c_str(), what.c_str(),
+  std::printf("# spora train-step: %s, %s, %d steps of %s (lr %g)\n", o.file.c_str(), what.c_str(),
               o.steps, o.optimizer.c_str(), o.lr);
   for (size_t i = 0; i < r.losses.size(); ++i)
     std::printf("step %zu loss %.12g\n", i + 1, r.losses[i]);
@@ -397,23 +361,6 @@ void print_result(const SpmdOptions& o, const SpmdResult& r, const std::string& 
   }
 }
 
-}  // namespace
-
-namespace {
-// This process's part of an MPI run: MPI up for its lifetime, and the world communicator.
-struct MpiWorld {
-  MpiWorld() {
-    comm::mpi_initialize(nullptr, nullptr);
-    world = comm::make_mpi_communicator();
-  }
-  ~MpiWorld() {
-    world.reset();
-    comm::mpi_finalize();
-  }
-  MpiWorld(const MpiWorld&) = delete;
-  MpiWorld& operator=(const MpiWorld&) = delete;
-  std::unique_ptr<comm::Communicator> world;
-};
 }  // namespace
 
 namespace {
@@ -451,16 +398,16 @@ int cmd_run_spmd(const SpmdOptions& o, const std::string& strategy_path, int ran
     }
     const std::string text = read_text(strategy_path);
     if (is_pipeline_strategy(text)) {
-      if (!under_mpi()) {
+      if (!distributed::under_mpi()) {
         const int needed = pipeline_ranks(o, text, strategy_path);
         if (needed != ranks)
           throw lang::UserError(
               fmt::format("the pipeline of {} needs {} ranks (stages x mesh), but "
                           "--ranks is {}",
                           strategy_path, needed, ranks));
-        return spawn_mpirun(ranks, argv_for_ranks);
+        return distributed::spawn_mpirun(ranks, argv_for_ranks);
       }
-      const MpiWorld mpi;
+      const distributed::MpiWorld mpi;
       comm::Communicator* world = mpi.world.get();
       const SpmdResult r = run_pipeline(o, *world, text, strategy_path);
       report_profile(o, r, *world);
@@ -469,16 +416,16 @@ int cmd_run_spmd(const SpmdOptions& o, const std::string& strategy_path, int ran
                      fmt::format("pipeline strategy {} over {} MPI ranks", strategy_path, ranks));
       return 0;
     }
-    if (!under_mpi()) {
+    if (!distributed::under_mpi()) {
       // Check the program and the strategy once here, rather than as N copies of an error.
       const sim::StepProgram program = build_training_step(o, text);
       const parallel::Strategy s = parallel::parse_strategy(text, *program.step, strategy_path);
       if (s.mesh.size() != ranks)
         throw lang::UserError(fmt::format("the mesh {} of {} has {} devices, but --ranks is {}",
                                           s.mesh.to_string(), strategy_path, s.mesh.size(), ranks));
-      return spawn_mpirun(ranks, argv_for_ranks);
+      return distributed::spawn_mpirun(ranks, argv_for_ranks);
     }
-    const MpiWorld mpi;
+    const distributed::MpiWorld mpi;
     comm::Communicator* world = mpi.world.get();
     if (world->size() != ranks)
       throw lang::UserError(

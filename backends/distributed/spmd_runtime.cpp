@@ -148,35 +148,12 @@ struct SpmdRuntime::Impl {
   // --- redistribution (step 3) ---
 
   Value run_step(const Value& x, const RedistStep& step) {
-    Attrs a;
-    std::string name;
-    switch (step.kind) {
-      case RedistStep::Kind::AllGather:
-      case RedistStep::Kind::Slice:
-      case RedistStep::Kind::ReduceScatter:
-        name = step.kind == RedistStep::Kind::AllGather ? "all_gather"
-               : step.kind == RedistStep::Kind::Slice   ? "shard_slice"
-                                                        : "reduce_scatter";
-        a.set("dim", int64_t{step.dim});
-        a.set("axis", int64_t{step.axis});
-        break;
-      case RedistStep::Kind::AllReduce:
-        name = "all_reduce";
-        a.set("axes", std::vector<int64_t>{step.axis});
-        break;
-      case RedistStep::Kind::AllToAll:
-        name = "all_to_all";
-        a.set("split_dim", int64_t{step.dim2});
-        a.set("concat_dim", int64_t{step.dim});
-        a.set("axis", int64_t{step.axis});
-        break;
-    }
-    a.set("mesh", mesh.shape);
+    const parallel::CollectiveCall c = parallel::collective_call(step, mesh);
     if (step.kind != RedistStep::Kind::Slice) {
       ++rt.stats_.collectives;
       rt.stats_.collective_bytes += static_cast<int64_t>(x.tensor.nbytes());
     }
-    return sem::kernel_for(prim(name))({x}, a);
+    return sem::kernel_for(prim(c.prim))({x}, c.attrs);
   }
 
   // x (a tensor of global type `global`) in layout `to`.

@@ -105,4 +105,32 @@ double output_scale(const ir::Node& n, const OpStrategy& s, const sem::Attrs& lo
   return global <= 0 ? 1 : here / global;
 }
 
+CollectiveCall collective_call(const RedistStep& step, const Mesh& mesh) {
+  CollectiveCall c;
+  switch (step.kind) {
+    case RedistStep::Kind::AllGather:
+    case RedistStep::Kind::Slice:
+    case RedistStep::Kind::ReduceScatter:
+      c.prim = step.kind == RedistStep::Kind::AllGather ? "all_gather"
+               : step.kind == RedistStep::Kind::Slice   ? "shard_slice"
+                                                        : "reduce_scatter";
+      c.attrs.set("dim", int64_t{step.dim});
+      c.attrs.set("axis", int64_t{step.axis});
+      break;
+    case RedistStep::Kind::AllReduce:
+      c.prim = "all_reduce";
+      c.attrs.set("axes", std::vector<int64_t>{step.axis});
+      break;
+    case RedistStep::Kind::AllToAll:
+      // dim split -> dim2 split: cut dim2 into the group's pieces, concatenate along dim.
+      c.prim = "all_to_all";
+      c.attrs.set("split_dim", int64_t{step.dim2});
+      c.attrs.set("concat_dim", int64_t{step.dim});
+      c.attrs.set("axis", int64_t{step.axis});
+      break;
+  }
+  c.attrs.set("mesh", mesh.shape);
+  return c;
+}
+
 }  // namespace spora::parallel

@@ -9,6 +9,7 @@
 //   // output_scale(node, s, local_attrs, in_types, local_in_types, local_out_type)
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "parallel/layout/layout.h"
@@ -42,5 +43,14 @@ OpStrategy forward_strategy(const ShardingRule& rule, const ir::Node& n,
 double output_scale(const ir::Node& n, const OpStrategy& s, const sem::Attrs& local_attrs,
                     const std::vector<sem::TypeP>& global_in,
                     const std::vector<sem::TypeP>& local_in, const sem::TypeP& local_out);
+
+// The collective primitive (ops/collective.cpp) that runs one redistribution step on `mesh`,
+// and its attributes: all_gather / shard_slice / reduce_scatter (dim, axis), all_reduce (axes),
+// all_to_all (split_dim, concat_dim, axis), each with the mesh.
+struct CollectiveCall {
+  std::string prim;
+  sem::Attrs attrs;
+};
+CollectiveCall collective_call(const RedistStep& step, const Mesh& mesh);
 
 }  // namespace spora::parallel

@@ -221,35 +221,11 @@ class Partitioner {
   }
 
   Node* emit_step(Node* x, const RedistStep& step) {
-    Attrs a;
-    std::string name;
-    switch (step.kind) {
-      case RedistStep::Kind::AllGather:
-      case RedistStep::Kind::Slice:
-      case RedistStep::Kind::ReduceScatter:
-        name = step.kind == RedistStep::Kind::AllGather ? "all_gather"
-               : step.kind == RedistStep::Kind::Slice   ? "shard_slice"
-                                                        : "reduce_scatter";
-        a.set("dim", int64_t{step.dim});
-        a.set("axis", int64_t{step.axis});
-        break;
-      case RedistStep::Kind::AllReduce:
-        name = "all_reduce";
-        a.set("axes", std::vector<int64_t>{step.axis});
-        break;
-      case RedistStep::Kind::AllToAll:
-        // dim split -> dim2 split: cut dim2 into the group's pieces, concatenate along dim.
-        name = "all_to_all";
-        a.set("split_dim", int64_t{step.dim2});
-        a.set("concat_dim", int64_t{step.dim});
-        a.set("axis", int64_t{step.axis});
-        break;
-    }
-    a.set("mesh", mesh_.shape);
-    const sem::Primitive& p = prim(name);
-    TypeP t = p.infer({x->type}, a);
-    if (name != "shard_slice") ++out_.collectives;
-    return out_.module->add_apply(graph_, &p, {x}, a, t, x->loc);
+    const CollectiveCall c = collective_call(step, mesh_);
+    const sem::Primitive& p = prim(c.prim);
+    TypeP t = p.infer({x->type}, c.attrs);
+    if (c.prim != "shard_slice") ++out_.collectives;
+    return out_.module->add_apply(graph_, &p, {x}, c.attrs, t, x->loc);
   }
 
   void output() {

@@ -14,6 +14,7 @@ namespace spora::parallel {
 namespace {
 
 struct Pinner {
+  explicit Pinner(ir::Module& module) : m(module) {}
   ir::Module& m;
   std::map<std::string, std::string> by_path;  // "l1.w" -> layout text
   const sem::Primitive* hint = nullptr;
@@ -65,7 +66,7 @@ struct Pinner {
 int pin_record_fields(ir::Module& m, const std::map<std::string, std::string>& layouts_by_name,
                       const Mesh* mesh, const std::string& origin) {
   if (layouts_by_name.empty()) return 0;
-  Pinner p{m, {}};
+  Pinner p(m);
   p.mesh = mesh;
   p.origin = origin;
   for (const auto& [name, text] : layouts_by_name) {

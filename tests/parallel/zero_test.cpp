@@ -127,7 +127,9 @@ TEST(ZeroStrategy, OptimizerShardNamesAMeshAxisAndRoundTrips) {
     FAIL() << "an unknown axis is an error";
   } catch (const lang::UserError& e) {
     EXPECT_EQ(std::string(e.what()),
-              "s.json: \"optimizer_shard\" is a mesh axis (its name or index: dp, tp), got \"pp\"");
+              "s.json:1:40: \"optimizer_shard\" is a mesh axis (its name or index: dp, tp), got "
+              "\"pp\"\n{\"mesh\": [2, 2], \"axes\": [\"dp\", \"tp\"], \"optimizer_shard\": "
+              "\"pp\"}\n                                       ^");
   }
   EXPECT_THROW(parse_strategy(R"json({"mesh": [4], "optimizer_shard": 1})json", *mlp().step),
                lang::UserError);
