@@ -56,3 +56,25 @@ if(TARGET spora_cli AND MPI_CXX_FOUND AND SPORA_MPIRUN)
                    ${CMAKE_CURRENT_SOURCE_DIR}/distributed/dp2tp2.json)
   spora_mpi_test_properties(distributed_checkpoint_4_to_1)
 endif()
+
+# The examples, unchanged but for limit= (std.optim's Adam and cosine schedule, report,
+# log_epoch, save_curves, save): every line within 2e-3 of one device (they print 4 digits).
+if(TARGET spora_cli AND MPI_CXX_FOUND AND SPORA_MPIRUN)
+  set(dist ${CMAKE_CURRENT_SOURCE_DIR}/distributed)
+  set(strategies ${CMAKE_SOURCE_DIR}/examples/strategies)
+  foreach(run "fashion_mlp;dp;2;--strategy;dp" "fashion_mlp;dp;4;--strategy;dp"
+          "fashion_mlp;tp;4;--strategy;${strategies}/tp4.json"
+          "fashion_mlp;dp2tp2;4;--strategy;${strategies}/dp2tp2.json"
+          "fashion_lenet;dp;2;--strategy;dp")
+    list(GET run 0 prog)
+    list(GET run 1 name)
+    list(GET run 2 ranks)
+    list(GET run 3 flag)
+    list(GET run 4 value)
+    add_test(NAME distributed_${prog}_${name}_${ranks}
+             COMMAND ${dist}/run_test.sh $<TARGET_FILE:spora_cli> ${dist}/${prog}_limit.sp 2e-3
+                     ${ranks} ${flag} ${value}
+             WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+    spora_mpi_test_properties(distributed_${prog}_${name}_${ranks})
+  endforeach()
+endif()
