@@ -36,6 +36,7 @@ void BM_DpTransformer24(benchmark::State& state) {
   set_labels(state);
   state.counters["exact"] = r.exact;
   state.counters["nodes"] = static_cast<double>(g.nodes.size());
+  state.counters["search_MB"] = static_cast<double>(r.search_bytes) / 1e6;  // dp's peak tables
 }
 
 void BM_PropagateTransformer24(benchmark::State& state) {
@@ -49,8 +50,10 @@ void BM_PropagateTransformer24(benchmark::State& state) {
 void BM_DpSmall(benchmark::State& state) {
   const search::CostGraph g = search::random_series_parallel(
       3, 6, {candidates(state.range(0)), candidates(state.range(0))});
-  for (auto _ : state) benchmark::DoNotOptimize(search::search_dp(g, {}));
+  search::SearchResult r;
+  for (auto _ : state) benchmark::DoNotOptimize(r = search::search_dp(g, {}));
   set_labels(state);
+  state.counters["search_MB"] = static_cast<double>(r.search_bytes) / 1e6;
 }
 
 void BM_ExhaustiveSmall(benchmark::State& state) {

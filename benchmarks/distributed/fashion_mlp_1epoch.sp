@@ -3,6 +3,8 @@
 import std.nn
 import std.optim
 
+let batch = 64   # the training-step harness (spora train-step) reads it
+
 model MLP(hidden: int = 256) {
     param l1 = Dense(784, hidden)
     param l2 = Dense(hidden, 10)
@@ -15,7 +17,7 @@ def main() {
     var net = MLP(hidden=256, seed=0)
     let opt = adam(lr=0.001, schedule=cosine_annealing_lr(0.001, 938))
     var state = opt.init(net)
-    for (x, y) in fashion_mnist("train", batch=64, shuffle=true, seed=0, flatten=true) {
+    for (x, y) in fashion_mnist("train", batch=batch, shuffle=true, seed=0, flatten=true) {
         let (l, g) = value_and_grad(loss)(net, x, y)
         (net, state) = opt.update(net, g, state)
     }
