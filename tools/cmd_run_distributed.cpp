@@ -61,7 +61,8 @@ int cmd_run_distributed(const std::string& path, RunOptions opts, const Distribu
       throw lang::UserError(
           "--ranks runs on CPU ranks over MPI; GPU ranks (NCCL) need one GPU per rank, which "
           "this command does not place yet");
-    if (d.ranks < 0) throw lang::UserError(fmt::format("--ranks must be positive, got {}", d.ranks));
+    if (d.ranks < 0)
+      throw lang::UserError(fmt::format("--ranks must be positive, got {}", d.ranks));
     plan = plan_of(d);
     const int ranks = d.ranks > 0 ? d.ranks : static_cast<int>(plan.mesh.size());
     if (plan.mesh.size() != ranks)

@@ -24,8 +24,14 @@ int spawn_mpirun(int ranks, const std::vector<std::string>& args, const LaunchOp
   const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
   if (len <= 0) throw lang::UserError("cannot find the spora executable (/proc/self/exe)");
   self[len] = '\0';
-  std::vector<std::string> argv = {"mpirun", "--oversubscribe", "--allow-run-as-root", "-np",
-                                   std::to_string(ranks), "-x", "OMP_NUM_THREADS=1", "-x",
+  std::vector<std::string> argv = {"mpirun",
+                                   "--oversubscribe",
+                                   "--allow-run-as-root",
+                                   "-np",
+                                   std::to_string(ranks),
+                                   "-x",
+                                   "OMP_NUM_THREADS=1",
+                                   "-x",
                                    "OPENBLAS_NUM_THREADS=1"};
   if (o.tag_output) argv.push_back("--tag-output");
   if (!o.hostfile.empty()) {

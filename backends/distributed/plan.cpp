@@ -61,10 +61,10 @@ SpmdPlan plan_from_strategy_text(const std::string& text, const std::string& ori
   }
   if (j.contains("axes")) {
     if (!j["axes"].is_array() || j["axes"].size() != p.mesh.shape.size())
-      fail(origin, fmt::format("\"axes\" must name each of the {} mesh axes",
-                               p.mesh.shape.size()));
+      fail(origin, fmt::format("\"axes\" must name each of the {} mesh axes", p.mesh.shape.size()));
     for (const auto& a : j["axes"]) {
-      if (!a.is_string()) fail(origin, fmt::format("an axis name must be a string, not {}", a.dump()));
+      if (!a.is_string())
+        fail(origin, fmt::format("an axis name must be a string, not {}", a.dump()));
       p.mesh.axis_names.push_back(a.get<std::string>());
     }
   }
@@ -78,7 +78,8 @@ SpmdPlan plan_from_strategy_text(const std::string& text, const std::string& ori
     if (!j["layouts"].is_object()) fail(origin, "\"layouts\" must map names to layouts");
     for (const auto& [name, value] : j["layouts"].items()) {
       if (!value.is_string())
-        fail(origin, fmt::format("the layout of '{}' must be a string, not {}", name, value.dump()));
+        fail(origin,
+             fmt::format("the layout of '{}' must be a string, not {}", name, value.dump()));
       const std::string text = value.get<std::string>();
       if (name.find('.') == std::string::npos) {
         // A data entry ("x": "[dp, -]"): its dim-0 axis cuts the batches.

@@ -4,8 +4,8 @@
 #include <fmt/format.h>
 
 #include <map>
-#include <tuple>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 
 #include "backends/comm/communicator.h"
@@ -43,9 +43,8 @@ bool is_data_source(const std::string& name) {
 }
 // Effects whose output one copy of is enough: rank 0 runs them (step 5).
 bool is_rank0_effect(const std::string& name) {
-  static const std::set<std::string> names = {"print",       "report", "log_epoch",
-                                              "save_curves", "save",   "save_idx",
-                                              "save_npy",    "grad_check"};
+  static const std::set<std::string> names = {"print", "report",   "log_epoch", "save_curves",
+                                              "save",  "save_idx", "save_npy",  "grad_check"};
   return names.count(name) > 0;
 }
 
@@ -109,8 +108,7 @@ struct SpmdRuntime::Impl {
   // Parameter layouts by record path ("l1.w"), from the plan's names ("net.l1.w").
   std::map<std::string, std::string> param_paths;
 
-  Impl(SpmdRuntime& r, comm::Communicator& w)
-      : rt(r), world(w), mesh(r.plan_.mesh) {
+  Impl(SpmdRuntime& r, comm::Communicator& w) : rt(r), world(w), mesh(r.plan_.mesh) {
     for (const auto& [name, text] : r.plan_.params) {
       const size_t dot = name.find('.');
       param_paths[dot == std::string::npos ? name : name.substr(dot + 1)] = text;
@@ -168,8 +166,7 @@ struct SpmdRuntime::Impl {
       redistributed.erase(hit);
     }
     const parallel::RedistPlan plan = parallel::plan_redistribution(
-        from, to, global->shape, static_cast<int>(dtype_size(global->dtype)), mesh,
-        comm_model);
+        from, to, global->shape, static_cast<int>(dtype_size(global->dtype)), mesh, comm_model);
     Value cur = x;
     for (const RedistStep& step : plan.steps) cur = run_step(cur, step);
     set_placement(cur, to_id);
@@ -200,8 +197,7 @@ struct SpmdRuntime::Impl {
     if (v.is_tensor()) {
       if (placement(v) == 0) return v;
       const TypeP t = global && global->is_tensor() ? global : nullptr;
-      if (!t)
-        throw lang::InternalError("the distributed runtime lost the global type of a shard");
+      if (!t) throw lang::InternalError("the distributed runtime lost the global type of a shard");
       return redistribute(v, Layout::replicated(static_cast<int>(t->rank())), t);
     }
     if ((v.kind == Value::Kind::Tuple || v.kind == Value::Kind::Record) && v.elems &&

@@ -11,8 +11,8 @@ namespace spora::parallel {
 using sem::TypeP;
 
 OpStrategy forward_strategy(const ShardingRule& rule, const ir::Node& n,
-                            const std::vector<TypeP>& in_types, std::vector<Layout> in,
-                            Layout out, const Mesh& mesh) {
+                            const std::vector<TypeP>& in_types, std::vector<Layout> in, Layout out,
+                            const Mesh& mesh) {
   if (rule.enumerate)
     for (OpStrategy& s : rule.enumerate(in_types, n.type, n.attrs, mesh))
       if (s.inputs == in && s.output == out) return s;
@@ -91,8 +91,8 @@ double output_scale(const ir::Node& n, const OpStrategy& s, const sem::Attrs& lo
                     const TypeP& local_out) {
   if (s.output_scale != 0) return s.output_scale;
   const bool mean = n.is_prim("mean");
-  const bool ce = n.is_prim("cross_entropy") && (!local_attrs.has("reduction") ||
-                                                 local_attrs.get_string("reduction") == "mean");
+  const bool ce = n.is_prim("cross_entropy") &&
+                  (!local_attrs.has("reduction") || local_attrs.get_string("reduction") == "mean");
   if (!mean && !ce) return 1;
   if (!local_out || !local_out->is_tensor() || local_out->numel() <= 0) return 1;
   auto count = [&](const std::vector<TypeP>& in, const TypeP& out) -> double {

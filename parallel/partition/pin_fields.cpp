@@ -53,10 +53,10 @@ struct Pinner {
     try {
       Layout::parse(text, *mesh, static_cast<int>(t.rank())).validate(*mesh, t.shape);
     } catch (const lang::UserError& e) {
-      throw lang::UserError(fmt::format("{}: the layout \"{}\" of {} does not fit its type {} on "
-                                        "the mesh {}: {}",
-                                        origin, text, names.at(path), t.str(), mesh->to_string(),
-                                        e.what()));
+      throw lang::UserError(
+          fmt::format("{}: the layout \"{}\" of {} does not fit its type {} on "
+                      "the mesh {}: {}",
+                      origin, text, names.at(path), t.str(), mesh->to_string(), e.what()));
     }
   }
 };
