@@ -78,3 +78,13 @@ if(TARGET spora_cli AND MPI_CXX_FOUND AND SPORA_MPIRUN)
     spora_mpi_test_properties(distributed_${prog}_${name}_${ranks})
   endforeach()
 endif()
+
+# --auto: the strategy search on the program's training step picks the layouts, then main() runs.
+if(TARGET spora_cli AND MPI_CXX_FOUND AND SPORA_MPIRUN)
+  add_test(NAME distributed_fashion_mlp_auto_2
+           COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/distributed/run_test.sh $<TARGET_FILE:spora_cli>
+                   ${CMAKE_CURRENT_SOURCE_DIR}/distributed/fashion_mlp_limit.sp 2e-3 2 --auto
+                   --cluster ${CMAKE_SOURCE_DIR}/examples/clusters/dgx-a100.yaml
+           WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  spora_mpi_test_properties(distributed_fashion_mlp_auto_2)
+endif()

@@ -2,8 +2,14 @@
 // (backends/distributed/spmd_runtime.h): checks the arguments, launches through mpirun, and
 // on each rank installs the runtime and runs the program as `spora run` does.
 #include <fmt/format.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "backends/comm/communicator.h"
 #include "backends/distributed/launch.h"
@@ -31,6 +37,70 @@ bool check_before_launch(const std::string& path, const distributed::SpmdPlan& p
   return true;
 }
 
+// --auto: `spora search FILE --cluster C --mesh M --algo dp -o OUT` as a child process (the
+// search is its own command; running it apart keeps its state out of this run). Returns the
+// strategy text with the keys a program run does not take removed, after printing it.
+std::string auto_strategy(const std::string& path, const DistributedArgs& d, int ranks) {
+  if (d.cluster.empty())
+    throw lang::UserError("--auto needs --cluster c.yaml (what the search prices)");
+  char self[4096];
+  const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (len <= 0) throw lang::UserError("cannot find the spora executable (/proc/self/exe)");
+  self[len] = '\0';
+  char out[] = "/tmp/spora-auto-XXXXXX";
+  const int fd = mkstemp(out);
+  if (fd < 0) throw lang::UserError("cannot create a temporary file for the searched strategy");
+  close(fd);
+  std::vector<std::string> args = {self,
+                                   "search",
+                                   path,
+                                   "--cluster",
+                                   d.cluster,
+                                   "--mesh",
+                                   d.mesh.empty() ? std::to_string(ranks) : d.mesh,
+                                   "--algo",
+                                   "dp",
+                                   "--top",
+                                   "1",
+                                   "--no-simulate",
+                                   "-o",
+                                   out};
+  if (d.search_batch > 0) {
+    args.push_back("--batch");
+    args.push_back(std::to_string(d.search_batch));
+  }
+  std::vector<char*> c;
+  for (std::string& a : args) c.push_back(a.data());
+  c.push_back(nullptr);
+  std::fflush(stdout);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(2, 1);  // the search's table goes to stderr: stdout is the program's
+    execv(self, c.data());
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  std::ifstream f(out);
+  std::stringstream text;
+  text << f.rdbuf();
+  std::remove(out);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || text.str().empty())
+    throw lang::UserError("--auto: the strategy search failed (its message is above)");
+  nlohmann::json j = nlohmann::json::parse(text.str());
+  for (const char* key : {"ops", "optimizer_shard", "recompute", "pipeline"})
+    if (j.contains(key)) {
+      std::cerr << fmt::format(
+          "spora run: --auto: the search's \"{}\" is left out (a program "
+          "run takes the mesh and layouts)\n",
+          key);
+      j.erase(key);
+    }
+  std::cerr << "spora run: --auto: the strategy searched for " << path << ":\n"
+            << j.dump(2) << "\n";
+  return j.dump(2);
+}
+
 distributed::SpmdPlan plan_of(const DistributedArgs& d) {
   if (!d.strategy.empty() && !d.mesh.empty())
     throw lang::UserError(
@@ -52,6 +122,7 @@ distributed::SpmdPlan plan_of(const DistributedArgs& d) {
 int cmd_run_distributed(const std::string& path, RunOptions opts, const DistributedArgs& d,
                         const std::vector<std::string>& argv) {
   distributed::SpmdPlan plan;
+  std::string auto_file;  // --auto: the searched strategy the ranks read
   try {
     if (opts.mode == "eager")
       throw lang::UserError(
@@ -63,7 +134,38 @@ int cmd_run_distributed(const std::string& path, RunOptions opts, const Distribu
           "this command does not place yet");
     if (d.ranks < 0)
       throw lang::UserError(fmt::format("--ranks must be positive, got {}", d.ranks));
-    plan = plan_of(d);
+    std::vector<std::string> rank_argv = argv;
+    if (d.auto_search && !distributed::under_mpi()) {
+      if (!d.strategy.empty())
+        throw lang::UserError("--auto searches a strategy; --strategy gives one: use one of them");
+      const int n = d.ranks > 0 ? d.ranks : 1;
+      const std::string text = auto_strategy(path, d, n);
+      plan = distributed::plan_from_strategy_text(text, "the searched strategy");
+      // The ranks run the searched strategy: a file, given to them instead of --auto.
+      char file[] = "/tmp/spora-strategy-XXXXXX";
+      const int fd = mkstemp(file);
+      if (fd < 0 || write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+        throw lang::UserError("cannot write the searched strategy to a temporary file");
+      close(fd);
+      auto_file = file;
+      rank_argv.clear();
+      for (size_t i = 0; i < argv.size(); ++i) {
+        if (argv[i] == "--auto") continue;
+        if (argv[i] == "--cluster" || argv[i] == "--mesh" || argv[i] == "--search-batch") {
+          ++i;
+          continue;
+        }
+        if (argv[i].rfind("--cluster=", 0) == 0 || argv[i].rfind("--mesh=", 0) == 0 ||
+            argv[i].rfind("--search-batch=", 0) == 0)
+          continue;
+        rank_argv.push_back(argv[i]);
+      }
+      rank_argv.push_back("--strategy");
+      rank_argv.push_back(auto_file);
+      plan.tag_all_ranks = d.tag_ranks;
+    } else {
+      plan = plan_of(d);
+    }
     const int ranks = d.ranks > 0 ? d.ranks : static_cast<int>(plan.mesh.size());
     if (plan.mesh.size() != ranks)
       throw lang::UserError(fmt::format("the mesh {} of {} has {} devices, but --ranks is {}",
@@ -75,7 +177,9 @@ int cmd_run_distributed(const std::string& path, RunOptions opts, const Distribu
       distributed::LaunchOptions lo;
       lo.tag_output = d.tag_ranks;
       lo.hostfile = d.hostfile;
-      return distributed::spawn_mpirun(ranks, argv, lo);
+      const int rc = distributed::spawn_mpirun(ranks, rank_argv, lo);
+      if (!auto_file.empty()) std::remove(auto_file.c_str());
+      return rc;
     }
   } catch (const lang::UserError& e) {
     std::cerr << fmt::format("spora run: error: {}\n", e.what());

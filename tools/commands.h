@@ -37,6 +37,12 @@ struct DistributedArgs {
   std::string mesh;      // --mesh, or empty
   bool tag_ranks = false;
   std::string hostfile;
+  // --auto: search a strategy for the program's training step with the simulator on this
+  // cluster spec (`spora search --algo dp` over --mesh, default a 1-D mesh of the ranks), print
+  // it, then run with it; search_batch is the step's global batch (default: the program's).
+  bool auto_search = false;
+  std::string cluster;
+  int64_t search_batch = 0;
 };
 int cmd_run_distributed(const std::string& path, RunOptions opts, const DistributedArgs& d,
                         const std::vector<std::string>& argv);

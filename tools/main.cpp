@@ -352,6 +352,14 @@ int main(int argc, char** argv) {
   run->add_flag("--verbose", run_opts.verbose,
                 "with --device cuda: say which functions are captured as CUDA graphs and why "
                 "others are not");
+  run->add_flag("--auto", dist.auto_search,
+                "with --ranks and --cluster: search a strategy for the program's training step "
+                "(spora search --algo dp over --mesh, default all ranks in one axis), print it, "
+                "then run main() with it");
+  run->add_option("--cluster", dist.cluster, "with --auto: the cluster spec (YAML) the search prices");
+  run->add_option("--search-batch", dist.search_batch,
+                  "with --auto: the training step's global batch (default: the program's `let "
+                  "batch`)");
   run->add_option("--hostfile", dist.hostfile,
                   "with --ranks: an Open MPI hostfile (ranks on several hosts)");
 
@@ -473,7 +481,8 @@ int main(int argc, char** argv) {
       if (!annotated.empty()) std::remove(annotated.c_str());
       return rc;
     }
-    if (*run && (dist.ranks > 0 || !dist.strategy.empty() || !dist.mesh.empty())) {
+    if (*run && (dist.ranks > 0 || !dist.strategy.empty() || !dist.mesh.empty() ||
+                 dist.auto_search)) {
       run_opts.device = device;
       return tools::cmd_run_distributed(run_path, run_opts, dist,
                                         std::vector<std::string>(argv + 1, argv + argc));

@@ -97,9 +97,11 @@ SpmdPlan plan_from_strategy_text(const std::string& text, const std::string& ori
                        "ranks yet; `spora train-step` runs it on the training step of the "
                        "program's loss",
                        key));
+  // What `spora search -o` adds for people to read (its prediction) is not part of the plan.
   for (const auto& [key, value] : j.items())
     if (key != "mesh" && key != "axes" && key != "layouts" && key != "pipeline" &&
-        key != "optimizer_shard" && key != "recompute" && key != "ops")
+        key != "optimizer_shard" && key != "recompute" && key != "ops" &&
+        key != "memory_per_device" && key != "predicted_step_seconds")
       fail(origin, fmt::format("unknown key \"{}\" (expected mesh, axes, layouts)", key));
   return p;
 }
