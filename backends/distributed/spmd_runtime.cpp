@@ -294,8 +294,10 @@ struct SpmdRuntime::Impl {
       key.push_back(placement(in[i]));
       sharded |= key.back() != 0;
     }
-    forget_unique(in);
-    if (!sharded) return false;
+    if (!sharded) {
+      forget_unique(in);  // the kernel may write into an input it holds alone
+      return false;
+    }
     ++rt.stats_.sharded_applications;
     Choice& c = choice(n, std::move(key), in);
     std::vector<TypeP> local_in;
