@@ -90,19 +90,18 @@ SpmdPlan plan_from_strategy_text(const std::string& text, const std::string& ori
       p.params[name] = text;
     }
   }
-  for (const char* key : {"pipeline", "optimizer_shard", "recompute", "ops"})
-    if (j.contains(key))
+  // The harness's keys are refused; what `spora search -o` adds for people to read is ignored.
+  for (const auto& [key, value] : j.items()) {
+    if (key == "pipeline" || key == "optimizer_shard" || key == "recompute" || key == "ops")
       fail(origin,
            fmt::format("\"{}\" is not supported when running a program's own main() on several "
                        "ranks yet; `spora train-step` runs it on the training step of the "
                        "program's loss",
                        key));
-  // What `spora search -o` adds for people to read (its prediction) is not part of the plan.
-  for (const auto& [key, value] : j.items())
-    if (key != "mesh" && key != "axes" && key != "layouts" && key != "pipeline" &&
-        key != "optimizer_shard" && key != "recompute" && key != "ops" &&
-        key != "memory_per_device" && key != "predicted_step_seconds")
+    if (key != "mesh" && key != "axes" && key != "layouts" && key != "memory_per_device" &&
+        key != "predicted_step_seconds")
       fail(origin, fmt::format("unknown key \"{}\" (expected mesh, axes, layouts)", key));
+  }
   return p;
 }
 
