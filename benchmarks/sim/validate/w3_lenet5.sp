@@ -1,4 +1,4 @@
-# W3 of ../../../../shared/bench/WORKLOADS.md (benchmarks/workloads/w3_lenet5_train.sp) as a
+# W3 (benchmarks/workloads/w3_lenet5_train.sp: one LeNet-5 training step) as a
 # training step for `spora sim` and `spora train-step --strategy`: LeNet-5 on `batch` images 1x28x28
 # (conv 1->6 5x5 pad 2, ReLU, maxpool 2; conv 6->16 5x5, ReLU, maxpool 2; dense 400-120-84-10
 # with ReLU), cross-entropy with integer labels, one SGD step (lr 0.01). Both commands set
