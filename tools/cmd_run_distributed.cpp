@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -17,7 +18,6 @@
 #include "backends/distributed/spmd_runtime.h"
 #include "lang/diagnostics.h"
 #include "ops/collective.h"
-#include "parallel/partition/pin_fields.h"
 #include "semantics/pipeline.h"
 #include "tools/commands.h"
 
@@ -33,7 +33,7 @@ bool check_before_launch(const std::string& path, const distributed::SpmdPlan& p
   sem::Compiled c = sem::compile_file(sources, diags, path, sem::LowerOptions{});
   diags.print(std::cerr);
   if (!c.module) return false;
-  parallel::pin_record_fields(*c.module, plan.params, &plan.mesh, plan.origin);
+  distributed::pin_plan(*c.module, plan);
   return true;
 }
 
@@ -88,7 +88,7 @@ std::string auto_strategy(const std::string& path, const DistributedArgs& d, int
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || text.str().empty())
     throw lang::UserError("--auto: the strategy search failed (its message is above)");
   nlohmann::json j = nlohmann::json::parse(text.str());
-  for (const char* key : {"ops", "optimizer_shard", "recompute", "pipeline"})
+  for (const char* key : {"ops", "recompute", "pipeline"})
     if (j.contains(key)) {
       std::cerr << fmt::format(
           "spora run: --auto: the search's \"{}\" is left out (a program "
@@ -110,10 +110,13 @@ distributed::SpmdPlan plan_of(const DistributedArgs& d) {
   if (!d.mesh.empty())
     plan = distributed::plan_from_mesh(d.mesh);
   else if (d.strategy.empty() || d.strategy == "dp")
-    plan = distributed::data_parallel_plan(d.ranks > 0 ? d.ranks : 1);
+    // `mpirun -np N spora run prog.sp` without --ranks: data parallelism over the N processes.
+    plan = distributed::data_parallel_plan(
+        d.ranks > 0 ? d.ranks : std::max(1, distributed::mpi_world_size()));
   else
     plan = distributed::plan_from_strategy(d.strategy);
   plan.tag_all_ranks = d.tag_ranks;
+  if (d.zero >= 0) distributed::set_zero_stage(plan, d.zero);
   return plan;
 }
 
@@ -163,6 +166,7 @@ int cmd_run_distributed(const std::string& path, RunOptions opts, const Distribu
       rank_argv.push_back("--strategy");
       rank_argv.push_back(auto_file);
       plan.tag_all_ranks = d.tag_ranks;
+      if (d.zero >= 0) distributed::set_zero_stage(plan, d.zero);
     } else {
       plan = plan_of(d);
     }
@@ -191,7 +195,7 @@ int cmd_run_distributed(const std::string& path, RunOptions opts, const Distribu
     comm::Communicator& world = *mpi.world;
     rank = world.rank();
     if (world.size() != plan.mesh.size())
-      throw lang::UserError(fmt::format("mpirun started {} processes, but the mesh {} of {} has {}",
+      throw lang::UserError(fmt::format("mpirun started {} processes, but the mesh {} of {} has {} devices",
                                         world.size(), plan.mesh.to_string(), plan.origin,
                                         plan.mesh.size()));
     distributed::SpmdRuntime rt(world, plan);

@@ -360,6 +360,9 @@ int main(int argc, char** argv) {
   run->add_option("--search-batch", dist.search_batch,
                   "with --auto: the training step's global batch (default: the program's `let "
                   "batch`)");
+  run->add_option("--zero", dist.zero,
+                  "with --ranks: ZeRO over the data-parallel axis: 1 shards the optimizer state, 2 "
+                  "also the gradients, 3 also the parameters (gathered before each use)");
   run->add_option("--hostfile", dist.hostfile,
                   "with --ranks: an Open MPI hostfile (ranks on several hosts)");
 

@@ -19,6 +19,15 @@ bool under_mpi() {
   return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE") || std::getenv("PMIX_RANK");
 }
 
+int mpi_world_size() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"})
+    if (const char* v = std::getenv(name)) {
+      const int n = std::atoi(v);
+      if (n > 0) return n;
+    }
+  return 0;
+}
+
 int spawn_mpirun(int ranks, const std::vector<std::string>& args, const LaunchOptions& o) {
   char self[4096];
   const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);

@@ -20,6 +20,8 @@ namespace spora::distributed {
 
 // True inside a process mpirun started (Open MPI, PMI or PMIx environment).
 bool under_mpi();
+// The number of processes mpirun started (from its environment), or 0 when unknown.
+int mpi_world_size();
 
 struct LaunchOptions {
   bool tag_output = false;  // mpirun --tag-output: every line prefixed with its rank

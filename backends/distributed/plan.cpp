@@ -2,10 +2,12 @@
 #include "backends/distributed/plan.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <vector>
 
 #include "lang/diagnostics.h"
 
@@ -90,9 +92,49 @@ SpmdPlan plan_from_strategy_text(const std::string& text, const std::string& ori
       p.params[name] = text;
     }
   }
+  // ZeRO: "optimizer_shard": AXIS (stage 1, the harness's key) or "zero": N / {"stage": N,
+  // "axis": AXIS} (axis by name or index; default the data-parallel axis).
+  auto axis_of = [&](const nlohmann::json& a, const std::string& key) {
+    int axis = -1;
+    if (a.is_number_integer())
+      axis = a.get<int>();
+    else if (a.is_string())
+      axis = p.mesh.axis_index(a.get<std::string>());
+    if (axis < 0 || axis >= p.mesh.ndim()) {
+      std::vector<std::string> names;
+      for (int i = 0; i < p.mesh.ndim(); ++i) names.push_back(p.mesh.axis_name(i));
+      fail(origin, fmt::format("\"{}\": {} is not an axis of the mesh {} (axes: {})", key,
+                               a.dump(), p.mesh.to_string(), fmt::join(names, ", ")));
+    }
+    return axis;
+  };
+  if (j.contains("optimizer_shard") && j.contains("zero"))
+    fail(origin, "give one of \"optimizer_shard\" (ZeRO stage 1) and \"zero\"");
+  if (j.contains("optimizer_shard")) {
+    p.zero_stage = 1;
+    p.zero_axis = axis_of(j["optimizer_shard"], "optimizer_shard");
+  }
+  if (j.contains("zero")) {
+    const nlohmann::json& z = j["zero"];
+    const nlohmann::json stage = z.is_object() ? z.value("stage", nlohmann::json()) : z;
+    if (!stage.is_number_integer() || stage.get<int>() < 0 || stage.get<int>() > 3)
+      fail(origin, fmt::format("\"zero\": the stage must be 0, 1, 2 or 3, not {}", stage.dump()));
+    p.zero_stage = stage.get<int>();
+    if (z.is_object() && z.contains("axis"))
+      p.zero_axis = axis_of(z["axis"], "zero");
+    else if (p.zero_stage > 0 && p.data_axis < 0)
+      fail(origin, "\"zero\": the mesh has no axis named dp; say which: {\"stage\": N, \"axis\": ...}");
+    else
+      p.zero_axis = p.data_axis;
+    if (z.is_object())
+      for (const auto& [k, v] : z.items())
+        if (k != "stage" && k != "axis")
+          fail(origin, fmt::format("\"zero\": unknown key \"{}\" (expected stage, axis)", k));
+  }
   // The harness's keys are refused; what `spora search -o` adds for people to read is ignored.
   for (const auto& [key, value] : j.items()) {
-    if (key == "pipeline" || key == "optimizer_shard" || key == "recompute" || key == "ops")
+    if (key == "optimizer_shard" || key == "zero") continue;
+    if (key == "pipeline" || key == "recompute" || key == "ops")
       fail(origin,
            fmt::format("\"{}\" is not supported when running a program's own main() on several "
                        "ranks yet; `spora train-step` runs it on the training step of the "
@@ -100,7 +142,8 @@ SpmdPlan plan_from_strategy_text(const std::string& text, const std::string& ori
                        key));
     if (key != "mesh" && key != "axes" && key != "layouts" && key != "memory_per_device" &&
         key != "predicted_step_seconds")
-      fail(origin, fmt::format("unknown key \"{}\" (expected mesh, axes, layouts)", key));
+      fail(origin,
+           fmt::format("unknown key \"{}\" (expected mesh, axes, layouts, zero)", key));
   }
   return p;
 }
@@ -111,6 +154,17 @@ SpmdPlan plan_from_strategy(const std::string& path) {
   std::stringstream ss;
   ss << f.rdbuf();
   return plan_from_strategy_text(ss.str(), path);
+}
+
+void set_zero_stage(SpmdPlan& p, int stage) {
+  if (stage < 0 || stage > 3)
+    throw lang::UserError(fmt::format("--zero must be 0, 1, 2 or 3, not {}", stage));
+  if (stage > 0 && p.data_axis < 0)
+    throw lang::UserError(fmt::format(
+        "--zero {} shards over the data-parallel axis, and {} has none (an axis named dp)",
+        stage, p.origin));
+  p.zero_stage = stage;
+  p.zero_axis = stage > 0 ? p.data_axis : -1;
 }
 
 SpmdPlan plan_from_mesh(const std::string& mesh_text) {

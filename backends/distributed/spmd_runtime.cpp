@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <unordered_map>
@@ -56,7 +57,8 @@ struct SpmdRuntime::Impl {
   const parallel::Mesh& mesh;
   parallel::CommModel comm_model;
   std::vector<Layout> layouts{Layout{}};  // id -> layout; id 0 is "whole"
-  std::map<std::string, uint32_t> ids;    // layout text -> id
+  std::vector<char> zero_ids{0};          // id -> a ZeRO shard (step 6)
+  std::map<std::string, uint32_t> ids;    // layout text (+ " zero") -> id
   sem::FusedKernelHook fused;             // the codegen hook this one wraps
 
   struct Choice {
@@ -115,12 +117,13 @@ struct SpmdRuntime::Impl {
     }
   }
 
-  uint32_t id_of(const Layout& l) {
+  uint32_t id_of(const Layout& l, bool zero = false) {
     if (l.is_replicated()) return 0;
-    const std::string key = l.to_string();
+    const std::string key = zero ? l.to_string() + " zero" : l.to_string();
     auto it = ids.find(key);
     if (it != ids.end()) return it->second;
     layouts.push_back(l);
+    zero_ids.push_back(zero ? 1 : 0);
     const auto id = static_cast<uint32_t>(layouts.size() - 1);
     ids.emplace(key, id);
     return id;
@@ -143,6 +146,54 @@ struct SpmdRuntime::Impl {
     return false;
   }
 
+  // --- ZeRO (step 6) ---
+
+  bool is_zero(const Value& v) const {
+    const uint32_t id = placement(v);
+    return id != 0 && zero_ids.at(id);
+  }
+  // `base` split once more over the ZeRO axis: the first dimension it leaves whole that the axis
+  // divides. None when the layout is partial, already uses the axis, or no dimension fits.
+  std::optional<Layout> zero_layout(const Layout& base, const sem::Shape& shape) const {
+    const int axis = rt.plan_.zero_axis;
+    if (base.is_partial() || static_cast<size_t>(base.rank()) != shape.size()) return {};
+    for (int a : base.tensor_map)
+      if (a == axis) return {};
+    const int64_t p = mesh.axis_size(axis);
+    for (int d = 0; d < base.rank(); ++d)
+      if (base.tensor_map[static_cast<size_t>(d)] < 0 && shape[static_cast<size_t>(d)] % p == 0) {
+        Layout z = base;
+        z.tensor_map[static_cast<size_t>(d)] = axis;
+        return z;
+      }
+    return {};
+  }
+  // A ZeRO shard's layout without the ZeRO split: what a primitive that needs it whole sees.
+  Layout gathered(Layout z) const {
+    for (int& a : z.tensor_map)
+      if (a == rt.plan_.zero_axis) a = -1;
+    return z;
+  }
+  // Before primitive n runs: unless it is elementwise over ZeRO shards of one layout and the
+  // output's shape (the optimizer's update), its ZeRO inputs are gathered over the axis (kept
+  // for the life of the shard below stage 3). Returns the shards' layout id when they stay.
+  uint32_t gather_zero_inputs(const ir::Node& n, std::vector<Value>& in) {
+    uint32_t id = 0;
+    bool local = n.prim->family == "elementwise" && n.type && n.type->is_tensor();
+    for (size_t i = 0; i < in.size() && local; ++i) {
+      if (!is_zero(in[i])) continue;
+      const uint32_t z = placement(in[i]);
+      local = (id == 0 || id == z) && n.inputs[i]->type && n.inputs[i]->type->shape == n.type->shape;
+      id = z;
+    }
+    if (local) return id;
+    for (size_t i = 0; i < in.size(); ++i)
+      if (is_zero(in[i]))
+        in[i] = redistribute(in[i], gathered(layouts.at(placement(in[i]))), n.inputs[i]->type,
+                             false, rt.plan_.zero_stage < 3);
+    return 0;
+  }
+
   // --- redistribution (step 3) ---
 
   Value run_step(const Value& x, const RedistStep& step) {
@@ -154,13 +205,29 @@ struct SpmdRuntime::Impl {
     return sem::kernel_for(prim(c.prim))({x}, c.attrs);
   }
 
-  // x (a tensor of global type `global`) in layout `to`.
-  Value redistribute(const Value& x, const Layout& to, const TypeP& global) {
+  // x (a tensor of global type `global`) in layout `to` (a ZeRO shard with `zero`). The result
+  // is kept for the life of x's buffer unless `keep` is false (ZeRO-3's gathered parameters).
+  Value redistribute(const Value& x, const Layout& to, const TypeP& global, bool zero = false,
+                     bool keep = true) {
     const Layout from = layout(x, global);
-    if (from == to) return x;
-    const uint32_t to_id = id_of(to);
+    const uint32_t to_id = id_of(to, zero);
+    if (from == to) {
+      if (placement(x) != to_id) set_placement(x, to_id);
+      return x;
+    }
     const std::shared_ptr<sem::Storage>& storage = x.tensor.storage();
     const RedistKey key{storage.get(), placement(x), to_id, global->str()};
+    if (!keep) {
+      Value cur = x;
+      for (const RedistStep& step : parallel::plan_redistribution(
+                                        from, to, global->shape,
+                                        static_cast<int>(dtype_size(global->dtype)), mesh,
+                                        comm_model)
+                                        .steps)
+        cur = run_step(cur, step);
+      set_placement(cur, to_id);
+      return cur;
+    }
     if (auto hit = redistributed.find(key); hit != redistributed.end()) {
       if (hit->second.source.lock() == storage) return hit->second.value;
       redistributed.erase(hit);
@@ -230,7 +297,21 @@ struct SpmdRuntime::Impl {
 
   // --- parameters (step 2) ---
 
-  void place(Value& v, const std::string& path) {
+  void place(Value& v, const std::string& path, bool model_field = false) {
+    if (v.is_tensor() && placement(v) == 0 && rt.plan_.zero_stage > 0 && model_field &&
+        is_float(v.tensor.dtype()) && v.tensor.rank() >= 1) {
+      // ZeRO: the field's layout (the plan's, else whole) split over the ZeRO axis.
+      const TypeP t = v.tensor.type();
+      auto it = param_paths.find(path);
+      const Layout base = it == param_paths.end()
+                              ? Layout::replicated(static_cast<int>(t->rank()))
+                              : Layout::parse(it->second, mesh, static_cast<int>(t->rank()));
+      if (const std::optional<Layout> z = zero_layout(base, t->shape)) {
+        v = redistribute(v, *z, t, true);
+        ++rt.stats_.placed_parameters;
+        return;
+      }
+    }
     if (v.is_tensor()) {
       if (placement(v) != 0) return;
       auto it = param_paths.find(path);
@@ -252,7 +333,8 @@ struct SpmdRuntime::Impl {
     const auto& names = v.record_type->names;
     auto fields = std::make_shared<std::vector<Value>>(*v.elems);
     for (size_t i = 0; i < fields->size() && i < names.size(); ++i)
-      place((*fields)[i], path.empty() ? names[i] : path + "." + names[i]);
+      place((*fields)[i], path.empty() ? names[i] : path + "." + names[i],
+            !v.record_type->name.empty());
     v.elems = std::move(fields);
   }
 
@@ -267,7 +349,7 @@ struct SpmdRuntime::Impl {
       // `like` gives the type only; the loaded record's fields take the plan's layouts.
       for (size_t i = 0; i < in.size(); ++i) in[i] = whole(in[i], n.inputs[i]->type);
       result = sem::kernel_for(p)(in, n.attrs);
-      if (!param_paths.empty()) place(result, "");
+      if (!param_paths.empty() || rt.plan_.zero_stage > 0) place(result, "");
       return true;
     }
     if (is_data_source(name)) {
@@ -287,6 +369,12 @@ struct SpmdRuntime::Impl {
       return true;
     }
     bool sharded = name == "shard_hint";
+    uint32_t zero_out = 0;  // the ZeRO layout id the result keeps (step 6)
+    if (rt.plan_.zero_stage > 0 && !sharded) {
+      bool any = false;
+      for (const Value& v : in) any |= is_zero(v);
+      if (any) zero_out = gather_zero_inputs(n, in);
+    }
     std::vector<uint32_t> key;
     key.reserve(in.size());
     for (size_t i = 0; i < in.size(); ++i) {
@@ -300,6 +388,13 @@ struct SpmdRuntime::Impl {
     }
     ++rt.stats_.sharded_applications;
     Choice& c = choice(n, std::move(key), in);
+    if (name == "shard_hint" && rt.plan_.zero_stage > 0 && in.size() == 1 && in[0].is_tensor() &&
+        is_float(in[0].tensor.dtype()) && n.type && n.type->is_tensor())
+      if (const std::optional<Layout> z = zero_layout(c.strategy.output, n.type->shape)) {
+        if (!is_zero(in[0])) ++rt.stats_.placed_parameters;
+        result = redistribute(in[0], *z, n.type, true);
+        return true;
+      }
     std::vector<TypeP> local_in;
     for (size_t i = 0; i < in.size(); ++i) {
       if (in[i].is_tensor() && n.inputs[i]->type && n.inputs[i]->type->is_tensor())
@@ -319,6 +414,8 @@ struct SpmdRuntime::Impl {
       result = sem::kernel_for(prim("mul"))(
           {result, Value(Tensor::scalar(result.tensor.dtype(), c.scale))}, {});
     tag(result, c.strategy);
+    if (zero_out != 0 && result.is_tensor() && c.strategy.output == layouts.at(zero_out))
+      set_placement(result, zero_out);
     return true;
   }
 
@@ -438,8 +535,18 @@ void SpmdRuntime::install() {
         });
 }
 
-int SpmdRuntime::pin_parameters(ir::Module& m) const {
-  return parallel::pin_record_fields(m, plan_.params, &plan_.mesh, plan_.origin);
+int SpmdRuntime::pin_parameters(ir::Module& m) const { return pin_plan(m, plan_); }
+
+int pin_plan(ir::Module& m, const SpmdPlan& plan) {
+  const int n = parallel::pin_record_fields(m, plan.params, &plan.mesh, plan.origin,
+                                            plan.zero_stage > 0, plan.zero_stage >= 2);
+  if (plan.zero_stage > 0 && n == 0)
+    throw lang::UserError(fmt::format(
+        "{}: ZeRO stage {} shards the records of a model (parameters, gradients, optimizer "
+        "state), and the program builds none: pass the model to a function (the loss, an "
+        "optimizer's update) so that it stays a record",
+        plan.origin, plan.zero_stage));
+  return n;
 }
 
 int SpmdRuntime::rank() const { return impl_->world.rank(); }

@@ -40,6 +40,25 @@
 //      0 only (every rank with `tag_all_ranks`); a progress bar is drawn by rank 0 only. A
 //      checkpoint is written once, by rank 0, from whole tensors: the same file one device
 //      writes, so a model trained on 4 ranks loads on 1 and the reverse.
+//   6. ZeRO (DeepSpeed's stages, PyTorch's FSDP). With a stage, every tensor field of a model
+//      record (a parameter, a gradient, a piece of optimizer state: the records of the same
+//      model type the program builds) is placed in its layout split once more over the ZeRO axis
+//      (the first dimension the layout leaves whole that the axis divides; a tensor with none
+//      keeps its layout) and marked as a ZeRO shard. An elementwise primitive whose ZeRO inputs
+//      share one layout and the output's shape (the optimizer's update) runs on the shards, and
+//      its result is a ZeRO shard: the state is updated in place on 1/p of it, and a partial
+//      gradient meets its shard by a reduce_scatter. Any other use gathers the input over the
+//      axis first. The stages differ in when gradients are cut and how long a gathered
+//      parameter lives:
+//        1  gradients are reduce-scattered where the program builds its gradient record (after
+//           the backward pass: every whole local gradient lives until then, as in ZeRO-1's
+//           gradient buffer); a gathered parameter is kept while its shard lives (one
+//           all_gather per parameter and step, whole parameters in memory as in ZeRO-1);
+//        2  as 1, but each gradient is reduce-scattered as soon as it is computed (the hint
+//           follows its definition), so whole gradients do not accumulate;
+//        3  as 2, and a gathered parameter is not kept: every use gathers it again (forward and
+//           backward) and it is freed after the primitive, so only 1/p of each parameter
+//           stays in memory between uses.
 // Every rank runs the same primitives in the same order; only the collectives and shard_slice
 // depend on the rank. The collective primitives read the communicator and mesh of the
 // calling thread's collective context (ops/collective.h), which the caller sets.
@@ -67,6 +86,10 @@ struct SpmdPlan {
   parallel::Mesh mesh;
   std::map<std::string, std::string> params;  // "net.l1.w" -> "[-, tp]" or "(1, 4)"
   int data_axis = -1;                         // mesh axis cutting each batch's dim 0; -1: none
+  // ZeRO (step 6): 0 off; 1 optimizer state, 2 and gradients, 3 and parameters sharded over
+  // zero_axis.
+  int zero_stage = 0;
+  int zero_axis = -1;
   bool tag_all_ranks = false;                 // every rank prints (mpirun --tag-output)
   std::string origin = "strategy";            // where the plan came from, for errors
 };
@@ -76,10 +99,15 @@ struct SpmdStats {
   int64_t sharded_applications = 0;  // primitives run on shards (not all inputs whole)
   int64_t collectives = 0;           // collective steps run (all_gather, all_reduce, ...)
   int64_t collective_bytes = 0;      // bytes of the local inputs of those steps
-  int64_t placed_parameters = 0;     // tensors cut to a plan layout when a record was built
+  int64_t placed_parameters = 0;     // tensors cut to a plan (or ZeRO) layout when placed
   int64_t sharded_batches = 0;       // batches cut over the data-parallel axis
   int64_t whole_batches = 0;         // batches the data-parallel axis did not divide
 };
+
+// Writes the plan's parameter layouts (and with ZeRO, every model field) into the program
+// (parallel/partition/pin_fields.h): call on the compiled module before the passes. Returns the
+// hints inserted. ZeRO with nothing to place is a UserError.
+int pin_plan(ir::Module& m, const SpmdPlan& plan);
 
 class SpmdRuntime {
  public:
@@ -88,8 +116,7 @@ class SpmdRuntime {
   SpmdRuntime(const SpmdRuntime&) = delete;
   SpmdRuntime& operator=(const SpmdRuntime&) = delete;
 
-  // Writes the plan's parameter layouts into the program (parallel/partition/pin_fields.h):
-  // call on the compiled module before the passes. Returns the hints inserted.
+  // pin_plan(m, plan()).
   int pin_parameters(ir::Module& m) const;
   // Hooks the interpreter (process-wide) until destroyed.
   void install();

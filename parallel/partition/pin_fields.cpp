@@ -21,6 +21,8 @@ struct Pinner {
   const Mesh* mesh = nullptr;
   std::string origin;
   std::map<std::string, std::string> names;  // path -> the strategy's name for it
+  bool every_model_field = false;
+  bool early = false;
   int inserted = 0;
   std::set<std::string> matched, seen;  // paths pinned; every tensor path of a record
 
@@ -30,16 +32,28 @@ struct Pinner {
       const std::string path = prefix + names[i];
       ir::Node* x = record->inputs[i];
       if (x->type && x->type->is_tensor()) seen.insert(path);
-      if (auto it = by_path.find(path); it != by_path.end() && x->type && x->type->is_tensor()) {
-        check(path, it->second, *x->type);
-        matched.insert(path);
+      auto it = by_path.find(path);
+      const bool named = it != by_path.end() && x->type && x->type->is_tensor();
+      const bool model_field = every_model_field && !record->type->name.empty() && x->type &&
+                               x->type->is_tensor() && x->type->rank() >= 1 &&
+                               is_float(x->type->dtype);
+      if (named || model_field) {
+        if (named) {
+          check(path, it->second, *x->type);
+          matched.insert(path);
+        }
         if (x->is_prim("shard_hint")) continue;
         sem::Attrs a;
-        a.set("layout", it->second);
+        a.set("layout", named ? it->second
+                              : Layout::replicated(static_cast<int>(x->type->rank())).to_string());
         ir::Node* h = m.add_apply(g, hint, {x}, a, x->type, x->loc);
-        // add_apply appends: move the hint just before the record.
+        // add_apply appends: move the hint just before the record (early: just after x).
         g->nodes.pop_back();
-        g->nodes.insert(std::find(g->nodes.begin(), g->nodes.end(), record), h);
+        auto def = early ? std::find(g->nodes.begin(), g->nodes.end(), x) : g->nodes.end();
+        if (def != g->nodes.end())
+          g->nodes.insert(std::next(def), h);
+        else
+          g->nodes.insert(std::find(g->nodes.begin(), g->nodes.end(), record), h);
         record->inputs[i] = h;
         ++inserted;
       } else if (x->is_prim("make_record")) {
@@ -64,9 +78,12 @@ struct Pinner {
 }  // namespace
 
 int pin_record_fields(ir::Module& m, const std::map<std::string, std::string>& layouts_by_name,
-                      const Mesh* mesh, const std::string& origin) {
-  if (layouts_by_name.empty()) return 0;
+                      const Mesh* mesh, const std::string& origin, bool every_model_field,
+                      bool early) {
+  if (layouts_by_name.empty() && !every_model_field) return 0;
   Pinner p(m);
+  p.every_model_field = every_model_field;
+  p.early = early;
   p.mesh = mesh;
   p.origin = origin;
   for (const auto& [name, text] : layouts_by_name) {

@@ -12,6 +12,13 @@
 // from any make_record whose field b is built by a make_record (in the same graph) with a field
 // c; a key "a.b" matches field b of any record. Returns the number of hints inserted.
 //
+// With `every_model_field` (ZeRO, where every parameter and every piece of optimizer state is
+// placed whether a strategy names it or not), every float tensor field of rank >= 1 of a model
+// record (a record type with a name) that no key names is pinned too, replicated ("[-, -]"):
+// the runtime adds its ZeRO split to that layout. With `early`, a hint follows the definition of
+// the value it wraps (when that is a node of the record's graph) instead of preceding the record:
+// a gradient is placed as soon as it is computed, not when the gradient record is built.
+//
 // Errors (lang::UserError, naming `origin`, the strategy file): a name no record the program
 // builds has (the message lists the paths it does have), and with a mesh, a layout that does not
 // fit the field's type on it (rank, an axis used twice, a split that does not divide).
@@ -26,6 +33,7 @@
 namespace spora::parallel {
 
 int pin_record_fields(ir::Module& m, const std::map<std::string, std::string>& layouts_by_name,
-                      const Mesh* mesh = nullptr, const std::string& origin = "strategy");
+                      const Mesh* mesh = nullptr, const std::string& origin = "strategy",
+                      bool every_model_field = false, bool early = false);
 
 }  // namespace spora::parallel
