@@ -31,6 +31,30 @@ if(TARGET spora_cli AND MPI_CXX_FOUND AND SPORA_MPIRUN)
   spora_mpi_test_properties(distributed_zero_memory_4)
 endif()
 
+# Recomputation: the same lines as one device (--recompute all, a strategy's "recompute" list),
+# and rank 0's peak memory lower than without it.
+if(TARGET spora_cli AND MPI_CXX_FOUND AND SPORA_MPIRUN)
+  set(dist ${CMAKE_CURRENT_SOURCE_DIR}/distributed)
+  foreach(run "all;--recompute;all" "b1;--strategy;${dist}/recompute_b1.json")
+    list(GET run 0 name)
+    list(GET run 1 flag)
+    list(GET run 2 value)
+    add_test(NAME distributed_recompute_${name}_2
+             COMMAND ${dist}/run_test.sh $<TARGET_FILE:spora_cli> ${dist}/deep_mlp_recompute.sp 1e-5 2
+                     ${flag} ${value}
+             WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+    spora_mpi_test_properties(distributed_recompute_${name}_2)
+  endforeach()
+  add_test(NAME distributed_recompute_memory_2
+           COMMAND ${dist}/recompute_memory_test.sh $<TARGET_FILE:spora_cli> ${dist}/deep_mlp_recompute.sp
+           WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  spora_mpi_test_properties(distributed_recompute_memory_2)
+  add_test(NAME distributed_error_recompute
+           COMMAND $<TARGET_FILE:spora_cli> run ${dist}/deep_mlp_recompute.sp --ranks 2 --strategy ${dist}/bad_recompute.json)
+  set_tests_properties(distributed_error_recompute PROPERTIES PASS_REGULAR_EXPRESSION
+    "bad_recompute.json: recompute names 'net.b3', which is not a layer the program differentiates \\(its layers: net.b1, net.b2, net.inp, net.out\\)")
+endif()
+
 # A strategy that does not fit the program: a located error before main() runs.
 if(TARGET spora_cli AND MPI_CXX_FOUND AND SPORA_MPIRUN)
   set(dist ${CMAKE_CURRENT_SOURCE_DIR}/distributed)

@@ -30,9 +30,13 @@ namespace {
 bool check_before_launch(const std::string& path, const distributed::SpmdPlan& plan) {
   lang::SourceManager sources;
   lang::DiagnosticEngine diags(sources);
-  sem::Compiled c = sem::compile_file(sources, diags, path, sem::LowerOptions{});
+  sem::LowerOptions options;
+  auto recomputed = std::make_shared<distributed::RecomputeChoice>();
+  distributed::configure_recompute(plan, options, recomputed);
+  sem::Compiled c = sem::compile_file(sources, diags, path, options);
   diags.print(std::cerr);
   if (!c.module) return false;
+  distributed::check_recompute(plan, *recomputed);
   distributed::pin_plan(*c.module, plan);
   return true;
 }
@@ -101,6 +105,21 @@ std::string auto_strategy(const std::string& path, const DistributedArgs& d, int
   return j.dump(2);
 }
 
+// --zero and --recompute, over what the plan says.
+void apply_flags(distributed::SpmdPlan& plan, const DistributedArgs& d) {
+  if (d.zero >= 0) distributed::set_zero_stage(plan, d.zero);
+  if (d.recompute == "all") {
+    plan.recompute_all = true;
+    plan.recompute.clear();
+  } else if (!d.recompute.empty()) {
+    plan.recompute_all = false;
+    plan.recompute.clear();
+    std::stringstream names(d.recompute);
+    for (std::string name; std::getline(names, name, ',');)
+      if (!name.empty()) plan.recompute.push_back(name);
+  }
+}
+
 distributed::SpmdPlan plan_of(const DistributedArgs& d) {
   if (!d.strategy.empty() && !d.mesh.empty())
     throw lang::UserError(
@@ -116,7 +135,7 @@ distributed::SpmdPlan plan_of(const DistributedArgs& d) {
   else
     plan = distributed::plan_from_strategy(d.strategy);
   plan.tag_all_ranks = d.tag_ranks;
-  if (d.zero >= 0) distributed::set_zero_stage(plan, d.zero);
+  apply_flags(plan, d);
   return plan;
 }
 
@@ -166,7 +185,7 @@ int cmd_run_distributed(const std::string& path, RunOptions opts, const Distribu
       rank_argv.push_back("--strategy");
       rank_argv.push_back(auto_file);
       plan.tag_all_ranks = d.tag_ranks;
-      if (d.zero >= 0) distributed::set_zero_stage(plan, d.zero);
+      apply_flags(plan, d);
     } else {
       plan = plan_of(d);
     }

@@ -37,7 +37,8 @@ struct DistributedArgs {
   std::string mesh;      // --mesh, or empty
   bool tag_ranks = false;
   std::string hostfile;
-  int zero = -1;  // --zero N: ZeRO stage over the data-parallel axis; -1: the plan's
+  int zero = -1;
+  std::string recompute;  // --recompute all | net.l1,net.l2; empty: the plan's  // --zero N: ZeRO stage over the data-parallel axis; -1: the plan's
   // --auto: search a strategy for the program's training step with the simulator on this
   // cluster spec (`spora search --algo dp` over --mesh, default a 1-D mesh of the ranks), print
   // it, then run with it; search_batch is the step's global batch (default: the program's).

@@ -114,6 +114,8 @@ int cmd_run(const std::string& path, const RunOptions& opts) {
   options.set_device = [&gpu](const std::string& d) { return use_device(d, gpu); };
   if (!opts.amp.empty())  // both checked by CLI11 (IsMember)
     options.amp = sem::AmpPolicy{*sem::parse_amp_level(opts.amp), *parse_dtype(opts.amp_dtype)};
+  auto recomputed = std::make_shared<distributed::RecomputeChoice>();
+  if (opts.spmd) distributed::configure_recompute(opts.spmd->plan(), options, recomputed);
   sem::Compiled c;
   const int64_t live_at_start = sem::memory_stats().live_bytes;
   sem::reset_peak_memory();
@@ -142,7 +144,10 @@ int cmd_run(const std::string& path, const RunOptions& opts) {
     }
     return 0;
   }
-  if (opts.spmd) opts.spmd->pin_parameters(*c.module);
+  if (opts.spmd) {
+    distributed::check_recompute(opts.spmd->plan(), *recomputed);
+    opts.spmd->pin_parameters(*c.module);
+  }
   if (opts.optimize) passes::optimize(*c.module);
   const auto fused = fuse_for_run(*c.module, fuse, gpu);
   // Calls of graph-mode functions are captured and replayed as CUDA graphs (SPORA_CUDA_GRAPHS=0:
@@ -360,6 +365,9 @@ int main(int argc, char** argv) {
   run->add_option("--search-batch", dist.search_batch,
                   "with --auto: the training step's global batch (default: the program's `let "
                   "batch`)");
+  run->add_option("--recompute", dist.recompute,
+                  "with --ranks: recompute layers' forward in the backward pass: all, or layers "
+                  "by name (net.l1,net.l2)");
   run->add_option("--zero", dist.zero,
                   "with --ranks: ZeRO over the data-parallel axis: 1 shards the optimizer state, 2 "
                   "also the gradients, 3 also the parameters (gathered before each use)");

@@ -131,10 +131,26 @@ SpmdPlan plan_from_strategy_text(const std::string& text, const std::string& ori
         if (k != "stage" && k != "axis")
           fail(origin, fmt::format("\"zero\": unknown key \"{}\" (expected stage, axis)", k));
   }
+  // "recompute": true (every layer) or a list of layers ("net.l1").
+  if (j.contains("recompute")) {
+    const nlohmann::json& r = j["recompute"];
+    if (r.is_boolean()) {
+      p.recompute_all = r.get<bool>();
+    } else if (r.is_array()) {
+      for (const auto& name : r) {
+        if (!name.is_string())
+          fail(origin, fmt::format("\"recompute\": a layer is a name such as \"net.l1\", not {}",
+                                   name.dump()));
+        p.recompute.push_back(name.get<std::string>());
+      }
+    } else {
+      fail(origin, fmt::format("\"recompute\" is true, false or a list of layers, not {}", r.dump()));
+    }
+  }
   // The harness's keys are refused; what `spora search -o` adds for people to read is ignored.
   for (const auto& [key, value] : j.items()) {
-    if (key == "optimizer_shard" || key == "zero") continue;
-    if (key == "pipeline" || key == "recompute" || key == "ops")
+    if (key == "optimizer_shard" || key == "zero" || key == "recompute") continue;
+    if (key == "pipeline" || key == "ops")
       fail(origin,
            fmt::format("\"{}\" is not supported when running a program's own main() on several "
                        "ranks yet; `spora train-step` runs it on the training step of the "
@@ -142,8 +158,8 @@ SpmdPlan plan_from_strategy_text(const std::string& text, const std::string& ori
                        key));
     if (key != "mesh" && key != "axes" && key != "layouts" && key != "memory_per_device" &&
         key != "predicted_step_seconds")
-      fail(origin,
-           fmt::format("unknown key \"{}\" (expected mesh, axes, layouts, zero)", key));
+      fail(origin, fmt::format(
+                       "unknown key \"{}\" (expected mesh, axes, layouts, zero, recompute)", key));
   }
   return p;
 }

@@ -7,7 +7,8 @@
 //                        annotations place values, and an axis named "dp" cuts the batches
 // A strategy file may add ZeRO (spmd_runtime.h step 6): "zero": 1|2|3 over the dp axis, or
 // {"stage": N, "axis": "dp"}; "optimizer_shard": AXIS is stage 1. --zero N sets the stage over
-// the data-parallel axis of any plan (set_zero_stage).
+// the data-parallel axis of any plan (set_zero_stage). "recompute": true or ["net.l1", ...]
+// recomputes those layers' forward in the backward pass (step 7).
 // Errors are lang::UserError naming the file and the entry.
 #pragma once
 

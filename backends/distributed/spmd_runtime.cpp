@@ -2,7 +2,9 @@
 #include "backends/distributed/spmd_runtime.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
@@ -536,6 +538,35 @@ void SpmdRuntime::install() {
 }
 
 int SpmdRuntime::pin_parameters(ir::Module& m) const { return pin_plan(m, plan_); }
+
+void configure_recompute(const SpmdPlan& plan, sem::LowerOptions& options,
+                         std::shared_ptr<RecomputeChoice> seen) {
+  if (!plan.recompute_all && plan.recompute.empty()) return;
+  options.recompute = [&plan, seen](const std::string& path) {
+    if (path.empty()) return false;
+    const auto dots = std::count(path.begin(), path.end(), '.');
+    if (dots == 1) seen->layers.insert(path);
+    const bool chosen = plan.recompute_all ? dots == 1
+                                           : std::find(plan.recompute.begin(), plan.recompute.end(),
+                                                       path) != plan.recompute.end();
+    if (chosen) seen->chosen.insert(path);
+    return chosen;
+  };
+}
+
+void check_recompute(const SpmdPlan& plan, const RecomputeChoice& seen) {
+  for (const std::string& name : plan.recompute)
+    if (!seen.chosen.count(name))
+      throw lang::UserError(fmt::format(
+          "{}: recompute names '{}', which is not a layer the program differentiates (its "
+          "layers: {})",
+          plan.origin, name,
+          seen.layers.empty() ? std::string("none") : fmt::format("{}", fmt::join(seen.layers, ", "))));
+  if (plan.recompute_all && seen.chosen.empty())
+    throw lang::UserError(fmt::format(
+        "{}: \"recompute\": true, but the program differentiates no model with layers",
+        plan.origin));
+}
 
 int pin_plan(ir::Module& m, const SpmdPlan& plan) {
   const int n = parallel::pin_record_fields(m, plan.params, &plan.mesh, plan.origin,

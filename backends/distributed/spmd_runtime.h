@@ -59,6 +59,11 @@
 //        3  as 2, and a gathered parameter is not kept: every use gathers it again (forward and
 //           backward) and it is freed after the primitive, so only 1/p of each parameter
 //           stays in memory between uses.
+//   7. Recomputation. A plan's recompute layers are lowered as @checkpoint (semantics/lower.h
+//      LowerOptions::recompute, the same hook the training-step builder uses): inside a
+//      function being differentiated, the forward of the model field at that path ("net.l1")
+//      is its own graph, run again in the backward pass instead of keeping its intermediates.
+//      A name that is no layer the program differentiates is an error listing the layers.
 // Every rank runs the same primitives in the same order; only the collectives and shard_slice
 // depend on the rank. The collective primitives read the communicator and mesh of the
 // calling thread's collective context (ops/collective.h), which the caller sets.
@@ -66,12 +71,14 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "parallel/layout/layout.h"
 #include "semantics/ir/ir.h"
+#include "semantics/lower.h"
 #include "semantics/value.h"
 
 namespace spora::comm {
@@ -90,6 +97,10 @@ struct SpmdPlan {
   // zero_axis.
   int zero_stage = 0;
   int zero_axis = -1;
+  // Recomputation (step 7): every layer (one level below a differentiated argument), or these
+  // ("net.l1").
+  bool recompute_all = false;
+  std::vector<std::string> recompute;
   bool tag_all_ranks = false;                 // every rank prints (mpirun --tag-output)
   std::string origin = "strategy";            // where the plan came from, for errors
 };
@@ -108,6 +119,15 @@ struct SpmdStats {
 // (parallel/partition/pin_fields.h): call on the compiled module before the passes. Returns the
 // hints inserted. ZeRO with nothing to place is a UserError.
 int pin_plan(ir::Module& m, const SpmdPlan& plan);
+
+// Step 7: sets options.recompute for the plan's layers (nothing without any). After the
+// lowering, check_recompute throws a UserError for a name no layer matched.
+struct RecomputeChoice {
+  std::set<std::string> layers, chosen;  // every layer seen; the ones recomputed
+};
+void configure_recompute(const SpmdPlan& plan, sem::LowerOptions& options,
+                         std::shared_ptr<RecomputeChoice> seen);
+void check_recompute(const SpmdPlan& plan, const RecomputeChoice& seen);
 
 class SpmdRuntime {
  public:
