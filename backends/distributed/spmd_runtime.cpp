@@ -196,6 +196,31 @@ struct SpmdRuntime::Impl {
     return 0;
   }
 
+  // --- sequence parallelism (step 8) ---
+
+  void sequence_shard_partials(const ir::Node& n, std::vector<Value>& in) {
+    const int axis = rt.plan_.sp_axis, dim = rt.plan_.sp_dim;
+    const std::string& name = n.prim->name;
+    if (n.prim->family != "elementwise" && name != "layer_norm" && name != "dropout") return;
+    for (size_t i = 0; i < in.size(); ++i) {
+      const TypeP& t = n.inputs[i]->type;
+      if (!in[i].is_tensor() || !t || !t->is_tensor() || static_cast<int>(t->rank()) <= dim)
+        continue;
+      if (name == "layer_norm" && i == 0 &&
+          dim >= static_cast<int>(t->rank()) - static_cast<int>(n.attrs.has("ndim") ? n.attrs.get_int("ndim") : 1))
+        continue;
+      const Layout l = layout(in[i], t);
+      if (!l.has_partial(axis) || l.tensor_map[static_cast<size_t>(dim)] >= 0 ||
+          t->shape[static_cast<size_t>(dim)] % mesh.axis_size(axis) != 0)
+        continue;
+      if (std::find(l.tensor_map.begin(), l.tensor_map.end(), axis) != l.tensor_map.end()) continue;
+      Layout to = l;
+      to.partial.erase(std::remove(to.partial.begin(), to.partial.end(), axis), to.partial.end());
+      to.tensor_map[static_cast<size_t>(dim)] = axis;
+      in[i] = redistribute(in[i], to, t);
+    }
+  }
+
   // --- redistribution (step 3) ---
 
   Value run_step(const Value& x, const RedistStep& step) {
@@ -203,6 +228,9 @@ struct SpmdRuntime::Impl {
     if (step.kind != RedistStep::Kind::Slice) {
       ++rt.stats_.collectives;
       rt.stats_.collective_bytes += static_cast<int64_t>(x.tensor.nbytes());
+      auto& [count, bytes] = rt.stats_.by_collective[c.prim];
+      ++count;
+      bytes += static_cast<int64_t>(x.tensor.nbytes());
     }
     return sem::kernel_for(prim(c.prim))({x}, c.attrs);
   }
@@ -377,6 +405,7 @@ struct SpmdRuntime::Impl {
       for (const Value& v : in) any |= is_zero(v);
       if (any) zero_out = gather_zero_inputs(n, in);
     }
+    if (rt.plan_.sp_axis >= 0 && !sharded) sequence_shard_partials(n, in);
     std::vector<uint32_t> key;
     key.reserve(in.size());
     for (size_t i = 0; i < in.size(); ++i) {
