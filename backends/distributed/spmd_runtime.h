@@ -14,9 +14,11 @@
 //      device.
 //   2. Sources of shards.
 //      - Data: the tensors each batch of `batches(...)` / `fashion_mnist(...)` yields are cut
-//        along dimension 0 over the data-parallel axis: rank r keeps rows [r B/p, (r+1) B/p)
-//        of the same global batch that one device would see (same order, same seed). A batch
-//        the axis does not divide (a short last batch) stays whole on every rank.
+//        along dimension 0 over the data-parallel axis: rank r (coordinate r on that axis)
+//        holds rows [r B/p, (r+1) B/p) of the same global batch that one device would see
+//        (same order, same seed), and reads only those rows (the dataset gathers this rank's
+//        shard, runtime/data/dataset.h set_shard). A batch the axis does not divide (a short
+//        last batch) is read whole on every rank and stays whole.
 //      - Parameters: before the passes, pin_parameters wraps every record field at a path the
 //        plan names ("net.l1.w" names path l1.w) in shard_hint (parallel/partition/
 //        pin_fields.h): wherever the program builds its model, its gradients or its optimizer
