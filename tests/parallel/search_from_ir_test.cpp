@@ -17,7 +17,7 @@ sim::StepProgram tiny(int64_t batch) {
   ops::register_all();
   static bool installed = false;
   if (!installed) autodiff::install(), installed = true;
-  sim::StepOptions o;
+  parallel::StepOptions o;
   o.batch = batch;
   return sim::build_step_program(kTiny, o);
 }
@@ -113,7 +113,7 @@ TEST(SearchFromIr, W4BlockOnTwoByTwo) {
   ops::register_all();
   static bool installed = false;
   if (!installed) autodiff::install(), installed = true;
-  sim::StepOptions so;
+  parallel::StepOptions so;
   so.batch = 8;
   const sim::StepProgram p =
       sim::build_step_program(SPORA_SOURCE_DIR "/benchmarks/sim/w4_block.sp", so);
