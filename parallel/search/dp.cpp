@@ -49,7 +49,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <deque>
+#include <initializer_list>
 #include <limits>
 #include <map>
 #include <memory>
@@ -71,21 +73,100 @@ struct Label {
   // made a record only if the label survives.
   int other = -1;
 };
-using Cell = std::vector<Label>;
+using Labels = std::vector<Label>;  // a scratch buffer of labels being pruned
+
+// A cell's labels, sized to what it holds: one label is kept inline (k = 1 without a memory
+// limit, the common case, allocates nothing per cell), more on the heap.
+class Cell {
+ public:
+  Cell() = default;
+  Cell(std::initializer_list<Label> ls) { assign(ls.begin(), ls.size()); }
+  Cell(const Label* first, size_t n) { assign(first, n); }
+  Cell(const Cell& o) { assign(o.begin(), o.size()); }
+  Cell(Cell&& o) noexcept { steal(o); }
+  Cell& operator=(const Cell& o) {
+    if (this != &o) release(), assign(o.begin(), o.size());
+    return *this;
+  }
+  Cell& operator=(Cell&& o) noexcept {
+    if (this != &o) release(), steal(o);
+    return *this;
+  }
+  ~Cell() { release(); }
+  size_t size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+  Label* begin() { return n_ > 1 ? heap_ : &one_; }
+  Label* end() { return begin() + n_; }
+  const Label* begin() const { return n_ > 1 ? heap_ : &one_; }
+  const Label* end() const { return begin() + n_; }
+  const Label& front() const { return *begin(); }
+  size_t heap_bytes() const { return n_ > 1 ? n_ * sizeof(Label) : 0; }
+  void clear() { release(); }
+
+ private:
+  void assign(const Label* first, size_t n) {
+    if (n > 1) {
+      heap_ = new Label[n];
+      std::copy(first, first + n, heap_);
+    } else if (n == 1) {
+      one_ = *first;
+    }
+    n_ = static_cast<uint32_t>(n);
+  }
+  void steal(Cell& o) {
+    n_ = o.n_;
+    if (n_ > 1)
+      heap_ = o.heap_;
+    else
+      one_ = o.one_;
+    o.n_ = 0;
+  }
+  void release() {
+    if (n_ > 1) delete[] heap_;
+    n_ = 0;
+  }
+  uint32_t n_ = 0;
+  union {
+    Label one_{};
+    Label* heap_;
+  };
+};
 
 struct Deriv {
   int a = -1, b = -1;            // children (pair), or
   int node = -1, strategy = -1;  // a leaf
 };
 
+// The cells of the graph's edges as every run starts from them (one label each, the edge's
+// cost): built once per search and shared by its runs, which never write to them.
+using EdgeCells = std::vector<std::vector<Cell>>;
+
+EdgeCells edge_cells_of(const CostGraph& g) {
+  EdgeCells out;
+  for (const CostGraph::Edge& e : g.edges) {
+    std::vector<Cell>& cells = out.emplace_back();
+    cells.reserve(e.cost.size() * (e.cost.empty() ? 0 : e.cost[0].size()));
+    for (const std::vector<double>& row : e.cost)
+      for (double c : row) cells.push_back(Cell{Label{c, 0, -1}});
+  }
+  return out;
+}
+
 struct Table {  // an edge's cells, [sa * nb + sb] for its ends (a, b)
   int a = 0, b = 0, na = 0, nb = 0;
-  std::vector<Cell> cells;
+  std::vector<Cell> cells;                  // made by this run, or
+  const std::vector<Cell>* edge = nullptr;  // a graph edge's, untouched (EdgeCells)
   double inside_min_mem = 0;  // least memory of the nodes folded into this table
   bool alive = true;
-  Cell& at(int sa, int sb) { return cells[static_cast<size_t>(sa) * nb + sb]; }
+  const Cell& at(int sa, int sb) const {
+    const size_t i = static_cast<size_t>(sa) * nb + sb;
+    return edge ? (*edge)[i] : cells[i];
+  }
+  Cell& put(int sa, int sb) { return cells[static_cast<size_t>(sa) * nb + sb]; }
   // The cell for (strategy of x, strategy of the other end).
-  Cell& from(int x, int sx, int sother) { return x == a ? at(sx, sother) : at(sother, sx); }
+  const Cell& from(int x, int sx, int sother) const {
+    return x == a ? at(sx, sother) : at(sother, sx);
+  }
 };
 
 struct Dp {
@@ -106,6 +187,7 @@ struct Dp {
   int first_guess = -1;  // the first node the fallback fixed with a real choice to make
 
   size_t max_bytes;
+  size_t edge_bytes = 0;   // the graph's edge cells (EdgeCells), shared by the runs
   size_t table_bytes = 0;  // the cells of the live tables
   std::vector<size_t> node_bytes;
   size_t node_bytes_total = 0;
@@ -113,8 +195,8 @@ struct Dp {
   size_t derivs_at_compaction = 0;
   int eliminated = 0;
 
-  Dp(const CostGraph& graph, double lim, int top_k, const std::map<int, int>& restrict,
-     size_t max_search_bytes)
+  Dp(const CostGraph& graph, const EdgeCells& edge_cells, double lim, int top_k,
+     const std::map<int, int>& restrict, size_t max_search_bytes)
       : g(graph),
         limit(lim),
         k(static_cast<size_t>(std::max(1, top_k))),
@@ -130,7 +212,7 @@ struct Dp {
       node_inside[v] = *std::min_element(nd.memory.begin(), nd.memory.end());
       for (size_t s = 0; s < nd.cost.size(); ++s) {
         derivs.push_back(Deriv{-1, -1, v, static_cast<int>(s)});
-        Cell c{Label{nd.cost[s], nd.memory[s], static_cast<int>(derivs.size()) - 1}};
+        Labels c{Label{nd.cost[s], nd.memory[s], static_cast<int>(derivs.size()) - 1}};
         node_cells[v].push_back(prune(std::move(c), node_inside[v]));
       }
       // A restricted node keeps one candidate: the others' cells are empty (impossible).
@@ -140,12 +222,12 @@ struct Dp {
     }
     node_bytes.assign(n, 0);
     for (int v = 0; v < n; ++v) count_node(v);
-    for (const CostGraph::Edge& e : g.edges) {
+    for (size_t e = 0; e < g.edges.size(); ++e) {
       Table t;
-      t.a = e.from, t.b = e.to, t.na = g.strategies(e.from), t.nb = g.strategies(e.to);
-      t.cells.resize(static_cast<size_t>(t.na) * t.nb);
-      for (int i = 0; i < t.na; ++i)
-        for (int j = 0; j < t.nb; ++j) t.at(i, j).push_back(Label{e.cost[i][j], 0, -1});
+      t.a = g.edges[e].from, t.b = g.edges[e].to;
+      t.na = g.strategies(t.a), t.nb = g.strategies(t.b);
+      t.edge = &edge_cells[e];
+      edge_bytes += cells_bytes(edge_cells[e]);
       add_table(std::move(t));
     }
     check_budget();
@@ -153,7 +235,7 @@ struct Dp {
 
   static size_t cells_bytes(const std::vector<Cell>& cells) {
     size_t b = cells.capacity() * sizeof(Cell);
-    for (const Cell& c : cells) b += c.capacity() * sizeof(Label);
+    for (const Cell& c : cells) b += c.heap_bytes();
     return b;
   }
   static size_t table_size(const Table& t) { return sizeof(Table) + cells_bytes(t.cells); }
@@ -163,7 +245,7 @@ struct Dp {
     node_bytes_total += node_bytes[v];
   }
   size_t bytes() const {
-    return table_bytes + node_bytes_total + derivs.capacity() * sizeof(Deriv) +
+    return edge_bytes + table_bytes + node_bytes_total + derivs.capacity() * sizeof(Deriv) +
            tables.capacity() * sizeof(Table);
   }
 
@@ -200,7 +282,7 @@ struct Dp {
     };
     for (const Table& t : tables)
       if (t.alive)
-        for (const Cell& c : t.cells) mark_cell(c);
+        for (const Cell& c : t.cells) mark_cell(c);  // (an edge's cells have no derivation)
     for (const std::vector<Cell>& cells : node_cells)
       for (const Cell& c : cells) mark_cell(c);
     for (const Cell& c : components) mark_cell(c);
@@ -243,11 +325,11 @@ struct Dp {
 
   // Keep a label unless k kept ones are at least as cheap and as small; drop what cannot fit.
   // The result's vector holds exactly its labels.
-  Cell prune(Cell c, double inside_min_mem) {
+  Cell prune(Labels c, double inside_min_mem) {
     prune_in_place(c, inside_min_mem);
-    return Cell(c.begin(), c.end());
+    return Cell(c.data(), c.size());
   }
-  void prune_in_place(Cell& c, double inside_min_mem) {
+  void prune_in_place(Labels& c, double inside_min_mem) {
     work += static_cast<int64_t>(c.size());
     const double outside = total_min_mem - inside_min_mem;
     const bool use_mem = limit != kNoMemoryLimit;
@@ -289,12 +371,12 @@ struct Dp {
   }
 
   // Turns the pending pairs of pruned labels into derivation records; returns the cell.
-  Cell settle(Cell& c) {
+  Cell settle(Labels& c) {
     for (Label& l : c) {
       l.deriv = pair(l.deriv, l.other);
       l.other = -1;
     }
-    return Cell(c.begin(), c.end());
+    return Cell(c.data(), c.size());
   }
 
   // x (+) y: every label of x with every label of y, pruned.
@@ -323,13 +405,13 @@ struct Dp {
                     double inside) {
     return combine_many(xs.data(), ys.data(), xs.size(), inside);
   }
-  Cell scratch;
+  Labels scratch;
 
   // Without a memory limit a cell keeps its k cheapest labels: the k cheapest sums of pairs of
   // sorted lists, kept sorted in a buffer of k, and each list cut at the first sum that costs
   // more than the k-th kept (most candidate pairs of a node elimination are never formed).
   Cell cheapest_sums(const Cell* const* xs, const Cell* const* ys, size_t n) {
-    Cell& best = scratch;
+    Labels& best = scratch;
     best.clear();
     auto before = [](const Label& a, const Label& b) {
       return a.cost != b.cost ? a.cost < b.cost : a.mem < b.mem;
@@ -390,10 +472,10 @@ struct Dp {
         Table t;
         t.a = t1.a, t.b = t1.b, t.na = t1.na, t.nb = t1.nb;
         t.inside_min_mem = t1.inside_min_mem + t2.inside_min_mem;
-        t.cells.resize(t1.cells.size());
+        t.cells.resize(static_cast<size_t>(t.na) * t.nb);
         for (int sa = 0; sa < t.na; ++sa)
           for (int sb = 0; sb < t.nb; ++sb)
-            t.at(sa, sb) = combine(t1.at(sa, sb), t2.from(t.a, sa, sb), t.inside_min_mem);
+            t.put(sa, sb) = combine(t1.at(sa, sb), t2.from(t.a, sa, sb), t.inside_min_mem);
         kill_table(inc[i]);
         kill_table(inc[j]);
         add_table(std::move(t));
@@ -412,21 +494,96 @@ struct Dp {
     const double left_inside = tables[e1].inside_min_mem + node_inside[w];
     t.cells.resize(static_cast<size_t>(t.na) * t.nb);
     const int sw_n = g.strategies(w);
-    for (int sa = 0; sa < t.na; ++sa) {
-      std::vector<Cell> left(sw_n);  // e1 + w, per sw
-      for (int sw = 0; sw < sw_n; ++sw)
-        left[sw] = combine(tables[e1].from(a, sa, sw), node_cells[w][sw], left_inside);
-      std::vector<const Cell*> xs(sw_n), ys(sw_n);
-      for (int sw = 0; sw < sw_n; ++sw) xs[sw] = &left[sw];
-      for (int sb = 0; sb < t.nb; ++sb) {
-        for (int sw = 0; sw < sw_n; ++sw) ys[sw] = &tables[e2].from(w, sw, sb);
-        t.at(sa, sb) = combine_many(xs, ys, t.inside_min_mem);
+    if (k == 1 && limit == kNoMemoryLimit) {
+      eliminate_single(e1, w, e2, t);
+    } else {
+      for (int sa = 0; sa < t.na; ++sa) {
+        std::vector<Cell> left(sw_n);  // e1 + w, per sw
+        for (int sw = 0; sw < sw_n; ++sw)
+          left[sw] = combine(tables[e1].from(a, sa, sw), node_cells[w][sw], left_inside);
+        std::vector<const Cell*> xs(sw_n), ys(sw_n);
+        for (int sw = 0; sw < sw_n; ++sw) xs[sw] = &left[sw];
+        for (int sb = 0; sb < t.nb; ++sb) {
+          for (int sw = 0; sw < sw_n; ++sw) ys[sw] = &tables[e2].from(w, sw, sb);
+          t.put(sa, sb) = combine_many(xs, ys, t.inside_min_mem);
+        }
       }
     }
     kill_table(e1);
     kill_table(e2);
     kill_node(w);
     add_table(std::move(t));
+  }
+
+  // Node elimination when every cell holds at most one label (k = 1, no memory limit): cell
+  // (sa, sb) is the least over sw of (e1 + w) + e2 by (cost, memory, sw), the sums and the
+  // choice of combine_many (which keeps the first of equal labels in sw order), as a (min, +)
+  // product of dense rows. For each sa the sw are taken cheapest (e1 + w) first, and a column sb
+  // leaves the scan as soon as no later sw can beat or tie its best (its (e1 + w) plus the least
+  // e2 into sb already costs more): the cells are exact, and most sums are never formed. No
+  // cell is built for an sw that loses, and a pair's derivation record only for the winner.
+  void eliminate_single(int e1, int w, int e2, Table& t) {
+    constexpr double inf = std::numeric_limits<double>::infinity();
+    const int a = t.a, sw_n = g.strategies(w), nb = t.nb;
+    // e2 as dense rows (an empty cell costs infinity), and the least of each column.
+    std::vector<double> rc(static_cast<size_t>(sw_n) * nb, inf), rm(rc.size(), 0);
+    std::vector<int> rd(rc.size(), -1);
+    std::vector<double> rmin(nb, inf);
+    for (int sw = 0; sw < sw_n; ++sw) {
+      if (node_cells[w][sw].empty()) continue;
+      for (int sb = 0; sb < nb; ++sb)
+        if (const Cell& c = tables[e2].from(w, sw, sb); !c.empty()) {
+          const size_t i = static_cast<size_t>(sw) * nb + sb;
+          rc[i] = c.front().cost, rm[i] = c.front().mem, rd[i] = c.front().deriv;
+          rmin[sb] = std::min(rmin[sb], rc[i]);
+        }
+    }
+    std::vector<double> lc(sw_n), lm(sw_n), bc(nb), bm(nb);
+    std::vector<int> le(sw_n), lw(sw_n), ld(sw_n), bw(nb), order, open;
+    for (int sa = 0; sa < t.na; ++sa) {
+      order.clear();
+      for (int sw = 0; sw < sw_n; ++sw) {  // e1 + w
+        const Cell &x = tables[e1].from(a, sa, sw), &y = node_cells[w][sw];
+        ld[sw] = -2;  // its derivation record: made when it wins a cell
+        if (x.empty() || y.empty()) continue;
+        lc[sw] = x.front().cost + y.front().cost;
+        lm[sw] = x.front().mem + y.front().mem;
+        le[sw] = x.front().deriv, lw[sw] = y.front().deriv;
+        order.push_back(sw);
+      }
+      std::sort(order.begin(), order.end(),
+                [&](int p, int q) { return lc[p] != lc[q] ? lc[p] < lc[q] : p < q; });
+      open.clear();
+      for (int sb = 0; sb < nb; ++sb) {
+        bc[sb] = inf, bw[sb] = -1;
+        if (rmin[sb] != inf) open.push_back(sb);
+      }
+      for (const int sw : order) {
+        const double x = lc[sw], xm = lm[sw];
+        const double* rcs = &rc[static_cast<size_t>(sw) * nb];
+        const double* rms = &rm[static_cast<size_t>(sw) * nb];
+        size_t kept = 0;
+        for (const int sb : open) {
+          if (x + rmin[sb] > bc[sb]) continue;  // no later sw reaches it
+          open[kept++] = sb;
+          const double c = x + rcs[sb];
+          if (c > bc[sb]) continue;
+          const double m = xm + rms[sb];
+          if (c < bc[sb] || m < bm[sb] || (m == bm[sb] && sw < bw[sb]))
+            bc[sb] = c, bm[sb] = m, bw[sb] = sw;
+        }
+        work += static_cast<int64_t>(open.size());
+        open.resize(kept);
+        if (open.empty()) break;
+      }
+      for (int sb = 0; sb < nb; ++sb) {
+        const int sw = bw[sb];
+        if (sw < 0) continue;
+        if (ld[sw] == -2) ld[sw] = pair(le[sw], lw[sw]);
+        t.put(sa, sb) =
+            Cell{Label{bc[sb], bm[sb], pair(ld[sw], rd[static_cast<size_t>(sw) * nb + sb])}};
+      }
+    }
   }
 
   void contract_leaf(int w) {  // exactly one neighbour
@@ -448,7 +605,7 @@ struct Dp {
   }
 
   void finish(int w) {  // no neighbour left: the component is solved
-    Cell all;
+    Labels all;
     for (const Cell& c : node_cells[w]) all.insert(all.end(), c.begin(), c.end());
     components.push_back(prune(std::move(all), node_inside[w]));
     kill_node(w);
@@ -599,9 +756,10 @@ struct Brancher {
   size_t peak_bytes = 0;
   bool exact = true, capped = false;
   int guessed = 0;
+  EdgeCells edge_cells = edge_cells_of(g);
 
   std::vector<Assignment> solve(std::map<int, int>& restrict) {
-    auto run = std::make_unique<Dp>(g, limit, o.top_k, restrict, o.max_search_bytes);
+    auto run = std::make_unique<Dp>(g, edge_cells, limit, o.top_k, restrict, o.max_search_bytes);
     Dp& dp = *run;
     dp.run();
     ++runs;

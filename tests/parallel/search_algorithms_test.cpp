@@ -165,6 +165,26 @@ TEST(SearchDp, EqualsExhaustiveOnSeriesParallelGraphs) {
   EXPECT_EQ(graphs, 300);
 }
 
+// The same with k = 1 and no memory limit: dp's dense (min, +) node elimination (one label a
+// cell) against exhaustive search, on graphs whose costs, rounded to quarters, tie often.
+TEST(SearchDp, SingleLabelEliminationEqualsExhaustive) {
+  for (uint64_t seed = 1; seed <= 300; ++seed) {
+    CostGraph g = random_series_parallel(seed, 3 + static_cast<int>(seed % 12), RandomCosts{2, 4});
+    auto quarter = [](double& x) { x = std::round(x * 4) / 4; };
+    for (CostGraph::Node& nd : g.nodes) std::for_each(nd.cost.begin(), nd.cost.end(), quarter);
+    for (CostGraph::Edge& e : g.edges)
+      for (std::vector<double>& row : e.cost) std::for_each(row.begin(), row.end(), quarter);
+    const SearchResult ex = search_exhaustive(g, SearchOptions{});
+    const SearchResult dp = search_dp(g, SearchOptions{});
+    ASSERT_TRUE(ex.complete);
+    EXPECT_TRUE(dp.exact) << "seed " << seed << ": " << dp.notes;
+    ASSERT_EQ(dp.top.size(), 1u) << seed;
+    EXPECT_TRUE(near(dp.top[0].cost, ex.top[0].cost))
+        << "seed " << seed << ": dp " << dp.top[0].cost << " exhaustive " << ex.top[0].cost;
+    EXPECT_TRUE(near(evaluate(g, dp.top[0].choice).cost, dp.top[0].cost)) << seed;
+  }
+}
+
 TEST(SearchDp, EqualsExhaustiveUnderMemoryLimits) {
   for (uint64_t seed = 1; seed <= 200; ++seed) {
     const CostGraph g = random_series_parallel(seed, 4 + static_cast<int>(seed % 9));
