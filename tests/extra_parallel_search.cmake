@@ -11,6 +11,14 @@ target_link_libraries(test_parallel_search PRIVATE spora_tool_search spora_distr
                       spora_parallel_search_ir spora_sim spora_runtime CLI11::CLI11 ${SPORA_TEST_LIBS})
 target_compile_definitions(test_parallel_search PRIVATE SPORA_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
 gtest_discover_tests(test_parallel_search WORKING_DIRECTORY ${CMAKE_SOURCE_DIR} DISCOVERY_TIMEOUT 60)
+# The dp search of the W4 block on a 3-D mesh (2x2x2: up to 360 candidates a node, capped at
+# 64) finishes well inside a minute and writes a strategy with a layout per parameter.
+if(TARGET spora_cli)
+  add_test(NAME parallel_search_cli_w4_3d
+           COMMAND sh -c "s=$(mktemp \"$\{TMPDIR:-/tmp\}/spora_search_3d.XXXXXX.json\") && $<TARGET_FILE:spora_cli> search benchmarks/sim/w4_block.sp --cluster examples/clusters/dgx-a100.yaml --mesh 2x2x2 --algo dp --top 1 -o \"$s\" && grep -qF '\"mesh\": [2, 2, 2]' \"$s\" && grep -q '\"net.wq\": ' \"$s\" && grep -q '\"predicted_step_seconds\"' \"$s\"; rc=$?; rm -f \"$s\"; exit $rc"
+           WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  set_tests_properties(parallel_search_cli_w4_3d PROPERTIES TIMEOUT 60)
+endif()
 # `spora search --stages 2 --micro-batches 4` writes a pipeline strategy ("split": "auto") that
 # `spora train-step` trains with: W2 on 2 stages x 2 devices equals the single-device run (f32, 1e-4).
 if(TARGET spora_cli AND MPI_CXX_FOUND AND SPORA_MPIRUN)

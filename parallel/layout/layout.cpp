@@ -504,20 +504,38 @@ Layout apply_step(const Layout& l, const RedistStep& s) {
 // unused, splitting one of the dims, or partial: at most (rank + 2)^axes states, a few hundred
 // for the meshes we meet) with the steps as edges weighted by their time. Ties are broken by
 // fewer bytes, then fewer steps, so a free Slice is preferred to nothing only when needed.
-RedistPlan plan_redistribution(const Layout& from, const Layout& to,
-                               const std::vector<int64_t>& shape, int dtype_bytes, const Mesh& m,
-                               const CommModel& cm) {
-  from.validate(m, shape);
-  to.validate(m, shape);
-  for (int a : to.partial)
-    if (!from.has_partial(a))
-      throw UserError(
-          fmt::format("cannot redistribute {} to {}: the target is partial over mesh "
-                      "axis {} and the source is not",
-                      from.to_string(m), to.to_string(m), m.axis_name(a)));
-  RedistPlan plan;
-  if (from == to) return plan;
+namespace {
 
+struct PathCost {
+  double seconds = 0;
+  int64_t bytes = 0;
+  size_t steps = 0;
+  bool operator<(const PathCost& o) const {
+    // Times within a relative 1e-12 are equal, so the tie-breaks decide.
+    const double tol = 1e-12 * std::max(std::abs(seconds), std::abs(o.seconds));
+    if (std::abs(seconds - o.seconds) > tol) return seconds < o.seconds;
+    if (bytes != o.bytes) return bytes < o.bytes;
+    return steps < o.steps;
+  }
+};
+
+using LayoutKey = std::pair<std::vector<int>, std::vector<int>>;  // (tensor_map, partial)
+LayoutKey key_of(const Layout& l) { return {l.tensor_map, l.partial}; }
+
+struct ShortestPaths {
+  std::map<LayoutKey, PathCost> best;
+  std::map<LayoutKey, std::pair<Layout, RedistStep>> prev;
+};
+
+// Dijkstra from `from` (valid for `shape`) over the layouts of the tensor. A partial axis in
+// `keep` is never reduced (the target keeps it: reducing it cannot be undone); partial axes are
+// never created, so every path to a layout partial over some axes keeps those axes throughout,
+// and searching with fewer axes kept finds the same cheapest path to it. Stops once `stop` is
+// settled (its cost is then final), else settles every reachable layout.
+ShortestPaths shortest_paths(const Layout& from, const std::vector<int>& keep, const Layout* stop,
+                             const std::vector<int64_t>& shape, int dtype_bytes, const Mesh& m,
+                             const CommModel& cm) {
+  auto kept = [&](int a) { return std::find(keep.begin(), keep.end(), a) != keep.end(); };
   auto local_bytes = [&](const Layout& l) {
     int64_t n = dtype_bytes;
     for (int64_t s : l.local_shape(shape, m)) n *= s;
@@ -528,15 +546,15 @@ RedistPlan plan_redistribution(const Layout& from, const Layout& to,
       if (l.tensor_map[d] >= 0 && shape[d] % m.axis_size(l.tensor_map[d]) != 0) return false;
     return true;
   };
-  // Candidate steps out of a layout. Partial axes are never created; a partial axis that the
-  // target keeps is never reduced (reducing it cannot be undone).
+  // Candidate steps out of a layout. Partial axes are never created; a kept partial axis is
+  // never reduced.
   auto moves = [&](const Layout& l) {
     std::vector<RedistStep> out;
     const int rank = l.rank();
     for (int a = 0; a < m.ndim(); ++a) {
       const int d = l.dim_of_axis(a);
       if (l.has_partial(a)) {
-        if (to.has_partial(a)) continue;
+        if (kept(a)) continue;
         out.push_back({RedistStep::Kind::AllReduce, -1, -1, a, {}});
         for (int e = 0; e < rank; ++e)
           if (l.tensor_map[static_cast<size_t>(e)] < 0)
@@ -555,63 +573,79 @@ RedistPlan plan_redistribution(const Layout& from, const Layout& to,
     return out;
   };
 
-  struct Cost {
-    double seconds = 0;
-    int64_t bytes = 0;
-    size_t steps = 0;
-    bool operator<(const Cost& o) const {
-      // Times within a relative 1e-12 are equal, so the tie-breaks decide.
-      const double tol = 1e-12 * std::max(std::abs(seconds), std::abs(o.seconds));
-      if (std::abs(seconds - o.seconds) > tol) return seconds < o.seconds;
-      if (bytes != o.bytes) return bytes < o.bytes;
-      return steps < o.steps;
-    }
-  };
-  auto key = [](const Layout& l) { return std::make_pair(l.tensor_map, l.partial); };
-  using Key = decltype(key(from));
-  std::map<Key, Cost> best;
-  std::map<Key, std::pair<Layout, RedistStep>> prev;
-  auto cmp = [](const std::pair<Cost, Layout>& a, const std::pair<Cost, Layout>& b) {
+  ShortestPaths sp;
+  auto cmp = [](const std::pair<PathCost, Layout>& a, const std::pair<PathCost, Layout>& b) {
     return b.first < a.first;
   };
-  std::priority_queue<std::pair<Cost, Layout>, std::vector<std::pair<Cost, Layout>>, decltype(cmp)>
+  std::priority_queue<std::pair<PathCost, Layout>, std::vector<std::pair<PathCost, Layout>>,
+                      decltype(cmp)>
       queue(cmp);
-  best[key(from)] = Cost{};
-  queue.push({Cost{}, from});
+  sp.best[key_of(from)] = PathCost{};
+  queue.push({PathCost{}, from});
   while (!queue.empty()) {
     auto [c, l] = queue.top();
     queue.pop();
-    const Cost& known = best[key(l)];
+    const PathCost& known = sp.best[key_of(l)];
     if (known < c) continue;
-    if (l == to) break;
+    if (stop && l == *stop) break;
     const int64_t bytes = local_bytes(l);
     for (RedistStep s : moves(l)) {
       Layout next = apply_step(l, s);
       if (!fits(next)) continue;
       s.shape_before = l.local_shape(shape, m);
-      Cost nc{c.seconds + cm.time(s, bytes, m), c.bytes + CommModel::bytes_sent(s, bytes, m),
-              c.steps + 1};
-      auto it = best.find(key(next));
-      if (it != best.end() && !(nc < it->second)) continue;
-      best[key(next)] = nc;
-      prev.insert_or_assign(key(next), std::make_pair(l, s));
+      PathCost nc{c.seconds + cm.time(s, bytes, m), c.bytes + CommModel::bytes_sent(s, bytes, m),
+                  c.steps + 1};
+      auto it = sp.best.find(key_of(next));
+      if (it != sp.best.end() && !(nc < it->second)) continue;
+      sp.best[key_of(next)] = nc;
+      sp.prev.insert_or_assign(key_of(next), std::make_pair(l, s));
       queue.push({nc, next});
     }
   }
-  auto it = best.find(key(to));
-  if (it == best.end())
+  return sp;
+}
+
+}  // namespace
+
+RedistPlan plan_redistribution(const Layout& from, const Layout& to,
+                               const std::vector<int64_t>& shape, int dtype_bytes, const Mesh& m,
+                               const CommModel& cm) {
+  from.validate(m, shape);
+  to.validate(m, shape);
+  for (int a : to.partial)
+    if (!from.has_partial(a))
+      throw UserError(
+          fmt::format("cannot redistribute {} to {}: the target is partial over mesh "
+                      "axis {} and the source is not",
+                      from.to_string(m), to.to_string(m), m.axis_name(a)));
+  RedistPlan plan;
+  if (from == to) return plan;
+  const ShortestPaths sp = shortest_paths(from, to.partial, &to, shape, dtype_bytes, m, cm);
+  auto it = sp.best.find(key_of(to));
+  if (it == sp.best.end())
     throw UserError(fmt::format("cannot redistribute {} to {} for shape [{}] on the mesh {}",
                                 from.to_string(m), to.to_string(m), fmt::join(shape, ","),
                                 m.to_string()));
   plan.seconds = it->second.seconds;
   plan.bytes_moved = it->second.bytes;
   for (Layout l = to; !(l == from);) {
-    const auto& [p, s] = prev.at(key(l));
+    const auto& [p, s] = sp.prev.at(key_of(l));
     plan.steps.push_back(s);
     l = p;
   }
   std::reverse(plan.steps.begin(), plan.steps.end());
   return plan;
+}
+
+std::vector<std::pair<Layout, double>> redistribution_seconds_from(
+    const Layout& from, const std::vector<int64_t>& shape, int dtype_bytes, const Mesh& m,
+    const CommModel& cm) {
+  from.validate(m, shape);
+  const ShortestPaths sp = shortest_paths(from, {}, nullptr, shape, dtype_bytes, m, cm);
+  std::vector<std::pair<Layout, double>> out;
+  out.reserve(sp.best.size());
+  for (const auto& [key, cost] : sp.best) out.push_back({Layout{key.first, key.second}, cost.seconds});
+  return out;
 }
 
 }  // namespace spora::parallel

@@ -22,6 +22,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace spora::parallel {
@@ -143,6 +144,14 @@ struct RedistPlan {
 RedistPlan plan_redistribution(const Layout& from, const Layout& to,
                                const std::vector<int64_t>& shape, int dtype_bytes, const Mesh&,
                                const CommModel&);
+// plan_redistribution's seconds from `from` to every layout it can reach, in one search (the
+// search of plan_redistribution run to the end, each target's cheapest path being the one
+// plan_redistribution finds for it): what a strategy search prices edge tables with. A layout
+// not listed cannot be reached (plan_redistribution throws for it). Throws lang::UserError when
+// `from` does not fit the shape.
+std::vector<std::pair<Layout, double>> redistribution_seconds_from(
+    const Layout& from, const std::vector<int64_t>& shape, int dtype_bytes, const Mesh&,
+    const CommModel&);
 // The layout after applying one step to `l` (no checks beyond the step's own preconditions,
 // which throw lang::InternalError).
 Layout apply_step(const Layout& l, const RedistStep& s);

@@ -59,6 +59,9 @@ struct Assignment {
 };
 
 inline constexpr double kNoMemoryLimit = std::numeric_limits<double>::infinity();
+// SearchOptions::dp_max_candidates by default: every node of the W4 and GPT blocks on a 1-D or
+// 2-D mesh (up to 57 candidates) keeps all of its candidates; on 2x2x2 they have up to 360.
+inline constexpr int kDpMaxCandidates = 64;
 
 struct SearchOptions {
   int top_k = 1;
@@ -71,6 +74,9 @@ struct SearchOptions {
   // dp: the most bytes its tables, cells and derivation records may take at once; past it the
   // search throws SearchLimitError (dp.cpp, "Memory is bounded by design")
   size_t max_search_bytes = size_t{512} << 20;
+  // dp: the most candidates a node keeps (dp.cpp, "Candidates are capped"): a node with more
+  // is searched on this many of them, and the result is then not guaranteed exact; 0: no cap
+  int dp_max_candidates = kDpMaxCandidates;
   // propagate: node -> fixed candidate (the user's shard annotations)
   std::map<int, int> fixed;
 };

@@ -173,27 +173,36 @@ StepCostGraph build_step_cost_graph(const ir::Graph& step,
     const StepCostGraph::Origin& o = out.origins[node];
     return o.is_param || o.fanout ? o.layouts[s] : o.strategies[s].output;
   };
-  // Redistribution seconds by (source, destination, shape, element bytes): the edges of a step
-  // repeat the same few tensor types and layouts, and a 3-D mesh gives hundreds of layouts a
-  // side (W4 on 2x2x2: the graph took minutes to price without it).
-  std::unordered_map<std::string, double> priced;
-  auto seconds = [&](const Layout& src, const Layout& dst, const sem::TypeP& t) {
+  // Redistribution seconds: one shortest-path search per (source layout, shape, element bytes)
+  // prices every destination at once (redistribution_seconds_from), kept for the next edge of
+  // the same tensor type. The edges of a step repeat the same few tensor types and layouts, and
+  // a 3-D mesh gives hundreds of layouts a side (W4 on 2x2x2: a search per (source,
+  // destination) pair took tens of seconds). Layouts are interned to small ids, so that a pair
+  // costs one lookup.
+  std::unordered_map<std::string, int> layout_ids;
+  auto layout_id = [&](const Layout& l) {
+    std::string key;
+    for (int x : l.tensor_map) key += static_cast<char>(x + 2);
+    key.push_back('\0');
+    for (int x : l.partial) key += static_cast<char>(x + 2);
+    return layout_ids.emplace(std::move(key), static_cast<int>(layout_ids.size())).first->second;
+  };
+  std::unordered_map<std::string, std::unordered_map<int, double>> reach;
+  auto reachable = [&](int src_id, const Layout& src,
+                       const sem::TypeP& t) -> const std::unordered_map<int, double>& {
     std::string key;
     auto put = [&](int64_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); };
-    for (const std::vector<int>* v :
-         {&src.tensor_map, &src.partial, &dst.tensor_map, &dst.partial}) {
-      put(static_cast<int64_t>(v->size()));
-      for (int x : *v) put(x);
-    }
-    for (int64_t d : t->shape) put(d);
+    put(src_id);
     put(element_bytes(t));
-    const auto [it, fresh] = priced.emplace(std::move(key), 0.0);
+    for (int64_t d : t->shape) put(d);
+    const auto [it, fresh] = reach.try_emplace(std::move(key));
     if (fresh) {
       try {
-        it->second =
-            plan_redistribution(src, dst, t->shape, element_bytes(t), mesh, device.comm).seconds;
+        for (const auto& [l, sec] :
+             redistribution_seconds_from(src, t->shape, element_bytes(t), mesh, device.comm))
+          it->second[layout_id(l)] = sec;
       } catch (const std::exception&) {
-        it->second = device.forbidden;
+        // a source that does not fit the shape reaches nothing: every edge out of it is forbidden
       }
     }
     return it->second;
@@ -201,15 +210,23 @@ StepCostGraph build_step_cost_graph(const ir::Graph& step,
   auto edge = [&](int from, int to, const sem::TypeP& t, const auto& wanted) {
     const int sf = out.graph.strategies(from), st = out.graph.strategies(to);
     std::vector<std::vector<double>> cost(sf, std::vector<double>(st, 0.0));
+    std::vector<int> dst_id(st, -1);
+    for (int b = 0; b < st; ++b)
+      if (const Layout* dst = wanted(b); dst && dst->rank() == t->rank()) dst_id[b] = layout_id(*dst);
     bool any = false;
-    for (int a = 0; a < sf; ++a)
+    for (int a = 0; a < sf; ++a) {
+      const Layout& src = produced(from, a);
+      if (src.rank() != t->rank()) continue;
+      const int src_id = layout_id(src);
+      const std::unordered_map<int, double>* r = nullptr;
       for (int b = 0; b < st; ++b) {
-        const Layout& src = produced(from, a);
-        const Layout* dst = wanted(b);
-        if (!dst || src.rank() != t->rank() || dst->rank() != t->rank() || src == *dst) continue;
-        cost[a][b] = seconds(src, *dst, t);
+        if (dst_id[b] < 0 || dst_id[b] == src_id) continue;
+        if (!r) r = &reachable(src_id, src, t);
+        const auto at = r->find(dst_id[b]);
+        cost[a][b] = at == r->end() ? device.forbidden : at->second;
         any = any || cost[a][b] > 0;
       }
+    }
     if (any || sf * st > 1) out.graph.add_edge(from, to, std::move(cost));
   };
 

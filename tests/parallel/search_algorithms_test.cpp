@@ -165,6 +165,65 @@ TEST(SearchDp, EqualsExhaustiveOnSeriesParallelGraphs) {
   EXPECT_EQ(graphs, 300);
 }
 
+// The same with k = 1 and no memory limit: dp's dense (min, +) node elimination (one label a
+// cell) against exhaustive search, on graphs whose costs, rounded to quarters, tie often.
+TEST(SearchDp, SingleLabelEliminationEqualsExhaustive) {
+  for (uint64_t seed = 1; seed <= 300; ++seed) {
+    CostGraph g = random_series_parallel(seed, 3 + static_cast<int>(seed % 12), RandomCosts{2, 4});
+    auto quarter = [](double& x) { x = std::round(x * 4) / 4; };
+    for (CostGraph::Node& nd : g.nodes) std::for_each(nd.cost.begin(), nd.cost.end(), quarter);
+    for (CostGraph::Edge& e : g.edges)
+      for (std::vector<double>& row : e.cost) std::for_each(row.begin(), row.end(), quarter);
+    const SearchResult ex = search_exhaustive(g, SearchOptions{});
+    const SearchResult dp = search_dp(g, SearchOptions{});
+    ASSERT_TRUE(ex.complete);
+    EXPECT_TRUE(dp.exact) << "seed " << seed << ": " << dp.notes;
+    ASSERT_EQ(dp.top.size(), 1u) << seed;
+    EXPECT_TRUE(near(dp.top[0].cost, ex.top[0].cost))
+        << "seed " << seed << ": dp " << dp.top[0].cost << " exhaustive " << ex.top[0].cost;
+    EXPECT_TRUE(near(evaluate(g, dp.top[0].choice).cost, dp.top[0].cost)) << seed;
+  }
+}
+
+// The candidate cap (SearchOptions::dp_max_candidates): a node with more candidates is
+// searched on that many; the picks index the whole graph, cost what evaluate says, never more
+// than the polished all-first start, and are reported inexact. A cap no node exceeds changes
+// nothing.
+TEST(SearchDp, CappedCandidatesStayValidAndSayInexact) {
+  int capped_runs = 0, optimal = 0;
+  for (uint64_t seed = 1; seed <= 200; ++seed) {
+    const CostGraph g =
+        random_series_parallel(seed, 4 + static_cast<int>(seed % 9), RandomCosts{2, 5});
+    const SearchResult ex = search_exhaustive(g, SearchOptions{});
+    const SearchResult whole = search_dp(g, SearchOptions{});
+    SearchOptions loose;
+    loose.dp_max_candidates = 5;
+    const SearchResult same = search_dp(g, loose);
+    EXPECT_EQ(same.top[0].choice, whole.top[0].choice) << seed;
+    EXPECT_TRUE(same.exact) << seed;
+    SearchOptions o;
+    o.dp_max_candidates = 2;
+    const SearchResult r = search_dp(g, o);
+    ASSERT_FALSE(r.top.empty()) << seed;
+    const Assignment& a = r.top[0];
+    EXPECT_TRUE(near(evaluate(g, a.choice).cost, a.cost)) << seed;
+    EXPECT_GE(a.cost, ex.top[0].cost - 1e-12) << seed;
+    const Assignment first =
+        improve_locally(g, evaluate(g, std::vector<int>(g.nodes.size(), 0)), kNoMemoryLimit);
+    EXPECT_LE(a.cost, first.cost + 1e-12) << seed;
+    bool over = false;
+    for (const CostGraph::Node& nd : g.nodes) over = over || nd.cost.size() > 2;
+    if (over) {
+      ++capped_runs;
+      EXPECT_FALSE(r.exact) << seed;
+      EXPECT_NE(r.notes.find("searched on their 2 best"), std::string::npos) << r.notes;
+    }
+    optimal += near(a.cost, ex.top[0].cost);
+  }
+  EXPECT_GT(capped_runs, 150);
+  std::printf("dp with at most 2 candidates a node: %d of 200 optimal\n", optimal);
+}
+
 TEST(SearchDp, EqualsExhaustiveUnderMemoryLimits) {
   for (uint64_t seed = 1; seed <= 200; ++seed) {
     const CostGraph g = random_series_parallel(seed, 4 + static_cast<int>(seed % 9));

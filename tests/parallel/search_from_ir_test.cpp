@@ -135,5 +135,37 @@ TEST(SearchFromIr, W4BlockOnTwoByTwo) {
   EXPECT_THROW(search_dp(g.graph, o), SearchLimitError);
 }
 
+// The same block on a 3-D mesh (2x2x2: up to 360 candidates a node, 141 nodes over the cap):
+// dp searches the capped graph inside a few tens of MB and its pick, on the whole graph, costs
+// no more than all-replicated or sharding propagation's.
+TEST(SearchFromIr, W4BlockOnTwoByTwoByTwo) {
+  ops::register_all();
+  static bool installed = false;
+  if (!installed) autodiff::install(), installed = true;
+  sim::StepOptions so;
+  so.batch = 8;
+  const sim::StepProgram p =
+      sim::build_step_program(SPORA_SOURCE_DIR "/benchmarks/sim/w4_block.sp", so);
+  const StepCostGraph g = build(p, Mesh{{2, 2, 2}, {}});
+  int most = 0;
+  for (const CostGraph::Node& nd : g.graph.nodes)
+    most = std::max(most, static_cast<int>(nd.cost.size()));
+  EXPECT_GT(most, kDpMaxCandidates);
+  SearchOptions o;
+  o.max_search_bytes = size_t{128} << 20;
+  const SearchResult dp = search_dp(g.graph, o);
+  ASSERT_EQ(dp.top.size(), 1u);
+  EXPECT_FALSE(dp.exact);
+  EXPECT_NE(dp.notes.find("searched on their 64 best"), std::string::npos) << dp.notes;
+  EXPECT_LT(dp.search_bytes, size_t{128} << 20);
+  EXPECT_NEAR(evaluate(g.graph, dp.top[0].choice).cost, dp.top[0].cost, 1e-12);
+  const std::vector<int> replicated(g.graph.nodes.size(), 0);
+  EXPECT_LE(dp.top[0].cost, evaluate(g.graph, replicated).cost);
+  const SearchResult prop = search_propagate(g.graph, SearchOptions{});
+  EXPECT_LE(dp.top[0].cost, prop.top[0].cost * (1 + 1e-9));
+  const std::string json = strategy_json(g, dp.top[0]);
+  EXPECT_NE(json.find("\"mesh\": [2, 2, 2]"), std::string::npos) << json;
+}
+
 }  // namespace
 }  // namespace spora::parallel::search

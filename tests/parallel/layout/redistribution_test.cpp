@@ -3,6 +3,7 @@
 // layout A into shards of layout B, for every pair of layouts of several shapes and meshes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "lang/diagnostics.h"
@@ -315,6 +316,46 @@ TEST(Plan, EveryPairOfLayoutsMovesTheDataRight) {
   }
   EXPECT_GT(n, 1500);
   std::printf("checked %d plans\n", n);
+}
+
+// redistribution_seconds_from prices every target of one source in one search: for every pair
+// of layouts it gives plan_redistribution's seconds, and it lists exactly the targets that
+// plan_redistribution can reach (the others throw).
+TEST(Plan, SecondsFromOneSourceMatchEveryPlan) {
+  int n = 0;
+  auto check = [&](const Mesh& m, const std::vector<int64_t>& shape) {
+    const CommModel c = model(m.ndim(), 2e-6, 5e9);
+    const std::vector<Layout> layouts = all_layouts(static_cast<int>(shape.size()), m);
+    for (const Layout& from : layouts) {
+      std::vector<std::pair<Layout, double>> all;
+      try {
+        all = redistribution_seconds_from(from, shape, 4, m, c);
+      } catch (const lang::UserError&) {
+        EXPECT_THROW(plan_redistribution(from, from, shape, 4, m, c), lang::UserError);
+        continue;
+      }
+      for (const Layout& to : layouts) {
+        const auto at = std::find_if(all.begin(), all.end(),
+                                     [&](const auto& p) { return p.first == to; });
+        const std::string what = from.to_string() + " -> " + to.to_string() + " on " +
+                                 m.to_string() + " shape " + sem::shape_str(shape);
+        try {
+          const RedistPlan plan = plan_redistribution(from, to, shape, 4, m, c);
+          ASSERT_NE(at, all.end()) << what;
+          EXPECT_NEAR(at->second, plan.seconds, 1e-12 * std::max(1e-6, plan.seconds)) << what;
+          ++n;
+        } catch (const lang::UserError&) {
+          EXPECT_EQ(at, all.end()) << what;
+        }
+      }
+    }
+  };
+  check(Mesh{{2}, {}}, {4, 6});
+  check(Mesh{{2, 2}, {}}, {4, 2, 6});
+  check(Mesh{{2, 3}, {}}, {6, 4});
+  check(Mesh{{2, 2, 2}, {}}, {4, 4, 2});
+  check(Mesh{{4, 2}, {}}, {8, 3, 4});
+  EXPECT_GT(n, 1000);
 }
 
 }  // namespace
