@@ -142,7 +142,7 @@ TEST(SearchFromIr, W4BlockOnTwoByTwoByTwo) {
   ops::register_all();
   static bool installed = false;
   if (!installed) autodiff::install(), installed = true;
-  sim::StepOptions so;
+  parallel::StepOptions so;
   so.batch = 8;
   const sim::StepProgram p =
       sim::build_step_program(SPORA_SOURCE_DIR "/benchmarks/sim/w4_block.sp", so);
