@@ -39,8 +39,9 @@ std::unique_ptr<spora::ir::Module> compile(const std::string& text, spora::lang:
   return m;
 }
 
-// The three workloads of ../shared/bench/WORKLOADS.md, each with `main` timing either the
-// forward (mode 0) or value_and_grad (mode 1) of its loss.
+// The networks of W2, W3 and W4 of benchmarks/workloads/README.md (the MLP, LeNet-5, the
+// encoder block; without biases here), each with `main` timing either the forward (mode 0) or
+// value_and_grad (mode 1) of its loss.
 const char* kMlp = R"(
 model MLP() {
     param w1: f32[784, 512] = normal(0.0, 0.02)

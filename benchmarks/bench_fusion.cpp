@@ -14,7 +14,7 @@
 // and records count 0) and traffic_MB (bytes read and written by those kernels, from the IR
 // types: a fused group reads its inputs and writes its outputs once, its anchor writes its
 // result and the group reads it back). The summary table at the end gives the ratios;
-// PyTorch's W5 (eager, best configuration: 14.7-15.0 ms, ../shared/bench/WORKLOADS.md) is the
+// PyTorch's W5 (eager, best configuration: 14.7-15.0 ms, benchmarks/workloads/README.md) is the
 // quoted peer, since the peer script cannot run inside this process.
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
@@ -46,7 +46,7 @@ using spora::sem::Value;
 using Clock = std::chrono::steady_clock;
 namespace ir = spora::ir;
 
-constexpr double kTorchW5BestMs = 14.85;  // PyTorch 1.13 eager, best env (WORKLOADS.md)
+constexpr double kTorchW5BestMs = 14.85;  // PyTorch 1.13 eager, best env (workloads/README.md)
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0;

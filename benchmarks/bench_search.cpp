@@ -118,7 +118,7 @@ void BM_DpStep(benchmark::State& state, const std::string& file, const std::stri
   const spora::sim::ClusterSpec cluster =
       spora::sim::load_cluster_spec(SPORA_SOURCE_DIR "/" + cluster_file);
   const spora::parallel::Mesh mesh = spora::parallel::Mesh::parse(mesh_text);
-  spora::sim::StepOptions so;
+  spora::parallel::StepOptions so;
   so.optimizer = optimizer;
   const spora::sim::StepProgram program =
       spora::sim::build_step_program(SPORA_SOURCE_DIR "/" + file, so);

@@ -1,4 +1,4 @@
-// The reference workloads W1-W6 of ../shared/bench/WORKLOADS.md (programs in
+// The reference workloads W1-W6 of benchmarks/workloads/README.md (programs in
 // benchmarks/workloads/), in graph mode and in eager mode, plus the machine limits they are
 // compared with, all measured in one process. benchmarks/compare.py runs this binary and the
 // PyTorch peer script together and prints the ratios; benchmarks/README.md says what is timed.
@@ -75,7 +75,8 @@ double process_cpu_seconds() {
 }
 
 // ------------------------------------------------------------------ load accounting
-// CPU seconds used by other processes during a timed loop, as in ../shared/bench/torch_workloads.py.
+// CPU seconds used by other processes during a timed loop, counted as the peer script counts them
+// (benchmarks/peer/torch_workloads.py).
 struct BgMeter {
   static double busy_seconds() {
     std::ifstream f("/proc/stat");
@@ -530,8 +531,8 @@ void BM_Limit_Sgemm1024(benchmark::State& state) {
   state.counters["threads"] = openblas_get_num_threads();
 }
 
-// The 9 GEMMs of a W2 step (3 forward, 3 dW, 3 dX; 257 MFLOP) back to back, as
-// ../shared/bench/src/w2gemm.c: the GEMM-only time a W2 step cannot beat with OpenBLAS.
+// The 9 GEMMs of a W2 step (3 forward, 3 dW, 3 dX; 257 MFLOP) back to back: the GEMM-only time
+// a W2 step cannot beat with OpenBLAS (benchmarks/workloads/README.md, "Machine limits").
 void BM_Limit_W2Gemms(benchmark::State& state) {
   BlasThreads threads;
   const int B = 64, d[4] = {784, 512, 512, 10};

@@ -1,20 +1,21 @@
 #!/usr/bin/env python3
-"""Side-by-side run of the reference workloads W1-W6 (../shared/bench/WORKLOADS.md): the PyTorch
-peer script and our bench_workloads in one invocation (same machine state, 2 threads each), then
-one table of ratios against the targets, plus W2 against its GEMM lower bound and W5 against the
-triad bandwidth bound, both measured in the same run.
+"""Side-by-side run of the reference workloads W1-W6 (benchmarks/workloads/README.md): the
+PyTorch peer script (benchmarks/peer/torch_workloads.py) and our bench_workloads in one
+invocation (same machine state, 2 threads each), then one table of ratios against the targets,
+plus W2 against its GEMM lower bound and W5 against the triad bandwidth bound, both measured in
+the same run.
 
 Usage:  python3 benchmarks/compare.py [--build build] [--only W2,W5] [--quick] [--out results.json]
         python3 benchmarks/compare.py --no-run --ours-json ours.json --peer-json peer.json   (table only)
 
 The peer's number is PyTorch *eager* in its best environment (the fastest of the script's
 configurations: default, OMP_WAIT_POLICY=PASSIVE, + glibc malloc kept off mmap), as
-WORKLOADS.md asks; TorchScript / nn.RNN variants are shown for information. Ours runs with
-OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 and no other tuning. Every ratio is printed, passing
-or not; bg columns are the CPU cores other processes used while timing (> 0.15: contaminated);
-(cpu) is our process's CPU time per step (all threads), which preemption does not inflate;
-min/min is the ratio of the fastest runs (ours / the peer's fastest eager run in any env), the
-least contaminated estimate when the machine is shared.
+benchmarks/workloads/README.md defines it; TorchScript / nn.RNN variants are shown for
+information. Ours runs with OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 and no other tuning.
+Every ratio is printed, passing or not; bg columns are the CPU cores other processes used
+while timing (> 0.15: contaminated); (cpu) is our process's CPU time per step (all threads),
+which preemption does not inflate; min/min is the ratio of the fastest runs (ours / the peer's
+fastest eager run in any env), the least contaminated estimate when the machine is shared.
 """
 import argparse
 import json
@@ -26,7 +27,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-PEER = os.path.join(os.path.dirname(ROOT), "shared", "bench", "torch_workloads.py")
+PEER = os.path.join(HERE, "peer", "torch_workloads.py")
 IDS = ["W1", "W2", "W3", "W4", "W5", "W6"]
 # Targets of the issue: ours / PyTorch eager (best env), at most this.
 TARGETS = {("W2", "graph"): 0.9, ("W3", "graph"): 1.0, ("W4", "graph"): 1.0}
@@ -45,7 +46,8 @@ def peer_python():
     for exe in (sys.executable, "/usr/bin/python3"):
         if exe and subprocess.run([exe, "-c", "import torch"], capture_output=True).returncode == 0:
             return exe
-    sys.exit("compare.py: no python3 with PyTorch found (run ../shared/bench/install_torch.sh)")
+    sys.exit("compare.py: no python3 with PyTorch found. On Debian 12: apt-get install python3-torch "
+             f"(PyTorch 1.13.1 for /usr/bin/python3); elsewhere: {sys.executable} -m pip install torch")
 
 
 def busy_cores(dt=1.0):

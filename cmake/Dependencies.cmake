@@ -1,4 +1,5 @@
-# Every third-party dependency is found here, once (see ../shared/TOOLCHAIN.md).
+# Every third-party dependency is found here, once. All are Debian 12 packages: the `packages`
+# list at the top of ./spora installs whichever a machine lacks.
 find_package(Threads REQUIRED)
 find_package(ZLIB REQUIRED)
 find_package(OpenMP REQUIRED COMPONENTS CXX)

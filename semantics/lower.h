@@ -69,10 +69,10 @@ struct LowerOptions {
   // (central finite differences along random directions and, for small inputs, the full
   // Jacobian; forward vs reverse mode) recorded by `grad_check` nodes (spora grad-check).
   bool grad_check = false;
-  // Recomputation (a parallel strategy's "recompute", sim/step_program.h): inside a function
-  // being differentiated, a call of a model's forward whose receiver is the model field at a
-  // path this accepts ("net.l1", the path value_and_grad names the leaves by) is lowered as if
-  // the method were @checkpoint: its own graph, recomputed in the backward pass.
+  // Recomputation (a parallel strategy's "recompute", parallel/step/step_graph.h): inside a
+  // function being differentiated, a call of a model's forward whose receiver is the model field
+  // at a path this accepts ("net.l1", the path value_and_grad names the leaves by) is lowered as
+  // if the method were @checkpoint: its own graph, recomputed in the backward pass.
   std::function<bool(const std::string& field_path)> recompute;
   // `set_device("cpu" | "cuda")` among the first statements of main (with set_mode, like
   // MindSpore's set_context(device_target=...)): called before anything runs, with the device;

@@ -1,63 +1,27 @@
-// The per-rank program of a data-parallel training step, as the simulator (sim/train_step.h)
-// and the real runner (`spora run-dp`) both see it: one IR graph for forward and backward, the
-// trainable parameters and where their gradients are produced, and the optimizer's update.
-//
-// Which function, which shapes (the contract of `spora sim` and `spora run-dp`):
-//   1. The program is lowered from its entry function (`--fn`, default `main`, no parameters)
-//      with the module-level constant `batch` (`let batch = 64`; the name is an option) set to
-//      the per-rank batch. The program builds its data from `batch`, so every shape that
-//      depends on it follows, exactly as the type checker would have it.
-//   2. The first reverse-mode derivative the entry takes (`value_and_grad(loss)(net, x, y)`,
-//      `grad(...)`, also inside a loop body) is the step: the lowering hands autodiff the
-//      forward region of that call, and we capture it (semantics/ad_hooks.h).
-//   3. That region is copied into a graph of its own, `sim.step`, whose parameters are what
-//      it reads from outside (the differentiated leaves first, then data and constants), its
-//      reverse-mode derivative is emitted again there, and the module is optimised with it
-//      as the entry (inline, fold, CSE, DCE: what `spora run` executes). The graph returns
-//      (loss, gradient of every differentiated leaf...).
-//   4. The differentiated leaves are the trainable parameters (the float tensors of the
-//      model); their update is the optimizer's (sgd, momentum, adam), emitted as primitive
-//      applications per parameter and costed like every other op.
-//
-// Recomputation (@checkpoint, and StepOptions::recompute, which lowers the named layers' forward
-// as @checkpoint graphs): autodiff keeps the call of a checkpointed graph G in the forward and
-// differentiates it with a backward graph that recomputes G's forward. After the optimisation
-// of step 3, those calls are inlined too (without another CSE round, which would merge the
-// recomputation back into the forward), so the step is one straight-line graph that the
-// partitioner takes and in which the recomputed ops are ordinary nodes of the backward pass:
-// G's intermediates die in the forward pass (activation_peak drops) and are made again
-// where the backward needs them (more ops, more compute time).
+// The per-rank program of a training step as the simulator sees it (sim/train_step.h,
+// sim/spmd_step.h): the step graph of parallel/step/step_graph.h (forward and backward in one
+// graph, the trainable parameters, where their gradients are produced; how it is built, with
+// batch and recomputation, is described there) flattened to an op list with the cost of every
+// op (sim/cost.h), and the optimizer's update (sgd, momentum, adam) of every parameter emitted
+// as primitive applications and costed like every other op. `spora run-dp` runs the same
+// program for real.
 //
 // The op list flattens the optimised graph in execution order: calls of kept graphs
 // (@checkpoint, recursion) are expanded, `for_range` with constant bounds repeats its body,
 // `if` counts its more expensive branch, `while` and `for_each` count one iteration (noted in
-// `warnings`).
+// `warnings`). With recomputation (parallel/step/step_graph.h, "Recomputation") the recomputed
+// ops are ordinary ops of the backward pass: activation_peak drops, the compute grows.
 #pragma once
 
-#include <memory>
-#include <optional>
 #include <string>
 #include <unordered_set>
 #include <vector>
 
+#include "parallel/step/step_graph.h"
 #include "semantics/ir/ir.h"
 #include "sim/cost.h"
 
 namespace spora::sim {
-
-struct StepOptions {
-  std::string entry = "main";
-  std::string batch_name = "batch";
-  std::optional<int64_t> batch;  // per-rank batch; unset: the program's own
-  std::string optimizer = "sgd";  // sgd | momentum | adam
-  double lr = 0.01;
-  // Recomputation (a strategy's "recompute", parallel/partition/README.md): the model fields
-  // whose forward is recomputed in the backward pass instead of keeping its intermediates
-  // ("net.l1"), or with recompute_all every layer (each model-valued field of a differentiated
-  // argument, "net.l1", "net.l2", ...). See "Recomputation" above.
-  bool recompute_all = false;
-  std::vector<std::string> recompute;
-};
 
 enum class Phase { Forward, Backward, Update };
 std::string_view phase_name(Phase p);  // "forward", "backward", "update"
@@ -85,24 +49,21 @@ struct StepParam {
   int state_tensors = 0;
 };
 
-struct StepProgram {
-  std::unique_ptr<ir::Module> module;  // owns the graph
-  const ir::Graph* step = nullptr;     // (params..., others...) -> (loss, grads...)
-  std::vector<StepParam> params;       // the first params.size() parameters of `step`
-  int64_t batch = 0;                   // per rank
-  std::string loss_type;               // the loss's type, e.g. "f32"
-  std::vector<StepOp> ops;             // forward and backward
-  double input_bytes = 0;              // the step's non-parameter inputs (the batch)
-  double activation_peak = 0;          // bytes: peak of live intermediates (see .cpp)
+// The step graph (module, step, param_names, batch, loss_type, recomputed) with its costed ops.
+struct StepProgram : parallel::StepGraph {
+  std::vector<StepParam> params;  // the first params.size() parameters of `step`
+  std::vector<StepOp> ops;        // forward and backward
+  double input_bytes = 0;         // the step's non-parameter inputs (the batch)
+  double activation_peak = 0;     // bytes: peak of live intermediates (see .cpp)
   std::vector<std::string> warnings;
-  std::vector<std::string> recomputed;  // the layers lowered for recomputation (sorted)
 
   double param_bytes() const;
 };
 
-// Throws lang::UserError with a message for people (no `batch` constant, no derivative in the
-// entry, a batch that is not positive...), with the lowering's diagnostics in the message.
-StepProgram build_step_program(const std::string& path, const StepOptions& options);
+// parallel::build_step_graph, then the op list and the parameters' updates. Throws
+// lang::UserError as it does (options.batch: here the per-rank batch of a data-parallel step,
+// or the global batch of a step to be partitioned).
+StepProgram build_step_program(const std::string& path, const parallel::StepOptions& options);
 
 // The cost of prim(inputs) -> output from its row; when the row has none (costed = false):
 // no device time for effectful and I/O rows (family "io"), else the elementwise estimate.
@@ -117,5 +78,11 @@ std::vector<StepOp> update_ops(const std::string& optimizer, const sem::TypeP& p
 // its output and frees it after its last use; a view aliases its input; the nodes in
 // `gradients` are freed as soon as they are made (counted apart); parameters are not counted.
 double activation_peak(const ir::Graph& g, const std::unordered_set<const ir::Node*>& gradients);
+
+// The cost rows of one application, FLOPs + bytes (make_step_op; 0 for what is not an
+// application of a typed primitive): what a pipeline's "split": "auto" balances
+// (parallel::pipeline::NodeCost, passed to the stage split by `spora sim`, `spora search` and
+// `spora train-step`).
+double node_cost(const ir::Node& n);
 
 }  // namespace spora::sim

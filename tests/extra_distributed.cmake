@@ -55,6 +55,27 @@ if(TARGET spora_cli AND MPI_CXX_FOUND AND SPORA_MPIRUN)
     "bad_recompute.json: recompute names 'net.b3', which is not a layer the program differentiates \\(its layers: net.b1, net.b2, net.inp, net.out\\)")
 endif()
 
+# W4 (a Transformer block) with Megatron tensor parallelism, with and without sequence
+# parallelism, trained with std.optim's Adam: the same lines and checkpoint as one device; and the
+# collectives sequence parallelism trades all-reduces for.
+if(TARGET spora_cli AND MPI_CXX_FOUND AND SPORA_MPIRUN)
+  set(dist ${CMAKE_CURRENT_SOURCE_DIR}/distributed)
+  foreach(run "tp2;2" "tp2_sp;2" "tp4_sp;4")
+    list(GET run 0 name)
+    list(GET run 1 ranks)
+    add_test(NAME distributed_w4_${name}
+             COMMAND ${dist}/run_test.sh $<TARGET_FILE:spora_cli> ${dist}/w4_block_train.sp 1e-5 ${ranks}
+                     --strategy ${dist}/w4_${name}.json -- w4.ckpt ${dist}/compare_w4.sp 1e-5
+             WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+    spora_mpi_test_properties(distributed_w4_${name})
+  endforeach()
+  add_test(NAME distributed_w4_sp_collectives
+           COMMAND ${dist}/sp_collectives_test.sh $<TARGET_FILE:spora_cli> ${dist}/w4_block_train.sp
+                   ${dist}/w4_tp2.json ${dist}/w4_tp2_sp.json
+           WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  spora_mpi_test_properties(distributed_w4_sp_collectives)
+endif()
+
 # A strategy that does not fit the program: a located error before main() runs.
 if(TARGET spora_cli AND MPI_CXX_FOUND AND SPORA_MPIRUN)
   set(dist ${CMAKE_CURRENT_SOURCE_DIR}/distributed)

@@ -2,11 +2,11 @@
 # tests/parallel/annotation_*_test.cpp -> test_parallel_annotation (lowering and its errors,
 # eager vs graph, the partitioner's pins, propagation from the annotations, 4 in-process ranks).
 include(GoogleTest)
-if(TARGET spora_parallel_search_ir AND TARGET spora_spmd_runner)
+if(TARGET spora_parallel_search_ir AND TARGET spora_distributed_harness)
   file(GLOB SPORA_PARALLEL_ANNOTATION_TEST_SOURCES CONFIGURE_DEPENDS
     ${CMAKE_CURRENT_SOURCE_DIR}/parallel/annotation_*_test.cpp)
   add_executable(test_parallel_annotation ${SPORA_PARALLEL_ANNOTATION_TEST_SOURCES})
-  target_link_libraries(test_parallel_annotation PRIVATE spora_spmd_runner spora_comm spora_parallel_partition
+  target_link_libraries(test_parallel_annotation PRIVATE spora_distributed_harness spora_comm spora_parallel_partition
                         spora_parallel_search_ir spora_sim spora_ops spora_comm spora_autodiff
                         spora_semantics spora_lang GTest::gtest_main)
   target_compile_definitions(test_parallel_annotation PRIVATE SPORA_SOURCE_DIR="${CMAKE_SOURCE_DIR}")

@@ -2,11 +2,11 @@
 # (schedules, stage assignment, pipelined runs on in-process ranks against one device), and the
 # command line (`spora train-step --strategy pp.json --ranks N` under mpirun, `spora ir` of stages).
 include(GoogleTest)
-if(TARGET spora_spmd_runner)
+if(TARGET spora_distributed_harness)
   file(GLOB SPORA_PARALLEL_PIPELINE_TEST_SOURCES CONFIGURE_DEPENDS
     ${CMAKE_CURRENT_SOURCE_DIR}/parallel/pipeline_*test.cpp)
   add_executable(test_parallel_pipeline ${SPORA_PARALLEL_PIPELINE_TEST_SOURCES})
-  target_link_libraries(test_parallel_pipeline PRIVATE spora_spmd_runner spora_comm spora_parallel_pipeline
+  target_link_libraries(test_parallel_pipeline PRIVATE spora_distributed_harness spora_comm spora_parallel_pipeline
                         spora_parallel_partition spora_sim spora_ops spora_comm spora_autodiff
                         spora_semantics spora_lang GTest::gtest_main)
   target_compile_definitions(test_parallel_pipeline PRIVATE SPORA_SOURCE_DIR="${CMAKE_SOURCE_DIR}")

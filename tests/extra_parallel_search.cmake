@@ -5,9 +5,9 @@ include(GoogleTest)
 file(GLOB SPORA_PARALLEL_SEARCH_TEST_SOURCES CONFIGURE_DEPENDS
   ${CMAKE_CURRENT_SOURCE_DIR}/parallel/search_*_test.cpp)
 add_executable(test_parallel_search ${SPORA_PARALLEL_SEARCH_TEST_SOURCES})
-# cmd_search.cpp (spora_tool_search) scores pipelined candidates with tools/pipeline_run.cpp
-# (spora_spmd_runner).
-target_link_libraries(test_parallel_search PRIVATE spora_tool_search spora_spmd_runner spora_parallel_search
+# search_linear_test.cpp trains the strategies it finds with the training-step harness
+# (spora_distributed_harness, backends/distributed/train_step.h).
+target_link_libraries(test_parallel_search PRIVATE spora_tool_search spora_distributed_harness spora_parallel_search
                       spora_parallel_search_ir spora_sim spora_runtime CLI11::CLI11 ${SPORA_TEST_LIBS})
 target_compile_definitions(test_parallel_search PRIVATE SPORA_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
 gtest_discover_tests(test_parallel_search WORKING_DIRECTORY ${CMAKE_SOURCE_DIR} DISCOVERY_TIMEOUT 60)

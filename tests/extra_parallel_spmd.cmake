@@ -8,9 +8,9 @@ if(TARGET spora_parallel_layout)
   # (ops/collective.cpp) run schedules with its Executor.
   set(SPORA_SPMD_TEST_LIBS spora_comm spora_parallel_pipeline spora_parallel_partition spora_sim spora_ops spora_comm spora_autodiff
       spora_semantics spora_lang)
-  # The sharded-run driver of `spora train-step --strategy` (tools/CMakeLists.txt: spmd_run.cpp, its
-  # pipeline runner and profiler), compiled once for spora_cli and every test that drives runs.
-  set(SPORA_SPMD_TEST_LIBS spora_spmd_runner ${SPORA_SPMD_TEST_LIBS})
+  # The training-step harness of `spora train-step --strategy` (backends/distributed: train_step,
+  # its pipeline runner), compiled once for spora_cli and every test that drives runs.
+  set(SPORA_SPMD_TEST_LIBS spora_distributed_harness ${SPORA_SPMD_TEST_LIBS})
   file(GLOB SPORA_PARALLEL_SPMD_TEST_SOURCES CONFIGURE_DEPENDS
     ${CMAKE_CURRENT_SOURCE_DIR}/parallel/spmd_*_test.cpp)
   add_executable(test_parallel_spmd ${SPORA_PARALLEL_SPMD_TEST_SOURCES}

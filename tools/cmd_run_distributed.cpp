@@ -232,6 +232,11 @@ int cmd_run_distributed(const std::string& path, RunOptions opts, const Distribu
           world.size(), plan.origin, plan.mesh.to_string(), s.sharded_applications, s.collectives,
           static_cast<double>(s.collective_bytes) / 1e6, s.placed_parameters, s.sharded_batches,
           s.whole_batches);
+      std::string kinds;
+      for (const auto& [prim, cb] : s.by_collective)
+        kinds += fmt::format("{}{} {} ({:.3f} MB)", kinds.empty() ? "" : ", ", prim, cb.first,
+                             static_cast<double>(cb.second) / 1e6);
+      if (!kinds.empty()) std::cerr << "stats: collectives: " << kinds << "\n";
     }
     return rc;
   } catch (const lang::UserError& e) {

@@ -91,7 +91,7 @@ int run(const Options& o) {
   std::unique_ptr<comm::Communicator> world = comm::make_mpi_communicator();
   const int ranks = world->size(), rank = world->rank();
 
-  sim::StepOptions so;
+  parallel::StepOptions so;
   so.entry = o.entry;
   so.batch_name = o.batch_name;
   so.optimizer = "sgd";

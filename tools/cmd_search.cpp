@@ -15,14 +15,15 @@
 #include "backends/runtime/data/files.h"
 #include "lang/diagnostics.h"
 #include "parallel/partition/strategy.h"
+#include "parallel/pipeline/setup.h"
 #include "parallel/search/cost_graph.h"
 #include "parallel/search/from_ir.h"
 #include "sim/cluster_spec.h"
 #include "sim/cost_model.h"
 #include "sim/pipeline.h"
+#include "sim/pipeline_program.h"
 #include "sim/spmd_step.h"
 #include "sim/step_program.h"
-#include "tools/pipeline_run.h"
 
 namespace spora::tools {
 
@@ -251,7 +252,7 @@ int run_config(const Options& o, std::FILE* out, Outcome* outcome) {
   if (o.algo != "rec" && o.algo != "dp" && o.algo != "propagate" && o.algo != "exhaustive")
     throw UsageError(fmt::format("unknown --algo '{}' (dp, rec, propagate, exhaustive)", o.algo));
 
-  sim::StepOptions so;
+  parallel::StepOptions so;
   so.entry = o.entry;
   so.optimizer = o.optimizer;
   if (o.batch < 0) throw UsageError(fmt::format("--batch must be positive, got {}", o.batch));
@@ -364,13 +365,15 @@ int run_config(const Options& o, std::FILE* out, Outcome* outcome) {
     if (o.no_simulate) return std::nullopt;
     try {
       if (pipelined) {
-        SpmdOptions po;
-        po.file = o.file;
+        parallel::StepOptions po;
         po.entry = o.entry;
         po.batch = global_batch;
         const sim::PipelineSimResult pr = sim::simulate_pipeline(
-            cluster, pipeline_sim_program(po, with_pipeline(ps::strategy_json(g, a), o),
-                                          "candidate", cluster));
+            cluster,
+            sim::pipeline_program(parallel::pipeline::setup_pipeline(
+                                      o.file, po, with_pipeline(ps::strategy_json(g, a), o),
+                                      "candidate", sim::node_cost),
+                                  cluster));
         return Simulated{pr.step_seconds, pr.peak_memory};
       }
       const parallel::Strategy s =
@@ -456,7 +459,7 @@ int run_auto_stages(const Options& o) {
   const parallel::Mesh mesh = parallel::Mesh::parse(o.mesh);
   const int micro =
       o.micro_batches_text.empty() ? 0 : count_or_auto(o.micro_batches_text, "--micro-batches");
-  sim::StepOptions so;
+  parallel::StepOptions so;
   so.entry = o.entry;
   so.optimizer = o.optimizer;
   if (o.batch > 0) so.batch = o.batch;

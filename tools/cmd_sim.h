@@ -30,7 +30,7 @@ int run_sim_coll_subcommand(CLI::App& sim_coll);
 //             [--fn main] [--optimizer sgd] [--bucket-mb 25] [--algo auto] [--comm-model auto]
 //             [--trace step.json] [--svg step.svg] [--log -] [--json]
 // The program sets its batch with a module-level `let batch = N` (the simulator sets it to
-// --batch / ranks) and its entry takes value_and_grad of the loss (sim/step_program.h).
+// --batch / ranks) and its entry takes value_and_grad of the loss (parallel/step/step_graph.h).
 // Prints the step time, throughput, per-device compute / communication / idle / exposed
 // communication and peak memory (sim/report.h).
 CLI::App* add_sim_subcommand(CLI::App& app);

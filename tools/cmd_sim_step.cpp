@@ -14,16 +14,17 @@
 #include "lang/diagnostics.h"
 #include "parallel/partition/partition.h"
 #include "parallel/partition/strategy.h"
+#include "parallel/pipeline/setup.h"
 #include "sim/cluster_spec.h"
 #include "sim/cost_model.h"
 #include "sim/isolation.h"
+#include "sim/pipeline_program.h"
 #include "sim/report.h"
 #include "sim/spmd_step.h"
 #include "sim/step_program.h"
 #include "sim/timeline_svg.h"
 #include "sim/train_step.h"
 #include "tools/cmd_sim.h"
-#include "tools/pipeline_run.h"
 
 namespace spora::tools {
 
@@ -147,18 +148,19 @@ bool is_strategy_file(const std::string& s) {
 }
 
 // --strategy FILE.json with a "pipeline" key: the stage programs of a micro-batch
-// (tools/pipeline_run.h) through the pipeline simulator (sim/pipeline.h).
+// (parallel/pipeline/setup.h, sim/pipeline_program.h) through the pipeline simulator
+// (sim/pipeline.h).
 int run_pipeline_sim(const Options& o, const sim::ClusterSpec& cluster, const std::string& text) {
   check_options(RunKind::Pipeline);
-  SpmdOptions so;
-  so.file = o.file;
+  parallel::StepOptions so;
   so.entry = o.entry;
   so.batch_name = o.batch_name;
   so.optimizer = o.optimizer;
   so.lr = o.lr;
   if (o.batch > 0) so.batch = o.batch;
-  const sim::PipelineProgram p =
-      pipeline_sim_program(so, text, o.strategy, cluster, o.matmul_dtype);
+  const sim::PipelineProgram p = sim::pipeline_program(
+      parallel::pipeline::setup_pipeline(o.file, so, text, o.strategy, sim::node_cost), cluster,
+      o.matmul_dtype);
   if (p.devices() > cluster.device_count())
     throw UsageError(fmt::format("the pipeline needs {} devices but {} has {}", p.devices(),
                                  cluster.name, cluster.device_count()));
@@ -198,7 +200,7 @@ int run_pipeline_sim(const Options& o, const sim::ClusterSpec& cluster, const st
 // --strategy FILE.json: the step with the global batch, partitioned by the strategy
 // (parallel/partition), simulated as an SPMD program (sim/spmd_step.h).
 int run_spmd(const Options& o, const sim::ClusterSpec& cluster) {
-  sim::StepOptions so;
+  parallel::StepOptions so;
   so.entry = o.entry;
   so.batch_name = o.batch_name;
   so.optimizer = o.optimizer;
@@ -206,11 +208,12 @@ int run_spmd(const Options& o, const sim::ClusterSpec& cluster) {
   if (o.batch < 0) throw UsageError(fmt::format("--batch {} is not positive", o.batch));
   if (o.batch > 0) so.batch = o.batch;
   {
-    // The strategy's "recompute" changes the step itself (sim/step_program.h).
+    // The strategy's "recompute" changes the step itself (parallel/step/step_graph.h).
     std::ifstream f(o.strategy);
     std::stringstream text;
     text << f.rdbuf();
-    if (f && is_pipeline_strategy(text.str())) return run_pipeline_sim(o, cluster, text.str());
+    if (f && parallel::pipeline::is_pipeline_strategy(text.str()))
+      return run_pipeline_sim(o, cluster, text.str());
     check_options(RunKind::Spmd);
     if (f) {
       const parallel::Strategy r = parallel::parse_recompute(text.str(), o.strategy);
@@ -288,7 +291,7 @@ int run(const Options& o) {
   if (ranks > cluster.device_count())
     throw UsageError(fmt::format("--ranks {} but {} has {} devices", ranks, cluster.name,
                                  cluster.device_count()));
-  sim::StepOptions so;
+  parallel::StepOptions so;
   so.entry = o.entry;
   so.batch_name = o.batch_name;
   so.optimizer = o.optimizer;

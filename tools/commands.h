@@ -7,6 +7,7 @@
 
 namespace spora::distributed {
 class SpmdRuntime;
+struct TrainStepOptions;
 }
 
 namespace spora::tools {
@@ -17,7 +18,7 @@ struct RunOptions {
   bool optimize = true;   // run the simplification passes before executing (graph mode)
   bool fuse = true;       // fuse operators and run the groups with generated kernels (graph mode)
   std::string device = "cpu";  // cpu | cuda (`--device`; a program's set_device(...) overrides it)
-  std::string profile;         // graph mode: write a Chrome trace of the run here (tools/profile.h)
+  std::string profile;         // graph mode: the run's Chrome trace (backends/runtime/profile.h)
   std::string amp;                 // O0..O3 (`--amp`; overrides a program's set_amp(...)); "": none
   std::string amp_dtype = "bf16";  // bf16 | f16 (`--amp-dtype`)
   bool verbose = false;        // cuda: say which functions are captured as CUDA graphs
@@ -50,6 +51,16 @@ int cmd_run_distributed(const std::string& path, RunOptions opts, const Distribu
                         const std::vector<std::string>& argv);
 
 int cmd_run(const std::string& path, const RunOptions& opts);
+
+// `spora train-step FILE --strategy S --ranks N` (cmd_train_step.cpp; the training-step harness,
+// backends/distributed/train_step.h): outside MPI with N > 1, runs itself under mpirun
+// (--oversubscribe, one OpenMP thread per rank); inside, the rank's part; rank 0 prints the loss
+// per step and the parameters' checksum. N = 1: the single-device reference.
+int cmd_train_step(const distributed::TrainStepOptions& o, const std::string& strategy_path,
+                   int ranks, const std::vector<std::string>& argv_for_ranks);
+// `spora ir FILE --stage partitioned --strategy s.json`: the per-rank step, then the layouts of
+// its parameters and the collectives it runs, as comments.
+int cmd_ir_partitioned(const distributed::TrainStepOptions& o, const std::string& strategy_path);
 int cmd_check(const std::string& path);
 int cmd_ir(const std::string& path, const std::string& stage, bool dot, const std::string& out,
            const std::vector<std::string>& print_after, const std::string& emit = "",

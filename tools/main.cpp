@@ -13,8 +13,11 @@
 #include "autodiff/install.h"
 #include "backends/cpu/cpu.h"
 #include "backends/cuda/cuda.h"
+#include "backends/distributed/spmd_runtime.h"
+#include "backends/distributed/train_step.h"
 #include "backends/runtime/allocator.h"
 #include "backends/runtime/memory_plan.h"
+#include "backends/runtime/profile.h"
 #include "backends/runtime/runtime.h"
 #include "lang/ast_printer.h"
 #include "lang/parser.h"
@@ -25,12 +28,10 @@
 #include "semantics/ir/printer.h"
 #include "semantics/passes/pipeline.h"
 #include "semantics/pipeline.h"
+#include "sim/step_program.h"
 #include "tools/cmd_search.h"
 #include "tools/commands.h"
-#include "tools/profile.h"
 #include "tools/fused_stage.h"
-#include "tools/spmd_run.h"
-#include "backends/distributed/spmd_runtime.h"
 
 namespace spora::tools {
 
@@ -160,9 +161,9 @@ int cmd_run(const std::string& path, const RunOptions& opts) {
   if (opts.spmd) opts.spmd->install();  // after fusion: it wraps the fused-kernel hook
   try {
     sem::Interpreter interp(*c.module);
-    std::unique_ptr<RunProfiler> profiler;
+    std::unique_ptr<runtime::RunProfiler> profiler;
     if (!opts.profile.empty()) {
-      profiler = std::make_unique<RunProfiler>(&sources);
+      profiler = std::make_unique<runtime::RunProfiler>(&sources);
       interp.set_trace(profiler->hook());
     }
     const int64_t live_before = sem::memory_stats().live_bytes;  // the module's constants
@@ -374,9 +375,11 @@ int main(int argc, char** argv) {
   run->add_option("--hostfile", dist.hostfile,
                   "with --ranks: an Open MPI hostfile (ranks on several hosts)");
 
-  // The training-step harness (tools/spmd_run.h): the step of the program's loss, partitioned,
-  // on seeded data with a built-in optimizer.
-  tools::SpmdOptions spmd;
+  // The training-step harness (backends/distributed/train_step.h): the step of the program's
+  // loss, partitioned, on seeded data with a built-in optimizer. A pipeline's "split": "auto"
+  // balances its stages by the simulator's cost rows.
+  distributed::TrainStepOptions spmd;
+  spmd.stage_cost = sim::node_cost;
   std::string strategy_path, run_mesh, step_path;
   int ranks = 0;
   int64_t spmd_batch = 0;
@@ -478,8 +481,8 @@ int main(int argc, char** argv) {
       std::string annotated;  // --mesh alone: the strategy propagated from the annotations
       if (!run_mesh.empty() && strategy_path.empty()) {
         try {
-          strategy_path = annotated =
-              tools::write_annotation_strategy(tools::build_training_step(spmd), run_mesh);
+          strategy_path = annotated = tools::write_annotation_strategy(
+              sim::build_step_program(spmd.file, distributed::step_options(spmd)), run_mesh);
         } catch (const lang::InternalError&) {
           throw;
         } catch (const std::exception& e) {
@@ -487,8 +490,8 @@ int main(int argc, char** argv) {
           return 1;
         }
       }
-      const int rc = tools::cmd_run_spmd(spmd, strategy_path, ranks > 0 ? ranks : 1,
-                                         std::vector<std::string>(argv + 1, argv + argc));
+      const int rc = tools::cmd_train_step(spmd, strategy_path, ranks > 0 ? ranks : 1,
+                                           std::vector<std::string>(argv + 1, argv + argc));
       if (!annotated.empty()) std::remove(annotated.c_str());
       return rc;
     }
@@ -504,7 +507,8 @@ int main(int argc, char** argv) {
     }
     if (*irc && stage == "partitioned") {
       if (!ir_entry.empty()) return tools::entry_needs_graph_stage();
-      tools::SpmdOptions io;
+      distributed::TrainStepOptions io;
+      io.stage_cost = sim::node_cost;
       io.file = ir_path;
       if (ir_batch > 0) io.batch = ir_batch;
       return tools::cmd_ir_partitioned(io, ir_strategy);

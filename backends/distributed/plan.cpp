@@ -147,9 +147,37 @@ SpmdPlan plan_from_strategy_text(const std::string& text, const std::string& ori
       fail(origin, fmt::format("\"recompute\" is true, false or a list of layers, not {}", r.dump()));
     }
   }
+  // "sequence_parallel": true (over the axis named tp, the sequence being dimension 1) or
+  // {"axis": AXIS, "dim": D}.
+  if (j.contains("sequence_parallel")) {
+    const nlohmann::json& sp = j["sequence_parallel"];
+    if (sp.is_boolean()) {
+      if (sp.get<bool>()) {
+        p.sp_axis = p.mesh.axis_index("tp");
+        if (p.sp_axis < 0)
+          fail(origin, "\"sequence_parallel\": true cuts sequences over the axis named tp, and "
+                       "the mesh has none; say which: {\"axis\": ..., \"dim\": 1}");
+      }
+    } else if (sp.is_object()) {
+      p.sp_axis = axis_of(sp.value("axis", nlohmann::json("tp")), "sequence_parallel");
+      const nlohmann::json dim = sp.value("dim", nlohmann::json(1));
+      if (!dim.is_number_integer() || dim.get<int>() < 0)
+        fail(origin, fmt::format("\"sequence_parallel\": \"dim\" is a dimension index, not {}",
+                                 dim.dump()));
+      p.sp_dim = dim.get<int>();
+      for (const auto& [k, v] : sp.items())
+        if (k != "axis" && k != "dim")
+          fail(origin, fmt::format("\"sequence_parallel\": unknown key \"{}\" (expected axis, dim)", k));
+    } else {
+      fail(origin, fmt::format("\"sequence_parallel\" is true, false or {{\"axis\": ..., \"dim\": ...}}, not {}",
+                               sp.dump()));
+    }
+  }
   // The harness's keys are refused; what `spora search -o` adds for people to read is ignored.
   for (const auto& [key, value] : j.items()) {
-    if (key == "optimizer_shard" || key == "zero" || key == "recompute") continue;
+    if (key == "optimizer_shard" || key == "zero" || key == "recompute" ||
+        key == "sequence_parallel")
+      continue;
     if (key == "pipeline" || key == "ops")
       fail(origin,
            fmt::format("\"{}\" is not supported when running a program's own main() on several "
@@ -159,7 +187,9 @@ SpmdPlan plan_from_strategy_text(const std::string& text, const std::string& ori
     if (key != "mesh" && key != "axes" && key != "layouts" && key != "memory_per_device" &&
         key != "predicted_step_seconds")
       fail(origin, fmt::format(
-                       "unknown key \"{}\" (expected mesh, axes, layouts, zero, recompute)", key));
+                       "unknown key \"{}\" (expected mesh, axes, layouts, zero, recompute, "
+                       "sequence_parallel)",
+                       key));
   }
   return p;
 }

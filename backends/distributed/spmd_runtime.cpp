@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "backends/comm/communicator.h"
+#include "backends/runtime/data/dataset.h"
 #include "lang/diagnostics.h"
 #include "parallel/partition/node_strategy.h"
 #include "parallel/partition/pin_fields.h"
@@ -196,6 +197,31 @@ struct SpmdRuntime::Impl {
     return 0;
   }
 
+  // --- sequence parallelism (step 8) ---
+
+  void sequence_shard_partials(const ir::Node& n, std::vector<Value>& in) {
+    const int axis = rt.plan_.sp_axis, dim = rt.plan_.sp_dim;
+    const std::string& name = n.prim->name;
+    if (n.prim->family != "elementwise" && name != "layer_norm" && name != "dropout") return;
+    for (size_t i = 0; i < in.size(); ++i) {
+      const TypeP& t = n.inputs[i]->type;
+      if (!in[i].is_tensor() || !t || !t->is_tensor() || static_cast<int>(t->rank()) <= dim)
+        continue;
+      if (name == "layer_norm" && i == 0 &&
+          dim >= static_cast<int>(t->rank()) - static_cast<int>(n.attrs.has("ndim") ? n.attrs.get_int("ndim") : 1))
+        continue;
+      const Layout l = layout(in[i], t);
+      if (!l.has_partial(axis) || l.tensor_map[static_cast<size_t>(dim)] >= 0 ||
+          t->shape[static_cast<size_t>(dim)] % mesh.axis_size(axis) != 0)
+        continue;
+      if (std::find(l.tensor_map.begin(), l.tensor_map.end(), axis) != l.tensor_map.end()) continue;
+      Layout to = l;
+      to.partial.erase(std::remove(to.partial.begin(), to.partial.end(), axis), to.partial.end());
+      to.tensor_map[static_cast<size_t>(dim)] = axis;
+      in[i] = redistribute(in[i], to, t);
+    }
+  }
+
   // --- redistribution (step 3) ---
 
   Value run_step(const Value& x, const RedistStep& step) {
@@ -203,6 +229,9 @@ struct SpmdRuntime::Impl {
     if (step.kind != RedistStep::Kind::Slice) {
       ++rt.stats_.collectives;
       rt.stats_.collective_bytes += static_cast<int64_t>(x.tensor.nbytes());
+      auto& [count, bytes] = rt.stats_.by_collective[c.prim];
+      ++count;
+      bytes += static_cast<int64_t>(x.tensor.nbytes());
     }
     return sem::kernel_for(prim(c.prim))({x}, c.attrs);
   }
@@ -377,6 +406,7 @@ struct SpmdRuntime::Impl {
       for (const Value& v : in) any |= is_zero(v);
       if (any) zero_out = gather_zero_inputs(n, in);
     }
+    if (rt.plan_.sp_axis >= 0 && !sharded) sequence_shard_partials(n, in);
     std::vector<uint32_t> key;
     key.reserve(in.size());
     for (size_t i = 0; i < in.size(); ++i) {
@@ -461,24 +491,43 @@ struct SpmdRuntime::Impl {
     ShardedIterable(Impl& i, std::shared_ptr<sem::Iterable> in) : impl(i), inner(std::move(in)) {}
     std::string describe() const override { return inner->describe() + " (sharded)"; }
     void reset() override { inner->reset(); }
-    bool next(Value& out) override { return inner->next(out) && (impl.shard_batch(out), true); }
+    const runtime::data::BatchIterable* source = nullptr;  // reads this rank's rows itself
+    bool next(Value& out) override {
+      return inner->next(out) && (impl.shard_batch(out, source), true);
+    }
     bool next_in(int64_t part, Value& out) override {
-      return inner->next_in(part, out) && (impl.shard_batch(out), true);
+      return inner->next_in(part, out) && (impl.shard_batch(out, source), true);
     }
   };
 
   void wrap_iterable(Value& v) {
     auto inner = std::dynamic_pointer_cast<sem::Iterable>(v.opaque);
     if (v.kind != Value::Kind::Opaque || !inner) return;
-    v.opaque = std::make_shared<ShardedIterable>(*this, std::move(inner));
+    // A dataset reads only this rank's rows of each batch it can cut (runtime/data/dataset.h).
+    auto sharded = std::make_shared<ShardedIterable>(*this, inner);
+    if (auto batches = std::dynamic_pointer_cast<runtime::data::BatchIterable>(inner)) {
+      const int axis = rt.plan_.data_axis;
+      batches->set_shard(mesh.coords(world.rank()).at(static_cast<size_t>(axis)),
+                         mesh.axis_size(axis));
+      sharded->source = batches.get();
+    }
+    v.opaque = std::move(sharded);
   }
 
-  // Cuts every tensor of a batch along dim 0 over the data axis, if the axis divides all.
-  void shard_batch(Value& batch) {
+  // Cuts every tensor of a batch along dim 0 over the data axis, if the axis divides all; a
+  // batch the dataset already read as this rank's rows (`source`) is only placed.
+  void shard_batch(Value& batch, const runtime::data::BatchIterable* source) {
     const int axis = rt.plan_.data_axis;
     const int64_t p = mesh.axis_size(axis);
     std::vector<Value*> tensors;
     collect(batch, tensors);
+    if (source && !tensors.empty() && tensors[0]->tensor.rank() >= 1 &&
+        source->sharded(tensors[0]->tensor.shape()[0])) {
+      for (Value* t : tensors)
+        set_placement(*t, id_of(Layout::split(static_cast<int>(t->tensor.rank()), 0, axis)));
+      ++rt.stats_.sharded_batches;
+      return;
+    }
     bool divides = !tensors.empty();
     for (Value* t : tensors) divides &= t->tensor.rank() >= 1 && t->tensor.shape()[0] % p == 0;
     if (!divides) {

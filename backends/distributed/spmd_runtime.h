@@ -14,9 +14,11 @@
 //      device.
 //   2. Sources of shards.
 //      - Data: the tensors each batch of `batches(...)` / `fashion_mnist(...)` yields are cut
-//        along dimension 0 over the data-parallel axis: rank r keeps rows [r B/p, (r+1) B/p)
-//        of the same global batch that one device would see (same order, same seed). A batch
-//        the axis does not divide (a short last batch) stays whole on every rank.
+//        along dimension 0 over the data-parallel axis: rank r (coordinate r on that axis)
+//        holds rows [r B/p, (r+1) B/p) of the same global batch that one device would see
+//        (same order, same seed), and reads only those rows (the dataset gathers this rank's
+//        shard, runtime/data/dataset.h set_shard). A batch the axis does not divide (a short
+//        last batch) is read whole on every rank and stays whole.
 //      - Parameters: before the passes, pin_parameters wraps every record field at a path the
 //        plan names ("net.l1.w" names path l1.w) in shard_hint (parallel/partition/
 //        pin_fields.h): wherever the program builds its model, its gradients or its optimizer
@@ -64,6 +66,12 @@
 //      function being differentiated, the forward of the model field at that path ("net.l1")
 //      is its own graph, run again in the backward pass instead of keeping its intermediates.
 //      A name that is no layer the program differentiates is an error listing the layers.
+//   8. Sequence parallelism (Megatron-LM's, Korthikanti et al. 2022). A pending partial sum over
+//      sp_axis (a row-parallel projection's output) that reaches an elementwise primitive, a
+//      layer_norm (not normalising sp_dim) or a dropout is reduce-scattered onto dimension sp_dim
+//      (the sequence) instead of all-reduced, so the bias, residual add, dropout and layer norm
+//      run on sequence shards; the next column-parallel projection gathers its input over the
+//      axis (the propagation's cheapest strategy), as Megatron's sequence parallelism does.
 // Every rank runs the same primitives in the same order; only the collectives and shard_slice
 // depend on the rank. The collective primitives read the communicator and mesh of the
 // calling thread's collective context (ops/collective.h), which the caller sets.
@@ -101,6 +109,10 @@ struct SpmdPlan {
   // ("net.l1").
   bool recompute_all = false;
   std::vector<std::string> recompute;
+  // Sequence parallelism (step 8): activations' dimension sp_dim cut over sp_axis where a
+  // row-parallel result meets layer norm, dropout and residual adds; -1: off.
+  int sp_axis = -1;
+  int sp_dim = 1;
   bool tag_all_ranks = false;                 // every rank prints (mpirun --tag-output)
   std::string origin = "strategy";            // where the plan came from, for errors
 };
@@ -110,6 +122,8 @@ struct SpmdStats {
   int64_t sharded_applications = 0;  // primitives run on shards (not all inputs whole)
   int64_t collectives = 0;           // collective steps run (all_gather, all_reduce, ...)
   int64_t collective_bytes = 0;      // bytes of the local inputs of those steps
+  // By collective primitive (all_reduce, reduce_scatter, ...): steps run and their input bytes.
+  std::map<std::string, std::pair<int64_t, int64_t>> by_collective;
   int64_t placed_parameters = 0;     // tensors cut to a plan (or ZeRO) layout when placed
   int64_t sharded_batches = 0;       // batches cut over the data-parallel axis
   int64_t whole_batches = 0;         // batches the data-parallel axis did not divide

@@ -12,8 +12,8 @@
 //                             shared-memory one over threads), same size, same run
 //   vs_native                 busbw / native busbw
 //   mem_bw_GBps               the machine's memory bandwidth: SPORA_MEM_BW_GBPS (e.g. the
-//                             STREAM triad of ../shared/bench/limits.sh) or, by default, a
-//                             STREAM copy measured at start-up on all cores
+//                             STREAM triad that bench_workloads' Limit/Triad reports) or, by
+//                             default, a STREAM copy measured at start-up on all cores
 //   wrong                     wrong output elements after the timed calls (must be 0)
 // Time is the slowest rank's average per call. Under MPI every rank runs every benchmark
 // with a fixed iteration count (they are collective) and only rank 0 reports.

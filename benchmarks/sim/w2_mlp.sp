@@ -1,4 +1,4 @@
-# W2 of ../../../shared/bench/WORKLOADS.md: the MLP 784-512-512-10 with ReLU, cross-entropy with
+# W2 of benchmarks/workloads/README.md: the MLP 784-512-512-10 with ReLU, cross-entropy with
 # integer labels, one SGD step (lr 0.01) on `batch` examples. `spora sim` and `spora run-dp`
 # set `batch` to the per-rank batch; `spora run` runs one step as written.
 import std.nn

@@ -1,4 +1,4 @@
-# W4 of ../../../shared/bench/WORKLOADS.md as a training step for the parallel benchmarks: one
+# W4 of benchmarks/workloads/README.md as a training step for the parallel benchmarks: one
 # Transformer encoder block (d_model 256, 4 heads, FFN 1024, post-LayerNorm, ReLU, every
 # projection with a bias, weights stored [in, out]) on `batch` sequences of 128 tokens, the
 # mean square of its output as the loss, one SGD step. `spora sim`, `spora run --strategy` and

@@ -1,4 +1,4 @@
-# W1 of ../shared/bench/WORKLOADS.md: inference of the MLP 784-512-512-10 (ReLU, the MindSpore
+# W1 of benchmarks/workloads/README.md: inference of the MLP 784-512-512-10 (ReLU, the MindSpore
 # tutorial network) on a batch of 64 images 1x28x28, flattened. Forward only, f32; weights
 # stored [in, out] (x @ w), initialised like PyTorch's nn.Linear (uniform +-1/sqrt(fan_in)).
 #

@@ -1,4 +1,4 @@
-# W2 of ../shared/bench/WORKLOADS.md: one training step of the MLP 784-512-512-10 (ReLU) on a
+# W2 of benchmarks/workloads/README.md: one training step of the MLP 784-512-512-10 (ReLU) on a
 # batch of 64 images 1x28x28 (flattened): forward, cross-entropy with integer labels,
 # backward, SGD update with lr 0.01. f32; weights stored [in, out] (x @ w), initialised like
 # PyTorch's nn.Linear (uniform +-1/sqrt(fan_in)).

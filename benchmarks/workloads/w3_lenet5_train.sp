@@ -1,4 +1,4 @@
-# W3 of ../shared/bench/WORKLOADS.md: one training step of LeNet-5 on a batch of 64 images
+# W3 of benchmarks/workloads/README.md: one training step of LeNet-5 on a batch of 64 images
 # 1x28x28: conv 1->6 5x5 pad 2, ReLU, maxpool 2; conv 6->16 5x5, ReLU, maxpool 2; dense
 # 400-120-84-10 with ReLU; cross-entropy with integer labels, backward, SGD update (lr 0.01).
 # f32; convolutions and dense layers have biases, initialised like PyTorch's (uniform

@@ -1,4 +1,4 @@
-# W4 of ../shared/bench/WORKLOADS.md: one Transformer encoder block (PyTorch's
+# W4 of benchmarks/workloads/README.md: one Transformer encoder block (PyTorch's
 # nn.TransformerEncoderLayer(d_model=256, nhead=4, dim_feedforward=1024, dropout=0,
 # activation=relu, norm_first=False, batch_first=True)) on an input 8x128x256:
 #     h = layer_norm(x + attention(x)),  out = layer_norm(h + ffn(h))

@@ -1,4 +1,4 @@
-# W5 of ../shared/bench/WORKLOADS.md: the elementwise chain
+# W5 of benchmarks/workloads/README.md: the elementwise chain
 #     y = gelu(x * 1.5 + 0.25) * 0.75 + tanh(x)      (exact erf GELU)
 # on 4M = 4 * 1024 * 1024 f32 values; forward only. The fusion test: 5 elementwise
 # operations over 16 MB, whose machine limit is 32 MB moved at triad bandwidth.

@@ -1,4 +1,4 @@
-# W6 of ../shared/bench/WORKLOADS.md: an RNN cell (PyTorch's nn.RNNCell(256, 256), tanh)
+# W6 of benchmarks/workloads/README.md: an RNN cell (PyTorch's nn.RNNCell(256, 256), tanh)
 #     h = tanh(x_t @ w_ih + b_ih + h @ w_hh + b_hh)
 # hidden 256, batch 32, run over 50 time steps from h = 0; forward and backward of sum(h_50)
 # with respect to the cell's parameters. The loop-AD test: in graph mode the time loop stays a

@@ -75,6 +75,19 @@ OpStrategy choose_strategy(const ir::Node& n, const std::vector<Layout>& in,
       }
     }
     if (!feasible) continue;
+    // A partial sum the strategy leaves pending is reduced later (rule b): priced as the
+    // all-reduce of the output, so a strategy that saves a small gather by leaving a large
+    // sum pending (a weight gradient contracted over a sharded sequence) does not win.
+    if (s.output.is_partial() && n.type && n.type->is_tensor()) {
+      Layout summed = s.output;
+      summed.partial.clear();
+      try {
+        cost += plan_redistribution(s.output, summed, n.type->shape,
+                                    static_cast<int>(dtype_size(n.type->dtype)), mesh, comm)
+                    .seconds;
+      } catch (const lang::UserError&) {
+      }
+    }
     // Ties: less local work wins (1e-15 s per unit of the work fraction breaks them only).
     cost += 1e-15 * s.local_flops_fraction;
     if (cost < best_cost) {

@@ -23,8 +23,9 @@ namespace spora::parallel {
 //   a. the row's forward(in), when it accepts the inputs as they are;
 //   b. else forward of the inputs with their partial sums all-reduced (a pending sum is reduced
 //      where a consumer first needs it; a reshape passes it on instead);
-//   c. else the enumerated strategy whose redistribution of the inputs costs least under
-//      `comm` (ties: the smaller local share of the work, then the rule's order);
+//   c. else the enumerated strategy whose redistribution of the inputs, plus the all-reduce of
+//      a partial output, costs least under `comm` (ties: the smaller local share of the work,
+//      then the rule's order);
 //   d. else (no rule) everything replicated.
 OpStrategy choose_strategy(const ir::Node& n, const std::vector<Layout>& in,
                            const std::vector<sem::TypeP>& in_types, const Mesh& mesh,

@@ -5,7 +5,8 @@
 //   print_module(*p.module);   // @spmd(%w: f32[784,128], ...) with all_reduce(...) nodes
 //
 // Input: a top-level, straight-line graph (after passes::optimize: no control flow, no calls),
-// typically the training step of sim/step_program.h, (params..., data...) -> (loss, grads...).
+// typically the training step of parallel/step/step_graph.h, (params..., data...) ->
+// (loss, grads...).
 // The strategy gives a Layout to (some of) the graph's parameters by name, and optionally the
 // OpStrategy of some nodes (by their position in g.nodes).
 //
@@ -66,7 +67,7 @@ struct Strategy {
   // -1 for none. Only partition_training_step reads it (optimizer_shards below).
   int optimizer_shard = -1;
   // Recomputation (README.md, "recompute"): every layer, or these ("net.l1"). It changes how
-  // the step is built, so the step's builder reads it (sim/step_program.h, StepOptions).
+  // the step is built, so the step's builder reads it (parallel/step/step_graph.h, StepOptions).
   bool recompute_all = false;
   std::vector<std::string> recompute;
   // The file it was read from and its text (parse_strategy), for errors found after parsing
@@ -77,7 +78,7 @@ struct Strategy {
 // ZeRO-1's choice for one trainable parameter of a training step: its gradient comes back
 // reduce-scattered (split along `dim` over the strategy's optimizer_shard axis), the optimizer
 // updates that shard with state of the shard's size, and the updated shard is all-gathered
-// into the parameter (the caller's part: tools/spmd_run.h, sim/spmd_step.h).
+// into the parameter (the caller's part: backends/distributed/train_step.h, sim/spmd_step.h).
 struct OptimizerShard {
   int dim = -1;        // -1: the parameter's update stays whole (replicated)
   std::string reason;  // why it stays whole, for --verbose ("already split over dp", ...)
@@ -106,11 +107,11 @@ struct Partitioned {
 Partitioned partition(const ir::Graph& g, const Strategy& s, const PartitionOptions& o = {});
 
 // A training step (params..., data...) -> (loss, gradients of the first `trainable`
-// parameters...), as sim/step_program.h builds it: the loss comes back replicated and each
-// gradient in its parameter's layout, or with the strategy's optimizer_shard (ZeRO-1) in that
-// layout split further along optimizer_shards(...)'s dim over that axis (a reduce_scatter
-// instead of the all_reduce of data parallelism). What `spora train-step --strategy`, `spora sim
-// --strategy`, `spora search` and `spora ir --stage partitioned` all partition.
+// parameters...), as parallel/step/step_graph.h builds it: the loss comes back replicated and
+// each gradient in its parameter's layout, or with the strategy's optimizer_shard (ZeRO-1) in
+// that layout split further along optimizer_shards(...)'s dim over that axis (a reduce_scatter
+// instead of the all_reduce of data parallelism). What `spora train-step --strategy`, `spora
+// sim --strategy`, `spora search` and `spora ir --stage partitioned` all partition.
 Partitioned partition_training_step(const ir::Graph& step, std::size_t trainable,
                                     const Strategy& s);
 

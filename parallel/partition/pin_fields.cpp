@@ -46,6 +46,10 @@ struct Pinner {
         sem::Attrs a;
         a.set("layout", named ? it->second
                               : Layout::replicated(static_cast<int>(x->type->rank())).to_string());
+        if (x->is_param() && x->graph) {
+          record->inputs[i] = hint_param(x, a);
+          continue;
+        }
         ir::Node* h = m.add_apply(g, hint, {x}, a, x->type, x->loc);
         // add_apply appends: move the hint just before the record (early: just after x).
         g->nodes.pop_back();
@@ -60,6 +64,28 @@ struct Pinner {
         pin(g, x, path + ".");
       }
     }
+  }
+
+  // A graph parameter (loop-carried state, a function's argument) is hinted once, first in its
+  // graph, and every use of it reads the hint: a loop's parameters and state are placed from
+  // the first iteration on, before the first record that names them is built.
+  std::map<ir::Node*, ir::Node*> param_hints;
+  ir::Node* hint_param(ir::Node* x, const sem::Attrs& a) {
+    if (auto it = param_hints.find(x); it != param_hints.end()) return it->second;
+    ir::Graph* owner = x->graph;
+    ir::Node* h = m.add_apply(owner, hint, {x}, a, x->type, x->loc);
+    owner->nodes.pop_back();
+    owner->nodes.insert(owner->nodes.begin(), h);
+    for (const auto& graph : m.graphs()) {
+      for (ir::Node* n : graph->nodes)
+        if (n != h)
+          for (ir::Node*& in : n->inputs)
+            if (in == x) in = h;
+      if (graph->output == x) graph->output = h;
+    }
+    param_hints.emplace(x, h);
+    ++inserted;
+    return h;
   }
 
   void check(const std::string& path, const std::string& text, const sem::Type& t) const {

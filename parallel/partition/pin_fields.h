@@ -18,6 +18,9 @@
 // the runtime adds its ZeRO split to that layout. With `early`, a hint follows the definition of
 // the value it wraps (when that is a node of the record's graph) instead of preceding the record:
 // a gradient is placed as soon as it is computed, not when the gradient record is built.
+// A field that is a graph parameter (a loop's carried state: the model, the optimizer state) is
+// hinted first in its graph instead, and every use of the parameter reads the hint: the values a
+// loop carries are placed from its first iteration on.
 //
 // Errors (lang::UserError, naming `origin`, the strategy file): a name no record the program
 // builds has (the message lists the paths it does have), and with a mesh, a layout that does not

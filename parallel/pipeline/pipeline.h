@@ -99,7 +99,7 @@ struct PipelineProgram {
 };
 
 // The stage programs of a training step (params..., data...) -> (loss, grads...) as
-// sim/step_program.h builds it for one micro-batch.
+// parallel/step/step_graph.h builds it for one micro-batch.
 PipelineProgram build_pipeline(const ir::Graph& step, size_t trainable, const PipelineSpec& spec,
                                const NodeCost& cost = default_node_cost);
 

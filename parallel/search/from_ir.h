@@ -1,5 +1,6 @@
-// The cost graph of a real training step (the IR graph `StepProgram.step` of sim/step_program.h:
-// (params..., data...) -> (loss, grads...)) on a device mesh, for the searches of cost_graph.h.
+// The cost graph of a real training step (the IR graph `StepGraph.step` of
+// parallel/step/step_graph.h: (params..., data...) -> (loss, grads...)) on a device mesh, for
+// the searches of cost_graph.h.
 //
 //   nodes   one per graph parameter: candidates = every layout of its tensor on the mesh
 //           (replicated, and each way to give mesh axes to divisible dimensions); memory = its

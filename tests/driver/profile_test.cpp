@@ -1,6 +1,7 @@
-// `spora run --profile FILE` (tools/profile.h): the Chrome trace of a graph-mode run of the W2
-// training step holds a complete event per node run, the fused groups by their members, each
-// event inside the run and located in the source; the summary ranks them on stderr.
+// `spora run --profile FILE` (backends/runtime/profile.h): the Chrome trace of a graph-mode run
+// of the W2 training step holds a complete event per node run, the fused groups by their
+// members, each event inside the run and located in the source; the summary ranks them on
+// stderr.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>

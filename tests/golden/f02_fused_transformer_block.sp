@@ -1,5 +1,5 @@
 # the fusion groups of one Transformer encoder block's forward and backward (W4 of
-# shared/bench/WORKLOADS.md: d_model 256, 4 heads, FFN 1024, post-LayerNorm, batch 8 x 128)
+# benchmarks/workloads/README.md: d_model 256, 4 heads, FFN 1024, post-LayerNorm, batch 8 x 128)
 # Pinned: the groups of the forward (GEMM epilogues, the scaled softmax, add + layer_norm) and
 # of the backward (layer_norm gradients as multi-pass row kernels, masks with bias gradients).
 # RUN: ir --stage fused

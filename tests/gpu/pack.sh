@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Packs what tests/gpu/run.sh needs on a GPU machine whose image lacks Spora's dependencies
-# (ANTLR, SimGrid, OpenBLAS, fmt, yaml-cpp, Boost ... of ../shared/TOOLCHAIN.md): the binaries
+# (ANTLR, SimGrid, OpenBLAS, fmt, yaml-cpp, Boost ... of cmake/Dependencies.cmake): the binaries
 # test_gpu, spora and bench_gpu built here for sm_90 (stripped), the shared libraries they load that a
 # CUDA image does not have (ldd; not glibc, libstdc++, the driver, cuBLAS, NVRTC or NCCL, which
 # the image has), and the Fashion-MNIST files when they fit. Run from the repository root on the

@@ -5,7 +5,7 @@
 #   1. binaries: the ones tests/gpu/pack.sh carried in .gpu-carry/pack.tar.xz (built on the development
 #      machine for sm_90, with the shared libraries the device image lacks), else a build here
 #      (cmake -DCMAKE_CUDA_ARCHITECTURES=90, only test_gpu and spora, -j16), which needs every
-#      dependency of ../shared/TOOLCHAIN.md installed
+#      dependency of cmake/Dependencies.cmake installed (the Debian packages ./spora lists)
 #   2. nvidia-smi, then test_gpu (every CUDA kernel against the reference kernels; fused ==
 #      unfused on W1-W5; CUDA graphs replayed == uncaptured over W2 steps, launch counts;
 #      f16/bf16 kernels)
@@ -55,7 +55,7 @@ else
   say "binaries: building in build-gpu for sm_90"
   if ! cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSPORA_CUDA=ON \
        -DCMAKE_CUDA_ARCHITECTURES=90 -DSPORA_WERROR=OFF >"$OUT/configure.log" 2>&1; then
-    say "FAIL configure (see configure.log: the image lacks a dependency of TOOLCHAIN.md; run tests/gpu/pack.sh on the development machine and carry .gpu-carry)"
+    say "FAIL configure (see configure.log: the image lacks a dependency of cmake/Dependencies.cmake; run tests/gpu/pack.sh on the development machine and carry .gpu-carry)"
     tail -20 "$OUT/configure.log"
     exit 1
   fi

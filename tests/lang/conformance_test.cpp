@@ -1,5 +1,7 @@
-// Every conformance program (copies of ../shared/conformance in tests/lang/data) parses
-// without a diagnostic, every node has a range, and printing is deterministic.
+// The conformance programs pin the language contract: what parses, what it means, what print
+// shows. tests/conformance/ holds them with their expected output (run by the golden tests);
+// here, every one in tests/lang/data parses without a diagnostic, every node has a range, and
+// printing is deterministic.
 #include <gtest/gtest.h>
 
 #include <filesystem>

@@ -23,8 +23,8 @@
 namespace spora::parallel::testing {
 namespace {
 
-tools::SpmdOptions megatron_options() {
-  tools::SpmdOptions o = mlp_options();
+distributed::TrainStepOptions megatron_options() {
+  distributed::TrainStepOptions o = mlp_options();
   o.file = std::string(SPORA_SOURCE_DIR) + "/tests/parallel/mlp_megatron.sp";
   return o;
 }
@@ -34,16 +34,15 @@ int hints(const ir::Graph& g, const char* prim = "shard_hint") {
                                         [&](const ir::Node* n) { return n->is_prim(prim); }));
 }
 
-search::StepCostGraph cost_graph(const sim::StepProgram& p, const Mesh& mesh) {
-  std::vector<std::string> names;
-  for (const sim::StepParam& s : p.params) names.push_back(s.name);
-  return search::build_step_cost_graph(*p.step, names, static_cast<int>(p.params.size()), 0, mesh,
+search::StepCostGraph cost_graph(const StepGraph& p, const Mesh& mesh) {
+  return search::build_step_cost_graph(*p.step, p.param_names,
+                                       static_cast<int>(p.param_names.size()), 0, mesh,
                                        search::propagation_device({}));
 }
 
-std::vector<std::string> collectives(const sim::StepProgram& p, const std::string& json) {
+std::vector<std::string> collectives(const StepGraph& p, const std::string& json) {
   const Strategy s = parse_strategy(json, *p.step);
-  return collective_summary(*partition_training_step(*p.step, p.params.size(), s).graph);
+  return collective_summary(*partition_training_step(*p.step, p.param_names.size(), s).graph);
 }
 
 std::string joined(const std::vector<std::string>& lines) {
@@ -93,7 +92,7 @@ TEST(AnnotationPrimitives, ShardHintsRuleIsThePinAndStageBoundaryPassesLayoutsTh
 
 TEST(AnnotationPartition, TheStepKeepsTheHintsAndThePartitionerPinsThem) {
   setup();
-  const sim::StepProgram p = tools::build_training_step(megatron_options());
+  const StepGraph p = distributed::build_training_step(megatron_options());
   EXPECT_EQ(hints(*p.step), 4) << ir::print_graph(*p.step);
   // No strategy at all (everything replicated): the pins alone cut l2 and l3. The replicated
   // weights are sliced locally where the hints want them cut, so the step has collectives it
@@ -101,7 +100,7 @@ TEST(AnnotationPartition, TheStepKeepsTheHintsAndThePartitionerPinsThem) {
   Strategy none;
   none.mesh = Mesh{{4}, {}};
   const std::vector<std::string> c =
-      collective_summary(*partition_training_step(*p.step, p.params.size(), none).graph);
+      collective_summary(*partition_training_step(*p.step, p.param_names.size(), none).graph);
   EXPECT_TRUE(std::any_of(c.begin(), c.end(), [](const std::string& l) {
     return l.rfind("shard_slice(dim=1", 0) == 0;
   })) << joined(c);
@@ -112,7 +111,7 @@ TEST(AnnotationPartition, TheStepKeepsTheHintsAndThePartitionerPinsThem) {
 
 TEST(AnnotationPartition, PropagationFromTheAnnotationsFindsMegatron) {
   setup();
-  const sim::StepProgram annotated = tools::build_training_step(megatron_options());
+  const StepGraph annotated = distributed::build_training_step(megatron_options());
   const search::StepCostGraph g = cost_graph(annotated, Mesh{{4}, {}});
   EXPECT_EQ(search::annotation_pins(g).size(), 4u);
   const std::string json = search::propagate_from_annotations(g);
@@ -121,7 +120,7 @@ TEST(AnnotationPartition, PropagationFromTheAnnotationsFindsMegatron) {
   EXPECT_EQ(s.layouts.at("net.l2.b").partition_string(s.mesh), "(4,)") << json;
   EXPECT_EQ(s.layouts.at("net.l3.w").partition_string(s.mesh), "(4, 1)") << json;
   // The same collectives as the hand-written strategy on the plain MLP.
-  const sim::StepProgram plain = tools::build_training_step(mlp_options());
+  const StepGraph plain = distributed::build_training_step(mlp_options());
   const std::vector<std::string> hand = collectives(plain, kTp4);
   const std::vector<std::string> got = collectives(annotated, json);
   EXPECT_EQ(joined(got), joined(hand)) << json;
@@ -130,12 +129,12 @@ TEST(AnnotationPartition, PropagationFromTheAnnotationsFindsMegatron) {
 
 TEST(AnnotationPartition, TheExampleProgramPropagatesToTheExampleTp4Strategy) {
   setup();
-  tools::SpmdOptions o;
+  distributed::TrainStepOptions o;
   o.file = std::string(SPORA_SOURCE_DIR) + "/examples/megatron_mlp.sp";
-  const sim::StepProgram annotated = tools::build_training_step(o);
+  const StepGraph annotated = distributed::build_training_step(o);
   const std::string json = search::propagate_from_annotations(cost_graph(annotated, Mesh{{4}, {}}));
   o.file = std::string(SPORA_SOURCE_DIR) + "/benchmarks/sim/w2_mlp.sp";
-  const sim::StepProgram plain = tools::build_training_step(o);
+  const StepGraph plain = distributed::build_training_step(o);
   const std::string tp4 = R"json({"mesh": [4], "layouts": {
       "net.l1.w": "(1, 4)", "net.l1.b": "(4)", "net.l2.w": "(4, 1)"}})json";  // examples/strategies/tp4.json
   const std::vector<std::string> hand = collectives(plain, tp4);
@@ -145,18 +144,19 @@ TEST(AnnotationPartition, TheExampleProgramPropagatesToTheExampleTp4Strategy) {
 
 TEST(AnnotationPartition, AFourRankRunOfTheAnnotatedProgramEqualsTheSingleDeviceRun) {
   setup();
-  const sim::StepProgram program = tools::build_training_step(megatron_options());
+  const StepGraph program = distributed::build_training_step(megatron_options());
   const std::string json = search::propagate_from_annotations(cost_graph(program, Mesh{{4}, {}}));
-  const tools::SpmdResult ref = tools::run_training(program, megatron_options(), nullptr, "");
+  const distributed::TrainStepResult ref =
+      distributed::run_training(program, megatron_options(), nullptr, "");
   ASSERT_EQ(ref.losses.size(), 3u);
   EXPECT_GT(ref.losses[0], ref.losses[2]) << "sgd lowers the loss";
   // The annotated program computes what the plain one does.
-  const tools::SpmdResult plain = tools::run_training(mlp_options(), nullptr, "");
+  const distributed::TrainStepResult plain = distributed::run_training(mlp_options(), nullptr, "");
   expect_same_run(plain, ref, "annotated vs plain, one device");
   comm::ThreadWorld world(4);
-  std::vector<tools::SpmdResult> results(4);
+  std::vector<distributed::TrainStepResult> results(4);
   world.run([&](comm::Communicator& c) {
-    results[c.rank()] = tools::run_training(program, megatron_options(), &c, json);
+    results[c.rank()] = distributed::run_training(program, megatron_options(), &c, json);
   });
   for (int r = 1; r < 4; ++r) EXPECT_EQ(results[r].losses, results[0].losses) << "rank " << r;
   EXPECT_EQ(results[0].collectives, 2);
@@ -177,12 +177,12 @@ TEST(AnnotationPartition, DataAndTensorParallelAnnotationsOnTwoByTwoRunLikeOneDe
     ASSERT_NE(text.find(from), std::string::npos) << from;
     text.replace(text.find(from), from.size(), to);
   }
-  tools::SpmdOptions o = megatron_options();
+  distributed::TrainStepOptions o = megatron_options();
   o.file = (std::filesystem::temp_directory_path() /
             ("spora_annot_2x2_" + std::to_string(::getpid()) + ".sp"))
                .string();
   std::ofstream(o.file) << text;
-  const sim::StepProgram program = tools::build_training_step(o);
+  const StepGraph program = distributed::build_training_step(o);
   std::filesystem::remove(o.file);
   const Mesh mesh{{2, 2}, {}};
   const std::string json = search::propagate_from_annotations(cost_graph(program, mesh));
@@ -190,11 +190,11 @@ TEST(AnnotationPartition, DataAndTensorParallelAnnotationsOnTwoByTwoRunLikeOneDe
   EXPECT_EQ(s.layouts.at("net.l2.w").to_string(mesh), "[-, m1]") << json;
   EXPECT_EQ(s.layouts.at("net.l3.w").to_string(mesh), "[m1, -]") << json;
   EXPECT_EQ(s.layouts.at("x").to_string(mesh), "[m0, -]") << json;
-  const tools::SpmdResult ref = tools::run_training(program, o, nullptr, "");
+  const distributed::TrainStepResult ref = distributed::run_training(program, o, nullptr, "");
   comm::ThreadWorld world(4);
-  std::vector<tools::SpmdResult> results(4);
+  std::vector<distributed::TrainStepResult> results(4);
   world.run([&](comm::Communicator& c) {
-    results[c.rank()] = tools::run_training(program, o, &c, json);
+    results[c.rank()] = distributed::run_training(program, o, &c, json);
   });
   EXPECT_GT(results[0].collectives, 2);
   expect_same_run(ref, results[0], "dp x tp from the annotations, 2x2");

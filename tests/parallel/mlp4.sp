@@ -1,6 +1,6 @@
 # A four-layer f64 MLP (16-32-32-32-8) for the pipeline tests (tests/parallel/pipeline_test.cpp):
 # four stages of one layer each. `spora run --strategy` replaces every value by its own seeded
-# data (tools/spmd_run.h); the initialisers below only give the types.
+# data (backends/distributed/train_step.h); the initialisers below only give the types.
 let batch = 8
 
 model Lin(n_in: int, n_out: int) {

@@ -1,7 +1,7 @@
 # The small MLP of the sharded-run tests (tests/parallel): 16-32-32-8 with ReLU, in f64 so a
 # sharded run can be compared with the single-device one to 1e-10, cross-entropy with integer
 # labels, one SGD step on `batch` examples. `spora run --strategy` replaces every value by its
-# own seeded data (tools/spmd_run.h); the initialisers below only give the types.
+# own seeded data (backends/distributed/train_step.h); the initialisers below only give the types.
 let batch = 8
 
 model Lin(n_in: int, n_out: int) {

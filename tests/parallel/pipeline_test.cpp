@@ -1,6 +1,6 @@
-// Pipeline parallelism (parallel/pipeline, tools/pipeline_run): the schedules, the stage
-// assignment and its errors, and pipelined training runs of small f64 MLPs on in-process ranks
-// against the single-device run (losses and updated parameters to 1e-10).
+// Pipeline parallelism (parallel/pipeline, backends/distributed/pipeline_step): the schedules,
+// the stage assignment and its errors, and pipelined training runs of small f64 MLPs on
+// in-process ranks against the single-device run (losses and updated parameters to 1e-10).
 #include "parallel/pipeline/pipeline.h"
 
 #include <gtest/gtest.h>
@@ -9,11 +9,11 @@
 
 #include "autodiff/install.h"
 #include "backends/comm/threads.h"
+#include "backends/distributed/pipeline_step.h"
 #include "lang/diagnostics.h"
 #include "ops/ops.h"
 #include "parallel/pipeline/schedule.h"
 #include "spmd_common.h"
-#include "tools/pipeline_run.h"
 
 namespace spora::parallel::pipeline {
 namespace {
@@ -30,9 +30,9 @@ void setup() {
 
 std::string mlp4_path() { return std::string(SPORA_SOURCE_DIR) + "/tests/parallel/mlp4.sp"; }
 
-tools::SpmdOptions options(const std::string& file) {
+distributed::TrainStepOptions options(const std::string& file) {
   setup();
-  tools::SpmdOptions o = testing::mlp_options();
+  distributed::TrainStepOptions o = testing::mlp_options();
   o.file = file;
   return o;
 }
@@ -80,17 +80,17 @@ TEST(PipelineSchedule, LiveActivations) {
 // ---- stage assignment and programs -----------------------------------------------------------
 
 struct Built {
-  sim::StepProgram step;
+  StepGraph step;
   PipelineProgram program;
 };
 
 Built build(const std::string& file, const std::string& pipeline_json) {
-  tools::SpmdOptions o = options(file);
+  distributed::TrainStepOptions o = options(file);
   o.batch = 2;  // a micro-batch
-  Built b{tools::build_training_step(o), {}};
+  Built b{distributed::build_training_step(o), {}};
   const auto spec = parse_pipeline(R"({"pipeline": )" + pipeline_json + "}");
   EXPECT_TRUE(spec.has_value());
-  b.program = build_pipeline(*b.step.step, b.step.params.size(), *spec);
+  b.program = build_pipeline(*b.step.step, b.step.param_names.size(), *spec);
   return b;
 }
 
@@ -214,9 +214,9 @@ TEST(PipelineStages, Errors) {
 
 TEST(PipelineRun, BatchMustSplitIntoMicroBatches) {
   try {
-    tools::pipeline_ranks(options(testing::mlp_path()),
-                          R"({"pipeline": {"stages": 2, "micro_batches": 3, "split": ["net.l2"]}})",
-                          "pp.json");
+    distributed::pipeline_ranks(
+        options(testing::mlp_path()),
+        R"({"pipeline": {"stages": 2, "micro_batches": 3, "split": ["net.l2"]}})", "pp.json");
     ADD_FAILURE() << "no error";
   } catch (const lang::UserError& e) {
     EXPECT_STREQ(e.what(), "pp.json: the batch of 8 does not split into 3 micro-batches");
@@ -227,10 +227,10 @@ TEST(PipelineRun, DataParallelGradientsReducedOncePerStep) {
   // Weight gradients stay partial over dp through the micro-batches (one all-reduce per step);
   // the bias gradients, reshaped after their sum, are reduced inside b_k.
   const std::string text =
-      tools::pipeline_ir(options(testing::mlp_path()),
-                         R"json({"mesh": [2], "layouts": {"x": "(2, 1)", "y": "(2)"},
+      distributed::pipeline_ir(options(testing::mlp_path()),
+                               R"json({"mesh": [2], "layouts": {"x": "(2, 1)", "y": "(2)"},
               "pipeline": {"stages": 2, "micro_batches": 2, "split": ["net.l2"]}})json",
-                         "dp.json");
+                               "dp.json");
   EXPECT_NE(text.find("#   all_reduce(axes=[0]) of d net.l1.w once per step"), std::string::npos)
       << text;
   EXPECT_NE(text.find("#   all_reduce(axes=[0]) of d net.l3.w once per step"), std::string::npos);
@@ -239,18 +239,18 @@ TEST(PipelineRun, DataParallelGradientsReducedOncePerStep) {
 
 // ---- pipelined runs against the single device ------------------------------------------------
 
-tools::SpmdResult run(const std::string& file, const std::string& strategy, int ranks) {
-  const tools::SpmdOptions o = options(file);
-  const auto setup = tools::prepare_pipeline(o, strategy);  // shared: one build for all ranks
+distributed::TrainStepResult run(const std::string& file, const std::string& strategy, int ranks) {
+  const distributed::TrainStepOptions o = options(file);
+  const auto setup = distributed::prepare_pipeline(o, strategy);  // shared: one build for all ranks
   comm::ThreadWorld world(ranks);
-  std::vector<tools::SpmdResult> results(static_cast<size_t>(ranks));
+  std::vector<distributed::TrainStepResult> results(static_cast<size_t>(ranks));
   world.run([&](comm::Communicator& c) {
-    results[static_cast<size_t>(c.rank())] = tools::run_pipeline(*setup, o, c);
+    results[static_cast<size_t>(c.rank())] = distributed::run_pipeline(*setup, o, c);
   });
   for (int r = 1; r < ranks; ++r) {
     EXPECT_EQ(results[static_cast<size_t>(r)].losses, results[0].losses) << "rank " << r;
-    EXPECT_EQ(tools::params_checksum(results[static_cast<size_t>(r)].params),
-              tools::params_checksum(results[0].params))
+    EXPECT_EQ(distributed::params_checksum(results[static_cast<size_t>(r)].params),
+              distributed::params_checksum(results[0].params))
         << "rank " << r;
   }
   return results[0];
@@ -270,7 +270,7 @@ class PipelinedRun : public ::testing::TestWithParam<Case> {};
 TEST_P(PipelinedRun, EqualsTheSingleDeviceRun) {
   const Case& c = GetParam();
   const std::string file = std::string(c.file) == "mlp4" ? mlp4_path() : testing::mlp_path();
-  const tools::SpmdResult ref = tools::run_training(options(file), nullptr, "");
+  const distributed::TrainStepResult ref = distributed::run_training(options(file), nullptr, "");
   ASSERT_EQ(ref.losses.size(), 3u);
   EXPECT_GT(ref.losses[0], ref.losses[2]) << "sgd lowers the loss";
   expect_same_run(ref, run(file, c.strategy, c.ranks), c.name);

@@ -1,4 +1,5 @@
-// Recomputation (the strategy's "recompute", parallel/partition/README.md; sim/step_program.h):
+// Recomputation (the strategy's "recompute", parallel/partition/README.md;
+// parallel/step/step_graph.h; the simulator's op list and activation peak, sim/step_program.h):
 // the named layers' forward is lowered as @checkpoint graphs, autodiff recomputes it in the
 // backward pass, and the step is made straight-line again without merging the recomputation
 // back. The step has the recomputed ops in its backward, computes the same values (single
@@ -27,15 +28,17 @@ void setup() {
   });
 }
 
-tools::SpmdOptions blocks() {
-  tools::SpmdOptions o = mlp_options();
+distributed::TrainStepOptions blocks() {
+  distributed::TrainStepOptions o = mlp_options();
   o.file = std::string(SPORA_SOURCE_DIR) + "/tests/parallel/mlp_blocks.sp";
   return o;
 }
 
+// The harness's step (distributed::step_options) with the simulator's op list and activation
+// peak on top.
 sim::StepProgram build(const std::string& strategy_json) {
   setup();
-  return tools::build_training_step(blocks(), strategy_json);
+  return sim::build_step_program(blocks().file, distributed::step_options(blocks(), strategy_json));
 }
 
 int count(const ir::Graph& g, const std::string& prim) {
@@ -102,9 +105,9 @@ TEST(Recompute, ActivationsKeptForTheBackwardPassShrink) {
 // partitioned) with the recomputation in its backward pass, as the strategy's would have it.
 TEST(Recompute, CheckpointInTheSourceIsTheSameStep) {
   setup();
-  tools::SpmdOptions o = blocks();
+  distributed::TrainStepOptions o = blocks();
   o.file = std::string(SPORA_SOURCE_DIR) + "/tests/parallel/mlp_blocks_checkpoint.sp";
-  const sim::StepProgram source = tools::build_training_step(o);
+  const sim::StepProgram source = sim::build_step_program(o.file, distributed::step_options(o));
   const sim::StepProgram strategy =
       build(R"json({"mesh": [1], "recompute": ["net.l1", "net.l2"]})json");
   EXPECT_EQ(calls(*source.step), 0);
@@ -112,12 +115,13 @@ TEST(Recompute, CheckpointInTheSourceIsTheSameStep) {
   EXPECT_EQ(source.step->nodes.size(), strategy.step->nodes.size());
   EXPECT_EQ(count(*source.step, "matmul"), count(*strategy.step, "matmul"));
   EXPECT_EQ(source.activation_peak, strategy.activation_peak);
-  const tools::SpmdResult ref = tools::run_training(build(""), blocks(), nullptr, "");
+  const distributed::TrainStepResult ref =
+      distributed::run_training(build(""), blocks(), nullptr, "");
   const char* dp4 = R"json({"mesh": [4], "layouts": {"x": "(4, 1)", "y": "(4)"}})json";
   comm::ThreadWorld world(4);
-  std::vector<tools::SpmdResult> got(4);
+  std::vector<distributed::TrainStepResult> got(4);
   world.run([&](comm::Communicator& c) {
-    got[static_cast<size_t>(c.rank())] = tools::run_training(source, o, &c, dp4);
+    got[static_cast<size_t>(c.rank())] = distributed::run_training(source, o, &c, dp4);
   });
   expect_same_run(ref, got[0], "@checkpoint on dp4");
 }
@@ -147,12 +151,13 @@ TEST(Recompute, TheStrategyKeyRoundTrips) {
 
 // ---- the values: single device, and partitioned on 4 in-process ranks ------------------------
 
-tools::SpmdResult run_threads(const sim::StepProgram& program, const tools::SpmdOptions& o,
-                              const std::string& strategy) {
+distributed::TrainStepResult run_threads(const sim::StepProgram& program,
+                                         const distributed::TrainStepOptions& o,
+                                         const std::string& strategy) {
   comm::ThreadWorld world(4);
-  std::vector<tools::SpmdResult> results(4);
+  std::vector<distributed::TrainStepResult> results(4);
   world.run([&](comm::Communicator& c) {
-    results[static_cast<size_t>(c.rank())] = tools::run_training(program, o, &c, strategy);
+    results[static_cast<size_t>(c.rank())] = distributed::run_training(program, o, &c, strategy);
   });
   return results[0];
 }
@@ -161,17 +166,18 @@ class RecomputeRun : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(RecomputeRun, EqualsTheRunWithoutIt) {
   setup();
-  tools::SpmdOptions o = blocks();
+  distributed::TrainStepOptions o = blocks();
   o.optimizer = GetParam();
-  const tools::SpmdResult ref = tools::run_training(build(""), o, nullptr, "");
+  const distributed::TrainStepResult ref = distributed::run_training(build(""), o, nullptr, "");
   ASSERT_EQ(ref.losses.size(), 3u);
   EXPECT_GT(ref.losses[0], ref.losses[2]);
-  const tools::SpmdResult one = tools::run_training(build(kRecomputeAll), o, nullptr, "");
+  const distributed::TrainStepResult one =
+      distributed::run_training(build(kRecomputeAll), o, nullptr, "");
   expect_same_run(ref, one, "recompute on one device");
   // Data parallel with every layer recomputed and ZeRO-1 on top.
   const std::string dp4 = R"json({"mesh": [4], "layouts": {"x": "(4, 1)", "y": "(4)"},
                                   "recompute": true, "optimizer_shard": 0})json";
-  const tools::SpmdResult got = run_threads(build(dp4), o, dp4);
+  const distributed::TrainStepResult got = run_threads(build(dp4), o, dp4);
   EXPECT_EQ(got.gathers, 6);
   expect_same_run(ref, got, "recompute + optimizer_shard on dp4");
   // Tensor parallel (Megatron on l1 and l2) with l1 recomputed.

@@ -17,7 +17,7 @@ sim::StepProgram tiny(int64_t batch) {
   ops::register_all();
   static bool installed = false;
   if (!installed) autodiff::install(), installed = true;
-  sim::StepOptions o;
+  parallel::StepOptions o;
   o.batch = batch;
   return sim::build_step_program(kTiny, o);
 }
@@ -120,15 +120,14 @@ sim::StepProgram w4_block() {
   ops::register_all();
   static bool installed = false;
   if (!installed) autodiff::install(), installed = true;
-  sim::StepOptions so;
+  parallel::StepOptions so;
   so.batch = 8;
   return sim::build_step_program(SPORA_SOURCE_DIR "/benchmarks/sim/w4_block.sp", so);
 }
 
-// The W4 encoder block on a 2x2 mesh: a step graph that
-// is not series-parallel, with up to 57 candidates a node. dp finishes inside its byte budget
-// (its cells and records: a few MB) and its pick costs no more than all-replicated or
-// sharding propagation's on the same graph.
+// The W4 encoder block on a 2x2 mesh: a step graph that is not series-parallel, with up to 57
+// candidates a node. dp finishes inside its byte budget (its cells and records: a few MB) and its
+// pick costs no more than all-replicated or sharding propagation's on the same graph.
 TEST(SearchFromIr, W4BlockOnTwoByTwo) {
   const sim::StepProgram p = w4_block();
   const StepCostGraph g = build(p, Mesh{{2, 2}, {}});

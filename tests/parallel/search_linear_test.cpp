@@ -20,8 +20,8 @@ namespace {
 
 using parallel::testing::expect_same_run;
 
-tools::SpmdOptions options() {
-  tools::SpmdOptions o = parallel::testing::mlp_options();
+distributed::TrainStepOptions options() {
+  distributed::TrainStepOptions o = parallel::testing::mlp_options();
   o.file = SPORA_SOURCE_DIR "/tests/parallel/linear_sums.sp";
   return o;
 }
@@ -30,15 +30,15 @@ tools::SpmdOptions options() {
 const char* kRowSplit = R"json({"mesh": [4], "layouts": {
     "x": "(1, 4)", "net.w1": "(4, 1)", "net.w2": "(4, 1)"}})json";
 
-sim::StepProgram step() {
+StepGraph step() {
   ops::register_all();
   static bool installed = false;
   if (!installed) autodiff::install(), installed = true;
-  return tools::build_training_step(options());
+  return distributed::build_training_step(options());
 }
 
 // The cost graph on 4 devices with slow links, so that where a sum is reduced matters.
-StepCostGraph graph(const sim::StepProgram& p) {
+StepCostGraph graph(const StepGraph& p) {
   std::vector<std::string> names;
   for (const ir::Node* n : p.step->params) names.push_back(n->name);
   DeviceModel dev;
@@ -46,17 +46,18 @@ StepCostGraph graph(const sim::StepProgram& p) {
   return build_step_cost_graph(*p.step, names, 3, 0, Mesh{{4}, {}}, dev);
 }
 
-tools::SpmdResult run_threads(const sim::StepProgram& program, const std::string& strategy) {
+distributed::TrainStepResult run_threads(const StepGraph& program, const std::string& strategy) {
   comm::ThreadWorld world(4);
-  std::vector<tools::SpmdResult> results(4);
+  std::vector<distributed::TrainStepResult> results(4);
   world.run([&](comm::Communicator& c) {
-    results[static_cast<size_t>(c.rank())] = tools::run_training(program, options(), &c, strategy);
+    results[static_cast<size_t>(c.rank())] =
+        distributed::run_training(program, options(), &c, strategy);
   });
   return results[0];
 }
 
 TEST(SearchLinear, PendingSumsFlowToACheaperReducePointAndTheRunIsExact) {
-  const sim::StepProgram p = step();
+  const StepGraph p = step();
   StepCostGraph g = graph(p);
   // The row split as the partitioner's own propagation runs it: it all-reduces each product
   // before the add (its rules take no partial input).
@@ -98,7 +99,7 @@ TEST(SearchLinear, PendingSumsFlowToACheaperReducePointAndTheRunIsExact) {
                           [](const ir::Node* n) { return n->is_prim("all_reduce"); }),
             std::count_if(hp.graph->nodes.begin(), hp.graph->nodes.end(),
                           [](const ir::Node* n) { return n->is_prim("all_reduce"); }));
-  const tools::SpmdResult ref = tools::run_training(p, options(), nullptr, "");
+  const distributed::TrainStepResult ref = distributed::run_training(p, options(), nullptr, "");
   expect_same_run(ref, run_threads(p, json), "the row split with the searched operators");
 }
 

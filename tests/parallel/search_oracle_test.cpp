@@ -52,7 +52,7 @@ TEST(SearchOracle, AgreesWithTheSimulatorOnASmallGptBlock) {
   static bool installed = false;
   if (!installed) autodiff::install(), installed = true;
   const std::string path = small_block();
-  sim::StepOptions so;
+  parallel::StepOptions so;
   so.optimizer = "adam";
   const sim::StepProgram step = sim::build_step_program(path, so);
   std::remove(path.c_str());

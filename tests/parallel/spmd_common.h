@@ -8,7 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "tools/spmd_run.h"
+#include "backends/distributed/train_step.h"
+#include "sim/step_program.h"
 
 namespace spora::parallel::testing {
 
@@ -32,18 +33,20 @@ inline const char* strategy_named(const std::string& name) {
   return name == "dp4" ? kDp4 : name == "tp4" ? kTp4 : kDp2Tp2;
 }
 
-inline tools::SpmdOptions mlp_options() {
-  tools::SpmdOptions o;
+// As `spora train-step` runs: a pipeline's "split": "auto" balances the simulator's cost rows.
+inline distributed::TrainStepOptions mlp_options() {
+  distributed::TrainStepOptions o;
   o.file = mlp_path();
   o.steps = 3;
   o.lr = 0.1;
+  o.stage_cost = sim::node_cost;
   return o;
 }
 
 // A sharded run equals the reference: losses per step and the updated parameters (f64: to
 // 1e-10 relative to the largest element).
-inline void expect_same_run(const tools::SpmdResult& ref, const tools::SpmdResult& got,
-                            const std::string& what) {
+inline void expect_same_run(const distributed::TrainStepResult& ref,
+                            const distributed::TrainStepResult& got, const std::string& what) {
   ASSERT_EQ(got.losses.size(), ref.losses.size()) << what;
   for (size_t i = 0; i < ref.losses.size(); ++i)
     EXPECT_NEAR(got.losses[i], ref.losses[i], 1e-10 * std::abs(ref.losses[i]))

@@ -18,11 +18,12 @@ class MpiShardedRun : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(MpiShardedRun, EqualsTheSingleDeviceRun) {
   ASSERT_EQ(comm::mpi_world_size(), 4) << "run under mpirun -np 4";
-  const sim::StepProgram program = tools::build_training_step(mlp_options());
-  const tools::SpmdResult ref = tools::run_training(program, mlp_options(), nullptr, "");
+  const StepGraph program = distributed::build_training_step(mlp_options());
+  const distributed::TrainStepResult ref =
+      distributed::run_training(program, mlp_options(), nullptr, "");
   auto world = comm::make_mpi_communicator();
-  const tools::SpmdResult got =
-      tools::run_training(program, mlp_options(), world.get(), strategy_named(GetParam()));
+  const distributed::TrainStepResult got =
+      distributed::run_training(program, mlp_options(), world.get(), strategy_named(GetParam()));
   EXPECT_GT(got.collectives, 0);
   expect_same_run(ref, got, std::string(GetParam()) + " on rank " + std::to_string(world->rank()));
 }

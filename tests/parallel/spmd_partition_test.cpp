@@ -213,19 +213,19 @@ TEST(Collectives, DerivativesAreTheTransposesUnderTheReplicatedCotangentConventi
 // ---- the partitioner ------------------------------------------------------------------------
 
 struct Step {
-  sim::StepProgram program;
+  StepGraph program;
   Partitioned part;
   std::vector<std::string> collectives;
 };
 
 Step partition_mlp(const char* strategy_json) {
   setup();
-  Step s{tools::build_training_step(mlp_options()), {}, {}};
+  Step s{distributed::build_training_step(mlp_options()), {}, {}};
   const ir::Graph& g = *s.program.step;
   const Strategy strategy = parse_strategy(strategy_json, g);
   PartitionOptions po;
   po.output_layouts.push_back(std::nullopt);
-  for (size_t i = 0; i < s.program.params.size(); ++i) {
+  for (size_t i = 0; i < s.program.param_names.size(); ++i) {
     auto it = strategy.layouts.find(g.params[i]->name);
     po.output_layouts.push_back(it == strategy.layouts.end() ? std::nullopt
                                                              : std::optional(it->second));
@@ -248,7 +248,7 @@ std::string joined(const std::vector<std::string>& lines) {
 
 TEST(Partition, TheStepHasTheNamedParameters) {
   setup();
-  const sim::StepProgram p = tools::build_training_step(mlp_options());
+  const StepGraph p = distributed::build_training_step(mlp_options());
   std::vector<std::string> names;
   for (const ir::Node* n : p.step->params) names.push_back(n->name);
   EXPECT_EQ(names, (std::vector<std::string>{"net.l1.w", "net.l1.b", "net.l2.w", "net.l2.b",
@@ -298,7 +298,7 @@ TEST(Partition, DataAndTensorParallelReduceOverTheirOwnMeshAxes) {
 
 TEST(Partition, StrategyFilesNameRealParametersAndFittingLayouts) {
   setup();
-  const sim::StepProgram p = tools::build_training_step(mlp_options());
+  const StepGraph p = distributed::build_training_step(mlp_options());
   EXPECT_THROW(
       parse_strategy(R"json({"mesh": [4], "layouts": {"net.l9.w": "(4, 1)"}})json", *p.step),
       lang::UserError);
@@ -318,7 +318,7 @@ TEST(Partition, StrategyFilesNameRealParametersAndFittingLayouts) {
 
 TEST(Partition, ANodesChosenStrategyOverridesPropagation) {
   setup();
-  const sim::StepProgram p = tools::build_training_step(mlp_options());
+  const StepGraph p = distributed::build_training_step(mlp_options());
   size_t first_matmul = 0;
   while (!p.step->nodes[first_matmul]->is_prim("matmul")) ++first_matmul;
   const std::string json = R"json({"mesh": [4], "layouts": {"x": "(4, 1)", "y": "(4)"},
@@ -337,7 +337,7 @@ TEST(Partition, ANodesChosenStrategyOverridesPropagation) {
 
 TEST(Partition, LayoutsThatDoNotFitAreUserErrors) {
   setup();
-  const sim::StepProgram p = tools::build_training_step(mlp_options());
+  const StepGraph p = distributed::build_training_step(mlp_options());
   Strategy s;
   s.mesh.shape = {4};
   s.layouts["x"] = Layout::replicated(1);  // x is 2-D
@@ -355,11 +355,11 @@ TEST(Partition, LayoutsThatDoNotFitAreUserErrors) {
 
 // ---- sharded runs on 4 in-process ranks ------------------------------------------------------
 
-tools::SpmdResult run_threads(const sim::StepProgram& program, const char* strategy) {
+distributed::TrainStepResult run_threads(const StepGraph& program, const char* strategy) {
   comm::ThreadWorld world(4);
-  std::vector<tools::SpmdResult> results(4);
+  std::vector<distributed::TrainStepResult> results(4);
   world.run([&](comm::Communicator& c) {
-    results[c.rank()] = tools::run_training(program, mlp_options(), &c, strategy);
+    results[c.rank()] = distributed::run_training(program, mlp_options(), &c, strategy);
   });
   // Every rank saw the same losses and gathered the same parameters.
   for (int r = 1; r < 4; ++r) EXPECT_EQ(results[r].losses, results[0].losses) << "rank " << r;
@@ -370,11 +370,12 @@ class ShardedRun : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ShardedRun, EqualsTheSingleDeviceRun) {
   setup();
-  const sim::StepProgram program = tools::build_training_step(mlp_options());
-  const tools::SpmdResult ref = tools::run_training(program, mlp_options(), nullptr, "");
+  const StepGraph program = distributed::build_training_step(mlp_options());
+  const distributed::TrainStepResult ref =
+      distributed::run_training(program, mlp_options(), nullptr, "");
   ASSERT_EQ(ref.losses.size(), 3u);
   EXPECT_GT(ref.losses[0], ref.losses[2]) << "sgd lowers the loss";
-  const tools::SpmdResult got = run_threads(program, strategy_named(GetParam()));
+  const distributed::TrainStepResult got = run_threads(program, strategy_named(GetParam()));
   EXPECT_GT(got.collectives, 0);
   expect_same_run(ref, got, GetParam());
 }

@@ -18,11 +18,11 @@ namespace {
 
 const ir::Graph& step() {
   static std::once_flag once;
-  static sim::StepProgram p;
+  static StepGraph p;
   std::call_once(once, [] {
     ops::register_all();
     autodiff::install();
-    p = tools::build_training_step(mlp_options());
+    p = distributed::build_training_step(mlp_options());
   });
   return *p.step;
 }

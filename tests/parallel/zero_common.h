@@ -22,8 +22,8 @@ inline const char* zero_strategy_named(const std::string& name) {
   return name == "dp4" ? kDp4Zero : kDp2Tp2Zero;
 }
 
-inline tools::SpmdOptions zero_options(const std::string& optimizer) {
-  tools::SpmdOptions o = mlp_options();
+inline distributed::TrainStepOptions zero_options(const std::string& optimizer) {
+  distributed::TrainStepOptions o = mlp_options();
   o.optimizer = optimizer;
   o.lr = optimizer == "adam" ? 0.01 : 0.1;
   return o;

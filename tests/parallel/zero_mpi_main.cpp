@@ -19,12 +19,12 @@ class MpiZeroRun : public ::testing::TestWithParam<std::tuple<std::string, std::
 TEST_P(MpiZeroRun, EqualsTheSingleDeviceRun) {
   ASSERT_EQ(comm::mpi_world_size(), 4) << "run under mpirun -np 4";
   const auto& [strategy, optimizer] = GetParam();
-  const tools::SpmdOptions o = zero_options(optimizer);
-  const sim::StepProgram program = tools::build_training_step(o);
-  const tools::SpmdResult ref = tools::run_training(program, o, nullptr, "");
+  const distributed::TrainStepOptions o = zero_options(optimizer);
+  const StepGraph program = distributed::build_training_step(o);
+  const distributed::TrainStepResult ref = distributed::run_training(program, o, nullptr, "");
   auto world = comm::make_mpi_communicator();
-  const tools::SpmdResult got =
-      tools::run_training(program, o, world.get(), zero_strategy_named(strategy));
+  const distributed::TrainStepResult got =
+      distributed::run_training(program, o, world.get(), zero_strategy_named(strategy));
   EXPECT_EQ(got.gathers, strategy == "dp4" ? 6 : 5);
   expect_same_run(ref, got,
                   strategy + " " + optimizer + " on rank " + std::to_string(world->rank()));
@@ -39,14 +39,15 @@ INSTANTIATE_TEST_SUITE_P(StrategiesAndOptimizers, MpiZeroRun,
 
 // Recomputation with ZeRO-1 on the block MLP, data parallel over MPI.
 TEST(MpiRecompute, EqualsTheRunWithoutIt) {
-  tools::SpmdOptions o = zero_options("adam");
+  distributed::TrainStepOptions o = zero_options("adam");
   o.file = std::string(SPORA_SOURCE_DIR) + "/tests/parallel/mlp_blocks.sp";
   const std::string dp4 = R"json({"mesh": [4], "layouts": {"x": "(4, 1)", "y": "(4)"},
                                   "recompute": true, "optimizer_shard": 0})json";
-  const tools::SpmdResult ref = tools::run_training(tools::build_training_step(o), o, nullptr, "");
+  const distributed::TrainStepResult ref =
+      distributed::run_training(distributed::build_training_step(o), o, nullptr, "");
   auto world = comm::make_mpi_communicator();
-  const tools::SpmdResult got =
-      tools::run_training(tools::build_training_step(o, dp4), o, world.get(), dp4);
+  const distributed::TrainStepResult got =
+      distributed::run_training(distributed::build_training_step(o, dp4), o, world.get(), dp4);
   expect_same_run(ref, got, "recompute on rank " + std::to_string(world->rank()));
 }
 

@@ -26,15 +26,15 @@ void setup() {
   });
 }
 
-const sim::StepProgram& mlp() {
+const StepGraph& mlp() {
   setup();
-  static const sim::StepProgram p = tools::build_training_step(mlp_options());
+  static const StepGraph p = distributed::build_training_step(mlp_options());
   return p;
 }
 
 std::vector<std::string> partitioned_collectives(const char* json, Partitioned* out = nullptr) {
   const Strategy s = parse_strategy(json, *mlp().step);
-  Partitioned part = partition_training_step(*mlp().step, mlp().params.size(), s);
+  Partitioned part = partition_training_step(*mlp().step, mlp().param_names.size(), s);
   std::vector<std::string> c = collective_summary(*part.graph);
   if (out) *out = std::move(part);
   return c;
@@ -137,13 +137,13 @@ TEST(ZeroStrategy, OptimizerShardNamesAMeshAxisAndRoundTrips) {
 
 // ---- sharded runs on 4 in-process ranks ------------------------------------------------------
 
-std::vector<tools::SpmdResult> run_threads(const sim::StepProgram& program,
-                                           const tools::SpmdOptions& o, const char* strategy,
-                                           int ranks = 4) {
+std::vector<distributed::TrainStepResult> run_threads(const StepGraph& program,
+                                                      const distributed::TrainStepOptions& o,
+                                                      const char* strategy, int ranks = 4) {
   comm::ThreadWorld world(ranks);
-  std::vector<tools::SpmdResult> results(static_cast<size_t>(ranks));
+  std::vector<distributed::TrainStepResult> results(static_cast<size_t>(ranks));
   world.run([&](comm::Communicator& c) {
-    results[static_cast<size_t>(c.rank())] = tools::run_training(program, o, &c, strategy);
+    results[static_cast<size_t>(c.rank())] = distributed::run_training(program, o, &c, strategy);
   });
   for (int r = 1; r < ranks; ++r)
     EXPECT_EQ(results[static_cast<size_t>(r)].losses, results[0].losses) << "rank " << r;
@@ -159,12 +159,12 @@ class ZeroRun : public ::testing::TestWithParam<RunCase> {};
 TEST_P(ZeroRun, EqualsTheSingleDeviceRunWithAPieceOfTheState) {
   setup();
   const RunCase& rc = GetParam();
-  const tools::SpmdOptions o = zero_options(rc.optimizer);
-  const sim::StepProgram program = tools::build_training_step(o);
-  const tools::SpmdResult ref = tools::run_training(program, o, nullptr, "");
+  const distributed::TrainStepOptions o = zero_options(rc.optimizer);
+  const StepGraph program = distributed::build_training_step(o);
+  const distributed::TrainStepResult ref = distributed::run_training(program, o, nullptr, "");
   ASSERT_EQ(ref.losses.size(), 3u);
   EXPECT_GT(ref.losses[0], ref.losses[2]) << rc.optimizer << " lowers the loss";
-  const std::vector<tools::SpmdResult> got =
+  const std::vector<distributed::TrainStepResult> got =
       run_threads(program, o, zero_strategy_named(rc.strategy));
   expect_same_run(ref, got[0], rc.strategy + " " + rc.optimizer);
   // The optimizer state of a sharded update is a piece of the parameter's: a quarter over dp4,
@@ -173,7 +173,7 @@ TEST_P(ZeroRun, EqualsTheSingleDeviceRunWithAPieceOfTheState) {
   const std::vector<double> dp4 = {16 * 32 / 4, 32 / 4, 32 * 32 / 4, 32 / 4, 32 * 8 / 4, 8 / 4};
   const std::vector<double> dp2tp2 = {16 * 16 / 2, 16, 16 * 32 / 2, 32 / 2, 32 * 8 / 2, 8 / 2};
   const std::vector<double>& want = rc.strategy == "dp4" ? dp4 : dp2tp2;
-  for (const tools::SpmdResult& r : got) {
+  for (const distributed::TrainStepResult& r : got) {
     EXPECT_EQ(r.gathers, rc.strategy == "dp4" ? 6 : 5);
     ASSERT_EQ(r.state_elements.size(), 6u);
     for (size_t i = 0; i < 6; ++i)
@@ -194,10 +194,10 @@ INSTANTIATE_TEST_SUITE_P(StrategiesAndOptimizers, ZeroRun,
 
 TEST(ZeroRun, AnUnshardableAxisRunsAsPlainDataParallelism) {
   setup();
-  const tools::SpmdOptions o = zero_options("adam");
-  const sim::StepProgram program = tools::build_training_step(o);
-  const tools::SpmdResult ref = tools::run_training(program, o, nullptr, "");
-  const std::vector<tools::SpmdResult> got =
+  const distributed::TrainStepOptions o = zero_options("adam");
+  const StepGraph program = distributed::build_training_step(o);
+  const distributed::TrainStepResult ref = distributed::run_training(program, o, nullptr, "");
+  const std::vector<distributed::TrainStepResult> got =
       run_threads(program, o, R"json({"mesh": [3], "optimizer_shard": "m0"})json", 3);
   expect_same_run(ref, got[0], "mesh [3]");
   EXPECT_EQ(got[0].gathers, 0);

@@ -225,7 +225,7 @@ TEST(Pipeline, Deterministic) {
 TEST(Pipeline, SplitsAnSpmdProgramIntoForwardAndBackward) {
   ops::register_all();
   autodiff::install();
-  StepOptions o;
+  parallel::StepOptions o;
   o.batch = 8;
   const StepProgram step = build_step_program(SPORA_SOURCE_DIR "/tests/parallel/mlp_small.sp", o);
   const parallel::Strategy s = parallel::parse_strategy(

@@ -29,7 +29,7 @@ StepProgram step(int64_t batch) {
   ops::register_all();
   static bool installed = false;
   if (!installed) autodiff::install(), installed = true;
-  StepOptions o;
+  parallel::StepOptions o;
   o.batch = batch;
   return build_step_program(kMlp, o);
 }

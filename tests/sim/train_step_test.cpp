@@ -30,7 +30,7 @@ StepProgram program(const std::string& path, int64_t batch, const std::string& o
   ops::register_all();
   static bool installed = false;
   if (!installed) autodiff::install(), installed = true;
-  StepOptions o;
+  parallel::StepOptions o;
   o.batch = batch;
   o.optimizer = optimizer;
   return build_step_program(path, o);
@@ -73,7 +73,7 @@ TEST(StepProgram, W2MatmulsAreTheClosedForm) {
 TEST(StepProgram, ErrorsAreForPeople) {
   ops::register_all();
   autodiff::install();
-  auto message = [](const std::string& path, StepOptions o) {
+  auto message = [](const std::string& path, parallel::StepOptions o) {
     try {
       build_step_program(path, o);
     } catch (const lang::UserError& e) {
@@ -81,7 +81,7 @@ TEST(StepProgram, ErrorsAreForPeople) {
     }
     return std::string("no error");
   };
-  StepOptions o;
+  parallel::StepOptions o;
   o.batch_name = "examples";
   EXPECT_EQ(message(kData + "tiny_mlp.sp", o),
             kData + "tiny_mlp.sp has no module-level `let examples = <integer>`: the simulator "
@@ -89,10 +89,10 @@ TEST(StepProgram, ErrorsAreForPeople) {
   EXPECT_EQ(message(kData + "no_grad.sp", {}),
             "'main' in " + kData + "no_grad.sp takes no derivative: a training step calls "
                                    "value_and_grad(loss)(...) or grad(loss)(...)");
-  StepOptions zero;
+  parallel::StepOptions zero;
   zero.batch = 0;
   EXPECT_EQ(message(kData + "tiny_mlp.sp", zero), "the per-rank batch must be positive, got 0");
-  StepOptions adagrad;
+  parallel::StepOptions adagrad;
   adagrad.optimizer = "adagrad";
   EXPECT_EQ(message(kData + "tiny_mlp.sp", adagrad),
             "unknown optimizer 'adagrad' (sgd, momentum, adam)");

@@ -28,7 +28,7 @@ StepProgram step(const std::string& file, const std::string& strategy_json) {
   ops::register_all();
   static bool installed = false;
   if (!installed) autodiff::install(), installed = true;
-  StepOptions o;
+  parallel::StepOptions o;
   o.batch = 8;
   const parallel::Strategy r = parallel::parse_recompute(strategy_json);
   o.recompute_all = r.recompute_all;

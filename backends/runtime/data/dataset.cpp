@@ -140,9 +140,16 @@ void BatchIterable::reset() {
   }
   const int64_t batch = plan_.batch;
   const BatchPlan plan = plan_;
+  const int64_t index = shard_index_, count = shard_count_;
   prefetcher_ = std::make_unique<Prefetcher>(
       plan_.count(), static_cast<size_t>(std::max<int64_t>(1, options_.prefetch)), [this] { prepare(); },
-      [this, order, batch, plan](int64_t i) { return gather(*order, i * batch, plan.rows(i)); });
+      [this, order, batch, plan, index, count](int64_t i) {
+        const int64_t rows = plan.rows(i);
+        if (count <= 1 || rows % count != 0) return gather(*order, i * batch, rows);
+        RawBatch b = gather(*order, i * batch + index * (rows / count), rows / count);
+        b.samples = rows;  // the progress bar counts the global batch
+        return b;
+      });
   if (options_.progress && ProgressBar::enabled())
     bar_ = std::make_unique<ProgressBar>(label_ + " epoch " + std::to_string(walk_ + 1), plan_.count(), plan_.n);
 }
@@ -155,6 +162,7 @@ bool BatchIterable::pull(sem::Value& out) {
                               std::to_string(plan_.count()) + " batches");
   ++cursor_;
   last_rows_ = b.samples;
+  last_global_rows_ = plan_.rows(cursor_ - 1);
   if (b.parts.size() == 1) {
     out = sem::Value(b.parts[0].to_tensor());
   } else {
@@ -163,6 +171,13 @@ bool BatchIterable::pull(sem::Value& out) {
     out = sem::Value::tuple(std::move(parts));
   }
   return true;
+}
+
+void BatchIterable::set_shard(int64_t index, int64_t count) {
+  if (count < 1 || index < 0 || index >= count)
+    throw lang::InternalError("data: shard " + std::to_string(index) + " of " + std::to_string(count));
+  shard_index_ = index;
+  shard_count_ = count;
 }
 
 bool BatchIterable::next_in(int64_t part, sem::Value& out) {

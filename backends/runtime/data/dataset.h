@@ -72,6 +72,14 @@ class BatchIterable : public sem::Iterable {
   int64_t walk() const { return walk_; }
   // Stops the prefetch thread (as leaving a loop early does); for tests.
   void stop();
+  // Data parallelism: from the next walk on, a batch whose rows `count` divides is gathered as
+  // its shard `index` only (rows [index r/count, (index + 1) r/count) of the global batch, in
+  // the one-device order); other batches stay whole. sharded(v) says which a batch was.
+  void set_shard(int64_t index, int64_t count);
+  int64_t shard_count() const { return shard_count_; }
+  bool sharded(int64_t local_rows) const {
+    return shard_count_ > 1 && local_rows * shard_count_ == last_global_rows_;
+  }
   const Prefetcher* prefetcher() const { return prefetcher_.get(); }
 
  protected:
@@ -92,6 +100,8 @@ class BatchIterable : public sem::Iterable {
   std::unique_ptr<Prefetcher> prefetcher_;
   std::unique_ptr<ProgressBar> bar_;
   int64_t last_rows_ = 0;
+  int64_t last_global_rows_ = 0;
+  int64_t shard_index_ = 0, shard_count_ = 1;
 };
 
 // ---- Fashion-MNIST --------------------------------------------------------------------------

@@ -140,7 +140,7 @@ Block block(const sim::ClusterSpec& c, const std::string& file, std::map<std::st
             int b, int t, bool hand, const std::string& hand_json, double memory_limit) {
   values["batch"] = b;
   const std::string path = instantiate(file, values);
-  sim::StepOptions so;
+  parallel::StepOptions so;
   so.batch = b;
   so.optimizer = "adam";
   const sim::StepProgram step = sim::build_step_program(path, so);

@@ -1,17 +1,17 @@
-// Pipelined training runs (pipeline_run.h).
-#include "tools/pipeline_run.h"
+// Pipelined training runs (pipeline_step.h).
+#include "backends/distributed/pipeline_step.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <map>
 #include <memory>
-#include <nlohmann/json.hpp>
-#include <set>
 
 #include "backends/comm/communicator.h"
 #include "backends/comm/group.h"
+#include "backends/runtime/profile.h"
 #include "lang/diagnostics.h"
 #include "ops/collective.h"
 #include "parallel/layout/shard_data.h"
@@ -20,95 +20,14 @@
 #include "semantics/interpreter.h"
 #include "semantics/ir/printer.h"
 #include "semantics/registry.h"
-#include "sim/cost.h"
-#include "sim/cost_model.h"
-#include "sim/step_program.h"
-#include "tools/profile.h"
 
-namespace spora::tools {
+namespace spora::distributed {
 
 namespace {
 
 namespace pp = parallel::pipeline;
 using sem::Tensor;
 using sem::Value;
-
-}  // namespace
-
-struct PipelineSetup {
-  sim::StepProgram full, micro;
-  pp::PipelineSpec spec;
-  parallel::Strategy inner;
-  pp::PipelineProgram program;
-  std::vector<pp::PartitionedStage> parts;
-  int64_t batch = 0, micro_batch = 0;
-  std::string origin;
-};
-
-namespace {
-
-using Setup = PipelineSetup;
-
-// The sim cost rows (FLOPs + bytes) of a forward node: what "split": "auto" balances.
-double node_cost(const ir::Node& n) {
-  if (!n.prim || !n.type) return 0;
-  std::vector<sem::TypeP> in;
-  for (const ir::Node* x : n.inputs) in.push_back(x->type);
-  const sim::StepOp op = sim::make_step_op(*n.prim, in, n.type, n.attrs, sim::Phase::Forward);
-  return op.cost.flops + op.cost.bytes;
-}
-
-Setup setup(const SpmdOptions& o, const std::string& text, const std::string& origin) {
-  Setup s;
-  s.origin = origin;
-  const std::optional<pp::PipelineSpec> spec = pp::parse_pipeline(text, origin);
-  if (!spec) throw lang::InternalError("setup of a pipeline without \"pipeline\"");
-  s.spec = *spec;
-  s.full = build_training_step(o);
-  s.batch = s.full.batch;
-  const int M = s.spec.micro_batches;
-  if (s.batch % M != 0)
-    throw lang::UserError(fmt::format("{}: the batch of {} does not split into {} micro-batches",
-                                      origin, s.batch, M));
-  s.micro_batch = s.batch / M;
-  SpmdOptions mo = o;
-  mo.batch = s.micro_batch;
-  s.micro = build_training_step(mo);
-  const ir::Graph& f = *s.full.step;
-  const ir::Graph& m = *s.micro.step;
-  if (f.params.size() != m.params.size() || s.full.params.size() != s.micro.params.size())
-    throw lang::UserError(
-        "the step of a micro-batch takes other inputs than the step of the batch");
-  for (size_t i = 0; i < f.params.size(); ++i) {
-    const sem::Type& a = *f.params[i]->type;
-    const sem::Type& b = *m.params[i]->type;
-    bool ok = a.rank() == b.rank() && a.dtype == b.dtype;
-    for (size_t d = 0; ok && d < a.shape.size(); ++d)
-      ok = a.shape[d] == b.shape[d] ||
-           (d == 0 && a.shape[0] == s.batch && b.shape[0] == s.micro_batch);
-    if (!ok || (i < s.full.params.size() && a.shape != b.shape))
-      throw lang::UserError(
-          fmt::format("micro-batching splits the inputs along their first dimension (the batch), "
-                      "but '{}' is {} "
-                      "with a batch of {} and {} with a micro-batch of {}",
-                      f.params[i]->name, a.str(), s.batch, b.str(), s.micro_batch));
-  }
-  s.inner = parallel::parse_strategy(pp::inner_strategy_json(text, origin), m, origin);
-  // The stage programs are built and updated here, not by partition_training_step and
-  // run_training: say what this runner does not do rather than ignore it.
-  if (o.optimizer != "sgd")
-    throw lang::UserError(
-        fmt::format("{}: a pipeline strategy trains with sgd only for now, not --optimizer {}",
-                    origin, o.optimizer));
-  if (s.inner.optimizer_shard >= 0 || s.inner.recompute_all || !s.inner.recompute.empty())
-    throw lang::UserError(fmt::format(
-        "{}: \"optimizer_shard\" and \"recompute\" do not combine with \"pipeline\" yet (the "
-        "stages already recompute their forward pass in the backward pass)",
-        origin));
-  s.program = pp::build_pipeline(m, s.micro.params.size(), s.spec, node_cost);
-  s.parts = pp::partition_pipeline(s.program, m, s.inner);
-  return s;
-}
 
 void wait(comm::Communicator& c, comm::Request r) {
   const std::vector<comm::Request> one{r};
@@ -146,97 +65,30 @@ void all_reduce_sum(comm::Communicator& world, Tensor& t) {
 
 }  // namespace
 
-bool is_pipeline_strategy(const std::string& text) {
-  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-  return j.is_object() && j.contains("pipeline");
+int pipeline_ranks(const TrainStepOptions& o, const std::string& text, const std::string& origin) {
+  return prepare_pipeline(o, text, origin)->ranks();
 }
 
-int pipeline_ranks(const SpmdOptions& o, const std::string& text, const std::string& origin) {
-  const Setup s = setup(o, text, origin);
-  return s.spec.stages * s.inner.mesh.rank_count();
-}
-
-sim::PipelineProgram pipeline_sim_program(const SpmdOptions& o, const std::string& text,
-                                          const std::string& origin,
-                                          const sim::ClusterSpec& cluster,
-                                          const std::string& matmul_dtype) {
-  const Setup s = setup(o, text, origin);
-  const std::vector<int64_t> mesh = s.inner.mesh.shape;
-  const sim::CostModel model(
-      cluster.device, matmul_dtype,
-      sim::ranks_on_node(cluster, static_cast<int>(s.spec.stages * s.inner.mesh.rank_count())));
-  sim::PipelineProgram p;
-  p.stage_devices = s.inner.mesh.rank_count();
-  p.replicas = 1;  // data parallelism is inside the stage's mesh
-  p.micro_batches = s.spec.micro_batches;
-  p.schedule = s.spec.schedule == pp::Schedule::GPipe ? sim::PipelineSchedule::GPipe
-                                                      : sim::PipelineSchedule::OneFOneB;
-  // b_k already re-runs f_k (parallel/pipeline/pipeline.h): its SPMD program has the
-  // recomputation in it, so the simulator must not add it again.
-  p.recompute = false;
-  const size_t S = s.program.stages.size();
-  for (size_t k = 0; k < S; ++k) {
-    const pp::StageProgram& sp = s.program.stages[k];
-    const pp::PartitionedStage& part = s.parts[k];
-    sim::PipelineStage st;
-    sim::StageBlock b;
-    b.name = fmt::format("stage {}", k);
-    b.forward = sim::spmd_program(*part.forward.graph, mesh, 0, "sgd");
-    b.backward = sim::spmd_program(*part.backward.graph, mesh, 0, "sgd");
-    const ir::Graph& f = *part.forward.graph;
-    for (size_t i = 0; i < sp.params.size() && i < f.params.size(); ++i) {
-      const sem::TypeP& t = f.params[i]->type;
-      st.param_bytes += sim::type_bytes(t);
-      int state = 0;
-      for (const sim::StepOp& u : sim::update_ops("sgd", t, state))
-        st.update_seconds += model.time(u.cost, u.dtype).seconds;
-    }
-    st.grad_bytes = st.param_bytes;
-    // Gradients partial over the batch's mesh axes are all-reduced once per step, after the
-    // last micro-batch (as the runtime does; they are not in the backward program): simulated
-    // as a ring over those axes' replicas, then the update.
-    double partial_bytes = 0;
-    std::set<int64_t> axes;
-    for (size_t i = 0; i < part.grad_partial.size() && i < f.params.size(); ++i) {
-      if (part.grad_partial[i].empty()) continue;
-      partial_bytes += sim::type_bytes(f.params[i]->type);
-      axes.insert(part.grad_partial[i].begin(), part.grad_partial[i].end());
-    }
-    if (partial_bytes > 0) {
-      int64_t replicas = 1;
-      for (int64_t a : axes) replicas *= mesh.at(static_cast<size_t>(a));
-      const int64_t t = s.inner.mesh.size() / replicas;
-      st.update_seconds += sim::gradient_sync_seconds(cluster, replicas, t, partial_bytes, false);
-    }
-    if (k + 1 < S) st.send_bytes = sim::type_bytes(f.output->type);
-    if (sp.takes_activation && sp.params.size() < f.params.size())
-      st.activation_bytes = sim::type_bytes(f.params[sp.params.size()]->type);
-    st.working_bytes = b.backward.activation_peak;
-    st.blocks.push_back(std::move(b));
-    p.stages.push_back(std::move(st));
-  }
-  for (size_t k = 1; k < S; ++k) p.stages[k].cotangent_bytes = p.stages[k - 1].send_bytes;
-  return p;
-}
-
-std::string pipeline_ir(const SpmdOptions& o, const std::string& text, const std::string& origin) {
-  const Setup s = setup(o, text, origin);
-  return fmt::format("# the step of a micro-batch of {} (batch {}), cut into stages\n",
-                     s.micro_batch, s.batch) +
-         pp::print_pipeline(s.program, s.parts, s.inner);
-}
-
-std::shared_ptr<const PipelineSetup> prepare_pipeline(const SpmdOptions& o, const std::string& text,
-                                                      const std::string& origin) {
-  return std::make_shared<const PipelineSetup>(setup(o, text, origin));
-}
-
-SpmdResult run_pipeline(const SpmdOptions& o, comm::Communicator& world, const std::string& text,
+std::string pipeline_ir(const TrainStepOptions& o, const std::string& text,
                         const std::string& origin) {
+  return pp::print_setup(*prepare_pipeline(o, text, origin));
+}
+
+std::shared_ptr<const pp::PipelineSetup> prepare_pipeline(const TrainStepOptions& o,
+                                                          const std::string& text,
+                                                          const std::string& origin) {
+  return std::make_shared<const pp::PipelineSetup>(
+      pp::setup_pipeline(o.file, step_options(o), text, origin,
+                         o.stage_cost ? o.stage_cost : pp::NodeCost(pp::default_node_cost)));
+}
+
+TrainStepResult run_pipeline(const TrainStepOptions& o, comm::Communicator& world,
+                             const std::string& text, const std::string& origin) {
   return run_pipeline(*prepare_pipeline(o, text, origin), o, world);
 }
 
-SpmdResult run_pipeline(const PipelineSetup& s, const SpmdOptions& o, comm::Communicator& world) {
+TrainStepResult run_pipeline(const pp::PipelineSetup& s, const TrainStepOptions& o,
+                             comm::Communicator& world) {
   const std::string& origin = s.origin;
   const parallel::Mesh& mesh = s.inner.mesh;
   const int inner = mesh.rank_count();
@@ -250,7 +102,7 @@ SpmdResult run_pipeline(const PipelineSetup& s, const SpmdOptions& o, comm::Comm
   const pp::StageProgram& sp = s.program.stages[static_cast<size_t>(k)];
   const pp::PartitionedStage& ps = s.parts[static_cast<size_t>(k)];
   const ir::Graph& step = *s.full.step;
-  const size_t nparams = s.full.params.size();
+  const size_t nparams = s.full.param_names.size();
   std::vector<Tensor> values = global_values(step, nparams, o.seed);
 
   // This rank's shards: its stage's parameters, every micro-batch of the data.
@@ -287,8 +139,8 @@ SpmdResult run_pipeline(const PipelineSetup& s, const SpmdOptions& o, comm::Comm
       sp.takes_activation ? ps.forward.graph->params[sp.params.size()]->type : nullptr;
   const sem::TypeP ct_type = ps.backward.graph->params.back()->type;
 
-  SpmdResult r;
-  for (const sim::StepParam& p : s.full.params) r.names.push_back(p.name);
+  TrainStepResult r;
+  r.names = s.full.param_names;
   r.collectives = ps.forward.collectives + ps.backward.collectives;
   r.program = ir::print_module(*ps.forward.module) + ir::print_module(*ps.backward.module);
   if (o.verbose)
@@ -298,10 +150,10 @@ SpmdResult run_pipeline(const PipelineSetup& s, const SpmdOptions& o, comm::Comm
 
   // --profile: the forward and backward calls as spans enclosing their nodes, the receives as
   // spans of their own (the pipeline's bubbles), from a barrier every rank left together.
-  std::unique_ptr<RunProfiler> profiler;
+  std::unique_ptr<runtime::RunProfiler> profiler;
   if (!o.profile.empty()) {
     world.barrier();
-    profiler = std::make_unique<RunProfiler>(nullptr, 200000, world.rank());
+    profiler = std::make_unique<runtime::RunProfiler>(nullptr, 200000, world.rank());
     profiler->set_depth_offset(1);
     forward.set_trace(profiler->hook());
     backward.set_trace(profiler->hook());
@@ -312,8 +164,7 @@ SpmdResult run_pipeline(const PipelineSetup& s, const SpmdOptions& o, comm::Comm
     if (profiler)
       profiler->add_span(
           name, start,
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 0,
-          leaf);
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 0, leaf);
     return v;
   };
   auto receive = [&](const sem::TypeP& t, int peer, int tg) {
@@ -378,8 +229,8 @@ SpmdResult run_pipeline(const PipelineSetup& s, const SpmdOptions& o, comm::Comm
       attrs.set("axes", ps.grad_partial[j]);
       attrs.set("mesh", mesh.shape);
       grads[j] = timed("all_reduce", true, [&] {
-                   return sem::kernel_for(*all_reduce)({Value(grads[j])}, attrs).tensor;
-                 });
+        return sem::kernel_for(*all_reduce)({Value(grads[j])}, attrs).tensor;
+      });
     }
     for (size_t j = 0; j < sp.params.size(); ++j) {
       std::vector<Tensor> state;  // sgd keeps none (setup refuses the other optimizers)
@@ -392,7 +243,8 @@ SpmdResult run_pipeline(const PipelineSetup& s, const SpmdOptions& o, comm::Comm
     r.step_seconds.push_back(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
-  if (profiler) finish_profile(*profiler, rank_trace_path(o.profile, world.rank()), r, o.profile);
+  if (profiler)
+    finish_profile(*profiler, runtime::rank_trace_path(o.profile, world.rank()), r, o.profile);
   // The owning stage's writers (coordinate 0 on the mesh axes that do not split a parameter)
   // write their blocks; the world sums.
   const std::vector<int64_t> coords = mesh.coords(me);
@@ -413,4 +265,4 @@ SpmdResult run_pipeline(const PipelineSetup& s, const SpmdOptions& o, comm::Comm
   return r;
 }
 
-}  // namespace spora::tools
+}  // namespace spora::distributed

@@ -1,4 +1,5 @@
-#include "tools/profile.h"
+// Chrome traces of interpreter runs and their summary (profile.h).
+#include "backends/runtime/profile.h"
 
 #include <fmt/format.h>
 
@@ -10,7 +11,7 @@
 #include "backends/runtime/data/files.h"
 #include "semantics/passes/fusion.h"
 
-namespace spora::tools {
+namespace spora::runtime {
 
 RunProfiler::RunProfiler(const lang::SourceManager* sources, size_t max_events, int pid)
     : sources_(sources),
@@ -93,7 +94,7 @@ void RunProfiler::write(const std::string& path, std::ostream& summary, size_t r
                       {"args", std::move(args)}});
   }
   nlohmann::json trace = {{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
-  runtime::data::write_file_atomic(path, trace.dump() + "\n");
+  data::write_file_atomic(path, trace.dump() + "\n");
 
   std::vector<std::pair<std::string, Total>> sorted(leaves_.begin(), leaves_.end());
   std::sort(sorted.begin(), sorted.end(),
@@ -119,7 +120,8 @@ void RunProfiler::write(const std::string& path, std::ostream& summary, size_t r
 
 std::string rank_trace_path(const std::string& path, int rank) {
   const std::string ext = ".json";
-  const bool json = path.size() > ext.size() && path.compare(path.size() - ext.size(), ext.size(), ext) == 0;
+  const bool json =
+      path.size() > ext.size() && path.compare(path.size() - ext.size(), ext.size(), ext) == 0;
   const std::string stem = json ? path.substr(0, path.size() - ext.size()) : path;
   return fmt::format("{}.rank{}.json", stem, rank);
 }
@@ -144,8 +146,8 @@ void merge_rank_traces(const std::string& path, int ranks) {
     for (auto& e : t["traceEvents"]) events.push_back(std::move(e));
   }
   nlohmann::json trace = {{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
-  runtime::data::write_file_atomic(path, trace.dump() + "\n");
+  data::write_file_atomic(path, trace.dump() + "\n");
   for (int r = 0; r < ranks; ++r) std::remove(rank_trace_path(path, r).c_str());
 }
 
-}  // namespace spora::tools
+}  // namespace spora::runtime

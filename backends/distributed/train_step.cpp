@@ -1,36 +1,29 @@
-// Real sharded training runs (spmd_run.h).
-#include "tools/spmd_run.h"
+// Real sharded training runs of a program's step (train_step.h).
+#include "backends/distributed/train_step.h"
 
 #include <fmt/format.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <fstream>
+#include <memory>
 #include <random>
 #include <sstream>
 
 #include "backends/comm/communicator.h"
-#include "backends/comm/mpi_comm.h"
-#include "backends/distributed/launch.h"
+#include "backends/distributed/pipeline_step.h"
+#include "backends/runtime/profile.h"
 #include "lang/diagnostics.h"
 #include "ops/collective.h"
 #include "parallel/layout/shard_data.h"
 #include "parallel/partition/partition.h"
 #include "parallel/partition/strategy.h"
+#include "parallel/pipeline/setup.h"
 #include "semantics/interpreter.h"
 #include "semantics/ir/printer.h"
 #include "semantics/registry.h"
-#include "sim/step_program.h"
-#include "tools/profile.h"
-#include "tools/pipeline_run.h"
 
-namespace spora::tools {
+namespace spora::distributed {
 
 namespace {
 
@@ -166,8 +159,8 @@ std::vector<Tensor> global_values(const ir::Graph& g, size_t trainable, uint64_t
   return out;
 }
 
-sim::StepProgram build_training_step(const SpmdOptions& o, const std::string& strategy_json) {
-  sim::StepOptions so;
+parallel::StepOptions step_options(const TrainStepOptions& o, const std::string& strategy_json) {
+  parallel::StepOptions so;
   so.entry = o.entry;
   so.batch_name = o.batch_name;
   so.batch = o.batch;
@@ -178,11 +171,16 @@ sim::StepProgram build_training_step(const SpmdOptions& o, const std::string& st
     so.recompute_all = r.recompute_all;
     so.recompute = r.recompute;
   }
-  return sim::build_step_program(o.file, so);
+  return so;
 }
 
-void finish_profile(const RunProfiler& profiler, const std::string& path, SpmdResult& r,
-                    const std::string& shown) {
+parallel::StepGraph build_training_step(const TrainStepOptions& o,
+                                        const std::string& strategy_json) {
+  return parallel::build_step_graph(o.file, step_options(o, strategy_json));
+}
+
+void finish_profile(const runtime::RunProfiler& profiler, const std::string& path,
+                    TrainStepResult& r, const std::string& shown) {
   std::ostringstream summary;
   profiler.write(path, summary, 15, shown);
   r.profile_summary = summary.str();
@@ -194,20 +192,21 @@ void finish_profile(const RunProfiler& profiler, const std::string& path, SpmdRe
   r.profiled_seconds = profiler.leaf_seconds([](const std::string&) { return true; });
 }
 
-SpmdResult run_training(const SpmdOptions& o, comm::Communicator* world,
-                        const std::string& strategy_json) {
-  if (world && is_pipeline_strategy(strategy_json)) return run_pipeline(o, *world, strategy_json);
+TrainStepResult run_training(const TrainStepOptions& o, comm::Communicator* world,
+                             const std::string& strategy_json) {
+  if (world && parallel::pipeline::is_pipeline_strategy(strategy_json))
+    return run_pipeline(o, *world, strategy_json);
   return run_training(build_training_step(o, strategy_json), o, world, strategy_json);
 }
 
-SpmdResult run_training(const sim::StepProgram& program, const SpmdOptions& o,
-                        comm::Communicator* world, const std::string& strategy_json) {
+TrainStepResult run_training(const parallel::StepGraph& program, const TrainStepOptions& o,
+                             comm::Communicator* world, const std::string& strategy_json) {
   const ir::Graph& step = *program.step;
-  const size_t nparams = program.params.size();
+  const size_t nparams = program.param_names.size();
   std::vector<Tensor> values = global_values(step, nparams, o.seed);
 
-  SpmdResult r;
-  for (const sim::StepParam& p : program.params) r.names.push_back(p.name);
+  TrainStepResult r;
+  r.names = program.param_names;
   std::vector<std::vector<Tensor>> state(nparams);
   auto count_state = [&] {
     for (const std::vector<Tensor>& st : state) {
@@ -218,9 +217,9 @@ SpmdResult run_training(const sim::StepProgram& program, const SpmdOptions& o,
   };
   if (!world || strategy_json.empty()) {
     sem::Interpreter interp(*program.module);  // not shared: one per call
-    std::unique_ptr<RunProfiler> profiler;
+    std::unique_ptr<runtime::RunProfiler> profiler;
     if (!o.profile.empty()) {
-      profiler = std::make_unique<RunProfiler>(nullptr);
+      profiler = std::make_unique<runtime::RunProfiler>(nullptr);
       interp.set_trace(profiler->hook());
     }
     for (int it = 0; it < o.steps; ++it) {
@@ -285,10 +284,10 @@ SpmdResult run_training(const sim::StepProgram& program, const SpmdOptions& o,
   const sem::Primitive* all_gather = sem::Registry::instance().find("all_gather");
   ops::CollectiveScope scope(world, mesh.shape);
   sem::Interpreter interp(*part.module);
-  std::unique_ptr<RunProfiler> profiler;
+  std::unique_ptr<runtime::RunProfiler> profiler;
   if (!o.profile.empty()) {
     world->barrier();  // every rank's time counts from here
-    profiler = std::make_unique<RunProfiler>(nullptr, 200000, world->rank());
+    profiler = std::make_unique<runtime::RunProfiler>(nullptr, 200000, world->rank());
     interp.set_trace(profiler->hook());
   }
   for (int it = 0; it < o.steps; ++it) {
@@ -315,7 +314,8 @@ SpmdResult run_training(const sim::StepProgram& program, const SpmdOptions& o,
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   count_state();
-  if (profiler) finish_profile(*profiler, rank_trace_path(o.profile, world->rank()), r, o.profile);
+  if (profiler)
+    finish_profile(*profiler, runtime::rank_trace_path(o.profile, world->rank()), r, o.profile);
   for (size_t i = 0; i < nparams; ++i)
     r.params.push_back(gather(local[i], step.params[i]->type, part.param_layouts[i], mesh, *world));
   return r;
@@ -329,165 +329,4 @@ double params_checksum(const std::vector<Tensor>& params) {
   return sum;
 }
 
-namespace {
-
-std::string read_text(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) throw lang::UserError(fmt::format("cannot read the strategy file '{}'", path));
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-void print_result(const SpmdOptions& o, const SpmdResult& r, const std::string& what) {
-  std::printf("# spora train-step: %s, %s, %d steps of %s (lr %g)\n", o.file.c_str(), what.c_str(),
-              o.steps, o.optimizer.c_str(), o.lr);
-  for (size_t i = 0; i < r.losses.size(); ++i)
-    std::printf("step %zu loss %.12g\n", i + 1, r.losses[i]);
-  for (size_t i = 0; i < r.params.size(); ++i) {
-    double sum = 0;
-    for (int64_t k = 0; k < r.params[i].numel(); ++k) sum += r.params[i].get(k);
-    std::printf("param %s %s sum %.12g\n", r.names[i].c_str(), r.params[i].type()->str().c_str(),
-                sum);
-  }
-  std::printf("checksum %.12g\n", params_checksum(r.params));
-  // The median step after the first (which pays first-touch allocations), on this rank; the
-  // collectives keep the ranks in step, so it is the run's step time too.
-  if (r.step_seconds.size() > 1) {
-    std::vector<double> t(r.step_seconds.begin() + 1, r.step_seconds.end());
-    std::sort(t.begin(), t.end());
-    std::printf("median step %.6f ms over %zu steps (after the first)\n", t[t.size() / 2] * 1e3,
-                t.size());
-  }
-}
-
-}  // namespace
-
-namespace {
-// --profile of a multi-rank run: one line per rank (each one write, so lines from the ranks do
-// not mix), then rank 0 merges the rank traces once all are written.
-void report_profile(const SpmdOptions& o, const SpmdResult& r, comm::Communicator& world) {
-  if (o.profile.empty()) return;
-  std::fprintf(stderr,
-               "profile: rank %d: %.3f ms of %.3f ms in primitives were collectives or receives\n",
-               world.rank(), r.collective_seconds * 1e3, r.profiled_seconds * 1e3);
-  world.barrier();
-  if (world.rank() == 0) {
-    merge_rank_traces(o.profile, world.size());
-    std::fprintf(stderr, "profile: rank 0's summary (every rank is in the timeline)\n%s",
-                 r.profile_summary.c_str());
-  }
-}
-}  // namespace
-
-int cmd_run_spmd(const SpmdOptions& o, const std::string& strategy_path, int ranks,
-                 const std::vector<std::string>& argv_for_ranks) {
-  try {
-    if (ranks < 1) throw lang::UserError(fmt::format("--ranks must be positive, got {}", ranks));
-    if (ranks == 1 || strategy_path.empty()) {
-      if (ranks > 1)
-        throw lang::UserError(
-            "spora run --ranks N needs --strategy s.json (how to split the step)");
-      const SpmdResult r = run_training(o, nullptr, "");
-      print_result(o, r, "1 device (the reference)");
-      if (!o.profile.empty()) {
-        std::fflush(stdout);
-        std::fprintf(stderr, "%s", r.profile_summary.c_str());
-      }
-      return 0;
-    }
-    const std::string text = read_text(strategy_path);
-    if (is_pipeline_strategy(text)) {
-      if (!distributed::under_mpi()) {
-        const int needed = pipeline_ranks(o, text, strategy_path);
-        if (needed != ranks)
-          throw lang::UserError(
-              fmt::format("the pipeline of {} needs {} ranks (stages x mesh), but "
-                          "--ranks is {}",
-                          strategy_path, needed, ranks));
-        return distributed::spawn_mpirun(ranks, argv_for_ranks);
-      }
-      const distributed::MpiWorld mpi;
-      comm::Communicator* world = mpi.world.get();
-      const SpmdResult r = run_pipeline(o, *world, text, strategy_path);
-      report_profile(o, r, *world);
-      if (world->rank() == 0)
-        print_result(o, r,
-                     fmt::format("pipeline strategy {} over {} MPI ranks", strategy_path, ranks));
-      return 0;
-    }
-    if (!distributed::under_mpi()) {
-      // Check the program and the strategy once here, rather than as N copies of an error.
-      const sim::StepProgram program = build_training_step(o, text);
-      const parallel::Strategy s = parallel::parse_strategy(text, *program.step, strategy_path);
-      if (s.mesh.size() != ranks)
-        throw lang::UserError(fmt::format("the mesh {} of {} has {} devices, but --ranks is {}",
-                                          s.mesh.to_string(), strategy_path, s.mesh.size(), ranks));
-      return distributed::spawn_mpirun(ranks, argv_for_ranks);
-    }
-    const distributed::MpiWorld mpi;
-    comm::Communicator* world = mpi.world.get();
-    if (world->size() != ranks)
-      throw lang::UserError(
-          fmt::format("--ranks {} but mpirun started {} processes", ranks, world->size()));
-    const SpmdResult r = run_training(o, world, text);
-    report_profile(o, r, *world);
-    if (world->rank() == 0)
-      print_result(o, r,
-                   fmt::format("strategy {} over {} MPI ranks, {} collectives per step{}",
-                               strategy_path, ranks, r.collectives,
-                               r.gathers ? fmt::format(" + {} all_gathers of updated shards "
-                                                       "(optimizer_shard)",
-                                                       r.gathers)
-                                         : ""));
-    return 0;
-  } catch (const lang::InternalError&) {
-    throw;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "spora run: error: %s\n", e.what());
-    return 1;
-  }
-}
-
-int cmd_ir_partitioned(const SpmdOptions& o, const std::string& strategy_path) {
-  try {
-    if (strategy_path.empty()) throw lang::UserError("--stage partitioned needs --strategy s.json");
-    if (const std::string text = read_text(strategy_path); is_pipeline_strategy(text)) {
-      std::printf("%s", pipeline_ir(o, text, strategy_path).c_str());
-      return 0;
-    }
-    sim::StepProgram program = build_training_step(o, read_text(strategy_path));
-    const ir::Graph& step = *program.step;
-    const parallel::Strategy strategy = parallel::load_strategy(strategy_path, step);
-    const parallel::Partitioned part =
-        parallel::partition_training_step(step, program.params.size(), strategy);
-    std::printf("# mesh %s; the program of every rank:\n", strategy.mesh.to_string().c_str());
-    std::printf("%s", ir::print_module(*part.module).c_str());
-    for (size_t i = 0; i < step.params.size(); ++i)
-      std::printf("# %s %s: %s\n", step.params[i]->name.c_str(),
-                  step.params[i]->type->str().c_str(),
-                  part.param_layouts[i].to_string(strategy.mesh).c_str());
-    for (size_t i = 0; i < part.optimizer_shards.size(); ++i) {
-      const parallel::OptimizerShard& z = part.optimizer_shards[i];
-      std::printf("# optimizer_shard %s: %s\n", step.params[i]->name.c_str(),
-                  z.dim >= 0 ? fmt::format("update split along dim {} over {}", z.dim,
-                                           strategy.mesh.axis_name(strategy.optimizer_shard))
-                                   .c_str()
-                             : fmt::format("whole ({})", z.reason).c_str());
-    }
-    if (!program.recomputed.empty())
-      std::printf("# recomputed in the backward pass: %s\n",
-                  fmt::format("{}", fmt::join(program.recomputed, ", ")).c_str());
-    std::printf("# %d collectives:\n", part.collectives);
-    for (const std::string& line : parallel::collective_summary(*part.graph))
-      std::printf("#   %s\n", line.c_str());
-    return 0;
-  } catch (const lang::InternalError&) {
-    throw;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "spora ir: error: %s\n", e.what());
-    return 1;
-  }
-}
-
-}  // namespace spora::tools
+}  // namespace spora::distributed

@@ -7,11 +7,12 @@
 // The timeline keeps the first `max_events` events (a long training run would otherwise write
 // gigabytes); the summary counts every event. The file is written atomically.
 //
-// Sharded runs (`spora run --strategy s.json --ranks N --profile FILE.json`): every rank
-// profiles its own step, with its rank as the trace's process id ("rank 0", "rank 1", ...) and
-// the time counted from a barrier all ranks left together; each writes FILE.rank<r>.json, then
-// rank 0 merges them into FILE.json (merge_rank_traces) and removes them, so one timeline shows
-// every rank and where each waited in a collective.
+// Sharded runs of the training-step harness (`spora train-step --strategy s.json --ranks N
+// --profile FILE.json`, backends/distributed/train_step.h): every rank profiles its own step,
+// with its rank as the trace's process id ("rank 0", "rank 1", ...) and the time counted from a
+// barrier all ranks left together; each writes FILE.rank<r>.json, then rank 0 merges them into
+// FILE.json (merge_rank_traces) and removes them, so one timeline shows every rank and where
+// each waited in a collective.
 #pragma once
 
 #include <chrono>
@@ -24,13 +25,12 @@
 #include "lang/diagnostics.h"
 #include "semantics/interpreter.h"
 
-namespace spora::tools {
+namespace spora::runtime {
 
 class RunProfiler {
  public:
   // `sources` may be null (events then carry no source location); `pid`: the rank.
-  explicit RunProfiler(const lang::SourceManager* sources, size_t max_events = 200000,
-                       int pid = 0);
+  explicit RunProfiler(const lang::SourceManager* sources, size_t max_events = 200000, int pid = 0);
   // The hook to give Interpreter::set_trace (it refers to this profiler).
   sem::TraceHook hook();
   // Writes the trace to `path` (atomically) and the summary (`rows` lines) to `summary`.
@@ -84,4 +84,4 @@ std::string rank_trace_path(const std::string& path, int rank);
 // unreadable rank trace (on several machines without a shared file system).
 void merge_rank_traces(const std::string& path, int ranks);
 
-}  // namespace spora::tools
+}  // namespace spora::runtime

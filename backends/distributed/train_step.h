@@ -1,9 +1,10 @@
-// Real sharded training runs: `spora train-step FILE --strategy s.json --ranks N` (and the tests that
-// check a sharded run against the single-device one).
+// The training-step harness: real sharded training runs of a program's step, `spora train-step
+// FILE --strategy s.json --ranks N` (tools/cmd_train_step.cpp) and the tests that check a
+// sharded run against the single-device one.
 //
 // Every rank (one MPI process, or one thread of the in-process communicator in tests):
-//   1. builds the training step of FILE with the *global* batch (sim/step_program.h: the step
-//      graph (params..., data...) -> (loss, grads...), sgd);
+//   1. builds the training step of FILE with the *global* batch (parallel/step/step_graph.h,
+//      the simulator's step builder too: the step graph (params..., data...) -> (loss, grads...));
 //   2. draws the same seeded global values for every parameter and input of the step (weights
 //      normal with sd 1/sqrt(fan_in), biases sd 0.1, float data standard normal; integer inputs
 //      uniform over the classes of the cross_entropy or one_hot they feed, else 0 and 1), so
@@ -21,7 +22,7 @@
 //   5. gathers the updated parameters (one rank per replica group contributes its block, then
 //      a sum all-reduce over the world).
 // Without a communicator (or without a strategy) the same steps run on the unpartitioned graph:
-// the single-device reference.
+// the single-device reference. A strategy with a "pipeline" key runs through pipeline_step.h.
 #pragma once
 
 #include <cstdint>
@@ -29,16 +30,21 @@
 #include <string>
 #include <vector>
 
+#include "parallel/pipeline/pipeline.h"
+#include "parallel/step/step_graph.h"
 #include "semantics/value.h"
-#include "sim/step_program.h"
 
 namespace spora::comm {
 class Communicator;
 }
 
-namespace spora::tools {
+namespace spora::runtime {
+class RunProfiler;
+}
 
-struct SpmdOptions {
+namespace spora::distributed {
+
+struct TrainStepOptions {
   std::string file;
   std::string entry = "main";
   std::string batch_name = "batch";
@@ -50,59 +56,56 @@ struct SpmdOptions {
   std::string profile;            // --profile: the merged Chrome trace of every rank's steps
   bool verbose = false;           // rank 0 says which updates ZeRO-1 shards; pipelines: each
                                   // rank prints its stage and schedule (stderr)
+  // A pipeline's "split": "auto" balances the stages by this cost of a forward node; the
+  // command line passes the simulator's cost rows (sim::node_cost). Unset: the FLOP estimate
+  // parallel::pipeline::default_node_cost.
+  parallel::pipeline::NodeCost stage_cost;
 };
 
-struct SpmdResult {
-  std::vector<double> losses;       // per step
-  std::vector<double> step_seconds; // per step, wall clock of this rank (step and update)
-  std::vector<std::string> names;   // of the trainable parameters
-  std::vector<sem::Tensor> params;  // global values after the steps (on every rank)
-  int collectives = 0;              // collective nodes in the per-rank step
-  int gathers = 0;                  // ZeRO-1: all_gathers of updated shards per step
+struct TrainStepResult {
+  std::vector<double> losses;          // per step
+  std::vector<double> step_seconds;    // per step, wall clock of this rank (step and update)
+  std::vector<std::string> names;      // of the trainable parameters
+  std::vector<sem::Tensor> params;     // global values after the steps (on every rank)
+  int collectives = 0;                 // collective nodes in the per-rank step
+  int gathers = 0;                     // ZeRO-1: all_gathers of updated shards per step
   std::vector<double> state_elements;  // per parameter: optimizer state elements on this rank
-  std::string program;              // the per-rank step's IR (printed)
+  std::string program;                 // the per-rank step's IR (printed)
   // With o.profile: this rank's trace summary, its seconds in collectives and in a pipeline's
   // receives, and in all the step's primitives (leaves), over every step.
   std::string profile_summary;
   double collective_seconds = 0, profiled_seconds = 0;
 };
 
-// The training step of o.file with the global batch, with the layers the strategy's
-// "recompute" names (if any) recomputed in the backward pass (sim/step_program.h).
-sim::StepProgram build_training_step(const SpmdOptions& o, const std::string& strategy_json = "");
+// The step builder's options for o (its batch the global batch), with the layers the
+// strategy's "recompute" names (if any) recomputed in the backward pass; and the training step
+// of o.file built with them (parallel/step/step_graph.h).
+parallel::StepOptions step_options(const TrainStepOptions& o,
+                                   const std::string& strategy_json = "");
+parallel::StepGraph build_training_step(const TrainStepOptions& o,
+                                        const std::string& strategy_json = "");
 // The seeded global value of every parameter and input of a step (step 2 above), and the
 // optimizer's update of one parameter (or its ZeRO-1 piece) p with gradient g at step t (from
 // 1), its state in `state` (sgd: none; momentum: v; adam: m, v): shared with the pipeline
-// runner (tools/pipeline_run.h).
+// runner (pipeline_step.h).
 std::vector<sem::Tensor> global_values(const ir::Graph& g, size_t trainable, uint64_t seed);
 sem::Tensor optimizer_update(const std::string& optimizer, const sem::Tensor& p,
                              const sem::Tensor& g, std::vector<sem::Tensor>& state, double lr,
                              int t);
-class RunProfiler;
 // Writes a run's trace to `path` (the summary naming `shown`, if given) and keeps the summary,
 // the seconds in collectives and receives, and in all leaves, in `r` (--profile).
-void finish_profile(const RunProfiler& profiler, const std::string& path, SpmdResult& r,
-                    const std::string& shown = "");
+void finish_profile(const runtime::RunProfiler& profiler, const std::string& path,
+                    TrainStepResult& r, const std::string& shown = "");
 // strategy_json empty or world null: the single-device reference. The program is only read
 // (the ranks of the in-process communicator share one). A strategy with a "pipeline" runs
-// through tools/pipeline_run.h (the overload that builds the program).
-SpmdResult run_training(const sim::StepProgram& program, const SpmdOptions& o,
-                        comm::Communicator* world, const std::string& strategy_json);
-SpmdResult run_training(const SpmdOptions& o, comm::Communicator* world,
-                        const std::string& strategy_json);
+// through pipeline_step.h (the overload that builds the program).
+TrainStepResult run_training(const parallel::StepGraph& program, const TrainStepOptions& o,
+                             comm::Communicator* world, const std::string& strategy_json);
+TrainStepResult run_training(const TrainStepOptions& o, comm::Communicator* world,
+                             const std::string& strategy_json);
 
 // A checksum of parameters: sum over every element of (1 + i mod 7) * value, i the element's
 // index across the parameters in order (sensitive to values and their positions).
 double params_checksum(const std::vector<sem::Tensor>& params);
 
-// `spora train-step FILE --strategy S --ranks N`: outside MPI with N > 1, runs itself under mpirun
-// (--oversubscribe, one OpenMP thread per rank); inside, the rank's part; rank 0 prints the loss
-// per step and the parameters' checksum. N = 1: the single-device reference.
-int cmd_run_spmd(const SpmdOptions& o, const std::string& strategy_path, int ranks,
-                 const std::vector<std::string>& argv_for_ranks);
-
-// `spora ir FILE --stage partitioned --strategy s.json`: the per-rank step, then the layouts of
-// its parameters and the collectives it runs, as comments.
-int cmd_ir_partitioned(const SpmdOptions& o, const std::string& strategy_path);
-
-}  // namespace spora::tools
+}  // namespace spora::distributed
