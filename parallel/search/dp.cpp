@@ -195,6 +195,7 @@ struct Workspace {
   struct Scratch {  // eliminate_single's dense rows
     std::vector<double> rc, rm, rmin, lc, lm, bc;
     std::vector<int> rd, le, lw, ld, bw, order, open;
+    std::vector<std::pair<double, int>> by_cost;  // (e1 + w, sw), to sort
     std::vector<char> tie;
   } scratch;
   // The cell vectors of dead tables, for the next tables (at most kSpare, capacity kept; their
@@ -600,7 +601,7 @@ struct Dp {
   // the least cost and the first sw reaching it without branches; a column where a later sw
   // tied it is settled again in full by (cost, memory, sw). No cell is built for an sw that
   // loses, and a pair's derivation record only for the winner.
-  static constexpr size_t kDropEvery = 8;
+  static constexpr size_t kDropEvery = 2;
   void eliminate_single(int e1, int w, int e2, Table& t) {
     constexpr double inf = std::numeric_limits<double>::infinity();
     const int a = t.a, sw_n = g.strategies(w), nb = t.nb;
@@ -623,7 +624,7 @@ struct Dp {
     int* bw = sc.bw.data();
     char* tie = sc.tie.data();
     for (int sa = 0; sa < t.na; ++sa) {
-      sc.order.clear();
+      sc.by_cost.clear();
       for (int sw = 0; sw < sw_n; ++sw) {  // e1 + w
         const Cell &x = tables[e1].from(a, sa, sw), &y = node_cells[w][sw];
         sc.ld[sw] = -2;  // its derivation record: made when it wins a cell
@@ -631,11 +632,11 @@ struct Dp {
         sc.lc[sw] = x.front().cost + y.front().cost;
         sc.lm[sw] = x.front().mem + y.front().mem;
         sc.le[sw] = x.front().deriv, sc.lw[sw] = y.front().deriv;
-        sc.order.push_back(sw);
+        sc.by_cost.emplace_back(sc.lc[sw], sw);
       }
-      std::sort(sc.order.begin(), sc.order.end(), [&](int p, int q) {
-        return sc.lc[p] != sc.lc[q] ? sc.lc[p] < sc.lc[q] : p < q;
-      });
+      std::sort(sc.by_cost.begin(), sc.by_cost.end());
+      sc.order.clear();
+      for (const auto& [cost, sw] : sc.by_cost) sc.order.push_back(sw);
       sc.open.clear();
       for (int sb = 0; sb < nb; ++sb) {
         bc[sb] = inf, bw[sb] = -1, tie[sb] = 0;

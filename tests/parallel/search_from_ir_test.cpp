@@ -105,18 +105,31 @@ TEST(SearchFromIr, BigBatchGoesDataParallel) {
   EXPECT_NE(std::find(lines.begin(), lines.end(), "y (2,)"), lines.end());    // y: the batch
 }
 
-// The W4 encoder block (benchmarks/sim/w4_block.sp, batch 8) on a 2x2 mesh: a step graph that
-// is not series-parallel, with up to 57 candidates a node. dp finishes inside its byte budget
-// (its cells and records: a few MB) and its pick costs no more than all-replicated or
-// sharding propagation's on the same graph.
-TEST(SearchFromIr, W4BlockOnTwoByTwo) {
+// dp's pick costs what evaluate says, and no more than all-replicated or sharding
+// propagation's on the same graph.
+void expect_no_worse_than_the_starts(const StepCostGraph& g, const Assignment& a) {
+  EXPECT_NEAR(evaluate(g.graph, a.choice).cost, a.cost, 1e-12);
+  const std::vector<int> replicated(g.graph.nodes.size(), 0);
+  EXPECT_LE(a.cost, evaluate(g.graph, replicated).cost);
+  const SearchResult prop = search_propagate(g.graph, SearchOptions{});
+  EXPECT_LE(a.cost, prop.top[0].cost * (1 + 1e-9));
+}
+
+// The W4 encoder block (benchmarks/sim/w4_block.sp) at batch 8.
+sim::StepProgram w4_block() {
   ops::register_all();
   static bool installed = false;
   if (!installed) autodiff::install(), installed = true;
   parallel::StepOptions so;
   so.batch = 8;
-  const sim::StepProgram p =
-      sim::build_step_program(SPORA_SOURCE_DIR "/benchmarks/sim/w4_block.sp", so);
+  return sim::build_step_program(SPORA_SOURCE_DIR "/benchmarks/sim/w4_block.sp", so);
+}
+
+// The W4 encoder block on a 2x2 mesh: a step graph that is not series-parallel, with up to 57
+// candidates a node. dp finishes inside its byte budget (its cells and records: a few MB) and its
+// pick costs no more than all-replicated or sharding propagation's on the same graph.
+TEST(SearchFromIr, W4BlockOnTwoByTwo) {
+  const sim::StepProgram p = w4_block();
   const StepCostGraph g = build(p, Mesh{{2, 2}, {}});
   EXPECT_EQ(validate(g.graph), "");
   SearchOptions o;
@@ -125,11 +138,7 @@ TEST(SearchFromIr, W4BlockOnTwoByTwo) {
   ASSERT_EQ(dp.top.size(), 1u);
   EXPECT_GT(dp.search_bytes, 0u);
   EXPECT_LT(dp.search_bytes, size_t{64} << 20);
-  EXPECT_NEAR(evaluate(g.graph, dp.top[0].choice).cost, dp.top[0].cost, 1e-12);
-  const std::vector<int> replicated(g.graph.nodes.size(), 0);
-  EXPECT_LE(dp.top[0].cost, evaluate(g.graph, replicated).cost);
-  const SearchResult prop = search_propagate(g.graph, SearchOptions{});
-  EXPECT_LE(dp.top[0].cost, prop.top[0].cost * (1 + 1e-9));
+  expect_no_worse_than_the_starts(g, dp.top[0]);
   // Under a budget it cannot meet, it stops with the limit in its message.
   o.max_search_bytes = 1 << 16;
   EXPECT_THROW(search_dp(g.graph, o), SearchLimitError);
@@ -139,13 +148,7 @@ TEST(SearchFromIr, W4BlockOnTwoByTwo) {
 // dp searches the capped graph inside a few tens of MB and its pick, on the whole graph, costs
 // no more than all-replicated or sharding propagation's.
 TEST(SearchFromIr, W4BlockOnTwoByTwoByTwo) {
-  ops::register_all();
-  static bool installed = false;
-  if (!installed) autodiff::install(), installed = true;
-  parallel::StepOptions so;
-  so.batch = 8;
-  const sim::StepProgram p =
-      sim::build_step_program(SPORA_SOURCE_DIR "/benchmarks/sim/w4_block.sp", so);
+  const sim::StepProgram p = w4_block();
   const StepCostGraph g = build(p, Mesh{{2, 2, 2}, {}});
   int most = 0;
   for (const CostGraph::Node& nd : g.graph.nodes)
@@ -158,11 +161,7 @@ TEST(SearchFromIr, W4BlockOnTwoByTwoByTwo) {
   EXPECT_FALSE(dp.exact);
   EXPECT_NE(dp.notes.find("searched on their 64 best"), std::string::npos) << dp.notes;
   EXPECT_LT(dp.search_bytes, size_t{128} << 20);
-  EXPECT_NEAR(evaluate(g.graph, dp.top[0].choice).cost, dp.top[0].cost, 1e-12);
-  const std::vector<int> replicated(g.graph.nodes.size(), 0);
-  EXPECT_LE(dp.top[0].cost, evaluate(g.graph, replicated).cost);
-  const SearchResult prop = search_propagate(g.graph, SearchOptions{});
-  EXPECT_LE(dp.top[0].cost, prop.top[0].cost * (1 + 1e-9));
+  expect_no_worse_than_the_starts(g, dp.top[0]);
   const std::string json = strategy_json(g, dp.top[0]);
   EXPECT_NE(json.find("\"mesh\": [2, 2, 2]"), std::string::npos) << json;
 }
