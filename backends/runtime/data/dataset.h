@@ -60,6 +60,8 @@ struct BatchOptions {
 };
 
 // The walking, prefetching and progress machinery; subclasses say how to load and gather.
+// A subclass's destructor calls stop(): the thread calls its gather() until joined, and by the
+// time ~BatchIterable runs, the subclass's members are gone.
 class BatchIterable : public sem::Iterable {
  public:
   BatchIterable(std::string key, std::string label, int64_t n, BatchOptions options);
@@ -128,6 +130,8 @@ std::vector<sem::TypeP> fashion_example(const FashionOptions& o, const FashionFi
 class FashionMnist : public BatchIterable {
  public:
   FashionMnist(FashionOptions options, BatchOptions batching, FashionFiles files);
+  // Joins the prefetch thread while this object's members (which gather reads) still live.
+  ~FashionMnist() override { stop(); }
   struct Decoded;  // the files' bytes, shared by every FashionMnist of the process
 
  protected:
@@ -145,6 +149,7 @@ class FashionMnist : public BatchIterable {
 class TensorBatches : public BatchIterable {
  public:
   TensorBatches(std::vector<sem::Tensor> tensors, BatchOptions batching, std::string key);
+  ~TensorBatches() override { stop(); }  // as ~FashionMnist
 
  protected:
   RawBatch gather(const std::vector<int64_t>& order, int64_t begin, int64_t rows) override;
