@@ -318,7 +318,14 @@ SpmdProgram spmd_program(const ir::Graph& g, std::vector<int64_t> mesh, std::siz
   std::unordered_set<const ir::Node*> gradients;
   if (g.output && g.output->is_prim("make_tuple"))
     for (std::size_t k = 1; k < g.output->inputs.size(); ++k) gradients.insert(g.output->inputs[k]);
+  // The runtime keeps each gradient where it is made until the update (no DDP buckets), and
+  // holds its shard of the batch for the whole step.
+  const LivePeak live = live_peak(g, gradients, /*keep_gradients=*/true);
+  double inputs = 0;
+  for (std::size_t k = params; k < g.params.size(); ++k) inputs += type_bytes(g.params[k]->type);
   p.activation_peak = activation_peak(g, gradients);
+  p.step_intermediates = live.intermediates + inputs;
+  p.step_gradients = live.gradients;
   for (std::size_t k = 0; k < params && k < g.params.size(); ++k) {
     const sem::TypeP& t = g.params[k]->type;
     // The update runs on the gradient as it comes back (ZeRO-1: a piece of the parameter).
@@ -493,9 +500,9 @@ SpmdSimResult simulate_spmd_step(const ClusterSpec& cluster, const SpmdProgram& 
     d.exposed_communication = busy - d.compute;
     d.idle = r.step_seconds - busy;
     d.parameters = program.param_bytes;
-    d.gradients = program.param_bytes;
+    d.gradients = program.step_gradients;
     d.optimizer_state = program.optimizer_state_bytes;
-    d.activations = program.activation_peak;
+    d.activations = program.step_intermediates;
     r.devices.push_back(d);
   }
   r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();

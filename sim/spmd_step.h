@@ -87,6 +87,11 @@ struct SpmdProgram {
   double optimizer_state_bytes = 0;   // local, per device (with ZeRO-1: of the pieces)
   double optimizer_state_unsharded_bytes = 0;  // what it would be without ZeRO-1
   double activation_peak = 0;         // local live intermediates (sim/step_program.h's measure)
+  // At the step's memory peak (sim/step_program.h live_peak, gradients kept until the update,
+  // as the runtime keeps them: no DDP buckets): the live intermediates plus the local batch,
+  // and the gradients made so far. The device reports' activations and gradients.
+  double step_intermediates = 0;
+  double step_gradients = 0;
   int64_t ranks() const;
 };
 

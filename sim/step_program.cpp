@@ -152,9 +152,11 @@ std::vector<StepOp> update_ops(const std::string& optimizer, const TypeP& p, int
 // Peak bytes of live intermediates of the step graph, in node order (step_program.h): an
 // Apply allocates its output and frees it after its last use (uses inside nested graphs count
 // at the control-flow node that runs them); a view aliases its input and allocates nothing;
-// gradient leaves are freed as soon as they are made (they move into the gradient buckets,
-// counted apart), parameters are not counted.
-double activation_peak(const Graph& g, const std::unordered_set<const Node*>& gradients) {
+// parameters are not counted. Gradient leaves either move into buckets counted apart (freed as
+// soon as made: data parallelism's DDP buckets) or stay live to the end of the step (the
+// update reads them where they are, as the SPMD runtime and the harness hold them).
+LivePeak live_peak(const Graph& g, const std::unordered_set<const Node*>& gradients,
+                   bool keep_gradients) {
   std::unordered_map<const Node*, std::size_t> last_use;
   std::unordered_map<const Node*, const Node*> storage;  // a view -> what it aliases
   auto root = [&](const Node* n) {
@@ -178,15 +180,26 @@ double activation_peak(const Graph& g, const std::unordered_set<const Node*>& gr
     }
   }
   if (g.output) last_use[root(g.output)] = g.nodes.size();
-  double live = 0, peak = 0;
+  double live = 0, grads = 0;
+  LivePeak peak;
   std::map<std::size_t, double> frees;
   for (std::size_t j = 0; j < g.nodes.size(); ++j) {
     const Node* n = g.nodes[j];
     if (n->is_apply() && !storage.count(n) && !n->is_prim("make_tuple")) {
       const double b = type_bytes(n->type);
-      live += b;
-      peak = std::max(peak, live);
-      if (gradients.count(n))
+      const bool gradient = gradients.count(n) > 0;
+      if (gradient && keep_gradients) {
+        grads += b;
+      } else {
+        live += b;
+      }
+      if (live + grads > peak.intermediates + peak.gradients) {
+        peak.intermediates = live;
+        peak.gradients = grads;
+      }
+      if (gradient && keep_gradients)
+        ;  // live until the update
+      else if (gradient)
         live -= b;
       else if (last_use.count(n))
         frees[last_use.at(n)] += b;
@@ -196,6 +209,10 @@ double activation_peak(const Graph& g, const std::unordered_set<const Node*>& gr
     if (auto it = frees.find(j); it != frees.end()) live -= it->second;
   }
   return peak;
+}
+
+double activation_peak(const Graph& g, const std::unordered_set<const Node*>& gradients) {
+  return live_peak(g, gradients, false).intermediates;
 }
 
 std::string_view phase_name(Phase p) {

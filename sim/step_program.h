@@ -78,6 +78,13 @@ std::vector<StepOp> update_ops(const std::string& optimizer, const sem::TypeP& p
 // its output and frees it after its last use; a view aliases its input; the nodes in
 // `gradients` are freed as soon as they are made (counted apart); parameters are not counted.
 double activation_peak(const ir::Graph& g, const std::unordered_set<const ir::Node*>& gradients);
+// The same walk, the gradients either freed as made (activation_peak) or kept live to the end:
+// at the moment live intermediates plus kept gradients peak, how much of each.
+struct LivePeak {
+  double intermediates = 0, gradients = 0;
+};
+LivePeak live_peak(const ir::Graph& g, const std::unordered_set<const ir::Node*>& gradients,
+                   bool keep_gradients);
 
 // The cost rows of one application, FLOPs + bytes (make_step_op; 0 for what is not an
 // application of a typed primitive): what a pipeline's "split": "auto" balances

@@ -31,6 +31,15 @@ if(TARGET spora_cli AND MPI_CXX_FOUND AND SPORA_MPIRUN)
   spora_mpi_test_properties(distributed_zero_memory_4)
 endif()
 
+# Memory: rank 0's measured peak under 8 strategies within 10% of `spora sim`'s prediction.
+if(TARGET spora_cli AND MPI_CXX_FOUND AND SPORA_MPIRUN)
+  add_test(NAME distributed_memory_prediction
+           COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/distributed/memory_prediction_test.sh
+                   $<TARGET_FILE:spora_cli> ${CMAKE_CURRENT_SOURCE_DIR}/distributed
+           WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  spora_mpi_test_properties(distributed_memory_prediction)
+endif()
+
 # Recomputation: the same lines as one device (--recompute all, a strategy's "recompute" list),
 # and rank 0's peak memory lower than without it.
 if(TARGET spora_cli AND MPI_CXX_FOUND AND SPORA_MPIRUN)

@@ -143,7 +143,9 @@ TEST(RecomputeSim, TheActivationPeakDropsAndTheComputeGrowsByTheRecomputedOps) {
   EXPECT_GT(matmul, 0);
   EXPECT_NEAR(r1.compute_seconds - r0.compute_seconds, matmul + add, 1e-15);
   EXPECT_NEAR(r1.step_seconds - r0.step_seconds, matmul + add, 1e-12);
-  EXPECT_EQ(r0.devices[0].activations - r1.devices[0].activations, 2048);
+  // With the gradients kept until the update, the step peaks later in the backward pass, where
+  // less of l1's forward is still live: the peak drops by less, but it drops.
+  EXPECT_LT(r1.devices[0].peak_memory(), r0.devices[0].peak_memory());
 }
 
 }  // namespace
