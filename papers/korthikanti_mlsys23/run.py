@@ -76,6 +76,7 @@ def sim_gpt(spora, m, extra, virtual=None, micro=None):
            "--layers", str(layers), "--heads", str(heads), "--vocab", str(VOCAB), "--seq", str(SEQ),
            "--batch", str(batch), "--micro-batch", str(micro or mb), "--tp", str(tp), "--pp", str(pp),
            "--dp", "1", "--virtual-stages", str(virtual or v), "--precision", "bf16",
+           "--async-tp-allreduce",
            "--json"] + extra
     start = time.monotonic()
     p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
