@@ -18,4 +18,10 @@ if(TARGET spora_cli)
                      $<TARGET_FILE:spora_cli> ${kind}
              WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
   endforeach()
+  foreach(command sim-coll sim-gpt search)
+    add_test(NAME sim_outputs_cli_${command}
+             COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/sim/sim_commands_outputs_test.sh
+                     $<TARGET_FILE:spora_cli> ${command}
+             WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  endforeach()
 endif()

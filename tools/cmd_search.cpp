@@ -251,6 +251,16 @@ int run_config(const Options& o, std::FILE* out, Outcome* outcome) {
                                  cluster.name, cluster.device_count()));
   if (o.algo != "rec" && o.algo != "dp" && o.algo != "propagate" && o.algo != "exhaustive")
     throw UsageError(fmt::format("unknown --algo '{}' (dp, rec, propagate, exhaustive)", o.algo));
+  // Output options that a kind of run would otherwise ignore.
+  if (!o.evaluate.empty() && !o.out.empty())
+    throw UsageError(fmt::format(
+        "--output does not apply to --evaluate: it prices the strategy {} and finds none to "
+        "write",
+        o.evaluate));
+  if (o.algo == "rec" && o.evaluate.empty() && o.explain)
+    throw UsageError(
+        "--explain does not apply to --algo rec: its single strategy has no term-by-term "
+        "analytic cost (use --algo dp or exhaustive)");
 
   parallel::StepOptions so;
   so.entry = o.entry;
@@ -405,6 +415,8 @@ int run_config(const Options& o, std::FILE* out, Outcome* outcome) {
                  human_bytes(memory).c_str(), feasible ? "yes" : "no", layouts.c_str());
   }
   if (o.explain && !r.top.empty()) print_terms(out, g, r.top[0], o.explain_rows);
+  if (!o.out.empty() && r.top.empty() && !outcome)
+    throw UsageError(fmt::format("no strategy found: nothing written to {}", o.out));
   if (!o.out.empty() && !r.top.empty() && !outcome) {
     const std::string text = ps::strategy_json(g, r.top[0]);
     runtime::data::write_file_atomic(o.out, pipelined ? with_pipeline(text, o) : text);

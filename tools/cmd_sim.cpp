@@ -78,6 +78,11 @@ struct Row {
 int run(const Options& o) {
   if (o.cluster.empty())
     throw UsageError("--cluster is required (e.g. examples/clusters/dgx-a100.yaml)");
+  if (o.json && o.log_file == "-")
+    throw UsageError("--log - and --json both write to stdout; give --log a file");
+  // An unwritable log path stops the command before any work (appending writes nothing yet).
+  if (!o.log_file.empty() && o.log_file != "-" && !std::ofstream(o.log_file, std::ios::app))
+    throw UsageError(fmt::format("cannot write the log to '{}'", o.log_file));
   const sim::ClusterSpec cluster = sim::load_cluster_spec(o.cluster);
 
   const auto collective = parallel::parse_collective(o.op);
@@ -153,10 +158,10 @@ int run(const Options& o) {
   for (std::size_t i = 0; i < rows.size(); ++i) rows[i].seconds = results[i].seconds;
 
   if (options.log) {
-    std::ofstream file;
+    std::ofstream log_file;
     if (o.log_file != "-") {
-      file.open(o.log_file);
-      if (!file) throw UsageError(fmt::format("cannot write the log to '{}'", o.log_file));
+      log_file.open(o.log_file);
+      if (!log_file) throw UsageError(fmt::format("cannot write the log to '{}'", o.log_file));
     }
     std::string text;
     for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -166,7 +171,7 @@ int run(const Options& o) {
     if (o.log_file == "-")
       std::fputs(text.c_str(), stdout);
     else
-      file << text;
+      log_file << text;
   }
 
   const Collective c = *collective;

@@ -96,6 +96,9 @@ int run_sim_gpt_command(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--recompute", o.recompute, "none, selective or full")->capture_default_str();
   app.add_flag("--sequence-parallel", o.par.sequence_parallel, "Megatron's sequence parallelism");
+  app.add_flag("--async-tp-allreduce", o.par.async_tp_allreduce,
+               "run the backward tensor-parallel all-reduce beside the weight-gradient GEMM "
+               "(Megatron-LM's async_tensor_model_parallel_allreduce)");
   app.add_option("--zero", o.par.zero, "ZeRO stage 0-3 over the data-parallel group")
       ->capture_default_str();
   app.add_option("--precision", o.par.precision, "bf16 or f16")->capture_default_str();

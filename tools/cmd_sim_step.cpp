@@ -272,9 +272,21 @@ int run_spmd(const Options& o, const sim::ClusterSpec& cluster) {
   return 0;
 }
 
+// The report (or --json) goes to stdout; only --log may share it ('-'), and not with --json.
+void check_stdout(const Options& o) {
+  for (const auto& [flag, path] : {std::pair{"--svg", &o.svg}, std::pair{"--trace", &o.trace}})
+    if (*path == "-")
+      throw UsageError(fmt::format(
+          "{} -: the report goes to stdout and would be mixed with it; give {} a file", flag,
+          flag));
+  if (o.json && o.log_file == "-")
+    throw UsageError("--log - and --json both write to stdout; give --log a file");
+}
+
 int run(const Options& o) {
   if (o.cluster.empty())
     throw UsageError("--cluster is required (e.g. examples/clusters/dgx-a100.yaml)");
+  check_stdout(o);
   sim::ClusterSpec cluster = sim::load_cluster_spec(o.cluster);
   if (o.comm_sm_share >= 0) {
     if (o.comm_sm_share >= 1)

@@ -56,6 +56,9 @@ struct GptParallel {
   int64_t virtual_stages = 1;      // model chunks per pipeline stage (interleaved 1F1B)
   Recompute recompute = Recompute::Full;
   bool sequence_parallel = false;
+  // Megatron-LM's async_tensor_model_parallel_allreduce: the backward all-reduce of a
+  // column-parallel GEMM's input gradient runs beside its weight-gradient GEMM (layer_ops.h).
+  bool async_tp_allreduce = false;
   int zero = 0;                    // 0..3 (ZeRO stage, over the data-parallel group)
   std::string precision = "bf16";  // bf16 | f16: 16-bit activations, weights and GEMMs
   int64_t micro_batches() const { return global_batch / (dp * micro_batch); }  // m per replica

@@ -19,10 +19,10 @@ std::string gpt_report(const GptSimResult& r) {
       r.parameters / 1e9, m.hidden, m.layers, m.heads, m.vocab, m.seq, p.gpus(), r.cluster);
   o += fmt::format(
       "# tp {} pp {} dp {} virtual-stages {}, batch {} = dp x {} micro-batches of {}, "
-      "recompute {}{}, zero {}, {}\n",
+      "recompute {}{}{}, zero {}, {}\n",
       p.tp, p.pp, p.dp, p.virtual_stages, p.global_batch, p.micro_batches(), p.micro_batch,
-      recompute_name(p.recompute), p.sequence_parallel ? ", sequence parallel" : "", p.zero,
-      p.precision);
+      recompute_name(p.recompute), p.sequence_parallel ? ", sequence parallel" : "",
+      p.async_tp_allreduce ? ", async tp all-reduce" : "", p.zero, p.precision);
   o += fmt::format("step                {:.4f} s\n", r.step_seconds);
   o += fmt::format("TFLOP/s per GPU     {:.1f} (model FLOPs, {} count: {:.4g} per step)\n",
                    r.tflops_per_gpu,
@@ -83,7 +83,8 @@ std::string gpt_json(const GptSimResult& r) {
       "\"model\": {{\"hidden\": {}, \"layers\": {}, \"heads\": {}, \"vocab\": {}, \"seq\": {}}}, "
       "\"parallel\": {{\"batch\": {}, \"micro_batch\": {}, \"micro_batches\": {}, \"tp\": {}, "
       "\"pp\": {}, \"dp\": {}, \"virtual_stages\": {}, \"recompute\": \"{}\", "
-      "\"sequence_parallel\": {}, \"zero\": {}, \"precision\": \"{}\"}}, "
+      "\"sequence_parallel\": {}, \"async_tp_allreduce\": {}, \"zero\": {}, "
+      "\"precision\": \"{}\"}}, "
       "\"step_seconds\": {:.9g}, \"tflops_per_gpu\": {:.9g}, "
       "\"tflops_per_gpu_no_recompute\": {:.9g}, \"model_flops\": {:.9g}, "
       "\"pipeline_seconds\": {:.9g}, \"bubble_fraction\": {:.9g}, \"p2p_seconds\": {:.9g}, "
@@ -98,7 +99,8 @@ std::string gpt_json(const GptSimResult& r) {
       "\"capacity\": {:.9g}}}, \"fits\": {}, \"candidates\": [{}]}}\n",
       r.cluster, p.gpus(), r.parameters, m.hidden, m.layers, m.heads, m.vocab, m.seq,
       p.global_batch, p.micro_batch, p.micro_batches(), p.tp, p.pp, p.dp, p.virtual_stages,
-      recompute_name(p.recompute), p.sequence_parallel, p.zero, p.precision, r.step_seconds,
+      recompute_name(p.recompute), p.sequence_parallel, p.async_tp_allreduce, p.zero, p.precision,
+      r.step_seconds,
       r.tflops_per_gpu, r.tflops_per_gpu_no_recompute, r.model_flops, r.pipeline_seconds,
       r.bubble_fraction, r.p2p_seconds, r.layer_forward_seconds, r.layer_backward_seconds,
       r.critical_stage, b.compute, b.gemm, b.gemm_flops, tp, b.pipeline_wait, b.dp_exposed,

@@ -32,6 +32,7 @@ LayerShape layer_shape(const GptModel& m, const GptParallel& p, int64_t micro_ba
   x.V = static_cast<double>(m.vocab);
   x.t = static_cast<double>(p.tp);
   x.sp = p.sequence_parallel && p.tp > 1;
+  x.async_allreduce = p.async_tp_allreduce && p.tp > 1;
   x.E = 2;
   // Megatron accumulates bf16 gradients in f32 buffers (main_grad); f16 ones in f16.
   x.grad_bytes = p.precision == "bf16" ? 4 : 2;
@@ -44,10 +45,14 @@ double tokens(const LayerShape& x) { return x.b * x.s; }
 double norm_tokens(const LayerShape& x) { return x.sp ? tokens(x) / x.t : tokens(x); }
 
 // The collective that leaves a row-parallel GEMM (forward) or a column-parallel one (backward).
-void reduce(PassOps& p, const LayerShape& x, const std::string& name) {
+// `beside`: the weight-gradient GEMM that the backward one runs beside, when it runs
+// asynchronously (sequence parallelism, or the asynchronous all-reduce).
+void reduce(PassOps& p, const LayerShape& x, const std::string& name, int beside = -1) {
   if (x.t <= 1) return;
   const double bytes = tokens(x) * x.h * x.E;
-  p.collectives.push_back({name, x.sp ? CommKind::ReduceScatter : CommKind::AllReduce, bytes});
+  const int hidden_by = (x.sp || x.async_allreduce) ? beside : -1;
+  p.collectives.push_back(
+      {name, x.sp ? CommKind::ReduceScatter : CommKind::AllReduce, bytes, hidden_by});
 }
 void gather(PassOps& p, const LayerShape& x, const std::string& name, int hidden_by = -1) {
   if (x.t <= 1 || !x.sp) return;
@@ -91,16 +96,18 @@ PassOps layer_backward(const LayerShape& x) {
   const double heads = x.a / t, d = h / x.a, probs = x.b * heads * x.s * x.s;
   auto index = [&] { return static_cast<int>(p.kernels.size()); };
   p.kernels.push_back(memory_kernel("bias-dropout-add-grad", Tn * h * (2 * E + 1), "elementwise"));
-  gather(p, x, "ln2-gather-again", index() + 1);  // beside fc2's input gradient
+  gather(p, x, "fc2-grad-gather");  // the forward reduce-scatter's transpose
   p.kernels.push_back(gemm("fc2-dgrad", T, 4 * h / t, h));
   p.kernels.push_back(gemm("fc2-wgrad", 4 * h / t, h, T));
   p.kernels.push_back(memory_kernel("bias-gelu-grad", 3 * T * 4 * h / t * E, "elementwise"));
+  gather(p, x, "ln2-gather-again", index());  // beside fc1's input gradient
   p.kernels.push_back(gemm("fc1-dgrad", T, h, 4 * h / t));
-  reduce(p, x, "fc1-dgrad-reduce");
+  reduce(p, x, "fc1-dgrad-reduce", index());  // beside fc1's weight gradient
   p.kernels.push_back(gemm("fc1-wgrad", h, 4 * h / t, T));
   p.kernels.push_back(memory_kernel("ln2-grad", 3 * Tn * h * E, "norm"));
   p.kernels.push_back(memory_kernel("residual-grad-add", 3 * Tn * h * E, "elementwise"));
   p.kernels.push_back(memory_kernel("bias-dropout-add-grad", Tn * h * (2 * E + 1), "elementwise"));
+  gather(p, x, "proj-grad-gather");  // the forward reduce-scatter's transpose
   p.kernels.push_back(gemm("proj-dgrad", T, h / t, h));
   p.kernels.push_back(gemm("proj-wgrad", h, h / t, T));
   p.kernels.push_back(memory_kernel("context-copy-grad", 2 * T * h / t * E, "copy"));
@@ -112,7 +119,7 @@ PassOps layer_backward(const LayerShape& x) {
   p.kernels.push_back(gemm("attn-scores-grad-k", x.s, d, x.s, x.b * heads));
   gather(p, x, "ln1-gather-again", index());  // beside qkv's input gradient
   p.kernels.push_back(gemm("qkv-dgrad", T, h, 3 * h / t));
-  reduce(p, x, "qkv-dgrad-reduce");
+  reduce(p, x, "qkv-dgrad-reduce", index());  // beside qkv's weight gradient
   p.kernels.push_back(gemm("qkv-wgrad", h, 3 * h / t, T));
   p.kernels.push_back(memory_kernel("ln1-grad", 3 * Tn * h * E, "norm"));
   p.kernels.push_back(memory_kernel("residual-grad-add", 3 * Tn * h * E, "elementwise"));
@@ -167,8 +174,9 @@ PassOps head_backward(const LayerShape& x) {
   PassOps p;
   const double T = tokens(x), Tn = norm_tokens(x), h = x.h, E = x.E, Vt = x.V / x.t;
   p.kernels.push_back(memory_kernel("cross-entropy-grad", T * Vt * (4 + 4 + E), "elementwise"));
+  gather(p, x, "final-ln-gather-again", static_cast<int>(p.kernels.size()));  // beside dgrad
   p.kernels.push_back(gemm("logits-dgrad", T, h, Vt));
-  reduce(p, x, "logits-dgrad-reduce");
+  reduce(p, x, "logits-dgrad-reduce", static_cast<int>(p.kernels.size()));  // beside wgrad
   p.kernels.push_back(gemm("logits-wgrad", Vt, h, T));
   p.kernels.push_back(memory_kernel("final-ln-grad", 3 * Tn * h * E, "norm"));
   return p;

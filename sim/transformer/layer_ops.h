@@ -30,9 +30,16 @@
 // kernel's backward (about 1.5x its bytes: the saved input and the incoming gradient are read),
 // the gradient accumulation into the parameters' gradient buffers (per parameter E bytes read and
 // the buffer read and written), and the tensor-parallel collectives transposed: an all-reduce of
-// T h E after the qkv and fc1 input gradients (sp: reduce-scatters, plus the all-gathers of the
-// layer norms' outputs again for the weight gradients, which Megatron overlaps with the input
-// gradient GEMM: only the part longer than that GEMM is exposed).
+// T h E after the qkv and fc1 input gradients; with sp, an all-gather of T h E before the fc2
+// and proj input gradients (the forward reduce-scatters' transpose, on the critical path), a
+// reduce-scatter after the qkv and fc1 input gradients, and the all-gathers of the layer norms'
+// outputs again for the qkv and fc1 weight gradients. Megatron-LM (megatron/mpu/layers.py,
+// LinearWithGradAccumulationAndAsyncCommunication.backward, and mappings.py, as of the paper's
+// code, commit 2755bcb87b of 2022-06) runs that re-gather beside the input-gradient GEMM and the
+// input gradient's reduce-scatter beside the weight-gradient GEMM; without sp it runs the
+// all-reduce beside the weight-gradient GEMM when `async_tensor_model_parallel_allreduce` is on
+// (its default since 2021-09; `GptParallel::async_tp_allreduce`, off by default here). A
+// collective beside a GEMM is exposed only for the part longer than that GEMM.
 //
 // Recomputation re-runs before the backward pass: `full` the whole forward pass with its
 // collectives, `selective` the attention core (attn-scores, softmax, attn-dropout, attn-context).
@@ -73,6 +80,7 @@ struct PassOps {
 struct LayerShape {
   double b = 1, s = 0, h = 0, a = 0, V = 0, t = 1;
   bool sp = false;
+  bool async_allreduce = false;  // backward all-reduce beside the weight-gradient GEMM
   double E = 2;           // bytes per activation / weight element
   double grad_bytes = 2;  // bytes per element of the gradient buffers
 };

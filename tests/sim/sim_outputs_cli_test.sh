@@ -22,8 +22,15 @@ fail() { echo "FAIL ($kind): $*"; exit 1; }
 
 # What every kind honours.
 run --svg "$dir/t.svg" --trace "$dir/t.json" --trace-ranks 1 > "$dir/report.txt"
-head -c 4 "$dir/t.svg" | grep -q '<svg' || fail "--svg wrote no SVG"
-grep -q '</svg>' "$dir/t.svg" || fail "--svg: SVG not closed"
+# The SVG parses as XML: an <svg> root with drawn elements and text (the lanes and the axis).
+python3 - "$dir/t.svg" <<'PY' || fail "--svg is not a well-formed SVG timeline"
+import sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+ns = "{http://www.w3.org/2000/svg}"
+assert root.tag == ns + "svg", root.tag
+assert len(root.findall(".//" + ns + "rect")) > 1, "no rects"
+assert root.findall(".//" + ns + "text"), "no text"
+PY
 head -c 60 "$dir/t.json" | grep -q 'traceEvents' || fail "--trace wrote no Chrome trace"
 python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$dir/t.json" || fail "--trace: not JSON"
 # --trace-ranks 1: one device (or stage) in the trace: only pid 0.
@@ -32,6 +39,13 @@ if grep -q '"pid": *[1-9]' "$dir/t.json"; then fail "--trace-ranks 1 left other 
 run --json > "$dir/out.json"
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['step_seconds'] > 0" \
   "$dir/out.json" || fail "--json is not a JSON object with step_seconds"
+
+# stdout carries the report or the JSON: no other output may share it with them.
+for args in "--svg -" "--trace -" "--log - --json"; do
+  # shellcheck disable=SC2086
+  if run $args > "$dir/out.txt" 2> "$dir/err.txt"; then fail "$args was accepted"; fi
+  grep -q "stdout" "$dir/err.txt" || fail "$args: $(cat "$dir/err.txt")"
+done
 
 # What each kind honours beyond that, and what it refuses.
 honoured() {  # FLAG... : runs with them, exit status 0 expected

@@ -8,12 +8,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "parallel/collectives/algorithms.h"
 #include "sim/collectives.h"
 #include "sim/transformer/comm_model.h"
 #include "sim/transformer/gpt_sim.h"
+#include "sim/transformer/kernels.h"
+#include "sim/transformer/layer_ops.h"
 #include "sim/transformer/pipeline_schedule.h"
 #include "tools/cmd_sim_gpt.h"
 
@@ -149,6 +152,80 @@ TEST(SimGpt, AutoPicksTheFastestThatFits) {
     }
   }
   EXPECT_TRUE(r.fits);
+}
+
+// The tensor-parallel collectives of a layer's backward pass as Megatron-LM's code places them
+// (layer_ops.h): one layer of the 22B model of Korthikanti et al. (h 6144, a 64, t 8, b 4) on a
+// DGX A100, its backward time against kernels + collectives in closed form.
+struct LayerBackward {
+  double kernels = 0;                // every kernel of the pass
+  std::map<std::string, double> at;  // GEMM times by name
+  double all_reduce = 0, all_gather = 0, reduce_scatter = 0;  // of T h E bytes over t ranks
+  double simulated = 0;  // simulate_gpt's layer_backward_seconds
+};
+
+LayerBackward layer_backward_22b(bool sp, bool async) {
+  const ClusterSpec c = scale_cluster(load_cluster_spec(kCluster), 8);
+  GptModel m{6144, 48, 64, 51200, 2048};
+  GptParallel p;
+  p.global_batch = 4, p.micro_batch = 4, p.tp = 8, p.recompute = Recompute::None;
+  p.sequence_parallel = sp, p.async_tp_allreduce = async;
+  resolve_parallel(m, p, 8);
+  const LayerShape x = layer_shape(m, p, 4);
+  const KernelTimer timer(c.device, "bf16", 2);
+  LayerBackward r;
+  for (const Kernel& k : layer_backward(x).kernels) {
+    r.kernels += timer.seconds(k);
+    r.at[k.name] = timer.seconds(k);
+  }
+  const CommModel comm(c);
+  const Group tp = tensor_group(c, 8);
+  const double bytes = 4 * 2048 * 6144 * 2.0;
+  r.all_reduce = comm.seconds(CommKind::AllReduce, tp, bytes);
+  r.all_gather = comm.seconds(CommKind::AllGather, tp, bytes);
+  r.reduce_scatter = comm.seconds(CommKind::ReduceScatter, tp, bytes);
+  r.simulated = simulate_gpt(c, m, p).layer_backward_seconds;
+  return r;
+}
+
+TEST(SimGptLayer, BackwardAllReducesOnTheCriticalPath) {
+  const LayerBackward r = layer_backward_22b(false, false);
+  EXPECT_NEAR(r.simulated, r.kernels + 2 * r.all_reduce, 1e-12);
+}
+
+TEST(SimGptLayer, AsyncAllReduceRunsBesideTheWeightGradient) {
+  // Megatron-LM's async_tensor_model_parallel_allreduce: only what outlasts the wgrad GEMM.
+  const LayerBackward r = layer_backward_22b(false, true);
+  const double exposed = std::max(0.0, r.all_reduce - r.at.at("fc1-wgrad")) +
+                         std::max(0.0, r.all_reduce - r.at.at("qkv-wgrad"));
+  EXPECT_NEAR(r.simulated, r.kernels + exposed, 1e-12);
+  EXPECT_LT(r.simulated, layer_backward_22b(false, false).simulated);
+}
+
+TEST(SimGptLayer, SequenceParallelBackwardGathersTheOutputGradients) {
+  // Korthikanti et al., section 4.2.2: the forward reduce-scatters (g-bar) all-gather in the
+  // backward pass, the forward all-gathers (g) reduce-scatter; the layer norms' outputs are
+  // gathered again for the weight gradients beside the input-gradient GEMMs, and the
+  // reduce-scatters run beside the weight-gradient GEMMs (megatron/mpu/layers.py).
+  const LayerBackward r = layer_backward_22b(true, false);
+  const double exposed = 2 * r.all_gather +
+                         std::max(0.0, r.all_gather - r.at.at("fc1-dgrad")) +
+                         std::max(0.0, r.all_gather - r.at.at("qkv-dgrad")) +
+                         std::max(0.0, r.reduce_scatter - r.at.at("fc1-wgrad")) +
+                         std::max(0.0, r.reduce_scatter - r.at.at("qkv-wgrad"));
+  EXPECT_NEAR(r.simulated, r.kernels + exposed, 1e-12);
+  // The volume of tensor parallelism's two all-reduces: ring closed forms, AG + RS = AR.
+  EXPECT_NEAR(r.all_gather + r.reduce_scatter, r.all_reduce, 1e-15);
+  std::vector<std::string> names;
+  GptModel m{6144, 48, 64, 51200, 2048};
+  GptParallel p;
+  p.tp = 8, p.sequence_parallel = true;
+  for (const TpCollective& c : layer_backward(layer_shape(m, p, 4)).collectives)
+    names.push_back(c.name + ":" + std::string(comm_kind_name(c.kind)));
+  EXPECT_EQ(names, (std::vector<std::string>{
+                       "fc2-grad-gather:all-gather", "ln2-gather-again:all-gather",
+                       "fc1-dgrad-reduce:reduce-scatter", "proj-grad-gather:all-gather",
+                       "ln1-gather-again:all-gather", "qkv-dgrad-reduce:reduce-scatter"}));
 }
 
 int cli(std::vector<std::string> args, std::string* out, std::string* err) {
