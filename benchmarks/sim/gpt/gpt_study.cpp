@@ -26,9 +26,11 @@
 // At t = 1 there is nothing to search: auto's layer is sim-gpt's.
 //
 //   gpt_study [--sizes 1.7B,3.6B] [--cluster FILE] [--micro-batches 1,2,4,8] [--csv FILE]
+//             [--json FILE]  (per size: hand, hand+sp, auto at hand's configuration, auto)
 //             [--dp-budget N] [--no-pass-partial-sums]  (the search without the linear
 //                                                        operators' partial inputs)
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -77,6 +79,7 @@ const std::vector<Size> kSizes = {
     {"39.1B", 48, 8192, 64, 512, 1536, 8, 2, 138},
 };
 constexpr int kSeq = 2048, kVocab = 51200;
+constexpr int kMaxMicroBatch = 64;  // the default micro-batch set: every divisor up to this
 
 std::string g_dir;  // benchmarks/sim/gpt
 bool g_pass_partial_sums = true;
@@ -156,7 +159,45 @@ struct ProgramCost {
   double working = 0;  // bytes (f16): the program's peak of live intermediates
   std::string strategy;
   double search_seconds = 0;
+  // The layer's boundary: the layout it takes x in ("(1, 1, 1)") and the strategy of the op
+  // whose result the loss reads, the layer's output ("replicated", "d2:m0").
+  std::string x_layout = "replicated", output = "replicated";
+  // The dimension x is split along (-1: replicated): "(1, 4, 1)" -> 1.
+  int x_dim() const {
+    int dim = 0;
+    for (size_t i = 1; i < x_layout.size(); ++i) {
+      if (x_layout[i] == ',') ++dim;
+      if (x_layout[i] >= '2' && x_layout[i] <= '9') return dim;
+    }
+    return -1;
+  }
+  bool x_sharded() const { return x_dim() >= 0; }
+  // A chain of layers feeds each output to the next layer's x: when the output's layout is not
+  // x's, a redistribution runs between layers (output -> x forward, its transpose backward).
+  bool boundary_mismatch() const {
+    const std::string want = x_sharded() ? fmt::format("d{}:m0", x_dim()) : "replicated";
+    return output != want;
+  }
 };
+
+// `"name": "value"` of a strategy JSON's entry `name` (empty when absent).
+std::string json_entry(const std::string& json, const std::string& name) {
+  const size_t at = json.find("\"" + name + "\": \"");
+  if (at == std::string::npos) return "";
+  const size_t from = at + name.size() + 5;
+  return json.substr(from, json.find('"', from) - from);
+}
+
+// The strategy of the op just before the loss's `mean` in the JSON's "ops" (node order).
+std::string output_strategy(const std::string& json) {
+  const size_t ops = json.find("\"ops\"");
+  const size_t mean = ops == std::string::npos ? ops : json.find("\"mean#", ops);
+  if (mean == std::string::npos) return "replicated";
+  const size_t line = json.rfind("\n", mean);
+  const size_t prev = json.rfind("\"", json.rfind("\": \"", line) - 1);
+  const std::string key = json.substr(prev + 1, json.find('"', prev + 1) - prev - 1);
+  return json_entry(json, key);
+}
 
 // One GEMM of the op-level program at its local shape: [..., m, k] @ [..., k, n]; a 2-D right
 // operand folds the left operand's leading axes into m (as cuBLAS runs x @ W).
@@ -234,6 +275,10 @@ struct Study {
       json = parallel::search::strategy_json(g, r.top.at(0));
     }
     out.strategy = json;
+    if (!hand) {
+      if (const std::string x = json_entry(json, "x"); !x.empty()) out.x_layout = x;
+      out.output = output_strategy(json);
+    }
     const parallel::Strategy s = parallel::parse_strategy(json, *step.step, "gpt_block.sp");
     const parallel::Partitioned part =
         parallel::partition_training_step(*step.step, step.params.size(), s);
@@ -271,12 +316,13 @@ struct Study {
     std::fprintf(stderr,
                  "  layer t=%d b=%d %s%s: GEMM %.3f / %.3f ms, memory-bound %.3f / %.3f ms, "
                  "collectives %.3f / %.3f ms (forward / backward; forward: %s; backward: %s), "
-                 "%.0f parameters per device (search %.1f s)\n",
+                 "%.0f parameters per device, x %s, output %s (search %.1f s)\n",
                  t, b, hand ? "Megatron layouts" : "searched",
                  hand ? "" : fmt::format(" (limit {:.2f} GB)", limit / 1e9).c_str(),
                  out.gemm[0] * 1e3, out.gemm[1] * 1e3, out.memory[0] * 1e3, out.memory[1] * 1e3,
                  out.comm[0] * 1e3, out.comm[1] * 1e3, out.collectives[0].c_str(),
-                 out.collectives[1].c_str(), out.params, out.search_seconds);
+                 out.collectives[1].c_str(), out.params, out.x_layout.c_str(), out.output.c_str(),
+                 out.search_seconds);
     return out;
   }
 
@@ -325,7 +371,17 @@ struct Study {
       (pass == 0 ? out.forward_comm : out.backward_comm) = ap.comm[pass];
       ++pass;
     }
+    if (ap.boundary_mismatch()) {  // all-gather forward, reduce-scatter backward
+      const double act = x.b * x.s * x.h * x.E;
+      const tr::CommModel comm(cluster);
+      const tr::Group group = tr::tensor_group(cluster, par.tp);
+      const double f = comm.seconds(tr::CommKind::AllGather, group, act);
+      const double bw = comm.seconds(tr::CommKind::ReduceScatter, group, act);
+      out.forward += f, out.forward_comm += f;
+      out.backward += bw, out.backward_comm += bw;
+    }
     out.local_params = ap.params;
+    if (ap.x_sharded()) out.stored_bytes = meg.stored_bytes / static_cast<double>(par.tp);
     out.working_bytes = meg.working_bytes * ap.working / hp.working;
     return out;
   }
@@ -334,8 +390,19 @@ struct Study {
 struct Config {
   tr::GptSimResult r;
   bool found = false;
-  std::string note;
 };
+
+std::string json_of(const Config& c) {
+  if (!c.found) return "null";
+  const tr::GptParallel& p = c.r.parallel;
+  return fmt::format(
+      "{{\"d\": {}, \"t\": {}, \"p\": {}, \"b\": {}, \"m\": {}, \"sequence_parallel\": {}, "
+      "\"step_seconds\": {:.6f}, \"tflops_per_gpu\": {:.2f}, \"memory_per_gpu_bytes\": {:.0f}, "
+      "\"layer_forward_seconds\": {:.9f}, \"layer_backward_seconds\": {:.9f}}}",
+      p.dp, p.tp, p.pp, p.micro_batch, p.micro_batches(), p.sequence_parallel, c.r.step_seconds,
+      c.r.tflops_per_gpu, c.r.memory.total(), c.r.layer_forward_seconds,
+      c.r.layer_backward_seconds);
+}
 
 std::string describe(const tr::GptParallel& p) {
   return fmt::format("d={} t={} p={} b={} m={}", p.dp, p.tp, p.pp, p.micro_batch,
@@ -358,13 +425,23 @@ std::optional<std::vector<int>> parse_ints(const std::string& s) {
 }
 
 int run(const std::string& sizes, const std::string& cluster_path, const std::vector<int>& micro,
-        const std::string& csv);
+        const std::string& csv, const std::string& json);
+
+// The micro-batch sizes tried for `per_replica` sequences per replica: `given`, or every divisor
+// up to kMaxMicroBatch (what `spora sim-gpt --micro-batch auto` tries, capped).
+std::vector<int> micro_batches(const std::vector<int>& given, int per_replica) {
+  if (!given.empty()) return given;
+  std::vector<int> out;
+  for (int b = 1; b <= std::min(per_replica, kMaxMicroBatch); ++b)
+    if (per_replica % b == 0) out.push_back(b);
+  return out;
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string sizes = "1.7B,3.6B,7.5B,18.4B,39.1B", cluster_path, csv;
-  std::vector<int> micro = {1, 2, 4, 8};
+  std::string sizes = "1.7B,3.6B,7.5B,18.4B,39.1B", cluster_path, csv, json;
+  std::vector<int> micro;  // empty: every divisor of the batch per replica up to kMaxMicroBatch
   g_dir = SPORA_SOURCE_DIR "/benchmarks/sim/gpt";
   cluster_path = g_dir + "/dgx-a100-64.yaml";
   for (int i = 1; i < argc; ++i) {
@@ -380,7 +457,7 @@ int main(int argc, char** argv) {
       sizes = next();
     else if (a == "--cluster")
       cluster_path = next();
-    else if (a == "--micro-batches") {
+    else if (a == "--micro-batches") {  // default: every divisor up to kMaxMicroBatch
       const std::string text = next();
       const auto v = parse_ints(text);
       if (!v) {
@@ -392,6 +469,8 @@ int main(int argc, char** argv) {
       micro = *v;
     } else if (a == "--csv")
       csv = next();
+    else if (a == "--json")
+      json = next();
     else if (a == "--dp-budget")
       g_dp_budget = std::max(1, std::atoi(next().c_str()));
     else if (a == "--no-pass-partial-sums")
@@ -404,7 +483,7 @@ int main(int argc, char** argv) {
   ops::register_all();
   autodiff::install();
   try {
-    return run(sizes, cluster_path, micro, csv);
+    return run(sizes, cluster_path, micro, csv, json);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gpt_study: error: %s\n", e.what());
     return 1;
@@ -414,13 +493,15 @@ int main(int argc, char** argv) {
 namespace {
 
 int run(const std::string& sizes, const std::string& cluster_path, const std::vector<int>& micro,
-        const std::string& csv) {
+        const std::string& csv, const std::string& json) {
   const sim::ClusterSpec base = sim::load_cluster_spec(cluster_path);
   int matched = 0;
   std::string table =
-      "| size | GPUs | hand: Megatron (sim-gpt) | hand step | hand+sp step | auto (best) | auto "
-      "step | auto / hand | auto / hand+sp | hand TFLOP/s/GPU | hand+sp | auto | paper |\n"
-      "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+      "| size | GPUs | hand: Megatron (sim-gpt) | hand step | hand+sp step | auto layer at hand's "
+      "config | / hand | auto (best) | auto step | auto / hand | auto / best hand | hand TFLOP/s/GPU "
+      "| hand+sp | auto | paper |\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  std::string summary;
   std::string rows = "size,mode,d,t,p,b,m,step_s,memory_GB,fits,tflops_per_gpu\n";
   for (const Size& s : kSizes) {
     if (("," + sizes + ",").find("," + s.name + ",") == std::string::npos) continue;
@@ -440,7 +521,7 @@ int run(const std::string& sizes, const std::string& cluster_path, const std::ve
     // hand and hand+sp: sim-gpt at Megatron's (t, p).
     Config hand, hand_sp;
     for (bool sp : {false, true})
-      for (int b : micro) {
+      for (int b : micro_batches(micro, s.batch / (s.gpus / (s.hand_t * s.hand_p)))) {
         tr::GptParallel par{.global_batch = s.batch, .tp = s.hand_t, .pp = s.hand_p};
         par.precision = "f16";
         par.sequence_parallel = sp;
@@ -464,7 +545,7 @@ int run(const std::string& sizes, const std::string& cluster_path, const std::ve
       if (s.heads % t || kVocab % t) continue;
       for (int p = 1; p <= s.layers; ++p) {
         if (s.layers % p || s.gpus % (t * p)) continue;
-        for (int b : micro) {
+        for (int b : micro_batches(micro, s.batch / (s.gpus / (t * p)))) {
           tr::GptParallel par{.global_batch = s.batch, .tp = t, .pp = p};
           par.precision = "f16";
           tr::resolve_parallel(model, par, s.gpus);
@@ -492,6 +573,18 @@ int run(const std::string& sizes, const std::string& cluster_path, const std::ve
         }
       }
     }
+    // The searched layer at Megatron's own configuration (hand's t, p, b): the layer alone.
+    Config same;
+    if (hand.found) {
+      same.r = gpt_study::simulate_with_layer(cluster, model, hand.r.parallel,
+                                              st.auto_layer(hand.r.parallel), st.sim_options);
+      same.found = same.r.fits;
+      record("auto@hand", same.r);
+    }
+    // The strongest Megatron: the faster of hand and hand+sp.
+    const Config& best_hand =
+        hand_sp.found && (!hand.found || hand_sp.r.step_seconds < hand.r.step_seconds) ? hand_sp
+                                                                                         : hand;
     auto step = [](const Config& c) {
       return c.found ? fmt::format("{:.3f} s", c.r.step_seconds) : std::string("nothing fits");
     };
@@ -502,11 +595,16 @@ int run(const std::string& sizes, const std::string& cluster_path, const std::ve
       return a.found && h.found ? fmt::format("{:.3f}", a.r.step_seconds / h.r.step_seconds)
                                 : std::string("-");
     };
-    table += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.0f} |\n",
-                         s.name, s.gpus, hand.found ? describe(hand.r.parallel) : "-", step(hand),
-                         step(hand_sp), aut.found ? describe(aut.r.parallel) : "-", step(aut),
-                         ratio(aut, hand), ratio(aut, hand_sp), tf(hand), tf(hand_sp), tf(aut),
-                         s.paper_tflops);
+    table += fmt::format(
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.0f} |\n", s.name,
+        s.gpus, hand.found ? describe(hand.r.parallel) : "-", step(hand), step(hand_sp),
+        step(same), ratio(same, hand), aut.found ? describe(aut.r.parallel) : "-", step(aut),
+        ratio(aut, hand), ratio(aut, best_hand), tf(hand), tf(hand_sp), tf(aut), s.paper_tflops);
+    summary += fmt::format(
+        "{{\"size\": \"{}\", \"gpus\": {}, \"hand\": {}, \"hand_sp\": {}, "
+        "\"auto_at_hand_config\": {}, \"auto\": {}, \"paper_tflops_per_gpu\": {}}},\n",
+        s.name, s.gpus, json_of(hand), json_of(hand_sp), json_of(same), json_of(aut),
+        s.paper_tflops);
     if (aut.found && aut.r.parallel.tp > 1) {
       const tr::GptParallel& a = aut.r.parallel;
       const ProgramCost& ap = st.auto_program(static_cast<int>(a.tp), static_cast<int>(a.micro_batch),
@@ -525,6 +623,15 @@ int run(const std::string& sizes, const std::string& cluster_path, const std::ve
     throw std::runtime_error(
         fmt::format("--sizes {} names no size (1.7B, 3.6B, 7.5B, 18.4B, 39.1B)", sizes));
   std::fputs(table.c_str(), stdout);
+  if (!json.empty()) {
+    std::ofstream f(json, std::ios::binary);
+    if (!f) throw std::runtime_error(fmt::format("cannot write '{}'", json));
+    if (!summary.empty()) summary.resize(summary.size() - 2);  // the last ",\n"
+    f << "{\"cluster\": \"" << base.name << "\", \"micro_batches\": "
+      << (micro.empty() ? fmt::format("\"every divisor of the batch per replica up to {}\"", kMaxMicroBatch)
+                        : fmt::format("[{}]", fmt::join(micro, ", ")))
+      << ", \"sizes\": [\n" << summary << "\n]}\n";
+  }
   if (!csv.empty()) {
     std::ofstream f(csv, std::ios::binary);
     if (!f) throw std::runtime_error(fmt::format("cannot write '{}'", csv));
