@@ -351,9 +351,48 @@ struct Study {
   }
 
   // The searched layer in sim-gpt's terms (the header's rules).
-  gpt_study::LayerCost auto_layer(const tr::GptParallel& par) {
+  // A layer's time in terms, [forward, backward without recomputation], milliseconds.
+  struct Terms {
+    double gemm[2] = {0, 0}, memory[2] = {0, 0}, comm[2] = {0, 0}, boundary[2] = {0, 0};
+    std::string line() const {
+      return fmt::format(
+          "GEMM {:.3f} / {:.3f}, memory-bound {:.3f} / {:.3f}, tensor-parallel collectives "
+          "{:.3f} / {:.3f}, layer boundary {:.3f} / {:.3f} ms (forward / backward); total {:.3f} ms",
+          gemm[0], gemm[1], memory[0], memory[1], comm[0], comm[1], boundary[0], boundary[1],
+          gemm[0] + gemm[1] + memory[0] + memory[1] + comm[0] + comm[1] + boundary[0] +
+              boundary[1]);
+    }
+  };
+  // sim-gpt's Megatron layer (with or without sequence parallelism) in terms.
+  Terms megatron_terms(const tr::GptParallel& par) const {
+    const tr::KernelTimer timer(cluster.device, par.precision, 2);
+    const tr::CommModel comm(cluster);
+    const tr::Group group = tr::tensor_group(cluster, par.tp);
+    const tr::LayerShape x = tr::layer_shape(model(), par, par.micro_batch);
+    Terms out;
+    int pass = 0;
+    for (const tr::PassOps& ops : {tr::layer_forward(x), tr::layer_backward(x)}) {
+      std::vector<double> k(ops.kernels.size());
+      for (size_t i = 0; i < k.size(); ++i) {
+        k[i] = timer.seconds(ops.kernels[i]);
+        (ops.kernels[i].kind == tr::KernelKind::Gemm ? out.gemm : out.memory)[pass] += k[i] * 1e3;
+      }
+      for (const tr::TpCollective& c : ops.collectives) {
+        double sec = comm.seconds(c.kind, group, c.bytes);
+        if (c.hidden_by >= 0) sec = std::max(0.0, sec - k[static_cast<size_t>(c.hidden_by)]);
+        out.comm[pass] += sec * 1e3;
+      }
+      ++pass;
+    }
+    return out;
+  }
+
+  gpt_study::LayerCost auto_layer(const tr::GptParallel& par, Terms* terms = nullptr) {
     const gpt_study::LayerCost meg = gpt_study::megatron_layer(cluster, model(), par);
-    if (par.tp == 1) return meg;
+    if (par.tp == 1) {
+      if (terms) *terms = megatron_terms(par);
+      return meg;
+    }
     const int t = static_cast<int>(par.tp), b = static_cast<int>(par.micro_batch);
     const ProgramCost& hp = hand_program(t, b);
     const ProgramCost& ap = auto_program(t, b, layer_limit(par));
@@ -367,6 +406,11 @@ struct Study {
         (k.kind == tr::KernelKind::Gemm ? gemm : memory) += timer.seconds(k);
       const double s = gemm * ap.gemm[pass] / hp.gemm[pass] +
                        memory * ap.memory[pass] / hp.memory[pass] + ap.comm[pass];
+      if (terms) {
+        terms->gemm[pass] = gemm * ap.gemm[pass] / hp.gemm[pass] * 1e3;
+        terms->memory[pass] = memory * ap.memory[pass] / hp.memory[pass] * 1e3;
+        terms->comm[pass] = ap.comm[pass] * 1e3;
+      }
       (pass == 0 ? out.forward : out.backward) = s;
       (pass == 0 ? out.forward_comm : out.backward_comm) = ap.comm[pass];
       ++pass;
@@ -379,6 +423,7 @@ struct Study {
       const double bw = comm.seconds(tr::CommKind::ReduceScatter, group, act);
       out.forward += f, out.forward_comm += f;
       out.backward += bw, out.backward_comm += bw;
+      if (terms) terms->boundary[0] = f * 1e3, terms->boundary[1] = bw * 1e3;
     }
     out.local_params = ap.params;
     if (ap.x_sharded()) out.stored_bytes = meg.stored_bytes / static_cast<double>(par.tp);
@@ -611,6 +656,25 @@ int run(const std::string& sizes, const std::string& cluster_path, const std::ve
                                               st.layer_limit(a));
       std::fprintf(stderr, "%s auto layer strategy (%s): %s\n", s.name.c_str(), describe(a).c_str(),
                    ap.strategy.c_str());
+    }
+    // Where the layers differ: hand, hand+sp and the searched layer at each of their
+    // configurations, term by term.
+    for (const Config* c : {&hand, &hand_sp, &aut}) {
+      if (!c->found) continue;
+      tr::GptParallel par = c->r.parallel;
+      const char* who = c == &hand ? "hand" : c == &hand_sp ? "hand+sp" : "auto";
+      std::fprintf(stderr, "%s layer terms at %s's %s:\n", s.name.c_str(), who,
+                   describe(par).c_str());
+      par.sequence_parallel = false;
+      std::fprintf(stderr, "  hand     %s\n", st.megatron_terms(par).line().c_str());
+      if (par.tp > 1) {
+        par.sequence_parallel = true;
+        std::fprintf(stderr, "  hand+sp  %s\n", st.megatron_terms(par).line().c_str());
+        par.sequence_parallel = false;
+      }
+      Study::Terms at;
+      st.auto_layer(par, &at);
+      std::fprintf(stderr, "  searched %s\n", at.line().c_str());
     }
     for (const auto* c : {&hand, &hand_sp, &aut})
       if (c->found)
