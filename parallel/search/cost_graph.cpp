@@ -136,9 +136,9 @@ Assignment improve_locally(const CostGraph& g, Assignment a, double memory_limit
 
 double memory_limit_with_headroom(double capacity, const MemoryHeadroom& h) {
   if (h.reserved_bytes < 0 || h.fragmentation < 0)
-    throw std::invalid_argument(fmt::format(
-        "memory headroom must not be negative: reserved {} bytes, fragmentation {}",
-        h.reserved_bytes, h.fragmentation));
+    throw std::invalid_argument(
+        fmt::format("memory headroom must not be negative: reserved {} bytes, fragmentation {}",
+                    h.reserved_bytes, h.fragmentation));
   const double left = capacity - h.reserved_bytes;
   if (!(left > 0))
     throw std::invalid_argument(

@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "autodiff/install.h"
+#include "layer_pipeline.h"
 #include "ops/ops.h"
 #include "parallel/partition/partition.h"
 #include "parallel/partition/strategy.h"
@@ -53,14 +54,13 @@
 #include "parallel/search/from_ir.h"
 #include "sim/cluster_spec.h"
 #include "sim/cost_model.h"
+#include "sim/pipeline.h"
+#include "sim/spmd_step.h"
+#include "sim/step_program.h"
 #include "sim/transformer/comm_model.h"
 #include "sim/transformer/gpt_sim.h"
 #include "sim/transformer/kernels.h"
 #include "sim/transformer/layer_ops.h"
-#include "layer_pipeline.h"
-#include "sim/pipeline.h"
-#include "sim/spmd_step.h"
-#include "sim/step_program.h"
 
 namespace {
 
@@ -154,8 +154,8 @@ namespace tr = sim::transformer;
 // A layer program (the partitioned gpt_block.sp) priced in sim-gpt's kernel and ring models.
 struct ProgramCost {
   double gemm[2] = {0, 0}, memory[2] = {0, 0}, comm[2] = {0, 0};  // [forward, backward] seconds
-  std::string collectives[2];                                       // "all_reduce 25.2 MB, ..."
-  double params = 0;   // elements per device
+  std::string collectives[2];                                     // "all_reduce 25.2 MB, ..."
+  double params = 0;                                              // elements per device
   double working = 0;  // bytes (f16): the program's peak of live intermediates
   std::string strategy;
   double search_seconds = 0;
@@ -206,12 +206,14 @@ tr::Kernel gemm_of(const sim::StepOp& op) {
   const sem::Shape& w = op.inputs.at(1)->shape;
   const sem::Shape& out = op.output->shape;
   if (a.size() < 2 || w.size() < 2 || out.size() < 2)
-    throw std::runtime_error(fmt::format("matmul with operand ranks {} and {}", a.size(), w.size()));
+    throw std::runtime_error(
+        fmt::format("matmul with operand ranks {} and {}", a.size(), w.size()));
   double lead = 1;
   for (size_t i = 0; i + 2 < out.size(); ++i) lead *= static_cast<double>(out[i]);
   const double m = static_cast<double>(out[out.size() - 2]);
   const double n = static_cast<double>(out.back()), k = static_cast<double>(a.back());
-  return w.size() == 2 ? tr::gemm(op.prim->name, lead * m, n, k) : tr::gemm(op.prim->name, m, n, k, lead);
+  return w.size() == 2 ? tr::gemm(op.prim->name, lead * m, n, k)
+                       : tr::gemm(op.prim->name, m, n, k, lead);
 }
 
 double collective_seconds(const tr::CommModel& comm, const tr::Group& g, const sim::SpmdOp& op) {
@@ -307,8 +309,9 @@ struct Study {
         }
       }
       for (const auto& [k, v] : kinds)
-        out.collectives[pass] += fmt::format("{}{} x{} {:.1f} MB", out.collectives[pass].empty() ? "" : ", ",
-                                             k, v.first, v.second / 1e6);
+        out.collectives[pass] +=
+            fmt::format("{}{} x{} {:.1f} MB", out.collectives[pass].empty() ? "" : ", ", k, v.first,
+                        v.second / 1e6);
       ++pass;
     }
     out.params = whole.param_bytes / 4;
@@ -335,7 +338,8 @@ struct Study {
   const ProgramCost& auto_program(int t, int b, double limit) {
     const auto key = std::make_tuple(t, b, limit);
     auto it = auto_programs.find(key);
-    if (it == auto_programs.end()) it = auto_programs.emplace(key, program(t, b, false, limit)).first;
+    if (it == auto_programs.end())
+      it = auto_programs.emplace(key, program(t, b, false, limit)).first;
     return it->second;
   }
 
@@ -357,7 +361,8 @@ struct Study {
     std::string line() const {
       return fmt::format(
           "GEMM {:.3f} / {:.3f}, memory-bound {:.3f} / {:.3f}, tensor-parallel collectives "
-          "{:.3f} / {:.3f}, layer boundary {:.3f} / {:.3f} ms (forward / backward); total {:.3f} ms",
+          "{:.3f} / {:.3f}, layer boundary {:.3f} / {:.3f} ms (forward / backward); total {:.3f} "
+          "ms",
           gemm[0], gemm[1], memory[0], memory[1], comm[0], comm[1], boundary[0], boundary[1],
           gemm[0] + gemm[1] + memory[0] + memory[1] + comm[0] + comm[1] + boundary[0] +
               boundary[1]);
@@ -543,7 +548,8 @@ int run(const std::string& sizes, const std::string& cluster_path, const std::ve
   int matched = 0;
   std::string table =
       "| size | GPUs | hand: Megatron (sim-gpt) | hand step | hand+sp step | auto layer at hand's "
-      "config | / hand | auto (best) | auto step | auto / hand | auto / best hand | Megatron(+sp) at "
+      "config | / hand | auto (best) | auto step | auto / hand | auto / best hand | Megatron(+sp) "
+      "at "
       "auto's config | auto / that | hand TFLOP/s/GPU | hand+sp | auto | paper |\n"
       "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   std::string summary;
@@ -561,7 +567,8 @@ int run(const std::string& sizes, const std::string& cluster_path, const std::ve
                           r.fits ? "yes" : "no", r.tflops_per_gpu);
     };
     auto keep = [](Config& best, const tr::GptSimResult& r) {
-      if (r.fits && (!best.found || r.step_seconds < best.r.step_seconds)) best.r = r, best.found = true;
+      if (r.fits && (!best.found || r.step_seconds < best.r.step_seconds))
+        best.r = r, best.found = true;
     };
     // hand and hand+sp: sim-gpt at Megatron's (t, p).
     Config hand, hand_sp;
@@ -580,8 +587,9 @@ int run(const std::string& sizes, const std::string& cluster_path, const std::ve
           const tr::GptSimResult again = gpt_study::simulate_with_layer(
               cluster, model, par, gpt_study::megatron_layer(cluster, model, par), st.sim_options);
           if (std::abs(again.step_seconds - r.step_seconds) > 1e-9 * r.step_seconds)
-            throw std::runtime_error(fmt::format("{}: the study's pipeline gives {} s, sim-gpt {} s",
-                                                 s.name, again.step_seconds, r.step_seconds));
+            throw std::runtime_error(
+                fmt::format("{}: the study's pipeline gives {} s, sim-gpt {} s", s.name,
+                            again.step_seconds, r.step_seconds));
         }
       }
     // auto: every configuration, the searched layer.
@@ -608,8 +616,8 @@ int run(const std::string& sizes, const std::string& cluster_path, const std::ve
             record("auto", floor);
             continue;
           }
-          const tr::GptSimResult r =
-              gpt_study::simulate_with_layer(cluster, model, par, st.auto_layer(par), st.sim_options);
+          const tr::GptSimResult r = gpt_study::simulate_with_layer(
+              cluster, model, par, st.auto_layer(par), st.sim_options);
           record("auto", r);
           std::fprintf(stderr, "%s auto %s: %.4f s, %.2f GB%s\n", s.name.c_str(),
                        describe(r.parallel).c_str(), r.step_seconds, r.memory.total() / 1e9,
@@ -639,7 +647,7 @@ int run(const std::string& sizes, const std::string& cluster_path, const std::ve
     // The strongest Megatron: the faster of hand and hand+sp.
     const Config& best_hand =
         hand_sp.found && (!hand.found || hand_sp.r.step_seconds < hand.r.step_seconds) ? hand_sp
-                                                                                         : hand;
+                                                                                       : hand;
     auto step = [](const Config& c) {
       return c.found ? fmt::format("{:.3f} s", c.r.step_seconds) : std::string("nothing fits");
     };
@@ -651,9 +659,9 @@ int run(const std::string& sizes, const std::string& cluster_path, const std::ve
                                 : std::string("-");
     };
     table += fmt::format(
-        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.0f} |\n",
-        s.name,
-        s.gpus, hand.found ? describe(hand.r.parallel) : "-", step(hand), step(hand_sp),
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.0f} "
+        "|\n",
+        s.name, s.gpus, hand.found ? describe(hand.r.parallel) : "-", step(hand), step(hand_sp),
         step(same), ratio(same, hand), aut.found ? describe(aut.r.parallel) : "-", step(aut),
         ratio(aut, hand), ratio(aut, best_hand), step(meg_at_auto), ratio(aut, meg_at_auto),
         tf(hand), tf(hand_sp), tf(aut), s.paper_tflops);
@@ -665,8 +673,8 @@ int run(const std::string& sizes, const std::string& cluster_path, const std::ve
         json_of(meg_at_auto), s.paper_tflops);
     if (aut.found && aut.r.parallel.tp > 1) {
       const tr::GptParallel& a = aut.r.parallel;
-      const ProgramCost& ap = st.auto_program(static_cast<int>(a.tp), static_cast<int>(a.micro_batch),
-                                              st.layer_limit(a));
+      const ProgramCost& ap = st.auto_program(static_cast<int>(a.tp),
+                                              static_cast<int>(a.micro_batch), st.layer_limit(a));
       std::fprintf(stderr, "%s auto layer strategy (%s): %s\n", s.name.c_str(), describe(a).c_str(),
                    ap.strategy.c_str());
     }
@@ -692,7 +700,9 @@ int run(const std::string& sizes, const std::string& cluster_path, const std::ve
     for (const auto* c : {&hand, &hand_sp, &aut})
       if (c->found)
         std::fprintf(stderr, "%s %s %s:\n%s", s.name.c_str(),
-                     c == &hand ? "hand" : c == &hand_sp ? "hand+sp" : "auto",
+                     c == &hand      ? "hand"
+                     : c == &hand_sp ? "hand+sp"
+                                     : "auto",
                      describe(c->r.parallel).c_str(), tr::gpt_report(c->r).c_str());
     std::fputs(table.c_str(), stderr);
   }
@@ -705,9 +715,11 @@ int run(const std::string& sizes, const std::string& cluster_path, const std::ve
     if (!f) throw std::runtime_error(fmt::format("cannot write '{}'", json));
     if (!summary.empty()) summary.resize(summary.size() - 2);  // the last ",\n"
     f << "{\"cluster\": \"" << base.name << "\", \"micro_batches\": "
-      << (micro.empty() ? fmt::format("\"every divisor of the batch per replica up to {}\"", kMaxMicroBatch)
-                        : fmt::format("[{}]", fmt::join(micro, ", ")))
-      << ", \"sizes\": [\n" << summary << "\n]}\n";
+      << (micro.empty()
+              ? fmt::format("\"every divisor of the batch per replica up to {}\"", kMaxMicroBatch)
+              : fmt::format("[{}]", fmt::join(micro, ", ")))
+      << ", \"sizes\": [\n"
+      << summary << "\n]}\n";
   }
   if (!csv.empty()) {
     std::ofstream f(csv, std::ios::binary);

@@ -32,7 +32,8 @@ struct Models {
   std::pair<double, double> time(const tr::PassOps& ops) const {
     std::vector<double> kernel(ops.kernels.size());
     double compute = 0, comm_s = 0;
-    for (size_t i = 0; i < ops.kernels.size(); ++i) compute += kernel[i] = timer.seconds(ops.kernels[i]);
+    for (size_t i = 0; i < ops.kernels.size(); ++i)
+      compute += kernel[i] = timer.seconds(ops.kernels[i]);
     for (const tr::TpCollective& c : ops.collectives) {
       double s = comm.seconds(c.kind, tp, c.bytes);
       if (c.hidden_by >= 0) s = std::max(0.0, s - kernel[static_cast<size_t>(c.hidden_by)]);
@@ -106,8 +107,7 @@ tr::GptSimResult simulate_with_layer(const sim::ClusterSpec& cluster, const tr::
     in.forward[k][0] = f;
     in.backward[k][0] = bw;
   }
-  const bool across =
-      cluster.nodes > 1 && tr::pipeline_crosses_nodes(cluster, par.tp, par.dp);
+  const bool across = cluster.nodes > 1 && tr::pipeline_crosses_nodes(cluster, par.tp, par.dp);
   const double act = x.b * x.s * x.h * x.E;
   double p2p = 0;
   if (p > 1) {
@@ -126,8 +126,7 @@ tr::GptSimResult simulate_with_layer(const sim::ClusterSpec& cluster, const tr::
       const double layer_sync =
           mo.comm.seconds(tr::CommKind::AllReduce, mo.dp, layer.local_params * grad_bytes);
       const double extra = stage_params(k) - per_stage * layer.local_params;
-      const double extra_sync =
-          mo.comm.seconds(tr::CommKind::AllReduce, mo.dp, extra * grad_bytes);
+      const double extra_sync = mo.comm.seconds(tr::CommKind::AllReduce, mo.dp, extra * grad_bytes);
       if (opt.grad_overlap) {
         const tr::PipelinePass& last = sched.last_backward[k][0];
         double stream = 0;
@@ -162,9 +161,9 @@ tr::GptSimResult simulate_with_layer(const sim::ClusterSpec& cluster, const tr::
     mem.parameters = params * 2;
     mem.gradients = params * grad_bytes;
     mem.optimizer_state = params * 12;
-    mem.activations = static_cast<double>(sched.peak_in_flight[k]) * per_stage *
-                          layer.stored_bytes +
-                      layer.working_bytes;
+    mem.activations =
+        static_cast<double>(sched.peak_in_flight[k]) * per_stage * layer.stored_bytes +
+        layer.working_bytes;
     if (k == p - 1) mem.activations += 4 * x.s * x.b * x.V / x.t;
     mem.cuda_context = opt.cuda_context_bytes;
     const int comms = (par.tp > 1) + (par.dp > 1) + 2 * (p > 1);
