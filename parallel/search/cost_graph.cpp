@@ -134,4 +134,21 @@ Assignment improve_locally(const CostGraph& g, Assignment a, double memory_limit
   return evaluate(g, a.choice, memory_limit);  // exact totals, no drift
 }
 
+double memory_limit_with_headroom(double capacity, const MemoryHeadroom& h) {
+  if (h.reserved_bytes < 0 || h.fragmentation < 0)
+    throw std::invalid_argument(
+        fmt::format("memory headroom must not be negative: reserved {} bytes, fragmentation {}",
+                    h.reserved_bytes, h.fragmentation));
+  const double left = capacity - h.reserved_bytes;
+  if (!(left > 0))
+    throw std::invalid_argument(
+        fmt::format("the memory headroom ({} bytes reserved) leaves nothing of {} bytes",
+                    h.reserved_bytes, capacity));
+  return left / (1 + h.fragmentation);
+}
+
+double bytes_over_limit(const Assignment& a, double memory_limit) {
+  return a.peak_memory > memory_limit ? a.peak_memory - memory_limit : 0;
+}
+
 }  // namespace spora::parallel::search

@@ -63,6 +63,22 @@ inline constexpr double kNoMemoryLimit = std::numeric_limits<double>::infinity()
 // 2-D mesh (up to 57 candidates) keeps all of its candidates; on 2x2x2 they have up to 360.
 inline constexpr int kDpMaxCandidates = 64;
 
+// What a device keeps beside a plan's own bytes: reserved_bytes (the CUDA context with its
+// kernels, the communication library's buffers) and the allocator's fragmentation as a share of
+// what the plan allocates. A plan fits a device of `capacity` bytes when
+//   allocated + reserved_bytes + fragmentation x allocated <= capacity,
+// so the memory limit a search gets is (capacity - reserved_bytes) / (1 + fragmentation)
+// (sim/transformer/gpt_sim.h's GptMemory counts a GPT step's memory the same way).
+struct MemoryHeadroom {
+  double reserved_bytes = 0;
+  double fragmentation = 0;
+};
+// Throws std::invalid_argument (with the numbers) when the headroom leaves no memory or is
+// negative.
+double memory_limit_with_headroom(double capacity, const MemoryHeadroom& headroom);
+// By how many bytes `a` exceeds `memory_limit` (0 when it fits).
+double bytes_over_limit(const Assignment& a, double memory_limit);
+
 struct SearchOptions {
   int top_k = 1;
   double memory_limit = kNoMemoryLimit;  // bytes per device

@@ -363,5 +363,41 @@ TEST(SearchDp, ByteBudgetStopsCleanly) {
   }
 }
 
+// The memory limit with a headroom: chain3's cheapest assignment (every node's second
+// candidate, 15 bytes) fits 25 bytes alone but not with 4 bytes reserved and 50% fragmentation
+// (15 + 4 + 7.5 = 26.5): the limit is (25 - 4) / 1.5 = 14, and dp says it is 1 byte over.
+TEST(SearchMemoryHeadroom, RejectsAPlanThatFitsOnlyWithoutTheHeadroom) {
+  const CostGraph g = chain3();
+  const MemoryHeadroom h{4, 0.5};
+  const double limit = memory_limit_with_headroom(25, h);
+  EXPECT_DOUBLE_EQ(limit, 14);
+  SearchOptions o;
+  o.memory_limit = 25;
+  const SearchResult without = search_dp(g, o);
+  ASSERT_FALSE(without.top.empty());
+  EXPECT_TRUE(without.top[0].feasible);
+  EXPECT_DOUBLE_EQ(without.top[0].peak_memory, 15);
+  o.memory_limit = limit;
+  const SearchResult with = search_dp(g, o);
+  ASSERT_FALSE(with.top.empty());
+  EXPECT_FALSE(with.any_feasible);
+  EXPECT_FALSE(with.top[0].feasible);
+  EXPECT_DOUBLE_EQ(bytes_over_limit(with.top[0], limit), 1);
+  // 26.5 bytes hold it with the headroom exactly.
+  EXPECT_DOUBLE_EQ(memory_limit_with_headroom(26.5, h), 15);
+  EXPECT_DOUBLE_EQ(bytes_over_limit(evaluate(g, {1, 1, 1}, 15), 15), 0);
+}
+
+TEST(SearchMemoryHeadroom, ErrorsSayWhy) {
+  EXPECT_THROW(memory_limit_with_headroom(4, MemoryHeadroom{4, 0}), std::invalid_argument);
+  EXPECT_THROW(memory_limit_with_headroom(10, MemoryHeadroom{-1, 0}), std::invalid_argument);
+  try {
+    memory_limit_with_headroom(1e9, MemoryHeadroom{2e9, 0.05});
+    ADD_FAILURE() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("leaves nothing"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace spora::parallel::search
