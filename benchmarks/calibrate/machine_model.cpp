@@ -94,8 +94,8 @@ int ring_steps(const std::string& primitive) { return primitive == "all_reduce" 
 
 std::vector<std::pair<int, int64_t>> share_cases() {
   std::vector<std::pair<int, int64_t>> cases;
-  for (const int n : {0, 1, 3, 10, 30, 100, 300}) cases.push_back({n, int64_t{4} << 10});
-  for (const int n : {0, 30}) cases.push_back({n, int64_t{1} << 20});
+  for (const int n : {0, 1, 4, 16, 64, 256, 1024, 4096}) cases.push_back({n, int64_t{4} << 10});
+  for (const int n : {0, 64}) cases.push_back({n, int64_t{1} << 20});
   return cases;
 }
 
