@@ -177,30 +177,38 @@ TEST(SpmdStep, TensorParallelBlocksOnItsForwardAllReduce) {
 // More ranks than cores (the measured tables' `cores`, sim/cost_model.h): 4 ranks of equal work
 // on 2 cores. Each op takes 2x (the fair share), each ring step's transfer moves 2x the bytes
 // (the copies take turns on the cores too), and each collective adds the measured extra of
-// `measured.oversubscribed` at its grain: the rank's compute since its previous collective at
-// one rank per core. With a table linear from (0, 0) to (1 s, E) every grain is in its linear
-// part, so the step is, in closed form,
+// `measured.oversubscribed` at its grain g: the rank's compute since its previous collective at
+// one rank per core. The spec is slowed (1 GFLOP/s, 100 MB/s ports) so that every term counts;
+// the table is the line X0 + S g (its rows (0, X0) and (1 ms, X0 + S ms); every grain is below
+// 1 ms), so the step is, in closed form,
 //   2 x compute(one rank per core) + sum over collectives of
-//     [2 (p - 1)(alpha + 2 bytes / p / B) + E x grain]
-// and with 2 cores for 2 ranks nothing changes.
+//     [2 (p - 1)(alpha + 2 bytes / p / B) + X0 + S g]
+// and with 2 ranks on the 2 cores nothing changes.
 TEST(SpmdStep, RanksBeyondTheCoresTakeTheFairShareAndTheMeasuredSyncCost) {
   Case c = partitioned(R"J({"mesh": [4], "layouts": {"x": "(4, 1)", "y": "(4)"}})J", 16);
   ClusterSpec spec = switch16();
   spec.overlap_collectives = false;
+  spec.device.peak_flops = {{"f32", 1e9}};
+  const double B = 1e8;
+  spec.interconnect.bandwidth = B;
   const SpmdSimResult alone = simulate_spmd_step(spec, c.spmd);  // a core each (cores: 0)
+  const double X0 = 20e-6, S = 50;
+  const SyncTable table = SyncTable::from_rows(4, {{0, X0}, {1e-3, X0 + S * 1e-3}});
   spec.device.measured.cores = 2;
-  const double E = 0.01;  // extra seconds per second of grain
-  spec.device.measured.oversubscribed = SyncTable::from_rows(4, {{0, 0}, {1, E}});
+  spec.device.measured.oversubscribed = table;
   const SpmdSimResult r = simulate_spmd_step(spec, c.spmd);
   ASSERT_EQ(r.ranks, 4);
   EXPECT_NEAR(r.compute_seconds, 2 * alone.compute_seconds, 1e-15);
   const double p = 4;
-  double closed = 2 * alone.compute_seconds, grain = 0;
+  double closed = 2 * alone.compute_seconds, grain = 0, extras = 0, bytes_terms = 0;
   std::size_t next = 0;  // the collectives in issue order, each after the op issue_after names
   auto issued_after = [&](int op) {
     while (next < c.spmd.collectives.size() && c.spmd.issue_after[next] == op) {
       const double bytes = c.spmd.ops[static_cast<std::size_t>(c.spmd.collectives[next])].bytes;
-      closed += 2 * (p - 1) * (kAlpha + 2 * bytes / p / kB) + E * grain;
+      ASSERT_LT(grain, 1e-3);
+      closed += 2 * (p - 1) * (kAlpha + 2 * bytes / p / B) + X0 + S * grain;
+      extras += X0 + S * grain;
+      bytes_terms += 2 * (p - 1) * bytes / p / B;
       grain = 0;
       ++next;
     }
@@ -212,14 +220,17 @@ TEST(SpmdStep, RanksBeyondTheCoresTakeTheFairShareAndTheMeasuredSyncCost) {
   }
   ASSERT_EQ(next, c.spmd.collectives.size());
   ASSERT_GT(next, 2u);
-  EXPECT_NEAR(r.step_seconds, closed, 1e-9 * closed);
-  EXPECT_GT(r.step_seconds, 2 * alone.step_seconds);
+  // Every term is more than 1% of the step: the closed form would miss without any of them.
+  EXPECT_GT(alone.compute_seconds, 0.01 * closed);
+  EXPECT_GT(bytes_terms, 0.01 * closed);
+  EXPECT_GT(extras - X0 * static_cast<double>(next), 0.01 * closed);
+  EXPECT_NEAR(r.step_seconds, closed, 1e-8);
   // Two ranks on the same two cores: no sharing, no extra.
   Case dp2 = partitioned(R"J({"mesh": [2], "layouts": {"x": "(2, 1)", "y": "(2)"}})J", 16);
   spec.device.measured = {};
   const SpmdSimResult two_alone = simulate_spmd_step(spec, dp2.spmd);
   spec.device.measured.cores = 2;
-  spec.device.measured.oversubscribed = SyncTable::from_rows(4, {{0, 0}, {1, E}});
+  spec.device.measured.oversubscribed = table;
   EXPECT_DOUBLE_EQ(simulate_spmd_step(spec, dp2.spmd).step_seconds, two_alone.step_seconds);
 }
 

@@ -292,6 +292,11 @@ def main():
             sim = f"{r['sim_ms'] / 1e3:.2f}" if r["sim_ms"] else "-"
             err = f"{r['error'] * 100:+.0f}%" if r["error"] is not None else (r["failure"] or "-")
             lines.append(f"| {r['strategy']} | {r['ranks']} | {real} | {runs_txt} | {sim} | {err} |")
+        e = [abs(r["error"]) for r in epochs if r["error"] is not None]
+        if e:
+            lines += ["", f"Epochs compared {len(e)} of {len(epochs)}: median |error| "
+                      f"{statistics.median(e) * 100:.1f}% (target 15%), worst {max(e) * 100:.1f}% "
+                      "(target 25%)."]
     else:
         lines += ["Not run (`--only` left it out)."]
     with open(args.out + ".md.tmp", "w") as f:
