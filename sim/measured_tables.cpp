@@ -106,13 +106,13 @@ RateTable RateTable::from_rows(const std::vector<std::array<double, 2>>& rows) {
 
 double SyncTable::extra_at(double g) const {
   if (empty()) return 0;
-  if (g <= grain.front()) return std::max(0.0, extra.front());
-  if (g >= grain.back()) return std::max(0.0, extra.back());
+  if (g <= grain.front()) return extra.front();
+  if (g >= grain.back()) return extra.back();
   const std::size_t hi = static_cast<std::size_t>(
                         std::upper_bound(grain.begin(), grain.end(), g) - grain.begin()),
                     lo = hi - 1;
   const double w = (g - grain[lo]) / (grain[hi] - grain[lo]);
-  return std::max(0.0, (1 - w) * extra[lo] + w * extra[hi]);
+  return (1 - w) * extra[lo] + w * extra[hi];
 }
 
 SyncTable SyncTable::from_rows(int ranks, const std::vector<std::array<double, 2>>& rows) {

@@ -21,7 +21,7 @@
 //               m0 <= m <= m1 the weight of m1 is log2(m / m0) / log2(m1 / m0), and so on per
 //               dimension; a GEMM smaller or larger than the grid takes the edge's rate.
 //   RateTable   piecewise linear in log2(bytes) of the rate.
-//   SyncTable   piecewise linear in the grain (seconds), clamped to the edges; never below 0.
+//   SyncTable   piecewise linear in the grain (seconds), clamped to the edges.
 // Why the shape and not the FLOPs alone: a skinny product (64 x 10 x 512) runs far below a square
 // one of the same FLOPs, and small element-wise ops run from the caches, faster than large ones.
 #pragma once
@@ -65,6 +65,8 @@ struct RateTable {
 // took beyond what the simulator charges without it: the fair share (ranks / cores x grain) and
 // the collective with its copies sharing the cores (sim/cost_model.h). The scheduler's wake-ups,
 // the ranks that spin in the collective while a peer waits for a core, the caches they share.
+// It may be negative (a loop faster than that charge): it corrects the collective's per-call
+// time, and the simulator keeps their sum at 0 or more (sim/spmd_step.cpp).
 struct SyncTable {
   int ranks = 0;
   std::vector<double> grain, extra;  // ascending grain >= 0

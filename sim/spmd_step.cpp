@@ -117,12 +117,10 @@ struct Sim {
     const int p = static_cast<int>(group.size());
     if (p <= 1) return;
     const auto r = static_cast<std::size_t>(rank);
-    if (sync && oversub > 1) {
-      const double extra = sync->extra_at((work[r] - work_at_sync[r]) / oversub);
-      if (extra > 0) sg4::this_actor::sleep_for(extra);
-    }
+    double fixed = call_overhead * oversub;  // per call; with the measured correction, >= 0
+    if (sync && oversub > 1) fixed += sync->extra_at((work[r] - work_at_sync[r]) / oversub);
     work_at_sync[r] = work[r];
-    if (call_overhead > 0) sg4::this_actor::sleep_for(call_overhead * oversub);
+    if (fixed > 0) sg4::this_actor::sleep_for(fixed);
     const int me = static_cast<int>(std::find(group.begin(), group.end(), rank) - group.begin());
     const int next = group[static_cast<std::size_t>((me + 1) % p)];
     const int prev = group[static_cast<std::size_t>((me + p - 1) % p)];

@@ -165,17 +165,16 @@ namespace spora::sim {
 namespace {
 
 // The oversubscription table: linear in the grain between its rows, the edge's value beyond
-// them, never below zero (a loop measured faster than the fair share costs nothing extra).
-TEST(MeasuredTables, SyncTableIsPiecewiseLinearInTheGrainAndNeverNegative) {
-  const SyncTable t = SyncTable::from_rows(4, {{1e-3, 3e-4}, {0, 1e-4}, {4e-3, -2e-4}});
+// them; negative where the loop was faster than the simulator's charge without it.
+TEST(MeasuredTables, SyncTableIsPiecewiseLinearInTheGrain) {
+  const SyncTable t = SyncTable::from_rows(4, {{1e-3, 3e-4}, {0, -1e-4}, {4e-3, -2e-4}});
   EXPECT_EQ(t.ranks, 4);
   EXPECT_EQ(t.grain, (std::vector<double>{0, 1e-3, 4e-3}));
-  EXPECT_DOUBLE_EQ(t.extra_at(0), 1e-4);
-  EXPECT_DOUBLE_EQ(t.extra_at(5e-4), 2e-4);
+  EXPECT_DOUBLE_EQ(t.extra_at(0), -1e-4);
+  EXPECT_DOUBLE_EQ(t.extra_at(5e-4), 1e-4);
   EXPECT_DOUBLE_EQ(t.extra_at(1e-3), 3e-4);
-  EXPECT_DOUBLE_EQ(t.extra_at(2e-3), 3e-4 - 5e-4 / 3);  // a third of the way to -2e-4
-  EXPECT_DOUBLE_EQ(t.extra_at(3.5e-3), 0);               // the line is below zero here
-  EXPECT_DOUBLE_EQ(t.extra_at(1), 0);
+  EXPECT_DOUBLE_EQ(t.extra_at(2.5e-3), 5e-5);  // halfway to -2e-4
+  EXPECT_DOUBLE_EQ(t.extra_at(1), -2e-4);
   EXPECT_DOUBLE_EQ(SyncTable().extra_at(1e-3), 0);
   EXPECT_THROW(SyncTable::from_rows(4, {{0, 1e-4}, {0, 2e-4}}), std::invalid_argument);
   EXPECT_THROW(SyncTable::from_rows(4, {{-1e-3, 1e-4}}), std::invalid_argument);

@@ -234,6 +234,26 @@ TEST(SpmdStep, RanksBeyondTheCoresTakeTheFairShareAndTheMeasuredSyncCost) {
   EXPECT_DOUBLE_EQ(simulate_spmd_step(spec, dp2.spmd).step_seconds, two_alone.step_seconds);
 }
 
+// A negative extra (a loop measured faster than the fair share and the ring) corrects the
+// per-call time, 2 x collective_overhead on 4 ranks over 2 cores, and their sum stays >= 0:
+// with overhead 30 us, a table of -20 us adds 40 us per collective, one of -100 us nothing.
+TEST(SpmdStep, ANegativeSyncExtraCorrectsThePerCallTimeDownToZero) {
+  Case c = partitioned(R"J({"mesh": [4], "layouts": {"x": "(4, 1)", "y": "(4)"}})J", 16);
+  ClusterSpec spec = switch16();
+  spec.overlap_collectives = false;
+  spec.device.measured.cores = 2;
+  auto step = [&](double overhead, double extra) {
+    spec.collective_overhead = overhead;
+    spec.device.measured.oversubscribed = SyncTable::from_rows(4, {{0, extra}, {1, extra}});
+    return simulate_spmd_step(spec, c.spmd).step_seconds;
+  };
+  const double base = step(0, 0);
+  const double n = static_cast<double>(c.spmd.collectives.size());
+  EXPECT_NEAR(step(30e-6, -20e-6), base + n * 40e-6, 1e-8);
+  EXPECT_NEAR(step(30e-6, -100e-6), base, 1e-8);
+  EXPECT_NEAR(step(0, 15e-6), base + n * 15e-6, 1e-8);
+}
+
 TEST(SpmdStep, Deterministic) {
   Case c = partitioned(R"J({"mesh": [2, 2], "layouts": {"x": "(2, 1)", "net.l1.w": "(1, 2)"}})J", 8);
   SpmdSimOptions o;
