@@ -230,7 +230,7 @@ def main():
     errs = [abs(r["error"]) for r in steps if r["error"] is not None]
     decided, agree, disagree = order_check([r for r in rows if r["runs"]])
     summary = {
-        "compared": len(errs), "configurations": len(rows),
+        "compared": len(errs), "configurations": len(steps),
         "median_abs_error": statistics.median(errs) if errs else None,
         "worst_abs_error": max(errs) if errs else None,
         "within_15pct": sum(e <= 0.15 for e in errs), "within_25pct": sum(e <= 0.25 for e in errs),
