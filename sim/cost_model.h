@@ -20,7 +20,12 @@
 //
 // Time sharing: when `ranks_on_node` ranks run on a node whose devices share
 // `measured.cores` < ranks_on_node cores, every op takes ranks_on_node / cores times as long
-// (the ranks take turns on the cores: `spora run --ranks 4` on two cores).
+// (the ranks take turns on the cores: `spora run --ranks 4` on two cores). The SPMD step's
+// collectives (sim/spmd_step.cpp) scale their bytes and per-call overhead by the same factor
+// (their copies take turns too) and add, per synchronisation and rank, the measured
+// `measured.oversubscribed.extra_at(grain)` (sim/measured_tables.h) to the per-call time (their
+// sum kept at 0 or more), the grain being the rank's compute since its previous collective at
+// one rank per core.
 //
 // peak_flops[dtype]: the op's dtype (its first floating-point input, else its output) looks up
 // the spec's entry of the same name (f64 f32 f16 bf16); integer and bool ops, and dtypes the

@@ -104,11 +104,40 @@ RateTable RateTable::from_rows(const std::vector<std::array<double, 2>>& rows) {
   return t;
 }
 
+double SyncTable::extra_at(double g) const {
+  if (empty()) return 0;
+  if (g <= grain.front()) return extra.front();
+  if (g >= grain.back()) return extra.back();
+  const std::size_t hi = static_cast<std::size_t>(
+                        std::upper_bound(grain.begin(), grain.end(), g) - grain.begin()),
+                    lo = hi - 1;
+  const double w = (g - grain[lo]) / (grain[hi] - grain[lo]);
+  return (1 - w) * extra[lo] + w * extra[hi];
+}
+
+SyncTable SyncTable::from_rows(int ranks, const std::vector<std::array<double, 2>>& rows) {
+  if (ranks < 2) throw std::invalid_argument(fmt::format("ranks must be at least 2, got {}", ranks));
+  std::vector<std::array<double, 2>> sorted = rows;
+  std::sort(sorted.begin(), sorted.end());
+  SyncTable t;
+  t.ranks = ranks;
+  for (const auto& [g, e] : sorted) {
+    if (!(g >= 0) || !std::isfinite(e))
+      throw std::invalid_argument(
+          fmt::format("expected a grain >= 0 and a finite extra, got [{}, {}]", g, e));
+    if (!t.grain.empty() && t.grain.back() == g)
+      throw std::invalid_argument(fmt::format("the grain {} is listed twice", g));
+    t.grain.push_back(g);
+    t.extra.push_back(e);
+  }
+  return t;
+}
+
 MeasuredTables read_measured_tables(
     const YAML::Node& node,
     const std::function<void(const std::string&, const std::string&)>& fail) {
   MeasuredTables t;
-  if (!node.IsMap()) fail("", "expected a map (cores, gemm, conv, bandwidth)");
+  if (!node.IsMap()) fail("", "expected a map (cores, gemm, conv, bandwidth, oversubscribed)");
   auto number = [&](const YAML::Node& n, const std::string& where) {
     double v = 0;
     if (n.IsScalar()) {
@@ -153,8 +182,23 @@ MeasuredTables read_measured_tables(
             fail(where, e.what());
           }
         }
+      } else if (key == "oversubscribed") {
+        const YAML::Node& o = item.second;
+        if (!o.IsMap() || !o["ranks"] || !o["sync"])
+          fail(key, "expected a map with ranks and sync (rows [grain s, extra s])");
+        for (const auto& f : o)
+          if (f.first.Scalar() != "ranks" && f.first.Scalar() != "sync")
+            fail(key + "." + f.first.Scalar(), "unknown field (known: ranks, sync)");
+        const double r = number(o["ranks"], key + ".ranks");
+        if (r != std::floor(r)) fail(key + ".ranks", "expected an integer");
+        try {
+          t.oversubscribed = SyncTable::from_rows(
+              static_cast<int>(r), rows.template operator()<2>(o["sync"], key + ".sync"));
+        } catch (const std::invalid_argument& e) {
+          fail(key + ".sync", e.what());
+        }
       } else {
-        fail(key, "unknown field (known: cores, gemm, conv, bandwidth)");
+        fail(key, "unknown field (known: cores, gemm, conv, bandwidth, oversubscribed)");
       }
     } catch (const std::invalid_argument& e) {
       fail(key, e.what());
@@ -182,6 +226,13 @@ std::string measured_tables_yaml(const MeasuredTables& t, int indent) {
         y += fmt::format("{}[{}, {:.6g}]", i ? ", " : "", table.bytes[i], table.rate[i]);
       y += "]\n";
     }
+  }
+  if (!t.oversubscribed.empty()) {
+    const SyncTable& o = t.oversubscribed;
+    y += fmt::format("{}  oversubscribed:\n{}    ranks: {}\n{}    sync: [", pad, pad, o.ranks, pad);
+    for (std::size_t i = 0; i < o.grain.size(); ++i)
+      y += fmt::format("{}[{:.6g}, {:.6g}]", i ? ", " : "", o.grain[i], o.extra[i]);
+    y += "]\n";
   }
   return y;
 }

@@ -12,12 +12,16 @@
 //         - [8, 64, 9, 2.0e9]         #   runs: [Og, P, K, FLOP/s] (sim/cost.h, OpCost::gemm)
 //       bandwidth:                    # per op class: rows [bytes the op moves, bytes/s]
 //         elementwise: [[16384, 3.1e10], [1048576, 2.2e10], ...]
+//       oversubscribed:               # more ranks than cores: what a synchronisation costs
+//         ranks: 4                    #   measured with 4 ranks on `cores` cores
+//         sync: [[0, 2.1e-4], [8e-5, 3.0e-4], ...]   # rows [grain s, extra s per sync]
 //
 // Interpolation (exact at the measured points, clamped to the edge beyond them):
 //   GemmTable   trilinear in (log2 m, log2 n, log2 k) of the FLOP rate: between grid values
 //               m0 <= m <= m1 the weight of m1 is log2(m / m0) / log2(m1 / m0), and so on per
 //               dimension; a GEMM smaller or larger than the grid takes the edge's rate.
 //   RateTable   piecewise linear in log2(bytes) of the rate.
+//   SyncTable   piecewise linear in the grain (seconds), clamped to the edges.
 // Why the shape and not the FLOPs alone: a skinny product (64 x 10 x 512) runs far below a square
 // one of the same FLOPs, and small element-wise ops run from the caches, faster than large ones.
 #pragma once
@@ -55,15 +59,38 @@ struct RateTable {
   static RateTable from_rows(const std::vector<std::array<double, 2>>& rows);
 };
 
+// Ranks taking turns on too few cores, measured by `spora calibrate` (benchmarks/calibrate/
+// share.cpp): `ranks` MPI ranks on `cores` cores loop over (compute of `grain` seconds, as one
+// rank alone on a core takes it; a small all_reduce over all of them). `extra` is what one loop
+// took beyond what the simulator charges without it: the fair share (ranks / cores x grain) and
+// the collective with its copies sharing the cores (sim/cost_model.h). The scheduler's wake-ups,
+// the ranks that spin in the collective while a peer waits for a core, the caches they share.
+// It may be negative (a loop faster than that charge): it corrects the collective's per-call
+// time, and the simulator keeps their sum at 0 or more (sim/spmd_step.cpp).
+struct SyncTable {
+  int ranks = 0;
+  std::vector<double> grain, extra;  // ascending grain >= 0
+
+  bool empty() const { return grain.empty(); }
+  double extra_at(double grain_seconds) const;
+  // From rows {grain, extra}; throws std::invalid_argument naming what is wrong.
+  static SyncTable from_rows(int ranks, const std::vector<std::array<double, 2>>& rows);
+};
+
 struct MeasuredTables {
   // The cores the node's devices share (0: one each, as GPUs). When a step runs more ranks on a
-  // node than it has cores, the ranks take turns: each op takes ranks / cores times its time.
+  // node than it has cores, the ranks take turns: each op takes ranks / cores times its time,
+  // and every synchronisation costs `oversubscribed.extra_at(grain)` more.
   int cores = 0;
   GemmTable gemm;
   GemmTable conv;
   std::map<std::string, RateTable> bandwidth;  // op class -> bytes/s by the bytes an op moves
+  SyncTable oversubscribed;
 
-  bool empty() const { return cores == 0 && gemm.empty() && conv.empty() && bandwidth.empty(); }
+  bool empty() const {
+    return cores == 0 && gemm.empty() && conv.empty() && bandwidth.empty() &&
+           oversubscribed.empty();
+  }
 };
 
 // Reads the `measured:` block; `fail(field, message)` reports an error (it must throw), with

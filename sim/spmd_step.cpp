@@ -67,6 +67,12 @@ struct Sim {
   bool inline_collectives = false;  // ClusterSpec::overlap_collectives false
   double call_overhead = 0;         // ClusterSpec::collective_overhead, per collective and rank
   double share = 0;                 // of a device a running collective holds (interference.h)
+  // More ranks than cores (cost_model.h): the collectives' copies take turns on the cores too
+  // (oversub = ranks / cores scales their bytes and the per-call overhead), and each
+  // synchronisation costs sync->extra_at(the rank's compute since its last one, unshared).
+  double oversub = 1;
+  const SyncTable* sync = nullptr;
+  std::vector<double> work, work_at_sync;  // [rank]: compute seconds so far, at the last sync
   std::vector<std::vector<sg4::SemaphorePtr>> ready, done;  // [rank][collective #]
   std::vector<sg4::SemaphorePtr> updated, gathered;         // [rank]: ZeRO-1's all_gathers
   std::vector<std::vector<Interval>> compute, comm;
@@ -94,12 +100,13 @@ struct Sim {
     sg4::Mailbox* out = sg4::Mailbox::by_name(fmt::format("c{}.{}:{}>{}", k, step, rank, to));
     sg4::Mailbox* in = sg4::Mailbox::by_name(fmt::format("c{}.{}:{}>{}", k, step, from, rank));
     void* payload = nullptr;
-    sg4::CommPtr put = out->put_async(&token, static_cast<std::uint64_t>(std::max(bytes, 1.0)));
+    sg4::CommPtr put =
+        out->put_async(&token, static_cast<std::uint64_t>(std::max(bytes * oversub, 1.0)));
     sg4::CommPtr get = in->get_async(&payload);
     get->wait();
     put->wait();
     events += 2;
-    const double rest = 3 * reduce / platform.memory_bandwidth - (now() - t0);
+    const double rest = 3 * reduce * oversub / platform.memory_bandwidth - (now() - t0);
     if (rest > 0) {
       sg4::this_actor::execute(platform.flops_for(sg4::this_actor::get_host(), rest));
       ++events;
@@ -109,7 +116,11 @@ struct Sim {
     const std::vector<int> group = group_of(program.mesh, rank, op.axes);
     const int p = static_cast<int>(group.size());
     if (p <= 1) return;
-    if (call_overhead > 0) sg4::this_actor::sleep_for(call_overhead);
+    const auto r = static_cast<std::size_t>(rank);
+    double fixed = call_overhead * oversub;  // per call; with the measured correction, >= 0
+    if (sync && oversub > 1) fixed += sync->extra_at((work[r] - work_at_sync[r]) / oversub);
+    work_at_sync[r] = work[r];
+    if (fixed > 0) sg4::this_actor::sleep_for(fixed);
     const int me = static_cast<int>(std::find(group.begin(), group.end(), rank) - group.begin());
     const int next = group[static_cast<std::size_t>((me + 1) % p)];
     const int prev = group[static_cast<std::size_t>((me + p - 1) % p)];
@@ -142,6 +153,7 @@ void compute_actor(Sim& sim, int rank) {
     if (pending <= 0) return;
     const double t0 = sim.now();
     run_compute(sim.platform, pending, sim.share);
+    sim.work[r] += pending;
     ++sim.events;
     sim.compute[r].push_back({t0, sim.now()});
     pending = 0;
@@ -402,6 +414,9 @@ SpmdSimResult simulate_spmd_step(const ClusterSpec& cluster, const SpmdProgram& 
     sim.inline_collectives = !cluster.overlap_collectives;
     sim.call_overhead = cluster.collective_overhead;
     sim.share = cluster.device.comm_sm_share;
+    sim.oversub = model.time_share();
+    if (!cluster.device.measured.oversubscribed.empty())
+      sim.sync = &cluster.device.measured.oversubscribed;
     for (std::size_t c = 0; c < n_coll; ++c) {
       sim.coll_index[program.collectives[c]] = static_cast<int>(c);
       sim.issue[program.issue_after[c]].push_back(static_cast<int>(c));
@@ -422,6 +437,8 @@ SpmdSimResult simulate_spmd_step(const ClusterSpec& cluster, const SpmdProgram& 
     sim.comm.resize(ranks);
     sim.coll_seconds.assign(ranks, std::vector<double>(n_all, 0));
     sim.end.assign(ranks, -1);
+    sim.work.assign(ranks, 0);
+    sim.work_at_sync.assign(ranks, 0);
     for (int k = 0; k < r.ranks; ++k) {
       sg4::Host* host = platform.devices[static_cast<std::size_t>(k)];
       sg4::Actor::create(fmt::format("compute{}", k), host, [&sim, k] { compute_actor(sim, k); });

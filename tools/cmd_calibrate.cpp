@@ -2,7 +2,8 @@
 // model they make are benchmarks/calibrate/ (calibrate.h explains them).
 //
 //   spora calibrate [--out examples/clusters/this-machine.yaml] [--devices N] [--cores N]
-//   [--no-mpi] spora calibrate --measure compute|mpi      (internal: the children the parent runs)
+//   [--no-mpi]
+//   spora calibrate --measure compute|mpi|share      (internal: the children the parent runs)
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
@@ -30,7 +31,7 @@ CLI::App* add_calibrate_subcommand(CLI::App& app) {
                   "devices (MPI ranks) the spec offers (default: the cores)");
   cmd->add_option("--cores", o.cores, "compute processes measured at once (default: the cores)");
   cmd->add_flag("--no-mpi", o.no_mpi, "skip the MPI measurement");
-  cmd->add_option("--measure", g_measure, "internal: run one measurement (compute, mpi)");
+  cmd->add_option("--measure", g_measure, "internal: run one measurement (compute, mpi, share)");
   return cmd;
 }
 
@@ -38,6 +39,7 @@ int run_calibrate_subcommand() {
   try {
     if (g_measure == "compute") return calibrate::measure_compute();
     if (g_measure == "mpi") return calibrate::measure_mpi();
+    if (g_measure == "share") return calibrate::measure_share();
     if (!g_measure.empty()) throw lang::UserError("unknown --measure '" + g_measure + "'");
     g_options.self = std::filesystem::read_symlink("/proc/self/exe").string();
     return calibrate::calibrate_machine(g_options);

@@ -21,12 +21,21 @@
 //                    simulator charges (collective_overhead + steps x (latency + bytes/2 / bw)),
 //                    which gives interconnect.bandwidth and collective_overhead; every
 //                    measured point and the fit's error on it are in the spec's header
-//   3. the spec, written atomically (a temporary file, renamed): machine_model.cpp
+//   3. ranks taking turns on the cores (`mpirun -np K spora calibrate --measure share`, K = the
+//      cores, then K = --devices when that is more): share.cpp
+//        loops of (n 64x64 matmuls, an all_reduce over the K ranks) for the grains of
+//        share_cases(); the spec's `measured.oversubscribed` table is, per grain g (the compute
+//        part at K = cores), what a loop of K = devices took beyond the simulator's charge
+//        without it: devices / cores x g plus the ring with its copies sharing the cores
+//        (oversubscribed_rows below; sim/measured_tables.h, SyncTable)
+//   4. the spec, written atomically (a temporary file, renamed): machine_model.cpp
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/measured_tables.h"
@@ -44,6 +53,17 @@ struct CalibrateOptions {
 // The children's `--measure` entry points: print their lines on stdout.
 int measure_compute();
 int measure_mpi();
+int measure_share();
+
+// The (matmuls per loop, all_reduce bytes) that measure_share times, in order: the grain sweep
+// at 4 KiB, then two 1 MiB cases that check the copies' share (recorded, not used).
+std::vector<std::pair<int, int64_t>> share_cases();
+
+// One line of measure_share: K ranks, n matmuls, bytes, rank 0's compute per loop, the loop.
+struct SharePoint {
+  int ranks = 0, n = 0;
+  double bytes = 0, compute = 0, loop = 0;
+};
 
 // One collective primitive measured in place: bytes of the full tensor, seconds per call.
 struct CollectivePoint {
@@ -62,6 +82,21 @@ struct LinkFit {
 LinkFit fit_collectives(const std::vector<CollectivePoint>& points, double latency);
 int ring_steps(const std::string& primitive);  // on 2 ranks
 
+// What the simulator charges for one all_reduce of `bytes` over `ranks` ranks on a node with
+// `share` = ranks / cores (>= 1): the ring with its copies and per-call overhead taking turns
+// (sim/spmd_step.cpp): share x overhead + 2 (ranks - 1) (latency + share x bytes / ranks / bw).
+double simulated_all_reduce(double bytes, int ranks, double share, double latency,
+                            const LinkFit& link);
+
+// The `measured.oversubscribed` rows from the loops at K = cores (`base`) and K = devices
+// (`over`), matched by (n, bytes) at the sweep's 4 KiB: [grain, extra], grain = base's compute,
+// extra = over's loop - (devices / cores x grain + simulated_all_reduce). Empty when a case is
+// missing from either.
+std::vector<std::array<double, 2>> oversubscribed_rows(const std::vector<SharePoint>& base,
+                                                       const std::vector<SharePoint>& over,
+                                                       int cores, double latency,
+                                                       const LinkFit& link);
+
 // Everything the spec is made of.
 struct MachineModel {
   int devices = 2;
@@ -73,6 +108,7 @@ struct MachineModel {
   double latency = 1e-6;
   LinkFit link;
   std::vector<CollectivePoint> collectives, back_to_back;
+  std::vector<SharePoint> share_base, share_over;  // the loops at K = cores and K = devices
   std::vector<std::string> notes;  // extra header lines (machine, date, scheduling)
 };
 

@@ -27,6 +27,7 @@ struct ChildOutput {
   std::vector<std::array<double, 4>> gemm, conv;
   std::map<std::string, std::vector<std::array<double, 2>>> bandwidth;
   std::vector<CollectivePoint> coll, coll_b2b;
+  std::vector<SharePoint> share;
 };
 
 ChildOutput parse_child(FILE* pipe) {
@@ -41,6 +42,8 @@ ChildOutput parse_child(FILE* pipe) {
     if ((kind == "gemm" || kind == "conv") && in >> a >> b >> k >> r)
       (kind == "gemm" ? c.gemm : c.conv).push_back({a, b, k, r});
     if (kind == "bw" && in >> name >> a >> b) c.bandwidth[name].push_back({a, b});
+    if (SharePoint p; kind == "share" && in >> p.ranks >> p.n >> p.bytes >> p.compute >> p.loop)
+      c.share.push_back(p);
     if ((kind == "coll" || kind == "coll_b2b") && in >> name >> a >> b)
       (kind == "coll" ? c.coll : c.coll_b2b).push_back({name, a, b});
   }
@@ -88,6 +91,47 @@ void write_atomically(const std::string& path, const std::string& text) {
 }  // namespace
 
 int ring_steps(const std::string& primitive) { return primitive == "all_reduce" ? 2 : 1; }
+
+std::vector<std::pair<int, int64_t>> share_cases() {
+  std::vector<std::pair<int, int64_t>> cases;
+  for (const int n : {0, 1, 4, 16, 64, 256, 1024, 4096}) cases.push_back({n, int64_t{4} << 10});
+  for (const int n : {0, 64}) cases.push_back({n, int64_t{1} << 20});
+  return cases;
+}
+
+double simulated_all_reduce(double bytes, int ranks, double share, double latency,
+                            const LinkFit& link) {
+  if (ranks < 2) return 0;
+  return share * link.overhead + 2.0 * (ranks - 1) * (latency + share * bytes / ranks / link.bandwidth);
+}
+
+namespace {
+
+const SharePoint* find_point(const std::vector<SharePoint>& v, int n, double bytes) {
+  for (const SharePoint& p : v)
+    if (p.n == n && p.bytes == bytes) return &p;
+  return nullptr;
+}
+
+}  // namespace
+
+std::vector<std::array<double, 2>> oversubscribed_rows(const std::vector<SharePoint>& base,
+                                                       const std::vector<SharePoint>& over,
+                                                       int cores, double latency,
+                                                       const LinkFit& link) {
+  std::vector<std::array<double, 2>> rows;
+  for (const auto& [n, bytes] : share_cases()) {
+    if (bytes != int64_t{4} << 10) continue;
+    const SharePoint* b = find_point(base, n, static_cast<double>(bytes));
+    const SharePoint* o = find_point(over, n, static_cast<double>(bytes));
+    if (!b || !o || o->ranks <= cores) return {};
+    const double share = static_cast<double>(o->ranks) / cores;
+    const double grain = n == 0 ? 0 : b->compute;
+    rows.push_back({grain, o->loop - share * grain -
+                               simulated_all_reduce(o->bytes, o->ranks, share, latency, link)});
+  }
+  return rows;
+}
 
 LinkFit fit_collectives(const std::vector<CollectivePoint>& points, double latency) {
   // y = t - steps * latency = overhead + x / bandwidth, x = steps * bytes / 2.
@@ -138,6 +182,29 @@ std::string machine_model_yaml(const MachineModel& m) {
                    : "#   the fit failed (no positive slope): bandwidth = memory bandwidth / 2\n";
   } else {
     y += "#   no MPI measurement: transfers are taken to be memory copies\n";
+  }
+  if (!m.share_over.empty() && m.tables.cores > 0) {
+    const SharePoint& any = m.share_over.front();
+    const double share = static_cast<double>(any.ranks) / m.tables.cores;
+    y += fmt::format(
+        "#   {} ranks on {} cores (measure share): loops of n 64x64 matmuls + an all_reduce over\n"
+        "#   the ranks; grain = the compute part at {} ranks; simulated = {} x grain + the ring\n"
+        "#   with shared copies, its per-call time corrected by the table's extra (>= 0)\n",
+        any.ranks, m.tables.cores, m.tables.cores, share);
+    y += "#     n     bytes     grain   loop@cores  loop@ranks  simulated  (extra)\n";
+    for (const SharePoint& o : m.share_over) {
+      const SharePoint* b = find_point(m.share_base, o.n, o.bytes);
+      if (!b) continue;
+      const double grain = o.n == 0 ? 0 : b->compute;
+      // As sim/spmd_step.cpp charges it: the extra corrects the per-call time, kept >= 0.
+      const double extra = m.tables.oversubscribed.extra_at(grain);
+      const double per_call = share * m.link.overhead;
+      const double simulated = share * grain +
+                               simulated_all_reduce(o.bytes, o.ranks, share, m.latency, m.link) -
+                               per_call + std::max(0.0, per_call + extra);
+      y += fmt::format("#   {:>4} {:>8} {:>10} {:>10} {:>10} {:>10} ({})\n", o.n, o.bytes,
+                       usec(grain), usec(b->loop), usec(o.loop), usec(simulated), usec(extra));
+    }
   }
   y += "name: this-machine\nnodes: 1\n";
   y += fmt::format("devices_per_node: {}\n", m.devices);
@@ -203,6 +270,23 @@ int calibrate_machine(const CalibrateOptions& o) {
       std::fprintf(stderr, "calibrate: mpirun failed; transfers are taken to be memory copies\n");
     }
   }
+  if (m.have_mpi && m.link.ok && m.devices > cores) {
+    auto loops = [&](int ranks) {
+      std::fprintf(stderr, "calibrate: %d MPI ranks on %d cores...\n", ranks, cores);
+      const auto out = run_children(fmt::format("{} mpirun --oversubscribe --allow-run-as-root "
+                                                "-np {} '{}' calibrate --measure share 2>/dev/null",
+                                                env, ranks, o.self),
+                                    1);
+      return out ? out->share : std::vector<SharePoint>{};
+    };
+    m.share_base = loops(cores);
+    m.share_over = loops(m.devices);
+    const auto rows = oversubscribed_rows(m.share_base, m.share_over, cores, m.latency, m.link);
+    if (rows.empty())
+      std::fprintf(stderr, "calibrate: the loops of ranks sharing cores failed; not modelled\n");
+    else
+      m.tables.oversubscribed = sim::SyncTable::from_rows(m.devices, rows);
+  }
   std::time_t now = std::time(nullptr);
   char date[32];
   std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
@@ -211,9 +295,9 @@ int calibrate_machine(const CalibrateOptions& o) {
                   "our CPU kernels",
                   date, cores));
   m.notes.push_back(sched_getscheduler(0) == SCHED_FIFO
-                        ? "(measured under SCHED_FIFO: the machine's other work did not preempt it)"
-                        : "(on a shared machine, `chrt -f 5 spora calibrate` keeps other work from "
-                          "preempting it)");
+                        ? "(measured under SCHED_FIFO: ranks beyond the cores do not take turns as "
+                          "under the default policy; `spora run` runs under the default)"
+                        : "(measured under the default scheduling policy, as `spora run` runs)");
   const std::string y = machine_model_yaml(m);
   write_atomically(o.out, y);
   std::fprintf(stderr, "calibrate: wrote %s in %.1f s\n", o.out.c_str(), seconds_since(t0));

@@ -66,5 +66,38 @@ TEST(Calibrate, TheSpecRoundTripsThroughTheSimulatorsReader) {
   EXPECT_DOUBLE_EQ(s.collective_overhead, 40e-6);
 }
 
+// The oversubscription table from the two loops (share.cpp): per grain of the 4 KiB sweep, the
+// 4-rank loop less what the simulator charges without the table (2 x grain + the ring with its
+// copies shared); n = 0 is grain 0 whatever its compute part read; the 1 MiB checks are not rows.
+TEST(Calibrate, OversubscribedRowsAreTheLoopBeyondTheFairShareAndTheRing) {
+  LinkFit link;
+  link.bandwidth = 5e9, link.overhead = 40e-6, link.ok = true;
+  const double latency = 1e-6;
+  // All-reduce of 4 KiB over 4 ranks at share 2: 2 x 40 us + 6 x (1 us + 2 x 1024 B / 5 GB/s).
+  const double ring = 80e-6 + 6 * (1e-6 + 2 * 1024 / 5e9);
+  EXPECT_NEAR(simulated_all_reduce(4096, 4, 2, latency, link), ring, 1e-15);
+  EXPECT_DOUBLE_EQ(simulated_all_reduce(4096, 1, 2, latency, link), 0);
+  std::vector<SharePoint> base, over;
+  double extra = 1e-4;
+  for (const auto& [n, bytes] : share_cases()) {
+    const double grain = 10e-6 * n;
+    base.push_back({2, n, static_cast<double>(bytes), grain + 1e-9, grain + 50e-6});
+    over.push_back({4, n, static_cast<double>(bytes), grain / 2,
+                    2 * (grain + 1e-9) + simulated_all_reduce(bytes, 4, 2, latency, link) + extra});
+    extra += 1e-4;
+  }
+  const auto rows = oversubscribed_rows(base, over, 2, latency, link);
+  ASSERT_EQ(rows.size(), 8u);  // the sweep at 4 KiB
+  EXPECT_DOUBLE_EQ(rows[0][0], 0);
+  EXPECT_NEAR(rows[0][1], 1e-4 + 2e-9, 1e-15);
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    EXPECT_DOUBLE_EQ(rows[i][0], 10e-6 * share_cases()[i].first + 1e-9);
+    EXPECT_NEAR(rows[i][1], 1e-4 * static_cast<double>(i + 1), 1e-12) << i;
+  }
+  over.pop_back();
+  over.erase(over.begin() + 3);  // a grain the 4-rank run lacks
+  EXPECT_TRUE(oversubscribed_rows(base, over, 2, latency, link).empty());
+}
+
 }  // namespace
 }  // namespace spora::calibrate

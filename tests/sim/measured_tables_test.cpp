@@ -160,3 +160,47 @@ TEST(MeasuredTables, ConvolutionsCarryTheirPerImageGemm) {
 
 }  // namespace
 }  // namespace spora::sim
+
+namespace spora::sim {
+namespace {
+
+// The oversubscription table: linear in the grain between its rows, the edge's value beyond
+// them; negative where the loop was faster than the simulator's charge without it.
+TEST(MeasuredTables, SyncTableIsPiecewiseLinearInTheGrain) {
+  const SyncTable t = SyncTable::from_rows(4, {{1e-3, 3e-4}, {0, -1e-4}, {4e-3, -2e-4}});
+  EXPECT_EQ(t.ranks, 4);
+  EXPECT_EQ(t.grain, (std::vector<double>{0, 1e-3, 4e-3}));
+  EXPECT_DOUBLE_EQ(t.extra_at(0), -1e-4);
+  EXPECT_DOUBLE_EQ(t.extra_at(5e-4), 1e-4);
+  EXPECT_DOUBLE_EQ(t.extra_at(1e-3), 3e-4);
+  EXPECT_DOUBLE_EQ(t.extra_at(2.5e-3), 5e-5);  // halfway to -2e-4
+  EXPECT_DOUBLE_EQ(t.extra_at(1), -2e-4);
+  EXPECT_DOUBLE_EQ(SyncTable().extra_at(1e-3), 0);
+  EXPECT_THROW(SyncTable::from_rows(4, {{0, 1e-4}, {0, 2e-4}}), std::invalid_argument);
+  EXPECT_THROW(SyncTable::from_rows(4, {{-1e-3, 1e-4}}), std::invalid_argument);
+  EXPECT_THROW(SyncTable::from_rows(1, {{0, 1e-4}}), std::invalid_argument);
+}
+
+TEST(MeasuredTables, SyncTableRoundTripsAndItsErrorsNameTheField) {
+  MeasuredTables t;
+  t.cores = 2;
+  t.oversubscribed = SyncTable::from_rows(4, {{0, 2.5e-4}, {1e-3, 1.25e-3}});
+  const MeasuredTables back = spec_with(t).device.measured;
+  EXPECT_EQ(back.oversubscribed.ranks, 4);
+  EXPECT_EQ(back.oversubscribed.grain, t.oversubscribed.grain);
+  EXPECT_EQ(back.oversubscribed.extra, t.oversubscribed.extra);
+  const std::string bad = std::string(kSpec) +
+                          "  measured:\n    oversubscribed:\n      ranks: 4\n"
+                          "      sync: [[0, 1e-4], [0, 2e-4]]\n"
+                          "interconnect: {kind: switch, bandwidth: 1 GB/s, latency: 1 us}\n";
+  try {
+    parse_cluster_spec(bad, "m.yaml");
+    FAIL() << "no error";
+  } catch (const ClusterSpecError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "m.yaml: device.measured.oversubscribed.sync: the grain 0 is listed twice");
+  }
+}
+
+}  // namespace
+}  // namespace spora::sim

@@ -174,6 +174,86 @@ TEST(SpmdStep, TensorParallelBlocksOnItsForwardAllReduce) {
   EXPECT_DOUBLE_EQ(rep.spmd.param_bytes - tp.spmd.param_bytes, 0.75 * (l1 + l2));
 }
 
+// More ranks than cores (the measured tables' `cores`, sim/cost_model.h): 4 ranks of equal work
+// on 2 cores. Each op takes 2x (the fair share), each ring step's transfer moves 2x the bytes
+// (the copies take turns on the cores too), and each collective adds the measured extra of
+// `measured.oversubscribed` at its grain g: the rank's compute since its previous collective at
+// one rank per core. The spec is slowed (1 GFLOP/s, 100 MB/s ports) so that every term counts;
+// the table is the line X0 + S g (its rows (0, X0) and (1 ms, X0 + S ms); every grain is below
+// 1 ms), so the step is, in closed form,
+//   2 x compute(one rank per core) + sum over collectives of
+//     [2 (p - 1)(alpha + 2 bytes / p / B) + X0 + S g]
+// and with 2 ranks on the 2 cores nothing changes.
+TEST(SpmdStep, RanksBeyondTheCoresTakeTheFairShareAndTheMeasuredSyncCost) {
+  Case c = partitioned(R"J({"mesh": [4], "layouts": {"x": "(4, 1)", "y": "(4)"}})J", 16);
+  ClusterSpec spec = switch16();
+  spec.overlap_collectives = false;
+  spec.device.peak_flops = {{"f32", 1e9}};
+  const double B = 1e8;
+  spec.interconnect.bandwidth = B;
+  const SpmdSimResult alone = simulate_spmd_step(spec, c.spmd);  // a core each (cores: 0)
+  const double X0 = 20e-6, S = 50;
+  const SyncTable table = SyncTable::from_rows(4, {{0, X0}, {1e-3, X0 + S * 1e-3}});
+  spec.device.measured.cores = 2;
+  spec.device.measured.oversubscribed = table;
+  const SpmdSimResult r = simulate_spmd_step(spec, c.spmd);
+  ASSERT_EQ(r.ranks, 4);
+  EXPECT_NEAR(r.compute_seconds, 2 * alone.compute_seconds, 1e-15);
+  const double p = 4;
+  double closed = 2 * alone.compute_seconds, grain = 0, extras = 0, bytes_terms = 0;
+  std::size_t next = 0;  // the collectives in issue order, each after the op issue_after names
+  auto issued_after = [&](int op) {
+    while (next < c.spmd.collectives.size() && c.spmd.issue_after[next] == op) {
+      const double bytes = c.spmd.ops[static_cast<std::size_t>(c.spmd.collectives[next])].bytes;
+      ASSERT_LT(grain, 1e-3);
+      closed += 2 * (p - 1) * (kAlpha + 2 * bytes / p / B) + X0 + S * grain;
+      extras += X0 + S * grain;
+      bytes_terms += 2 * (p - 1) * bytes / p / B;
+      grain = 0;
+      ++next;
+    }
+  };
+  issued_after(-1);
+  for (std::size_t i = 0; i < c.spmd.ops.size(); ++i) {
+    if (!c.spmd.ops[i].collective) grain += alone.op_seconds[i];
+    issued_after(static_cast<int>(i));
+  }
+  ASSERT_EQ(next, c.spmd.collectives.size());
+  ASSERT_GT(next, 2u);
+  // Every term is more than 1% of the step: the closed form would miss without any of them.
+  EXPECT_GT(alone.compute_seconds, 0.01 * closed);
+  EXPECT_GT(bytes_terms, 0.01 * closed);
+  EXPECT_GT(extras - X0 * static_cast<double>(next), 0.01 * closed);
+  EXPECT_NEAR(r.step_seconds, closed, 1e-8);
+  // Two ranks on the same two cores: no sharing, no extra.
+  Case dp2 = partitioned(R"J({"mesh": [2], "layouts": {"x": "(2, 1)", "y": "(2)"}})J", 16);
+  spec.device.measured = {};
+  const SpmdSimResult two_alone = simulate_spmd_step(spec, dp2.spmd);
+  spec.device.measured.cores = 2;
+  spec.device.measured.oversubscribed = table;
+  EXPECT_DOUBLE_EQ(simulate_spmd_step(spec, dp2.spmd).step_seconds, two_alone.step_seconds);
+}
+
+// A negative extra (a loop measured faster than the fair share and the ring) corrects the
+// per-call time, 2 x collective_overhead on 4 ranks over 2 cores, and their sum stays >= 0:
+// with overhead 30 us, a table of -20 us adds 40 us per collective, one of -100 us nothing.
+TEST(SpmdStep, ANegativeSyncExtraCorrectsThePerCallTimeDownToZero) {
+  Case c = partitioned(R"J({"mesh": [4], "layouts": {"x": "(4, 1)", "y": "(4)"}})J", 16);
+  ClusterSpec spec = switch16();
+  spec.overlap_collectives = false;
+  spec.device.measured.cores = 2;
+  auto step = [&](double overhead, double extra) {
+    spec.collective_overhead = overhead;
+    spec.device.measured.oversubscribed = SyncTable::from_rows(4, {{0, extra}, {1, extra}});
+    return simulate_spmd_step(spec, c.spmd).step_seconds;
+  };
+  const double base = step(0, 0);
+  const double n = static_cast<double>(c.spmd.collectives.size());
+  EXPECT_NEAR(step(30e-6, -20e-6), base + n * 40e-6, 1e-8);
+  EXPECT_NEAR(step(30e-6, -100e-6), base, 1e-8);
+  EXPECT_NEAR(step(0, 15e-6), base + n * 15e-6, 1e-8);
+}
+
 TEST(SpmdStep, Deterministic) {
   Case c = partitioned(R"J({"mesh": [2, 2], "layouts": {"x": "(2, 1)", "net.l1.w": "(1, 2)"}})J", 8);
   SpmdSimOptions o;
