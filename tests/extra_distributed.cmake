@@ -31,6 +31,15 @@ if(TARGET spora_cli AND MPI_CXX_FOUND AND SPORA_MPIRUN)
   spora_mpi_test_properties(distributed_zero_memory_4)
 endif()
 
+# set_parallel(...) in main: the same output as the flags it stands for; bad calls are errors.
+if(TARGET spora_cli AND MPI_CXX_FOUND AND SPORA_MPIRUN)
+  add_test(NAME distributed_set_parallel
+           COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/distributed/set_parallel_test.sh
+                   $<TARGET_FILE:spora_cli> ${CMAKE_CURRENT_SOURCE_DIR}/distributed
+           WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  spora_mpi_test_properties(distributed_set_parallel)
+endif()
+
 # Memory: rank 0's measured peak under 8 strategies within 10% of `spora sim`'s prediction.
 if(TARGET spora_cli AND MPI_CXX_FOUND AND SPORA_MPIRUN)
   add_test(NAME distributed_memory_prediction

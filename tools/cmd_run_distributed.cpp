@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -17,8 +18,10 @@
 #include "backends/distributed/plan.h"
 #include "backends/distributed/spmd_runtime.h"
 #include "lang/diagnostics.h"
+#include "lang/parser.h"
 #include "ops/collective.h"
 #include "semantics/pipeline.h"
+#include "semantics/set_parallel.h"
 #include "tools/commands.h"
 
 namespace spora::tools {
@@ -140,6 +143,36 @@ distributed::SpmdPlan plan_of(const DistributedArgs& d) {
 }
 
 }  // namespace
+
+bool apply_set_parallel(const std::string& path, DistributedArgs& d) {
+  lang::SourceManager sources;
+  lang::DiagnosticEngine diags(sources);
+  int file = -1;
+  try {
+    file = sources.load(path);
+  } catch (const std::exception&) {
+    return false;  // cmd_run reports the missing file
+  }
+  const auto module = lang::parse_file(sources, file, diags);
+  if (!module) return false;  // cmd_run reports the syntax errors
+  for (const auto& f : module->functions) {
+    if (f->name != "main") continue;
+    const std::optional<sem::ParallelDirective> p = sem::find_set_parallel(*f);
+    if (!p) return false;  // none, or a malformed one the lowering reports with its location
+    d.ranks = static_cast<int>(p->ranks);
+    d.mesh = p->mesh;
+    d.strategy = p->strategy;
+    if (!d.strategy.empty() && d.strategy != "dp" && d.strategy.front() != '/') {
+      const auto dir = std::filesystem::path(path).parent_path();
+      if (!dir.empty()) d.strategy = (dir / d.strategy).string();
+    }
+    if (d.strategy.empty() && d.mesh.empty()) d.strategy = "dp";
+    d.zero = p->zero;
+    d.recompute = p->recompute;
+    return true;
+  }
+  return false;
+}
 
 int cmd_run_distributed(const std::string& path, RunOptions opts, const DistributedArgs& d,
                         const std::vector<std::string>& argv) {

@@ -49,6 +49,10 @@ struct DistributedArgs {
 };
 int cmd_run_distributed(const std::string& path, RunOptions opts, const DistributedArgs& d,
                         const std::vector<std::string>& argv);
+// The program's `set_parallel(...)` (semantics/set_parallel.h) into `d`, a relative strategy
+// file taken from the program's directory; false (d untouched) when main has none or the
+// program does not parse (the compile then reports it).
+bool apply_set_parallel(const std::string& path, DistributedArgs& d);
 
 int cmd_run(const std::string& path, const RunOptions& opts);
 

@@ -495,6 +495,16 @@ int main(int argc, char** argv) {
       if (!annotated.empty()) std::remove(annotated.c_str());
       return rc;
     }
+    // The command line's --ranks / --strategy / --mesh / --auto win over the program's own
+    // set_parallel(...); --zero and --recompute given with it win over its zero= / recompute=.
+    if (*run && dist.ranks == 0 && dist.strategy.empty() && dist.mesh.empty() && !dist.auto_search) {
+      tools::DistributedArgs from_program = dist;
+      if (tools::apply_set_parallel(run_path, from_program)) {
+        if (dist.zero >= 0) from_program.zero = dist.zero;
+        if (!dist.recompute.empty()) from_program.recompute = dist.recompute;
+        dist = from_program;
+      }
+    }
     if (*run && (dist.ranks > 0 || !dist.strategy.empty() || !dist.mesh.empty() ||
                  dist.auto_search)) {
       run_opts.device = device;

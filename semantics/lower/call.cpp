@@ -441,10 +441,10 @@ AV Lowerer::call_builtin(const std::string& name, std::vector<Arg> args, lang::S
   if (name == "vjp") return call_vjp(std::move(args), r);
   if (name == "shard") return call_shard(std::move(args), r);
   if (name == "jvp") return call_jvp(std::move(args), r);
-  if (name == "set_mode" || name == "set_device" || name == "set_amp")
+  if (name == "set_mode" || name == "set_device" || name == "set_amp" || name == "set_parallel")
     fail(r,
-         fmt::format("{}(...) must be among the first statements of main (set_mode, set_device "
-                     "and set_amp come before anything runs)",
+         fmt::format("{}(...) must be among the first statements of main (set_mode, set_device, "
+                     "set_amp and set_parallel come before anything runs)",
                      name));
   fail(r, fmt::format("'{}' is not available in this build of Spora yet", name));
 }

@@ -1,5 +1,6 @@
 // Driver, globals, function specialisation and value packing of the lowering.
 #include "semantics/lower/lowerer.h"
+#include "semantics/set_parallel.h"
 
 #include <fmt/format.h>
 
@@ -90,7 +91,7 @@ namespace {
 const std::set<std::string>& special_builtins() {
   static const std::set<std::string> s = {
       "range", "print", "len", "int", "float", "bool", "shape", "grad", "value_and_grad",
-      "jvp", "vjp", "set_mode", "set_device", "set_amp", "tree_map", "tree_leaves", "replace", "shard"};
+      "jvp", "vjp", "set_mode", "set_device", "set_amp", "set_parallel", "tree_map", "tree_leaves", "replace", "shard"};
   return s;
 }
 
@@ -239,13 +240,25 @@ bool Lowerer::lower_entry(const std::string& entry, bool eager) {
   Env env;
   env.module = 0;
   env.push();
-  // `set_mode("eager" | "graph")`, `set_device("cpu" | "cuda")` and `set_amp("O1", bf16)` as
-  // the first statements of main (any order, each at most once) choose the mode, the device and
-  // the mixed precision, before anything runs.
+  // `set_mode("eager" | "graph")`, `set_device("cpu" | "cuda")`, `set_amp("O1", bf16)` and
+  // `set_parallel(...)` as the first statements of main (any order, each at most once) choose
+  // the mode, the device, the mixed precision and the ranks (semantics/set_parallel.h: checked
+  // here, carried out by `spora run`), before anything runs.
   size_t first = 0;
   bool mode_set = false, device_set = false, amp_set = false;
-  while (def.body && first < def.body->stmts.size() && first < 3) {
+  const lang::Expr* parallel = nullptr;
+  while (def.body && first < def.body->stmts.size() && first < 4) {
     const lang::Stmt& s0 = *def.body->stmts[first];
+    if (is_set_parallel(s0) && !parallel) {
+      ParallelDirectiveError why;
+      if (!read_set_parallel(s0, &why)) {
+        error(why.range, why.message);
+        return false;
+      }
+      parallel = s0.value.get();
+      ++first;
+      continue;
+    }
     if (s0.kind != lang::StmtKind::Expr || s0.value->kind != lang::ExprKind::Call ||
         s0.value->callee->kind != lang::ExprKind::Name)
       break;
@@ -282,6 +295,13 @@ bool Lowerer::lower_entry(const std::string& entry, bool eager) {
       break;
     }
     ++first;
+  }
+  if (eager && parallel) {
+    error(parallel->range,
+          "set_parallel runs main on several ranks in graph mode (every rank runs the whole "
+          "compiled program on its shards); eager mode runs each operation as it is lowered, "
+          "with no program to shard: drop set_mode(\"eager\") or set_parallel");
+    return false;
   }
   if (eager) {
     eager_ = true;
