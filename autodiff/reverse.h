@@ -1,4 +1,4 @@
-// Reverse-mode automatic differentiation as a transform of the IR (DESIGN.md section 5).
+// Reverse-mode automatic differentiation as a transform of the IR.
 //
 // The lowering has emitted the forward computation of the function being differentiated as a
 // region of a graph (graph mode: part of the program; eager mode: the op-by-op tape). The

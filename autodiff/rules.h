@@ -1,5 +1,5 @@
 // Derivative rules: the facet types autodiff/ defines and ops/ fills, one pair per
-// differentiable primitive, in that primitive's registry row (STYLE.md habit 6, like JAX's
+// differentiable primitive, in that primitive's registry row (like JAX's
 // ad.defjvp / tinygrad's gradient table).
 //
 // A rule does not compute numbers: it *emits IR* through an Emitter, so the derivative of a

@@ -1,6 +1,6 @@
 # W2's MLP (benchmarks/sim/w2_mlp.sp: 784-512-512-10, ReLU, cross-entropy, one SGD step) with
-# Megatron-LM's tensor parallelism written in the program (semi-auto parallelism, DESIGN.md
-# section 3): `shard=` gives each input of a matmul its partition numbers (MindSpore's
+# Megatron-LM's tensor parallelism written in the program (semi-auto
+# parallelism): `shard=` gives each input of a matmul its partition numbers (MindSpore's
 # convention), `shard(x, ...)` pins one tensor. Layer 1 is column-parallel (its weight cut along
 # the outputs), layer 2 row-parallel (its weight cut along the inputs, its input cut alike); the
 # rest (biases, gradients, the batch) is left to sharding propagation:

@@ -1,4 +1,4 @@
-// The Spora language (DESIGN.md section 3). One grammar, generated into the build dir as
+// The Spora language. One grammar, generated into the build dir as
 // spora_antlr::SporaLexer / SporaParser / SporaVisitor / SporaBaseVisitor.
 //
 // Newlines. The lexer produces a NEWLINE token for every line break; lang/token_source.cpp

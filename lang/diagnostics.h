@@ -7,7 +7,7 @@
 //       return x @ w
 //              ^~~~~
 //
-// Messages start lowercase, have no trailing period and state the actual values (STYLE.md 10).
+// Messages start lowercase, have no trailing period and state the actual values.
 // Internal errors (bugs in Spora) are not diagnostics: they are InternalError exceptions.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Parallel annotations (DESIGN.md section 3, semi-auto parallelism): what the front end emits for
+// Parallel annotations (semi-auto parallelism): what the front end emits for
 // `shard(x, (2, 1))`, `prim(..., shard=(...))` and `@stage(k)`. Both are the identity on values;
 // they only carry a decision for the partitioner, the strategy search and the pipeline split.
 //

@@ -97,8 +97,8 @@ std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b) {
 
 Shape binary_broadcast(const std::string& name, const Type& a, const Type& b) {
   if (a.dtype != b.dtype) {
-    // Mixing f16/bf16 with another float is never implicit (DESIGN.md section 3 keeps one
-    // dtype per operation); say how to mix them.
+    // Mixing f16/bf16 with another float is never implicit (the language keeps one dtype
+    // per operation); say how to mix them.
     const bool low = a.dtype == DType::f16 || a.dtype == DType::bf16 || b.dtype == DType::f16 ||
                      b.dtype == DType::bf16;
     user_error(name + " operand types do not match: " + a.str() + " and " + b.str() +

@@ -1,4 +1,4 @@
-// ops/: every primitive's row of the registry (DESIGN.md section 2, STYLE.md habit 6), one file
+// ops/: every primitive's row of the registry, one file
 // per family:
 //
 //   elementwise.cpp  unary math and binary arithmetic with NumPy broadcasting

@@ -1,5 +1,5 @@
 // The lowering calls automatic differentiation through these hooks, so that semantics/ never
-// includes autodiff/ (DESIGN.md section 2: autodiff depends on semantics). autodiff::install()
+// includes autodiff/ (autodiff depends on semantics). autodiff::install()
 // fills them at start-up.
 //
 // Both transforms work on a *region*: the nodes (in order) that the lowering has just

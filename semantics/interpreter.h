@@ -1,4 +1,4 @@
-// The reference interpreter: runs a Module node by node (DESIGN.md sections 1 and 4). It is the
+// The reference interpreter: runs a Module node by node. It is the
 // semantic oracle every backend, pass and transform is compared against, so it is plain and
 // does no optimisation.
 //

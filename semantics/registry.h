@@ -1,5 +1,5 @@
 // The primitive registry: one row per primitive, holding everything every layer needs to know
-// about it (STYLE.md habit 6, DESIGN.md section 2).
+// about it.
 //
 // semantics/ owns the table and the facet types it needs itself (signature, shape rule,
 // reference kernel). Later layers define their own facet types (derivative rules, fusion kind,

@@ -1,5 +1,5 @@
 // The compute cost facet: what one application of a primitive costs, as a function of its
-// types (STYLE.md habit 6: ops/ fills it in each primitive's row, under the key "cost").
+// types (ops/ fills it in each primitive's row, under the key "cost").
 //
 //   OpCost c = (*prim->facet<CostRule>(kCostFacet))(input_types, output_type, attrs);
 //   c.flops     arithmetic operations (a multiply-add is 2)

@@ -1,4 +1,4 @@
-// Simulating one data-parallel training step on a cluster (DESIGN.md section 7, issue 6).
+// Simulating one data-parallel training step on a cluster (issue 6).
 //
 //   StepProgram p = build_step_program("model.sp", {.batch = 32});
 //   TrainSimResult r = simulate_train_step(load_cluster_spec("dgx-a100.yaml"), p, {});

@@ -1,4 +1,4 @@
-// The `spora` command-line program (DESIGN.md section 8). Each sub-command is a small
+// The `spora` command-line program. Each sub-command is a small
 // function; the compile pipeline lives in semantics/pipeline.h.
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-// Kernel generation for fusion groups (DESIGN.md section 6): the loop nest of each group
+// Kernel generation for fusion groups: the loop nest of each group
 // (semantics/passes/fusion_plan.h) printed as C++ (one OpenMP loop nest, vectorisable inner
 // loops) or CUDA (grid-stride loops, block reductions), and the C++ compiled by the system
 // compiler into a cached shared object. See README.md of this folder.

@@ -1,4 +1,4 @@
-// Running fusion groups with their compiled kernels (DESIGN.md section 6): the interpreter's
+// Running fusion groups with their compiled kernels: the interpreter's
 // fused-kernel hook (semantics/interpreter.h).
 //
 // A FusedRuntime is made for one module after fuse_operators (semantics/passes/fusion.h): it

@@ -1,4 +1,4 @@
-// The CPU backend's kernels (DESIGN.md section 6): see backends/cpu/README.md.
+// The CPU backend's kernels: see backends/cpu/README.md.
 #pragma once
 
 namespace spora::cpu {

@@ -1,4 +1,4 @@
-// The CUDA backend (DESIGN.md section 6, issue 8): device probe, caching allocator for
+// The CUDA backend (issue 8): device probe, caching allocator for
 // Device::Kind::cuda storage, host <-> device copies, and the "kernel.cuda" facet of every
 // registry row. See README.md of this folder.
 //

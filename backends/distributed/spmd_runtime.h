@@ -1,6 +1,6 @@
 // The distributed runtime: every rank runs the user's own program (graph mode, the module
 // `spora run` compiles) on its shards of the values, and the ranks together compute what one
-// device computes (DESIGN.md "distributed runtime"; MindSpore's one expression for one device
+// device computes (MindSpore's one expression for one device
 // and for many, PyTorch's DTensor).
 //
 //   SpmdRuntime rt(world, plan);   // plan: a mesh, parameter layouts, the data-parallel axis

@@ -1,4 +1,4 @@
-// The caching allocator behind tensor storage (DESIGN.md section 6), installed by
+// The caching allocator behind tensor storage, installed by
 // runtime::install() through sem::set_allocator.
 //
 // Freed buffers are not returned to the system: they are kept in a cache and handed out again

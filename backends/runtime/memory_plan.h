@@ -1,4 +1,4 @@
-// The static memory plan of graph mode (DESIGN.md section 6): from the liveness of a graph's
+// The static memory plan of graph mode: from the liveness of a graph's
 // values (semantics/liveness.h) and the sizes their static types give, every buffer gets an
 // offset in one arena, and the arena's size is the planned peak that `spora run --stats`
 // reports. The interpreter does not place buffers at these offsets (the caching allocator

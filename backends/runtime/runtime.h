@@ -1,4 +1,4 @@
-// The runtime of the backends (DESIGN.md section 6): see backends/runtime/README.md.
+// The runtime of the backends: see backends/runtime/README.md.
 #pragma once
 
 namespace spora::runtime {

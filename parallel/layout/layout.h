@@ -1,5 +1,5 @@
-// Device meshes, tensor layouts and redistribution between layouts (DESIGN.md section 7,
-// parallel/README.md "Layouts").
+// Device meshes, tensor layouts and redistribution between layouts
+// (parallel/README.md "Layouts").
 //
 // A Layout is MindSpore's device matrix + tensor map with the device matrix fixed to the Mesh:
 // tensor_map[d] is the mesh axis that splits tensor dimension d (-1: not split). A mesh axis

@@ -19,7 +19,7 @@ class JsonLocations {
 
   // "s.json:3:5" for the entry at `path` (see above); `origin` alone when it is not found.
   std::string at(const std::string& path) const;
-  // The same, then the entry's line and a caret under its start (STYLE.md 10): the suffix of a
+  // The same, then the entry's line and a caret under its start: the suffix of a
   // diagnostic, "\n  \"x\": \"(3, 1)\"\n  ^". Empty when the path is not found.
   std::string quote(const std::string& path) const;
   // "s.json:3:5" of a byte offset (a JSON parse error's position).

@@ -1,4 +1,4 @@
-// The SPMD partitioner (DESIGN.md section 7): a graph of the whole computation plus a strategy
+// The SPMD partitioner: a graph of the whole computation plus a strategy
 // -> the one program every rank runs, on its local shards, with collectives inserted.
 //
 //   Partitioned p = partition(*step_graph, strategy);

@@ -1,4 +1,4 @@
-// Pipeline parallelism (DESIGN.md section 7; parallel/pipeline/README.md): the forward part of a
+// Pipeline parallelism (parallel/pipeline/README.md): the forward part of a
 // training step cut into S stages, each stage's forward and backward programs, and their SPMD
 // partitioning inside the stage.
 //

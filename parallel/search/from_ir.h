@@ -126,7 +126,7 @@ std::vector<Layout> enumerate_layouts(const std::vector<int64_t>& shape, const M
 // "ops": {"<prim>#<i>": "<strategy name>", ...}} with MindSpore partition numbers per dim.
 std::string strategy_json(const StepCostGraph& g, const Assignment& a);
 
-// Semi-auto parallelism (DESIGN.md section 7: "sharding propagation from user annotations").
+// Semi-auto parallelism (sharding propagation from user annotations).
 // The step's shard_hint applications (`shard(x, (2, 1))`, `shard=` in the source;
 // ops/annotation.cpp) have one candidate each, their pinned layout: as SearchOptions::fixed entries
 // they are the seeds of search_propagate. Empty when the program has no annotation.

@@ -1,5 +1,5 @@
-// The sharding-rule facet: how a primitive can run on a device mesh (DESIGN.md section 7,
-// parallel/README.md "Sharding rules"). ops/sharding.cpp fills it in every registry row under
+// The sharding-rule facet: how a primitive can run on a device mesh
+// (parallel/README.md "Sharding rules"). ops/sharding.cpp fills it in every registry row under
 // the key "sharding", as ops/cost.cpp fills "cost":
 //
 //   const ShardingRule* r = parallel::sharding_rule(*prim);

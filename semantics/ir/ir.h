@@ -1,4 +1,4 @@
-// The Spora graph IR (DESIGN.md section 4): a Module of Graphs; a Graph has Parameters,
+// The Spora graph IR: a Module of Graphs; a Graph has Parameters,
 // Constants and Apply nodes, kept in execution order (like a jaxpr: the order is a valid
 // schedule, and effectful nodes such as print keep their relative order).
 //

@@ -1,4 +1,4 @@
-// The textual form of the IR (DESIGN.md section 4). Deterministic; parse_module (parser.h) reads
+// The textual form of the IR. Deterministic; parse_module (parser.h) reads
 // it back, and print(parse(print(m))) == print(m).
 //
 //   entry @train                                    # only when the entry is not @main

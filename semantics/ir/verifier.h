@@ -1,4 +1,4 @@
-// The IR verifier (STYLE.md habit 9: it runs after every pass in debug and test builds).
+// The IR verifier (it runs after every pass in debug and test builds).
 //
 // verify(m) lists every broken invariant, as `@graph: %node = op: problem` with the names the
 // printer gives (printer.h NodeNames), so a message can be read next to a dump:

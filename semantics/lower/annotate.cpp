@@ -1,4 +1,4 @@
-// Parallel annotations (DESIGN.md section 3, semi-auto): the three source forms and the
+// Parallel annotations (semi-auto): the three source forms and the
 // identity primitives they lower to (ops/annotation.cpp).
 //
 //   shard(x, (2, 1))  shard(x, "[dp, -]")    -> shard_hint(x, layout="(2, 1)")

@@ -1,6 +1,7 @@
 // Tuple and record folding, and loop-invariant state elimination: the "tuple and closure
-// elimination" of DESIGN.md section 5. After inlining, autodiff's packing of values and
-// backpropagator state into tuples meets the unpacking, and this pass cancels the two.
+// elimination" of the simplification pipeline (pipeline.h). After inlining, autodiff's
+// packing of values and backpropagator state into tuples meets the unpacking, and this pass
+// cancels the two.
 //
 // Rewrites (uses of the left side read the right side):
 //   tuple_get(make_tuple(x0, ..., xn), i)                 -> xi   (negative i counts from the end)

@@ -1,5 +1,5 @@
-// Operator fusion: groups of primitive applies become one node each (DESIGN.md section 6,
-// STYLE.md habit 7). One algorithm over the fusion-kind lattice of fusion_kind.h
+// Operator fusion: groups of primitive applies become one node each.
+// One algorithm over the fusion-kind lattice of fusion_kind.h
 // (elementwise < broadcast < injective < reduction < output-fusable < opaque), after TVM's
 // FuseOps (src/relay/transforms/fuse_ops.cc), with two additions: reductions take
 // elementwise epilogues (softmax, layer_norm and their gradients become single row kernels),

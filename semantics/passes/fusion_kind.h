@@ -1,5 +1,5 @@
-// The fusion kind of a primitive: the "fusion" facet of its registry row (STYLE.md habits 6 and
-// 7, DESIGN.md section 2). The fusion pass (fusion.h) is one algorithm over this ordered
+// The fusion kind of a primitive: the "fusion" facet of its registry row.
+// The fusion pass (fusion.h) is one algorithm over this ordered
 // lattice (TVM's OpPatternKind):
 //
 //   Elementwise < Broadcast < Injective < Reduction < OutputFusable < Opaque

@@ -1,4 +1,4 @@
-// Inlining of direct graph calls (DESIGN.md section 5: the first of the simplifications that
+// Inlining of direct graph calls (the first of the simplifications that
 // leave first-order, straight-line backward graphs).
 //
 // Rewrites: every `%r = call @f(args...)` whose callee can be inlined becomes a copy of @f's

@@ -1,5 +1,5 @@
 // A small term-rewriting language over IR nodes: algebraic simplification is a table of
-// `pattern -> replacement` rules (STYLE.md habit 5; tinygrad's PatternMatcher, Halide's
+// `pattern -> replacement` rules (tinygrad's PatternMatcher, Halide's
 // rewrite rules), not hand-written matchers. simplify.cpp holds the table.
 //
 //   {"x * 1 -> x",           op("mul", X, One), X},

@@ -1,5 +1,5 @@
-// The simplification pipeline (DESIGN.md section 5): what `spora ir --stage optimized` shows
-// and what runs before execution. It reads as a list (STYLE.md habit 8):
+// The simplification pipeline: what `spora ir --stage optimized` shows
+// and what runs before execution. It reads as a list:
 //
 //   inline          inline_calls                       inline.h
 //   fold-tuples     fold_tuples                        fold_tuples.h
@@ -13,7 +13,7 @@
 // folded tuples expose constants, constants feed the algebraic rules, the rules make
 // duplicates for CSE, and DCE sweeps what they all left unused.
 //
-//   - verify: the verifier runs on the input and after every pass (STYLE.md habit 9);
+//   - verify: the verifier runs on the input and after every pass;
 //     a failure throws lang::InternalError "IR verification failed after <pass> ...".
 //   - print_after: pass names (or "all"); the module is printed after each such pass, to
 //     `dump` (std::cerr when null), under a line `# after <pass> (round N)`, in the first

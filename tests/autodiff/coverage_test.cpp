@@ -1,5 +1,5 @@
 // Every differentiable primitive of the registry has both derivative rules and at least one
-// gradient-check case (DESIGN.md section 2: "a derivative unless marked non-differentiable").
+// gradient-check case (every primitive has a derivative unless marked non-differentiable).
 #include <set>
 #include <string>
 

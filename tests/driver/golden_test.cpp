@@ -1,5 +1,5 @@
 // Golden, negative and conformance tests: each runs the built `spora` program on a small
-// file and checks what it prints (STYLE.md habits 1 and 2).
+// file and checks what it prints.
 //
 //  tests/golden/*.sp      `# RUN: <spora arguments>` (default `run`; the file path is appended),
 //                         `# CHECK: text` lines that must appear in order in stdout (each on a

@@ -1,5 +1,5 @@
 # tests/parallel/mlp_small.sp with Megatron's tensor parallelism written as annotations
-# (semi-auto, DESIGN.md section 3) instead of a strategy file: layer 2 column-parallel (its
+# (semi-auto) instead of a strategy file: layer 2 column-parallel (its
 # weight cut along the outputs, its input whole), layer 3 row-parallel (its weight cut along the
 # inputs, its input cut alike). Sharding propagation from these pins (spora search --algo
 # propagate, spora run --mesh 4) finds the rest: spmd_common.h's kTp4 (l2.b cut with l2's
