@@ -169,6 +169,7 @@ bool apply_set_parallel(const std::string& path, DistributedArgs& d) {
     if (d.strategy.empty() && d.mesh.empty()) d.strategy = "dp";
     d.zero = p->zero;
     d.recompute = p->recompute;
+    d.origin = "the program's set_parallel(...)";
     return true;
   }
   return false;
@@ -180,13 +181,15 @@ int cmd_run_distributed(const std::string& path, RunOptions opts, const Distribu
   std::string auto_file;  // --auto: the searched strategy the ranks read
   try {
     if (opts.mode == "eager")
-      throw lang::UserError(
-          "--ranks runs a program in graph mode: eager mode runs each operation as the program "
-          "is lowered, with no whole program to shard; drop --mode eager");
+      throw lang::UserError(fmt::format(
+          "{} runs a program in graph mode: eager mode runs each operation as the program is "
+          "lowered, with no whole program to shard; drop --mode eager",
+          d.origin));
     if (opts.device != "cpu")
-      throw lang::UserError(
-          "--ranks runs on CPU ranks over MPI; GPU ranks (NCCL) need one GPU per rank, which "
-          "this command does not place yet");
+      throw lang::UserError(fmt::format(
+          "{} runs on CPU ranks over MPI; GPU ranks (NCCL) need one GPU per rank, which this "
+          "command does not place yet",
+          d.origin));
     if (d.ranks < 0)
       throw lang::UserError(fmt::format("--ranks must be positive, got {}", d.ranks));
     std::vector<std::string> rank_argv = argv;

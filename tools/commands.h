@@ -46,6 +46,7 @@ struct DistributedArgs {
   bool auto_search = false;
   std::string cluster;
   int64_t search_batch = 0;
+  std::string origin = "--ranks";  // what asked for ranks, for errors (or the program's set_parallel)
 };
 int cmd_run_distributed(const std::string& path, RunOptions opts, const DistributedArgs& d,
                         const std::vector<std::string>& argv);

@@ -4,7 +4,8 @@
 #      prints exactly what `spora run mlp_f64.sp --ranks 4 --strategy dp2tp2.json --zero 1`
 #      prints, and its --stats say 4 ranks on the 2x2 mesh;
 #   2. flags win: `spora run set_parallel_mlp.sp --ranks 1` prints what one device prints;
-#   3. a malformed call or one beside set_mode("eager") is a located error before anything runs.
+#   3. a malformed call or one beside set_mode("eager") is a located error before anything runs,
+#      and --mode eager against it is refused, naming set_parallel.
 #   set_parallel_test.sh SPORA DIR   (DIR: tests/distributed)
 set -eu
 spora=$1 dist=$2
@@ -19,6 +20,12 @@ grep -q "stats: rank 0 of 4 (.*dp2tp2.json mesh 2x2)" program.err || { echo "not
 "$spora" run "$dist/set_parallel_mlp.sp" --ranks 1 > one_flag.txt 2> /dev/null
 "$spora" run "$dist/mlp_f64.sp" > one.txt 2> /dev/null
 cmp one_flag.txt one.txt || { echo "--ranks 1 did not win over set_parallel"; exit 1; }
+# --mode eager on the command line against the program's set_parallel: refused, saying whose.
+if "$spora" run --mode eager "$dist/set_parallel_mlp.sp" > eager_flag.out 2> eager_flag.err; then
+  echo "--mode eager ran a set_parallel program"; exit 1
+fi
+grep -qF "the program's set_parallel(...) runs a program in graph mode" eager_flag.err ||
+  { cat eager_flag.err; exit 1; }
 # Errors: the call's location, the source line and the reason; nothing runs (no output).
 check_error() {  # name, first statements of main, expected message part
   printf 'def main() {\n%s\n    print("ran")\n}\n' "$2" > "$1.sp"
