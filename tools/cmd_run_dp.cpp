@@ -84,11 +84,8 @@ double median(std::vector<double> v) {
 }
 
 int run(const Options& o) {
-  comm::mpi_initialize(nullptr, nullptr);
-  struct Finalize {
-    ~Finalize() { comm::mpi_finalize(); }
-  } finalize;
-  std::unique_ptr<comm::Communicator> world = comm::make_mpi_communicator();
+  comm::MpiWorld mpi;
+  const std::unique_ptr<comm::Communicator>& world = mpi.world;
   const int ranks = world->size(), rank = world->rank();
 
   parallel::StepOptions so;

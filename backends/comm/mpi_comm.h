@@ -34,4 +34,20 @@ std::unique_ptr<Communicator> make_mpi_communicator();
 // calls it); processes outside get nullptr. For tests at several sizes within one mpirun.
 std::unique_ptr<Communicator> make_mpi_communicator(int ranks);
 
+// This process's part of an MPI run: MPI up for the object's lifetime, and the world
+// communicator (released before MPI is finalized).
+struct MpiWorld {
+  MpiWorld() {
+    mpi_initialize(nullptr, nullptr);
+    world = make_mpi_communicator();
+  }
+  ~MpiWorld() {
+    world.reset();
+    mpi_finalize();
+  }
+  MpiWorld(const MpiWorld&) = delete;
+  MpiWorld& operator=(const MpiWorld&) = delete;
+  std::unique_ptr<Communicator> world;
+};
+
 }  // namespace spora::comm

@@ -71,14 +71,4 @@ int spawn_mpirun(int ranks, const std::vector<std::string>& args, const LaunchOp
   return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
-MpiWorld::MpiWorld() {
-  comm::mpi_initialize(nullptr, nullptr);
-  world = comm::make_mpi_communicator();
-}
-
-MpiWorld::~MpiWorld() {
-  world.reset();
-  comm::mpi_finalize();
-}
-
 }  // namespace spora::distributed

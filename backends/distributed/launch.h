@@ -8,13 +8,10 @@
 //   ... mpi.world->rank() ...
 #pragma once
 
-#include <memory>
 #include <string>
 #include <vector>
 
-namespace spora::comm {
-class Communicator;
-}
+#include "backends/comm/mpi_comm.h"
 
 namespace spora::distributed {
 
@@ -35,13 +32,7 @@ struct LaunchOptions {
 // others and names the rank; the status is then non-zero.
 int spawn_mpirun(int ranks, const std::vector<std::string>& args, const LaunchOptions& o = {});
 
-// This process's part of an MPI run: MPI up for its lifetime, and the world communicator.
-struct MpiWorld {
-  MpiWorld();
-  ~MpiWorld();
-  MpiWorld(const MpiWorld&) = delete;
-  MpiWorld& operator=(const MpiWorld&) = delete;
-  std::unique_ptr<comm::Communicator> world;
-};
+// This process's part of an MPI run (backends/comm/mpi_comm.h).
+using comm::MpiWorld;
 
 }  // namespace spora::distributed

@@ -132,11 +132,8 @@ void measure_primitives(comm::Communicator& world) {
 }  // namespace
 
 int measure_mpi() {
-  comm::mpi_initialize(nullptr, nullptr);
-  struct Finalize {
-    ~Finalize() { comm::mpi_finalize(); }
-  } finalize;
-  auto world = comm::make_mpi_communicator();
+  comm::MpiWorld mpi;
+  const auto& world = mpi.world;
   if (world->size() != 2) throw lang::UserError("calibrate --measure mpi needs exactly 2 ranks");
   const double latency = ping_pong(*world, 8, 2000);
   const double one_mib = ping_pong(*world, std::size_t{1} << 20, 60);

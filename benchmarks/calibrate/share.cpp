@@ -94,11 +94,8 @@ Loop run_loop(comm::Communicator& world, int n, int64_t bytes, int iterations) {
 }  // namespace
 
 int measure_share() {
-  comm::mpi_initialize(nullptr, nullptr);
-  struct Finalize {
-    ~Finalize() { comm::mpi_finalize(); }
-  } finalize;
-  auto world = comm::make_mpi_communicator();
+  comm::MpiWorld mpi;
+  const auto& world = mpi.world;
   if (world->size() < 2) throw lang::UserError("calibrate --measure share needs 2 or more ranks");
   ops::CollectiveScope scope(world.get(), {world->size()});
   for (const auto& [n, bytes] : share_cases()) {
