@@ -61,13 +61,8 @@ namespace {
 
 using AK = ParamSpec::AttrKind;
 
-struct Context {
-  comm::Communicator* comm = nullptr;
-  std::vector<int64_t> mesh;
-  int64_t calls = 0;  // message tags: every rank runs the same collectives in the same order
-};
-
-thread_local Context t_context;
+// calls: message tags; every rank runs the same collectives in the same order.
+thread_local CollectiveContext t_context;
 
 // The communicator of a kernel, checked against the mesh it was partitioned for.
 comm::Communicator& context_for(const std::string& prim, const std::vector<int64_t>& mesh) {
@@ -532,6 +527,9 @@ void set_collective_context(comm::Communicator* comm, std::vector<int64_t> mesh)
 }
 
 comm::Communicator* collective_communicator() { return t_context.comm; }
+
+CollectiveContext collective_context() { return t_context; }
+void restore_collective_context(CollectiveContext c) { t_context = std::move(c); }
 
 std::vector<int64_t> mesh_coords(const std::vector<int64_t>& mesh, int64_t rank) {
   std::vector<int64_t> c(mesh.size());

@@ -31,14 +31,29 @@ namespace spora::ops {
 void set_collective_context(comm::Communicator* comm, std::vector<int64_t> mesh);
 comm::Communicator* collective_communicator();
 
+// The whole context, to be restored after a nested one (a pipeline stage's collectives inside a
+// run over the world).
+struct CollectiveContext {
+  comm::Communicator* comm = nullptr;
+  std::vector<int64_t> mesh;
+  int64_t calls = 0;  // collectives run so far: their message tags
+};
+CollectiveContext collective_context();
+void restore_collective_context(CollectiveContext c);
+
 class CollectiveScope {
  public:
-  CollectiveScope(comm::Communicator* comm, std::vector<int64_t> mesh) {
+  // Sets the context; the one it replaces comes back when the scope ends.
+  CollectiveScope(comm::Communicator* comm, std::vector<int64_t> mesh)
+      : saved_(collective_context()) {
     set_collective_context(comm, std::move(mesh));
   }
-  ~CollectiveScope() { set_collective_context(nullptr, {}); }
+  ~CollectiveScope() { restore_collective_context(std::move(saved_)); }
   CollectiveScope(const CollectiveScope&) = delete;
   CollectiveScope& operator=(const CollectiveScope&) = delete;
+
+ private:
+  CollectiveContext saved_;
 };
 
 // Row-major mesh arithmetic (see above).

@@ -22,6 +22,35 @@ if(TARGET spora_cli AND MPI_CXX_FOUND AND SPORA_MPIRUN)
   endforeach()
 endif()
 
+# Pipeline stages (spmd_runtime.h step 9): the same program with a module-level `let batch`
+# (which a pipeline needs to build the step of a micro-batch), on 2 stages with 4 micro-batches
+# (1F1B) and on 2 stages x 2 data-parallel ranks with 2 micro-batches (GPipe), its own Adam
+# updating each stage's parameters where they live: every printed line within 1e-6 and the
+# checkpoint within 1e-10 of one device.
+if(TARGET spora_cli AND MPI_CXX_FOUND AND SPORA_MPIRUN)
+  set(dist ${CMAKE_CURRENT_SOURCE_DIR}/distributed)
+  foreach(run "pp2;2;${dist}/pp2.json" "dp2pp2;4;${dist}/dp2pp2.json")
+    list(GET run 0 name)
+    list(GET run 1 ranks)
+    list(GET run 2 strategy)
+    add_test(NAME distributed_pipeline_mlp_${name}_${ranks}
+             COMMAND ${dist}/run_test.sh $<TARGET_FILE:spora_cli> ${dist}/pipeline_mlp.sp 1e-6
+                     ${ranks} --expect "stats: pipeline: 16 steps run as the schedule"
+                     --strategy ${strategy} --stats
+                     -- pipeline_mlp.ckpt ${dist}/compare_ckpt.sp 1e-10
+             WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+    spora_mpi_test_properties(distributed_pipeline_mlp_${name}_${ranks})
+  endforeach()
+  add_test(NAME distributed_error_pipeline_batch
+           COMMAND $<TARGET_FILE:spora_cli> run ${dist}/mlp_f64.sp --ranks 2 --strategy ${dist}/pp2.json)
+  set_tests_properties(distributed_error_pipeline_batch PROPERTIES PASS_REGULAR_EXPRESSION
+    "mlp_f64.sp has no module-level `let batch = <integer>`: the pipeline of .*pp2.json sets it to the micro-batch")
+  add_test(NAME distributed_error_pipeline_zero
+           COMMAND $<TARGET_FILE:spora_cli> run ${dist}/pipeline_mlp.sp --ranks 2 --strategy ${dist}/pp2.json --zero 1)
+  set_tests_properties(distributed_error_pipeline_zero PROPERTIES PASS_REGULAR_EXPRESSION
+    "--zero does not combine with the pipeline of .*pp2.json")
+endif()
+
 # ZeRO: rank 0's peak memory and collectives shrink and grow stage by stage.
 if(TARGET spora_cli AND MPI_CXX_FOUND AND SPORA_MPIRUN)
   add_test(NAME distributed_zero_memory_4

@@ -11,11 +11,13 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "backends/comm/communicator.h"
 #include "backends/distributed/launch.h"
 #include "backends/distributed/plan.h"
+#include "backends/distributed/program_pipeline.h"
 #include "backends/distributed/spmd_runtime.h"
 #include "lang/diagnostics.h"
 #include "lang/parser.h"
@@ -36,9 +38,13 @@ bool check_before_launch(const std::string& path, const distributed::SpmdPlan& p
   sem::LowerOptions options;
   auto recomputed = std::make_shared<distributed::RecomputeChoice>();
   distributed::configure_recompute(plan, options, recomputed);
+  if (!plan.pipeline.empty()) distributed::program_pipeline_setup(path, plan.pipeline, plan.origin);
+  std::optional<distributed::StepCapture> capture;
+  if (!plan.pipeline.empty()) capture.emplace();
   sem::Compiled c = sem::compile_file(sources, diags, path, options);
   diags.print(std::cerr);
   if (!c.module) return false;
+  if (capture) capture->finish(*c.module, plan.origin);
   distributed::check_recompute(plan, *recomputed);
   distributed::pin_plan(*c.module, plan);
   return true;
@@ -110,6 +116,11 @@ std::string auto_strategy(const std::string& path, const DistributedArgs& d, int
 
 // --zero and --recompute, over what the plan says.
 void apply_flags(distributed::SpmdPlan& plan, const DistributedArgs& d) {
+  if (!d.recompute.empty() && !plan.pipeline.empty())
+    throw lang::UserError(fmt::format(
+        "--recompute does not combine with the pipeline of {} (its stages recompute their "
+        "forward pass in the backward pass already)",
+        plan.origin));
   if (d.zero >= 0) distributed::set_zero_stage(plan, d.zero);
   if (d.recompute == "all") {
     plan.recompute_all = true;
@@ -254,6 +265,8 @@ int cmd_run_distributed(const std::string& path, RunOptions opts, const Distribu
                                         world.size(), plan.mesh.to_string(), plan.origin,
                                         plan.mesh.size()));
     distributed::SpmdRuntime rt(world, plan);
+    if (!plan.pipeline.empty())
+      rt.set_pipeline(distributed::program_pipeline_setup(path, plan.pipeline, plan.origin));
     ops::CollectiveScope scope(&world, plan.mesh.shape);
     opts.spmd = &rt;
     opts.quiet = world.rank() != 0 && !d.tag_ranks;
@@ -273,6 +286,11 @@ int cmd_run_distributed(const std::string& path, RunOptions opts, const Distribu
         kinds += fmt::format("{}{} {} ({:.3f} MB)", kinds.empty() ? "" : ", ", prim, cb.first,
                              static_cast<double>(cb.second) / 1e6);
       if (!kinds.empty()) std::cerr << "stats: collectives: " << kinds << "\n";
+      if (!plan.pipeline.empty())
+        std::cerr << fmt::format(
+            "stats: pipeline: {} steps run as the schedule, {} owned values got from their "
+            "stage for another use\n",
+            s.pipeline_steps, s.owned_fetches);
     }
     return rc;
   } catch (const lang::UserError& e) {

@@ -13,6 +13,7 @@
 #include "autodiff/install.h"
 #include "backends/cpu/cpu.h"
 #include "backends/cuda/cuda.h"
+#include "backends/distributed/program_pipeline.h"
 #include "backends/distributed/spmd_runtime.h"
 #include "backends/distributed/train_step.h"
 #include "backends/runtime/allocator.h"
@@ -122,6 +123,10 @@ int cmd_run(const std::string& path, const RunOptions& opts) {
   sem::reset_peak_memory();
   runtime::caching_allocator().reset_stats();
   const auto compile_start = std::chrono::steady_clock::now();
+  // A pipeline plan compiles the program's training step as a call of its own
+  // (backends/distributed/program_pipeline.h).
+  std::optional<distributed::StepCapture> capture;
+  if (opts.spmd && !opts.spmd->plan().pipeline.empty()) capture.emplace();
   try {
     c = sem::compile_file(sources, diags, path, options);
   } catch (const sem::RuntimeError& e) {
@@ -144,6 +149,10 @@ int cmd_run(const std::string& path, const RunOptions& opts) {
                         live_at_start);
     }
     return 0;
+  }
+  if (capture) {
+    capture->finish(*c.module, opts.spmd->plan().origin);
+    capture.reset();
   }
   if (opts.spmd) {
     distributed::check_recompute(opts.spmd->plan(), *recomputed);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "lang/diagnostics.h"
+#include "parallel/pipeline/pipeline.h"
 
 namespace spora::distributed {
 
@@ -52,6 +53,29 @@ SpmdPlan plan_from_strategy_text(const std::string& text, const std::string& ori
     fail(origin, fmt::format("not valid JSON: {}", e.what()));
   }
   if (!j.is_object()) fail(origin, "a strategy is a JSON object with \"mesh\" and \"layouts\"");
+  if (j.contains("pipeline")) {
+    // Step 9: the stage's plan, with the pipeline axis "pp" in front of its mesh.
+    const auto spec = parallel::pipeline::parse_pipeline(text, origin);
+    SpmdPlan p =
+        plan_from_strategy_text(parallel::pipeline::inner_strategy_json(text, origin), origin);
+    if (p.zero_stage > 0 || p.recompute_all || !p.recompute.empty() || p.sp_axis >= 0)
+      fail(origin,
+           "\"zero\", \"recompute\" and \"sequence_parallel\" do not combine with \"pipeline\" "
+           "(the stages recompute their forward pass in the backward pass already)");
+    std::vector<std::string> names{"pp"};
+    for (int a = 0; a < p.mesh.ndim(); ++a) {
+      names.push_back(p.mesh.axis_name(a));
+      if (names.back() == "pp")
+        fail(origin, "the axis name pp is the pipeline's: name the stage's mesh axes otherwise");
+    }
+    p.mesh.shape.insert(p.mesh.shape.begin(), spec->stages);
+    p.mesh.axis_names = names;
+    if (p.data_axis >= 0) ++p.data_axis;
+    p.params.clear();  // the stages' layouts place the parameters
+    p.pipeline = text;
+    p.stages = spec->stages;
+    return p;
+  }
   SpmdPlan p;
   p.origin = origin;
   if (!j.contains("mesh") || !j["mesh"].is_array() || j["mesh"].empty())
@@ -178,17 +202,15 @@ SpmdPlan plan_from_strategy_text(const std::string& text, const std::string& ori
     if (key == "optimizer_shard" || key == "zero" || key == "recompute" ||
         key == "sequence_parallel")
       continue;
-    if (key == "pipeline" || key == "ops")
+    if (key == "ops")
       fail(origin,
-           fmt::format("\"{}\" is not supported when running a program's own main() on several "
-                       "ranks yet; `spora train-step` runs it on the training step of the "
-                       "program's loss",
-                       key));
+           "\"ops\" (layouts by node) is the training-step harness's (`spora train-step`); a "
+           "program run places its values by \"layouts\"");
     if (key != "mesh" && key != "axes" && key != "layouts" && key != "memory_per_device" &&
         key != "predicted_step_seconds")
       fail(origin, fmt::format(
                        "unknown key \"{}\" (expected mesh, axes, layouts, zero, recompute, "
-                       "sequence_parallel)",
+                       "sequence_parallel, pipeline)",
                        key));
   }
   return p;
@@ -205,6 +227,8 @@ SpmdPlan plan_from_strategy(const std::string& path) {
 void set_zero_stage(SpmdPlan& p, int stage) {
   if (stage < 0 || stage > 3)
     throw lang::UserError(fmt::format("--zero must be 0, 1, 2 or 3, not {}", stage));
+  if (stage > 0 && !p.pipeline.empty())
+    throw lang::UserError(fmt::format("--zero does not combine with the pipeline of {}", p.origin));
   if (stage > 0 && p.data_axis < 0)
     throw lang::UserError(fmt::format(
         "--zero {} shards over the data-parallel axis, and {} has none (an axis named dp)",

@@ -12,8 +12,11 @@
 #include <unordered_map>
 
 #include "backends/comm/communicator.h"
+#include "backends/distributed/program_pipeline.h"
+#include "backends/distributed/stage_runner.h"
 #include "backends/runtime/data/dataset.h"
 #include "lang/diagnostics.h"
+#include "parallel/layout/shard_data.h"
 #include "parallel/partition/node_strategy.h"
 #include "parallel/partition/pin_fields.h"
 #include "parallel/sharding/sharding.h"
@@ -61,7 +64,8 @@ struct SpmdRuntime::Impl {
   parallel::CommModel comm_model;
   std::vector<Layout> layouts{Layout{}};  // id -> layout; id 0 is "whole"
   std::vector<char> zero_ids{0};          // id -> a ZeRO shard (step 6)
-  std::map<std::string, uint32_t> ids;    // layout text (+ " zero") -> id
+  std::vector<int> owner_of{-1};          // id -> the stage owning it (step 9), or -1
+  std::map<std::string, uint32_t> ids;    // layout text (+ " zero", " stage k") -> id
   sem::FusedKernelHook fused;             // the codegen hook this one wraps
 
   struct Choice {
@@ -120,13 +124,15 @@ struct SpmdRuntime::Impl {
     }
   }
 
-  uint32_t id_of(const Layout& l, bool zero = false) {
-    if (l.is_replicated()) return 0;
-    const std::string key = zero ? l.to_string() + " zero" : l.to_string();
+  uint32_t id_of(const Layout& l, bool zero = false, int owner = -1) {
+    if (l.is_replicated() && owner < 0) return 0;
+    const std::string key = l.to_string() + (zero ? " zero" : "") +
+                            (owner >= 0 ? fmt::format(" stage {}", owner) : std::string());
     auto it = ids.find(key);
     if (it != ids.end()) return it->second;
     layouts.push_back(l);
     zero_ids.push_back(zero ? 1 : 0);
+    owner_of.push_back(owner);
     const auto id = static_cast<uint32_t>(layouts.size() - 1);
     ids.emplace(key, id);
     return id;
@@ -296,6 +302,7 @@ struct SpmdRuntime::Impl {
       if (placement(v) == 0) return v;
       const TypeP t = global && global->is_tensor() ? global : nullptr;
       if (!t) throw lang::InternalError("the distributed runtime lost the global type of a shard");
+      if (is_owned(v)) return fetch(v, t);
       return redistribute(v, Layout::replicated(static_cast<int>(t->rank())), t);
     }
     if ((v.kind == Value::Kind::Tuple || v.kind == Value::Kind::Record) && v.elems &&
@@ -318,6 +325,10 @@ struct SpmdRuntime::Impl {
     return global_type(e);
   }
   TypeP global_type(const Value& e) const {
+    if (!absent.empty())
+      if (auto it = absent.find(e.tensor.storage().get());
+          it != absent.end() && it->second.storage.lock() == e.tensor.storage())
+        return it->second.type;
     sem::Shape shape = e.tensor.shape();
     if (const uint32_t id = placement(e); id != 0) {
       const Layout& l = layouts.at(id);
@@ -372,9 +383,15 @@ struct SpmdRuntime::Impl {
   // --- the hook (steps 3 to 5) ---
 
   bool on_primitive(const ir::Node& n, std::vector<Value>& in, Value& result) {
+    if (in_stage) return false;  // a stage program's node (step 9): its runner places nothing
     const sem::Primitive& p = *n.prim;
     const std::string& name = p.name;
     if (is_structural(name)) return false;
+    if (pipe && !p.effectful && name != "make_record" && name != "load") {
+      bool any = false;
+      for (const Value& v : in) any |= is_owned(v);
+      if (any && owned_locally(n, in, result)) return true;
+    }
     if (name == "make_record") return false;  // a record keeps its fields' shards
     if (name == "load") {
       // `like` gives the type only; the loaded record's fields take the plan's layouts.
@@ -483,6 +500,207 @@ struct SpmdRuntime::Impl {
     }
   }
 
+  // --- pipeline stages (step 9) ---
+
+  std::shared_ptr<const parallel::pipeline::PipelineSetup> pipe;
+  std::unique_ptr<StageRunner> runner;
+  bool in_stage = false;
+  // The global types of the empty placeholders of values owned by another stage.
+  struct Absent {
+    std::weak_ptr<sem::Storage> storage;
+    TypeP type;
+  };
+  std::map<const sem::Storage*, Absent> absent;
+
+  bool is_owned(const Value& v) const {
+    const uint32_t id = placement(v);
+    return id != 0 && owner_of.at(id) >= 0;
+  }
+  bool mine(uint32_t id) const { return owner_of.at(id) == runner->stage(); }
+  // What a rank of another stage holds for an owned value of type `global`.
+  Value placeholder(const TypeP& global, uint32_t id) {
+    Value v(Tensor::empty(global->dtype, sem::Shape{0}));
+    set_placement(v, id);
+    if (absent.size() > 4096)
+      std::erase_if(absent, [](const auto& e) { return e.second.storage.expired(); });
+    absent[v.tensor.storage().get()] = {v.tensor.storage(), global};
+    return v;
+  }
+  // A stage's layout (of its mesh's axes) on the world mesh (pp first).
+  static Layout on_world(Layout l) {
+    for (int& a : l.tensor_map)
+      if (a >= 0) ++a;
+    for (int& a : l.partial) ++a;
+    return l;
+  }
+  // An owned value whole on every rank: its stage's shards summed over the pp axis (the other
+  // stages add zeros), then gathered over the stage's mesh.
+  Value fetch(const Value& v, const TypeP& global) {
+    const uint32_t id = placement(v);
+    const RedistKey key{v.tensor.storage().get(), id, 0, global->str()};
+    if (auto hit = redistributed.find(key); hit != redistributed.end()) {
+      if (hit->second.source.lock() == v.tensor.storage()) return hit->second.value;
+      redistributed.erase(hit);
+    }
+    const Layout& l = layouts.at(id);
+    Value local(mine(id) ? v.tensor : Tensor::zeros(global->dtype, l.local_shape(global->shape, mesh)));
+    sem::Attrs a;
+    a.set("axes", std::vector<int64_t>{0});
+    a.set("mesh", mesh.shape);
+    ++rt.stats_.collectives;
+    ++rt.stats_.owned_fetches;
+    rt.stats_.collective_bytes += static_cast<int64_t>(local.tensor.nbytes());
+    auto& [count, bytes] = rt.stats_.by_collective["all_reduce"];
+    ++count;
+    bytes += static_cast<int64_t>(local.tensor.nbytes());
+    Value out = sem::kernel_for(prim("all_reduce"))({local}, a);
+    set_placement(out, id_of(l));
+    out = whole(out, global);
+    prune();
+    redistributed[key] = {v.tensor.storage(), out};
+    return out;
+  }
+  // An elementwise primitive over owned values of one stage and layout with the output's shape
+  // (and whole values of that shape or a single element): the owning stage runs it on its
+  // shards, the others make a placeholder. Otherwise the owned inputs are fetched (false).
+  bool owned_locally(const ir::Node& n, std::vector<Value>& in, Value& result) {
+    uint32_t id = 0;
+    bool local = n.prim->family == "elementwise" && n.type && n.type->is_tensor();
+    for (size_t i = 0; i < in.size() && local; ++i) {
+      if (!is_owned(in[i])) continue;
+      const uint32_t z = placement(in[i]);
+      local = (id == 0 || id == z) && n.inputs[i]->type && n.inputs[i]->type->shape == n.type->shape;
+      id = z;
+    }
+    for (size_t i = 0; i < in.size() && local; ++i) {
+      if (is_owned(in[i]) || !in[i].is_tensor()) continue;
+      const TypeP& t = n.inputs[i]->type;
+      local = placement(in[i]) == 0 && t &&
+              (in[i].tensor.numel() == 1 || t->shape == n.type->shape || layouts.at(id).is_replicated());
+    }
+    if (!local) {
+      for (size_t i = 0; i < in.size(); ++i)
+        if (is_owned(in[i])) in[i] = fetch(in[i], n.inputs[i]->type);
+      return false;
+    }
+    if (!mine(id)) {
+      result = placeholder(n.type, id);
+      return true;
+    }
+    const Layout& l = layouts.at(id);
+    for (size_t i = 0; i < in.size(); ++i)
+      if (!is_owned(in[i]) && in[i].is_tensor() && in[i].tensor.numel() != 1 && !l.is_replicated())
+        in[i] = redistribute(in[i], l, n.inputs[i]->type);  // a local slice
+    forget_unique(in);
+    result = sem::kernel_for(*n.prim)(in, n.attrs);
+    set_placement(result, id);
+    return true;
+  }
+  // v (whole, or placed otherwise) owned as `id`: this rank's shard, or a placeholder.
+  Value own(const Value& v, const TypeP& global, uint32_t id) {
+    if (placement(v) == id) return v;
+    const Value w = whole(v, global);
+    if (!mine(id)) return placeholder(global, id);
+    const Layout& l = layouts.at(id);
+    Value out = w;
+    if (!l.is_replicated())
+      out = Value(parallel::slice_block(w.tensor, l.shard_offset(global->shape, mesh, world.rank()),
+                                        l.local_shape(global->shape, mesh)));
+    else
+      out = Value(w.tensor.clone());
+    set_placement(out, id);
+    return out;
+  }
+
+  // The call of the program's step (program_pipeline.h): the pipeline's schedule.
+  Value pipeline_step(const ir::Graph& callee, std::vector<Value>& args) {
+    const parallel::pipeline::PipelineSetup& s = *pipe;
+    const ir::Graph& full = *s.full.step;
+    if (args.size() != full.params.size())
+      throw lang::UserError(fmt::format(
+          "{}: the program's training step takes {} inputs, the pipeline's step {}: the "
+          "program changed between the two compiles",
+          rt.plan_.origin, args.size(), full.params.size()));
+    for (size_t i = 0; i < args.size(); ++i)
+      if (callee.params[i]->type->str() != full.params[i]->type->str())
+        throw lang::UserError(fmt::format(
+            "{}: the program's training step takes {} as input {} ('{}'), the pipeline's step {}",
+            rt.plan_.origin, callee.params[i]->type->str(), i, full.params[i]->name,
+            full.params[i]->type->str()));
+    const size_t nleaves = s.full.param_names.size();
+    // The leaves owned by their stages, in the stages' layouts (the same on every rank).
+    std::vector<uint32_t> want(nleaves, 0);
+    for (size_t st = 0; st < s.program.stages.size(); ++st)
+      for (size_t j = 0; j < s.program.stages[st].params.size(); ++j)
+        want.at(s.program.stages[st].params[j]) =
+            id_of(on_world(s.parts[st].param_layouts[j]), false, static_cast<int>(st));
+    for (size_t i = 0; i < nleaves; ++i) args[i] = own(args[i], full.params[i]->type, want[i]);
+    const parallel::pipeline::StageProgram& sp = runner->program();
+    std::vector<Tensor> local;
+    for (size_t i : sp.params) local.push_back(args[i].tensor);
+    // Every micro-batch of the data (made whole first when it arrives cut).
+    const int M = s.spec.micro_batches;
+    std::vector<std::vector<Tensor>> data(static_cast<size_t>(M));
+    for (size_t j = 0; j < s.program.data.size(); ++j) {
+      const size_t i = s.program.data[j];
+      const TypeP& t = full.params[i]->type;
+      // Cut over the stage's batch axis already (the data-parallel axis): micro-batch m is this
+      // rank's m-th slice of its rows (the ranks of one stage coordinate on that axis hold the
+      // same rows on every stage).
+      const Layout want = on_world(runner->part().data_layouts.at(j));
+      const Tensor& x = args[i].tensor;
+      if (args[i].is_tensor() && placement(args[i]) != 0 && layout(args[i], t) == want &&
+          want.rank() >= 1 && want.tensor_map[0] >= 0 && !want.is_partial() &&
+          std::count(want.tensor_map.begin(), want.tensor_map.end(), -1) == want.rank() - 1 &&
+          x.shape()[0] % M == 0) {
+        sem::Shape shape = x.shape();
+        shape[0] /= M;
+        for (int m = 0; m < M; ++m) {
+          std::vector<int64_t> offset(shape.size(), 0);
+          offset[0] = m * shape[0];
+          data[static_cast<size_t>(m)].push_back(parallel::slice_block(x, offset, shape));
+        }
+        continue;
+      }
+      const Value w = whole(args[i], t);
+      for (int m = 0; m < M; ++m) data[static_cast<size_t>(m)].push_back(runner->micro_data(j, w.tensor, m));
+    }
+    double loss = 0;
+    std::vector<Tensor> grads;
+    {
+      in_stage = true;
+      struct Reset {
+        bool& flag;
+        ~Reset() { flag = false; }
+      } reset{in_stage};
+      grads = runner->step(local, data, loss);
+    }
+    ++rt.stats_.pipeline_steps;
+    // The loss (the mean of the micro-batch losses, on the last stage's first rank) to every rank.
+    const int S = s.spec.stages;
+    const sem::TypeP loss_type = full.output->type->elems.at(0);
+    Value l(Tensor::scalar(DType::f64, runner->stage() == S - 1 && runner->inner_rank() == 0 ? loss / M : 0.0));
+    sem::Attrs a;
+    std::vector<int64_t> axes;
+    for (int x = 0; x < mesh.ndim(); ++x) axes.push_back(x);
+    a.set("axes", axes);
+    a.set("mesh", mesh.shape);
+    l = sem::kernel_for(prim("all_reduce"))({l}, a);
+    std::vector<Value> out{Value(Tensor::scalar(loss_type->dtype, l.tensor.item()))};
+    std::vector<size_t> at(nleaves, SIZE_MAX);
+    for (size_t j = 0; j < sp.params.size(); ++j) at[sp.params[j]] = j;
+    for (size_t i = 0; i < nleaves; ++i) {
+      if (at[i] == SIZE_MAX) {
+        out.push_back(placeholder(full.params[i]->type, want[i]));
+        continue;
+      }
+      Value g(grads.at(at[i]));
+      set_placement(g, want[i]);
+      out.push_back(g);
+    }
+    return Value::tuple(std::move(out));
+  }
+
   // --- data (step 2) ---
 
   struct ShardedIterable : sem::Iterable {
@@ -562,6 +780,7 @@ SpmdRuntime::SpmdRuntime(comm::Communicator& world, SpmdPlan plan) : plan_(std::
 }
 
 SpmdRuntime::~SpmdRuntime() {
+  if (impl_ && impl_->pipe) sem::set_call_hook(nullptr);
   sem::set_primitive_hook({});
   sem::set_host_value_hook({});
   if (impl_ && impl_->fused) sem::set_fused_kernel_hook(impl_->fused);
@@ -573,6 +792,13 @@ void SpmdRuntime::install() {
     return impl->on_primitive(n, in, result);
   });
   sem::set_host_value_hook([impl](Value& v) { v = impl->whole(v, impl->global_type(v)); });
+  if (impl->pipe)
+    sem::set_call_hook([impl](const ir::Graph& callee, std::vector<Value>& args, Value& result,
+                              const std::function<Value(std::vector<Value>&)>&) {
+      if (callee.name != kPipelineStepGraph) return false;
+      result = impl->pipeline_step(callee, args);
+      return true;
+    });
   // A fused group runs its compiled kernel when all its arguments are whole; otherwise its
   // nodes run one by one through the primitive hook (the kernel was compiled for whole shapes).
   impl->fused = sem::current_fused_kernel_hook();
@@ -587,6 +813,11 @@ void SpmdRuntime::install() {
 }
 
 int SpmdRuntime::pin_parameters(ir::Module& m) const { return pin_plan(m, plan_); }
+
+void SpmdRuntime::set_pipeline(std::shared_ptr<const parallel::pipeline::PipelineSetup> setup) {
+  impl_->pipe = std::move(setup);
+  impl_->runner = std::make_unique<StageRunner>(*impl_->pipe, impl_->world);
+}
 
 void configure_recompute(const SpmdPlan& plan, sem::LowerOptions& options,
                          std::shared_ptr<RecomputeChoice> seen) {

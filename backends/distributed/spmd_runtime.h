@@ -72,6 +72,18 @@
 //      (the sequence) instead of all-reduced, so the bias, residual add, dropout and layer norm
 //      run on sequence shards; the next column-parallel projection gathers its input over the
 //      axis (the propagation's cheapest strategy), as Megatron's sequence parallelism does.
+//   9. Pipeline stages (GPipe, 1F1B; a strategy's "pipeline" key, parallel/pipeline/pipeline.h).
+//      The mesh is the pipeline axis "pp" of S stages followed by the stage's mesh. The program's
+//      training step (its first value_and_grad) is compiled as a call of its own
+//      (program_pipeline.h); that call runs as the pipeline's schedule: the batch cut into M
+//      micro-batches, each stage's forward and backward programs on this rank's stage
+//      (stage_runner.h), activations and their cotangents sent between stages, the loss (the
+//      mean of the micro-batch losses) made whole on every rank. A parameter, its gradient and
+//      whatever the program computes from them elementwise (the optimizer's state and update) are
+//      *owned* by the parameter's stage: only that stage's ranks hold them (in the stage's
+//      layout), the others hold an empty placeholder and skip the update. Any other use of an
+//      owned value (an evaluation pass, print, save) gets it from its stage first (an all-reduce
+//      over the pp axis, the other stages adding zeros), kept while the value lives.
 // Every rank runs the same primitives in the same order; only the collectives and shard_slice
 // depend on the rank. The collective primitives read the communicator and mesh of the
 // calling thread's collective context (ops/collective.h), which the caller sets.
@@ -91,6 +103,9 @@
 
 namespace spora::comm {
 class Communicator;
+}
+namespace spora::parallel::pipeline {
+struct PipelineSetup;
 }
 
 namespace spora::distributed {
@@ -113,6 +128,9 @@ struct SpmdPlan {
   // row-parallel result meets layer norm, dropout and residual adds; -1: off.
   int sp_axis = -1;
   int sp_dim = 1;
+  // Pipeline (step 9): the strategy's JSON text when it has "pipeline"; stages on mesh axis 0.
+  std::string pipeline;
+  int stages = 1;
   bool tag_all_ranks = false;                 // every rank prints (mpirun --tag-output)
   std::string origin = "strategy";            // where the plan came from, for errors
 };
@@ -127,6 +145,8 @@ struct SpmdStats {
   int64_t placed_parameters = 0;     // tensors cut to a plan (or ZeRO) layout when placed
   int64_t sharded_batches = 0;       // batches cut over the data-parallel axis
   int64_t whole_batches = 0;         // batches the data-parallel axis did not divide
+  int64_t pipeline_steps = 0;        // steps run as a pipeline's schedule (step 9)
+  int64_t owned_fetches = 0;         // owned values got from their stage for another use
 };
 
 // Writes the plan's parameter layouts (and with ZeRO, every model field) into the program
@@ -152,6 +172,8 @@ class SpmdRuntime {
 
   // pin_plan(m, plan()).
   int pin_parameters(ir::Module& m) const;
+  // Step 9: the pipeline's setup for the program (program_pipeline.h), before install().
+  void set_pipeline(std::shared_ptr<const parallel::pipeline::PipelineSetup> setup);
   // Hooks the interpreter (process-wide) until destroyed.
   void install();
   int rank() const;

@@ -46,13 +46,6 @@ lang::Expr* find_batch_constant(sem::Program& program, const std::string& name) 
   return nullptr;
 }
 
-// What the reverse hook was handed the first time it ran.
-struct Captured {
-  bool done = false;
-  std::vector<Node*> region, inputs;
-  Node* output = nullptr;
-};
-
 // Restores the autodiff hook however the lowering ends.
 struct HookGuard {
   sem::AutodiffHooks& hooks;
@@ -67,11 +60,29 @@ std::string leaf_name(const Node* leaf, std::size_t i) {
   return fmt::format("param{}", i);
 }
 
-// Copies the captured region into a new top-level graph and differentiates it there.
-Graph* copy_region(ir::Module& m, const Captured& cap,
-                   const decltype(sem::AutodiffHooks::reverse)& reverse,
-                   std::vector<std::string>& leaf_names) {
-  Graph* g = m.add_graph("sim.step");
+// Recomputation made explicit (step_graph.h, "Recomputation"): the calls of checkpointed
+// graphs are inlined, their record packing folded, what nothing reads removed; no CSE, which
+// would merge the backward's recomputation with the forward.
+void inline_checkpoints(ir::Module& m) {
+  bool any = false;
+  for (const auto& g : m.graphs()) {
+    auto& f = g->flags;
+    const auto end = std::remove(f.begin(), f.end(), std::string("checkpoint"));
+    any = any || end != f.end();
+    f.erase(end, f.end());
+  }
+  if (!any) return;
+  passes::inline_calls(m);
+  passes::fold_tuples(m);
+  passes::eliminate_dead_code(m);
+}
+
+}  // namespace
+
+Graph* copy_step_region(ir::Module& m, const StepRegion& cap, const ReverseHook& reverse,
+                        const std::string& name, std::vector<std::string>& leaf_names,
+                        std::vector<Node*>* externals) {
+  Graph* g = m.add_graph(name);
   ir::CloneMap map;
   const std::unordered_set<const Node*> in_region(cap.region.begin(), cap.region.end());
   std::vector<Node*> inputs;
@@ -94,16 +105,17 @@ Graph* copy_region(ir::Module& m, const Captured& cap,
     if (n->is_constant())
       user_error(
           fmt::format("the differentiated function uses the graph @{} from outside; "
-                      "spora sim cannot copy it",
+                      "a training step cannot copy it",
                       n->graph_value->name));
     const TypeP& t = n->type;
     if (!t || (t->kind != Type::Kind::Tensor && t->kind != Type::Kind::Tuple &&
                t->kind != Type::Kind::Record))
       user_error(
-          fmt::format("the differentiated function reads a {} from outside; a simulated "
+          fmt::format("the differentiated function reads a {} from outside; a training "
                       "step can only take tensors, tuples and records",
                       t ? t->str() : "value"));
     map.nodes[n] = m.add_param(g, n->name.empty() ? "input" : n->name, t, n->loc);
+    if (externals) externals->push_back(n);
   };
   for (Node* n : cap.region) {
     for (Node* in : n->inputs) external(in);
@@ -143,25 +155,6 @@ Graph* copy_region(ir::Module& m, const Captured& cap,
   return g;
 }
 
-// Recomputation made explicit (step_graph.h, "Recomputation"): the calls of checkpointed
-// graphs are inlined, their record packing folded, what nothing reads removed; no CSE, which
-// would merge the backward's recomputation with the forward.
-void inline_checkpoints(ir::Module& m) {
-  bool any = false;
-  for (const auto& g : m.graphs()) {
-    auto& f = g->flags;
-    const auto end = std::remove(f.begin(), f.end(), std::string("checkpoint"));
-    any = any || end != f.end();
-    f.erase(end, f.end());
-  }
-  if (!any) return;
-  passes::inline_calls(m);
-  passes::fold_tuples(m);
-  passes::eliminate_dead_code(m);
-}
-
-}  // namespace
-
 StepGraph build_step_graph(const std::string& path, const StepOptions& options) {
   lang::SourceManager sources;
   lang::DiagnosticEngine diags(sources);
@@ -172,9 +165,8 @@ StepGraph build_step_graph(const std::string& path, const StepOptions& options) 
   lang::Expr* batch = find_batch_constant(*program, options.batch_name);
   if (!batch)
     user_error(
-        fmt::format("{} has no module-level `let {} = <integer>`: the simulator sets it to "
-                    "the per-rank batch",
-                    path, options.batch_name));
+        fmt::format("{} has no module-level `let {} = <integer>`: {}", path,
+                    options.batch_name, options.batch_use));
   if (options.batch) {
     if (*options.batch <= 0)
       user_error(fmt::format("the per-rank batch must be positive, got {}", *options.batch));
@@ -186,12 +178,13 @@ StepGraph build_step_graph(const std::string& path, const StepOptions& options) 
   sem::AutodiffHooks& hooks = sem::autodiff_hooks();
   if (!hooks.reverse) throw lang::InternalError("autodiff is not installed (autodiff::install())");
   const HookGuard guard{hooks, hooks.reverse};
-  Captured cap;
+  StepRegion cap;
+  bool captured = false;
   const auto reverse = guard.saved;
-  hooks.reverse = [&cap, reverse](ir::Module& m, const std::vector<Node*>& region, Graph* into,
+  hooks.reverse = [&cap, &captured, reverse](ir::Module& m, const std::vector<Node*>& region, Graph* into,
                                   const std::vector<Node*>& inputs, Node* output, Node* dout) {
-    if (!cap.done) {
-      cap.done = true;
+    if (!captured) {
+      captured = true;
       cap.region = region;
       cap.inputs = inputs;
       cap.output = output;
@@ -223,7 +216,7 @@ StepGraph build_step_graph(const std::string& path, const StepOptions& options) 
                       "layers: {})",
                       name, layers.empty() ? "none" : fmt::format("{}", fmt::join(layers, ", "))));
   result.recomputed.assign(recomputed.begin(), recomputed.end());
-  if (!cap.done)
+  if (!captured)
     user_error(
         fmt::format("'{}' in {} takes no derivative: a training step calls "
                     "value_and_grad(loss)(...) or grad(loss)(...)",
@@ -231,7 +224,7 @@ StepGraph build_step_graph(const std::string& path, const StepOptions& options) 
   if (cap.inputs.empty())
     user_error("the derivative is taken with respect to no floating-point tensor");
 
-  Graph* g = copy_region(*result.module, cap, reverse, result.param_names);
+  Graph* g = copy_step_region(*result.module, cap, reverse, "step", result.param_names);
   result.loss_type = cap.output->type->str();
   result.module->entry = g;
   passes::optimize(*result.module);
@@ -241,7 +234,7 @@ StepGraph build_step_graph(const std::string& path, const StepOptions& options) 
 
   const Node* out = g->output;
   if (!out || !out->is_prim("make_tuple") || out->inputs.size() != cap.inputs.size() + 1)
-    throw lang::InternalError("sim.step does not return (loss, gradients...) after optimisation");
+    throw lang::InternalError("the step does not return (loss, gradients...) after optimisation");
   // The optimizer's update is the consumer's (step_graph.h, 4.); its name is checked here.
   if (options.optimizer != "sgd" && options.optimizer != "momentum" && options.optimizer != "adam")
     user_error(fmt::format("unknown optimizer '{}' (sgd, momentum, adam)", options.optimizer));

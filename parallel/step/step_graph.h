@@ -11,7 +11,7 @@
 //   2. The first reverse-mode derivative the entry takes (`value_and_grad(loss)(net, x, y)`,
 //      `grad(...)`, also inside a loop body) is the step: the lowering hands autodiff the
 //      forward region of that call, and we capture it (semantics/ad_hooks.h).
-//   3. That region is copied into a graph of its own, `sim.step`, whose parameters are what
+//   3. That region is copied into a graph of its own, `step`, whose parameters are what
 //      it reads from outside (the differentiated leaves first, then data and constants), its
 //      reverse-mode derivative is emitted again there, and the module is optimised with it
 //      as the entry (inline, fold, CSE, DCE: what `spora run` executes). The graph returns
@@ -38,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "semantics/ad_hooks.h"
 #include "semantics/ir/ir.h"
 
 namespace spora::parallel {
@@ -46,6 +47,8 @@ struct StepOptions {
   std::string entry = "main";
   std::string batch_name = "batch";
   std::optional<int64_t> batch;  // the value of the batch constant; unset: the program's own
+  // What the batch constant is for, said when the program has none.
+  std::string batch_use = "the simulator sets it to the per-rank batch";
   // The optimizer the step trains with (sgd | momentum | adam): checked here, its update is the
   // consumer's (see 4. above); lr likewise.
   std::string optimizer = "sgd";
@@ -73,5 +76,22 @@ struct StepGraph {
 // entry, a batch that is not positive, an unknown optimizer...), with the lowering's
 // diagnostics in the message.
 StepGraph build_step_graph(const std::string& path, const StepOptions& options);
+
+// A reverse-mode region as the lowering hands it to autodiff (semantics/ad_hooks.h): its nodes,
+// the differentiated leaves, the differentiated output.
+struct StepRegion {
+  std::vector<ir::Node*> region, inputs;
+  ir::Node* output = nullptr;
+};
+using ReverseHook = decltype(sem::AutodiffHooks::reverse);
+
+// Step 3 above: copies the region into a new top-level graph `name` of m, (leaves...,
+// externals...) -> (output, gradient of every leaf...), differentiated there with `reverse`.
+// leaf_names receives the leaves' names; `externals` (if given) the nodes from outside the
+// region that became the parameters after the leaves, in order (constants are copied). Throws
+// lang::UserError for what a step cannot take (a graph read from outside, a non-tensor value).
+ir::Graph* copy_step_region(ir::Module& m, const StepRegion& region, const ReverseHook& reverse,
+                            const std::string& name, std::vector<std::string>& leaf_names,
+                            std::vector<ir::Node*>* externals = nullptr);
 
 }  // namespace spora::parallel

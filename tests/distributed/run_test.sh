@@ -3,13 +3,17 @@
 # user's own program, unchanged, on N MPI ranks. Every line the program prints must match the
 # one-device run (numbers within relative tolerance TOL), and with CKPT the checkpoint it saves
 # must equal the one-device checkpoint's parameters within CKPT_TOL (checked by COMPARE, a
-# program that loads a.ckpt and b.ckpt and prints "maxdiff D").
-#   run_test.sh SPORA PROG TOL N [--strategy S | --mesh M] [-- CKPT COMPARE CKPT_TOL]
+# program that loads a.ckpt and b.ckpt and prints "maxdiff D"). With --expect RE, the ranks' run
+# must also print a line matching RE on stderr (e.g. a --stats line).
+#   run_test.sh SPORA PROG TOL N [--expect RE] [--strategy S | --mesh M] [-- CKPT COMPARE CKPT_TOL]
 set -eu
 spora=$1 prog=$2 tol=$3 ranks=$4
 shift 4
-args=""
-while [ $# -gt 0 ] && [ "$1" != "--" ]; do args="$args $1"; shift; done
+args="" expect=""
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do
+  if [ "$1" = "--expect" ]; then expect=$2; shift 2; continue; fi
+  args="$args $1"; shift
+done
 ckpt="" compare="" ckpt_tol=""
 if [ $# -gt 0 ]; then shift; ckpt=$1 compare=$2 ckpt_tol=$3; fi
 dir=$(mktemp -d)
@@ -38,6 +42,9 @@ for x, y in zip(a, b):
         assert err <= tol, f"{u} vs {v} (relative {err:.3g} > {tol}) in {x!r}"
 print(f"every line matches (worst relative difference {worst:.3g})")
 PY
+if [ -n "$expect" ]; then
+  grep -E "$expect" many.err || { echo "no line matches '$expect' in the ranks' stderr:"; cat many.err; exit 1; }
+fi
 if [ -n "$ckpt" ]; then
   mv "$ckpt" b.ckpt
   d=$("$spora" run "$compare" | sed -n 's/^maxdiff //p')
