@@ -15,7 +15,7 @@ namespace spora::sim {
 namespace pp = parallel::pipeline;
 
 PipelineProgram pipeline_program(const pp::PipelineSetup& s, const ClusterSpec& cluster,
-                                 const std::string& matmul_dtype) {
+                                 const std::string& matmul_dtype, const std::string& optimizer) {
   const std::vector<int64_t> mesh = s.inner.mesh.shape;
   const CostModel model(
       cluster.device, matmul_dtype,
@@ -43,8 +43,9 @@ PipelineProgram pipeline_program(const pp::PipelineSetup& s, const ClusterSpec& 
       const sem::TypeP& t = f.params[i]->type;
       st.param_bytes += type_bytes(t);
       int state = 0;
-      for (const StepOp& u : update_ops("sgd", t, state))
+      for (const StepOp& u : update_ops(optimizer, t, state))
         st.update_seconds += model.time(u.cost, u.dtype).seconds;
+      st.optimizer_state_bytes += state * type_bytes(t);
     }
     st.grad_bytes = st.param_bytes;
     // Gradients partial over the batch's mesh axes are all-reduced once per step, after the

@@ -19,7 +19,10 @@
 
 namespace spora::sim {
 
+// `optimizer` (sgd | momentum | adam): the update each stage runs on its parameters and the
+// state it keeps.
 PipelineProgram pipeline_program(const parallel::pipeline::PipelineSetup& setup,
-                                 const ClusterSpec& cluster, const std::string& matmul_dtype = "");
+                                 const ClusterSpec& cluster, const std::string& matmul_dtype = "",
+                                 const std::string& optimizer = "sgd");
 
 }  // namespace spora::sim

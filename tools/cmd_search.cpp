@@ -383,7 +383,7 @@ int run_config(const Options& o, std::FILE* out, Outcome* outcome) {
             sim::pipeline_program(parallel::pipeline::setup_pipeline(
                                       o.file, po, with_pipeline(ps::strategy_json(g, a), o),
                                       "candidate", sim::node_cost),
-                                  cluster));
+                                  cluster, "", o.optimizer));
         return Simulated{pr.step_seconds, pr.peak_memory};
       }
       const parallel::Strategy s =

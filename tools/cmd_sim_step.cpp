@@ -160,7 +160,7 @@ int run_pipeline_sim(const Options& o, const sim::ClusterSpec& cluster, const st
   if (o.batch > 0) so.batch = o.batch;
   const sim::PipelineProgram p = sim::pipeline_program(
       parallel::pipeline::setup_pipeline(o.file, so, text, o.strategy, sim::node_cost), cluster,
-      o.matmul_dtype);
+      o.matmul_dtype, o.optimizer);
   if (p.devices() > cluster.device_count())
     throw UsageError(fmt::format("the pipeline needs {} devices but {} has {}", p.devices(),
                                  cluster.name, cluster.device_count()));
@@ -179,9 +179,13 @@ int run_pipeline_sim(const Options& o, const sim::ClusterSpec& cluster, const st
     for (std::size_t k = 0; k < r.stages.size(); ++k)
       stages += fmt::format(
           "{}{{\"forward\": {:.9g}, \"backward\": {:.9g}, \"busy\": {:.9g}, "
-          "\"peak_in_flight\": {}}}",
+          "\"peak_in_flight\": {}, \"parameter_bytes\": {:.0f}, \"gradient_bytes\": {:.0f}, "
+          "\"optimizer_state_bytes\": {:.0f}, \"activation_bytes\": {:.0f}, \"memory_bytes\": "
+          "{:.0f}}}",
           k ? ", " : "", r.stages[k].times.forward, r.stages[k].times.backward, r.stages[k].busy,
-          r.stages[k].peak_in_flight);
+          r.stages[k].peak_in_flight, r.stages[k].memory.parameters, r.stages[k].memory.gradients,
+          r.stages[k].memory.optimizer_state, r.stages[k].memory.activations,
+          r.stages[k].memory.peak_memory());
     std::printf(
         "{\"strategy\": \"%s\", \"ranks\": %lld, \"micro_batches\": %d, \"schedule\": "
         "\"%s\", \"step_seconds\": %.9g, \"pipeline_seconds\": %.9g, \"bubble\": %.6g, "

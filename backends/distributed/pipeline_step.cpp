@@ -59,6 +59,11 @@ std::string pipeline_ir(const TrainStepOptions& o, const std::string& text,
 std::shared_ptr<const pp::PipelineSetup> prepare_pipeline(const TrainStepOptions& o,
                                                           const std::string& text,
                                                           const std::string& origin) {
+  if (o.optimizer != "sgd")
+    throw lang::UserError(fmt::format(
+        "{}: `spora train-step` runs a pipeline strategy with sgd only, not --optimizer {} (a "
+        "program's own optimizer runs with it under `spora run --strategy`)",
+        origin, o.optimizer));
   return std::make_shared<const pp::PipelineSetup>(
       pp::setup_pipeline(o.file, step_options(o), text, origin,
                          o.stage_cost ? o.stage_cost : pp::NodeCost(pp::default_node_cost)));

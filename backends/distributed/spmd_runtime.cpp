@@ -386,6 +386,13 @@ struct SpmdRuntime::Impl {
     if (in_stage) return false;  // a stage program's node (step 9): its runner places nothing
     const sem::Primitive& p = *n.prim;
     const std::string& name = p.name;
+    if (pipe && name == "shard_hint" && n.attrs.has("owner") && n.type && n.type->is_tensor()) {
+      // A parameter's field in a record the program builds (the model, its gradient, the
+      // optimizer's state): owned by its stage from the start.
+      const Layout l = Layout::parse(n.attrs.get_string("layout"), mesh, static_cast<int>(n.type->rank()));
+      result = own(in.at(0), n.type, id_of(l, false, static_cast<int>(n.attrs.get_int("owner"))));
+      return true;
+    }
     if (is_structural(name)) return false;
     if (pipe && !p.effectful && name != "make_record" && name != "load") {
       bool any = false;
@@ -408,6 +415,12 @@ struct SpmdRuntime::Impl {
       return true;
     }
     if (p.effectful) {
+      // An owned value an effect reads (save, print) is not kept whole after it.
+      keep_fetched = false;
+      struct Reset {
+        bool& flag;
+        ~Reset() { flag = true; }
+      } reset{keep_fetched};
       for (size_t i = 0; i < in.size(); ++i) in[i] = whole(in[i], n.inputs[i]->type);
       if (is_rank0_effect(name) && world.rank() != 0 && !rt.plan_.tag_all_ranks) {
         result = n.type && n.type->kind == sem::Type::Kind::Tuple ? Value::tuple({}) : Value();
@@ -505,6 +518,7 @@ struct SpmdRuntime::Impl {
   std::shared_ptr<const parallel::pipeline::PipelineSetup> pipe;
   std::unique_ptr<StageRunner> runner;
   bool in_stage = false;
+  bool keep_fetched = true;  // a fetched value is kept while its owned source lives
   // The global types of the empty placeholders of values owned by another stage.
   struct Absent {
     std::weak_ptr<sem::Storage> storage;
@@ -556,8 +570,10 @@ struct SpmdRuntime::Impl {
     Value out = sem::kernel_for(prim("all_reduce"))({local}, a);
     set_placement(out, id_of(l));
     out = whole(out, global);
-    prune();
-    redistributed[key] = {v.tensor.storage(), out};
+    if (keep_fetched) {
+      prune();
+      redistributed[key] = {v.tensor.storage(), out};
+    }
     return out;
   }
   // An elementwise primitive over owned values of one stage and layout with the output's shape
@@ -812,7 +828,20 @@ void SpmdRuntime::install() {
         });
 }
 
-int SpmdRuntime::pin_parameters(ir::Module& m) const { return pin_plan(m, plan_); }
+int SpmdRuntime::pin_parameters(ir::Module& m) const {
+  if (!impl_->pipe) return pin_plan(m, plan_);
+  // Step 9: every parameter's field, wherever the program builds it, owned by its stage.
+  const parallel::pipeline::PipelineSetup& s = *impl_->pipe;
+  std::map<std::string, std::string> layouts;
+  std::map<std::string, int64_t> owners;
+  for (size_t st = 0; st < s.program.stages.size(); ++st)
+    for (size_t j = 0; j < s.program.stages[st].params.size(); ++j) {
+      const std::string& name = s.full.param_names.at(s.program.stages[st].params[j]);
+      layouts[name] = Impl::on_world(s.parts[st].param_layouts[j]).to_string(plan_.mesh);
+      owners[name] = static_cast<int64_t>(st);
+    }
+  return parallel::pin_record_fields(m, layouts, &plan_.mesh, plan_.origin, false, false, &owners);
+}
 
 void SpmdRuntime::set_pipeline(std::shared_ptr<const parallel::pipeline::PipelineSetup> setup) {
   impl_->pipe = std::move(setup);

@@ -17,6 +17,7 @@ struct Pinner {
   explicit Pinner(ir::Module& module) : m(module) {}
   ir::Module& m;
   std::map<std::string, std::string> by_path;  // "l1.w" -> layout text
+  std::map<std::string, int64_t> owner_by_path;  // "l1.w" -> the owning pipeline stage
   const sem::Primitive* hint = nullptr;
   const Mesh* mesh = nullptr;
   std::string origin;
@@ -46,6 +47,8 @@ struct Pinner {
         sem::Attrs a;
         a.set("layout", named ? it->second
                               : Layout::replicated(static_cast<int>(x->type->rank())).to_string());
+        if (auto o = owner_by_path.find(path); named && o != owner_by_path.end())
+          a.set("owner", o->second);
         if (x->is_param() && x->graph) {
           record->inputs[i] = hint_param(x, a);
           continue;
@@ -105,7 +108,7 @@ struct Pinner {
 
 int pin_record_fields(ir::Module& m, const std::map<std::string, std::string>& layouts_by_name,
                       const Mesh* mesh, const std::string& origin, bool every_model_field,
-                      bool early) {
+                      bool early, const std::map<std::string, int64_t>* owners) {
   if (layouts_by_name.empty() && !every_model_field) return 0;
   Pinner p(m);
   p.every_model_field = every_model_field;
@@ -117,6 +120,8 @@ int pin_record_fields(ir::Module& m, const std::map<std::string, std::string>& l
     const std::string path = dot == std::string::npos ? name : name.substr(dot + 1);
     p.by_path[path] = text;
     p.names[path] = name;
+    if (owners)
+      if (auto o = owners->find(name); o != owners->end()) p.owner_by_path[path] = o->second;
   }
   p.hint = sem::Registry::instance().find("shard_hint");
   if (!p.hint) throw lang::InternalError("pin_record_fields needs the primitive shard_hint");

@@ -18,6 +18,8 @@
 // the runtime adds its ZeRO split to that layout. With `early`, a hint follows the definition of
 // the value it wraps (when that is a node of the record's graph) instead of preceding the record:
 // a gradient is placed as soon as it is computed, not when the gradient record is built.
+// With `owners` (a pipeline, backends/distributed/spmd_runtime.h step 9), a named field's hint
+// also carries the owning stage (attribute "owner").
 // A field that is a graph parameter (a loop's carried state: the model, the optimizer state) is
 // hinted first in its graph instead, and every use of the parameter reads the hint: the values a
 // loop carries are placed from its first iteration on.
@@ -37,6 +39,7 @@ namespace spora::parallel {
 
 int pin_record_fields(ir::Module& m, const std::map<std::string, std::string>& layouts_by_name,
                       const Mesh* mesh = nullptr, const std::string& origin = "strategy",
-                      bool every_model_field = false, bool early = false);
+                      bool every_model_field = false, bool early = false,
+                      const std::map<std::string, int64_t>* owners = nullptr);
 
 }  // namespace spora::parallel

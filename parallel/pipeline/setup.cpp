@@ -54,12 +54,8 @@ PipelineSetup setup_pipeline(const std::string& file, const StepOptions& options
                       f.params[i]->name, a.str(), s.batch, b.str(), s.micro_batch));
   }
   s.inner = parse_strategy(inner_strategy_json(text, origin), m, origin);
-  // The stage programs are built and updated by the pipelined runtime, not by
-  // partition_training_step: say what it does not do rather than ignore it.
-  if (options.optimizer != "sgd")
-    throw lang::UserError(
-        fmt::format("{}: a pipeline strategy trains with sgd only for now, not --optimizer {}",
-                    origin, options.optimizer));
+  // The stage programs are built and updated by the pipelined runtimes, not by
+  // partition_training_step: say what they do not do rather than ignore it.
   if (s.inner.optimizer_shard >= 0 || s.inner.recompute_all || !s.inner.recompute.empty())
     throw lang::UserError(fmt::format(
         "{}: \"optimizer_shard\" and \"recompute\" do not combine with \"pipeline\" yet (the "

@@ -11,8 +11,8 @@
 //
 // Checks (lang::UserError naming `origin`): M divides B, the micro-batch's step takes the same
 // inputs as the batch's with dimension 0 of the data cut, and what the pipelined runs do not do:
-// an optimizer other than sgd, "optimizer_shard", "recompute" (the stages already recompute
-// their forward pass in the backward pass). Building swaps the process-wide autodiff hook
+// "optimizer_shard", "recompute" (the stages already recompute their forward pass in the
+// backward pass). The optimizer is the consumer's (the harness trains with sgd only). Building swaps the process-wide autodiff hook
 // (parallel/step/step_graph.h): build once, share between in-process ranks.
 #pragma once
 
