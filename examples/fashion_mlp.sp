@@ -5,6 +5,8 @@
 #   ./spora run examples/fashion_mlp.sp
 #   ./spora run examples/fashion_mlp.sp --ranks 2     # the same program on 2 MPI ranks: each
 #                                                      # batch cut between them, rank 0 prints
+#   ./spora run examples/fashion_mlp.sp --ranks 2 --strategy examples/strategies/fashion_pp2.json
+#                                                      # 2 pipeline stages (l1 | l2), 4 micro-batches
 #
 # Prints a progress bar per epoch on stderr and a line per epoch on stdout, then writes the
 # curves (fashion_mlp.csv, fashion_mlp.svg) and the trained model (fashion_mlp.ckpt).
@@ -20,12 +22,14 @@ model MLP(hidden: int = 256) {
 
 def loss(net: MLP, x, y) = cross_entropy(net(x), y)
 
+let batch = 64  # the training batch (a pipeline builds the step of a micro-batch from it)
+
 def main() {
     var net = MLP(hidden=256, seed=0)
     let opt = adam(lr=0.001, schedule=cosine_annealing_lr(0.001, 5 * 938))
     var state = opt.init(net)
     for epoch in range(5) {
-        for (x, y) in fashion_mnist("train", batch=64, shuffle=true, seed=0, flatten=true, progress=true) {
+        for (x, y) in fashion_mnist("train", batch=batch, shuffle=true, seed=0, flatten=true, progress=true) {
             let (l, g) = value_and_grad(loss)(net, x, y)
             (net, state) = opt.update(net, g, state)
             report("loss", l)

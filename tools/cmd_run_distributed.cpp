@@ -101,7 +101,7 @@ std::string auto_strategy(const std::string& path, const DistributedArgs& d, int
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || text.str().empty())
     throw lang::UserError("--auto: the strategy search failed (its message is above)");
   nlohmann::json j = nlohmann::json::parse(text.str());
-  for (const char* key : {"ops", "recompute", "pipeline"})
+  for (const char* key : {"ops", "recompute"})
     if (j.contains(key)) {
       std::cerr << fmt::format(
           "spora run: --auto: the search's \"{}\" is left out (a program "

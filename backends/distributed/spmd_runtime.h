@@ -78,9 +78,11 @@
 //      (program_pipeline.h); that call runs as the pipeline's schedule: the batch cut into M
 //      micro-batches, each stage's forward and backward programs on this rank's stage
 //      (stage_runner.h), activations and their cotangents sent between stages, the loss (the
-//      mean of the micro-batch losses) made whole on every rank. A parameter, its gradient and
-//      whatever the program computes from them elementwise (the optimizer's state and update) are
-//      *owned* by the parameter's stage: only that stage's ranks hold them (in the stage's
+//      mean of the micro-batch losses) made whole on every rank. (A short last batch has a type of
+//      its own, so the lowering makes another copy of the loop body for it, whose derivative is
+//      not the captured step: it runs as any other code, on every rank, owned values fetched.)
+//      A parameter, its gradient and whatever the program computes from them elementwise (the
+//      optimizer's state and update) are *owned* by the parameter's stage: only that stage's ranks hold them (in the stage's
 //      layout), the others hold an empty placeholder and skip the update. Any other use of an
 //      owned value (an evaluation pass, print, save) gets it from its stage first (an all-reduce
 //      over the pp axis, the other stages adding zeros), kept while the value lives.

@@ -1,6 +1,7 @@
-# examples/fashion_mlp.sp with limit= (1024 training and 1000 test images, 2 epochs): the
-# distributed tests run it unchanged otherwise on 2 and 4 ranks against one device. `let batch`
-# is for --auto: the strategy search builds the training step with that batch.
+# examples/fashion_mlp.sp with limit= (1000 training images: 15 batches of 64 and one of 40;
+# 1000 test images; 2 epochs): the distributed tests run it unchanged otherwise on 2 and 4 ranks
+# against one device. `let batch` is for --auto (the strategy search builds the training step
+# with that batch) and for pipelines (the step of a micro-batch).
 import std.nn
 import std.optim
 
@@ -19,7 +20,7 @@ def main() {
     let opt = adam(lr=0.001, schedule=cosine_annealing_lr(0.001, 2 * 16))
     var state = opt.init(net)
     for epoch in range(2) {
-        for (x, y) in fashion_mnist("train", batch=batch, shuffle=true, seed=0, flatten=true, progress=true, limit=1024) {
+        for (x, y) in fashion_mnist("train", batch=batch, shuffle=true, seed=0, flatten=true, progress=true, limit=1000) {
             let (l, g) = value_and_grad(loss)(net, x, y)
             (net, state) = opt.update(net, g, state)
             report("loss", l)

@@ -1,5 +1,6 @@
 # A user's own training program (mlp_f64.sp with a module-level `let batch`, which a pipeline
-# needs to build the step of a micro-batch), run unchanged on 1 rank and on a 2-stage pipeline
+# needs to build the step of a micro-batch; limit=544: 8 batches of 64 and a short one of 32,
+# which has a type of its own and runs unpipelined on every rank), run unchanged on 1 rank and on a 2-stage pipeline
 # (pp2.json: 4 micro-batches, 1F1B; dp2pp2.json: and 2 data-parallel ranks per stage); the test
 # compares the printed lines and the checkpoint with the 1-rank run.
 
@@ -33,7 +34,7 @@ def main() {
     var t = 0.0
     for epoch in range(2) {
         var total = 0.0
-        for (x, y) in fashion_mnist("train", batch=batch, shuffle=true, seed=0, flatten=true, limit=512) {
+        for (x, y) in fashion_mnist("train", batch=batch, shuffle=true, seed=0, flatten=true, limit=544) {
             let (l, g) = value_and_grad(loss)(net, x, y)
             t = t + 1.0
             (net, m, v) = adam_step(net, g, m, v, cast(t, f64))
