@@ -174,6 +174,7 @@ int cmd_run(const std::string& path, const RunOptions& opts) {
     if (!opts.profile.empty()) {
       profiler = std::make_unique<runtime::RunProfiler>(&sources);
       interp.set_trace(profiler->hook());
+      if (opts.spmd) opts.spmd->set_profiler(profiler.get());  // a pipeline's stage passes
     }
     const int64_t live_before = sem::memory_stats().live_bytes;  // the module's constants
     sem::reset_peak_memory();
@@ -203,6 +204,7 @@ int cmd_run(const std::string& path, const RunOptions& opts) {
             l.kernels, l.graph_launches, l.captures, l.capture_failures, l.captured);
       }
     }
+    if (opts.spmd) opts.spmd->set_profiler(nullptr);
     if (profiler) {
       std::cout.flush();
       profiler->write(opts.profile, std::cerr);

@@ -843,6 +843,10 @@ int SpmdRuntime::pin_parameters(ir::Module& m) const {
   return parallel::pin_record_fields(m, layouts, &plan_.mesh, plan_.origin, false, false, &owners);
 }
 
+void SpmdRuntime::set_profiler(runtime::RunProfiler* profiler) {
+  if (impl_->runner) impl_->runner->set_profiler(profiler);
+}
+
 void SpmdRuntime::set_pipeline(std::shared_ptr<const parallel::pipeline::PipelineSetup> setup) {
   impl_->pipe = std::move(setup);
   impl_->runner = std::make_unique<StageRunner>(*impl_->pipe, impl_->world);

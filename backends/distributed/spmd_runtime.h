@@ -109,6 +109,9 @@ class Communicator;
 namespace spora::parallel::pipeline {
 struct PipelineSetup;
 }
+namespace spora::runtime {
+class RunProfiler;
+}
 
 namespace spora::distributed {
 
@@ -176,6 +179,9 @@ class SpmdRuntime {
   int pin_parameters(ir::Module& m) const;
   // Step 9: the pipeline's setup for the program (program_pipeline.h), before install().
   void set_pipeline(std::shared_ptr<const parallel::pipeline::PipelineSetup> setup);
+  // --profile: a pipeline's stage passes and receives as spans of this run's timeline (null:
+  // none).
+  void set_profiler(runtime::RunProfiler* profiler);
   // Hooks the interpreter (process-wide) until destroyed.
   void install();
   int rank() const;
