@@ -351,6 +351,10 @@ AV Lowerer::eval_attribute(AV obj, const std::string& name, lang::SourceRange r)
       fail(r, fmt::format("module '{}' has no member '{}'", obj->s, name));
     return it->second.value;
   }
+  // A static number is a scalar: it has the attributes of the constant it becomes (eager mode
+  // knows the value of a run-time condition, so `1 if c else 2` is static there).
+  if (is_static_number(obj) && (name == "shape" || name == "ndim" || name == "dtype" || name == "T"))
+    return eval_attribute(make_node(to_node(obj, r)), name, r);
   if (obj->kind == AK::Node && obj->type->is_tensor()) {
     const Type& t = *obj->type;
     if (name == "shape") {

@@ -734,7 +734,7 @@ AV Lowerer::call_def_body(const AVal& fn, std::vector<Arg> args, lang::SourceRan
                         custom ? "custom_grad" : jit ? "jit" : "checkpoint"));
   for (const auto& d : def.decorators)
     if (d.name == "inline") inline_call = true;
-  if (!force_graph && (eager_ || (ad_inline_ && !is_recursive(&def)))) inline_call = true;
+  if (!force_graph && (op_by_op() || (ad_inline_ && !is_recursive(&def)))) inline_call = true;
   std::string key = fmt::format("{}|{}", static_cast<const void*>(&def), fn.self ? skeleton_key(fn.self) : "");
   for (const auto& b : bound) key += "|" + skeleton_key(b);
   if (recompute) key += "|recompute";
@@ -861,10 +861,12 @@ AV Lowerer::call_def_body(const AVal& fn, std::vector<Arg> args, lang::SourceRan
       }
     }
   }
-  // Inline.
-  if (inline_depth_ > 64)
-    fail(r, fmt::format("'{}' recurses through compile-time values too deeply (64 levels); give it run-time "
-                        "arguments and a declared return type", fname));
+  // Inline. Op by op (eager mode), a recursion is as deep as its run-time values make it.
+  if (inline_depth_ > max_inline_depth())
+    fail(r, op_by_op() ? fmt::format("'{}' recurses too deeply ({} levels)", fname, max_inline_depth())
+                       : fmt::format("'{}' recurses through compile-time values too deeply ({} levels); give it "
+                                     "run-time arguments",
+                                     fname, max_inline_depth()));
   ++inline_depth_;
   struct Guard {
     int& d;
@@ -946,7 +948,8 @@ AV Lowerer::call_closure(const AVal& clo, std::vector<Arg> args, lang::SourceRan
       fail(r, fmt::format("missing argument '{}' in call to the lambda", lam.params[k].name));
     env.declare(lam.params[k].name, Binding{eval(*lam.params[k].default_value, env), false, lam.params[k].range});
   }
-  if (inline_depth_ > 64) fail(r, "lambdas call each other too deeply (64 levels)");
+  if (inline_depth_ > max_inline_depth())
+    fail(r, fmt::format("lambdas call each other too deeply ({} levels)", max_inline_depth()));
   ++inline_depth_;
   struct Guard {
     int& d;

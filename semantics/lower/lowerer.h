@@ -146,6 +146,10 @@ class Lowerer {
 
   // ---- state
   bool eager_ = false;        // every node runs as soon as it is emitted (module_.on_add)
+  // Whether the nodes emitted now run as they are emitted: eager mode, emitting into the entry
+  // graph. The graph of a @jit, @checkpoint or @custom_grad function is lowered like graph
+  // mode's even in eager mode (its loops become loop nodes: their bounds are not known yet).
+  bool op_by_op() const { return eager_ && graph_ == module_.entry; }
   bool x64_ = false;          // f32 means f64 (LowerOptions::x64)
   bool grad_check_ = false;   // emit derivative checks after each transform
   DType float_dtype() const { return x64_ ? DType::f64 : DType::f32; }
@@ -230,6 +234,8 @@ class Lowerer {
   };
   std::map<std::string, Spec> specs_;
   int inline_depth_ = 0;
+  // How deeply functions may inline into each other: eager mode runs recursion by inlining.
+  int max_inline_depth() const { return op_by_op() ? 1000 : 64; }
   std::vector<std::string> inline_stack_;
   int64_t model_counter_ = 0;
 };

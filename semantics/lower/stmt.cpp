@@ -366,7 +366,7 @@ void emit_loop(Lowerer& L, const char* prim, std::vector<ir::Node*> inputs, cons
 }  // namespace
 
 void Lowerer::lower_while(const Stmt& s, Env& env) {
-  if (eager_) {
+  if (op_by_op()) {
     // Op by op: test the condition on its value, run the body, repeat.
     for (;;) {
       AV cv = known(eval(*s.cond, env));
@@ -516,7 +516,7 @@ void Lowerer::lower_for(const Stmt& s, Env& env) {
     fail(it.range, fmt::format("cannot iterate over {}", describe(iterable)));
   }
 
-  if (eager_ && !over_iter) {
+  if (op_by_op() && !over_iter) {
     // Op by op: the bounds are known, the loop variable is a compile-time integer.
     auto value_of = [&](ir::Node* n) -> int64_t {
       AV k = known(make_node(n));
@@ -539,7 +539,7 @@ void Lowerer::lower_for(const Stmt& s, Env& env) {
     }
     return;
   }
-  if (eager_ && over_iter && lower_for_eager_iter(s, iterable, env)) return;
+  if (op_by_op() && over_iter && lower_for_eager_iter(s, iterable, env)) return;
   std::set<std::string> declared;
   {
     std::vector<std::string> loop_names;
