@@ -257,6 +257,7 @@ Flow Lowerer::lower_if(const std::vector<lang::StmtPtr>& stmts, size_t i, Env& e
   ir::Graph* saved = graph_;
   ir::Graph* branches[2];
   AV results[2];
+  std::optional<RecursionPending> pending[2];
   for (int k = 0; k < 2; ++k) {
     branches[k] = module_.add_graph(saved->name + (k == 0 ? ".then" : ".else"), saved);
     graph_ = branches[k];
@@ -278,12 +279,24 @@ Flow Lowerer::lower_if(const std::vector<lang::StmtPtr>& stmts, size_t i, Env& e
         results[k] = materialise_numbers(make_tuple(vals), s.range);
       }
       if (contains_error(results[k])) throw Abort{};
+    } catch (const RecursionPending& p) {
+      pending[k] = p;
     } catch (...) {
       graph_ = saved;
       throw;
     }
     graph_ = saved;
   }
+  // Inferring a recursive function's result type (lowerer.cpp): the branch without the
+  // pending recursive call is the base case; its result stands for the if's.
+  if (pending[0] && pending[1]) throw *pending[0];
+  if (pending[0] || pending[1]) {
+    const AV& base = results[pending[0] ? 1 : 0];
+    if (returns) return Flow{true, base, s.range};
+    for (size_t v = 0; v < vars.size(); ++v) env.lookup_mutable(vars[v])->value = base->elems[v];
+    return Flow{};
+  }
+  if (contains_function(results[0]) || contains_function(results[1])) fail_run_time_function(s.range, "this if", results);
   if (skeleton_key(results[0]) != skeleton_key(results[1])) {
     if (returns)
       fail(s.range, fmt::format("the branches of this if return different types: {} and {}",
@@ -295,10 +308,6 @@ Flow Lowerer::lower_if(const std::vector<lang::StmtPtr>& stmts, size_t i, Env& e
   }
   for (int k = 0; k < 2; ++k) {
     graph_ = branches[k];
-    if (contains_function(results[k])) {
-      graph_ = saved;
-      fail(s.range, "an if with a run-time condition cannot produce a function value");
-    }
     branches[k]->output = pack(results[k], s.range);
     graph_ = saved;
   }
