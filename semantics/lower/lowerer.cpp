@@ -872,6 +872,7 @@ AV Lowerer::call_def_body(const AVal& fn, std::vector<Arg> args, lang::SourceRan
         std::vector<std::string> tried;
         for (;;) {
           const size_t mark = spec_order_.size();
+          const int64_t models = model_counter_;
           f = lower_graph(fname);
           if (!infer) break;
           got = materialise_numbers(f.value, f.range);
@@ -881,6 +882,7 @@ AV Lowerer::call_def_body(const AVal& fn, std::vector<Arg> args, lang::SourceRan
           module_.remove_graph(g);
           s.graph = nullptr;
           drop_specs_since(mark);
+          model_counter_ = models;
           if (tried.size() == 8 || contains_function(got)) {
             s.inferred_result = nullptr;
             fail(def.name_range,
@@ -964,11 +966,13 @@ void Lowerer::drop_specs_since(size_t mark) {
 AV Lowerer::probe_base_case(Spec& s, const std::string& fname, const lang::FuncDef& def,
                             const std::function<Flow(const std::string&)>& lower) {
   const size_t mark = spec_order_.size();
+  const int64_t models = model_counter_;  // models made in the dropped graph do not count
   ir::Graph* saved = graph_;
   AV base;
   lang::SourceRange call;
   auto drop = [&] {
     graph_ = saved;
+    model_counter_ = models;
     s.probing = false;
     if (s.graph) module_.remove_graph(s.graph);
     s.graph = nullptr;
