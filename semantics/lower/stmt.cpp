@@ -142,6 +142,7 @@ Flow Lowerer::lower_block(const std::vector<lang::StmtPtr>& stmts, size_t from, 
   for (size_t i = from; i < stmts.size(); ++i) {
     const Stmt& s = *stmts[i];
     eager_block.statement_start();
+    const int errors = diags_.error_count();
     try {
       switch (s.kind) {
         case StmtKind::Let: {
@@ -200,6 +201,9 @@ Flow Lowerer::lower_block(const std::vector<lang::StmtPtr>& stmts, size_t from, 
         case StmtKind::Pass: break;
       }
     } catch (const Abort&) {
+      // Op by op (eager mode), the program stops at its first error, as graph mode runs
+      // nothing after one.
+      if (op_by_op()) throw;
       // Poison what the statement would have bound, and go on with the next statement.
       if (s.kind == StmtKind::Let) {
         std::vector<std::string> ns;
@@ -214,6 +218,7 @@ Flow Lowerer::lower_block(const std::vector<lang::StmtPtr>& stmts, size_t from, 
         return Flow{true, make_error(), s.range};
       }
     }
+    if (op_by_op() && diags_.error_count() > errors) throw Abort{};  // reported in a graph it called
     eager_block.statement_end();
   }
   return Flow{};
