@@ -14,9 +14,13 @@
 //     an Apply node.
 //  3. A call of a `def` whose arguments and result are run-time data becomes a call of a
 //     graph specialised for the arguments' types (one graph per signature, cached;
-//     recursion calls the graph being built, which needs a declared return type). A call
+//     recursion calls the graph being built: with the declared return type, or else with the
+//     type of the base case, the branch that does not recurse, until the body's result has the
+//     type its recursive calls were given). A call
 //     that passes or returns functions, or returns static values, is inlined instead, so
 //     closures and higher-order functions never survive into the IR as run-time values.
+//     Eager mode runs the entry graph as it is lowered, inlining every call (recursion too);
+//     the graphs of @jit, @checkpoint and @custom_grad functions are lowered as in graph mode.
 //  4. Control flow with a static condition is decided at compile time; with a run-time
 //     condition it becomes structured IR: `if` with two branch graphs, `while` with
 //     cond/body graphs, `for_range`, `for_each`; variables a branch or a loop body reassigns

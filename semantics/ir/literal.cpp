@@ -1,6 +1,7 @@
 // Typed values of IR literals (see literal.h).
 #include "semantics/ir/literal.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -204,6 +205,11 @@ sem::Attr attr_value(const sem::Primitive& prim, const std::string& name, const 
       return any_attr(lit);
     case AK::Int:
       if (auto i = as_int(lit)) return *i;
+      if (is_none) {  // an attribute given at run time, as the last input (semantics/lower/call.cpp)
+        const auto* run_time = prim.facet<std::vector<std::string>>("run_time_attrs");
+        if (run_time && std::find(run_time->begin(), run_time->end(), name) != run_time->end())
+          return std::monostate{};
+      }
       return bad("an integer");
     case AK::IntOrNone:
       if (is_none) return std::monostate{};

@@ -2,6 +2,8 @@
 // literal typing), built-in special forms, and model construction.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "semantics/lower/lowerer.h"
 
 namespace spora::sem::lower {
@@ -88,6 +90,13 @@ std::optional<Attr> to_attr(const AV& v, AttrKind k) {
       }
   }
   return std::nullopt;
+}
+
+// Whether attribute `name` of `prim` may be given at run time: the primitive lists it under the
+// facet "run_time_attrs" (a std::vector<std::string>; the data primitives' `seed`).
+bool run_time_attr(const Primitive& prim, const std::string& name) {
+  const auto* names = prim.facet<std::vector<std::string>>("run_time_attrs");
+  return names && std::find(names->begin(), names->end(), name) != names->end();
 }
 
 bool tensorish(const AV& v) { return is_static_number(v) || (v->kind == AK::Node && v->type->is_tensor()); }
@@ -195,6 +204,7 @@ AV Lowerer::call_primitive(const Primitive& prim, std::vector<Arg> args, lang::S
     return to_node(v, ar, dt);
   };
   bool skipped_optional = false;
+  std::vector<ir::Node*> run_time_attrs;  // appended to the inputs, after all the others
   AV value_arg;  // the first Value argument with a structure (a model, a tuple)
   for (size_t k = 0; k < ps.size(); ++k) {
     const ParamSpec& p = ps[k];
@@ -264,7 +274,14 @@ AV Lowerer::call_primitive(const Primitive& prim, std::vector<Arg> args, lang::S
           }
           break;
         }
-        auto a = to_attr(bound[k]->value, p.attr_kind);
+        const AV& v = bound[k]->value;
+        if (p.attr_kind == AttrKind::Int && v->kind == AK::Node && v->type->is_scalar() &&
+            is_integer(v->type->dtype) && run_time_attr(prim, p.name)) {
+          attrs.set(p.name, std::monostate{});
+          run_time_attrs.push_back(v->node);
+          break;
+        }
+        auto a = to_attr(v, p.attr_kind);
         if (!a)
           fail(bound[k]->range, fmt::format("argument '{}' of {} must be {}, not {}", p.name, prim.name,
                                             attr_kind_name(p.attr_kind), describe(bound[k]->value)));
@@ -281,6 +298,7 @@ AV Lowerer::call_primitive(const Primitive& prim, std::vector<Arg> args, lang::S
     }
     attrs = wide;
   }
+  inputs.insert(inputs.end(), run_time_attrs.begin(), run_time_attrs.end());
   if (shard) inputs = shard_inputs(prim.name, std::move(inputs), *shard);
   AV result = emit(prim.name, std::move(inputs), std::move(attrs), r);
   // A primitive that returns the type of its Value argument (`load(path, like=net)`) gives a

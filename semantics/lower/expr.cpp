@@ -289,20 +289,28 @@ AV Lowerer::eval_conditional(const lang::Expr& e, Env& env) {
   AV results[2];
   ir::Graph* branches[2];
   const lang::Expr* exprs[2] = {e.then_expr.get(), e.else_expr.get()};
+  std::optional<RecursionPending> pending[2];
   for (int k = 0; k < 2; ++k) {
     branches[k] = module_.add_graph(saved->name + (k == 0 ? ".then" : ".else"), saved);
     graph_ = branches[k];
     try {
       Env benv = env;
       results[k] = materialise_numbers(eval(*exprs[k], benv), exprs[k]->range);
+    } catch (const RecursionPending& p) {
+      pending[k] = p;
     } catch (...) {
       graph_ = saved;
       throw;
     }
-    if (contains_function(results[k]))
-      fail(exprs[k]->range, "a conditional expression with a run-time condition cannot produce a function");
     graph_ = saved;
   }
+  // Inferring a recursive function's result type (lowerer.cpp): the branch without the
+  // pending recursive call is the base case, and its value stands for the conditional's.
+  if (pending[0] && pending[1]) throw *pending[0];
+  if (pending[0]) return results[1];
+  if (pending[1]) return results[0];
+  if (contains_function(results[0]) || contains_function(results[1]))
+    fail_run_time_function(e.range, "this conditional expression", results);
   // Numbers meet their counterpart's dtype: re-materialise a weak constant branch if needed.
   if (skeleton_key(results[0]) != skeleton_key(results[1]))
     fail(e.range, fmt::format("the branches of a conditional expression have different types: {} and {}",
@@ -317,6 +325,46 @@ AV Lowerer::eval_conditional(const lang::Expr& e, Env& env) {
                                    module_.add_graph_constant(graph_, branches[1], loc(e.range))},
                                   {}, branches[0]->output->type, loc(e.range));
   return unpack(results[0], n, e.range);
+}
+
+namespace {
+// The first function inside v (through tuples and records), or null.
+const AVal* first_function(const AV& v) {
+  if (is_function(v) || v->kind == AK::Transform || v->kind == AK::Pullback) return v.get();
+  for (const AV& e : v->elems)
+    if (const AVal* f = first_function(e)) return f;
+  return nullptr;
+}
+
+// Where function f is written (invalid for built-ins, transforms and pullbacks).
+lang::SourceRange function_range(const AVal& f) {
+  if (f.kind == AK::Closure && f.lambda) return f.lambda->range;
+  if (f.kind == AK::Def && f.def) return f.def->name_range;
+  return {};
+}
+
+std::string function_words(const AVal& f) {
+  const lang::SourceRange where = function_range(f);
+  if (f.kind == AK::Closure && where.valid())
+    return fmt::format("the lambda at line {}, column {}", where.begin.line, where.begin.col);
+  return describe(std::make_shared<AVal>(f));
+}
+}  // namespace
+
+void Lowerer::fail_run_time_function(lang::SourceRange r, const std::string& construct, const AV (&results)[2]) {
+  std::string gives[2];
+  for (int k = 0; k < 2; ++k) {
+    const AVal* f = first_function(results[k]);
+    gives[k] = f ? function_words(*f) : describe(results[k]);
+  }
+  error(r, fmt::format("{} chooses between {} and {} by a run-time condition, but a function value "
+                       "cannot depend on run-time data in graph mode; decide with a compile-time "
+                       "condition, or call the functions in the branches and choose between their results",
+                       construct, gives[0], gives[1]));
+  for (int k = 0; k < 2; ++k)
+    if (const AVal* f = first_function(results[k]); f && function_range(*f).valid())
+      diags_.note(function_range(*f), fmt::format("the {}-branch gives {}", k == 0 ? "then" : "else", function_words(*f)));
+  throw Abort{};
 }
 
 AV Lowerer::eval_attribute(AV obj, const std::string& name, lang::SourceRange r) {
@@ -351,6 +399,10 @@ AV Lowerer::eval_attribute(AV obj, const std::string& name, lang::SourceRange r)
       fail(r, fmt::format("module '{}' has no member '{}'", obj->s, name));
     return it->second.value;
   }
+  // A static number is a scalar: it has the attributes of the constant it becomes (eager mode
+  // knows the value of a run-time condition, so `1 if c else 2` is static there).
+  if (is_static_number(obj) && (name == "shape" || name == "ndim" || name == "dtype" || name == "T"))
+    return eval_attribute(make_node(to_node(obj, r)), name, r);
   if (obj->kind == AK::Node && obj->type->is_tensor()) {
     const Type& t = *obj->type;
     if (name == "shape") {

@@ -624,6 +624,22 @@ AV Lowerer::check_annotation(const AV& v, const lang::TypeExpr& t, Env& env, con
 
 // ------------------------------------------------------------------ calling functions
 namespace {
+// "a, then b, then c".
+std::string chain(const std::vector<std::string>& xs) {
+  std::string out;
+  for (const auto& x : xs) out += (out.empty() ? "" : ", then ") + x;
+  return out;
+}
+
+// v's structure and types, without its nodes (they may belong to a graph that is dropped).
+AV type_skeleton(const AV& v) {
+  if (v->kind != AK::Node && v->kind != AK::Tuple && v->kind != AK::Record) return v;
+  auto c = std::make_shared<AVal>(*v);
+  c->node = nullptr;
+  for (auto& e : c->elems) e = type_skeleton(e);
+  return c;
+}
+
 // The field path of a model instance inside a differentiated argument ("net.l1"), read off its
 // leaves' names ("net.l1.w", given by value_and_grad); "" when it has none.
 std::string record_path(const AV& v) {
@@ -734,7 +750,7 @@ AV Lowerer::call_def_body(const AVal& fn, std::vector<Arg> args, lang::SourceRan
                         custom ? "custom_grad" : jit ? "jit" : "checkpoint"));
   for (const auto& d : def.decorators)
     if (d.name == "inline") inline_call = true;
-  if (!force_graph && (eager_ || (ad_inline_ && !is_recursive(&def)))) inline_call = true;
+  if (!force_graph && (op_by_op() || (ad_inline_ && !is_recursive(&def)))) inline_call = true;
   std::string key = fmt::format("{}|{}", static_cast<const void*>(&def), fn.self ? skeleton_key(fn.self) : "");
   for (const auto& b : bound) key += "|" + skeleton_key(b);
   if (recompute) key += "|recompute";
@@ -773,29 +789,38 @@ AV Lowerer::call_def_body(const AVal& fn, std::vector<Arg> args, lang::SourceRan
       for (const auto& b : bound)
         if (has_runtime(b)) xs.push_back(pack(b, r));
       if (s.in_progress) {
-        if (!s.declared_result)
-          fail(r, fmt::format("recursive function '{}' needs a declared return type (-> ...)", fname));
-        return make_node(module_.add_call(current_graph(r), s.graph, xs, s.declared_result, loc(r)));
+        if (s.declared_result) return make_node(module_.add_call(current_graph(r), s.graph, xs, s.declared_result, loc(r)));
+        if (s.inferred_result) {
+          ir::Node* c = module_.add_call(current_graph(r), s.graph, xs, packed_type(s.inferred_result), loc(r));
+          return unpack(s.inferred_result, c, r);
+        }
+        if (s.probing) throw RecursionPending{r, &s};
+        fail(r, fmt::format("recursive function '{}' needs a declared return type (-> ...)", fname));
       }
       ir::Node* c = module_.add_call(current_graph(r), s.graph, xs, s.graph->output->type, loc(r));
       return unpack(s.result_skeleton, c, r);
     }
     if (it == specs_.end()) {
       Spec& s = specs_[key];
+      spec_order_.push_back(key);
       s.in_progress = true;
       ir::Graph* saved = graph_;
-      ir::Graph* g = module_.add_graph(fname);
-      g->loc = def.range.begin;
-      for (const auto& d : def.decorators)
-        if (d.name != "custom_grad" && d.name != "stage") g->flags.push_back(d.name);
-      if (recompute) g->flags.push_back("checkpoint");
-      s.graph = g;
-      graph_ = g;
-      Env body_env = env;
+      ir::Graph* g = nullptr;
       std::vector<ir::Node*> xs;
       bool ok = false;
       int errors_before = diags_.error_count();
-      try {
+      // Lowers the body into a new graph g named `name`, whose parameters are the run-time
+      // arguments (xs: the values passed for them here); the flow's value is the checked result.
+      auto lower_graph = [&](const std::string& name) -> Flow {
+        g = module_.add_graph(name);
+        g->loc = def.range.begin;
+        for (const auto& d : def.decorators)
+          if (d.name != "custom_grad" && d.name != "stage") g->flags.push_back(d.name);
+        if (recompute) g->flags.push_back("checkpoint");
+        s.graph = g;
+        graph_ = g;
+        xs.clear();
+        Env body_env = env;
         if (fn.self && has_runtime(fn.self)) {
           ir::Node* p = module_.add_param(g, "self", packed_type(fn.self), def.range.begin);
           AV inner = unpack(fn.self, p, r);
@@ -824,15 +849,62 @@ AV Lowerer::call_def_body(const AVal& fn, std::vector<Arg> args, lang::SourceRan
           diags_.set_error_limit(50);
         }
         Flow f = lower_body(body_env);
-        AV result = check_result(f.value, body_env, f.range);
-        if (result->kind == AK::Error || contains_error(result)) throw Abort{};
+        f.value = check_result(f.value, body_env, f.range);
+        if (f.value->kind == AK::Error || contains_error(f.value)) throw Abort{};
+        return f;
+      };
+      // After errors in the body of a recursive function whose result type was inferred.
+      auto note_inferred = [&] {
+        if (diags_.error_count() > errors_before && specs_[key].inferred_result)
+          diags_.note(def.name_range,
+                      fmt::format("'{}' declares no return type: its recursive calls were taken to return {}, "
+                                  "the type of its base case; write the return type (-> ...) if it is another",
+                                  fname, skeleton_key(specs_[key].inferred_result)));
+      };
+      try {
+        // A recursive function without a declared return type: its base case gives the type
+        // of the recursive calls' results, then the body is lowered again until the result
+        // has the type the calls were given (a fixed point).
+        const bool infer = !def.return_type && is_recursive(&def);
+        if (infer) s.inferred_result = probe_base_case(s, fname, def, lower_graph);
+        Flow f;
+        AV got;
+        std::vector<std::string> tried;
+        for (;;) {
+          const size_t mark = spec_order_.size();
+          const int64_t models = model_counter_;
+          f = lower_graph(fname);
+          if (!infer) break;
+          got = materialise_numbers(f.value, f.range);
+          if (skeleton_key(got) == skeleton_key(s.inferred_result)) break;
+          tried.push_back(skeleton_key(s.inferred_result));
+          graph_ = saved;
+          module_.remove_graph(g);
+          s.graph = nullptr;
+          drop_specs_since(mark);
+          model_counter_ = models;
+          if (tried.size() == 8 || contains_function(got)) {
+            s.inferred_result = nullptr;
+            fail(def.name_range,
+                 fmt::format("cannot infer the result type of recursive function '{}': with its calls giving {}, "
+                             "its body gives {}; write the return type (-> ...)",
+                             fname, chain(tried), skeleton_key(got)));
+          }
+          s.inferred_result = type_skeleton(got);
+        }
+        // Errors the body recovered from: the graph is not used (nor the body inlined, which
+        // would report them again).
+        if (diags_.error_count() > errors_before) throw Abort{};
+        AV result = f.value;
         if (force_graph && (contains_function(result) || (contains_static(result) && result->kind != AK::None)))
           fail(f.range, fmt::format("'{}' must return run-time values (tensors) to be a graph of its own", fname));
+        if (infer) result = got;
         if (contains_function(result) || (contains_static(result) && result->kind != AK::None)) {
           // Static or functional results stay static: inline this function at its call sites.
           graph_ = saved;
           specs_[key].inline_instead = true;
           specs_[key].in_progress = false;
+          specs_[key].graph = nullptr;
           module_.remove_graph(g);
         } else {
           g->output = pack(result, f.range);
@@ -849,6 +921,7 @@ AV Lowerer::call_def_body(const AVal& fn, std::vector<Arg> args, lang::SourceRan
         specs_[key].in_progress = false;
         specs_[key].inline_instead = true;
         if (diags_.error_count() == errors_before) throw;
+        note_inferred();
         specs_[key].failed = true;
         return make_error();
       }
@@ -861,10 +934,12 @@ AV Lowerer::call_def_body(const AVal& fn, std::vector<Arg> args, lang::SourceRan
       }
     }
   }
-  // Inline.
-  if (inline_depth_ > 64)
-    fail(r, fmt::format("'{}' recurses through compile-time values too deeply (64 levels); give it run-time "
-                        "arguments and a declared return type", fname));
+  // Inline. Op by op (eager mode), a recursion is as deep as its run-time values make it.
+  if (inline_depth_ > max_inline_depth())
+    fail(r, op_by_op() ? fmt::format("'{}' recurses too deeply ({} levels)", fname, max_inline_depth())
+                       : fmt::format("'{}' recurses through compile-time values too deeply ({} levels); give it "
+                                     "run-time arguments",
+                                     fname, max_inline_depth()));
   ++inline_depth_;
   struct Guard {
     int& d;
@@ -875,6 +950,62 @@ AV Lowerer::call_def_body(const AVal& fn, std::vector<Arg> args, lang::SourceRan
     body_env.declare(def.params[k].name, Binding{bound[k], false, def.params[k].range});
   Flow f = lower_body(body_env);
   return check_result(f.value, body_env, f.range);
+}
+
+void Lowerer::drop_specs_since(size_t mark) {
+  while (spec_order_.size() > mark) {
+    auto it = specs_.find(spec_order_.back());
+    if (it != specs_.end()) {
+      if (it->second.graph) module_.remove_graph(it->second.graph);
+      specs_.erase(it);
+    }
+    spec_order_.pop_back();
+  }
+}
+
+AV Lowerer::probe_base_case(Spec& s, const std::string& fname, const lang::FuncDef& def,
+                            const std::function<Flow(const std::string&)>& lower) {
+  const size_t mark = spec_order_.size();
+  const int64_t models = model_counter_;  // models made in the dropped graph do not count
+  ir::Graph* saved = graph_;
+  AV base;
+  lang::SourceRange call;
+  auto drop = [&] {
+    graph_ = saved;
+    model_counter_ = models;
+    s.probing = false;
+    if (s.graph) module_.remove_graph(s.graph);
+    s.graph = nullptr;
+    drop_specs_since(mark);
+  };
+  s.probing = true;
+  try {
+    Flow f = lower(fname + ".probe");
+    base = type_skeleton(materialise_numbers(f.value, f.range));
+  } catch (const RecursionPending& p) {
+    if (p.spec != &s) {  // another function's base case is missing: that one reports it
+      drop();
+      throw;
+    }
+    call = p.call;
+  } catch (...) {
+    drop();
+    throw;
+  }
+  drop();
+  if (!base) {
+    error(def.name_range, fmt::format("cannot infer the result type of recursive function '{}': every path "
+                                      "through it calls it again, so no branch (a base case) gives the type; "
+                                      "write the return type (-> ...)",
+                                      fname));
+    diags_.note(call, fmt::format("'{}' calls itself here", fname));
+    throw Abort{};
+  }
+  if (contains_function(base) || (contains_static(base) && base->kind != AK::None))
+    fail(def.name_range, fmt::format("cannot infer the result type of recursive function '{}': its base case "
+                                     "gives {}, not run-time values; write the return type (-> ...)",
+                                     fname, describe(base)));
+  return base;
 }
 
 ir::Graph* Lowerer::custom_grad_graph(const lang::Decorator& d, int module, ir::Graph* fwd, lang::SourceRange r) {
@@ -946,7 +1077,8 @@ AV Lowerer::call_closure(const AVal& clo, std::vector<Arg> args, lang::SourceRan
       fail(r, fmt::format("missing argument '{}' in call to the lambda", lam.params[k].name));
     env.declare(lam.params[k].name, Binding{eval(*lam.params[k].default_value, env), false, lam.params[k].range});
   }
-  if (inline_depth_ > 64) fail(r, "lambdas call each other too deeply (64 levels)");
+  if (inline_depth_ > max_inline_depth())
+    fail(r, fmt::format("lambdas call each other too deeply ({} levels)", max_inline_depth()));
   ++inline_depth_;
   struct Guard {
     int& d;

@@ -20,6 +20,15 @@ namespace spora::sem::lower {
 // Thrown after a diagnostic has been reported, to abandon the current statement.
 struct Abort {};
 
+// Thrown by a call of a recursive function whose result type is still being inferred (no
+// declared return type; lowerer.cpp): a conditional with a run-time condition catches it in
+// one branch and takes the other, the base case, as its value; `call` is the call's range and
+// `spec` the function's specialisation being inferred.
+struct RecursionPending {
+  lang::SourceRange call;
+  const void* spec = nullptr;
+};
+
 // The result of lowering a statement list: either it returned (value set) or fell through.
 struct Flow {
   bool returned = false;
@@ -61,6 +70,11 @@ class Lowerer {
   AV eval_attribute(AV obj, const std::string& name, lang::SourceRange r);
   AV eval_list(const lang::Expr& e, Env& env);
   AV eval_conditional(const lang::Expr& e, Env& env);
+  // Reports that `construct` (an if, a conditional expression) with a run-time condition
+  // gives a function value in one of its branches (`results`), naming the functions and
+  // pointing at where they are written.
+  [[noreturn]] void fail_run_time_function(lang::SourceRange r, const std::string& construct,
+                                           const AV (&results)[2]);
 
   // ---- calls (call.cpp)
   AV call(AV callee, std::vector<Arg> args, lang::SourceRange r);
@@ -146,6 +160,10 @@ class Lowerer {
 
   // ---- state
   bool eager_ = false;        // every node runs as soon as it is emitted (module_.on_add)
+  // Whether the nodes emitted now run as they are emitted: eager mode, emitting into the entry
+  // graph. The graph of a @jit, @checkpoint or @custom_grad function is lowered like graph
+  // mode's even in eager mode (its loops become loop nodes: their bounds are not known yet).
+  bool op_by_op() const { return eager_ && graph_ == module_.entry; }
   bool x64_ = false;          // f32 means f64 (LowerOptions::x64)
   bool grad_check_ = false;   // emit derivative checks after each transform
   DType float_dtype() const { return x64_ ? DType::f64 : DType::f32; }
@@ -226,10 +244,24 @@ class Lowerer {
     bool failed = false;    // lowering it reported errors: later calls are poisoned quietly
     bool in_progress = false;
     TypeP declared_result;  // for recursive calls
+    AV inferred_result;     // for recursive calls without a declared return type: the result so far
+    bool probing = false;   // looking for the base case: recursive calls throw RecursionPending
     AV result_skeleton;
   };
   std::map<std::string, Spec> specs_;
+  std::vector<std::string> spec_order_;  // the keys of specs_, in the order they were made
+  // Drops the specs made after the first `mark` of spec_order_, with their graphs: those made
+  // while a recursive function's result type was not known yet.
+  void drop_specs_since(size_t mark);
+  // Infers the result of recursive function `fname` from its base case: `lower` lowers the
+  // body into a graph (s.graph, of the name it is given) and returns its result; that graph's recursive calls throw
+  // RecursionPending, which a conditional with a base case in its other branch takes in place
+  // of a value. Returns the base case's (materialised) result; reports an error without one.
+  AV probe_base_case(Spec& s, const std::string& fname, const lang::FuncDef& def,
+                     const std::function<Flow(const std::string&)>& lower);
   int inline_depth_ = 0;
+  // How deeply functions may inline into each other: eager mode runs recursion by inlining.
+  int max_inline_depth() const { return op_by_op() ? 1000 : 64; }
   std::vector<std::string> inline_stack_;
   int64_t model_counter_ = 0;
 };

@@ -142,6 +142,7 @@ Flow Lowerer::lower_block(const std::vector<lang::StmtPtr>& stmts, size_t from, 
   for (size_t i = from; i < stmts.size(); ++i) {
     const Stmt& s = *stmts[i];
     eager_block.statement_start();
+    const int errors = diags_.error_count();
     try {
       switch (s.kind) {
         case StmtKind::Let: {
@@ -200,6 +201,9 @@ Flow Lowerer::lower_block(const std::vector<lang::StmtPtr>& stmts, size_t from, 
         case StmtKind::Pass: break;
       }
     } catch (const Abort&) {
+      // Op by op (eager mode), the program stops at its first error, as graph mode runs
+      // nothing after one.
+      if (op_by_op()) throw;
       // Poison what the statement would have bound, and go on with the next statement.
       if (s.kind == StmtKind::Let) {
         std::vector<std::string> ns;
@@ -214,6 +218,7 @@ Flow Lowerer::lower_block(const std::vector<lang::StmtPtr>& stmts, size_t from, 
         return Flow{true, make_error(), s.range};
       }
     }
+    if (op_by_op() && diags_.error_count() > errors) throw Abort{};  // reported in a graph it called
     eager_block.statement_end();
   }
   return Flow{};
@@ -257,6 +262,7 @@ Flow Lowerer::lower_if(const std::vector<lang::StmtPtr>& stmts, size_t i, Env& e
   ir::Graph* saved = graph_;
   ir::Graph* branches[2];
   AV results[2];
+  std::optional<RecursionPending> pending[2];
   for (int k = 0; k < 2; ++k) {
     branches[k] = module_.add_graph(saved->name + (k == 0 ? ".then" : ".else"), saved);
     graph_ = branches[k];
@@ -278,12 +284,24 @@ Flow Lowerer::lower_if(const std::vector<lang::StmtPtr>& stmts, size_t i, Env& e
         results[k] = materialise_numbers(make_tuple(vals), s.range);
       }
       if (contains_error(results[k])) throw Abort{};
+    } catch (const RecursionPending& p) {
+      pending[k] = p;
     } catch (...) {
       graph_ = saved;
       throw;
     }
     graph_ = saved;
   }
+  // Inferring a recursive function's result type (lowerer.cpp): the branch without the
+  // pending recursive call is the base case; its result stands for the if's.
+  if (pending[0] && pending[1]) throw *pending[0];
+  if (pending[0] || pending[1]) {
+    const AV& base = results[pending[0] ? 1 : 0];
+    if (returns) return Flow{true, base, s.range};
+    for (size_t v = 0; v < vars.size(); ++v) env.lookup_mutable(vars[v])->value = base->elems[v];
+    return Flow{};
+  }
+  if (contains_function(results[0]) || contains_function(results[1])) fail_run_time_function(s.range, "this if", results);
   if (skeleton_key(results[0]) != skeleton_key(results[1])) {
     if (returns)
       fail(s.range, fmt::format("the branches of this if return different types: {} and {}",
@@ -295,10 +313,6 @@ Flow Lowerer::lower_if(const std::vector<lang::StmtPtr>& stmts, size_t i, Env& e
   }
   for (int k = 0; k < 2; ++k) {
     graph_ = branches[k];
-    if (contains_function(results[k])) {
-      graph_ = saved;
-      fail(s.range, "an if with a run-time condition cannot produce a function value");
-    }
     branches[k]->output = pack(results[k], s.range);
     graph_ = saved;
   }
@@ -366,7 +380,7 @@ void emit_loop(Lowerer& L, const char* prim, std::vector<ir::Node*> inputs, cons
 }  // namespace
 
 void Lowerer::lower_while(const Stmt& s, Env& env) {
-  if (eager_) {
+  if (op_by_op()) {
     // Op by op: test the condition on its value, run the body, repeat.
     for (;;) {
       AV cv = known(eval(*s.cond, env));
@@ -516,7 +530,7 @@ void Lowerer::lower_for(const Stmt& s, Env& env) {
     fail(it.range, fmt::format("cannot iterate over {}", describe(iterable)));
   }
 
-  if (eager_ && !over_iter) {
+  if (op_by_op() && !over_iter) {
     // Op by op: the bounds are known, the loop variable is a compile-time integer.
     auto value_of = [&](ir::Node* n) -> int64_t {
       AV k = known(make_node(n));
@@ -539,7 +553,7 @@ void Lowerer::lower_for(const Stmt& s, Env& env) {
     }
     return;
   }
-  if (eager_ && over_iter && lower_for_eager_iter(s, iterable, env)) return;
+  if (op_by_op() && over_iter && lower_for_eager_iter(s, iterable, env)) return;
   std::set<std::string> declared;
   {
     std::vector<std::string> loop_names;

@@ -248,6 +248,29 @@ void Conformance::check(const std::string& mode) {
         << r.out;
 }
 
+// A program with an error prints the same in both modes: graph mode runs nothing, and eager
+// mode, which runs each statement as it is lowered, stops at the statement that reports the
+// error (here inside a @jit function, lowered as a graph), so nothing after it prints.
+TEST(EagerParity, StopsAtTheFirstError) {
+  const fs::path file = fs::temp_directory_path() /
+                        ("spora_stop_" + std::to_string(::getpid()) + "_" + std::to_string(std::rand()) + ".sp");
+  std::ofstream(file) << R"(@jit
+def f(x) = x + zeros(shape=(3,))
+def main() {
+    let x = [1.0, 2.0]
+    print(f(x))
+    print("after")
+}
+)";
+  for (const std::string mode : {"graph", "eager"}) {
+    RunResult r = run_spora("run --mode " + mode + " " + file.string());
+    EXPECT_EQ(r.status, 1) << mode << "\n" << r.err;
+    EXPECT_EQ(r.out, "") << mode;
+    EXPECT_NE(r.err.find(":2:12: error: cannot broadcast f32[2] and f32[3]"), std::string::npos) << mode << "\n" << r.err;
+  }
+  fs::remove(file);
+}
+
 INSTANTIATE_TEST_SUITE_P(Programs, Conformance, testing::ValuesIn(conformance_programs()),
                          [](const testing::TestParamInfo<std::string>& i) { return i.param; });
 

@@ -26,6 +26,12 @@ def main() {
         }
         log_epoch(epoch + 1, test_acc=0.5)
     }
+    # A seed that changes with the epoch: a run-time value in graph mode.
+    for epoch in range(2) {
+        for (xb, yb) in batches(x, y, batch=5, shuffle=true, seed=epoch + 7) {
+            print("seed", epoch + 7, yb)
+        }
+    }
 }
 # CHECK: (4, 2) [0, 1, 2, 3]
 # CHECK-NEXT: (4, 2) [4, 5, 6, 7]
@@ -41,3 +47,7 @@ def main() {
 # CHECK-NEXT: epoch 1 label sum 45
 # CHECK-NEXT: epoch 1  train_loss 60.0000  test_acc 0.5000
 # CHECK-NEXT: epoch 2  train_loss 60.0000  test_acc 0.5000
+# CHECK-NEXT: seed 7 [6, 2, 4, 0, 8]
+# CHECK-NEXT: seed 7 [1, 7, 3, 9, 5]
+# CHECK-NEXT: seed 8 [8, 9, 2, 0, 7]
+# CHECK-NEXT: seed 8 [4, 6, 1, 5, 3]

@@ -15,6 +15,11 @@
 //   log_epoch(epoch, **metrics) -> ()  one line per epoch, kept for the curves
 //   save_curves(prefix) -> ()        prefix.csv and prefix.svg
 //
+// `seed` of fashion_mnist and batches may be a run-time integer (`seed=epoch` in a graph-mode
+// epoch loop): the rows list it under the facet "run_time_attrs", so the lowering
+// (semantics/lower/call.cpp) passes such a value as the last input and sets the attribute to
+// none.
+//
 // Every row is non-differentiable; the ones that touch files or print are effectful, so the
 // passes never remove, merge or reorder them (a load stays after the save before it).
 #include <iostream>
@@ -107,11 +112,22 @@ void check_metric_type(const TypeP& t, const std::string& prim, const std::strin
 
 // ---- datasets ---------------------------------------------------------------------------------
 
-BatchOptions batch_options(const Attrs& a, int64_t default_prefetch) {
+// The seed is the last input (given at run time) when the attribute is present and none.
+bool seed_is_input(const Attrs& a) { return a.has("seed") && a.is_none("seed"); }
+void mark_run_time_seed(Primitive& p) { p.facets["run_time_attrs"] = std::vector<std::string>{"seed"}; }
+void check_seed_input(const std::vector<TypeP>& in, const Attrs& a, const std::string& prim) {
+  if (!seed_is_input(a)) return;
+  if (in.empty() || !in.back() || !in.back()->is_scalar() || !is_integer(in.back()->dtype))
+    fail(prim + ": a run-time seed must be an integer scalar, not " +
+         (in.empty() || !in.back() ? std::string("missing") : in.back()->str()));
+}
+
+BatchOptions batch_options(const Attrs& a, int64_t default_prefetch, const std::vector<Value>* in = nullptr) {
   BatchOptions o;
   o.batch = a.get_int("batch");
   o.shuffle = bool_or(a, "shuffle", false);
-  o.seed = int_or(a, "seed", 0);
+  if (!seed_is_input(a)) o.seed = int_or(a, "seed", 0);
+  else if (in && !in->empty()) o.seed = static_cast<int64_t>(in->back().tensor.get(0));
   o.drop_last = bool_or(a, "drop_last", false);
   o.progress = bool_or(a, "progress", false);
   o.prefetch = int_or(a, "prefetch", default_prefetch);
@@ -145,15 +161,17 @@ void add_fashion_mnist(sem::Registry& r) {
        attr("root", AttrKind::String, Attr{std::string("/usr/share/datasets/fashion-mnist")}),
        attr("progress", AttrKind::Bool, Attr{false}), attr("prefetch", AttrKind::Int, Attr{int64_t{4}})},
       false);
-  p.infer = [](const std::vector<TypeP>&, const Attrs& a) -> TypeP {
+  mark_run_time_seed(p);
+  p.infer = [](const std::vector<TypeP>& in, const Attrs& a) -> TypeP {
+    check_seed_input(in, a, "fashion_mnist");
     const FashionOptions o = fashion_options(a);
     const BatchOptions b = batch_options(a, 4);
     const FashionFiles f = fashion_files(o);
     return Type::iterator("", plan_batches(f.n, b.batch, b.drop_last).types(fashion_example(o, f)));
   };
-  p.eval = [](const std::vector<Value>&, const Attrs& a) -> Value {
+  p.eval = [](const std::vector<Value>& in, const Attrs& a) -> Value {
     const FashionOptions o = fashion_options(a);
-    const BatchOptions b = batch_options(a, 4);
+    const BatchOptions b = batch_options(a, 4, &in);
     FashionFiles f = fashion_files(o);
     return opaque(std::make_shared<FashionMnist>(o, b, std::move(f)));
   };
@@ -168,11 +186,13 @@ void add_batches(sem::Registry& r) {
                      attr("drop_last", AttrKind::Bool, Attr{false}), attr("progress", AttrKind::Bool, Attr{false}),
                      attr("prefetch", AttrKind::Int, Attr{int64_t{2}})},
                     false);
+  mark_run_time_seed(p);
   p.infer = [](const std::vector<TypeP>& in, const Attrs& a) -> TypeP {
+    check_seed_input(in, a, "batches");
     const BatchOptions b = batch_options(a, 2);
     std::vector<TypeP> example;
     int64_t n = -1;
-    for (size_t i = 0; i < in.size(); ++i) {
+    for (size_t i = 0; i < in.size() - (seed_is_input(a) ? 1 : 0); ++i) {
       const Type& t = tensor_in(in, i, "batches", i == 0 ? "x" : "y");
       if (t.rank() == 0) fail("batches: " + std::string(i == 0 ? "x" : "y") + " must have a first dimension to batch, not " + t.str());
       if (t.shape[0] == sem::kDynamicDim) fail("batches: the number of rows of " + t.str() + " must be known");
@@ -185,10 +205,11 @@ void add_batches(sem::Registry& r) {
     return Type::iterator("", plan_batches(n, b.batch, b.drop_last).types(example));
   };
   p.eval = [](const std::vector<Value>& in, const Attrs& a) -> Value {
-    const BatchOptions b = batch_options(a, 2);
+    const BatchOptions b = batch_options(a, 2, &in);
     std::vector<sem::Tensor> ts;
     std::string key = "batches(";
-    for (const Value& v : in) {
+    for (size_t i = 0; i < in.size() - (seed_is_input(a) ? 1 : 0); ++i) {
+      const Value& v = in[i];
       if (v.kind == Value::Kind::None) continue;
       ts.push_back(v.tensor);
       key += v.tensor.type()->str() + ",";
