@@ -181,8 +181,21 @@ TEST(Npy, AnnouncedSizesAreCheckedBeforeAllocating) {
                                          "1099511627776, 16), }",
                                          ""));
   EXPECT_NE(error_of([&] { read_npy(dir / "wrap.npy"); })
-                .find("its header announces f32[1099511627776,1099511627776,16] (more than 2^64 bytes)"),
+                .find("its header announces f32[1099511627776,1099511627776,16] (a size past 64 bits)"),
             std::string::npos);
+  // Found by the fuzz smoke run: an empty Fortran-order array whose other dimensions' product
+  // overflows (the strides of the transposition did).
+  write_bytes(dir / "empty.npy", npy_file("{'descr': '<f4', 'fortran_order': True, 'shape': (0, "
+                                          "100000000000, 100000000000), }",
+                                          ""));
+  const sem::Tensor empty = read_npy(dir / "empty.npy");
+  EXPECT_EQ(empty.shape(), (sem::Shape{0, 100000000000, 100000000000}));
+  EXPECT_EQ(empty.numel(), 0);
+  // The same count with the zero last: the running count passes 2^63 first.
+  write_bytes(dir / "late.npy", npy_file("{'descr': '|b1', 'fortran_order': False, 'shape': (1099511627776, "
+                                         "8388608, 0), }",
+                                         ""));
+  EXPECT_NE(error_of([&] { read_npy(dir / "late.npy"); }).find("(a size past 64 bits)"), std::string::npos);
 }
 
 // ---- idx ------------------------------------------------------------------------------------------
@@ -214,14 +227,14 @@ TEST(Idx, SizesPast64BitsAreAnError) {
   write_bytes(dir / "wrap.idx", std::string("\0\0\x08\x03\x80\0\0\0\x80\0\0\0\0\0\0\x04", 16));
   EXPECT_EQ(error_of([&] { read_idx(dir / "wrap.idx"); }),
             "'" + (dir / "wrap.idx") +
-                "' is truncated: its header announces u8[2147483648,2147483648,4] (more than 2^64 bytes), the "
-                "file has 16 bytes");
+                "' is truncated: its header announces u8[2147483648,2147483648,4] (a size past 64 bits), the file "
+                "has 16 bytes");
   // The input the fuzzer found: ten f32 dimensions.
   const std::string found("\0\0\x0d\x0a\0\0\0\x63\x02\0\0\x07\0\x03\0\0\x63\x02\0\0\x07\x63\0\0\0\0\0\0\0"
                           "\xff\xc0\x7f\0\x8e\x01\0\x02\0\0\0\x04\0\x01\x01",
                           44);
   write_bytes(dir / "found.idx", found);
-  EXPECT_NE(error_of([&] { read_idx(dir / "found.idx"); }).find("(more than 2^64 bytes), the file has 44 bytes"),
+  EXPECT_NE(error_of([&] { read_idx(dir / "found.idx"); }).find("(a size past 64 bits), the file has 44 bytes"),
             std::string::npos);
 }
 

@@ -41,8 +41,8 @@ void store_le32(uint8_t* p, uint32_t v);
 void store_le64(uint8_t* p, uint64_t v);
 
 // The bytes of a row-major array of `shape` with elements of `elem_size` bytes; nullopt when a
-// dimension is negative or the size does not fit 64 bits (a header that announces more than
-// any file holds). Readers compare it with the file's size before allocating anything.
+// dimension is negative or the size or a partial element count does not fit 64 bits (a header
+// that announces more than any file holds). Readers compare it with the file's size before allocating anything.
 std::optional<uint64_t> array_bytes(const std::vector<int64_t>& shape, uint64_t elem_size);
 // The bytes of the array a header announces when a file of `file_size` bytes holds them after
 // `offset`; else a UserError "'x.npy' is truncated: its header announces f32[2,3] (48 bytes),

@@ -162,6 +162,7 @@ sem::Tensor read_npy(const std::string& path) {
   sem::Tensor t = sem::Tensor::empty(h.dtype, h.shape);
   const uint8_t* src = b.data() + h.data_offset;
   const int64_t n = t.numel();
+  if (n == 0) return t;  // (the strides below may overflow when a dimension is 0)
   if (!h.fortran_order) {
     for (int64_t i = 0; i < n; ++i) convert(src, h, t, i, i);
     return t;
