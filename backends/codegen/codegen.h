@@ -65,7 +65,8 @@ struct CompileOptions {
   std::string compiler;   // the system C++ compiler (SPORA_CXX, else the one Spora was built with)
   std::string flags;      // -O3 -march=native -fopenmp ... (SPORA_CXXFLAGS replaces them)
   std::string cache_dir;  // SPORA_CACHE_DIR, else $XDG_CACHE_HOME/spora/kernels, else
-                          // ~/.cache/spora/kernels
+                          // ~/.cache/spora/kernels, else <temp>/spora-<uid>; private to the
+                          // user (cache.h), compile_cpp refuses any other
 };
 CompileOptions default_compile_options();
 
@@ -74,6 +75,7 @@ struct CompileStats {
   size_t compiles = 0;    // compiler runs that produced a shared object
   size_t cache_hits = 0;  // shared objects found in the cache
   size_t failures = 0;    // compiler runs that failed (or could not start)
+  size_t rejected = 0;    // cache entries not loaded (wrong digest, foreign) and built anew
 };
 CompileStats compile_stats();
 void reset_compile_stats();
@@ -93,8 +95,13 @@ class KernelLibrary {
   std::string path_;
 };
 
-// Compiles (or finds in the cache) and loads a translation unit. On failure: null, and the
-// compiler's message (its first lines) in *error.
+// Where compile_cpp keeps the shared object of `source` built with `options`
+// (<cache_dir>/<hash>.so; its digest in <hash>.so.sha256, see cache.h).
+std::string kernel_cache_path(const std::string& source, const CompileOptions& options);
+
+// Compiles (or finds in the cache) and loads a translation unit. On failure (the cache
+// directory is not private, the compiler failed): null, and the reason (the compiler's first
+// lines) in *error.
 std::shared_ptr<KernelLibrary> compile_cpp(const std::string& source, const CompileOptions& options,
                                            std::string* error = nullptr);
 
@@ -114,12 +121,14 @@ struct NvrtcImage {
   bool cached = false;  // read from the cache, no NVRTC run
 };
 // Compiles (or finds in cache_dir: `<hash>.cubin` / `<hash>.ptx`, a hash of NVRTC's version,
-// the arch, the options and the source) a CUDA translation unit. False with NVRTC's log (or
-// the reason) in *log on failure; the source is then kept as `<hash>.cu` for a look.
+// the arch, the options and the source) a CUDA translation unit. The cache is compile_cpp's
+// (cache.h): private, an entry used only when its bytes have the recorded SHA-256. False with
+// NVRTC's log (or the reason) in *log on failure; the source is then kept as `<hash>.cu`.
 bool nvrtc_build(const std::string& source, const std::string& arch, const std::string& cache_dir,
                  NvrtcImage* out, std::string* log = nullptr);
 struct NvrtcStats {
   size_t compiles = 0, cache_hits = 0, failures = 0;
+  size_t rejected = 0;  // cache entries whose digest did not match (built anew)
 };
 NvrtcStats nvrtc_stats();
 

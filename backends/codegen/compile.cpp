@@ -1,9 +1,11 @@
 // Compiling generated C++ into a cached shared object (codegen.h).
 //
 // The cache key is the hash of the compiler, its flags, the machine's CPU model (the flags say
-// -march=native) and the source: <cache>/<key>.so, with the source beside it (<key>.cpp) for
-// reading. A build writes to temporary names and renames them into place, so concurrent
-// processes never load a half-written object. A failed compile leaves <key>.log.
+// -march=native) and the source: <cache>/<key>.so, its digest beside it (<key>.so.sha256, see
+// cache.h: the directory is private, an entry is loaded only when its bytes have the recorded
+// SHA-256, anything else is rebuilt) and the source (<key>.cpp) for reading. A build writes to
+// temporary names and renames them into place, so concurrent processes never load a
+// half-written object. A failed compile leaves <key>.log.
 #include <dlfcn.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -16,6 +18,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "backends/codegen/cache.h"
 #include "backends/codegen/codegen.h"
 #include "backends/codegen/hash.h"
 
@@ -25,7 +28,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::atomic<size_t> g_compiles{0}, g_hits{0}, g_failures{0};
+std::atomic<size_t> g_compiles{0}, g_hits{0}, g_failures{0}, g_rejected{0};
 
 std::string env(const char* name) {
   const char* v = std::getenv(name);
@@ -76,18 +79,21 @@ CompileOptions default_compile_options() {
     std::string base = env("XDG_CACHE_HOME");
     if (base.empty()) {
       const std::string home = env("HOME");
-      base = home.empty() ? fs::temp_directory_path().string() : home + "/.cache";
+      if (!home.empty()) base = home + "/.cache";
     }
-    o.cache_dir = base + "/spora/kernels";
+    o.cache_dir = base.empty() ? fallback_cache_dir() : base + "/spora/kernels";
   }
   return o;
 }
 
-CompileStats compile_stats() { return {g_compiles.load(), g_hits.load(), g_failures.load()}; }
+CompileStats compile_stats() {
+  return {g_compiles.load(), g_hits.load(), g_failures.load(), g_rejected.load()};
+}
 void reset_compile_stats() {
   g_compiles = 0;
   g_hits = 0;
   g_failures = 0;
+  g_rejected = 0;
 }
 
 KernelLibrary::~KernelLibrary() {
@@ -98,14 +104,25 @@ KernelLibrary::Fn KernelLibrary::find(const std::string& name) const {
   return handle_ ? reinterpret_cast<Fn>(dlsym(handle_, name.c_str())) : nullptr;
 }
 
-std::shared_ptr<KernelLibrary> compile_cpp(const std::string& source, const CompileOptions& o,
-                                           std::string* error) {
+std::string kernel_cache_path(const std::string& source, const CompileOptions& o) {
   static const std::string machine = cpu_model();
   const std::string key = hash_hex(o.compiler + "\n" + o.flags + "\n" + machine + "\n" + source);
+  return (fs::path(o.cache_dir) / (key + ".so")).string();
+}
+
+std::shared_ptr<KernelLibrary> compile_cpp(const std::string& source, const CompileOptions& o,
+                                           std::string* error) {
+  auto fail = [&](const std::string& why) -> std::shared_ptr<KernelLibrary> {
+    ++g_failures;
+    if (error) *error = why;
+    return nullptr;
+  };
+  std::string why;
+  if (!private_cache_dir(o.cache_dir, &why)) return fail(why);
   std::error_code ec;
-  fs::create_directories(o.cache_dir, ec);
-  const fs::path dir(o.cache_dir);
-  const fs::path so = dir / (key + ".so");
+  const fs::path so = kernel_cache_path(source, o);
+  const fs::path dir = so.parent_path();
+  const std::string key = so.stem().string();
 
   std::lock_guard<std::mutex> lock(g_mutex);
   if (auto it = g_loaded.find(so.string()); it != g_loaded.end())
@@ -114,53 +131,43 @@ std::shared_ptr<KernelLibrary> compile_cpp(const std::string& source, const Comp
       return lib;
     }
 
-  if (fs::exists(so)) {
+  if (const CacheEntry entry(so); entry.valid) {
     ++g_hits;
   } else {
-    const std::string tag = "." + std::to_string(::getpid()) + ".tmp";
-    const fs::path src = dir / (key + ".cpp");
-    const fs::path src_tmp = dir / (key + tag + ".cpp");
-    const fs::path so_tmp = dir / (key + ".so" + tag);
-    const fs::path log = dir / (key + ".log");
-    {
-      std::ofstream f(src_tmp);
-      f << source;
-      if (!f) {
-        ++g_failures;
-        if (error) *error = "cannot write the kernel source in " + dir.string();
-        return nullptr;
-      }
+    if (entry.exists) {
+      // Corrupted, foreign or without its digest: never loaded, built anew.
+      ++g_rejected;
+      fs::remove(so, ec);
+      fs::remove(digest_path(so), ec);
     }
+    const fs::path src = dir / (key + ".cpp");
+    const fs::path so_tmp = dir / (key + ".so." + std::to_string(::getpid()) + ".tmp");
+    const fs::path log = dir / (key + ".log");
+    if (!write_file_atomic(src, source))
+      return fail("cannot write the kernel source in " + dir.string());
     const std::string cmd = quote(o.compiler) + " " + o.flags + " -o " + quote(so_tmp.string()) +
-                            " " + quote(src_tmp.string()) + " > " + quote(log.string()) + " 2>&1";
+                            " " + quote(src.string()) + " > " + quote(log.string()) + " 2>&1";
     const int status = std::system(cmd.c_str());
     if (status != 0 || !fs::exists(so_tmp)) {
-      ++g_failures;
-      if (error) {
-        *error = "'" + o.compiler + "' failed (status " + std::to_string(status) + ")";
-        const std::string head = read_head(log, 8);
-        if (!head.empty()) *error += ":\n" + head;
-      }
       fs::remove(so_tmp, ec);
-      fs::rename(src_tmp, src, ec);
-      return nullptr;
+      std::string message = "'" + o.compiler + "' failed (status " + std::to_string(status) + ")";
+      const std::string head = read_head(log, 8);
+      if (!head.empty()) message += ":\n" + head;
+      return fail(message);
     }
-    fs::rename(src_tmp, src, ec);
-    fs::rename(so_tmp, so, ec);
+    const CacheEntry built(so_tmp, /*check_digest=*/false);
+    const bool kept = built.valid && record_digest(so, built.bytes) &&
+                      ::rename(so_tmp.c_str(), so.c_str()) == 0;
     fs::remove(log, ec);
-    if (ec && !fs::exists(so)) {
-      ++g_failures;
-      if (error) *error = "cannot move the kernel library into " + dir.string();
-      return nullptr;
+    if (!kept) {
+      fs::remove(so_tmp, ec);
+      return fail("cannot move the kernel library into " + dir.string());
     }
     ++g_compiles;
   }
+  // Only this user can write to the directory, so the file is the one just checked.
   void* handle = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle) {
-    ++g_failures;
-    if (error) *error = std::string("cannot load ") + so.string() + ": " + dlerror();
-    return nullptr;
-  }
+  if (!handle) return fail(std::string("cannot load ") + so.string() + ": " + dlerror());
   auto lib = std::shared_ptr<KernelLibrary>(new KernelLibrary());
   lib->handle_ = handle;
   lib->path_ = so.string();

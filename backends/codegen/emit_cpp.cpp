@@ -23,6 +23,7 @@
 #include <regex>
 #include <set>
 
+#include "backends/codegen/cache.h"
 #include "backends/codegen/codegen.h"
 #include "backends/codegen/hash.h"
 
@@ -533,7 +534,7 @@ KernelSource emit_cpp(const KernelPlan& plan) {
 
   KernelSource k;
   k.name = "spora_k" + hash_hex(body).substr(0, 16);
-  k.text = "// " + plan.describe + "\n" + "extern \"C\" int " + k.name +
+  k.text = "// " + source_comment(plan.describe) + "\n" + "extern \"C\" int " + k.name +
            "(const void* const* in_, void* const* out_, int sp_threads) {\n" + body + "}\n";
   return k;
 }

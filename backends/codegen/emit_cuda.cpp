@@ -15,6 +15,7 @@
 
 #include <set>
 
+#include "backends/codegen/cache.h"
 #include "backends/codegen/codegen.h"
 #include "backends/codegen/hash.h"
 
@@ -297,7 +298,7 @@ KernelSource emit_cuda(const KernelPlan& plan) {
 
   KernelSource k;
   k.name = "spora_g" + hash_hex(params + body).substr(0, 16);
-  k.text = "// " + plan.describe + "\n";
+  k.text = "// " + source_comment(plan.describe) + "\n";
   k.text += "extern \"C\" __global__ void " + k.name + "(" + params + ") {\n" + body + "}\n";
   if (!plan.totals.empty() || !plan.epilogue.empty()) {
     std::string init, fin;

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "backends/codegen/cache.h"
 #include "backends/cpu/kernels.h"
 #include "semantics/passes/fusion.h"
 #include "semantics/registry.h"
@@ -27,7 +28,7 @@ std::string kernel_listing(const ir::Module& m, bool cuda, bool preludes) {
     if (cuda) out += "\n// ---- CUDA prelude ----\n" + cuda_prelude();
   }
   for (const FusedGroup& g : fused_groups(m)) {
-    out += "\n// ---- @" + g.graph->name + " ----\n";
+    out += "\n// ---- @" + source_identifier(g.graph->name) + " ----\n";
     out += emit_cpp(g.plan).text;
     if (cuda) out += "\n" + emit_cuda(g.plan).text;
   }

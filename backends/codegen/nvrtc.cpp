@@ -2,14 +2,11 @@
 // toolkit is found; NVRTC compiles without a GPU or a driver, so every machine with the
 // toolkit checks the generated kernels for sm_90. nvrtc_build adds the on-disk cache the GPU
 // launcher (backends/cuda/fused.cpp) loads from, like compile_cpp's for the C++ kernels.
-#include <unistd.h>
-
 #include <atomic>
 #include <filesystem>
-#include <fstream>
 #include <regex>
-#include <sstream>
 
+#include "backends/codegen/cache.h"
 #include "backends/codegen/codegen.h"
 #include "backends/codegen/hash.h"
 
@@ -22,35 +19,12 @@ namespace spora::codegen {
 namespace fs = std::filesystem;
 
 namespace {
-std::atomic<size_t> g_compiles{0}, g_hits{0}, g_failures{0};
-
-// Used by nvrtc_build only where NVRTC is built in.
-[[maybe_unused]] bool read_file(const fs::path& p, std::string* out) {
-  std::ifstream f(p, std::ios::binary);
-  if (!f) return false;
-  std::ostringstream s;
-  s << f.rdbuf();
-  *out = s.str();
-  return f.good() || f.eof();
-}
-
-// Written under a temporary name and renamed into place: a concurrent reader never sees half
-// a file.
-[[maybe_unused]] void write_file_atomic(const fs::path& p, const std::string& bytes) {
-  const fs::path tmp = p.string() + ".tmp" + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    if (!f) return;
-    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!f) return;
-  }
-  std::error_code ec;
-  fs::rename(tmp, p, ec);
-  if (ec) fs::remove(tmp, ec);
-}
+std::atomic<size_t> g_compiles{0}, g_hits{0}, g_failures{0}, g_rejected{0};
 }  // namespace
 
-NvrtcStats nvrtc_stats() { return {g_compiles.load(), g_hits.load(), g_failures.load()}; }
+NvrtcStats nvrtc_stats() {
+  return {g_compiles.load(), g_hits.load(), g_failures.load(), g_rejected.load()};
+}
 
 std::vector<CudaParam> cuda_params(const passes::KernelPlan& plan) {
   std::vector<CudaParam> out;
@@ -152,13 +126,20 @@ bool nvrtc_build(const std::string& source, const std::string& arch, const std::
   const bool ptx = arch.rfind("compute_", 0) == 0;
   const std::string key = hash_hex("nvrtc " + std::to_string(major) + "." + std::to_string(minor) +
                                    " " + arch + " -std=c++17\n" + source);
-  std::error_code ec;
-  if (!cache_dir.empty()) fs::create_directories(cache_dir, ec);
+  if (!cache_dir.empty() && !private_cache_dir(cache_dir, log)) {
+    ++g_failures;
+    return false;
+  }
   const fs::path file = fs::path(cache_dir) / (key + (ptx ? ".ptx" : ".cubin"));
-  if (!cache_dir.empty() && read_file(file, &out->image) && !out->image.empty()) {
-    out->cached = true;
-    ++g_hits;
-    return true;
+  if (!cache_dir.empty()) {
+    CacheEntry entry(file);
+    if (entry.valid && !entry.bytes.empty()) {
+      out->image = entry.bytes;
+      out->cached = true;
+      ++g_hits;
+      return true;
+    }
+    if (entry.exists) ++g_rejected;  // corrupted or foreign: built anew and replaced
   }
   std::string message;
   if (!run_nvrtc(source, arch, &out->image, &message)) {
@@ -169,7 +150,7 @@ bool nvrtc_build(const std::string& source, const std::string& arch, const std::
   }
   ++g_compiles;
   out->cached = false;
-  if (!cache_dir.empty()) write_file_atomic(file, out->image);
+  if (!cache_dir.empty() && record_digest(file, out->image)) write_file_atomic(file, out->image);
   return true;
 }
 

@@ -121,6 +121,9 @@ json parse_json(const std::string& text, const JsonLocations& loc) {
   } catch (const json::parse_error& e) {
     throw lang::UserError(fmt::format("{}: not valid JSON: {}",
                                       loc.at_offset(e.byte > 0 ? e.byte - 1 : 0), e.what()));
+  } catch (const json::exception& e) {
+    // A number too large for a double (out_of_range 406) has no position.
+    throw lang::UserError(fmt::format("{}: not valid JSON: {}", loc.origin(), e.what()));
   }
 }
 

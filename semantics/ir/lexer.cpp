@@ -2,6 +2,7 @@
 #include "semantics/ir/lexer.h"
 
 #include <cctype>
+#include <charconv>
 
 namespace spora::ir::text {
 
@@ -304,7 +305,12 @@ sem::TypeP parse_type(TokenStream& ts) {
           shape.push_back(sem::kDynamicDim);
         } else {
           const Token& d = ts.expect(Token::Kind::Int, "a dimension");
-          shape.push_back(std::stoll(d.text));
+          int64_t n = 0;
+          const char* end = d.text.data() + d.text.size();
+          const auto r = std::from_chars(d.text.data(), end, n);
+          if (r.ec != std::errc() || r.ptr != end)
+            ts.fail(d, "dimension " + d.text + " does not fit in 64 bits");
+          shape.push_back(n);
         }
         if (!ts.accept_punct(',')) break;
       }

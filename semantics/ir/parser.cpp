@@ -325,6 +325,10 @@ class Builder {
         inferred = prim->infer(in_types, attrs);
       } catch (const lang::UserError& e) {
         fail(l.op_range, e.what());
+      } catch (const lang::InternalError& e) {
+        // Shape rules assert what the front end always gives them (the number of inputs, the
+        // attributes it sets); hand-written text may give anything, so that is its error.
+        fail(l.op_range, e.what());
       }
       if (!same_type(inferred, l.type))
         fail(l.type_range, "type mismatch: " + l.op + " gives " +

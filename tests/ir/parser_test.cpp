@@ -216,6 +216,11 @@ const std::string kUnknownPrim = with_body("  %0 = ad(%x, %x) : f32\n  return %0
 const std::string kUnknownValue = with_body("  %0 = add(%x, %y) : f32\n  return %0\n}\n");
 const std::string kWrongType = with_body("  %0 = add(%x, %x) : f32[3]\n  return %0\n}\n");
 const std::string kShapeRule = with_body("  %0 = test_same(%x, %v) : f32\n  return %0\n}\n");
+// Found by tests/fuzz/fuzz_ir: the shape rule's own assertion escaped as an InternalError.
+const std::string kShapeRuleArity = with_body("  %0 = reciprocal() : f32\n  return %0\n}\n");
+// Found by tests/fuzz/fuzz_ir: std::stoll's out_of_range escaped.
+const std::string kHugeDim =
+    with_body("  %0 = constant 1.0 : f32[99999999999999999999]\n  return %x\n}\n");
 const std::string kBadReturn = with_body("  return %v\n}\n");
 const std::string kNoReturnValue = with_body("  return\n}\n");
 const std::string kUnknownGraph = with_body("  %0 = call @nope(%x) : f32\n  return %0\n}\n");
@@ -262,6 +267,10 @@ INSTANTIATE_TEST_SUITE_P(
               "bad.ir:2:22: error: type mismatch: add gives f32, the text says f32[3]"},
         BadIr{"ShapeRuleRejects", kShapeRule.c_str(),
               "bad.ir:2:8: error: operands differ: f32 and f32[3]"},
+        BadIr{"ShapeRuleArity", kShapeRuleArity.c_str(),
+              "bad.ir:2:8: error: reciprocal: expected 1..1 inputs, got 0"},
+        BadIr{"DimensionPast64Bits", kHugeDim.c_str(),
+              "bad.ir:2:27: error: dimension 99999999999999999999 does not fit in 64 bits"},
         BadIr{"OutputTypeDiffersFromHeader", kBadReturn.c_str(),
               "bad.ir:2:10: error: @main returns a value of type f32[3] but its header says f32"},
         BadIr{"MissingOutput", kNoReturnValue.c_str(),

@@ -74,6 +74,14 @@ TEST(StrategyErrors, SplitThatDoesNotDivideNamesDimensionAndSize) {
   EXPECT_NE(named.find("mesh axis tp has 3 devices)"), std::string::npos) << named;
 }
 
+// Found by tests/fuzz/fuzz_strategy: nlohmann's out_of_range for a number past a double's range
+// escaped (only parse errors were caught).
+TEST(StrategyErrors, ANumberPastADoublesRangeIsInvalidJson) {
+  EXPECT_EQ(error_of("{\"mesh\": [2E44444]}"),
+            "s.json: not valid JSON: [json.exception.out_of_range.406] number overflow parsing "
+            "'2E44444'");
+}
+
 TEST(StrategyErrors, MeshThatDoesNotMatchTheRanks) {
   const Strategy s = parse_strategy("{\n  \"mesh\": [2, 2]\n}\n", step(), "s.json");
   EXPECT_NO_THROW(check_ranks(s, 4, "--ranks"));

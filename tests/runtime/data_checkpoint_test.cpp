@@ -164,6 +164,43 @@ TEST(Checkpoint, EveryFlippedByteIsCaught) {
             std::string::npos);
 }
 
+// A checkpoint with valid checksums around the given header text and data length (data: zeros).
+std::string forged(const std::string& header, uint64_t data_len, size_t data_bytes) {
+  std::string out(28, '\0');
+  auto* p = reinterpret_cast<uint8_t*>(out.data());
+  std::memcpy(p, "SPORACKP", 8);
+  store_le32(p + 8, 1);
+  store_le32(p + 12, static_cast<uint32_t>(header.size()));
+  store_le64(p + 16, data_len);
+  store_le32(p + 24, crc32_of(p, 24));
+  out += header + std::string(data_bytes, '\0') + "0000";
+  p = reinterpret_cast<uint8_t*>(out.data());
+  store_le32(p + out.size() - 4, crc32_of(p, out.size() - 4));
+  return out;
+}
+
+// Lengths, offsets and shapes near 2^64 in a header with valid checksums: a located error, not
+// a wrapped sum that lets a copy read outside the file.
+TEST(Checkpoint, HeaderSizesNear64BitsAreCorruption) {
+  const Value like = mlp(3, 0.0);
+  const std::string rest = "l1.b f32 3 64 12\nl2.w f32 3,3 128 36\nl2.b f32 3 192 12\n";
+  // l1.w at offset 2^64 - 16: offset + bytes wraps to 32.
+  EXPECT_EQ(error_of([&] {
+              parse_checkpoint(forged("l1.w f32 4,3 18446744073709551600 48\n" + rest, 256, 256), "f.ckpt", like);
+            }),
+            "checkpoint 'f.ckpt' is corrupt: field l1.w does not fit its data");
+  // A shape whose element count passes 2^64.
+  EXPECT_EQ(error_of([&] {
+              parse_checkpoint(forged("l1.w f32 4294967296,4294967296,4 0 0\n" + rest, 256, 256), "f.ckpt", like);
+            }),
+            "checkpoint 'f.ckpt' is corrupt: field l1.w does not fit its data");
+  // A data length that wraps the announced file size.
+  const std::string wrap = forged("l1.w f32 4,3 0 48\n" + rest, ~uint64_t{0} - 40, 0);
+  EXPECT_EQ(error_of([&] { parse_checkpoint(wrap, "f.ckpt", like); }),
+            "checkpoint 'f.ckpt' is truncated: " + std::to_string(wrap.size()) +
+                " bytes, its header announces 18446744073709551615");
+}
+
 TEST(Checkpoint, NonTensorLeavesAreRefused) {
   const Value v = Value::tuple({Value(Tensor::zeros(DType::f32, {2})), Value::string("hi")});
   EXPECT_EQ(error_of([&] { checkpoint_bytes(v, "s.ckpt"); }), "checkpoint 's.ckpt': cannot save field 1: it is a string, not a tensor");

@@ -159,6 +159,45 @@ TEST(Npy, BadFilesNameThePath) {
             std::string::npos);
 }
 
+// A header may announce any size: the file's size is checked before anything is allocated, and
+// a size past 2^64 is an error, not a wrapped product. (Found by tests/fuzz/fuzz_npy: the first
+// file made the reader allocate 11 GB before it looked at the file's size.)
+TEST(Npy, AnnouncedSizesAreCheckedBeforeAllocating) {
+  TempDir dir;
+  write_bytes(dir / "big.npy",
+              npy_file("{'descr': '<f4', 'fortran_order': True, 'shape': (917195893, 3), }", std::string(8, 0)));
+  const std::string big = error_of([&] { read_npy(dir / "big.npy"); });
+  EXPECT_EQ(big.rfind("'" + (dir / "big.npy") + "' is truncated: its header announces f32[917195893,3] (11006350", 0),
+            0u)
+      << big;
+  EXPECT_NE(big.find(" bytes), the file has 136 bytes"), std::string::npos) << big;
+  // More bytes than any machine has, below 2^64: an allocation first would throw bad_alloc.
+  write_bytes(dir / "huge.npy",
+              npy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (1099511627776, 1000000), }", ""));
+  EXPECT_NE(error_of([&] { read_npy(dir / "huge.npy"); })
+                .find("its header announces f32[1099511627776,1000000] (4398046511104000"),
+            std::string::npos);
+  write_bytes(dir / "wrap.npy", npy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (1099511627776, "
+                                         "1099511627776, 16), }",
+                                         ""));
+  EXPECT_NE(error_of([&] { read_npy(dir / "wrap.npy"); })
+                .find("its header announces f32[1099511627776,1099511627776,16] (a size past 64 bits)"),
+            std::string::npos);
+  // Found by the fuzz smoke run: an empty Fortran-order array whose other dimensions' product
+  // overflows (the strides of the transposition did).
+  write_bytes(dir / "empty.npy", npy_file("{'descr': '<f4', 'fortran_order': True, 'shape': (0, "
+                                          "100000000000, 100000000000), }",
+                                          ""));
+  const sem::Tensor empty = read_npy(dir / "empty.npy");
+  EXPECT_EQ(empty.shape(), (sem::Shape{0, 100000000000, 100000000000}));
+  EXPECT_EQ(empty.numel(), 0);
+  // The same count with the zero last: the running count passes 2^63 first.
+  write_bytes(dir / "late.npy", npy_file("{'descr': '|b1', 'fortran_order': False, 'shape': (1099511627776, "
+                                         "8388608, 0), }",
+                                         ""));
+  EXPECT_NE(error_of([&] { read_npy(dir / "late.npy"); }).find("(a size past 64 bits)"), std::string::npos);
+}
+
 // ---- idx ------------------------------------------------------------------------------------------
 
 TEST(Idx, RoundTripEveryIdxDtype) {
@@ -179,6 +218,24 @@ TEST(Idx, RoundTripEveryIdxDtype) {
   EXPECT_EQ(error_of([&] { write_idx(sem::Tensor::zeros(DType::i64, {2}), dir / "l.idx"); }),
             "cannot write '" + (dir / "l.idx") +
                 "': the idx format has no i64 type (it has u8, i8, i16, i32, f32, f64; save_npy keeps every dtype)");
+}
+
+// Dimensions whose product passes 2^64 are an error (found by tests/fuzz/fuzz_idx: the product
+// overflowed, and u8[2^31, 2^31, 4] wrapped to 0 bytes, which an empty file "held").
+TEST(Idx, SizesPast64BitsAreAnError) {
+  TempDir dir;
+  write_bytes(dir / "wrap.idx", std::string("\0\0\x08\x03\x80\0\0\0\x80\0\0\0\0\0\0\x04", 16));
+  EXPECT_EQ(error_of([&] { read_idx(dir / "wrap.idx"); }),
+            "'" + (dir / "wrap.idx") +
+                "' is truncated: its header announces u8[2147483648,2147483648,4] (a size past 64 bits), the file "
+                "has 16 bytes");
+  // The input the fuzzer found: ten f32 dimensions.
+  const std::string found("\0\0\x0d\x0a\0\0\0\x63\x02\0\0\x07\0\x03\0\0\x63\x02\0\0\x07\x63\0\0\0\0\0\0\0"
+                          "\xff\xc0\x7f\0\x8e\x01\0\x02\0\0\0\x04\0\x01\x01",
+                          44);
+  write_bytes(dir / "found.idx", found);
+  EXPECT_NE(error_of([&] { read_idx(dir / "found.idx"); }).find("(a size past 64 bits), the file has 44 bytes"),
+            std::string::npos);
 }
 
 TEST(Idx, BigEndianBytesAndGzip) {

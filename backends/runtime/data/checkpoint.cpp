@@ -105,7 +105,8 @@ sem::Value parse_checkpoint(const std::string& bytes, const std::string& path, c
     fail(" has format version " + std::to_string(version) + "; this Spora reads version " + std::to_string(kVersion));
   const uint64_t header_len = load_le32(p + 12);
   const uint64_t data_len = load_le64(p + 16);
-  const uint64_t expected = kPrefix + header_len + data_len + 4;
+  // A length field near 2^64 must not wrap the sum below.
+  const uint64_t expected = data_len > (uint64_t{1} << 62) ? UINT64_MAX : kPrefix + header_len + data_len + 4;
   if (size < expected)
     fail(" is truncated: " + std::to_string(size) + " bytes, its header announces " + std::to_string(expected));
   if (size > expected)
@@ -140,9 +141,8 @@ sem::Value parse_checkpoint(const std::string& bytes, const std::string& path, c
         l.shape.push_back(d);
       }
     }
-    int64_t n = 1;
-    for (int64_t x : l.shape) n *= x;
-    if (l.bytes != static_cast<uint64_t>(n) * dtype_size(l.dtype) || l.offset + l.bytes > data_len)
+    const std::optional<uint64_t> bytes = array_bytes(l.shape, dtype_size(l.dtype));
+    if (!bytes || l.bytes != *bytes || l.bytes > data_len || l.offset > data_len - l.bytes)
       fail(" is corrupt: field " + l.path + " does not fit its data");
     file_order.push_back(l.path);
     in_file.emplace(l.path, std::move(l));

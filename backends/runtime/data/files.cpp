@@ -121,6 +121,29 @@ void write_all(int fd, const char* p, size_t n, const std::string& tmp, int64_t&
 
 std::string os_reason() { return std::strerror(errno); }
 
+std::optional<uint64_t> array_bytes(const std::vector<int64_t>& shape, uint64_t elem_size) {
+  // The running element count stays within int64 too: tensors count their elements that way,
+  // in the same order, so a zero dimension after an overflowing prefix is refused.
+  uint64_t bytes = elem_size;
+  int64_t count = 1;
+  for (int64_t d : shape)
+    if (d < 0 || __builtin_mul_overflow(count, d, &count) ||
+        __builtin_mul_overflow(bytes, static_cast<uint64_t>(d), &bytes))
+      return std::nullopt;
+  return bytes;
+}
+
+uint64_t announced_bytes(size_t file_size, size_t offset, const std::vector<int64_t>& shape,
+                         uint64_t elem_size, const std::string& path, const std::string& type) {
+  const std::optional<uint64_t> data = array_bytes(shape, elem_size);
+  if (!data || file_size < offset || file_size - offset < *data)
+    fail("'" + path + "' is truncated: its header announces " + type + " (" +
+         (data && *data <= UINT64_MAX - offset ? std::to_string(offset + *data) + " bytes"
+                                               : std::string("a size past 64 bits")) +
+         "), the file has " + std::to_string(file_size) + " bytes");
+  return *data;
+}
+
 bool file_exists(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,6 +40,15 @@ uint64_t load_le64(const uint8_t* p);
 void store_le32(uint8_t* p, uint32_t v);
 void store_le64(uint8_t* p, uint64_t v);
 
+// The bytes of a row-major array of `shape` with elements of `elem_size` bytes; nullopt when a
+// dimension is negative or the size or a partial element count does not fit 64 bits (a header
+// that announces more than any file holds). Readers compare it with the file's size before allocating anything.
+std::optional<uint64_t> array_bytes(const std::vector<int64_t>& shape, uint64_t elem_size);
+// The bytes of the array a header announces when a file of `file_size` bytes holds them after
+// `offset`; else a UserError "'x.npy' is truncated: its header announces f32[2,3] (48 bytes),
+// the file has 40 bytes" (`type`: the announced type as people read it).
+uint64_t announced_bytes(size_t file_size, size_t offset, const std::vector<int64_t>& shape,
+                         uint64_t elem_size, const std::string& path, const std::string& type);
 // "No such file or directory" for the current errno.
 std::string os_reason();
 

@@ -110,12 +110,8 @@ namespace {
 Bytes read_checked(const std::string& path, IdxHeader& h) {
   Bytes b = read_file(path, true);
   h = parse_idx_header(b, path);
-  size_t n = 1;
-  for (int64_t d : h.shape) n *= static_cast<size_t>(d);
-  const size_t need = h.data_offset + n * h.elem_size();
-  if (b.size() < need)
-    fail("'" + path + "' is truncated: its header announces " + h.str() + " (" + std::to_string(need) +
-         " bytes), the file has " + std::to_string(b.size()) + " bytes");
+  const size_t need =
+      h.data_offset + announced_bytes(b.size(), h.data_offset, h.shape, h.elem_size(), path, h.str());
   if (b.size() > need)
     fail("'" + path + "' is corrupt: " + std::to_string(b.size() - need) + " bytes after the " + h.str() +
          " data its header announces");
