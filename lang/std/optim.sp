@@ -52,7 +52,7 @@ model SGD(lr = 0.001, momentum = 0.0, dampening = 0.0, weight_decay = 0.0, neste
         let (step, bufs) = state
         let lr_t = learning_rate(lr, schedule, step)
         if momentum == 0.0 {
-            let new_params = tree_map(fn (p, g) => p - lr_t * direction(p, g), params, grads)
+            let new_params = tree_map(fn (p, g) => p - cast(lr_t, p.dtype) * direction(p, g), params, grads)
             return (new_params, (step + 1, bufs))
         }
         let first = step == 0
@@ -60,9 +60,9 @@ model SGD(lr = 0.001, momentum = 0.0, dampening = 0.0, weight_decay = 0.0, neste
                                 bufs, grads, params)
         var new_params = params
         if nesterov {
-            new_params = tree_map(fn (p, g, b) => p - lr_t * (direction(p, g) + momentum * b), params, grads, new_bufs)
+            new_params = tree_map(fn (p, g, b) => p - cast(lr_t, p.dtype) * (direction(p, g) + momentum * b), params, grads, new_bufs)
         } else {
-            new_params = tree_map(fn (p, g, b) => p - lr_t * b, params, grads, new_bufs)
+            new_params = tree_map(fn (p, g, b) => p - cast(lr_t, p.dtype) * b, params, grads, new_bufs)
         }
         return (new_params, (step + 1, new_bufs))
     }
@@ -108,15 +108,15 @@ model Adam(lr = 0.001, betas = (0.9, 0.999), eps = 1e-8, weight_decay = 0.0, ams
         let v = tree_map(fn (v, g, p) => b2 * v + (1.0 - b2) * square(direction(p, g)), state[2], grads, params)
         var decayed = params
         if decoupled and weight_decay != 0.0 {
-            decayed = tree_map(fn (p, g) => p * (1.0 - lr_t * weight_decay), params, grads)
+            decayed = tree_map(fn (p, g) => p * cast(1.0 - lr_t * weight_decay, p.dtype), params, grads)
         }
         if amsgrad {
             let vmax = tree_map(fn (a, g, b) => maximum(a, b), state[3], grads, v)
-            let new_params = tree_map(fn (p, g, m, a) => p - (lr_t / bc1) * m / (sqrt(a) / bc2_sqrt + eps),
+            let new_params = tree_map(fn (p, g, m, a) => p - cast(lr_t / bc1, p.dtype) * m / (sqrt(a) / cast(bc2_sqrt, p.dtype) + eps),
                                       decayed, grads, m, vmax)
             return (new_params, (step + 1, m, v, vmax))
         }
-        let new_params = tree_map(fn (p, g, m, v) => p - (lr_t / bc1) * m / (sqrt(v) / bc2_sqrt + eps), decayed, grads, m, v)
+        let new_params = tree_map(fn (p, g, m, v) => p - cast(lr_t / bc1, p.dtype) * m / (sqrt(v) / cast(bc2_sqrt, p.dtype) + eps), decayed, grads, m, v)
         return (new_params, (step + 1, m, v))
     }
 }

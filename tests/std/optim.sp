@@ -25,6 +25,22 @@ def run(opt, steps: int) {
 
 def err(a, b) = max(abs(a - b))
 
+# The same in f64: the optimizers' scalars (the scheduled rate, Adam's bias corrections) take the
+# parameters' dtype.
+model W64() {
+    param w: f64[2] = full(value=1.0)
+}
+def quad64(m) = 0.5 * sum(cast([1.0, 3.0], f64) * m.w * m.w) - sum(cast([0.5, 0.0], f64) * m.w)
+def run64(opt, steps: int) {
+    var m = replace(W64(), w=cast([1.0, -2.0], f64))
+    var state = opt.init(m)
+    for i in range(steps) {
+        let g = grad(quad64)(m)
+        (m, state) = opt.update(m, g, state)
+    }
+    return m.w
+}
+
 def regression_loss(net, x, y) = mean(square(net(x) - y))
 
 def fit(opt, steps: int) {
@@ -51,6 +67,9 @@ def main() {
     print("adamw", err(run(adamw(lr=0.1, weight_decay=0.1), 3), [0.67904, -1.644369]) < 1e-5)
     print("adam b2", err(run(adam(lr=0.3, betas=(0.9, 0.9)), 8), [0.543869, 0.245526]) < 1e-5)
     print("amsgrad", err(run(adam(lr=0.3, betas=(0.9, 0.9), amsgrad=true), 8), [0.535979, 0.179263]) < 1e-5)
+    print("f64 adam", err(run64(adam(lr=0.1), 3), cast([0.704871, -1.700623], f64)) < 1e-5)
+    print("f64 adamw", err(run64(adamw(lr=0.1, weight_decay=0.1), 3), cast([0.67904, -1.644369], f64)) < 1e-5)
+    print("f64 step_lr schedule", err(run64(sgd(lr=1.0, schedule=step_lr(0.1, 2, 0.5)), 5), cast([0.856375, -0.654946], f64)) < 1e-5)
     # the state: a step counter and buffers with the parameters' structure; buffers of the
     # model (let fields) have no gradient and are left alone
     let st = adam().init(start())
@@ -78,6 +97,9 @@ def main() {
 # CHECK-NEXT: adamw true
 # CHECK-NEXT: adam b2 true
 # CHECK-NEXT: amsgrad true
+# CHECK-NEXT: f64 adam true
+# CHECK-NEXT: f64 adamw true
+# CHECK-NEXT: f64 step_lr schedule true
 # CHECK-NEXT: state 0 [0.0, 0.0] (2,)
 # CHECK-NEXT: buffers kept [5.0] 1
 # CHECK-NEXT: converged true true true true 50 120
