@@ -1,20 +1,16 @@
 // Pipelined training runs (pipeline_step.h).
 #include "backends/distributed/pipeline_step.h"
-#include "backends/distributed/stage_runner.h"
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <map>
 #include <memory>
 
 #include "backends/comm/communicator.h"
-#include "backends/comm/group.h"
+#include "backends/distributed/stage_runner.h"
 #include "backends/runtime/profile.h"
 #include "lang/diagnostics.h"
-#include "ops/collective.h"
 #include "parallel/layout/shard_data.h"
 #include "parallel/partition/strategy.h"
 #include "parallel/pipeline/pipeline.h"

@@ -183,19 +183,27 @@ struct SpmdRuntime::Impl {
       if (a == rt.plan_.zero_axis) a = -1;
     return z;
   }
+  // Whether n is elementwise and every input `marked` picks (ZeRO shards, owned values) has
+  // one placement, `id`, and the output's shape: the update an optimizer runs where its state
+  // lives.
+  bool elementwise_over_one_placement(const ir::Node& n, const std::vector<Value>& in,
+                                      bool (Impl::*marked)(const Value&) const, uint32_t& id) const {
+    id = 0;
+    bool local = n.prim->family == "elementwise" && n.type && n.type->is_tensor();
+    for (size_t i = 0; i < in.size() && local; ++i) {
+      if (!(this->*marked)(in[i])) continue;
+      const uint32_t z = placement(in[i]);
+      local = (id == 0 || id == z) && n.inputs[i]->type && n.inputs[i]->type->shape == n.type->shape;
+      id = z;
+    }
+    return local;
+  }
   // Before primitive n runs: unless it is elementwise over ZeRO shards of one layout and the
   // output's shape (the optimizer's update), its ZeRO inputs are gathered over the axis (kept
   // for the life of the shard below stage 3). Returns the shards' layout id when they stay.
   uint32_t gather_zero_inputs(const ir::Node& n, std::vector<Value>& in) {
     uint32_t id = 0;
-    bool local = n.prim->family == "elementwise" && n.type && n.type->is_tensor();
-    for (size_t i = 0; i < in.size() && local; ++i) {
-      if (!is_zero(in[i])) continue;
-      const uint32_t z = placement(in[i]);
-      local = (id == 0 || id == z) && n.inputs[i]->type && n.inputs[i]->type->shape == n.type->shape;
-      id = z;
-    }
-    if (local) return id;
+    if (elementwise_over_one_placement(n, in, &Impl::is_zero, id)) return id;
     for (size_t i = 0; i < in.size(); ++i)
       if (is_zero(in[i]))
         in[i] = redistribute(in[i], gathered(layouts.at(placement(in[i]))), n.inputs[i]->type,
@@ -581,13 +589,7 @@ struct SpmdRuntime::Impl {
   // shards, the others make a placeholder. Otherwise the owned inputs are fetched (false).
   bool owned_locally(const ir::Node& n, std::vector<Value>& in, Value& result) {
     uint32_t id = 0;
-    bool local = n.prim->family == "elementwise" && n.type && n.type->is_tensor();
-    for (size_t i = 0; i < in.size() && local; ++i) {
-      if (!is_owned(in[i])) continue;
-      const uint32_t z = placement(in[i]);
-      local = (id == 0 || id == z) && n.inputs[i]->type && n.inputs[i]->type->shape == n.type->shape;
-      id = z;
-    }
+    bool local = elementwise_over_one_placement(n, in, &Impl::is_owned, id);
     for (size_t i = 0; i < in.size() && local; ++i) {
       if (is_owned(in[i]) || !in[i].is_tensor()) continue;
       const TypeP& t = n.inputs[i]->type;
@@ -618,6 +620,8 @@ struct SpmdRuntime::Impl {
     const Value w = whole(v, global);
     if (!mine(id)) return placeholder(global, id);
     const Layout& l = layouts.at(id);
+    // A copy even when whole: the placement is the buffer's, and the whole buffer stays whole
+    // on the other stages, so marking it here would make the ranks disagree about it.
     Value out = w;
     if (!l.is_replicated())
       out = Value(parallel::slice_block(w.tensor, l.shard_offset(global->shape, mesh, world.rank()),
