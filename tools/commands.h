@@ -70,7 +70,7 @@ int cmd_check(const std::string& path);
 int cmd_ir(const std::string& path, const std::string& stage, bool dot, const std::string& out,
            const std::vector<std::string>& print_after, const std::string& emit = "",
            const std::string& entry = "");
-int cmd_ops();
+int cmd_ops(bool markdown = false);
 int cmd_grad_check(const std::string& path, double tolerance);
 
 // Commands that live in their own files (coll, sim, ...): they add their sub-commands to

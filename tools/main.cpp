@@ -457,6 +457,9 @@ int main(int argc, char** argv) {
   irc->add_option("--batch", ir_batch, "with --stage partitioned: the global batch");
 
   auto* ops_cmd = app.add_subcommand("ops", "List the primitives of the registry with their signatures");
+  bool ops_markdown = false;
+  ops_cmd->add_flag("--markdown", ops_markdown,
+                    "print the table of docs/primitives.md: one section per family, with derivative rules and fusion kinds");
 
   std::string gc_path;
   double gc_tol = 1e-6;
@@ -536,7 +539,7 @@ int main(int argc, char** argv) {
     }
     if (*check) return tools::cmd_check(check_path);
     if (*irc) return tools::cmd_ir(ir_path, stage, dot, out, print_after, emit, ir_entry);
-    if (*ops_cmd) return tools::cmd_ops();
+    if (*ops_cmd) return tools::cmd_ops(ops_markdown);
     if (*gc) return tools::cmd_grad_check(gc_path, gc_tol);
     return tools::run_extra_commands(app);
   } catch (const lang::InternalError& e) {
