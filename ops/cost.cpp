@@ -17,6 +17,8 @@
 //   - normalisations: per input element, softmax and log_softmax 5 (max, subtract, exp, sum,
 //     divide), cross_entropy 5, layer_norm and batch_norm 8 (mean, variance, normalise, scale,
 //     shift).
+#include <algorithm>
+
 #include "ops/families.h"
 #include "ops/kernel_util.h"
 #include "sim/cost.h"
@@ -103,6 +105,10 @@ void matmul_costs(sem::Registry& r) {
       return t->rank() >= from_end ? static_cast<double>(t->shape[t->rank() - from_end]) : 1.0;
     };
     c.gemm = {in[0]->rank() >= 2 ? dim(in[0], 2) : 1, in[1]->rank() >= 2 ? dim(in[1], 1) : 1, k};
+    // A batched left operand times one matrix runs as one GEMM with the batches stacked as rows
+    // (backends/cpu/matmul.cpp), e.g. f32[8,128,256] @ f32[256,256] as 1024 x 256 x 256.
+    const double rows = elements(in[0]) / std::max(k, 1.0);
+    if (in[0]->rank() > 2 && in[1]->rank() <= 2 && rows > 0) c.gemm[0] = rows;
     return c;
   });
 }

@@ -142,6 +142,27 @@ TEST(MeasuredTables, CostModelUsesTheBandwidthTableAndTimeSharing) {
   EXPECT_EQ(ranks_on_node(spec, 8), 4);
 }
 
+// The GEMM a matmul charges is the one the CPU kernel runs (backends/cpu/matmul.cpp): a batched
+// left operand times one matrix is one GEMM with the batches stacked as rows; two batched
+// operands are one GEMM per batch element.
+TEST(MeasuredTables, MatmulChargesTheGemmTheKernelRuns) {
+  ops::register_all();
+  const sem::Primitive& p = *sem::Registry::instance().find("matmul");
+  const auto cost = [&](std::vector<int64_t> a, std::vector<int64_t> b) {
+    const std::vector<sem::TypeP> in{sem::Type::tensor(DType::f32, a),
+                                     sem::Type::tensor(DType::f32, b)};
+    return (*p.facet<CostRule>(kCostFacet))(in, p.infer(in, {}), {});
+  };
+  const OpCost stacked = cost({8, 128, 256}, {256, 512});
+  EXPECT_EQ(stacked.gemm, (std::array<double, 3>{1024, 512, 256}));
+  EXPECT_DOUBLE_EQ(stacked.flops, 2.0 * 1024 * 512 * 256);
+  const OpCost batched = cost({8, 128, 256}, {8, 256, 512});
+  EXPECT_EQ(batched.gemm, (std::array<double, 3>{128, 512, 256}));
+  EXPECT_DOUBLE_EQ(batched.flops, 2.0 * 1024 * 512 * 256);
+  EXPECT_EQ(cost({2, 3, 64, 32}, {32, 16}).gemm, (std::array<double, 3>{384, 16, 32}));
+  EXPECT_EQ(cost({64, 32}, {2, 32, 16}).gemm, (std::array<double, 3>{64, 16, 32}));
+}
+
 TEST(MeasuredTables, ConvolutionsCarryTheirPerImageGemm) {
   ops::register_all();
   const sem::Registry& reg = sem::Registry::instance();
