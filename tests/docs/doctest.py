@@ -39,8 +39,10 @@ TIMEOUT_S = 120
 
 
 class Block:
-    def __init__(self, lang, flags, attrs, line, text):
-        self.lang, self.flags, self.attrs, self.line, self.text = lang, flags, attrs, line, text
+    def __init__(self, lang, flags, attrs, line, body):
+        self.lang, self.flags, self.attrs, self.line = lang, flags, attrs, line
+        self.text = "\n".join(body) + "\n"
+        self.count = len(body)  # lines between the fences
         self.output = None  # the Block of the ```output that follows a ```spora block
 
 
@@ -66,7 +68,7 @@ def parse_blocks(path):
         lang = words[0] if words else ""
         flags = {w for w in words[1:] if "=" not in w}
         attrs = dict(w.split("=", 1) for w in words[1:] if "=" in w)
-        block = Block(lang, flags, attrs, start, "\n".join(body) + "\n")
+        block = Block(lang, flags, attrs, start, body)
         if lang == "output":
             prev = blocks[-1] if blocks else None
             if prev is None or prev.lang != "spora" or prev.output is not None or "norun" in prev.flags:
@@ -132,7 +134,7 @@ class Page:
         if matches(expected, actual):
             return
         if self.update and block_out is not None and "..." not in expected:
-            self.rewrites[block_out.line] = (len(block_out.text.split("\n")) - 1, actual)
+            self.rewrites[block_out.line] = (block_out.count, actual)
             return
         self.fail(line, what, expected, actual)
 
