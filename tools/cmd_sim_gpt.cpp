@@ -24,6 +24,8 @@ struct Options {
   std::string recompute = "full";
   bool no_grad_overlap = false, no_scatter_gather = false;
   double fragmentation = 0.05;
+  double comm_sm_share = -1;
+  bool one_ring = false, no_nic_sharing = false;
   bool json = false;
 };
 
@@ -49,6 +51,9 @@ int run(Options& o) {
   opt.grad_overlap = !o.no_grad_overlap;
   opt.scatter_gather = !o.no_scatter_gather;
   opt.fragmentation = o.fragmentation;
+  opt.comm_sm_share = o.comm_sm_share;
+  opt.links.channels = !o.one_ring;
+  opt.links.nic_sharing = !o.no_nic_sharing;
   // Progress on stderr once a run has taken more than a second.
   const auto start = std::chrono::steady_clock::now();
   opt.progress = [start](const std::string& line) {
@@ -109,6 +114,14 @@ int run_sim_gpt_command(int argc, char** argv) {
   app.add_option("--fragmentation", o.fragmentation,
                  "allocator headroom as a share of the allocated memory")
       ->capture_default_str();
+  app.add_option("--comm-sm-share", o.comm_sm_share,
+                 "share of a GPU a running collective's kernels hold, slowing the compute beside "
+                 "it (default: the spec's device.comm_sm_share; 0: off)")
+      ->check(CLI::Range(0.0, 0.95));
+  app.add_flag("--one-ring", o.one_ring,
+               "rings across nodes use one NIC (no channel per NIC), to show what channels bring");
+  app.add_flag("--no-nic-sharing", o.no_nic_sharing,
+               "give every group at least one NIC of its own, as if it ran alone");
   app.add_flag("--json", o.json, "print one JSON object");
   try {
     app.parse(static_cast<int>(args.size()), args.data());

@@ -6,16 +6,18 @@
 
 namespace spora::sim::transformer {
 
-CommModel::CommModel(const ClusterSpec& cluster) : cluster_(cluster) {}
+CommModel::CommModel(const ClusterSpec& cluster, LinkSharing sharing)
+    : cluster_(cluster), sharing_(sharing) {}
 
 double CommModel::bandwidth(const Group& g) const {
   const auto& ic = cluster_.interconnect;
   const double intra = ic.bandwidth * ic.efficiency;
   if (!g.spans_nodes() || !cluster_.network) return intra;
   const auto& net = *cluster_.network;
-  const double nics =
-      std::max(1.0, static_cast<double>(net.nics_per_node) * static_cast<double>(g.per_node) /
-                        static_cast<double>(cluster_.devices_per_node));
+  const double share = static_cast<double>(net.nics_per_node) * static_cast<double>(g.per_node) /
+                       static_cast<double>(cluster_.devices_per_node);
+  double nics = sharing_.channels ? share : std::min(1.0, share);
+  if (!sharing_.nic_sharing) nics = std::max(1.0, nics);
   const double inter = nics * net.nic_bandwidth * net.efficiency;
   return cluster_.devices_per_node > 1 ? std::min(intra, inter) : inter;
 }

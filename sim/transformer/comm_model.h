@@ -11,7 +11,13 @@
 //                                network.efficiency)
 // the second because NCCL runs one ring (channel) per NIC and a group's g ranks of a node reach
 // the fabric through their share of the node's NICs (a rail-aligned data-parallel group of one
-// GPU per node gets one NIC; a group of a whole DGX, all eight). Per step, alpha is the route's
+// GPU per node gets one NIC; a group of a whole DGX, all eight). Megatron's groups of one kind
+// run their collectives at the same time, so devices_per_node / g groups share a node's NICs: with
+// fewer NICs than GPUs a rail-aligned group gets nics_per_node / devices_per_node of a NIC.
+// Both effects can be switched off (LinkSharing) to show their share of a step:
+//   channels off      one ring per group: at most one NIC, however many the group's share is
+//   nic_sharing off   every group gets at least one whole NIC, as if it ran alone
+// Per step, alpha is the route's
 // latency: interconnect.latency inside a node, 2 nic_latency + 2 levels x network.latency across
 // the fabric.
 //   all-reduce       2 (p - 1) (alpha + N / (p beta))
@@ -33,9 +39,14 @@ struct Group {
   bool spans_nodes() const { return size > per_node; }
 };
 
+struct LinkSharing {
+  bool channels = true;     // one ring per NIC of the group's share (NCCL's channels)
+  bool nic_sharing = true;  // concurrent groups share a node's NICs
+};
+
 class CommModel {
  public:
-  explicit CommModel(const ClusterSpec& cluster);
+  explicit CommModel(const ClusterSpec& cluster, LinkSharing sharing = {});
   double bandwidth(const Group& g) const;  // beta, bytes/s per rank and direction
   double latency(const Group& g) const;    // alpha, seconds per ring step
   double seconds(CommKind kind, const Group& g, double bytes) const;
@@ -45,6 +56,7 @@ class CommModel {
 
  private:
   ClusterSpec cluster_;
+  LinkSharing sharing_;
 };
 
 // The groups of a configuration on a cluster (Megatron's rank order, above).

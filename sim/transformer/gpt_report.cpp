@@ -44,6 +44,12 @@ std::string gpt_report(const GptSimResult& r) {
   if (b.embedding_sync > 0) o += fmt::format("  embedding sync    {:.4f} s\n", b.embedding_sync);
   o += fmt::format("  optimizer         {:.4f} s\n", b.optimizer);
   if (b.zero_gather > 0) o += fmt::format("  zero all-gather   {:.4f} s\n", b.zero_gather);
+  o += fmt::format("  interference      {:.4f} s (compute beside collectives at SM share {:.3g})\n",
+                   b.interference, r.comm_sm_share);
+  o += fmt::format("links               {}, {}\n",
+                   r.links.channels ? "one ring per NIC across nodes" : "one ring across nodes",
+                   r.links.nic_sharing ? "concurrent groups share a node's NICs"
+                                       : "every group has a NIC of its own");
   const GptMemory& mem = r.memory;
   o += fmt::format(
       "memory per GPU      {} of {} ({})\n", gb(mem.total()), gb(mem.capacity),
@@ -92,7 +98,8 @@ std::string gpt_json(const GptSimResult& r) {
       "\"breakdown\": {{\"stage\": {}, \"compute\": {:.9g}, \"gemm\": {:.9g}, "
       "\"gemm_flops\": {:.9g}, \"tp_comm\": {{{}}}, "
       "\"pipeline_wait\": {:.9g}, \"dp_exposed\": {:.9g}, \"embedding_sync\": {:.9g}, "
-      "\"optimizer\": {:.9g}, \"zero_gather\": {:.9g}}}, "
+      "\"optimizer\": {:.9g}, \"zero_gather\": {:.9g}, \"interference\": {:.9g}}}, "
+      "\"contention\": {{\"comm_sm_share\": {:.9g}, \"channels\": {}, \"nic_sharing\": {}}}, "
       "\"memory_per_gpu_bytes\": {:.9g}, \"memory\": {{\"parameters\": {:.9g}, "
       "\"gradients\": {:.9g}, \"optimizer_state\": {:.9g}, \"activations\": {:.9g}, "
       "\"cuda_context\": {:.9g}, \"nccl_buffers\": {:.9g}, \"fragmentation\": {:.9g}, "
@@ -104,7 +111,8 @@ std::string gpt_json(const GptSimResult& r) {
       r.tflops_per_gpu, r.tflops_per_gpu_no_recompute, r.model_flops, r.pipeline_seconds,
       r.bubble_fraction, r.p2p_seconds, r.layer_forward_seconds, r.layer_backward_seconds,
       r.critical_stage, b.compute, b.gemm, b.gemm_flops, tp, b.pipeline_wait, b.dp_exposed,
-      b.embedding_sync, b.optimizer, b.zero_gather, mem.total(), mem.parameters, mem.gradients,
+      b.embedding_sync, b.optimizer, b.zero_gather, b.interference, r.comm_sm_share,
+      r.links.channels, r.links.nic_sharing, mem.total(), mem.parameters, mem.gradients,
       mem.optimizer_state, mem.activations, mem.cuda_context, mem.nccl_buffers, mem.fragmentation,
       mem.capacity, r.fits, cand);
 }

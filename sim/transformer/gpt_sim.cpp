@@ -11,24 +11,6 @@ namespace spora::sim::transformer {
 
 namespace {
 
-// A pass's time split into kernels and exposed tensor-parallel collectives by kind.
-struct PassTime {
-  double compute = 0;
-  double gemm = 0, gemm_flops = 0;  // of which GEMMs, and their FLOPs
-  std::map<std::string, double> comm;
-  double total() const {
-    double t = compute;
-    for (const auto& [k, v] : comm) t += v;
-    return t;
-  }
-  void add(const PassTime& o, double times = 1) {
-    compute += times * o.compute;
-    gemm += times * o.gemm;
-    gemm_flops += times * o.gemm_flops;
-    for (const auto& [k, v] : o.comm) comm[k] += times * v;
-  }
-};
-
 struct Step {
   const ClusterSpec& cluster;
   const GptModel& model;
@@ -37,35 +19,20 @@ struct Step {
   CommModel comm;
   KernelTimer timer;
   Group tp, dp;
+  double sm_share;  // of the GPU a running collective holds
 
   Step(const ClusterSpec& c, const GptModel& m, const GptParallel& p, const GptSimOptions& o)
       : cluster(c),
         model(m),
         par(p),
         opt(o),
-        comm(c),
+        comm(c, o.links),
         timer(c.device, p.precision, 2),
         tp(tensor_group(c, p.tp)),
-        dp(data_group(c, p.tp, p.dp)) {}
+        dp(data_group(c, p.tp, p.dp)),
+        sm_share(comm_sm_share(c, o)) {}
 
-  PassTime time(const PassOps& ops) const {
-    PassTime t;
-    std::vector<double> kernel(ops.kernels.size());
-    for (size_t i = 0; i < ops.kernels.size(); ++i) {
-      kernel[i] = timer.seconds(ops.kernels[i]);
-      t.compute += kernel[i];
-      if (ops.kernels[i].kind == KernelKind::Gemm) {
-        t.gemm += kernel[i];
-        t.gemm_flops += ops.kernels[i].flops();
-      }
-    }
-    for (const TpCollective& c : ops.collectives) {
-      double s = comm.seconds(c.kind, tp, c.bytes);
-      if (c.hidden_by >= 0) s = std::max(0.0, s - kernel[c.hidden_by]);
-      t.comm[std::string("tp-") + std::string(comm_kind_name(c.kind))] += s;
-    }
-    return t;
-  }
+  PassTime time(const PassOps& ops) const { return time_pass(ops, timer, comm, tp, sm_share); }
 
   double local_layer_params() const {
     const double h = static_cast<double>(model.hidden), t = static_cast<double>(par.tp);
@@ -146,7 +113,7 @@ GptSimResult simulate_one(const Step& st, int64_t b) {
 
   // After the passes: gradient sync, embedding sync, optimizer, ZeRO gather; per stage.
   const CommKind sync_kind = par.zero >= 1 ? CommKind::ReduceScatter : CommKind::AllReduce;
-  std::vector<double> sync_end(p), pipeline_end(p);
+  std::vector<double> sync_end(p), pipeline_end(p), overlap_delay(p);
   for (int64_t k = 0; k < p; ++k) {
     pipeline_end[k] = sched.end[k];
     double t = sched.end[k];
@@ -158,16 +125,11 @@ GptSimResult simulate_one(const Step& st, int64_t b) {
       const double extra_sync = st.comm.seconds(sync_kind, st.dp, extra * st.grad_bytes());
       if (st.opt.grad_overlap) {
         // Chunks finish their last backward in reverse order; inside one, layers in reverse.
-        double stream = 0;
-        for (int64_t c = v - 1; c >= 0; --c) {
-          const PipelinePass& last = sched.last_backward[k][c];
-          for (int64_t j = 1; j <= static_cast<int64_t>(layers_per_chunk); ++j) {
-            const double ready =
-                last.start + (last.end - last.start) * static_cast<double>(j) / layers_per_chunk;
-            stream = std::max(stream, ready) + layer_sync;
-          }
-        }
-        t = std::max(t, stream) + extra_sync;
+        const GradientStream g = gradient_stream(sched.last_backward[k], sched.end[k],
+                                                 layers_per_chunk, layer_sync, st.sm_share);
+        overlap_delay[k] = g.delay;
+        pipeline_end[k] += g.delay;
+        t = std::max(pipeline_end[k], g.end) + extra_sync;
       } else {
         t += static_cast<double>(m.layers / p) * layer_sync + extra_sync;
       }
@@ -200,7 +162,8 @@ GptSimResult simulate_one(const Step& st, int64_t b) {
   bd.gemm = stage_total[ck].gemm;
   bd.gemm_flops = stage_total[ck].gemm_flops;
   bd.tp_comm = stage_total[ck].comm;
-  bd.pipeline_wait = pipeline_end[ck] - sched.busy[ck];
+  bd.interference = stage_total[ck].interference + overlap_delay[ck];
+  bd.pipeline_wait = sched.end[ck] - sched.busy[ck];
   bd.embedding_sync = (p > 1 && (ck == 0 || ck == p - 1)) ? emb_sync : 0;
   bd.dp_exposed = sync_end[ck] - pipeline_end[ck] - bd.embedding_sync;
   bd.optimizer = opt_s[ck];
@@ -247,6 +210,50 @@ std::vector<int64_t> micro_batch_candidates(const GptParallel& par) {
 
 }  // namespace
 
+PassTime time_pass(const PassOps& ops, const KernelTimer& timer, const CommModel& comm,
+                   const Group& tp, double sm_share) {
+  PassTime t;
+  std::vector<double> kernel(ops.kernels.size());
+  for (size_t i = 0; i < ops.kernels.size(); ++i) {
+    kernel[i] = timer.seconds(ops.kernels[i]);
+    t.compute += kernel[i];
+    if (ops.kernels[i].kind == KernelKind::Gemm) {
+      t.gemm += kernel[i];
+      t.gemm_flops += ops.kernels[i].flops();
+    }
+  }
+  for (const TpCollective& c : ops.collectives) {
+    double s = comm.seconds(c.kind, tp, c.bytes);
+    if (c.hidden_by >= 0) {
+      t.interference += sm_share * std::min(s, kernel[c.hidden_by]);
+      s = std::max(0.0, s - kernel[c.hidden_by]);
+    }
+    t.comm[std::string("tp-") + std::string(comm_kind_name(c.kind))] += s;
+  }
+  return t;
+}
+
+GradientStream gradient_stream(const std::vector<PipelinePass>& last_backward, double stage_end,
+                               double layers_per_chunk, double layer_sync, double sm_share) {
+  // Chunks finish their last backward in reverse order; inside one, layers in reverse. The
+  // compute a sync overlaps runs at 1 - s: `delay` is how far the compute after it (the later
+  // layers' readiness, the stage's end) has moved.
+  GradientStream g;
+  for (auto c = last_backward.rbegin(); c != last_backward.rend(); ++c)
+    for (int64_t j = 1; j <= static_cast<int64_t>(layers_per_chunk); ++j) {
+      const double ready =
+          g.delay + c->start + (c->end - c->start) * static_cast<double>(j) / layers_per_chunk;
+      const double start = std::max(g.end, ready);
+      g.end = start + layer_sync;
+      g.delay += sm_share * std::max(0.0, std::min(g.end, stage_end + g.delay) - start);
+    }
+  return g;
+}
+
+double comm_sm_share(const ClusterSpec& cluster, const GptSimOptions& options) {
+  return options.comm_sm_share >= 0 ? options.comm_sm_share : cluster.device.comm_sm_share;
+}
+
 GptSimResult simulate_gpt(const ClusterSpec& cluster, const GptModel& model, const GptParallel& par,
                           const GptSimOptions& options) {
   if (par.gpus() > cluster.device_count())
@@ -285,6 +292,8 @@ GptSimResult simulate_gpt(const ClusterSpec& cluster, const GptModel& model, con
       best.model_flops_no_recompute / (best.step_seconds * gpus) / 1e12;
   best.gemm_model =
       st.timer.gemm().sms ? st.timer.gemm().source : "the spec's op class matmul efficiency";
+  best.comm_sm_share = st.sm_share;
+  best.links = options.links;
   return best;
 }
 

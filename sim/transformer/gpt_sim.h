@@ -38,8 +38,18 @@
 // apart and counted in `fits`: the CUDA context and kernels, NCCL's buffers per communicator,
 // and allocator fragmentation as a share of the rest (GptSimOptions).
 //
-// Not modelled: contention between collectives, p2p and compute (each is timed alone); a
-// slower GPU or link; data loading and logging. Deterministic: no clocks, no randomness.
+// Contention (GptSimOptions, each effect switchable so that its share of a step can be shown):
+//   - links: concurrent groups of one kind share a node's NICs, and rings across nodes run one
+//     channel per NIC (comm_model.h, LinkSharing);
+//   - SMs: while a collective runs beside compute (the data-parallel gradient stream beside the
+//     last backward passes, the async tensor-parallel all-reduce beside its weight-gradient GEMM)
+//     NCCL's kernels hold a share s of the GPU (one thread block per channel; sim/interference.h
+//     has the source), so the compute it overlaps runs at 1 - s: a collective that overlaps
+//     compute for T seconds delays that compute by s T. First order: the delay does not move
+//     the collective itself. Reported as the breakdown's `interference`.
+// Not modelled: the pipeline's p2p messages sharing a NIC with the gradient stream, tensor- and
+// data-parallel traffic sharing a GPU's NVLink port, a slower GPU or link, data loading and
+// logging. Deterministic: no clocks, no randomness.
 #pragma once
 
 #include <functional>
@@ -50,6 +60,8 @@
 #include "sim/cluster_spec.h"
 #include "sim/transformer/comm_model.h"
 #include "sim/transformer/gpt_config.h"
+#include "sim/transformer/kernels.h"
+#include "sim/transformer/layer_ops.h"
 #include "sim/transformer/pipeline_schedule.h"
 
 namespace spora::sim::transformer {
@@ -63,6 +75,9 @@ struct GptSimOptions {
   double cuda_context_bytes = 1.5e9;
   double nccl_bytes_per_communicator = 2 * 8 * 4 * 1048576.0;
   double fragmentation = 0.05;  // of the allocated peak (PyTorch's caching allocator)
+  // Contention (above). comm_sm_share < 0: the spec's device.comm_sm_share (0: none).
+  LinkSharing links;
+  double comm_sm_share = -1;
   // Called with one line per simulated micro-batch size (for long runs).
   std::function<void(const std::string&)> progress;
 };
@@ -85,6 +100,7 @@ struct GptBreakdown {
   double embedding_sync = 0;              // tied embedding all-reduce (pp > 1)
   double optimizer = 0;
   double zero_gather = 0;  // ZeRO's parameter all-gather after the update
+  double interference = 0;  // compute slowed by the collectives running beside it
 };
 
 struct GptCandidate {  // one micro-batch size tried
@@ -111,7 +127,52 @@ struct GptSimResult {
   bool fits = false;
   std::vector<GptCandidate> candidates;
   std::string gemm_model;  // the GEMM efficiency model's source
+  double comm_sm_share = 0;  // the share used (contention)
+  LinkSharing links;
 };
+
+// The pieces of a step, shared with the study that puts another layer into the same pipeline
+// (benchmarks/sim/gpt/layer_pipeline.h).
+
+// A pass's time split into kernels and exposed tensor-parallel collectives by kind.
+struct PassTime {
+  double compute = 0;
+  double gemm = 0, gemm_flops = 0;  // of which GEMMs, and their FLOPs
+  std::map<std::string, double> comm;
+  double interference = 0;  // compute slowed by the collectives beside it
+  double total() const {
+    double t = compute + interference;
+    for (const auto& [k, v] : comm) t += v;
+    return t;
+  }
+  void add(const PassTime& o, double times = 1) {
+    compute += times * o.compute;
+    gemm += times * o.gemm;
+    gemm_flops += times * o.gemm_flops;
+    interference += times * o.interference;
+    for (const auto& [k, v] : o.comm) comm[k] += times * v;
+  }
+};
+
+// A pass's kernels on the device, its tensor-parallel collectives over `tp`: those hidden by a
+// kernel count only what outlasts it, and slow that kernel by sm_share for as long as they
+// overlap.
+PassTime time_pass(const PassOps& ops, const KernelTimer& timer, const CommModel& comm,
+                   const Group& tp, double sm_share);
+
+// The data-parallel gradient stream of one stage beside its last backward passes
+// (`last_backward`, one per chunk, in chunk order): each layer's sync of `layer_sync` seconds
+// starts when the stream is free and the layer's gradients are final, and the compute it
+// overlaps is delayed by sm_share of the overlap.
+struct GradientStream {
+  double end = 0;    // the last layer's sync ends
+  double delay = 0;  // the stage's compute moved by the syncs beside it
+};
+GradientStream gradient_stream(const std::vector<PipelinePass>& last_backward, double stage_end,
+                               double layers_per_chunk, double layer_sync, double sm_share);
+
+// The SM share of a running collective: the options', else the spec's.
+double comm_sm_share(const ClusterSpec& cluster, const GptSimOptions& options);
 
 // Simulates `par` (resolve_parallel first) on `cluster` (already holding the GPUs). With
 // par.micro_batch 0 every micro-batch size that divides the batch per replica is simulated and

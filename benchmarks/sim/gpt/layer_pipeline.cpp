@@ -22,24 +22,18 @@ struct Models {
   tr::CommModel comm;
   tr::KernelTimer timer;
   tr::Group tp, dp;
-  Models(const sim::ClusterSpec& c, const tr::GptParallel& p)
-      : comm(c),
+  double sm_share;
+  Models(const sim::ClusterSpec& c, const tr::GptParallel& p, const tr::GptSimOptions& o)
+      : comm(c, o.links),
         timer(c.device, p.precision, 2),
         tp(tr::tensor_group(c, p.tp)),
-        dp(tr::data_group(c, p.tp, p.dp)) {}
+        dp(tr::data_group(c, p.tp, p.dp)),
+        sm_share(tr::comm_sm_share(c, o)) {}
 
-  // A pass's seconds and, of them, its exposed collectives (sim-gpt's Step::time).
+  // A pass's seconds and, of them, its exposed collectives (sim-gpt's).
   std::pair<double, double> time(const tr::PassOps& ops) const {
-    std::vector<double> kernel(ops.kernels.size());
-    double compute = 0, comm_s = 0;
-    for (size_t i = 0; i < ops.kernels.size(); ++i)
-      compute += kernel[i] = timer.seconds(ops.kernels[i]);
-    for (const tr::TpCollective& c : ops.collectives) {
-      double s = comm.seconds(c.kind, tp, c.bytes);
-      if (c.hidden_by >= 0) s = std::max(0.0, s - kernel[static_cast<size_t>(c.hidden_by)]);
-      comm_s += s;
-    }
-    return {compute + comm_s, comm_s};
+    const tr::PassTime t = tr::time_pass(ops, timer, comm, tp, sm_share);
+    return {t.total(), t.total() - t.compute - t.interference};
   }
 };
 
@@ -57,9 +51,9 @@ void check_supported(const tr::GptParallel& p) {
 }  // namespace
 
 LayerCost megatron_layer(const sim::ClusterSpec& cluster, const tr::GptModel& model,
-                         const tr::GptParallel& par) {
+                         const tr::GptParallel& par, const tr::GptSimOptions& options) {
   check_supported(par);
-  const Models m(cluster, par);
+  const Models m(cluster, par, options);
   const tr::LayerShape x = tr::layer_shape(model, par, par.micro_batch);
   LayerCost l;
   std::tie(l.forward, l.forward_comm) = m.time(tr::layer_forward(x));
@@ -75,7 +69,7 @@ tr::GptSimResult simulate_with_layer(const sim::ClusterSpec& cluster, const tr::
                                      const tr::GptParallel& par, const LayerCost& layer,
                                      const tr::GptSimOptions& opt) {
   check_supported(par);
-  const Models mo(cluster, par);
+  const Models mo(cluster, par, opt);
   const int64_t p = par.pp, mb = par.micro_batches(), b = par.micro_batch;
   const double per_stage = static_cast<double>(model.layers / p);
   const tr::LayerShape x = tr::layer_shape(model, par, b);
@@ -128,14 +122,9 @@ tr::GptSimResult simulate_with_layer(const sim::ClusterSpec& cluster, const tr::
       const double extra = stage_params(k) - per_stage * layer.local_params;
       const double extra_sync = mo.comm.seconds(tr::CommKind::AllReduce, mo.dp, extra * grad_bytes);
       if (opt.grad_overlap) {
-        const tr::PipelinePass& last = sched.last_backward[k][0];
-        double stream = 0;
-        for (int64_t j = 1; j <= static_cast<int64_t>(per_stage); ++j) {
-          const double ready =
-              last.start + (last.end - last.start) * static_cast<double>(j) / per_stage;
-          stream = std::max(stream, ready) + layer_sync;
-        }
-        t = std::max(t, stream) + extra_sync;
+        const tr::GradientStream g =
+            tr::gradient_stream(sched.last_backward[k], t, per_stage, layer_sync, mo.sm_share);
+        t = std::max(t + g.delay, g.end) + extra_sync;
       } else {
         t += per_stage * layer_sync + extra_sync;
       }

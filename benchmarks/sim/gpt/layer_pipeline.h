@@ -39,7 +39,8 @@ struct LayerCost {
 // sim-gpt's layer: layer_forward / layer_recompute / layer_backward of sim/transformer priced
 // with its kernel and communication models.
 LayerCost megatron_layer(const sim::ClusterSpec& cluster, const sim::transformer::GptModel& model,
-                         const sim::transformer::GptParallel& par);
+                         const sim::transformer::GptParallel& par,
+                         const sim::transformer::GptSimOptions& options = {});
 
 // The step of `par` (resolved, micro_batch set) with every layer costing `layer`.
 sim::transformer::GptSimResult simulate_with_layer(

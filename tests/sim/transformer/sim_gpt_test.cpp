@@ -113,13 +113,15 @@ TEST(SimGptComm, ScaledClusterKeepsTheLeafRadix) {
 }
 
 GptSimResult row(int64_t h, int64_t l, int64_t a, int64_t tp, int64_t pp, int64_t gpus,
-                 int64_t batch, int64_t micro_batch) {
+                 int64_t batch, int64_t micro_batch, const GptSimOptions& options = {},
+                 bool async_tp = false) {
   GptModel m{h, l, a, 51200, 2048};
   GptParallel p;
   p.global_batch = batch, p.tp = tp, p.pp = pp, p.micro_batch = micro_batch;
   p.precision = "f16";
+  p.async_tp_allreduce = async_tp;
   resolve_parallel(m, p, gpus);
-  return simulate_gpt(scale_cluster(load_cluster_spec(kCluster), gpus), m, p);
+  return simulate_gpt(scale_cluster(load_cluster_spec(kCluster), gpus), m, p, options);
 }
 
 TEST(SimGpt, Deterministic) {
@@ -133,14 +135,80 @@ TEST(SimGpt, Deterministic) {
 }
 
 TEST(SimGpt, BreakdownAddsUpToTheStep) {
-  const GptSimResult r = row(8192, 48, 64, 8, 2, 512, 1536, 2);
-  const GptBreakdown& b = r.breakdown;
-  double sum =
-      b.compute + b.pipeline_wait + b.dp_exposed + b.embedding_sync + b.optimizer + b.zero_gather;
-  for (const auto& [k, s] : b.tp_comm) sum += s;
-  EXPECT_NEAR(sum / r.step_seconds, 1.0, 1e-9);
-  EXPECT_GT(b.tp_comm.at("tp-all-reduce"), 0);
-  EXPECT_GT(r.bubble_fraction, 0);
+  for (const double share : {0.0, 0.15}) {
+    GptSimOptions o;
+    o.comm_sm_share = share;
+    const GptSimResult r = row(8192, 48, 64, 8, 2, 512, 1536, 2, o, true);
+    const GptBreakdown& b = r.breakdown;
+    double sum = b.compute + b.pipeline_wait + b.dp_exposed + b.embedding_sync + b.optimizer +
+                 b.zero_gather + b.interference;
+    for (const auto& [k, s] : b.tp_comm) sum += s;
+    EXPECT_NEAR(sum / r.step_seconds, 1.0, 1e-9) << share;
+    EXPECT_GT(b.tp_comm.at("tp-all-reduce"), 0);
+    EXPECT_GT(r.bubble_fraction, 0);
+    EXPECT_EQ(b.interference > 0, share > 0);
+  }
+}
+
+// Contention (gpt_sim.h): NCCL's kernels hold a share s of the GPU while a collective runs beside
+// compute. The 1.7B row (t 1, p 1, d 32, b 16): the gradient all-reduce of each layer starts as
+// the last backward pass makes that layer's gradients final and keeps up with it, so each of
+// the first L - 1 layers' syncs overlaps compute throughout (the last runs after it): the step
+// grows by s (L - 1) times one layer's sync.
+TEST(SimGptContention, SmShareDelaysTheBackwardTheGradientStreamOverlaps) {
+  GptSimOptions off, on;
+  off.comm_sm_share = 0, on.comm_sm_share = 0.15;
+  const GptSimResult a = row(2304, 24, 24, 1, 1, 32, 512, 16, off);
+  const GptSimResult b = row(2304, 24, 24, 1, 1, 32, 512, 16, on);
+  const ClusterSpec c = scale_cluster(load_cluster_spec(kCluster), 32);
+  const double h = 2304, layer_params = 12 * h * h + 7 * h + 6 * h;
+  const double sync =
+      CommModel(c).seconds(CommKind::AllReduce, data_group(c, 1, 32), layer_params * 2);
+  ASSERT_LT(sync, b.layer_backward_seconds / 24);  // the stream keeps up
+  EXPECT_DOUBLE_EQ(a.breakdown.interference, 0);
+  EXPECT_NEAR(b.breakdown.interference, 0.15 * 23 * sync, 1e-12);
+  EXPECT_NEAR(b.step_seconds - a.step_seconds, 0.15 * 23 * sync, 1e-12);
+  EXPECT_DOUBLE_EQ(b.comm_sm_share, 0.15);
+  // Default: the spec's device.comm_sm_share.
+  ClusterSpec spec = load_cluster_spec(kCluster);
+  spec.device.comm_sm_share = 0.15;
+  GptModel m{2304, 24, 24, 51200, 2048};
+  GptParallel p;
+  p.global_batch = 512, p.micro_batch = 16, p.precision = "f16";
+  resolve_parallel(m, p, 32);
+  EXPECT_DOUBLE_EQ(simulate_gpt(scale_cluster(spec, 32), m, p).step_seconds, b.step_seconds);
+}
+
+// Links (comm_model.h, LinkSharing) on a node of 8 GPUs and 4 NICs.
+TEST(SimGptContention, GroupsShareTheNodesNicsAndRingsUseOnePerNic) {
+  ClusterSpec c = scale_cluster(load_cluster_spec(kCluster), 32);
+  c.network->nics_per_node = 4;
+  const double nic = c.network->nic_bandwidth * c.network->efficiency;
+  const double nvswitch = c.interconnect.bandwidth * c.interconnect.efficiency;
+  const Group rail = data_group(c, 8, 4), node = data_group(c, 1, 32);
+  ASSERT_EQ(rail.per_node, 1);
+  ASSERT_EQ(node.per_node, 8);
+  // Eight rail-aligned groups at once on four NICs: half a NIC each; alone, a whole one.
+  EXPECT_DOUBLE_EQ(CommModel(c).bandwidth(rail), 0.5 * nic);
+  EXPECT_DOUBLE_EQ(CommModel(c, {true, false}).bandwidth(rail), nic);
+  // A group of whole nodes: one ring per NIC, four of them; one ring: one NIC.
+  EXPECT_DOUBLE_EQ(CommModel(c).bandwidth(node), std::min(nvswitch, 4 * nic));
+  EXPECT_DOUBLE_EQ(CommModel(c, {false, true}).bandwidth(node), nic);
+  // Inside a node nothing changes.
+  const Group tp = tensor_group(c, 8);
+  EXPECT_DOUBLE_EQ(CommModel(c, {false, false}).bandwidth(tp), nvswitch);
+  // In a step: the rail-aligned gradient all-reduce of the 18.4B row takes twice as long.
+  GptModel m{6144, 40, 48, 51200, 2048};
+  GptParallel p;
+  p.global_batch = 1024, p.tp = 8, p.micro_batch = 16, p.precision = "f16";
+  resolve_parallel(m, p, 32);
+  GptSimOptions alone;
+  alone.links.nic_sharing = false;
+  alone.grad_overlap = false;
+  GptSimOptions shared = alone;
+  shared.links.nic_sharing = true;
+  const GptSimResult a = simulate_gpt(c, m, p, alone), b = simulate_gpt(c, m, p, shared);
+  EXPECT_NEAR(b.breakdown.dp_exposed / a.breakdown.dp_exposed, 2.0, 0.02);
 }
 
 TEST(SimGpt, AutoPicksTheFastestThatFits) {
@@ -164,7 +232,7 @@ struct LayerBackward {
   double simulated = 0;  // simulate_gpt's layer_backward_seconds
 };
 
-LayerBackward layer_backward_22b(bool sp, bool async) {
+LayerBackward layer_backward_22b(bool sp, bool async, double sm_share = 0) {
   const ClusterSpec c = scale_cluster(load_cluster_spec(kCluster), 8);
   GptModel m{6144, 48, 64, 51200, 2048};
   GptParallel p;
@@ -184,7 +252,9 @@ LayerBackward layer_backward_22b(bool sp, bool async) {
   r.all_reduce = comm.seconds(CommKind::AllReduce, tp, bytes);
   r.all_gather = comm.seconds(CommKind::AllGather, tp, bytes);
   r.reduce_scatter = comm.seconds(CommKind::ReduceScatter, tp, bytes);
-  r.simulated = simulate_gpt(c, m, p).layer_backward_seconds;
+  GptSimOptions o;
+  o.comm_sm_share = sm_share;
+  r.simulated = simulate_gpt(c, m, p, o).layer_backward_seconds;
   return r;
 }
 
@@ -200,6 +270,16 @@ TEST(SimGptLayer, AsyncAllReduceRunsBesideTheWeightGradient) {
                          std::max(0.0, r.all_reduce - r.at.at("qkv-wgrad"));
   EXPECT_NEAR(r.simulated, r.kernels + exposed, 1e-12);
   EXPECT_LT(r.simulated, layer_backward_22b(false, false).simulated);
+}
+
+// The async tensor-parallel all-reduce beside its weight-gradient GEMM slows that GEMM by s for
+// as long as they overlap (the shorter of the two).
+TEST(SimGptContention, SmShareSlowsTheGemmBesideTheAsyncAllReduce) {
+  const LayerBackward off = layer_backward_22b(false, true);
+  const LayerBackward on = layer_backward_22b(false, true, 0.2);
+  const double overlapped = std::min(off.all_reduce, off.at.at("fc1-wgrad")) +
+                            std::min(off.all_reduce, off.at.at("qkv-wgrad"));
+  EXPECT_NEAR(on.simulated - off.simulated, 0.2 * overlapped, 1e-12);
 }
 
 TEST(SimGptLayer, SequenceParallelBackwardGathersTheOutputGradients) {
