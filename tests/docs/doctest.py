@@ -21,6 +21,10 @@ A page's fenced blocks, by their info string:
                        (where its file= programs are), `spora` being the built binary; the
                        lines up to the next `$` are its stdout and stderr together.
 
+A page whose text contains the line `<!-- doctest: graph-only -->` runs all its programs in
+graph mode only (pages about syntax and compile-time checks, whose forms the golden tests
+already run in both modes).
+
 In an expected output a line `...` stands for any number of lines (zero included). Trailing
 spaces are ignored. Every block of a page runs in one temporary folder, in page order.
 Exit status 1 when any output differs, with `FILE:LINE: ...` and a diff per difference.
@@ -35,6 +39,7 @@ import sys
 import tempfile
 
 FENCE = re.compile(r"^```(.*)$")
+PAGE_GRAPH_ONLY = "<!-- doctest: graph-only -->"
 TIMEOUT_S = 120
 
 
@@ -120,6 +125,7 @@ class Page:
         self.path, self.spora, self.update = path, spora, update
         self.failures = 0
         self.ran = 0
+        self.graph_only = False
         self.rewrites = {}  # line of an output block's first body line -> new body lines
 
     def fail(self, line, what, expected, actual):
@@ -155,7 +161,7 @@ class Page:
             self.check(block.output, block.line, "error output differs", err)
             return
         modes = ["graph", "eager"]
-        if "graph-only" in block.flags:
+        if "graph-only" in block.flags or self.graph_only:
             modes = ["graph"]
         if "eager-only" in block.flags:
             modes = ["eager"]
@@ -190,6 +196,7 @@ class Page:
 
     def run(self):
         blocks = parse_blocks(self.path)
+        self.graph_only = PAGE_GRAPH_ONLY in open(self.path, encoding="utf-8").read().split("\n")
         cwd = tempfile.mkdtemp(prefix="spora-doctest-")
         bindir = os.path.join(cwd, ".bin")
         os.mkdir(bindir)
