@@ -54,9 +54,11 @@ std::string fusion(const sem::Primitive& p) {
 std::string cell(const std::string& s) {
   std::string out;
   for (char c : s) {
-    if (c == '|') out += "\\|";
-    else if (c == '\n') out += ' ';
-    else out += c;
+    if (c == '|') {
+      out += "\\|";
+    } else {
+      out += c == '\n' ? ' ' : c;
+    }
   }
   return out;
 }
