@@ -117,6 +117,8 @@ def run(cmd, cwd, env, stderr):
                            if isinstance(cmd, str) else None)
     except subprocess.TimeoutExpired:
         return 124, "", f"timed out after {TIMEOUT_S} s"
+    except OSError as e:  # the binary is missing or not executable
+        return 126, "", str(e)
     return p.returncode, p.stdout.decode("utf-8", "replace"), (p.stderr or b"").decode("utf-8", "replace")
 
 
