@@ -133,11 +133,49 @@ SyncTable SyncTable::from_rows(int ranks, const std::vector<std::array<double, 2
   return t;
 }
 
+double CollectiveTable::seconds_at(double b) const {
+  if (empty()) return 0;
+  const std::size_t n = bytes.size();
+  if (b <= bytes.front()) return seconds.front();
+  if (b >= bytes.back()) {
+    if (n < 2) return seconds.back();
+    const double slope = (seconds[n - 1] - seconds[n - 2]) / (bytes[n - 1] - bytes[n - 2]);
+    return seconds.back() + std::max(0.0, slope) * (b - bytes.back());
+  }
+  const std::size_t hi = static_cast<std::size_t>(
+                        std::upper_bound(bytes.begin(), bytes.end(), b) - bytes.begin()),
+                    lo = hi - 1;
+  const double w = std::log2(b / bytes[lo]) / std::log2(bytes[hi] / bytes[lo]);
+  return (1 - w) * seconds[lo] + w * seconds[hi];
+}
+
+CollectiveTable CollectiveTable::from_rows(const std::vector<std::array<double, 2>>& rows) {
+  std::vector<std::array<double, 2>> sorted = rows;
+  std::sort(sorted.begin(), sorted.end());
+  CollectiveTable t;
+  for (const auto& [b, sec] : sorted) {
+    if (!(b > 0) || !(sec > 0))
+      throw std::invalid_argument(fmt::format("expected positive numbers, got [{}, {}]", b, sec));
+    if (!t.bytes.empty() && t.bytes.back() == b)
+      throw std::invalid_argument(fmt::format("{} bytes is listed twice", b));
+    t.bytes.push_back(b);
+    t.seconds.push_back(sec);
+  }
+  return t;
+}
+
+const CollectiveTable* MeasuredTables::collective(const std::string& primitive, int ranks) const {
+  const auto p = collectives.find(primitive);
+  if (p == collectives.end()) return nullptr;
+  const auto r = p->second.find(ranks);
+  return r == p->second.end() || r->second.empty() ? nullptr : &r->second;
+}
+
 MeasuredTables read_measured_tables(
     const YAML::Node& node,
     const std::function<void(const std::string&, const std::string&)>& fail) {
   MeasuredTables t;
-  if (!node.IsMap()) fail("", "expected a map (cores, gemm, conv, bandwidth, oversubscribed)");
+  if (!node.IsMap()) fail("", "expected a map (cores, gemm, conv, bandwidth, oversubscribed, collectives)");
   auto number = [&](const YAML::Node& n, const std::string& where) {
     double v = 0;
     if (n.IsScalar()) {
@@ -197,8 +235,30 @@ MeasuredTables read_measured_tables(
         } catch (const std::invalid_argument& e) {
           fail(key + ".sync", e.what());
         }
+      } else if (key == "collectives") {
+        if (!item.second.IsMap())
+          fail(key, "expected a map: primitive -> rows [ranks, bytes, seconds]");
+        for (const auto& prim : item.second) {
+          const std::string name = prim.first.Scalar(), where = key + "." + name;
+          if (name != "all_reduce" && name != "reduce_scatter" && name != "all_gather")
+            fail(where, "unknown primitive (known: all_reduce, reduce_scatter, all_gather)");
+          std::map<int, std::vector<std::array<double, 2>>> by_ranks;
+          for (const auto& r : rows.template operator()<3>(prim.second, where)) {
+            if (r[0] < 2 || r[0] != std::floor(r[0]))
+              fail(where, fmt::format("expected ranks to be an integer of at least 2, got {}", r[0]));
+            by_ranks[static_cast<int>(r[0])].push_back({r[1], r[2]});
+          }
+          for (const auto& [ranks, rs] : by_ranks) {
+            try {
+              t.collectives[name][ranks] = CollectiveTable::from_rows(rs);
+            } catch (const std::invalid_argument& e) {
+              fail(where, fmt::format("{} ranks: {}", ranks, e.what()));
+            }
+          }
+        }
       } else {
-        fail(key, "unknown field (known: cores, gemm, conv, bandwidth, oversubscribed)");
+        fail(key,
+             "unknown field (known: cores, gemm, conv, bandwidth, oversubscribed, collectives)");
       }
     } catch (const std::invalid_argument& e) {
       fail(key, e.what());
@@ -233,6 +293,18 @@ std::string measured_tables_yaml(const MeasuredTables& t, int indent) {
     for (std::size_t i = 0; i < o.grain.size(); ++i)
       y += fmt::format("{}[{:.6g}, {:.6g}]", i ? ", " : "", o.grain[i], o.extra[i]);
     y += "]\n";
+  }
+  if (!t.collectives.empty()) {
+    y += pad + "  collectives:   # rows [ranks, bytes, seconds per call]\n";
+    for (const auto& [name, by_ranks] : t.collectives) {
+      y += fmt::format("{}    {}: [", pad, name);
+      bool first = true;
+      for (const auto& [ranks, table] : by_ranks)
+        for (std::size_t i = 0; i < table.bytes.size(); ++i, first = false)
+          y += fmt::format("{}[{}, {}, {:.9g}]", first ? "" : ", ", ranks, table.bytes[i],
+                           table.seconds[i]);
+      y += "]\n";
+    }
   }
   return y;
 }

@@ -15,6 +15,9 @@
 //       oversubscribed:               # more ranks than cores: what a synchronisation costs
 //         ranks: 4                    #   measured with 4 ranks on `cores` cores
 //         sync: [[0, 2.1e-4], [8e-5, 3.0e-4], ...]   # rows [grain s, extra s per sync]
+//       collectives:                  # per primitive: rows [ranks, bytes, seconds per call]
+//         all_reduce: [[2, 512, 2.6e-5], [2, 4096, 3.2e-5], ..., [4, 512, 6.1e-5], ...]
+//         all_gather: [...]           #   bytes: the whole tensor (all_gather: the gathered one)
 //
 // Interpolation (exact at the measured points, clamped to the edge beyond them):
 //   GemmTable   trilinear in (log2 m, log2 n, log2 k) of the FLOP rate: between grid values
@@ -22,6 +25,9 @@
 //               dimension; a GEMM smaller or larger than the grid takes the edge's rate.
 //   RateTable   piecewise linear in log2(bytes) of the rate.
 //   SyncTable   piecewise linear in the grain (seconds), clamped to the edges.
+//   CollectiveTable  per (primitive, ranks): piecewise linear in log2(bytes) of the time; below
+//               the smallest size its time; beyond the largest, the line through the last two
+//               points in bytes (their bandwidth), never below the largest's time.
 // Why the shape and not the FLOPs alone: a skinny product (64 x 10 x 512) runs far below a square
 // one of the same FLOPs, and small element-wise ops run from the caches, faster than large ones.
 #pragma once
@@ -77,6 +83,18 @@ struct SyncTable {
   static SyncTable from_rows(int ranks, const std::vector<std::array<double, 2>>& rows);
 };
 
+// Collectives as the runtime runs them, each call timed from the last rank's start to the last
+// rank's end (benchmarks/calibrate/comm.cpp): the simulator charges these times instead of its
+// ring model for a group of a measured size (sim/spmd_step.cpp).
+struct CollectiveTable {
+  std::vector<double> bytes, seconds;  // ascending bytes
+
+  bool empty() const { return seconds.empty(); }
+  double seconds_at(double bytes) const;
+  // From rows {bytes, seconds}; throws std::invalid_argument naming what is wrong.
+  static CollectiveTable from_rows(const std::vector<std::array<double, 2>>& rows);
+};
+
 struct MeasuredTables {
   // The cores the node's devices share (0: one each, as GPUs). When a step runs more ranks on a
   // node than it has cores, the ranks take turns: each op takes ranks / cores times its time,
@@ -86,11 +104,15 @@ struct MeasuredTables {
   GemmTable conv;
   std::map<std::string, RateTable> bandwidth;  // op class -> bytes/s by the bytes an op moves
   SyncTable oversubscribed;
+  // "all_reduce", "reduce_scatter", "all_gather" -> ranks -> table.
+  std::map<std::string, std::map<int, CollectiveTable>> collectives;
 
   bool empty() const {
     return cores == 0 && gemm.empty() && conv.empty() && bandwidth.empty() &&
-           oversubscribed.empty();
+           oversubscribed.empty() && collectives.empty();
   }
+  // The measured table of `primitive` over `ranks`, or nullptr.
+  const CollectiveTable* collective(const std::string& primitive, int ranks) const;
 };
 
 // Reads the `measured:` block; `fail(field, message)` reports an error (it must throw), with

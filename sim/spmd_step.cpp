@@ -72,6 +72,10 @@ struct Sim {
   // synchronisation costs sync->extra_at(the rank's compute since its last one, unshared).
   double oversub = 1;
   const SyncTable* sync = nullptr;
+  // Measured collectives (measured_tables.h): a group of a measured size waits for its last
+  // rank, then takes the table's time; barriers by (collective #, the group's first rank).
+  const MeasuredTables* tables = nullptr;
+  std::map<std::pair<int, int>, sg4::BarrierPtr> barriers;
   std::vector<double> work, work_at_sync;  // [rank]: compute seconds so far, at the last sync
   std::vector<std::vector<sg4::SemaphorePtr>> ready, done;  // [rank][collective #]
   std::vector<sg4::SemaphorePtr> updated, gathered;         // [rank]: ZeRO-1's all_gathers
@@ -117,9 +121,22 @@ struct Sim {
     const int p = static_cast<int>(group.size());
     if (p <= 1) return;
     const auto r = static_cast<std::size_t>(rank);
-    double fixed = call_overhead * oversub;  // per call; with the measured correction, >= 0
-    if (sync && oversub > 1) fixed += sync->extra_at((work[r] - work_at_sync[r]) / oversub);
+    const double extra =
+        sync && oversub > 1 ? sync->extra_at((work[r] - work_at_sync[r]) / oversub) : 0;
     work_at_sync[r] = work[r];
+    if (const CollectiveTable* t =
+            tables ? tables->collective(std::string(collective_kind_name(op.kind)), p) : nullptr) {
+      auto& barrier = barriers[{k, group.front()}];
+      if (!barrier) barrier = sg4::Barrier::create(static_cast<unsigned>(p));
+      barrier->wait();
+      // The table's bytes are the whole tensor's: an all_gather's input is one piece of it.
+      const double whole = op.kind == CollectiveKind::AllGather ? op.bytes * p : op.bytes;
+      const double seconds = t->seconds_at(whole) + extra;  // with the correction, >= 0
+      if (seconds > 0) sg4::this_actor::sleep_for(seconds);
+      ++events;
+      return;
+    }
+    const double fixed = call_overhead * oversub + extra;  // per call; kept >= 0
     if (fixed > 0) sg4::this_actor::sleep_for(fixed);
     const int me = static_cast<int>(std::find(group.begin(), group.end(), rank) - group.begin());
     const int next = group[static_cast<std::size_t>((me + 1) % p)];
@@ -417,6 +434,7 @@ SpmdSimResult simulate_spmd_step(const ClusterSpec& cluster, const SpmdProgram& 
     sim.oversub = model.time_share();
     if (!cluster.device.measured.oversubscribed.empty())
       sim.sync = &cluster.device.measured.oversubscribed;
+    if (!cluster.device.measured.collectives.empty()) sim.tables = &cluster.device.measured;
     for (std::size_t c = 0; c < n_coll; ++c) {
       sim.coll_index[program.collectives[c]] = static_cast<int>(c);
       sim.issue[program.issue_after[c]].push_back(static_cast<int>(c));

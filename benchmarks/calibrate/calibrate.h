@@ -14,13 +14,16 @@
 //                    cost beyond a tiny add: launch_overhead per class
 //        peaks       the best GEMM/conv rate (f32), a 512^3 f64 matmul; the bandwidth of
 //                    4 MiB adds (the roofline's memory side where no table applies)
-//   2. communication (`mpirun -np 2 spora calibrate --measure mpi`): comm.cpp
-//        latency     half the round trip of 8-byte ping-pongs
-//        collectives all_reduce, reduce_scatter, all_gather of 512 B to 1 MiB as `spora run`
-//                    runs them inside a step; fitted by least squares to the ring model the
-//                    simulator charges (collective_overhead + steps x (latency + bytes/2 / bw)),
-//                    which gives interconnect.bandwidth and collective_overhead; every
-//                    measured point and the fit's error on it are in the spec's header
+//   2. communication (`mpirun -np K spora calibrate --measure mpi`, K = 2, then K = --devices
+//      when that is more and at most the cores): comm.cpp
+//        latency     half the round trip of 8-byte ping-pongs (K = 2)
+//        collectives all_reduce, reduce_scatter, all_gather of 512 B to 4 MiB as `spora run`
+//                    runs them inside a step, over K ranks: the spec's `measured.collectives`
+//                    tables, which the simulator charges for groups of a measured size; the
+//                    K = 2 points fitted by least squares to the ring model
+//                    (collective_overhead + steps x (latency + bytes/2 / bw)), which gives
+//                    interconnect.bandwidth and collective_overhead for every other group;
+//                    every measured point and the fit's error on it are in the spec's header
 //   3. ranks taking turns on the cores (`mpirun -np K spora calibrate --measure share`, K = the
 //      cores, then K = --devices when that is more): share.cpp
 //        loops of (n 64x64 matmuls, an all_reduce over the K ranks) for the grains of
@@ -69,7 +72,12 @@ struct SharePoint {
 struct CollectivePoint {
   std::string primitive;  // all_reduce | reduce_scatter | all_gather
   double bytes = 0, seconds = 0;
+  int ranks = 2;
 };
+
+// The spec's `measured.collectives` tables from the in-place points (every rank count measured).
+std::map<std::string, std::map<int, sim::CollectiveTable>> collective_tables(
+    const std::vector<CollectivePoint>& points);
 
 // The ring model on 2 ranks fitted to the points: each call takes
 //   overhead + steps x (latency + bytes / 2 / bandwidth)
@@ -92,10 +100,14 @@ double simulated_all_reduce(double bytes, int ranks, double share, double latenc
 // (`over`), matched by (n, bytes) at the sweep's 4 KiB: [grain, extra], grain = base's compute,
 // extra = over's loop - (devices / cores x grain + simulated_all_reduce). Empty when a case is
 // missing from either.
+// With `all_reduce` (the measured table of the all_reduce over `over`'s ranks) the collective's
+// charge is that table's time, as the simulator then charges it, instead of the ring model.
 std::vector<std::array<double, 2>> oversubscribed_rows(const std::vector<SharePoint>& base,
                                                        const std::vector<SharePoint>& over,
                                                        int cores, double latency,
-                                                       const LinkFit& link);
+                                                       const LinkFit& link,
+                                                       const sim::CollectiveTable* all_reduce =
+                                                           nullptr);
 
 // Everything the spec is made of.
 struct MachineModel {

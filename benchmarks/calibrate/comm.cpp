@@ -1,20 +1,20 @@
-// `spora calibrate --measure mpi` under `mpirun -np 2`: the communication side of the machine
-// model (calibrate.h). Rank 0 prints lines for the parent process (machine_model.cpp):
+// `spora calibrate --measure mpi` under `mpirun -np K` (K >= 2): the communication side of the
+// machine model (calibrate.h). Rank 0 prints lines for the parent process (machine_model.cpp):
 //
-//   scalar mpi_latency <s>                  half the round trip of 8-byte ping-pongs (median)
-//   scalar mpi_pingpong_bandwidth <B/s>     1 MiB ping-pongs (recorded, not used)
-//   coll <primitive> <bytes> <s>            the primitive as `spora run --strategy` runs it, each
-//                                           call after 2 ms of computation (below)
-//   coll_b2b <primitive> <bytes> <s>        the same calls back to back (recorded, not used)
+//   scalar mpi_latency <s>                  K = 2: half the round trip of 8-byte ping-pongs
+//   scalar mpi_pingpong_bandwidth <B/s>     K = 2: 1 MiB ping-pongs (recorded, not used)
+//   coll <primitive> <bytes> <s> <K>        the primitive as `spora run --strategy` runs it over
+//                                           the K ranks, each call after 2 ms of computation
+//   coll_b2b <primitive> <bytes> <s> <K>    the same calls back to back (recorded, not used)
 //
 // The collectives: the all_reduce, reduce_scatter and all_gather primitives (ops/collective.cpp:
 // their piece copies, the ring schedule over MPI, the result tensor) on f32 [64, n] tensors of
-// 256 B to 1 MiB. Each call comes after 2 ms of computation on both ranks that sweeps 32 MiB
-// (more than this machine's caches) and then multiplies matrices, as a training step's kernels
-// do between two collectives: the transport's buffers and the executor's code and data are
-// evicted, which costs far more than calls back to back. The cost of a call is the time from the
-// later rank's start to the later rank's end (the earlier rank's wait is rank skew, not the
-// collective's cost); the median over 40 calls.
+// 512 B to 4 MiB (the whole tensor; an all_gather's input is 1/K of it). Each call comes after
+// 2 ms of computation on every rank that sweeps 32 MiB (more than this machine's caches) and then
+// multiplies matrices, as a training step's kernels do between two collectives: the transport's
+// buffers and the executor's code and data are evicted, which costs far more than calls back to
+// back. The cost of a call is the time from the last rank's start to the last rank's end (the
+// earlier ranks' wait is rank skew, not the collective's cost); the median over 40 calls.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -71,7 +71,8 @@ double ping_pong(comm::Communicator& world, std::size_t bytes, int reps) {
 // Rank 0's table: "<prefix> <primitive> <bytes>" -> seconds.
 void measure_primitives(comm::Communicator& world) {
   const sem::Registry& reg = sem::Registry::instance();
-  ops::CollectiveScope scope(&world, {2});
+  const int64_t ranks = world.size();
+  ops::CollectiveScope scope(&world, {ranks});
   const sem::Tensor a = sem::Tensor::full(DType::f32, {64, 256}, 0.5);
   const sem::Tensor b = sem::Tensor::full(DType::f32, {256, 256}, 0.25);
   std::vector<float> sweep(kGapBytes / sizeof(float), 0.0f);
@@ -80,7 +81,7 @@ void measure_primitives(comm::Communicator& world) {
   for (const std::string name : {"all_reduce", "reduce_scatter", "all_gather"}) {
     const sem::RefKernel& k = sem::kernel_for(*reg.find(name));
     sem::Attrs attrs;
-    attrs.set("mesh", std::vector<int64_t>{2});
+    attrs.set("mesh", std::vector<int64_t>{ranks});
     if (name == "all_reduce") {
       attrs.set("axes", std::vector<int64_t>{0});
     } else {
@@ -88,10 +89,11 @@ void measure_primitives(comm::Communicator& world) {
       attrs.set("axis", int64_t{0});
     }
     for (const int64_t bytes : {int64_t{512}, int64_t{4} << 10, int64_t{32} << 10,
-                                int64_t{256} << 10, int64_t{1} << 20}) {
+                                int64_t{256} << 10, int64_t{1} << 20, int64_t{4} << 20}) {
       const int64_t cols = bytes / 4 / 64;  // the full tensor is [64, cols]
+      if (cols % ranks != 0) continue;
       const sem::Tensor x =
-          sem::Tensor::full(DType::f32, {64, name == "all_gather" ? cols / 2 : cols}, 1.0);
+          sem::Tensor::full(DType::f32, {64, name == "all_gather" ? cols / ranks : cols}, 1.0);
       for (const bool gap : {true, false}) {
         const int calls = 40;
         std::vector<double> mine(2 * calls);  // starts, then ends
@@ -112,18 +114,20 @@ void measure_primitives(comm::Communicator& world) {
         }
         // steady_clock is one clock for the processes of a machine.
         const std::size_t n = mine.size() * sizeof(double);
-        if (world.rank() == 1) {
+        if (world.rank() != 0) {
           wait_all(world, {world.isend(mine.data(), n, 0, 7000)});
           continue;
         }
-        std::vector<double> theirs(2 * calls);
-        wait_all(world, {world.irecv(theirs.data(), n, 1, 7000)});
+        std::vector<double> last = mine;  // per call: the last start, then the last end
+        for (int from = 1; from < world.size(); ++from) {
+          std::vector<double> theirs(2 * calls);
+          wait_all(world, {world.irecv(theirs.data(), n, from, 7000)});
+          for (std::size_t i = 0; i < last.size(); ++i) last[i] = std::max(last[i], theirs[i]);
+        }
         std::vector<double> cost;
-        for (int i = 0; i < calls; ++i)
-          cost.push_back(std::max(mine[calls + i], theirs[calls + i]) -
-                         std::max(mine[i], theirs[i]));
-        std::printf("%s %s %lld %.9g\n", gap ? "coll" : "coll_b2b", name.c_str(),
-                    static_cast<long long>(bytes), median(cost));
+        for (int i = 0; i < calls; ++i) cost.push_back(last[calls + i] - last[i]);
+        std::printf("%s %s %lld %.9g %lld\n", gap ? "coll" : "coll_b2b", name.c_str(),
+                    static_cast<long long>(bytes), median(cost), static_cast<long long>(ranks));
       }
     }
   }
@@ -134,7 +138,11 @@ void measure_primitives(comm::Communicator& world) {
 int measure_mpi() {
   comm::MpiWorld mpi;
   const auto& world = mpi.world;
-  if (world->size() != 2) throw lang::UserError("calibrate --measure mpi needs exactly 2 ranks");
+  if (world->size() < 2) throw lang::UserError("calibrate --measure mpi needs at least 2 ranks");
+  if (world->size() > 2) {
+    measure_primitives(*world);
+    return 0;
+  }
   const double latency = ping_pong(*world, 8, 2000);
   const double one_mib = ping_pong(*world, std::size_t{1} << 20, 60);
   measure_primitives(*world);

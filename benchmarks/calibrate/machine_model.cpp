@@ -44,8 +44,11 @@ ChildOutput parse_child(FILE* pipe) {
     if (kind == "bw" && in >> name >> a >> b) c.bandwidth[name].push_back({a, b});
     if (SharePoint p; kind == "share" && in >> p.ranks >> p.n >> p.bytes >> p.compute >> p.loop)
       c.share.push_back(p);
-    if ((kind == "coll" || kind == "coll_b2b") && in >> name >> a >> b)
-      (kind == "coll" ? c.coll : c.coll_b2b).push_back({name, a, b});
+    if ((kind == "coll" || kind == "coll_b2b") && in >> name >> a >> b) {
+      int ranks = 2;
+      in >> ranks;
+      (kind == "coll" ? c.coll : c.coll_b2b).push_back({name, a, b, ranks});
+    }
   }
   return c;
 }
@@ -115,10 +118,23 @@ const SharePoint* find_point(const std::vector<SharePoint>& v, int n, double byt
 
 }  // namespace
 
+std::map<std::string, std::map<int, sim::CollectiveTable>> collective_tables(
+    const std::vector<CollectivePoint>& points) {
+  std::map<std::string, std::map<int, std::vector<std::array<double, 2>>>> rows;
+  for (const CollectivePoint& p : points)
+    if (p.bytes > 0 && p.seconds > 0) rows[p.primitive][p.ranks].push_back({p.bytes, p.seconds});
+  std::map<std::string, std::map<int, sim::CollectiveTable>> out;
+  for (const auto& [name, by_ranks] : rows)
+    for (const auto& [ranks, rs] : by_ranks)
+      out[name][ranks] = sim::CollectiveTable::from_rows(rs);
+  return out;
+}
+
 std::vector<std::array<double, 2>> oversubscribed_rows(const std::vector<SharePoint>& base,
                                                        const std::vector<SharePoint>& over,
                                                        int cores, double latency,
-                                                       const LinkFit& link) {
+                                                       const LinkFit& link,
+                                                       const sim::CollectiveTable* all_reduce) {
   std::vector<std::array<double, 2>> rows;
   for (const auto& [n, bytes] : share_cases()) {
     if (bytes != int64_t{4} << 10) continue;
@@ -127,8 +143,10 @@ std::vector<std::array<double, 2>> oversubscribed_rows(const std::vector<SharePo
     if (!b || !o || o->ranks <= cores) return {};
     const double share = static_cast<double>(o->ranks) / cores;
     const double grain = n == 0 ? 0 : b->compute;
-    rows.push_back({grain, o->loop - share * grain -
-                               simulated_all_reduce(o->bytes, o->ranks, share, latency, link)});
+    const double collective = all_reduce ? all_reduce->seconds_at(o->bytes)
+                                         : simulated_all_reduce(o->bytes, o->ranks, share,
+                                                                latency, link);
+    rows.push_back({grain, o->loop - share * grain - collective});
   }
   return rows;
 }
@@ -168,6 +186,7 @@ std::string machine_model_yaml(const MachineModel& m) {
     y += "#   collectives in place (after 2 ms of computation over 32 MiB), measured / ring model "
          "fit / back to back:\n";
     for (const CollectivePoint& p : m.collectives) {
+      if (p.ranks != 2) continue;
       const double model =
           m.link.overhead + ring_steps(p.primitive) * (m.latency + p.bytes / 2 / m.link.bandwidth);
       double b2b = 0;
@@ -180,6 +199,8 @@ std::string machine_model_yaml(const MachineModel& m) {
     y += m.link.ok ? fmt::format("#   least-squares fit: bandwidth {}, overhead {} per call\n",
                                  gb(m.link.bandwidth), usec(m.link.overhead))
                    : "#   the fit failed (no positive slope): bandwidth = memory bandwidth / 2\n";
+    y += "#   the simulator charges the measured points (device.measured.collectives) for groups\n"
+         "#   of a measured size, the fitted ring model for others\n";
   } else {
     y += "#   no MPI measurement: transfers are taken to be memory copies\n";
   }
@@ -188,8 +209,8 @@ std::string machine_model_yaml(const MachineModel& m) {
     const double share = static_cast<double>(any.ranks) / m.tables.cores;
     y += fmt::format(
         "#   {} ranks on {} cores (measure share): loops of n 64x64 matmuls + an all_reduce over\n"
-        "#   the ranks; grain = the compute part at {} ranks; simulated = {} x grain + the ring\n"
-        "#   with shared copies, its per-call time corrected by the table's extra (>= 0)\n",
+        "#   the ranks; grain = the compute part at {} ranks; simulated = {} x grain + the\n"
+        "#   measured all_reduce (else the ring with shared copies), corrected by the extra (>= 0)\n",
         any.ranks, m.tables.cores, m.tables.cores, share);
     y += "#     n     bytes     grain   loop@cores  loop@ranks  simulated  (extra)\n";
     for (const SharePoint& o : m.share_over) {
@@ -198,10 +219,13 @@ std::string machine_model_yaml(const MachineModel& m) {
       const double grain = o.n == 0 ? 0 : b->compute;
       // As sim/spmd_step.cpp charges it: the extra corrects the per-call time, kept >= 0.
       const double extra = m.tables.oversubscribed.extra_at(grain);
+      const sim::CollectiveTable* table = m.tables.collective("all_reduce", o.ranks);
       const double per_call = share * m.link.overhead;
-      const double simulated = share * grain +
-                               simulated_all_reduce(o.bytes, o.ranks, share, m.latency, m.link) -
-                               per_call + std::max(0.0, per_call + extra);
+      const double simulated =
+          share * grain +
+          (table ? std::max(0.0, table->seconds_at(o.bytes) + extra)
+                 : simulated_all_reduce(o.bytes, o.ranks, share, m.latency, m.link) - per_call +
+                       std::max(0.0, per_call + extra));
       y += fmt::format("#   {:>4} {:>8} {:>10} {:>10} {:>10} {:>10} ({})\n", o.n, o.bytes,
                        usec(grain), usec(b->loop), usec(o.loop), usec(simulated), usec(extra));
     }
@@ -219,6 +243,7 @@ std::string machine_model_yaml(const MachineModel& m) {
     y += fmt::format("    {}: {{launch_overhead: {}}}\n", cls, usec(h));
   y += sim::measured_tables_yaml(m.tables, 2);
   y += "collectives: inline   # spora run's MPI executor: no overlap with computation\n";
+  // (measured.collectives, in the block above, holds every rank count measured.)
   const double bandwidth = m.have_mpi && m.link.ok ? m.link.bandwidth : m.memory_bandwidth / 2;
   if (m.have_mpi && m.link.ok)
     y += fmt::format("collective_overhead: {}   # per call, from the fit above\n",
@@ -265,11 +290,31 @@ int calibrate_machine(const CalibrateOptions& o) {
       m.latency = mpi->scalars.at("mpi_latency");
       m.collectives = mpi->coll;
       m.back_to_back = mpi->coll_b2b;
-      m.link = fit_collectives(m.collectives, m.latency);
+      std::vector<CollectivePoint> two;
+      for (const CollectivePoint& p : m.collectives)
+        if (p.ranks == 2) two.push_back(p);
+      m.link = fit_collectives(two, m.latency);
     } else {
       std::fprintf(stderr, "calibrate: mpirun failed; transfers are taken to be memory copies\n");
     }
   }
+  // More ranks than cores: a call's time is mostly the ranks taking turns (a 4 KiB all_reduce
+  // of 4 ranks on 2 cores takes milliseconds, the scheduler's time slices), which the
+  // oversubscription table below models as a function of the compute between calls; so the
+  // tables hold rank counts up to the cores only.
+  if (m.have_mpi && m.devices > 2 && m.devices <= cores) {
+    std::fprintf(stderr, "calibrate: collectives between %d MPI ranks...\n", m.devices);
+    const auto mpi = run_children(fmt::format("{} mpirun --oversubscribe --allow-run-as-root -np {} "
+                                              "'{}' calibrate --measure mpi 2>/dev/null",
+                                              env, m.devices, o.self),
+                                  1);
+    if (mpi && !mpi->coll.empty())
+      m.collectives.insert(m.collectives.end(), mpi->coll.begin(), mpi->coll.end());
+    else
+      std::fprintf(stderr, "calibrate: the collectives over %d ranks failed; ring model\n",
+                   m.devices);
+  }
+  if (m.have_mpi) m.tables.collectives = collective_tables(m.collectives);
   if (m.have_mpi && m.link.ok && m.devices > cores) {
     auto loops = [&](int ranks) {
       std::fprintf(stderr, "calibrate: %d MPI ranks on %d cores...\n", ranks, cores);
@@ -281,7 +326,8 @@ int calibrate_machine(const CalibrateOptions& o) {
     };
     m.share_base = loops(cores);
     m.share_over = loops(m.devices);
-    const auto rows = oversubscribed_rows(m.share_base, m.share_over, cores, m.latency, m.link);
+    const auto rows = oversubscribed_rows(m.share_base, m.share_over, cores, m.latency, m.link,
+                                          m.tables.collective("all_reduce", m.devices));
     if (rows.empty())
       std::fprintf(stderr, "calibrate: the loops of ranks sharing cores failed; not modelled\n");
     else

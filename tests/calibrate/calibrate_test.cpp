@@ -49,6 +49,8 @@ TEST(Calibrate, TheSpecRoundTripsThroughTheSimulatorsReader) {
   m.latency = 1e-6;
   m.collectives = exact_points();
   m.link = fit_collectives(m.collectives, m.latency);
+  m.collectives.push_back({"all_reduce", 4096, 2e-4, 4});
+  m.tables.collectives = collective_tables(m.collectives);
 
   const sim::ClusterSpec s = sim::parse_cluster_spec(machine_model_yaml(m), "this-machine.yaml");
   EXPECT_EQ(s.devices_per_node, 4);
@@ -64,6 +66,13 @@ TEST(Calibrate, TheSpecRoundTripsThroughTheSimulatorsReader) {
   EXPECT_DOUBLE_EQ(s.interconnect.bandwidth, 5e9);
   EXPECT_DOUBLE_EQ(s.interconnect.latency, 1e-6);
   EXPECT_DOUBLE_EQ(s.collective_overhead, 40e-6);
+  // Every measured point is in the collective tables, by primitive and rank count.
+  for (const CollectivePoint& p : m.collectives) {
+    const sim::CollectiveTable* t = s.device.measured.collective(p.primitive, p.ranks);
+    ASSERT_NE(t, nullptr) << p.primitive << " " << p.ranks;
+    EXPECT_NEAR(t->seconds_at(p.bytes), p.seconds, 1e-12 * p.seconds) << p.primitive;
+  }
+  EXPECT_EQ(s.device.measured.collective("all_reduce", 4)->bytes.size(), 1u);
 }
 
 // The oversubscription table from the two loops (share.cpp): per grain of the 4 KiB sweep, the
@@ -94,6 +103,12 @@ TEST(Calibrate, OversubscribedRowsAreTheLoopBeyondTheFairShareAndTheRing) {
     EXPECT_DOUBLE_EQ(rows[i][0], 10e-6 * share_cases()[i].first + 1e-9);
     EXPECT_NEAR(rows[i][1], 1e-4 * static_cast<double>(i + 1), 1e-12) << i;
   }
+  // With the measured all_reduce over 4 ranks, the rows are the loop beyond it instead.
+  const sim::CollectiveTable measured = sim::CollectiveTable::from_rows({{4096, 3e-4}});
+  const auto table_rows = oversubscribed_rows(base, over, 2, latency, link, &measured);
+  ASSERT_EQ(table_rows.size(), 8u);
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    EXPECT_NEAR(table_rows[i][1], rows[i][1] + ring - 3e-4, 1e-12) << i;
   over.pop_back();
   over.erase(over.begin() + 3);  // a grain the 4-rank run lacks
   EXPECT_TRUE(oversubscribed_rows(base, over, 2, latency, link).empty());

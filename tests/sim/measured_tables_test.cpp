@@ -163,6 +163,56 @@ TEST(MeasuredTables, MatmulChargesTheGemmTheKernelRuns) {
   EXPECT_EQ(cost({64, 32}, {2, 32, 16}).gemm, (std::array<double, 3>{64, 16, 32}));
 }
 
+// Collective tables: linear in log2(bytes) between points, the smallest's time below them, the
+// last two points' bandwidth beyond them; round trip through the spec reader; errors name the
+// field.
+TEST(MeasuredTables, CollectiveTableInterpolatesAndExtrapolatesByBandwidth) {
+  const CollectiveTable t = CollectiveTable::from_rows({{1024, 3e-5}, {64, 1e-5}, {4096, 5e-5}});
+  EXPECT_DOUBLE_EQ(t.seconds_at(64), 1e-5);
+  EXPECT_DOUBLE_EQ(t.seconds_at(8), 1e-5);
+  EXPECT_DOUBLE_EQ(t.seconds_at(256), 2e-5);  // log2: halfway from 64 to 1024
+  EXPECT_DOUBLE_EQ(t.seconds_at(2048), 4e-5);
+  // Beyond: (5e-5 - 3e-5) / 3072 B per byte.
+  EXPECT_DOUBLE_EQ(t.seconds_at(4096 + 3072), 7e-5);
+  EXPECT_THROW(CollectiveTable::from_rows({{64, 1e-5}, {64, 2e-5}}), std::invalid_argument);
+  EXPECT_THROW(CollectiveTable::from_rows({{64, 0}}), std::invalid_argument);
+
+  MeasuredTables m;
+  m.collectives["all_reduce"][2] = t;
+  m.collectives["all_gather"][4] = CollectiveTable::from_rows({{512, 2e-5}});
+  const std::string yaml = std::string(kSpec) + measured_tables_yaml(m, 2) +
+                           "interconnect: {kind: switch, bandwidth: 1 GB/s, latency: 1 us}\n";
+  const ClusterSpec back = parse_cluster_spec(yaml, "m.yaml");
+  const MeasuredTables& b = back.device.measured;
+  ASSERT_NE(b.collective("all_reduce", 2), nullptr);
+  EXPECT_EQ(b.collective("all_reduce", 2)->bytes, t.bytes);
+  EXPECT_EQ(b.collective("all_reduce", 2)->seconds, t.seconds);
+  EXPECT_DOUBLE_EQ(b.collective("all_gather", 4)->seconds_at(512), 2e-5);
+  EXPECT_EQ(b.collective("all_reduce", 4), nullptr);
+  EXPECT_EQ(b.collective("reduce_scatter", 2), nullptr);
+
+  const auto error = [](const std::string& block) {
+    try {
+      parse_cluster_spec(std::string(kSpec) + "  measured:\n    collectives:\n" + block +
+                             "interconnect: {kind: switch, bandwidth: 1 GB/s, latency: 1 us}\n",
+                         "m.yaml");
+    } catch (const ClusterSpecError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error("      broadcast: [[2, 64, 1e-5]]\n"),
+            "m.yaml: device.measured.collectives.broadcast: unknown primitive (known: all_reduce, "
+            "reduce_scatter, all_gather)");
+  EXPECT_EQ(error("      all_reduce: [[1, 64, 1e-5]]\n"),
+            "m.yaml: device.measured.collectives.all_reduce: expected ranks to be an integer of at "
+            "least 2, got 1");
+  EXPECT_EQ(error("      all_reduce: [[2, 64, 1e-5], [2, 64, 2e-5]]\n"),
+            "m.yaml: device.measured.collectives.all_reduce: 2 ranks: 64 bytes is listed twice");
+  EXPECT_EQ(error("      all_reduce: [[2, 64]]\n"),
+            "m.yaml: device.measured.collectives.all_reduce[0]: expected a row of 3 numbers");
+}
+
 TEST(MeasuredTables, ConvolutionsCarryTheirPerImageGemm) {
   ops::register_all();
   const sem::Registry& reg = sem::Registry::instance();

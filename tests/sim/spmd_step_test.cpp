@@ -158,6 +158,37 @@ TEST(SpmdStep, CollectiveOverheadOncePerCall) {
   }
 }
 
+// Measured collectives (device.measured.collectives, written by `spora calibrate`): a group of a
+// measured size takes the table's time, interpolated in log2 of the bytes, from its last rank's
+// arrival, instead of the ring model and its per-call overhead; other sizes keep the ring.
+TEST(SpmdStep, MeasuredCollectivesTakeTheTablesTime) {
+  Case c = partitioned(R"J({"mesh": [4], "layouts": {"x": "(4, 1)", "y": "(4)"}})J", 16);
+  ClusterSpec spec = switch16();
+  spec.overlap_collectives = false;
+  spec.collective_overhead = 37e-6;
+  const SpmdSimResult ring = simulate_spmd_step(spec, c.spmd);
+  // all_reduce over 4 ranks: 1e-4 s at 256 B, 2e-4 s at 4096 B (linear in log2 between, their
+  // bandwidth beyond).
+  spec.device.measured.collectives["all_reduce"][4] =
+      CollectiveTable::from_rows({{4096, 2e-4}, {256, 1e-4}});
+  const SpmdSimResult r = simulate_spmd_step(spec, c.spmd);
+  ASSERT_EQ(r.collectives.size(), ring.collectives.size());
+  ASSERT_GT(r.collectives.size(), 1u);
+  double total = 0;
+  for (const SpmdCollectiveRecord& rec : r.collectives) {
+    const double want = rec.bytes <= 256    ? 1e-4
+                        : rec.bytes >= 4096 ? 2e-4 + 1e-4 * (rec.bytes - 4096) / 3840
+                                            : 1e-4 + 1e-4 * std::log2(rec.bytes / 256) / 4;
+    EXPECT_NEAR(rec.seconds, want, 1e-12) << rec.bytes;
+    total += rec.seconds;
+  }
+  EXPECT_NEAR(r.step_seconds, r.compute_seconds + total, 1e-8);
+  // A table for another group size changes nothing.
+  spec.device.measured.collectives["all_reduce"].erase(4);
+  spec.device.measured.collectives["all_reduce"][2] = CollectiveTable::from_rows({{256, 1e-4}});
+  EXPECT_DOUBLE_EQ(simulate_spmd_step(spec, c.spmd).step_seconds, ring.step_seconds);
+}
+
 // Megatron-style tensor parallelism (column then row split): the forward all-reduce after the
 // row-split matmul blocks the ops after it, so the step exceeds compute + exposed comm > 0;
 // parameters are split 4 ways in memory.
