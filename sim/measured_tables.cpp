@@ -89,19 +89,29 @@ double RateTable::rate_at(double b) const {
   return (1 - br.w) * rate[br.lo] + br.w * rate[br.hi];
 }
 
-RateTable RateTable::from_rows(const std::vector<std::array<double, 2>>& rows) {
+namespace {
+
+// Rows [bytes, value], both positive, sorted by bytes, each size once: the two columns.
+std::array<std::vector<double>, 2> by_bytes(const std::vector<std::array<double, 2>>& rows) {
   std::vector<std::array<double, 2>> sorted = rows;
   std::sort(sorted.begin(), sorted.end());
-  RateTable t;
-  for (const auto& [b, r] : sorted) {
-    if (!(b > 0) || !(r > 0))
-      throw std::invalid_argument(fmt::format("expected positive numbers, got [{}, {}]", b, r));
-    if (!t.bytes.empty() && t.bytes.back() == b)
+  std::array<std::vector<double>, 2> cols;
+  for (const auto& [b, v] : sorted) {
+    if (!(b > 0) || !(v > 0))
+      throw std::invalid_argument(fmt::format("expected positive numbers, got [{}, {}]", b, v));
+    if (!cols[0].empty() && cols[0].back() == b)
       throw std::invalid_argument(fmt::format("{} bytes is listed twice", b));
-    t.bytes.push_back(b);
-    t.rate.push_back(r);
+    cols[0].push_back(b);
+    cols[1].push_back(v);
   }
-  return t;
+  return cols;
+}
+
+}  // namespace
+
+RateTable RateTable::from_rows(const std::vector<std::array<double, 2>>& rows) {
+  auto [bytes, rate] = by_bytes(rows);
+  return {std::move(bytes), std::move(rate)};
 }
 
 double SyncTable::extra_at(double g) const {
@@ -150,18 +160,8 @@ double CollectiveTable::seconds_at(double b) const {
 }
 
 CollectiveTable CollectiveTable::from_rows(const std::vector<std::array<double, 2>>& rows) {
-  std::vector<std::array<double, 2>> sorted = rows;
-  std::sort(sorted.begin(), sorted.end());
-  CollectiveTable t;
-  for (const auto& [b, sec] : sorted) {
-    if (!(b > 0) || !(sec > 0))
-      throw std::invalid_argument(fmt::format("expected positive numbers, got [{}, {}]", b, sec));
-    if (!t.bytes.empty() && t.bytes.back() == b)
-      throw std::invalid_argument(fmt::format("{} bytes is listed twice", b));
-    t.bytes.push_back(b);
-    t.seconds.push_back(sec);
-  }
-  return t;
+  auto [bytes, seconds] = by_bytes(rows);
+  return {std::move(bytes), std::move(seconds)};
 }
 
 const CollectiveTable* MeasuredTables::collective(const std::string& primitive, int ranks) const {
