@@ -4,13 +4,15 @@
     benchmarks/sim/validate/validate.py [--spora build/bin/spora] [--rounds 3] [--only w2,w4,fashion]
                                         [--strategies one,dp2] [--out benchmarks/results/sim_validation]
 
-1. ONE calibration from microbenchmarks: `spora calibrate --devices 4` (nothing of W1-W4 runs).
+1. A calibration from microbenchmarks at the start of every round: `spora calibrate --devices 4`
+   (nothing of W1-W4 runs).
 2. Real steps: `spora train-step MODEL --strategy S --ranks N --steps K --batch B` for every
    (workload, strategy) below, and one Fashion-MNIST epoch (`spora run fashion_epoch.sp`), in
    interleaved rounds; a run's figure is its median step (the epoch's training loop), a
    configuration's the median over the rounds, its spread the range of the rounds.
-3. Predicted: `spora sim MODEL --cluster machine.yaml --strategy S --batch B --json`; the epoch
-   is 937 simulated steps of 64 images plus one of 32 (60,000 = 937 x 64 + 32).
+3. Predicted: `spora sim MODEL --cluster machineR.yaml --strategy S --batch B --json` with each
+   round's spec, the median over the rounds; the epoch is 937 simulated steps of 64 images plus
+   one of 32 (60,000 = 937 x 64 + 32).
 4. Table, errors, median and worst |error|, and the order of every pair of strategies of a
    workload that the real runs separate (their ranges do not overlap).
 Everything runs under the default scheduling policy (no chrt; the protocol says why).
@@ -192,15 +194,16 @@ def main():
         configs += [("fashion", s) for s in FASHION_MNIST_EPOCH["strategies"] if wanted(s)]
 
     tmp = tempfile.mkdtemp()
-    machine = os.path.join(tmp, "machine.yaml")
-    rc, _, err = sh([args.spora, "calibrate", "--devices", "4", "--out", machine])
-    if rc != 0:
-        sys.exit(f"validate.py: spora calibrate failed: {err.strip()}")
-    print(f"calibrated in {time.time() - started:.0f} s", file=sys.stderr)
-
+    machines = []  # one calibration per round, just before its real runs
     runs = {c: [] for c in configs}
     errors = {}
     for r in range(args.rounds):
+        machine = os.path.join(tmp, f"machine{r + 1}.yaml")
+        rc, _, err = sh([args.spora, "calibrate", "--devices", "4", "--out", machine])
+        if rc != 0:
+            sys.exit(f"validate.py: spora calibrate failed: {err.strip()}")
+        machines.append(machine)
+        print(f"round {r + 1} calibrated at {time.time() - started:.0f} s", file=sys.stderr)
         # Interleaved rounds; each round starts one configuration later, so a slow spell of the
         # machine does not always hit the same strategy.
         order = configs[r % len(configs):] + configs[:r % len(configs)]
@@ -216,12 +219,17 @@ def main():
 
     rows = []
     for c in configs:
-        sim_ms, e = simulate(args.spora, machine, *c)
-        if e and c not in errors:
-            errors[c] = "sim: " + " ".join(e)
+        sims = []
+        for machine in machines:
+            ms, e = simulate(args.spora, machine, *c)
+            if e and c not in errors:
+                errors[c] = "sim: " + " ".join(e)
+            if ms is not None:
+                sims.append(ms)
+        sim_ms = statistics.median(sims) if len(sims) == len(machines) else None
         real = statistics.median(runs[c]) if runs[c] else None
         rows.append({"workload": c[0], "strategy": c[1], "ranks": ranks_of(*c),
-                     "runs": runs[c], "real_ms": real, "sim_ms": sim_ms,
+                     "runs": runs[c], "real_ms": real, "sims": sims, "sim_ms": sim_ms,
                      "error": (sim_ms / real - 1) if real and sim_ms else None,
                      "failure": errors.get(c)})
 
@@ -237,8 +245,10 @@ def main():
         "pairs_decided": decided, "pairs_same_order": agree, "pairs_other_order": disagree,
         "fashion_epoch_errors": {r["strategy"]: r["error"] for r in epochs},
     }
-    with open(machine) as f:
-        spec = f.read()
+    specs = []
+    for machine in machines:
+        with open(machine) as f:
+            specs.append(f.read())
     load = open("/proc/loadavg").read().split()[:3]
     record = {
         "command": " ".join([os.path.relpath(sys.argv[0], ROOT)] + sys.argv[1:]),
@@ -249,7 +259,7 @@ def main():
         "fashion_mnist_epoch": {"program": os.path.relpath(FASHION_MNIST_EPOCH["program"], ROOT),
                                 "step": os.path.relpath(FASHION_MNIST_EPOCH["step"], ROOT),
                                 "steps": FASHION_STEPS, "last_batch": FASHION_LAST},
-        "machine_yaml": spec,
+        "machine_yamls": specs,  # one calibration per round
     }
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out + ".json.tmp", "w") as f:
@@ -263,14 +273,15 @@ def main():
              f"{' '.join(load_at_start)}, at the end {' '.join(load)}, {record['seconds']} s. "
              f"Raw figures: `{os.path.basename(args.out)}.json`.",
              "",
-             "| workload | strategy | ranks | real ms (median) | runs | sim ms | sim / real - 1 |",
-             "|---|---|---|---|---|---|---|"]
+             "| workload | strategy | ranks | real ms (median) | runs | sim ms (median) | per round's calibration | sim / real - 1 |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in steps:
         runs_txt = " ".join(f"{x:.2f}" for x in r["runs"])
+        sims_txt = " ".join(f"{x:.2f}" for x in r["sims"])
         real = f"{r['real_ms']:.2f}" if r["real_ms"] else "-"
         sim = f"{r['sim_ms']:.2f}" if r["sim_ms"] else "-"
         err = f"{r['error'] * 100:+.0f}%" if r["error"] is not None else (r["failure"] or "-")
-        lines.append(f"| {r['workload']} | {r['strategy']} | {r['ranks']} | {real} | {runs_txt} | {sim} | {err} |")
+        lines.append(f"| {r['workload']} | {r['strategy']} | {r['ranks']} | {real} | {runs_txt} | {sim} | {sims_txt} | {err} |")
     s = summary
     if errs:
         lines += ["",
@@ -302,7 +313,7 @@ def main():
     with open(args.out + ".md.tmp", "w") as f:
         f.write("\n".join(lines) + "\n")
     os.replace(args.out + ".md.tmp", args.out + ".md")
-    shutil.copy(machine, args.out + "_machine.yaml")
+    shutil.copy(machines[-1], args.out + "_machine.yaml")  # the last round's (all in the JSON)
     print("\n".join(lines))
     shutil.rmtree(tmp)
 
