@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "backends/comm/communicator.h"
+#include "backends/distributed/batch_cut.h"
 #include "backends/distributed/launch.h"
 #include "backends/distributed/plan.h"
 #include "backends/distributed/program_pipeline.h"
@@ -41,6 +42,7 @@ bool check_before_launch(const std::string& path, const distributed::SpmdPlan& p
   if (!plan.pipeline.empty()) distributed::program_pipeline_setup(path, plan.pipeline, plan.origin);
   std::optional<distributed::StepCapture> capture;
   if (!plan.pipeline.empty()) capture.emplace();
+  const distributed::BatchCut cut(plan);
   sem::Compiled c = sem::compile_file(sources, diags, path, options);
   diags.print(std::cerr);
   if (!c.module) return false;
@@ -277,10 +279,11 @@ int cmd_run_distributed(const std::string& path, RunOptions opts, const Distribu
       const distributed::SpmdStats& s = rt.stats();
       std::cerr << fmt::format(
           "stats: rank 0 of {} ({} mesh {}): {} primitives ran on shards, {} collective steps "
-          "({:.3f} MB in), {} parameters placed, {} batches cut, {} whole\n",
+          "({:.3f} MB in), {} parameters placed, {} batches cut, {} whole, {} values cut where "
+          "a loss reads them\n",
           world.size(), plan.origin, plan.mesh.to_string(), s.sharded_applications, s.collectives,
           static_cast<double>(s.collective_bytes) / 1e6, s.placed_parameters, s.sharded_batches,
-          s.whole_batches);
+          s.whole_batches, s.held_cuts);
       std::string kinds;
       for (const auto& [prim, cb] : s.by_collective)
         kinds += fmt::format("{}{} {} ({:.3f} MB)", kinds.empty() ? "" : ", ", prim, cb.first,

@@ -13,6 +13,7 @@
 #include "autodiff/install.h"
 #include "backends/cpu/cpu.h"
 #include "backends/cuda/cuda.h"
+#include "backends/distributed/batch_cut.h"
 #include "backends/distributed/program_pipeline.h"
 #include "backends/distributed/spmd_runtime.h"
 #include "backends/distributed/train_step.h"
@@ -127,6 +128,9 @@ int cmd_run(const std::string& path, const RunOptions& opts) {
   // (backends/distributed/program_pipeline.h).
   std::optional<distributed::StepCapture> capture;
   if (opts.spmd && !opts.spmd->plan().pipeline.empty()) capture.emplace();
+  // A data-parallel plan cuts the data the program holds whole (batch_cut.h).
+  std::optional<distributed::BatchCut> cut;
+  if (opts.spmd) cut.emplace(opts.spmd->plan());
   try {
     c = sem::compile_file(sources, diags, path, options);
   } catch (const sem::RuntimeError& e) {
@@ -153,6 +157,10 @@ int cmd_run(const std::string& path, const RunOptions& opts) {
   if (capture) {
     capture->finish(*c.module, opts.spmd->plan().origin);
     capture.reset();
+  }
+  if (cut) {
+    opts.spmd->note_batch_cuts(cut->hinted());
+    cut.reset();
   }
   if (opts.spmd) {
     distributed::check_recompute(opts.spmd->plan(), *recomputed);

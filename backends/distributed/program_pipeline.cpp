@@ -10,16 +10,11 @@
 
 namespace spora::distributed {
 
-namespace {
-
-// A scalar constant equal to 1: the seed of value_and_grad and grad (a vjp's may be anything).
 bool is_unit_seed(const ir::Node* dout) {
   if (!dout || !dout->is_constant() || dout->graph_value) return false;
   const sem::Value& v = dout->value;
   return v.is_tensor() && v.tensor.numel() == 1 && v.tensor.item() == 1.0;
 }
-
-}  // namespace
 
 StepCapture::StepCapture() {
   sem::AutodiffHooks& hooks = sem::autodiff_hooks();

@@ -23,6 +23,9 @@ namespace spora::distributed {
 
 inline constexpr const char* kPipelineStepGraph = "pipeline.step";
 
+// A scalar constant equal to 1: the seed of value_and_grad and grad (a vjp's may be anything).
+bool is_unit_seed(const ir::Node* dout);
+
 class StepCapture {
  public:
   StepCapture();   // swaps the process-wide autodiff hook (semantics/ad_hooks.h)

@@ -458,7 +458,8 @@ struct SpmdRuntime::Impl {
     }
     ++rt.stats_.sharded_applications;
     Choice& c = choice(n, std::move(key), in);
-    if (name == "shard_hint" && rt.plan_.zero_stage > 0 && in.size() == 1 && in[0].is_tensor() &&
+    if (name == "shard_hint" && rt.plan_.zero_stage > 0 && !n.attrs.has("data") &&
+        in.size() == 1 && in[0].is_tensor() &&
         is_float(in[0].tensor.dtype()) && n.type && n.type->is_tensor())
       if (const std::optional<Layout> z = zero_layout(c.strategy.output, n.type->shape)) {
         if (!is_zero(in[0])) ++rt.stats_.placed_parameters;

@@ -150,6 +150,8 @@ struct SpmdStats {
   int64_t placed_parameters = 0;     // tensors cut to a plan (or ZeRO) layout when placed
   int64_t sharded_batches = 0;       // batches cut over the data-parallel axis
   int64_t whole_batches = 0;         // batches the data-parallel axis did not divide
+  int64_t held_cuts = 0;             // values a loss reads without differentiating them, cut
+                                     // where it reads them (batch_cut.h; per site in the code)
   int64_t pipeline_steps = 0;        // steps run as a pipeline's schedule (step 9)
   int64_t owned_fetches = 0;         // owned values got from their stage for another use
 };
@@ -187,6 +189,7 @@ class SpmdRuntime {
   int rank() const;
   const SpmdPlan& plan() const { return plan_; }
   const SpmdStats& stats() const { return stats_; }
+  void note_batch_cuts(int sites) { stats_.held_cuts += sites; }  // BatchCut::hinted()
 
   // The whole value of v (tensors gathered and reduced; tuples and records element by
   // element): every rank must call it for the same value.
