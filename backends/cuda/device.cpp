@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "backends/cuda/context.h"
+#include "backends/cuda/cublas_api.h"
 #include "backends/runtime/allocator.h"
 #include "lang/diagnostics.h"
 
@@ -71,10 +72,10 @@ Context& context() {
     SPORA_CUDA_CHECK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
     SPORA_CUDA_CHECK(
         cudaDeviceGetAttribute(&c->sm_count, cudaDevAttrMultiProcessorCount, c->device));
-    check(cublasCreate(&c->blas), "cublasCreate");
-    check(cublasSetStream(c->blas, c->stream), "cublasSetStream");
+    check(cublas().create(&c->blas), "cublasCreate");
+    check(cublas().set_stream(c->blas, c->stream), "cublasSetStream");
     // Full f32 precision (no TF32): results match the CPU backend within f32 rounding.
-    check(cublasSetMathMode(c->blas, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+    check(cublas().set_math_mode(c->blas, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
     return c;
   }();
   return *ctx;

@@ -11,6 +11,7 @@
 
 #include "backends/cpu/kernels.h"
 #include "backends/cuda/context.h"
+#include "backends/cuda/cublas_api.h"
 #include "backends/cuda/launch.h"
 #include "lang/diagnostics.h"
 #include "semantics/registry.h"
@@ -489,20 +490,20 @@ void gemm_batched(DType dt, const void* a, const void* b, void* c, int64_t m, in
     // f16/bf16 storage, f32 accumulation, the result rounded once (the host's rule).
     const cudaDataType_t ty = dt == DType::f16 ? CUDA_R_16F : CUDA_R_16BF;
     const float one = 1, zero = 0;
-    check(cublasGemmStridedBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one, b, ty, N, sb, a,
+    check(cublas().gemm_strided_batched_ex(h, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one, b, ty, N, sb, a,
                                      ty, K, sa, &zero, c, ty, N, sc, static_cast<int>(batch),
                                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
           "cublasGemmStridedBatchedEx");
   } else if (dt == DType::f32) {
     const float one = 1, zero = 0;
-    check(cublasSgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one,
+    check(cublas().sgemm_strided_batched(h, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one,
                                     static_cast<const float*>(b), N, sb,
                                     static_cast<const float*>(a), K, sa, &zero,
                                     static_cast<float*>(c), N, sc, static_cast<int>(batch)),
           "cublasSgemmStridedBatched");
   } else {
     const double one = 1, zero = 0;
-    check(cublasDgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one,
+    check(cublas().dgemm_strided_batched(h, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one,
                                     static_cast<const double*>(b), N, sb,
                                     static_cast<const double*>(a), K, sa, &zero,
                                     static_cast<double*>(c), N, sc, static_cast<int>(batch)),
@@ -520,12 +521,12 @@ void gemm_t(DType dt, bool ta, bool tb, const void* a, const void* b, void* c, i
   const cublasOperation_t oa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, ob = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
   if (dt == DType::f32) {
     const float one = 1, zero = 0;
-    check(cublasSgemm(h, ob, oa, N, M, K, &one, static_cast<const float*>(b), ldb,
+    check(cublas().sgemm(h, ob, oa, N, M, K, &one, static_cast<const float*>(b), ldb,
                       static_cast<const float*>(a), lda, &zero, static_cast<float*>(c), N),
           "cublasSgemm");
   } else {
     const double one = 1, zero = 0;
-    check(cublasDgemm(h, ob, oa, N, M, K, &one, static_cast<const double*>(b), ldb,
+    check(cublas().dgemm(h, ob, oa, N, M, K, &one, static_cast<const double*>(b), ldb,
                       static_cast<const double*>(a), lda, &zero, static_cast<double*>(c), N),
           "cublasDgemm");
   }
