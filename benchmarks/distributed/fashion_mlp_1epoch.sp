@@ -1,5 +1,6 @@
 # examples/fashion_mlp.sp for one epoch, without its evaluation's plots: what
 # benchmarks/distributed/run.sh times on 1 and 2 ranks (938 steps of batch 64 and a test pass).
+# The training data's progress bar gives the loop's rate (samples/s) on its last line.
 import std.nn
 import std.optim
 
@@ -17,7 +18,7 @@ def main() {
     var net = MLP(hidden=256, seed=0)
     let opt = adam(lr=0.001, schedule=cosine_annealing_lr(0.001, 938))
     var state = opt.init(net)
-    for (x, y) in fashion_mnist("train", batch=batch, shuffle=true, seed=0, flatten=true) {
+    for (x, y) in fashion_mnist("train", batch=batch, shuffle=true, seed=0, flatten=true, progress=true) {
         let (l, g) = value_and_grad(loss)(net, x, y)
         (net, state) = opt.update(net, g, state)
     }
