@@ -125,15 +125,27 @@ PrimitiveHook& primitive_hook() {
 }
 void set_primitive_hook(PrimitiveHook hook) { primitive_hook() = std::move(hook); }
 
+Value apply_primitive(const ir::Node& n, std::vector<Value> in) {
+  if (const PrimitiveHook& hook = primitive_hook()) {
+    Value result;
+    if (hook(n, in, result)) return result;
+  }
+  return kernel_for(*n.prim)(in, n.attrs);
+}
+
 HostValueHook& host_value_hook() {
   static HostValueHook hook;
   return hook;
 }
 void set_host_value_hook(HostValueHook hook) { host_value_hook() = std::move(hook); }
 
+void to_host_value(Value& v) {
+  if (const HostValueHook& hook = host_value_hook(); hook && v.is_tensor()) hook(v);
+}
+
 // The value the interpreter itself reads (a condition, a loop bound), whole on this rank.
 Value& host_value(Value& v) {
-  if (const HostValueHook& hook = host_value_hook(); hook && v.is_tensor()) hook(v);
+  to_host_value(v);
   return v;
 }
 

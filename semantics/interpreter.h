@@ -102,6 +102,12 @@ using HostValueHook = std::function<void(Value& v)>;
 void set_host_value_hook(HostValueHook hook);
 // The fused-kernel hook installed now (empty if none), so that another may wrap it.
 FusedKernelHook current_fused_kernel_hook();
+// An application of a primitive as the interpreter runs one: through the primitive hook when
+// one is installed, else its kernel. A fused kernel runs its anchor (a matmul, say) this way.
+Value apply_primitive(const ir::Node& n, std::vector<Value> in);
+// v as the host reads it (through the host-value hook when one is installed): a fused kernel
+// reads its anchor's result this way.
+void to_host_value(Value& v);
 
 class Interpreter {
  public:

@@ -289,6 +289,10 @@ int cmd_run_distributed(const std::string& path, RunOptions opts, const Distribu
         kinds += fmt::format("{}{} {} ({:.3f} MB)", kinds.empty() ? "" : ", ", prim, cb.first,
                              static_cast<double>(cb.second) / 1e6);
       if (!kinds.empty()) std::cerr << "stats: collectives: " << kinds << "\n";
+      if (s.fused_on_shards > 0)
+        std::cerr << fmt::format("stats: fused kernels run on shards: {} (their anchors on the "
+                                 "shards, then the kernel on whole values)\n",
+                                 s.fused_on_shards);
       if (!plan.pipeline.empty())
         std::cerr << fmt::format(
             "stats: pipeline: {} steps run as the schedule, {} owned values got from their "

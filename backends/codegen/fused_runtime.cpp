@@ -43,6 +43,18 @@ FusedOptions default_fused_options() {
 }
 
 namespace {
+// Whether the group's only reader of `p` is `reader`.
+bool read_only_by(const ir::Graph& group, const ir::Node* p, const ir::Node* reader) {
+  bool read = false;
+  for (const ir::Node* n : group.nodes)
+    for (const ir::Node* x : n->inputs)
+      if (x == p) {
+        if (n != reader) return false;
+        read = true;
+      }
+  return read && group.output != p;
+}
+
 // The generated CUDA has no f16/bf16 buffer type (emit_cuda.cpp): such groups run node by node
 // on the GPU (the backend's kernels compute them in f32).
 bool gpu_plannable(const passes::KernelPlan& plan) {
@@ -68,6 +80,7 @@ FusedRuntime::FusedRuntime(const ir::Module& m, FusedOptions options)
     Entry e;
     e.plan = *plan;
     if (plan->anchor >= 0) e.anchor = spec.nodes[static_cast<size_t>(plan->anchor)];
+    for (const ir::Node* p : g->params) e.anchor_only.push_back(e.anchor && read_only_by(*g, p, e.anchor));
     KernelSource src = gpu_ ? emit_cuda(*plan) : emit_cpp(*plan);
     e.name = src.name;
     sources.push_back(std::move(src));
@@ -139,7 +152,10 @@ sem::Value pack_outputs(std::vector<sem::Tensor>& outs) {
 // The anchor's result by its backend kernel, or false when it is not the tensor the plan reads.
 bool run_anchor(const ir::Graph& group, const ir::Node& anchor, const passes::KernelPlan& plan,
                 const std::vector<sem::Value>& args, sem::Tensor& result) {
-  sem::Value v = sem::kernel_for(*anchor.prim)(anchor_args(group, anchor, args), anchor.attrs);
+  // As the interpreter runs a primitive (a distributed run's hook takes sharded arguments),
+  // then as the host reads it (whole).
+  sem::Value v = sem::apply_primitive(anchor, anchor_args(group, anchor, args));
+  sem::to_host_value(v);
   const passes::KernelBuffer& want = plan.inputs.back();
   if (!v.is_tensor() || v.tensor.dtype() != want.dtype || v.tensor.shape() != want.shape)
     return false;
@@ -221,11 +237,12 @@ bool FusedRuntime::run(const ir::Graph& group, const std::vector<sem::Value>& ar
     ++fallbacks_;
     return false;
   }
-  // Every argument a tensor of the dtype and shape the kernel was generated for.
+  // Every argument a tensor of the dtype and shape the kernel was generated for (one only the
+  // anchor reads goes to the anchor's kernel, which takes any shape, and may be a shard).
   for (size_t k = 0; k < params; ++k) {
     const sem::Value& a = args[k];
     if (!a.is_tensor() || a.tensor.dtype() != plan.inputs[k].dtype ||
-        a.tensor.shape() != plan.inputs[k].shape) {
+        (a.tensor.shape() != plan.inputs[k].shape && !e.anchor_only[k])) {
       ++fallbacks_;
       return false;
     }

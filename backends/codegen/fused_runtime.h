@@ -86,6 +86,7 @@ class FusedRuntime {
     std::string name;
     KernelLibrary::Fn fn = nullptr;
     const ir::Node* anchor = nullptr;
+    std::vector<bool> anchor_only;  // per parameter: read by the anchor alone
   };
   std::unordered_map<const ir::Graph*, Entry> entries_;
   std::shared_ptr<KernelLibrary> library_;
