@@ -98,6 +98,7 @@ std::string_view SourceManager::line_text(int file, int line) const {
 // ---------------------------------------------------------------- DiagnosticEngine
 
 void DiagnosticEngine::error(SourceRange range, std::string message) {
+  if (quiet_ > 0) return;
   ++error_count_;
   if (error_count_ > error_limit_) return;
   diags_.push_back({Severity::Error, range, std::move(message)});
@@ -109,7 +110,7 @@ void DiagnosticEngine::warning(SourceRange range, std::string message) {
 
 void DiagnosticEngine::note(SourceRange range, std::string message) {
   // Past the limit every error is dropped, and so are the notes that explain them.
-  if (error_count_ > error_limit_) return;
+  if (quiet_ > 0 || error_count_ > error_limit_) return;
   diags_.push_back({Severity::Note, range, std::move(message)});
 }
 

@@ -80,6 +80,20 @@ class DiagnosticEngine {
   // Stops accepting errors after this many (the rest are counted, not stored).
   void set_error_limit(int limit) { error_limit_ = limit; }
 
+  // While one is alive, errors and notes are neither stored nor counted: a phase probing
+  // whether something resolves (a type annotation with a symbolic dimension, say) before it
+  // reports anything.
+  class Quiet {
+   public:
+    explicit Quiet(DiagnosticEngine& d) : d_(d) { ++d_.quiet_; }
+    ~Quiet() { --d_.quiet_; }
+    Quiet(const Quiet&) = delete;
+    Quiet& operator=(const Quiet&) = delete;
+
+   private:
+    DiagnosticEngine& d_;
+  };
+
   // "file:line:col: error: message\n<source line>\n<caret line>\n"
   std::string format(const Diagnostic& d) const;
   void print(std::ostream& os) const;
@@ -90,6 +104,7 @@ class DiagnosticEngine {
   std::vector<Diagnostic> diags_;
   int error_count_ = 0;
   int error_limit_ = 50;
+  int quiet_ = 0;
 };
 
 // Thrown to abandon a phase after its errors have been reported to a DiagnosticEngine.

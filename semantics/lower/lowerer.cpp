@@ -339,12 +339,11 @@ void Lowerer::check_annotated_functions() {
         for (const auto& p : f->params) {
           TypeP t;
           try {
-            diags_.set_error_limit(diags_.error_count());  // probe quietly
+            const lang::DiagnosticEngine::Quiet probe(diags_);
             t = resolve_type(*p.type, env);
           } catch (const Abort&) {
             concrete = false;
           }
-          diags_.set_error_limit(50);
           if (!concrete || !t) { concrete = false; break; }
           args.push_back(Arg{"", make_node(module_.add_param(g, p.name, t, p.range.begin)), p.range});
         }
@@ -842,11 +841,10 @@ AV Lowerer::call_def_body(const AVal& fn, std::vector<Arg> args, lang::SourceRan
         }
         if (def.return_type) {
           try {
-            diags_.set_error_limit(diags_.error_count());
+            const lang::DiagnosticEngine::Quiet probe(diags_);
             s.declared_result = resolve_type(*def.return_type, body_env);
           } catch (const Abort&) {
           }
-          diags_.set_error_limit(50);
         }
         Flow f = lower_body(body_env);
         f.value = check_result(f.value, body_env, f.range);

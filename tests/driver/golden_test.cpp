@@ -184,9 +184,13 @@ TEST_P(Negative, Diagnostics) {
   RunResult r = run_spora("check " + file.string());
   EXPECT_EQ(r.status, 1) << r.err;
   static const std::regex diag(R"(^(.*):(\d+):(\d+): error: (.*)$)");
+  static const std::regex total(R"(^(\d+) errors? generated$)");
+  int printed = 0, counted = -1;
   for (const auto& l : lines_of(r.err)) {
     std::smatch m;
+    if (std::regex_match(l, m, total)) counted = std::stoi(m[1].str());
     if (!std::regex_match(l, m, diag)) continue;
+    ++printed;
     const int line = std::stoi(m[2].str());
     bool matched = false;
     for (auto& e : expects) {
@@ -200,6 +204,8 @@ TEST_P(Negative, Diagnostics) {
     EXPECT_TRUE(e.seen) << "missing error on line " << e.line << ": " << e.text
                         << "\n--- stderr ---\n"
                         << r.err;
+  // The count it ends with is the errors it printed.
+  EXPECT_EQ(counted, printed) << r.err;
 }
 
 INSTANTIATE_TEST_SUITE_P(Programs, Negative, testing::ValuesIn(files_in("tests/negative")),

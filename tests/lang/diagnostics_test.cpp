@@ -149,5 +149,24 @@ TEST(Diagnostics, ErrorLimitCountsButStopsStoring) {
   EXPECT_NE(os.str().find("error: too many errors (2 shown, 5 in total)\n"), std::string::npos);
 }
 
+// A probe's errors (a type that may not resolve yet) are neither stored nor counted, so that
+// the count printed after them ("N errors generated") is the count printed.
+TEST(Diagnostics, QuietProbesLeaveNoCount) {
+  SourceManager sm;
+  int f = sm.add("q.sp", "x\n");
+  DiagnosticEngine d(sm);
+  {
+    const DiagnosticEngine::Quiet probe(d);
+    d.error(range(f, 1, 1, 1, 2), "unknown dimension 'N'");
+    d.note(range(f, 1, 1, 1, 2), "declared here");
+  }
+  EXPECT_EQ(d.error_count(), 0);
+  EXPECT_TRUE(d.diagnostics().empty());
+  d.error(range(f, 1, 1, 1, 2), "real");
+  EXPECT_EQ(d.error_count(), 1);
+  ASSERT_EQ(d.diagnostics().size(), 1u);
+  EXPECT_EQ(d.diagnostics()[0].message, "real");
+}
+
 }  // namespace
 }  // namespace spora::lang
