@@ -114,6 +114,13 @@ ExprPtr AstBuilder::expr(P::ExprContext* ctx) {
     return binary(binary_op_of(c->op->getType()), ctx, c->expr(0), c->expr(1));
   }
   if (auto* c = dynamic_cast<P::CompareExprContext*>(ctx)) {
+    // Comparisons do not chain: `a < b < c` would compare the bool `a < b` with c.
+    if (auto* left = dynamic_cast<P::CompareExprContext*>(c->expr(0)))
+      error(range(c->op), fmt::format("comparisons do not chain: this '{}' compares the bool "
+                                      "result of '{}' with what follows; write "
+                                      "'a {} b and b {} c', or parenthesise to compare the bool",
+                                      c->op->getText(), left->op->getText(),
+                                      left->op->getText(), c->op->getText()));
     return binary(binary_op_of(c->op->getType()), ctx, c->expr(0), c->expr(1));
   }
   if (auto* c = dynamic_cast<P::NotExprContext*>(ctx)) {
