@@ -1,6 +1,8 @@
 // AstBuilder: imports, functions, models, fields, decorators, parameters and types.
 #include <fmt/format.h>
 
+#include <set>
+
 #include "lang/ast_builder.h"
 
 namespace spora::lang {
@@ -25,6 +27,14 @@ std::vector<Decorator> AstBuilder::decorators(const std::vector<P::DecoratorCont
     antlr4::Token* last =
         c->RPAREN() != nullptr ? c->RPAREN()->getSymbol() : c->dottedName()->getStop();
     d.range = span(c->getStart(), last);
+    // The decorators the later layers read (semantics/lower: @jit, @checkpoint, @custom_grad,
+    // @inline, @noinline, @stage(k)); any other would be dropped without effect.
+    static const std::set<std::string> known = {"jit",    "checkpoint", "custom_grad",
+                                                "inline", "noinline",   "stage"};
+    if (!known.count(d.name))
+      error(d.range, fmt::format("unknown decorator '@{}' (known: @checkpoint, @custom_grad, "
+                                 "@inline, @jit, @noinline, @stage)",
+                                 d.name));
     arguments(c->argList(), d.args, d.kwargs);
     out.push_back(std::move(d));
   }
