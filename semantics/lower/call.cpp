@@ -326,6 +326,11 @@ AV Lowerer::call(AV callee, std::vector<Arg> args, lang::SourceRange r) {
     case AK::Transform: return call_transform(*callee, std::move(args), r);
     case AK::Pullback: return call_pullback(*callee, std::move(args), r);
     case AK::Error: return callee;
+    // `bool` names the dtype as a value (`cast(x, bool)`) and the conversion when called, as
+    // `int` and `float` do.
+    case AK::DType:
+      if (callee->dtype == DType::boolean) return call_builtin("bool", std::move(args), r);
+      break;
     default: break;
   }
   fail(r, fmt::format("{} is not callable", describe(callee)));
