@@ -114,8 +114,11 @@ ExprPtr AstBuilder::expr(P::ExprContext* ctx) {
     return binary(binary_op_of(c->op->getType()), ctx, c->expr(0), c->expr(1));
   }
   if (auto* c = dynamic_cast<P::CompareExprContext*>(ctx)) {
-    // Comparisons do not chain: `a < b < c` would compare the bool `a < b` with c.
-    if (auto* left = dynamic_cast<P::CompareExprContext*>(c->expr(0)))
+    // Comparisons do not chain: `a < b < c` would order the bool `a < b` against c. (`a < b == c`
+    // compares two bools, `(a < b) == c`, and stays.)
+    const size_t op = c->op->getType();
+    const bool ordering = op == P::LT || op == P::LE || op == P::GT || op == P::GE;
+    if (auto* left = dynamic_cast<P::CompareExprContext*>(c->expr(0)); left && ordering)
       error(range(c->op), fmt::format("comparisons do not chain: this '{}' compares the bool "
                                       "result of '{}' with what follows; write "
                                       "'a {} b and b {} c', or parenthesise to compare the bool",
