@@ -348,7 +348,14 @@ AV Lowerer::call_builtin(const std::string& name, std::vector<Arg> args, lang::S
     for (const auto& a : args) {
       if (!a.keyword.empty()) fail(a.range, "print takes no keyword arguments");
       if (contains_function(a.value)) fail(a.range, fmt::format("cannot print {}", describe(a.value)));
-      xs.push_back(to_node(a.value, a.range));
+      // `none` and a dtype print as their names.
+      if (a.value->kind == AK::None) {
+        xs.push_back(constant(Value::string("none"), a.range));
+      } else if (a.value->kind == AK::DType) {
+        xs.push_back(constant(Value::string(std::string(dtype_name(a.value->dtype))), a.range));
+      } else {
+        xs.push_back(to_node(a.value, a.range));
+      }
     }
     emit("print", xs, {}, r);
     return make_none();
