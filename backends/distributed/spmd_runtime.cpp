@@ -722,6 +722,37 @@ struct SpmdRuntime::Impl {
     return Value::tuple(std::move(out));
   }
 
+  // Whether every cut argument of the fusion group is an operand of one matmul, its only
+  // reader, cut along that matmul's contraction alone (the plans without ZeRO, sequence
+  // parallelism or a pipeline): its result is then a partial sum made whole by one all-reduce
+  // when the fused runtime reads it (SpmdRuntime::install).
+  bool cut_along_anchor_contraction(const ir::Graph& group, const std::vector<Value>& args) {
+    if (pipe || rt.plan_.zero_stage > 0 || rt.plan_.sp_axis >= 0) return false;
+    const ir::Node* anchor = nullptr;
+    for (size_t k = 0; k < args.size() && k < group.params.size(); ++k) {
+      if (!holds_shards(args[k])) continue;
+      if (!args[k].is_tensor() || group.output == group.params[k]) return false;
+      const ir::Node* reader = nullptr;
+      int operand = -1;
+      for (const ir::Node* n : group.nodes)
+        for (size_t i = 0; i < n->inputs.size(); ++i)
+          if (n->inputs[i] == group.params[k]) {
+            if (reader) return false;
+            reader = n, operand = static_cast<int>(i);
+          }
+      if (!reader || !reader->is_prim("matmul") || (anchor && anchor != reader)) return false;
+      anchor = reader;
+      const TypeP global = global_type(args[k]);
+      const int rank = static_cast<int>(global->rank());
+      if (rank < 2) return false;
+      const int contraction = operand == 0 ? rank - 1 : rank - 2;
+      const Layout l = layout(args[k], global);
+      for (int d = 0; d < rank; ++d)
+        if (l.pieces(d, mesh) > 1 && d != contraction) return false;
+    }
+    return true;
+  }
+
   // --- data (step 2) ---
 
   struct ShardedIterable : sem::Iterable {
@@ -822,54 +853,23 @@ void SpmdRuntime::install() {
     });
   // A fused group runs its compiled kernel when its arguments are whole, or when its shards are
   // the operands of its anchor matmul cut along the contraction (a weight gradient's matmul
-  // over the batch's rows, then the optimizer's elementwise update): the fused runtime runs the
-  // anchor through the primitive hook, reads its result whole (one all-reduce, as the nodes
-  // would), and refuses a shard of any other argument by its shape (the kernel was compiled
-  // for whole shapes). A shard cut another way (a forward matmul on the batch's rows) would
-  // have to be gathered for the kernel, so that group runs its nodes one by one through the
-  // primitive hook and its result stays cut; so do groups under ZeRO, sequence parallelism and
-  // pipelines, whose placements the anchor path does not take.
+  // over the batch's rows, then the optimizer's elementwise update;
+  // cut_along_anchor_contraction): the fused runtime runs the anchor through the primitive
+  // hook, reads its result whole (one all-reduce, as the nodes would), and refuses a shard of
+  // any other argument by its shape (the kernel was compiled for whole shapes). A shard cut
+  // another way (a forward matmul on the batch's rows) would have to be gathered for the
+  // kernel, so that group runs its nodes one by one through the primitive hook and its result
+  // stays cut.
   impl->fused = sem::current_fused_kernel_hook();
   if (impl->fused)
     sem::set_fused_kernel_hook(
         [impl](const ir::Graph& group, const std::vector<Value>& args, Value& result) {
           bool shards = false;
           for (const Value& a : args) shards |= impl->holds_shards(a);
-          if (!shards) {
-            impl->forget_unique(args);
-            return impl->fused(group, args, result);
-          }
-          const SpmdPlan& plan = impl->rt.plan_;
-          if (impl->pipe || plan.zero_stage > 0 || plan.sp_axis >= 0) return false;
-          const ir::Node* anchor = nullptr;
-          for (size_t k = 0; k < args.size() && k < group.params.size(); ++k) {
-            if (!impl->holds_shards(args[k])) continue;
-            if (!args[k].is_tensor()) return false;
-            // Its only reader: a matmul that contracts over the cut.
-            const ir::Node* reader = nullptr;
-            int operand = -1;
-            for (const ir::Node* n : group.nodes)
-              for (size_t i = 0; i < n->inputs.size(); ++i)
-                if (n->inputs[i] == group.params[k]) {
-                  if (reader && reader != n) return false;
-                  reader = n, operand = static_cast<int>(i);
-                }
-            if (!reader || !reader->is_prim("matmul") || (anchor && anchor != reader) ||
-                group.output == group.params[k])
-              return false;
-            anchor = reader;
-            const TypeP global = impl->global_type(args[k]);
-            const int rank = static_cast<int>(global->rank());
-            const int contraction = operand == 0 ? rank - 1 : rank - 2;
-            if (rank < 2) return false;
-            const Layout l = impl->layout(args[k], global);
-            for (int d = 0; d < rank; ++d)
-              if (l.pieces(d, impl->mesh) > 1 && d != contraction) return false;
-          }
-          const std::vector<Value>& local = args;
-          impl->forget_unique(local);
-          if (!impl->fused(group, local, result)) return false;
-          ++impl->rt.stats_.fused_on_shards;
+          if (shards && !impl->cut_along_anchor_contraction(group, args)) return false;
+          impl->forget_unique(args);
+          if (!impl->fused(group, args, result)) return false;
+          if (shards) ++impl->rt.stats_.fused_on_shards;
           return true;
         });
 }
