@@ -20,6 +20,9 @@ A page's fenced blocks, by their info string:
   ```console           a terminal session: each `$ command` runs in bash in the page's folder
                        (where its file= programs are), `spora` being the built binary; the
                        lines up to the next `$` are its stdout and stderr together.
+  ```LANG file=NAME    any other block with a file= name (```yaml file=cluster.yaml, ```json,
+                       ```text file=ring.sched): written to that file in the page's folder,
+                       not run; the commands after it read it.
 
 A page whose text contains the line `<!-- doctest: graph-only -->` runs all its programs in
 graph mode only (pages about syntax and compile-time checks, whose forms the golden tests
@@ -175,6 +178,15 @@ class Page:
                 continue
             self.check(block.output, block.line, f"{mode} mode: output differs", out)
 
+    def write_file(self, block, cwd):
+        name = block.attrs["file"]
+        if os.path.isabs(name) or ".." in name.split("/"):
+            self.fail(block.line, f"file={name}: the name must stay in the page's folder", [], [])
+            return
+        os.makedirs(os.path.dirname(os.path.join(cwd, name)) or cwd, exist_ok=True)
+        with open(os.path.join(cwd, name), "w", encoding="utf-8") as f:
+            f.write(block.text)
+
     def run_console(self, block, cwd, env):
         # Split into (command, expected lines, line number) steps.
         steps, line = [], block.line
@@ -210,6 +222,8 @@ class Page:
                     self.run_program(b, cwd, env)
                 elif b.lang == "console":
                     self.run_console(b, cwd, env)
+                elif "file" in b.attrs:
+                    self.write_file(b, cwd)
         finally:
             shutil.rmtree(cwd, ignore_errors=True)
         if self.rewrites:
