@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "backends/codegen/cache.h"
 #include "backends/cpu/kernels.h"
@@ -38,8 +40,35 @@ std::string kernel_listing(const ir::Module& m, bool cuda, bool preludes) {
 FusedOptions default_fused_options() {
   FusedOptions o;
   o.min_elements = 4096;
-  if (const char* v = std::getenv("SPORA_FUSE_MIN_ELEMENTS")) o.min_elements = std::atoll(v);
+  o.min_elements_in_loops = 0;
+  if (const char* v = std::getenv("SPORA_FUSE_MIN_ELEMENTS")) o.min_elements = o.min_elements_in_loops = std::atoll(v);
   return o;
+}
+
+std::unordered_set<const ir::Graph*> graphs_run_by_loops(const ir::Module& m) {
+  std::unordered_map<const ir::Graph*, std::vector<const ir::Graph*>> edges;
+  std::vector<const ir::Graph*> work;
+  for (const auto& g : m.graphs()) {
+    auto& out = edges[g.get()];
+    for (const ir::Node* n : g->nodes) {
+      if (n->callee) out.push_back(n->callee);
+      if (n->graph_value) out.push_back(n->graph_value);
+      const bool loop = n->is_prim("while") || n->is_prim("for_range") || n->is_prim("for_each");
+      for (const ir::Node* x : n->inputs)
+        if (x->graph_value) {
+          out.push_back(x->graph_value);
+          if (loop) work.push_back(x->graph_value);
+        }
+    }
+  }
+  std::unordered_set<const ir::Graph*> seen;
+  while (!work.empty()) {
+    const ir::Graph* g = work.back();
+    work.pop_back();
+    if (!seen.insert(g).second) continue;
+    for (const ir::Graph* h : edges[g]) work.push_back(h);
+  }
+  return seen;
 }
 
 namespace {
@@ -69,13 +98,15 @@ bool gpu_plannable(const passes::KernelPlan& plan) {
 FusedRuntime::FusedRuntime(const ir::Module& m, FusedOptions options)
     : gpu_(options.gpu), warn_(options.warn) {
   std::vector<KernelSource> sources;
+  const std::unordered_set<const ir::Graph*> in_loops = graphs_run_by_loops(m);
   for (const auto& g : m.graphs()) {
     if (!passes::is_fused_graph(*g)) continue;
     ++groups_;
     const passes::GroupSpec spec = passes::group_of(*g);
     auto plan = passes::plan_group(spec);
     if (!plan) continue;
-    if (plan->rows * plan->inner < options.min_elements) continue;
+    if (plan->rows * plan->inner < (in_loops.count(g.get()) ? options.min_elements_in_loops : options.min_elements))
+      continue;
     if (gpu_ && !gpu_plannable(*plan)) continue;
     Entry e;
     e.plan = *plan;

@@ -20,6 +20,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "backends/codegen/codegen.h"
@@ -52,8 +53,12 @@ class GpuKernels {
 struct FusedOptions {
   CompileOptions compile = default_compile_options();
   // Groups with fewer domain elements run node by node (compiling would cost more than it
-  // saves). SPORA_FUSE_MIN_ELEMENTS overrides the default of default_fused_options().
+  // saves), except groups run by a loop (a while, for or for-each body, or a graph such a body
+  // reaches through calls and graph values): those are compiled from min_elements_in_loops,
+  // since each call saves the interpreter's per-node work and a loop makes many calls.
+  // SPORA_FUSE_MIN_ELEMENTS overrides both defaults of default_fused_options().
   int64_t min_elements = 0;
+  int64_t min_elements_in_loops = 0;
   bool warn = true;  // a compile failure prints a warning on stderr
   // A library already built with the groups' kernels (cpp_unit of emit_cpp of their plans):
   // nothing is compiled, kernels are looked up in it by name.
@@ -61,7 +66,11 @@ struct FusedOptions {
   // Run the groups on this GPU target instead of as C++ (null: the CPU).
   std::shared_ptr<GpuKernels> gpu;
 };
-FusedOptions default_fused_options();  // min_elements 4096 (or SPORA_FUSE_MIN_ELEMENTS)
+FusedOptions default_fused_options();  // min_elements 4096, in loops 0 (or SPORA_FUSE_MIN_ELEMENTS)
+
+// The graphs a loop runs: while, for and for-each bodies and conditions, and every graph they
+// reach through calls and graph values.
+std::unordered_set<const ir::Graph*> graphs_run_by_loops(const ir::Module& m);
 
 class FusedRuntime {
  public:

@@ -1,6 +1,6 @@
 # examples/fashion_mlp.sp for one epoch, without its evaluation's plots: what
 # benchmarks/distributed/run.sh times on 1 and 2 ranks (938 steps of batch 64 and a test pass).
-# The training data's progress bar gives the loop's rate (samples/s) on its last line.
+# The training data's progress bar gives the median time per step on its last line.
 import std.nn
 import std.optim
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <limits>
 #include <sstream>
@@ -299,6 +300,43 @@ TEST(Codegen, ACompilerFailureFallsBackToNodeByNode) {
   std::string error;
   EXPECT_FALSE(codegen::compile_cpp("this is not C++", test_compile_options(), &error));
   EXPECT_NE(error.find("failed"), std::string::npos) << error;
+}
+
+TEST(Codegen, SmallGroupsAreCompiledWhereALoopRunsThem) {
+  // The same 16-element group, once outside a loop and once in a for body: with the default
+  // thresholds (4096 elements, 0 in loops) only the loop's group gets a kernel.
+  const fs::path path = fs::temp_directory_path() / "spora_small_groups_in_loops.sp";
+  {
+    std::ofstream f(path);
+    f << "def once(x: f32[16]) = exp(x * 0.5) + 1.0\n"
+         "def looped(x: f32[16]) {\n    var y = x\n    for i in range(3) {\n"
+         "        y = exp(y * 0.5) + 1.0\n    }\n    return y\n}\n"
+         "def main() {\n    print(once(ones([16])))\n    print(looped(ones([16])))\n}\n";
+  }
+  const std::vector<sem::Value> args{random_value(sem::Type::tensor(DType::f32, {16}), 5)};
+  for (const std::string entry : {"once", "looped"}) {
+    std::string diags;
+    auto reference = compile(path.string(), &diags, entry);
+    ASSERT_TRUE(reference) << diags;
+    auto m = compile(path.string(), &diags, entry);
+    passes::fuse_operators(*m);
+    codegen::FusedOptions o = codegen::default_fused_options();
+    o.compile = test_compile_options();
+    ASSERT_EQ(o.min_elements, 4096);
+    ASSERT_EQ(o.min_elements_in_loops, 0);
+    const size_t in_loops = codegen::graphs_run_by_loops(*m).size();
+    codegen::FusedRuntime rt(*m, o);
+    ASSERT_EQ(rt.groups(), 1u) << entry;
+    const bool looped = entry == "looped";
+    EXPECT_EQ(rt.kernels(), looped ? 1u : 0u) << entry << ": " << rt.error();
+    EXPECT_EQ(in_loops > 0, looped) << entry;
+    const ProgramRun want = call(*reference, reference->entry, args);
+    const ProgramRun got = call(*m, m->entry, args);
+    EXPECT_EQ(got.error, "");
+    EXPECT_EQ(compare(got.result, want.result), "") << entry;
+    EXPECT_EQ(rt.launches(), looped ? 3u : 0u) << entry;
+  }
+  fs::remove(path);
 }
 
 TEST(Codegen, AKernelsFailedCheckRunsTheGroupNodeByNode) {

@@ -30,6 +30,6 @@ def g_is_none(m, x) = grad(loss)(m, x).total == none
 # python3: w, t, x = [1, 1], [0, 0], [1, 2]; 3 times: g = 4 (2 x w + t) x (before the record),
 # t += x, w -= 0.01 g  ->  t = [3, 6], w = [0.661888, -0.114368], m(x) = [4.323776, 5.542528]
 # CHECK: [3.0, 6.0] true
-# CHECK-NEXT: [0.661888, -0.11436799]
+# CHECK-NEXT: [0.661888, -0.114368]
 # CHECK-NEXT: [4.3237762, 5.542528]
 # CHECK-NEXT: 6.0 6.0

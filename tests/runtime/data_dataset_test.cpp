@@ -342,6 +342,18 @@ TEST(Reports, EpochLinesCsvAndSvg) {
   EXPECT_EQ(format_metric(1.23456e-5), "1.2346e-05");
 }
 
+TEST(Reports, StepTimeIsTheMedianBetweenBatches) {
+  using namespace std::chrono;
+  const steady_clock::time_point t0{};
+  // The first batch's costs fall before the first tick; a 500 ms outlier between batches does
+  // not move the median of 10, 12, 11, 500 ms (the mean would be 133 ms).
+  const std::vector<steady_clock::time_point> ticks = {t0, t0 + milliseconds(10), t0 + milliseconds(22),
+                                                       t0 + milliseconds(33), t0 + milliseconds(533)};
+  EXPECT_DOUBLE_EQ(median_step_seconds(ticks), 0.012);
+  EXPECT_DOUBLE_EQ(median_step_seconds({t0, t0 + milliseconds(7)}), 0.007);
+  EXPECT_EQ(median_step_seconds({t0}), 0.0);
+}
+
 TEST(Reports, ProgressBarLinesWhenNotATerminal) {
   Recorder::instance().reset();
   std::ostringstream os;
@@ -366,6 +378,8 @@ TEST(Reports, ProgressBarLinesWhenNotATerminal) {
   EXPECT_EQ(lines[3].rfind("batches epoch 1 10/10  loss 2.0000", 0), 0u) << lines[3];
   EXPECT_NE(lines[3].find("samples/s"), std::string::npos);
   EXPECT_NE(lines[3].find(" total"), std::string::npos);
+  EXPECT_NE(lines[3].find("/step"), std::string::npos) << lines[3];  // the median between batches
+  EXPECT_EQ(lines[2].find("/step"), std::string::npos) << lines[2];
   EXPECT_NE(lines[1].find(" left"), std::string::npos);
   Recorder::instance().reset();
 }

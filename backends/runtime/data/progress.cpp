@@ -42,7 +42,28 @@ std::string rate_text(double per_second) {
   return buf;
 }
 
+std::string step_text(double seconds) {
+  char buf[32];
+  if (seconds >= 1)
+    std::snprintf(buf, sizeof buf, "%.2f s", seconds);
+  else if (seconds >= 1e-3)
+    std::snprintf(buf, sizeof buf, "%.3f ms", seconds * 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f us", seconds * 1e6);
+  return buf;
+}
+
 }  // namespace
+
+double median_step_seconds(const std::vector<std::chrono::steady_clock::time_point>& ticks) {
+  std::vector<double> steps;
+  steps.reserve(ticks.size());
+  for (size_t i = 1; i < ticks.size(); ++i) steps.push_back(std::chrono::duration<double>(ticks[i] - ticks[i - 1]).count());
+  if (steps.empty()) return 0;
+  const auto mid = steps.begin() + static_cast<std::ptrdiff_t>(steps.size() / 2);
+  std::nth_element(steps.begin(), mid, steps.end());
+  return *mid;
+}
 
 std::string format_metric(double v) {
   char buf[32];
@@ -165,8 +186,9 @@ ProgressBar::~ProgressBar() {
 void ProgressBar::tick(int64_t samples) {
   ++done_;
   samples_ += samples;
+  const auto now = std::chrono::steady_clock::now();
+  ticks_.push_back(now);
   if (bar_tty()) {
-    const auto now = std::chrono::steady_clock::now();
     if (now - last_draw_ >= std::chrono::milliseconds(100)) draw(false);
     return;
   }
@@ -205,6 +227,7 @@ void ProgressBar::draw(bool final) {
   if (elapsed > 0 && samples_ > 0) line += "  " + rate_text(static_cast<double>(samples_) / elapsed) + " samples/s";
   if (final) {
     line += "  " + duration_text(elapsed) + " total";
+    if (ticks_.size() >= 3) line += "  " + step_text(median_step_seconds(ticks_)) + "/step";
   } else if (done_ > 0) {
     line += "  " + duration_text(elapsed / static_cast<double>(done_) * static_cast<double>(total_ - done_)) + " left";
   }

@@ -80,6 +80,10 @@ void set_progress_output(std::ostream* os, bool terminal);
 // Number formatting of epoch lines: 4 decimals, scientific for very small or large values.
 std::string format_metric(double v);
 
+// The median time between consecutive time points (the upper median of an even count; 0 for
+// fewer than two points). The progress bar's final line gives it per batch as "X ms/step".
+double median_step_seconds(const std::vector<std::chrono::steady_clock::time_point>& ticks);
+
 class ProgressBar {
  public:
   ProgressBar(std::string label, int64_t total_batches, int64_t total_samples);
@@ -97,6 +101,9 @@ class ProgressBar {
   int next_quarter_ = 1;
   bool finished_ = false;
   std::chrono::steady_clock::time_point start_, last_draw_;
+  // When each batch was done: the final line gives the median time between batches, which
+  // leaves out the first batch's one-time costs (decoding the data, compiling).
+  std::vector<std::chrono::steady_clock::time_point> ticks_;
 };
 
 }  // namespace spora::runtime::data
