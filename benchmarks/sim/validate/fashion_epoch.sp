@@ -1,7 +1,7 @@
 # One epoch of examples/fashion_mlp.sp, as validate.py times it on 1, 2 and 4 MPI ranks: the MLP
 # 784-256-10 (ReLU) on Fashion-MNIST (Debian's dataset-fashion-mnist), batch 64, shuffled,
 # Adam with the cosine schedule, then the evaluation pass over the 10,000 test images. The
-# progress bar's last line gives the training loop's rate (samples/s), the figure compared.
+# progress bar's last line gives the training loop's median step ("X ms/step"), the figure compared.
 #
 #   spora run benchmarks/sim/validate/fashion_epoch.sp --ranks 2 --strategy dp
 import std.nn
