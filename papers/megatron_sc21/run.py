@@ -19,26 +19,42 @@ CLUSTER = "benchmarks/sim/gpt/dgx-a100-64.yaml"
 
 # Narayanan et al., "Efficient Large-Scale Language Model Training on GPU Clusters Using
 # Megatron-LM", SC'21 (arXiv:2104.04473), table 1, rows 1-5: V = 51,200, s = 2,048.
+# The micro-batch and the data-parallel implementation of each row are those of the authors'
+# script for this table, examples/sc21/run_table_1.sh of NVIDIA/Megatron-LM (MBS, DDP):
+# "torch" is PyTorch's DistributedDataParallel, whose bucketed gradient all-reduce overlaps the
+# backward pass (sim-gpt's default); "local" is Megatron's own, which reduces the gradients
+# after the backward pass (--no-grad-overlap).
 ROWS = [
-    # name, heads, hidden, layers, tp, pp, gpus, batch, TFLOP/s per GPU (paper)
-    ("1.7B", 24, 2304, 24, 1, 1, 32, 512, 137),
-    ("3.6B", 32, 3072, 30, 2, 1, 64, 512, 138),
-    ("7.5B", 32, 4096, 36, 4, 1, 128, 512, 142),
-    ("18.4B", 48, 6144, 40, 8, 1, 256, 1024, 135),
-    ("39.1B", 64, 8192, 48, 8, 2, 512, 1536, 138),
+    # name, heads, hidden, layers, tp, pp, gpus, batch, TFLOP/s per GPU (paper), mbs, ddp
+    ("1.7B", 24, 2304, 24, 1, 1, 32, 512, 137, 16, "torch"),
+    ("3.6B", 32, 3072, 30, 2, 1, 64, 512, 138, 16, "torch"),
+    ("7.5B", 32, 4096, 36, 4, 1, 128, 512, 142, 16, "torch"),
+    ("18.4B", 48, 6144, 40, 8, 1, 256, 1024, 135, 8, "torch"),
+    ("39.1B", 64, 8192, 48, 8, 2, 512, 1536, 138, 4, "local"),
 ]
 
-# The protocol (README): the paper's configuration, f16, full recomputation, the fastest
-# micro-batch that fits. Sensitivity columns, not used for the verdict: the gradient all-reduce
-# after the backward pass instead of beside it; no interference between NCCL's kernels and the
-# compute beside them (the spec's comm_sm_share set to 0).
-PROTOCOL = ["--precision", "f16", "--recompute", "full", "--micro-batch", "auto"]
-VARIANTS = {"primary": [], "no_grad_overlap": ["--no-grad-overlap"],
-            "no_interference": ["--comm-sm-share", "0"]}
+# The protocol (README): the configuration of the authors' script, f16, full recomputation.
+# Sensitivity columns, not used for the verdict: the other data-parallel implementation (the
+# gradient all-reduce beside the backward pass instead of after it, or the reverse); the fastest
+# micro-batch that fits (--micro-batch auto, with the range over every micro-batch that fits);
+# no interference between NCCL's kernels and the compute beside them (comm_sm_share 0).
+PROTOCOL = ["--precision", "f16", "--recompute", "full"]
+
+
+def row_flags(row, other_ddp=False, micro_batch=None):
+    mbs, ddp = row[9], row[10]
+    local = (ddp == "local") != other_ddp
+    return ["--micro-batch", str(micro_batch or mbs)] + (["--no-grad-overlap"] if local else [])
+
+
+VARIANTS = {"primary": lambda row: row_flags(row),
+            "other_ddp": lambda row: row_flags(row, other_ddp=True),
+            "auto_micro_batch": lambda row: row_flags(row, micro_batch="auto"),
+            "no_interference": lambda row: row_flags(row) + ["--comm-sm-share", "0"]}
 
 
 def sim_gpt(spora, row, extra):
-    name, heads, hidden, layers, tp, pp, gpus, batch, _ = row
+    name, heads, hidden, layers, tp, pp, gpus, batch = row[:8]
     cmd = [spora, "sim-gpt", "--cluster", CLUSTER, "--gpus", str(gpus), "--hidden", str(hidden),
            "--layers", str(layers), "--heads", str(heads), "--vocab", "51200", "--seq", "2048",
            "--batch", str(batch), "--tp", str(tp), "--pp", str(pp), "--json"] + PROTOCOL + extra
@@ -103,13 +119,14 @@ def main():
     spora = os.path.abspath(spora)
     raw, lines = [], []
     ours = []
-    lines.append("| model | GPUs | tp | pp | dp | micro-batch | paper TFLOP/s | ours | ours / paper "
-                 "| within 10% | step s | bubble | memory GB | ours, grad all-reduce after backward "
-                 "| ours, no interference | ours, every micro-batch that fits (min-max) | simulated GEMM TFLOP/s | memory-bound share "
+    lines.append("| model | GPUs | tp | pp | dp | micro-batch | DDP | paper TFLOP/s | ours | ours / paper "
+                 "| within 10% | step s | bubble | memory GB | ours, the other DDP "
+                 "| ours, fastest micro-batch that fits | ours, every micro-batch that fits (min-max) "
+                 "| ours, no interference | simulated GEMM TFLOP/s | memory-bound share "
                  "of compute | GEMM TFLOP/s the paper's step implies, all else equal |")
-    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for row in ROWS:
-        results = {k: sim_gpt(spora, row, extra) for k, extra in VARIANTS.items()}
+        results = {k: sim_gpt(spora, row, flags(row)) for k, flags in VARIANTS.items()}
         cmd, r = results["primary"]
         raw.append({"row": row[0], "paper_tflops_per_gpu": row[8],
                     "runs": {k: {"command": c, "result": res} for k, (c, res) in results.items()}})
@@ -119,12 +136,15 @@ def main():
         p = r["parallel"]
         b = r["breakdown"]
         lines.append(f"| {row[0]} | {row[6]} | {p['tp']} | {p['pp']} | {p['dp']} | "
-                     f"{p['micro_batch']} | {row[8]} | {t:.1f} | {ratio:.3f} | "
+                     f"{p['micro_batch']} | {row[10]} | {row[8]} | {t:.1f} | {ratio:.3f} | "
                      f"{'yes' if abs(ratio - 1) <= 0.10 else 'no'} | {r['step_seconds']:.3f} | "
                      f"{100 * r['bubble_fraction']:.1f}% | {r['memory_per_gpu_bytes'] / 1e9:.1f} | "
-                     f"{results['no_grad_overlap'][1]['tflops_per_gpu']:.1f} | "
+                     f"{results['other_ddp'][1]['tflops_per_gpu']:.1f} | "
+                     f"{results['auto_micro_batch'][1]['tflops_per_gpu']:.1f} "
+                     f"(m={results['auto_micro_batch'][1]['parallel']['micro_batch']}) | "
+                     f"{spread(results['auto_micro_batch'][1])} | "
                      f"{results['no_interference'][1]['tflops_per_gpu']:.1f} | "
-                     f"{spread(r)} | {b['gemm_flops'] / b['gemm'] / 1e12:.0f} | "
+                     f"{b['gemm_flops'] / b['gemm'] / 1e12:.0f} | "
                      f"{100 * (1 - b['gemm'] / b['compute']):.0f}% | {implied_gemm(r, row):.0f} |")
     cpu = "unknown"
     with open("/proc/cpuinfo") as f:
