@@ -18,8 +18,9 @@ A page's fenced blocks, by their info string:
                                                    for the page's later blocks
   ```output            what the block above prints.
   ```console           a terminal session: each `$ command` runs in bash in the page's folder
-                       (where its file= programs are), `spora` being the built binary; the
-                       lines up to the next `$` are its stdout and stderr together.
+                       (where its file= programs are), `spora` being the built binary and
+                       $PAGE_DIR the folder of the Markdown page itself (for files kept beside
+                       it); the lines up to the next `$` are its stdout and stderr together.
   ```LANG file=NAME    any other block with a file= name (```yaml file=cluster.yaml, ```json,
                        ```text file=ring.sched): written to that file in the page's folder,
                        not run; the commands after it read it.
@@ -215,7 +216,8 @@ class Page:
         bindir = os.path.join(cwd, ".bin")
         os.mkdir(bindir)
         os.symlink(self.spora, os.path.join(bindir, "spora"))
-        env = dict(os.environ, PATH=bindir + os.pathsep + os.environ.get("PATH", ""))
+        env = dict(os.environ, PATH=bindir + os.pathsep + os.environ.get("PATH", ""),
+                   PAGE_DIR=os.path.dirname(os.path.abspath(self.path)))
         try:
             for b in blocks:
                 if b.lang == "spora":

@@ -1,0 +1,11 @@
+# A submission that never finishes: the loop's condition stays true (s only grows).
+def logcosh_bwd(x, out, dout) = dout * tanh(x)
+
+@custom_grad(logcosh_bwd)
+def logcosh(x) {
+    var s = abs(x)
+    while max(s) >= 0.0 {
+        s = s + 1.0
+    }
+    return abs(x) + log1p(exp(-2.0 * abs(x))) - 0.6931471805599453 + minimum(s, 0.0)
+}
