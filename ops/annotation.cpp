@@ -31,8 +31,8 @@
 #include "ops/kernel_util.h"
 #include "parallel/sharding/dim_rule.h"
 #include "parallel/sharding/sharding.h"
+#include "semantics/cost.h"
 #include "semantics/passes/fusion_kind.h"
-#include "sim/cost.h"
 
 namespace spora::ops {
 
@@ -112,7 +112,7 @@ void add_shard_hint(sem::Registry& r) {
   };
   p.facets[parallel::kShardingFacet] = pin_rule();
   r.add(std::move(p));
-  sim::set_cost(r, "shard_hint", sim::view_cost());
+  sem::set_cost(r, "shard_hint", sem::view_cost());
 }
 
 void add_stage_boundary(sem::Registry& r) {
@@ -129,7 +129,7 @@ void add_stage_boundary(sem::Registry& r) {
   };
   p.facets[parallel::kShardingFacet] = pass_through_rule();
   r.add(std::move(p));
-  sim::set_cost(r, "stage_boundary", sim::view_cost());
+  sem::set_cost(r, "stage_boundary", sem::view_cost());
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // Collective primitives: what the SPMD partitioner (parallel/partition/) inserts between a
 // producer's layout and the layout its consumer needs. Each names the device mesh it was
 // partitioned for (`mesh`, its shape) and the mesh axes it runs over, so the group of ranks is
-// known from the rank alone (ops/collective.h has the mesh convention).
+// known from the rank alone (backends/comm/collective_context.h has the mesh convention).
 //
 //   all_reduce(x, axes=[a...], mesh=[...])       sum over the group of axes a...: partial
 //                                                  sums -> the replicated total; same shape
@@ -38,20 +38,19 @@
 //   all_to_all      vjp: all_to_all(dout) with split and concat exchanged
 // (JAX's convention differs: there the cotangent of a replicated value is each device's share,
 // which makes psum its own transpose and all_gather the transpose of reduce_scatter.)
-#include "ops/collective.h"
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <cstring>
 
+#include "backends/comm/collective_context.h"
 #include "backends/comm/communicator.h"
 #include "backends/comm/executor.h"
 #include "backends/comm/group.h"
-#include "parallel/collectives/algorithms.h"
 #include "ops/ad_util.h"
 #include "ops/families.h"
 #include "ops/kernel_util.h"
+#include "parallel/collectives/algorithms.h"
 #include "parallel/sharding/sharding.h"
 #include "semantics/passes/fusion_kind.h"
 
@@ -61,18 +60,18 @@ namespace {
 
 using AK = ParamSpec::AttrKind;
 
-// calls: message tags; every rank runs the same collectives in the same order.
-thread_local CollectiveContext t_context;
+using comm::mesh_coords;
+using comm::mesh_group;
 
 // The communicator of a kernel, checked against the mesh it was partitioned for.
 comm::Communicator& context_for(const std::string& prim, const std::vector<int64_t>& mesh) {
-  if (!t_context.comm)
-    user_error(prim + " needs a multi-rank run: spora run --strategy s.json --ranks N");
+  comm::Communicator* c = comm::collective_communicator();
+  if (!c) user_error(prim + " needs a multi-rank run: spora run --strategy s.json --ranks N");
   const int64_t devices = numel_of(mesh);
-  if (t_context.comm->size() != devices)
+  if (c->size() != devices)
     user_error(fmt::format("{} was partitioned for a mesh of {} devices [{}] but runs on {} ranks",
-                           prim, devices, fmt::join(mesh, ", "), t_context.comm->size()));
-  return *t_context.comm;
+                           prim, devices, fmt::join(mesh, ", "), c->size()));
+  return *c;
 }
 
 const std::vector<int64_t>& mesh_attr(const Attrs& attrs, const std::string& prim) {
@@ -155,7 +154,7 @@ std::vector<char> bytes_of(const Tensor& x) {
 void exchange(comm::Communicator& c, const std::vector<int64_t>& group, size_t me,
               const std::vector<const char*>& send, const std::vector<size_t>& send_bytes,
               const std::vector<char*>& recv, const std::vector<size_t>& recv_bytes) {
-  const int tag = 100 + static_cast<int>(t_context.calls++ % 30000);
+  const int tag = 100 + static_cast<int>(comm::next_collective_call() % 30000);
   std::vector<comm::Request> reqs;
   for (size_t j = 0; j < group.size(); ++j) {
     if (j == me) continue;
@@ -519,50 +518,6 @@ void add_all_to_all(sem::Registry& r) {
 }
 
 }  // namespace
-
-void set_collective_context(comm::Communicator* comm, std::vector<int64_t> mesh) {
-  t_context.comm = comm;
-  t_context.mesh = std::move(mesh);
-  t_context.calls = 0;
-}
-
-comm::Communicator* collective_communicator() { return t_context.comm; }
-
-CollectiveContext collective_context() { return t_context; }
-void restore_collective_context(CollectiveContext c) { t_context = std::move(c); }
-
-std::vector<int64_t> mesh_coords(const std::vector<int64_t>& mesh, int64_t rank) {
-  std::vector<int64_t> c(mesh.size());
-  for (size_t i = mesh.size(); i-- > 0;) {
-    c[i] = rank % mesh[i];
-    rank /= mesh[i];
-  }
-  return c;
-}
-
-int64_t mesh_rank(const std::vector<int64_t>& mesh, const std::vector<int64_t>& coords) {
-  int64_t r = 0;
-  for (size_t i = 0; i < mesh.size(); ++i) r = r * mesh[i] + coords[i];
-  return r;
-}
-
-std::vector<int64_t> mesh_group(const std::vector<int64_t>& mesh, int64_t rank,
-                                const std::vector<int64_t>& axes) {
-  const std::vector<int64_t> mine = mesh_coords(mesh, rank);
-  std::vector<int64_t> group;
-  const int64_t total = numel_of(mesh);
-  for (int64_t r = 0; r < total; ++r) {
-    const std::vector<int64_t> c = mesh_coords(mesh, r);
-    bool same = true;
-    for (size_t i = 0; i < mesh.size() && same; ++i) {
-      bool in_axes = false;
-      for (int64_t a : axes) in_axes |= a == static_cast<int64_t>(i);
-      same = in_axes || c[i] == mine[i];
-    }
-    if (same) group.push_back(r);
-  }
-  return group;
-}
 
 void register_collective(sem::Registry& r) {
   add_all_reduce(r);

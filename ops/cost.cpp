@@ -1,4 +1,4 @@
-// The "cost" facet of every primitive row (sim/cost.h): FLOPs, bytes moved and op class as
+// The "cost" facet of every primitive row (semantics/cost.h): FLOPs, bytes moved and op class as
 // functions of the row's types, grouped by the family file that defines the row. The
 // simulator turns them into device time with the cluster spec's roofline, efficiencies and
 // launch overheads (sim/cost_model.h). tests/sim/cost_test.cpp checks that every row but the
@@ -21,18 +21,18 @@
 
 #include "ops/families.h"
 #include "ops/kernel_util.h"
-#include "sim/cost.h"
+#include "semantics/cost.h"
 
 namespace spora::ops {
 
 namespace {
 
-using sim::CostRule;
-using sim::elements;
-using sim::input_bytes;
-using sim::OpCost;
-using sim::set_cost;
-using sim::type_bytes;
+using sem::CostRule;
+using sem::elements;
+using sem::input_bytes;
+using sem::OpCost;
+using sem::set_cost;
+using sem::type_bytes;
 using Types = std::vector<TypeP>;
 
 // The product of a pooling row's kernel attribute (an int or a pair).
@@ -79,21 +79,21 @@ void elementwise_costs(sem::Registry& r) {
   for (const char* name : {"neg", "abs", "sign", "square", "relu", "floor", "ceil", "round",
                            "reciprocal", "add", "sub", "mul", "div", "floordiv", "mod", "maximum",
                            "minimum"})
-    set_cost(r, name, sim::elementwise_cost(1));
+    set_cost(r, name, sem::elementwise_cost(1));
   for (const char* name : {"exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "gelu", "sin", "cos",
                            "erf", "log1p", "expm1", "pow"})
-    set_cost(r, name, sim::elementwise_cost(10));
+    set_cost(r, name, sem::elementwise_cost(10));
 }
 
 void compare_costs(sem::Registry& r) {
   for (const char* name : {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
                            "logical_not", "where", "cast"})
-    set_cost(r, name, sim::elementwise_cost(1));
+    set_cost(r, name, sem::elementwise_cost(1));
 }
 
 void reduction_costs(sem::Registry& r) {
   for (const char* name : {"sum", "mean", "prod", "max", "min", "argmax", "argmin", "all", "any"})
-    set_cost(r, name, sim::reduction_cost(1));
+    set_cost(r, name, sem::reduction_cost(1));
 }
 
 void matmul_costs(sem::Registry& r) {
@@ -116,11 +116,11 @@ void matmul_costs(sem::Registry& r) {
 void shape_costs(sem::Registry& r) {
   for (const char* name : {"reshape", "flatten", "squeeze", "unsqueeze", "expand_dims",
                            "make_tuple", "tuple_get", "make_record", "record_get"})
-    set_cost(r, name, sim::view_cost());
+    set_cost(r, name, sem::view_cost());
   for (const char* name : {"transpose", "permute", "broadcast_to", "concat", "stack", "slice",
                            "gather"})
-    set_cost(r, name, sim::copy_cost());
-  set_cost(r, "one_hot", sim::elementwise_cost(1));
+    set_cost(r, name, sem::copy_cost());
+  set_cost(r, "one_hot", sem::elementwise_cost(1));
   // Zeros of the input's shape written, g read into them.
   set_cost(r, "slice_grad", [](const Types& in, const TypeP& out, const Attrs&) {
     return OpCost{0, input_bytes(in) + type_bytes(out), "copy"};
@@ -134,11 +134,11 @@ void shape_costs(sem::Registry& r) {
 void nn_costs(sem::Registry& r) {
   set_cost(r, "softmax", per_input_element(5, "norm"));
   set_cost(r, "log_softmax", per_input_element(5, "norm"));
-  set_cost(r, "logsumexp", sim::reduction_cost(4));
+  set_cost(r, "logsumexp", sem::reduction_cost(4));
   set_cost(r, "cross_entropy", per_input_element(5, "norm"));
   set_cost(r, "layer_norm", per_input_element(8, "norm"));
   set_cost(r, "batch_norm", per_input_element(8, "norm"));
-  set_cost(r, "dropout", sim::elementwise_cost(3));
+  set_cost(r, "dropout", sem::elementwise_cost(3));
 }
 
 void conv_costs(sem::Registry& r) {
@@ -176,22 +176,22 @@ void conv_costs(sem::Registry& r) {
 }
 
 void creation_costs(sem::Registry& r) {
-  set_cost(r, "zeros", sim::creation_cost(0));
-  set_cost(r, "ones", sim::creation_cost(0));
-  set_cost(r, "full", sim::creation_cost(0));
-  set_cost(r, "arange", sim::creation_cost(1));
-  set_cost(r, "normal", sim::creation_cost(10));
-  set_cost(r, "uniform", sim::creation_cost(10));
+  set_cost(r, "zeros", sem::creation_cost(0));
+  set_cost(r, "ones", sem::creation_cost(0));
+  set_cost(r, "full", sem::creation_cost(0));
+  set_cost(r, "arange", sem::creation_cost(1));
+  set_cost(r, "normal", sem::creation_cost(10));
+  set_cost(r, "uniform", sem::creation_cost(10));
 }
 
 void internal_costs(sem::Registry& r) {
-  for (const char* name : {"print", "assert", "grad_check"}) set_cost(r, name, sim::host_cost());
-  for (const char* name : {"identity", "stop_gradient"}) set_cost(r, name, sim::view_cost());
+  for (const char* name : {"print", "assert", "grad_check"}) set_cost(r, name, sem::host_cost());
+  for (const char* name : {"identity", "stop_gradient"}) set_cost(r, name, sem::view_cost());
 }
 
 void tape_costs(sem::Registry& r) {
   for (const char* name : {"list_empty", "list_push", "list_get", "list_len"})
-    set_cost(r, name, sim::host_cost());
+    set_cost(r, name, sem::host_cost());
 }
 
 // Collectives (ops/collective.cpp): the local memory traffic (the input read, the output
@@ -215,7 +215,7 @@ void collective_costs(sem::Registry& r) {
   set_cost(r, "reduce_scatter", comm_cost(true));
   set_cost(r, "all_gather", comm_cost(false));
   set_cost(r, "all_to_all", comm_cost(false));
-  set_cost(r, "shard_slice", sim::copy_cost());
+  set_cost(r, "shard_slice", sem::copy_cost());
 }
 
 }  // namespace

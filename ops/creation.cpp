@@ -1,5 +1,6 @@
 // Creation primitives (no tensor inputs): zeros, ones, full, arange, and the seeded random
-// normal and uniform (ops/rng.h documents the counter-based generator). None is differentiable.
+// normal and uniform (semantics/rng.h documents the counter-based generator). None is
+// differentiable.
 //
 //   zeros(shape=[], dtype=f32)   ones(shape=[], dtype=f32)   full(shape, value, dtype=f32)
 //   arange(start, stop=none, step=1, dtype=i32)   start..stop by step; stop none: 0..start;
@@ -12,7 +13,7 @@
 #include "ops/families.h"
 #include "ops/kernel_util.h"
 #include "semantics/passes/fusion_kind.h"
-#include "ops/rng.h"
+#include "semantics/rng.h"
 
 namespace spora::ops {
 
@@ -138,9 +139,9 @@ void add_random(sem::Registry& r, bool normal) {
     for (int64_t i = 0; i < out.numel(); ++i) {
       uint64_t k = static_cast<uint64_t>(i);
       if (normal) {
-        out.set(i, pa + pb * rng::normal01(seed, k));
+        out.set(i, pa + pb * sem::rng::normal01(seed, k));
       } else {
-        double v = pa + (pb - pa) * rng::uniform01(seed, k);
+        double v = pa + (pb - pa) * sem::rng::uniform01(seed, k);
         out.set(i, v);
         if (pb > pa && out.get(i) >= pb) {  // rounding reached high: step back below it
           if (dt == DType::f32) {

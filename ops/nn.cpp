@@ -18,8 +18,9 @@
 //     statistics (biased variance) and returns the tuple (y, new_running_mean, new_running_var),
 //     where new = (1 - momentum) * running + momentum * batch, with the unbiased batch variance
 //     (PyTorch).
-//   dropout(x, p=0.5, seed=0, training=true): keeps element i when u(seed, i) >= p (ops/rng.h)
-//     and scales kept elements by 1 / (1 - p); identity when training is false or p is 0.
+//   dropout(x, p=0.5, seed=0, training=true): keeps element i when u(seed, i) >= p
+//     (semantics/rng.h) and scales kept elements by 1 / (1 - p); identity when training is false or
+//     p is 0.
 //
 // Derivative rules (y the output, sums and means along the op's axes, kept):
 //   softmax       vjp y (dout - sum(dout y))           jvp y (t - sum(t y))
@@ -40,7 +41,7 @@
 #include "ops/families.h"
 #include "ops/kernel_util.h"
 #include "semantics/passes/fusion_kind.h"
-#include "ops/rng.h"
+#include "semantics/rng.h"
 
 namespace spora::ops {
 
@@ -704,14 +705,14 @@ void add_dropout(sem::Registry& r) {
     if (pr >= 1) return out;
     double scale = 1.0 / (1.0 - pr);
     for (int64_t i = 0; i < x.numel(); ++i)
-      if (rng::uniform01(seed, static_cast<uint64_t>(i)) >= pr) out.set(i, x.get(i) * scale);
+      if (sem::rng::uniform01(seed, static_cast<uint64_t>(i)) >= pr) out.set(i, x.get(i) * scale);
     return out;
   };
   // Linear in x for a fixed seed: the same op on dout regenerates the same mask.
   ad::set_linear_rules(p, [](Emitter& e, const Node& node, Node*, Node* dout) {
     return e.op("dropout", {dout}, node.attrs);
   });
-  // a counter-based mask (ops/rng.h): elementwise in the flat index
+  // a counter-based mask (semantics/rng.h): elementwise in the flat index
   p.facets[passes::kFusionFacet] = passes::FusionKind::Elementwise;
   r.add(std::move(p));
 }

@@ -10,10 +10,11 @@
 //   nn.cpp           softmax, log_softmax, logsumexp, cross_entropy, layer_norm, batch_norm,
 //                    dropout
 //   conv.cpp         conv2d, max_pool2d, avg_pool2d
-//   creation.cpp     zeros, ones, full, arange, normal, uniform (counter-based RNG, ops/rng.h)
+//   creation.cpp     zeros, ones, full, arange, normal, uniform (counter-based RNG,
+//                    semantics/rng.h)
 //   internal.cpp     print, assert, identity, stop_gradient, control-flow name reservations
 //   collective.cpp   all_reduce, all_gather, reduce_scatter, all_to_all, shard_slice (SPMD
-//                    programs; run over the communicator of ops/collective.h)
+//                    programs; run over the communicator of backends/comm/collective_context.h)
 //   annotation.cpp   shard_hint, stage_boundary (semi-auto parallel annotations: identities)
 //
 // Link spora_ops into a program and call register_all() once at start-up (it is idempotent).

@@ -28,8 +28,9 @@
 // Control-flow rows (if, while, for_range, for_each) have no cost facet: the simulator expands
 // their bodies instead.
 //
-// This header only depends on semantics/ so that ops/ can fill the facet without linking the
-// simulator; the rule builders below are the shapes most rows share.
+// It sits in semantics/ with the registry because ops/ fills it and both the simulator and the
+// strategy search (parallel/search/from_ir.cpp) read it; the rule builders below are the shapes
+// most rows share.
 #pragma once
 
 #include <array>
@@ -41,7 +42,7 @@
 #include "semantics/registry.h"
 #include "semantics/types.h"
 
-namespace spora::sim {
+namespace spora::sem {
 
 inline constexpr const char* kCostFacet = "cost";
 
@@ -56,77 +57,72 @@ struct OpCost {
   std::array<double, 3> gemm{};
 };
 
-using CostRule = std::function<OpCost(const std::vector<sem::TypeP>& inputs,
-                                      const sem::TypeP& output, const sem::Attrs& attrs)>;
+using CostRule = std::function<OpCost(const std::vector<TypeP>& inputs, const TypeP& output,
+                                      const Attrs& attrs)>;
 
 // Elements of a tensor type (0 for a dynamic size or a non-tensor).
-inline double elements(const sem::TypeP& t) {
+inline double elements(const TypeP& t) {
   if (!t || !t->is_tensor()) return 0;
   const int64_t n = t->numel();
   return n < 0 ? 0 : static_cast<double>(n);
 }
 
 // Bytes of a value of type t: tensors, and the tensor leaves of tuples and records.
-inline double type_bytes(const sem::TypeP& t) {
+inline double type_bytes(const TypeP& t) {
   if (!t) return 0;
   if (t->is_tensor()) return elements(t) * static_cast<double>(dtype_size(t->dtype));
-  if (t->kind == sem::Type::Kind::Tuple || t->kind == sem::Type::Kind::Record) {
+  if (t->kind == Type::Kind::Tuple || t->kind == Type::Kind::Record) {
     double b = 0;
-    for (const sem::TypeP& e : t->elems) b += type_bytes(e);
+    for (const TypeP& e : t->elems) b += type_bytes(e);
     return b;
   }
   return 0;
 }
 
-inline double input_bytes(const std::vector<sem::TypeP>& inputs) {
+inline double input_bytes(const std::vector<TypeP>& inputs) {
   double b = 0;
-  for (const sem::TypeP& t : inputs) b += type_bytes(t);
+  for (const TypeP& t : inputs) b += type_bytes(t);
   return b;
 }
 
 // Every input read once and the output written once; `flops_per_element` per output element.
 inline CostRule elementwise_cost(double flops_per_element, std::string op_class = "elementwise") {
-  return [flops_per_element, op_class](const std::vector<sem::TypeP>& in, const sem::TypeP& out,
-                                       const sem::Attrs&) {
+  return [flops_per_element, op_class](const std::vector<TypeP>& in, const TypeP& out,
+                                       const Attrs&) {
     return OpCost{flops_per_element * elements(out), input_bytes(in) + type_bytes(out), op_class};
   };
 }
 
 // A reduction: `flops_per_element` per element of the first input; inputs read, output written.
 inline CostRule reduction_cost(double flops_per_element, std::string op_class = "reduction") {
-  return [flops_per_element, op_class](const std::vector<sem::TypeP>& in, const sem::TypeP& out,
-                                       const sem::Attrs&) {
-    const double n = in.empty() ? 0 : elements(in[0]);
-    return OpCost{flops_per_element * n, input_bytes(in) + type_bytes(out), op_class};
-  };
+  return
+      [flops_per_element, op_class](const std::vector<TypeP>& in, const TypeP& out, const Attrs&) {
+        const double n = in.empty() ? 0 : elements(in[0]);
+        return OpCost{flops_per_element * n, input_bytes(in) + type_bytes(out), op_class};
+      };
 }
 
 // Pure data movement: the output written, and as much read (a slice reads only what it keeps,
 // a transpose or a concatenation reads everything once).
 inline CostRule copy_cost() {
-  return [](const std::vector<sem::TypeP>&, const sem::TypeP& out, const sem::Attrs&) {
+  return [](const std::vector<TypeP>&, const TypeP& out, const Attrs&) {
     return OpCost{0, 2 * type_bytes(out), "copy"};
   };
 }
 
 // No kernel: metadata only.
 inline CostRule view_cost() {
-  return [](const std::vector<sem::TypeP>&, const sem::TypeP&, const sem::Attrs&) {
-    return OpCost{0, 0, "view"};
-  };
+  return [](const std::vector<TypeP>&, const TypeP&, const Attrs&) { return OpCost{0, 0, "view"}; };
 }
 
 // Host-side effects: no device time.
 inline CostRule host_cost() {
-  return [](const std::vector<sem::TypeP>&, const sem::TypeP&, const sem::Attrs&) {
-    return OpCost{0, 0, "host"};
-  };
+  return [](const std::vector<TypeP>&, const TypeP&, const Attrs&) { return OpCost{0, 0, "host"}; };
 }
 
 // Writes its output only; `flops_per_element` per element (random number generation).
 inline CostRule creation_cost(double flops_per_element) {
-  return [flops_per_element](const std::vector<sem::TypeP>&, const sem::TypeP& out,
-                             const sem::Attrs&) {
+  return [flops_per_element](const std::vector<TypeP>&, const TypeP& out, const Attrs&) {
     return OpCost{flops_per_element * elements(out), type_bytes(out), "creation"};
   };
 }
@@ -134,11 +130,11 @@ inline CostRule creation_cost(double flops_per_element) {
 // Sets the cost facet of a row; returns false (and does nothing) when there is no such row, so
 // a renamed primitive never stops start-up: the row then lacks a cost, which the test of
 // every row's facets reports.
-inline bool set_cost(sem::Registry& r, const std::string& name, CostRule rule) {
-  sem::Primitive* p = r.find_mutable(name);
+inline bool set_cost(Registry& r, const std::string& name, CostRule rule) {
+  Primitive* p = r.find_mutable(name);
   if (!p) return false;
   p->facets[kCostFacet] = std::move(rule);
   return true;
 }
 
-}  // namespace spora::sim
+}  // namespace spora::sem

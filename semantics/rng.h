@@ -16,7 +16,7 @@
 #include <cmath>
 #include <cstdint>
 
-namespace spora::ops::rng {
+namespace spora::sem::rng {
 
 constexpr uint64_t kGamma = 0x9E3779B97F4A7C15ull;
 
@@ -37,4 +37,4 @@ inline double normal01(uint64_t seed, uint64_t i) {
   return std::sqrt(-2.0 * std::log1p(-u1)) * std::cos(6.283185307179586476925 * u2);
 }
 
-}  // namespace spora::ops::rng
+}  // namespace spora::sem::rng

@@ -197,7 +197,7 @@ std::optional<double> parse_plain(std::string_view text) {
   return v;
 }
 
-// device.op_classes: per op class (sim/cost.h) an efficiency and a launch overhead.
+// device.op_classes: per op class (semantics/cost.h) an efficiency and a launch overhead.
 void read_op_classes(const Reader& r, const Fields& device, DeviceSpec& d) {
   d.launch_overhead = device.quantity_or("launch_overhead", parse_duration, "a duration",
                                          "\"5 us\"", 0, /*zero_ok=*/true);

@@ -31,14 +31,14 @@ class ClusterSpecError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// How well one op class (sim/cost.h) uses the device: the fraction of its roofline it achieves
-// and the fixed time each operation adds (kernel launch, framework dispatch).
+// How well one op class (semantics/cost.h) uses the device: the fraction of its roofline it
+// achieves and the fixed time each operation adds (kernel launch, framework dispatch).
 struct OpClassSpec {
   double efficiency = 1;                  // in (0, 1]
   std::optional<double> launch_overhead;  // seconds; unset: DeviceSpec::launch_overhead
 };
 
-// The op classes a spec may name under device.op_classes (sim/cost.h lists what each holds).
+// The op classes a spec may name under device.op_classes (semantics/cost.h lists what each holds).
 const std::vector<std::string>& op_class_names();
 
 struct DeviceSpec {

@@ -38,7 +38,7 @@ double CostModel::launch_overhead(const std::string& op_class) const {
   return device_.launch_overhead;
 }
 
-OpTime CostModel::time(const OpCost& cost, DType dtype) const {
+OpTime CostModel::time(const sem::OpCost& cost, DType dtype) const {
   OpTime t;
   if (cost.op_class == "view" || cost.op_class == "host") return t;
   const MeasuredTables& tables = device_.measured;

@@ -1,4 +1,4 @@
-// Device time of one operation from its cost (sim/cost.h) and the device of a cluster spec.
+// Device time of one operation from its cost (semantics/cost.h) and the device of a cluster spec.
 //
 // With measured tables (sim/measured_tables.h, written by `spora calibrate`):
 //
@@ -37,8 +37,8 @@
 #include <string>
 #include <vector>
 
+#include "semantics/cost.h"
 #include "sim/cluster_spec.h"
-#include "sim/cost.h"
 
 namespace spora::sim {
 
@@ -53,7 +53,7 @@ class CostModel {
   explicit CostModel(const DeviceSpec& device, std::string matmul_dtype = "",
                      int ranks_on_node = 1);
 
-  OpTime time(const OpCost& cost, DType dtype) const;
+  OpTime time(const sem::OpCost& cost, DType dtype) const;
   double peak_flops(DType dtype, const std::string& op_class) const;
   double efficiency(const std::string& op_class) const;
   double launch_overhead(const std::string& op_class) const;

@@ -9,7 +9,7 @@
 //         - [16, 16, 16, 1.1e9]       #   a full grid: every m x n x k of the values listed
 //         ...
 //       conv:                         # conv2d, the GEMM of one image and group that the kernel
-//         - [8, 64, 9, 2.0e9]         #   runs: [Og, P, K, FLOP/s] (sim/cost.h, OpCost::gemm)
+//         - [8, 64, 9, 2.0e9]         #   runs: [Og, P, K, FLOP/s] (semantics/cost.h, OpCost::gemm)
 //       bandwidth:                    # per op class: rows [bytes the op moves, bytes/s]
 //         elementwise: [[16384, 3.1e10], [1048576, 2.2e10], ...]
 //       oversubscribed:               # more ranks than cores: what a synchronisation costs

@@ -5,7 +5,7 @@
 
 #include <set>
 
-#include "sim/cost.h"
+#include "semantics/cost.h"
 #include "sim/cost_model.h"
 #include "sim/spmd_step.h"
 #include "sim/step_program.h"
@@ -41,11 +41,11 @@ PipelineProgram pipeline_program(const pp::PipelineSetup& s, const ClusterSpec& 
     const ir::Graph& f = *part.forward.graph;
     for (size_t i = 0; i < sp.params.size() && i < f.params.size(); ++i) {
       const sem::TypeP& t = f.params[i]->type;
-      st.param_bytes += type_bytes(t);
+      st.param_bytes += sem::type_bytes(t);
       int state = 0;
       for (const StepOp& u : update_ops(optimizer, t, state))
         st.update_seconds += model.time(u.cost, u.dtype).seconds;
-      st.optimizer_state_bytes += state * type_bytes(t);
+      st.optimizer_state_bytes += state * sem::type_bytes(t);
     }
     st.grad_bytes = st.param_bytes;
     // Gradients partial over the batch's mesh axes are all-reduced once per step, after the
@@ -55,7 +55,7 @@ PipelineProgram pipeline_program(const pp::PipelineSetup& s, const ClusterSpec& 
     std::set<int64_t> axes;
     for (size_t i = 0; i < part.grad_partial.size() && i < f.params.size(); ++i) {
       if (part.grad_partial[i].empty()) continue;
-      partial_bytes += type_bytes(f.params[i]->type);
+      partial_bytes += sem::type_bytes(f.params[i]->type);
       axes.insert(part.grad_partial[i].begin(), part.grad_partial[i].end());
     }
     if (partial_bytes > 0) {
@@ -64,9 +64,9 @@ PipelineProgram pipeline_program(const pp::PipelineSetup& s, const ClusterSpec& 
       const int64_t t = s.inner.mesh.size() / replicas;
       st.update_seconds += gradient_sync_seconds(cluster, replicas, t, partial_bytes, false);
     }
-    if (k + 1 < S) st.send_bytes = type_bytes(f.output->type);
+    if (k + 1 < S) st.send_bytes = sem::type_bytes(f.output->type);
     if (sp.takes_activation && sp.params.size() < f.params.size())
-      st.activation_bytes = type_bytes(f.params[sp.params.size()]->type);
+      st.activation_bytes = sem::type_bytes(f.params[sp.params.size()]->type);
     st.working_bytes = b.backward.activation_peak;
     st.blocks.push_back(std::move(b));
     p.stages.push_back(std::move(st));

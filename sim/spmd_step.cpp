@@ -308,7 +308,7 @@ SpmdProgram spmd_program(const ir::Graph& g, std::vector<int64_t> mesh, std::siz
       op.collective = true;
       op.kind = *kind;
       op.axes = group_axes(n->attrs);
-      op.bytes = in.empty() ? 0 : type_bytes(in[0]);
+      op.bytes = in.empty() ? 0 : sem::type_bytes(in[0]);
       collective_of[n] = static_cast<int>(p.ops.size());
       p.collectives.push_back(static_cast<int>(p.ops.size()));
       // It may start once its input exists: after the compute op that made it, or with the
@@ -351,7 +351,8 @@ SpmdProgram spmd_program(const ir::Graph& g, std::vector<int64_t> mesh, std::siz
   // holds its shard of the batch for the whole step.
   const LivePeak live = live_peak(g, gradients, /*keep_gradients=*/true);
   double inputs = 0;
-  for (std::size_t k = params; k < g.params.size(); ++k) inputs += type_bytes(g.params[k]->type);
+  for (std::size_t k = params; k < g.params.size(); ++k)
+    inputs += sem::type_bytes(g.params[k]->type);
   p.activation_peak = activation_peak(g, gradients);
   p.step_intermediates = live.intermediates + inputs;
   p.step_gradients = live.gradients;
@@ -365,9 +366,9 @@ SpmdProgram spmd_program(const ir::Graph& g, std::vector<int64_t> mesh, std::siz
     int state = 0;
     std::vector<StepOp> u = update_ops(optimizer, u_type, state);
     p.update.insert(p.update.end(), u.begin(), u.end());
-    p.param_bytes += type_bytes(t);
-    p.optimizer_state_bytes += state * type_bytes(u_type);
-    p.optimizer_state_unsharded_bytes += state * type_bytes(t);
+    p.param_bytes += sem::type_bytes(t);
+    p.optimizer_state_bytes += state * sem::type_bytes(u_type);
+    p.optimizer_state_unsharded_bytes += state * sem::type_bytes(t);
   }
   return p;
 }
@@ -394,7 +395,7 @@ SpmdProgram spmd_program(const StepProgram& step, const parallel::Strategy& stra
     op.collective = true;
     op.kind = CollectiveKind::AllGather;
     op.axes = {strategy.optimizer_shard};
-    op.bytes = type_bytes(piece);
+    op.bytes = sem::type_bytes(piece);
     p.gathers.push_back(static_cast<int>(p.ops.size()));
     p.ops.push_back(std::move(op));
   }

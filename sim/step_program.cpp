@@ -172,7 +172,7 @@ LivePeak live_peak(const Graph& g, const std::unordered_set<const Node*>& gradie
         for (const Node* fv : ir::free_variables(in->graph_value)) last_use[root(fv)] = j;
     }
     if (n->prim) {
-      const CostRule* rule = n->prim->facet<CostRule>(kCostFacet);
+      const sem::CostRule* rule = n->prim->facet<sem::CostRule>(sem::kCostFacet);
       std::vector<TypeP> in;
       for (const Node* i : n->inputs) in.push_back(i->type);
       if (rule && !n->inputs.empty() && (*rule)(in, n->type, n->attrs).op_class == "view")
@@ -186,7 +186,7 @@ LivePeak live_peak(const Graph& g, const std::unordered_set<const Node*>& gradie
   for (std::size_t j = 0; j < g.nodes.size(); ++j) {
     const Node* n = g.nodes[j];
     if (n->is_apply() && !storage.count(n) && !n->is_prim("make_tuple")) {
-      const double b = type_bytes(n->type);
+      const double b = sem::type_bytes(n->type);
       const bool gradient = gradients.count(n) > 0;
       if (gradient && keep_gradients) {
         grads += b;
@@ -235,13 +235,13 @@ StepOp make_step_op(const sem::Primitive& prim, std::vector<TypeP> inputs, TypeP
   StepOp op;
   op.prim = &prim;
   op.phase = phase;
-  if (const CostRule* rule = prim.facet<CostRule>(kCostFacet)) {
+  if (const sem::CostRule* rule = prim.facet<sem::CostRule>(sem::kCostFacet)) {
     op.cost = (*rule)(inputs, output, attrs);
   } else if (prim.effectful || prim.family == "io") {
-    op.cost = host_cost()(inputs, output, attrs);  // I/O and effects run on the host
+    op.cost = sem::host_cost()(inputs, output, attrs);  // I/O and effects run on the host
     op.costed = false;
   } else {
-    op.cost = elementwise_cost(1)(inputs, output, attrs);
+    op.cost = sem::elementwise_cost(1)(inputs, output, attrs);
     op.costed = false;
   }
   op.dtype = compute_dtype(inputs, output);
@@ -278,7 +278,7 @@ StepProgram build_step_program(const std::string& path, const parallel::StepOpti
     StepParam p;
     p.name = result.param_names[i];
     p.type = g->params[i]->type;
-    p.bytes = type_bytes(p.type);
+    p.bytes = sem::type_bytes(p.type);
     const Node* grad = out->inputs[i + 1];
     gradients.insert(grad);
     p.grad_op = last_op.count(grad) ? last_op.at(grad) : -1;
@@ -286,7 +286,7 @@ StepProgram build_step_program(const std::string& path, const parallel::StepOpti
     result.params.push_back(std::move(p));
   }
   for (std::size_t i = trainable; i < g->params.size(); ++i)
-    result.input_bytes += type_bytes(g->params[i]->type);
+    result.input_bytes += sem::type_bytes(g->params[i]->type);
   result.activation_peak = activation_peak(*g, gradients) + result.input_bytes;
   return result;
 }

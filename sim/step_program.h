@@ -2,8 +2,8 @@
 // sim/spmd_step.h): the step graph of parallel/step/step_graph.h (forward and backward in one
 // graph, the trainable parameters, where their gradients are produced; how it is built, with
 // batch and recomputation, is described there) flattened to an op list with the cost of every
-// op (sim/cost.h), and the optimizer's update (sgd, momentum, adam) of every parameter emitted
-// as primitive applications and costed like every other op. `spora run-dp` runs the same
+// op (semantics/cost.h), and the optimizer's update (sgd, momentum, adam) of every parameter
+// emitted as primitive applications and costed like every other op. `spora run-dp` runs the same
 // program for real.
 //
 // The op list flattens the optimised graph in execution order: calls of kept graphs
@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "parallel/step/step_graph.h"
+#include "semantics/cost.h"
 #include "semantics/ir/ir.h"
-#include "sim/cost.h"
 
 namespace spora::sim {
 
@@ -32,7 +32,7 @@ struct StepOp {
   std::vector<sem::TypeP> inputs;
   sem::TypeP output;
   sem::Attrs attrs;
-  OpCost cost;
+  sem::OpCost cost;
   DType dtype = DType::f32;
   Phase phase = Phase::Forward;
   bool costed = true;  // false: the row has no cost rule (estimated as elementwise)

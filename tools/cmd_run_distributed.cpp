@@ -14,6 +14,7 @@
 #include <optional>
 #include <sstream>
 
+#include "backends/comm/collective_context.h"
 #include "backends/comm/communicator.h"
 #include "backends/distributed/batch_cut.h"
 #include "backends/distributed/launch.h"
@@ -22,7 +23,6 @@
 #include "backends/distributed/spmd_runtime.h"
 #include "lang/diagnostics.h"
 #include "lang/parser.h"
-#include "ops/collective.h"
 #include "semantics/pipeline.h"
 #include "semantics/set_parallel.h"
 #include "tools/commands.h"
@@ -269,7 +269,7 @@ int cmd_run_distributed(const std::string& path, RunOptions opts, const Distribu
     distributed::SpmdRuntime rt(world, plan);
     if (!plan.pipeline.empty())
       rt.set_pipeline(distributed::program_pipeline_setup(path, plan.pipeline, plan.origin));
-    ops::CollectiveScope scope(&world, plan.mesh.shape);
+    comm::CollectiveScope scope(&world, plan.mesh.shape);
     opts.spmd = &rt;
     opts.quiet = world.rank() != 0 && !d.tag_ranks;
     if (!opts.profile.empty() && world.rank() != 0)

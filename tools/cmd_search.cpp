@@ -71,7 +71,7 @@ ps::DeviceModel search_device_model(const sim::ClusterSpec& c, const parallel::M
   // overheads), so that the oracle and the simulator that re-ranks its picks agree on it.
   d.op_seconds = [model = sim::CostModel(c.device)](double flops, double bytes,
                                                     const std::string& op_class, DType dtype) {
-    sim::OpCost cost;
+    sem::OpCost cost;
     cost.flops = flops;
     cost.bytes = bytes;
     cost.op_class = op_class;

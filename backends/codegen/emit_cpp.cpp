@@ -98,7 +98,7 @@ template <class T> SP_FN T sp_mod(T a, T b) {
   }
   return m;
 }
-// The counter-based generator of ops/rng.h (dropout keeps element i when u(seed, i) >= p).
+// The counter-based generator of semantics/rng.h (dropout keeps element i when u(seed, i) >= p).
 SP_FN uint64_t sp_rng_finalize(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;

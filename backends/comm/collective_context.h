@@ -1,10 +1,11 @@
 // The run-time context of the collective primitives (ops/collective.cpp): which communicator
 // the kernels of all_reduce, all_gather, reduce_scatter, all_to_all and shard_slice talk
-// over, and this rank's place in the device mesh.
+// over, and this rank's place in the device mesh. The runners (backends/distributed, tools/)
+// set it; the kernels read it.
 //
-//   comm::Communicator& world = ...;            // one rank per mesh device (MPI, threads)
-//   ops::CollectiveScope scope(&world, {2, 2}); // set for this thread until the scope ends
-//   interp.call(per_rank_graph, local_args);    // the collectives now run over `world`
+//   comm::Communicator& world = ...;             // one rank per mesh device (MPI, threads)
+//   comm::CollectiveScope scope(&world, {2, 2}); // set for this thread until the scope ends
+//   interp.call(per_rank_graph, local_args);     // the collectives now run over `world`
 //
 // The context is thread-local so that the in-process communicator (one thread per rank,
 // backends/comm/threads.h) runs one SPMD program per thread in one process (the tests).
@@ -18,34 +19,36 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace spora::comm {
-class Communicator;
-}
 
-namespace spora::ops {
+class Communicator;
 
 // Sets the calling thread's context (nullptr clears it). The communicator must have exactly
 // product(mesh) ranks; the kernels check it.
-void set_collective_context(comm::Communicator* comm, std::vector<int64_t> mesh);
-comm::Communicator* collective_communicator();
+void set_collective_context(Communicator* comm, std::vector<int64_t> mesh);
+Communicator* collective_communicator();
 
 // The whole context, to be restored after a nested one (a pipeline stage's collectives inside a
 // run over the world).
 struct CollectiveContext {
-  comm::Communicator* comm = nullptr;
+  Communicator* comm = nullptr;
   std::vector<int64_t> mesh;
   int64_t calls = 0;  // collectives run so far: their message tags
 };
 CollectiveContext collective_context();
 void restore_collective_context(CollectiveContext c);
+// The number of the calling thread's next collective (counts from 0 after each
+// set_collective_context): every rank runs the same collectives in the same order, so it
+// tags their messages.
+int64_t next_collective_call();
 
 class CollectiveScope {
  public:
   // Sets the context; the one it replaces comes back when the scope ends.
-  CollectiveScope(comm::Communicator* comm, std::vector<int64_t> mesh)
-      : saved_(collective_context()) {
+  CollectiveScope(Communicator* comm, std::vector<int64_t> mesh) : saved_(collective_context()) {
     set_collective_context(comm, std::move(mesh));
   }
   ~CollectiveScope() { restore_collective_context(std::move(saved_)); }
@@ -63,4 +66,4 @@ int64_t mesh_rank(const std::vector<int64_t>& mesh, const std::vector<int64_t>& 
 std::vector<int64_t> mesh_group(const std::vector<int64_t>& mesh, int64_t rank,
                                 const std::vector<int64_t>& axes);
 
-}  // namespace spora::ops
+}  // namespace spora::comm

@@ -1,12 +1,12 @@
 // CPU kernels of the creation family (ops/creation.cpp): zeros ones full arange normal
 // uniform. Exact: each element is the reference's double value converted the way
-// sem::Tensor::set converts it, and the random ones reproduce ops/rng.h element by element
+// sem::Tensor::set converts it, and the random ones reproduce semantics/rng.h element by element
 // (element i depends only on (seed, i)), filled in parallel. f16/bf16 results and invalid
 // attributes go to the reference kernel.
 #include <cmath>
 
 #include "backends/cpu/kernels.h"
-#include "ops/rng.h"
+#include "semantics/rng.h"
 
 namespace spora::cpu {
 
@@ -92,8 +92,8 @@ CpuKernel random_kernel(bool normal) {
       using T = typename decltype(tag)::type;
       const uint64_t k = static_cast<uint64_t>(i);
       if constexpr (std::is_floating_point_v<T>) {
-        if (normal) return static_cast<T>(pa + pb * ops::rng::normal01(seed, k));
-        T v = static_cast<T>(pa + (pb - pa) * ops::rng::uniform01(seed, k));
+        if (normal) return static_cast<T>(pa + pb * sem::rng::normal01(seed, k));
+        T v = static_cast<T>(pa + (pb - pa) * sem::rng::uniform01(seed, k));
         // rounding reached high: step back below it (the reference's rule)
         if (pb > pa && static_cast<double>(v) >= pb)
           v = std::nextafter(static_cast<T>(pb), static_cast<T>(pa));

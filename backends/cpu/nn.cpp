@@ -5,7 +5,7 @@
 // finite), sums and statistics accumulate in double and the result is rounded once. f32
 // exponentials use the vectorised vm::exp (f32 results within a few ulp of the reference);
 // f64 uses libm and sums in the reference's order (the reference's values, or within an ulp).
-// dropout reproduces the reference's mask exactly (ops/rng.h).
+// dropout reproduces the reference's mask exactly (semantics/rng.h).
 //
 // Layout: an axis splits a tensor into [outer, len, inner]; the common inner == 1 case walks
 // contiguous rows, inner > 1 vectorises across the inner axis. Rows run in parallel.
@@ -15,7 +15,7 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/loops.h"
 #include "backends/cpu/vmath.h"
-#include "ops/rng.h"
+#include "semantics/rng.h"
 
 namespace spora::cpu {
 
@@ -543,9 +543,9 @@ SPORA_MULTIVERSION((template <class T>), dropout_run, (<T>),
                     double scale),
                    (x, y, begin, end, key, p, scale), {
                      _Pragma("omp simd") for (int64_t i = begin; i < end; ++i) {
-                       // ops::rng::uniform01(seed, i) with the key splitmix64(seed) hoisted
-                       uint64_t bits = ops::rng::finalize(key + (static_cast<uint64_t>(i) + 1) *
-                                                                    ops::rng::kGamma);
+                       // sem::rng::uniform01(seed, i) with the key splitmix64(seed) hoisted
+                       uint64_t bits = sem::rng::finalize(key + (static_cast<uint64_t>(i) + 1) *
+                                                                    sem::rng::kGamma);
                        double u = static_cast<double>(bits >> 11) * 0x1.0p-53;
                        y[i] = u >= p ? static_cast<T>(static_cast<double>(x[i]) * scale) : T(0);
                      }
@@ -557,7 +557,7 @@ Value dropout_kernel(const RefKernel& ref, const std::vector<Value>& in, const A
   const double p = attrs.get_float("p");
   if (!attrs.get_bool("training") || p == 0) return x;
   if (p >= 1) return Tensor::zeros(x.dtype(), x.shape());
-  const uint64_t key = ops::rng::splitmix64(static_cast<uint64_t>(attrs.get_int("seed")));
+  const uint64_t key = sem::rng::splitmix64(static_cast<uint64_t>(attrs.get_int("seed")));
   const double scale = 1.0 / (1.0 - p);
   Tensor out = reuse_or_empty(in, {0}, x.dtype(), x.shape());
   dispatch(x.dtype(), [&](auto tag) {

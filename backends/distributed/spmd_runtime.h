@@ -82,13 +82,15 @@
 //      its own, so the lowering makes another copy of the loop body for it, whose derivative is
 //      not the captured step: it runs as any other code, on every rank, owned values fetched.)
 //      A parameter, its gradient and whatever the program computes from them elementwise (the
-//      optimizer's state and update) are *owned* by the parameter's stage: only that stage's ranks hold them (in the stage's
-//      layout), the others hold an empty placeholder and skip the update. Any other use of an
-//      owned value (an evaluation pass, print, save) gets it from its stage first (an all-reduce
-//      over the pp axis, the other stages adding zeros), kept while the value lives.
+//      optimizer's state and update) are *owned* by the parameter's stage: only that stage's ranks
+//      hold them (in the stage's layout), the others hold an empty placeholder and skip the update.
+//      Any other use of an owned value (an evaluation pass, print, save) gets it from its stage
+//      first (an all-reduce over the pp axis, the other stages adding zeros), kept while the value
+//      lives.
 // Every rank runs the same primitives in the same order; only the collectives and shard_slice
 // depend on the rank. The collective primitives read the communicator and mesh of the
-// calling thread's collective context (ops/collective.h), which the caller sets.
+// calling thread's collective context (backends/comm/collective_context.h), which the caller
+// sets.
 #pragma once
 
 #include <cstdint>

@@ -7,11 +7,11 @@
 #include <chrono>
 #include <map>
 
+#include "backends/comm/collective_context.h"
 #include "backends/comm/communicator.h"
 #include "backends/comm/group.h"
 #include "backends/runtime/profile.h"
 #include "lang/diagnostics.h"
-#include "ops/collective.h"
 #include "parallel/layout/shard_data.h"
 #include "semantics/registry.h"
 
@@ -80,7 +80,7 @@ std::vector<Tensor> StageRunner::step(const std::vector<Tensor>& local,
   const pp::StageProgram& sp = sp_;
   const pp::PartitionedStage& ps = ps_;
   comm::Communicator& world = world_;
-  ops::CollectiveScope scope(stage_comm_.get(), s_.inner.mesh.shape);
+  comm::CollectiveScope scope(stage_comm_.get(), s_.inner.mesh.shape);
   const int prev = (k - 1) * inner + me_, next = (k + 1) * inner + me_;
   const sem::TypeP act_type =
       sp.takes_activation ? ps.forward.graph->params[sp.params.size()]->type : nullptr;

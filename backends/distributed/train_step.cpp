@@ -10,11 +10,11 @@
 #include <random>
 #include <sstream>
 
+#include "backends/comm/collective_context.h"
 #include "backends/comm/communicator.h"
 #include "backends/distributed/pipeline_step.h"
 #include "backends/runtime/profile.h"
 #include "lang/diagnostics.h"
-#include "ops/collective.h"
 #include "parallel/layout/shard_data.h"
 #include "parallel/partition/partition.h"
 #include "parallel/partition/strategy.h"
@@ -282,7 +282,7 @@ TrainStepResult run_training(const parallel::StepGraph& program, const TrainStep
     ++r.gathers;
   }
   const sem::Primitive* all_gather = sem::Registry::instance().find("all_gather");
-  ops::CollectiveScope scope(world, mesh.shape);
+  comm::CollectiveScope scope(world, mesh.shape);
   sem::Interpreter interp(*part.module);
   std::unique_ptr<runtime::RunProfiler> profiler;
   if (!o.profile.empty()) {

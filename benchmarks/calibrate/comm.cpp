@@ -24,12 +24,12 @@
 #include <string>
 #include <vector>
 
+#include "backends/comm/collective_context.h"
 #include "backends/comm/communicator.h"
 #include "backends/comm/mpi_comm.h"
 #include "benchmarks/calibrate/calibrate.h"
 #include "benchmarks/calibrate/measure.h"
 #include "lang/diagnostics.h"
-#include "ops/collective.h"
 
 namespace spora::calibrate {
 
@@ -72,7 +72,7 @@ double ping_pong(comm::Communicator& world, std::size_t bytes, int reps) {
 void measure_primitives(comm::Communicator& world) {
   const sem::Registry& reg = sem::Registry::instance();
   const int64_t ranks = world.size();
-  ops::CollectiveScope scope(&world, {ranks});
+  comm::CollectiveScope scope(&world, {ranks});
   const sem::Tensor a = sem::Tensor::full(DType::f32, {64, 256}, 0.5);
   const sem::Tensor b = sem::Tensor::full(DType::f32, {256, 256}, 0.25);
   std::vector<float> sweep(kGapBytes / sizeof(float), 0.0f);

@@ -65,7 +65,7 @@ Measured measure(const Case& c, double budget) {
   const sem::RefKernel& kernel = sem::kernel_for(*p);
   Measured m;
   m.seconds = time_it([&] { (void)kernel(c.inputs, attrs); }, budget);
-  const sim::CostRule* rule = p->facet<sim::CostRule>(sim::kCostFacet);
+  const sem::CostRule* rule = p->facet<sem::CostRule>(sem::kCostFacet);
   if (!rule) throw lang::InternalError("calibrate: no cost rule for " + c.prim);
   m.cost = (*rule)(types, p->infer(types, attrs), attrs);
   return m;

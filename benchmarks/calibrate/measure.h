@@ -1,5 +1,5 @@
 // Timing one kernel of our CPU backend: the primitive's kernel (sem::kernel_for, Backend::Cpu)
-// on given inputs, and its cost facet (sim/cost.h), so that a measured time and the FLOPs and
+// on given inputs, and its cost facet (semantics/cost.h), so that a measured time and the FLOPs and
 // bytes the simulator will charge for the same application sit side by side.
 //
 //   Measured m = measure({"matmul", {f32({64, 512}), f32({512, 10})}, {}});
@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "semantics/cost.h"
 #include "semantics/registry.h"
 #include "semantics/value.h"
-#include "sim/cost.h"
 
 namespace spora::calibrate {
 
@@ -41,7 +41,7 @@ struct Case {
 
 struct Measured {
   double seconds = 0;
-  sim::OpCost cost;
+  sem::OpCost cost;
 };
 
 // Runs the CPU kernel of c (the row's attribute defaults filled in) and evaluates its cost rule.

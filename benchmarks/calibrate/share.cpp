@@ -19,12 +19,12 @@
 #include <cstdio>
 #include <vector>
 
+#include "backends/comm/collective_context.h"
 #include "backends/comm/communicator.h"
 #include "backends/comm/mpi_comm.h"
 #include "benchmarks/calibrate/calibrate.h"
 #include "benchmarks/calibrate/measure.h"
 #include "lang/diagnostics.h"
-#include "ops/collective.h"
 
 namespace spora::calibrate {
 
@@ -97,7 +97,7 @@ int measure_share() {
   comm::MpiWorld mpi;
   const auto& world = mpi.world;
   if (world->size() < 2) throw lang::UserError("calibrate --measure share needs 2 or more ranks");
-  ops::CollectiveScope scope(world.get(), {world->size()});
+  comm::CollectiveScope scope(world.get(), {world->size()});
   for (const auto& [n, bytes] : share_cases()) {
     // A short probe sizes the timed run; every rank takes the largest count (they must agree).
     const Loop probe = run_loop(*world, n, bytes, 3);

@@ -8,13 +8,13 @@
 #include <unordered_map>
 
 #include "lang/diagnostics.h"
-#include "sim/cost.h"  // the cost facet's type only (header-only): no simulator code
+#include "semantics/cost.h"
 
 namespace spora::parallel::search {
 
 namespace {
 
-double bytes_of(const sem::TypeP& t) { return sim::type_bytes(t); }
+double bytes_of(const sem::TypeP& t) { return sem::type_bytes(t); }
 
 double local_bytes(const sem::TypeP& t, const Layout& l, const Mesh& m) {
   if (!t || !t->is_tensor()) return bytes_of(t);
@@ -122,8 +122,8 @@ StepCostGraph build_step_cost_graph(const ir::Graph& step,
                            [](const Layout& l) { return l.is_partial(); });
       });
     if (o.strategies.empty()) o.strategies.push_back(replicated_strategy(in, n->type));
-    sim::OpCost c;
-    if (const auto* cr = n->prim->facet<sim::CostRule>(sim::kCostFacet))
+    sem::OpCost c;
+    if (const auto* cr = n->prim->facet<sem::CostRule>(sem::kCostFacet))
       c = (*cr)(in, n->type, n->attrs);
     const bool no_time = c.op_class == "view" || c.op_class == "host";
     const DType dtype = compute_dtype(in, n->type);
@@ -584,7 +584,7 @@ StepRecGraph build_step_rec_graph(const ir::Graph& step,
       }
     }
     op.element_bytes = unlabelled;
-    if (const auto* cr = n->prim->facet<sim::CostRule>(sim::kCostFacet))
+    if (const auto* cr = n->prim->facet<sem::CostRule>(sem::kCostFacet))
       op.flops = (*cr)(in, n->type, n->attrs).flops;
     const int index = static_cast<int>(out.graph.ops.size());
     for (size_t k = 0; k < n->inputs.size(); ++k) {

@@ -66,7 +66,7 @@ struct ShardingRule {
 
 // The row's rule, or null.
 const ShardingRule* sharding_rule(const sem::Primitive& p);
-// Sets the facet of a row; false (and nothing done) when there is no such row (as sim::set_cost).
+// Sets the facet of a row; false (and nothing done) when there is no such row (as sem::set_cost).
 bool set_sharding(sem::Registry& r, const std::string& name, ShardingRule rule);
 
 // The replicated strategy for these types: every tensor input and the output replicated.

@@ -12,7 +12,7 @@
 // and nodes that read or produce stateful values (tape lists, iterators: two list_empty()
 // are two lists). Everything else is a pure function of its inputs and attributes, so merging
 // is exact. That includes the random primitives: normal/uniform/dropout draw from a
-// counter-based generator keyed by their `seed` attribute (ops/rng.h), so two draws with
+// counter-based generator keyed by their `seed` attribute (semantics/rng.h), so two draws with
 // equal attributes ARE the same tensor, and merging them is correct (a program that wants
 // fresh samples passes different seeds). Calls of effect-free graphs merge too.
 //

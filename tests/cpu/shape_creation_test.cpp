@@ -1,7 +1,7 @@
 // CPU shape and creation kernels against the reference kernels (all exact): permutations and
 // transposes (tiled and not), broadcast_to, slices with every index form, slice_grad, concat,
 // stack, gather, scatter_add with repeated indices, one_hot, the storage-sharing views, and
-// the creation ops including the seeded random ones (ops/rng.h bit for bit).
+// the creation ops including the seeded random ones (semantics/rng.h bit for bit).
 #include <limits>
 
 #include "tests/cpu/cpu_test_util.h"

@@ -9,11 +9,11 @@
 #include "backends/cpu/cpu.h"
 #include "backends/runtime/runtime.h"
 #include "ops/ops.h"
-#include "ops/rng.h"
 #include "semantics/interpreter.h"
 #include "semantics/passes/fusion.h"
 #include "semantics/passes/pipeline.h"
 #include "semantics/pipeline.h"
+#include "semantics/rng.h"
 
 namespace spora::fusion_testing {
 
@@ -174,9 +174,9 @@ sem::Value random_value(const sem::TypeP& t, uint64_t seed, bool positive) {
   for (int64_t i = 0; i < x.numel(); ++i) {
     const uint64_t k = static_cast<uint64_t>(i);
     if (is_float(t->dtype))
-      x.set(i, positive ? 0.5 + ops::rng::uniform01(seed, k) : ops::rng::normal01(seed, k));
+      x.set(i, positive ? 0.5 + sem::rng::uniform01(seed, k) : sem::rng::normal01(seed, k));
     else
-      x.set(i, ops::rng::uniform01(seed, k) < 0.5 ? 0 : 1);
+      x.set(i, sem::rng::uniform01(seed, k) < 0.5 ? 0 : 1);
   }
   return x;
 }

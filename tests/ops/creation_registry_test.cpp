@@ -3,8 +3,8 @@
 #include <set>
 #include <sstream>
 
-#include "ops/rng.h"
 #include "ops_test_util.h"
+#include "semantics/rng.h"
 
 namespace spora::ops::testing {
 namespace {
@@ -40,13 +40,14 @@ TEST(Creation, Arange) {
 }
 
 TEST(Creation, RngIsCounterBased) {
-  // Pinned values of the documented generator (ops/rng.h): SplitMix64 from state splitmix64(seed).
-  EXPECT_EQ(rng::splitmix64(0),
+  // Pinned values of the documented generator (semantics/rng.h): SplitMix64 from state
+  // splitmix64(seed).
+  EXPECT_EQ(sem::rng::splitmix64(0),
             0xE220A8397B1DCDAFull);  // Vigna's reference: first output of seed 0
-  EXPECT_EQ(rng::bits(0, 0), rng::finalize(rng::splitmix64(0) + rng::kGamma));
-  EXPECT_NE(rng::bits(0, 0), rng::bits(0, 1));
-  EXPECT_NE(rng::bits(0, 0), rng::bits(1, 0));
-  double u = rng::uniform01(42, 7);
+  EXPECT_EQ(sem::rng::bits(0, 0), sem::rng::finalize(sem::rng::splitmix64(0) + sem::rng::kGamma));
+  EXPECT_NE(sem::rng::bits(0, 0), sem::rng::bits(0, 1));
+  EXPECT_NE(sem::rng::bits(0, 0), sem::rng::bits(1, 0));
+  double u = sem::rng::uniform01(42, 7);
   EXPECT_GE(u, 0.0);
   EXPECT_LT(u, 1.0);
 }

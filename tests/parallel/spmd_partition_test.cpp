@@ -8,9 +8,9 @@
 
 #include "autodiff/install.h"
 #include "autodiff/rules.h"
+#include "backends/comm/collective_context.h"
 #include "backends/comm/threads.h"
 #include "lang/diagnostics.h"
-#include "ops/collective.h"
 #include "ops/ops.h"
 #include "parallel/partition/partition.h"
 #include "parallel/partition/strategy.h"
@@ -61,17 +61,17 @@ std::vector<Tensor> on_mesh(const std::string& name, sem::Shape shape, const Att
   comm::ThreadWorld world(4);
   std::vector<Tensor> out(4);
   world.run([&](comm::Communicator& c) {
-    ops::CollectiveScope scope(&c, {2, 2});
+    comm::CollectiveScope scope(&c, {2, 2});
     out[c.rank()] = p.eval({Value(iota(shape, 100.0 * c.rank()))}, a).tensor;
   });
   return out;
 }
 
 TEST(Collectives, MeshGroupsAreRowMajor) {
-  EXPECT_EQ(ops::mesh_coords({2, 2}, 3), (std::vector<int64_t>{1, 1}));
-  EXPECT_EQ(ops::mesh_group({2, 2}, 1, {1}), (std::vector<int64_t>{0, 1}));
-  EXPECT_EQ(ops::mesh_group({2, 2}, 1, {0}), (std::vector<int64_t>{1, 3}));
-  EXPECT_EQ(ops::mesh_group({2, 2}, 2, {0, 1}), (std::vector<int64_t>{0, 1, 2, 3}));
+  EXPECT_EQ(comm::mesh_coords({2, 2}, 3), (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(comm::mesh_group({2, 2}, 1, {1}), (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(comm::mesh_group({2, 2}, 1, {0}), (std::vector<int64_t>{1, 3}));
+  EXPECT_EQ(comm::mesh_group({2, 2}, 2, {0, 1}), (std::vector<int64_t>{0, 1, 2, 3}));
 }
 
 TEST(Collectives, AllReduceSumsOverTheGroupOfItsAxes) {

@@ -136,7 +136,7 @@ graph @loud(%x: f32) -> f32 {
 }
 
 TEST(Cse, RandomDrawsWithTheSameSeedAreTheSameTensor) {
-  // normal(seed=1) twice is one tensor (ops/rng.h is counter-based); seed=2 is another.
+  // normal(seed=1) twice is one tensor (semantics/rng.h is counter-based); seed=2 is another.
   EXPECT_EQ(after_pass(R"(
 graph @main() -> f32[3] {
   %a = normal(shape=[3], seed=1) : f32[3]

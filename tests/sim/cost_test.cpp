@@ -1,6 +1,8 @@
-// The cost facet (sim/cost.h, filled in ops/cost.cpp) and the device-time model
+// The cost facet (semantics/cost.h, filled in ops/cost.cpp) and the device-time model
 // (sim/cost_model.h): every row has a rule, the rules give the closed forms, the roofline
 // picks the right bound, and the spec fields are read and checked.
+#include "semantics/cost.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,13 +11,15 @@
 #include "ops/ops.h"
 #include "semantics/registry.h"
 #include "sim/cluster_spec.h"
-#include "sim/cost.h"
 #include "sim/cost_model.h"
 
 namespace spora::sim {
 namespace {
 
 using sem::Attrs;
+using sem::CostRule;
+using sem::kCostFacet;
+using sem::OpCost;
 using sem::Type;
 using sem::TypeP;
 

@@ -9,13 +9,17 @@
 #include <cmath>
 
 #include "ops/ops.h"
+#include "semantics/cost.h"
 #include "semantics/registry.h"
 #include "sim/cluster_spec.h"
-#include "sim/cost.h"
 #include "sim/cost_model.h"
 
 namespace spora::sim {
 namespace {
+
+using sem::CostRule;
+using sem::kCostFacet;
+using sem::OpCost;
 
 // A 2 x 2 x 2 grid: m, n, k in {16, 256}; rate = 1e9 x (1 + [m=256] + 2 [n=256] + 4 [k=256]).
 GemmTable small_grid() {

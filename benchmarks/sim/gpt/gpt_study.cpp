@@ -125,7 +125,7 @@ parallel::search::DeviceModel device_model(const sim::ClusterSpec& c) {
   d.launch_overhead = c.device.launch_overhead;
   d.op_seconds = [model = sim::CostModel(c.device, "f16")](
                      double flops, double bytes, const std::string& op_class, DType dtype) {
-    sim::OpCost cost;
+    sem::OpCost cost;
     cost.flops = flops;
     cost.bytes = bytes / 2;
     cost.op_class = op_class;
