@@ -17,11 +17,12 @@
 //   - normalisations: per input element, softmax and log_softmax 5 (max, subtract, exp, sum,
 //     divide), cross_entropy 5, layer_norm and batch_norm 8 (mean, variance, normalise, scale,
 //     shift).
+#include "semantics/cost.h"
+
 #include <algorithm>
 
 #include "ops/families.h"
 #include "ops/kernel_util.h"
-#include "semantics/cost.h"
 
 namespace spora::ops {
 
