@@ -163,6 +163,18 @@ SVal add_svals(Emitter& e, const SVal& v, const SVal& w, const sem::TypeP& type)
   if (v.zero()) return w;
   if (w.zero()) return v;
   if (type->kind == Type::Kind::Tensor) return SVal{e.add(v.node, w.node), {}};
+  if (type->kind == Type::Kind::List) {
+    // A single contribution (list_add_at on an empty list, a tape read's adjoint) is added
+    // where it lands: O(1), not a pass over the whole list.
+    auto single = [](const Node* n) {
+      return n->is_prim("list_add_at") && n->inputs[0]->is_prim("list_empty");
+    };
+    if (single(w.node))
+      return SVal{e.op("list_add_at", {v.node, w.node->inputs[1], w.node->inputs[2]}), {}};
+    if (single(v.node))
+      return SVal{e.op("list_add_at", {w.node, v.node->inputs[1], v.node->inputs[2]}), {}};
+    return SVal{e.op("list_add", {v.node, w.node}), {}};
+  }
   SVal a = v.node ? split(e, v.node, type) : v;
   SVal b = w.node ? split(e, w.node, type) : w;
   SVal out;
@@ -181,6 +193,11 @@ bool differentiable_type(const sem::TypeP& type) {
   if (type->kind == Type::Kind::Tuple || type->kind == Type::Kind::Record)
     return std::any_of(type->elems.begin(), type->elems.end(), differentiable_type);
   return false;
+}
+
+bool adjoint_type(const sem::TypeP& type) {
+  if (type && type->kind == Type::Kind::List) return adjoint_type(type->elems.at(0));
+  return differentiable_type(type);
 }
 
 bool tangent_type(const sem::TypeP& type) {

@@ -36,6 +36,10 @@ Node* materialise(Emitter& e, const SVal& v, const sem::TypeP& type);
 SVal add_svals(Emitter& e, const SVal& v, const SVal& w, const sem::TypeP& type);
 // Do values of this type carry gradients (a float tensor, or a tuple/record containing one)?
 bool differentiable_type(const sem::TypeP& type);
+// Do values of this type carry adjoints in reverse mode: differentiable types, and the tape
+// lists of reverse-differentiated loops (read by their backward pass; their adjoint is a
+// sparse list, ops/tape.cpp).
+bool adjoint_type(const sem::TypeP& type);
 // Do values of this type carry tangents in forward mode: differentiable types, and the tape
 // lists of reverse-differentiated loops (their tangent is a parallel list of tangents).
 bool tangent_type(const sem::TypeP& type);

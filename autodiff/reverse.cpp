@@ -37,6 +37,14 @@ ReverseState& state_of(ir::Module& m) {
   return *std::static_pointer_cast<ReverseState>(slot);
 }
 
+// A copy of a loop that was already taped (a first derivative's loop, copied again by a
+// second one) is the same taped loop: it returns its own tape, so it is not taped twice.
+void inherit_tapes(ir::Module& m, const ir::CloneMap& map) {
+  auto& taped = state_of(m).taped;
+  for (const auto& [from, to] : map.nodes)
+    if (auto it = taped.find(from); it != taped.end()) taped.emplace(to, it->second);
+}
+
 const sem::Primitive* prim(const char* name) { return sem::Registry::instance().find(name); }
 
 // Adjoints in insertion order (so generated IR is deterministic).
@@ -114,7 +122,7 @@ class Reverse {
   Reverse(ir::Module& m, ir::Graph* into) : m_(m), into_(into), e_(m, into) {}
 
   void accumulate(ir::Node* n, const SVal& v) {
-    if (v.zero() || !differentiable_type(n->type)) return;
+    if (v.zero() || !adjoint_type(n->type)) return;
     if (active_ && !(*active_)(n)) return;
     adj_.set(n, add_svals(e_, adj_.get(n), v, n->type));
   }
@@ -167,10 +175,17 @@ class Reverse {
       accumulate(c->inputs[0], s);
       return;
     }
-    if (name == "list_get")
-      throw lang::UserError(
-          "reverse mode through the backward pass of a loop (a second derivative of a loop) is not supported yet; "
-          "use forward-over-reverse, jvp(grad(f), ...), for second derivatives of code with loops");
+    if (name == "list_get") {
+      // A tape read in a loop's backward pass (a second derivative of the loop): the tape's
+      // adjoint is a sparse list holding this adjoint at index i (ops/tape.cpp); summed into
+      // the loop's carried adjoint it is one list_add_at (emitter.cpp add_svals).
+      Attrs la;
+      la.set("elem", c->type->str());
+      ir::Node* none = e_.op("list_empty", {}, la);
+      accumulate(c->inputs[0],
+                 SVal{e_.op("list_add_at", {none, c->inputs[1], materialise(e_, a, c->type)}), {}});
+      return;
+    }
     if (name == "if") return backprop_if(c, a);
     if (name == "while" || name == "for_range" || name == "for_each") return backprop_loop(c, a);
     if (!c->prim->differentiable || c->prim->effectful) return;
@@ -208,6 +223,7 @@ class Reverse {
       ir::CloneMap map;
       std::vector<const ir::Graph*> stack;
       ir::Node* out = copy_body(m_, bwd[k], *branches[k], {}, map, stack);
+      inherit_tapes(m_, map);
       std::vector<ir::Node*> region(bwd[k]->nodes.begin(), bwd[k]->nodes.end());
       sub->accumulate(out, SVal{dout, {}});
       sub->run(region);
@@ -254,6 +270,7 @@ class Reverse {
     {
       ir::CloneMap map;
       t->body = ir::clone_graph(*t->scratch, *B, nullptr, map);
+      inherit_tapes(m_, map);
     }
     // What one tape entry holds: the body's parameters (i or elem, then the state).
     std::vector<TypeP> entry_types;
@@ -281,6 +298,7 @@ class Reverse {
     ir::CloneMap map;
     std::vector<const ir::Graph*> stack;
     ir::Node* out = copy_body(m_, Ba, *B, params, map, stack);
+    inherit_tapes(m_, map);
     std::vector<ir::Node*> outs;
     for (size_t j = 0; j < t->k; ++j) {
       Attrs at;
@@ -351,7 +369,7 @@ class Reverse {
     for (size_t j = 0; j < k; ++j) d_state.push_back(materialise(e_, part(a, c->type, j), state_types[j]));
     std::vector<ir::Node*> fv;
     for (ir::Node* v : ir::free_variables(t->body))
-      if (differentiable_type(v->type)) fv.push_back(v);
+      if (adjoint_type(v->type)) fv.push_back(v);
     std::vector<ir::Node*> d_free;
     for (ir::Node* v : fv) d_free.push_back(zeros_of(e_, v->type));
 
@@ -375,11 +393,27 @@ class Reverse {
     ir::CloneMap map;
     std::vector<const ir::Graph*> stack;
     ir::Node* out = copy_body(m_, Bb, *t->body, args, map, stack);
+    inherit_tapes(m_, map);
     std::vector<ir::Node*> region(Bb->nodes.begin() + static_cast<long>(region_begin), Bb->nodes.end());
     SVal seed;
     for (ir::Node* p : ds_params) seed.parts.push_back(SVal{p, {}});
     sub.accumulate(out, seed);
     sub.run(region);
+    // The tape's own adjoint (when the loop's backward pass was differentiated): the entry of
+    // iteration idx is that iteration's state, so its adjoint joins the state's.
+    const SVal d_tape = part(a, c->type, kind == "while" ? k + 1 : k);
+    if (!d_tape.zero()) {
+      ir::Node* dt = materialise(e_, d_tape, tape->type);
+      Attrs ae;
+      ae.set("elem", tape->type->elems.at(0)->str());
+      ir::Node* d_entry = be.op("list_get_or_zeros", {dt, idx}, ae);
+      for (size_t j = 0; j < k; ++j) {
+        Attrs ai;
+        ai.set("index", static_cast<int64_t>(t->extra + j));
+        if (adjoint_type(state_types[j]))
+          sub.accumulate(args[t->extra + j], SVal{be.op("tuple_get", {d_entry}, ai), {}});
+      }
+    }
     std::vector<ir::Node*> outs;
     for (size_t j = 0; j < k; ++j) outs.push_back(materialise(be, sub.adjoint(args[t->extra + j]), state_types[j]));
     for (size_t j = 0; j < fv.size(); ++j) {
@@ -425,6 +459,7 @@ class Reverse {
     ir::CloneMap map;
     std::vector<const ir::Graph*> stack;
     ir::Node* out = copy_body(m_, Gb, *G, params, map, stack);
+    inherit_tapes(m_, map);
     std::vector<ir::Node*> region(Gb->nodes.begin(), Gb->nodes.end());
     sub.accumulate(out, SVal{dout, {}});
     sub.run(region);

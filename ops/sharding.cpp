@@ -665,7 +665,8 @@ void internal_rules(sem::Registry& r) {
   for (const char* name : {"if", "while", "for_range", "for_each"})
     set_sharding(r, name,
                  replicated_only_rule("control flow: the partitioner partitions the bodies"));
-  for (const char* name : {"list_empty", "list_push", "list_get", "list_len"})
+  for (const char* name : {"list_empty", "list_push", "list_get", "list_len", "list_add_at",
+                           "list_add", "list_get_or_zeros"})
     set_sharding(r, name, replicated_only_rule("run-time lists (the tape) live on the host"));
 }
 

@@ -6,8 +6,17 @@
 //   list_get(l, i)       : T            element i (a run-time integer scalar)
 //   list_len(l)          : i64          number of elements
 //
-// Lists are used linearly: each list value is pushed at most once (the AD guarantees it), so
-// list_push appends in place to the shared buffer in O(1) and returns the same list.
+// A second reverse derivative through a loop differentiates the first one's backward pass,
+// which reads the tape; the adjoint of a tape is a list of the same element type, sparse:
+// an element no contribution reached is absent and counts as zeros (list_empty is the zero).
+//   list_add_at(l, i, x) : list<T>      l with x added to element i (absent ones below i stay
+//                                       absent; an absent element i becomes x)
+//   list_add(l, m)       : list<T>      element-wise sum (absent + x = x)
+//   list_get_or_zeros(l, i, elem="T") : T   element i, or zeros of T where it is absent
+//
+// Lists are used linearly: each list value is pushed (or added to) at most once (the AD
+// guarantees it), so list_push and list_add_at update the shared buffer in place in O(1) and
+// return the same list.
 #include "ops/families.h"
 #include "ops/kernel_util.h"
 #include "semantics/passes/fusion_kind.h"
@@ -37,6 +46,45 @@ TapeList& as_list(const Value& v, const char* prim) {
   auto* l = dynamic_cast<TapeList*>(v.opaque.get());
   if (v.kind != Value::Kind::Opaque || !l) internal_error(std::string(prim) + " expects a list value");
   return *l;
+}
+
+// a + b for two values of one differentiable structure (tensors added by the backend's add
+// kernel; tuples and records element-wise; anything else, such as a none, kept from a).
+Value add_values(const Value& a, const Value& b) {
+  if (a.is_tensor() && b.is_tensor()) {
+    static const sem::Primitive* add = sem::Registry::instance().find("add");
+    return sem::kernel_for(*add)({a, b}, {});
+  }
+  if ((a.kind == Value::Kind::Tuple || a.kind == Value::Kind::Record) && a.kind == b.kind &&
+      a.items().size() == b.items().size()) {
+    std::vector<Value> items;
+    for (size_t i = 0; i < a.items().size(); ++i)
+      items.push_back(add_values(a.items()[i], b.items()[i]));
+    Value out = a;  // the kind, and a record's type
+    out.elems = std::make_shared<std::vector<Value>>(std::move(items));
+    return out;
+  }
+  return a;
+}
+
+// Zeros of a type (tensors, tuples, records of them).
+Value zeros_of_type(const TypeP& t) {
+  switch (t->kind) {
+    case Type::Kind::Tensor:
+      return Value(sem::Tensor::zeros(t->dtype, t->shape));
+    case Type::Kind::Tuple:
+    case Type::Kind::Record: {
+      std::vector<Value> items;
+      for (const TypeP& e : t->elems) items.push_back(zeros_of_type(e));
+      if (t->kind == Type::Kind::Tuple) return Value::tuple(std::move(items));
+      Value r = Value::tuple(std::move(items));
+      r.kind = Value::Kind::Record;
+      r.record_type = t;
+      return r;
+    }
+    default:
+      internal_error("list_get_or_zeros: no zeros of type " + t->str());
+  }
 }
 
 const Type& list_input(const std::vector<TypeP>& in, const char* prim) {
@@ -104,6 +152,80 @@ void register_tape(sem::Registry& r) {
     return Value(sem::Tensor::scalar(DType::i64, static_cast<double>(as_list(in[0], "list_len").items.size())));
   };
   r.add(std::move(len));
+
+  Primitive add_at =
+      row("list_add_at", "list_add_at(l, i, x): l with x added to element i (a tape's adjoint)",
+          {input("l"), input("i"), input("x")});
+  add_at.infer = [](const std::vector<TypeP>& in, const Attrs&) -> TypeP {
+    expect_inputs(in, 3, 3, "list_add_at");
+    const Type& l = list_input(in, "list_add_at");
+    if (!in[1]->is_scalar() || !is_integer(in[1]->dtype))
+      user_error("list_add_at index must be an integer scalar, got " + in[1]->str());
+    if (!sem::same_type(l.elems[0], in[2]))
+      user_error("list_add_at: element " + in[2]->str() + " does not match " + l.str());
+    return in[0];
+  };
+  add_at.eval = [](const std::vector<Value>& in, const Attrs&) -> Value {
+    TapeList& l = as_list(in[0], "list_add_at");
+    const int64_t i = static_cast<int64_t>(in[1].tensor.item());
+    if (i < 0) user_error("list index " + std::to_string(i) + " is negative");
+    if (static_cast<size_t>(i) >= l.items.size()) l.items.resize(static_cast<size_t>(i) + 1);
+    Value& slot = l.items[static_cast<size_t>(i)];
+    slot = slot.kind == Value::Kind::None ? in[2] : add_values(slot, in[2]);
+    return in[0];
+  };
+  r.add(std::move(add_at));
+
+  Primitive add =
+      row("list_add", "list_add(l, m): the element-wise sum of two lists (a tape's adjoint)",
+          {input("l"), input("m")});
+  add.infer = [](const std::vector<TypeP>& in, const Attrs&) -> TypeP {
+    expect_inputs(in, 2, 2, "list_add");
+    const Type& l = list_input(in, "list_add");
+    if (!sem::same_type(in[0], in[1]))
+      user_error("list_add: " + l.str() + " and " + in[1]->str() + " differ");
+    return in[0];
+  };
+  add.eval = [](const std::vector<Value>& in, const Attrs&) -> Value {
+    const TapeList& a = as_list(in[0], "list_add");
+    const TapeList& b = as_list(in[1], "list_add");
+    auto out = std::make_shared<TapeList>();
+    out->items.resize(std::max(a.items.size(), b.items.size()));
+    for (size_t i = 0; i < out->items.size(); ++i) {
+      const bool in_a = i < a.items.size() && a.items[i].kind != Value::Kind::None;
+      const bool in_b = i < b.items.size() && b.items[i].kind != Value::Kind::None;
+      if (in_a && in_b)
+        out->items[i] = add_values(a.items[i], b.items[i]);
+      else if (in_a || in_b)
+        out->items[i] = in_a ? a.items[i] : b.items[i];
+    }
+    Value v;
+    v.kind = Value::Kind::Opaque;
+    v.opaque = std::move(out);
+    return v;
+  };
+  r.add(std::move(add));
+
+  Primitive get_or_zeros =
+      row("list_get_or_zeros",
+          "list_get_or_zeros(l, i, elem): element i of a tape's adjoint, zeros where absent",
+          {input("l"), input("i"), attr("elem", ParamSpec::AttrKind::String)});
+  get_or_zeros.infer = [](const std::vector<TypeP>& in, const Attrs&) -> TypeP {
+    expect_inputs(in, 2, 2, "list_get_or_zeros");
+    const Type& l = list_input(in, "list_get_or_zeros");
+    if (!in[1]->is_scalar() || !is_integer(in[1]->dtype))
+      user_error("list_get_or_zeros index must be an integer scalar, got " + in[1]->str());
+    return l.elems[0];
+  };
+  get_or_zeros.eval = [](const std::vector<Value>& in, const Attrs& attrs) -> Value {
+    const TapeList& l = as_list(in[0], "list_get_or_zeros");
+    const int64_t i = static_cast<int64_t>(in[1].tensor.item());
+    if (i >= 0 && static_cast<size_t>(i) < l.items.size() &&
+        l.items[static_cast<size_t>(i)].kind != Value::Kind::None)
+      return l.items[static_cast<size_t>(i)];
+    return zeros_of_type(ir::parse_type(attrs.get_string("elem")));
+  };
+  r.add(std::move(get_or_zeros));
 }
 
 }  // namespace spora::ops

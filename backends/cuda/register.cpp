@@ -64,8 +64,9 @@ Value run_on_host(const Primitive& p, const std::vector<Value>& in, const Attrs&
 
 // Rows that compute nothing on tensor data (the front end's tuple and record plumbing and the
 // tape lists): their reference kernels run as they are, with the tensors wherever they live.
-const std::set<std::string> kPlumbing = {"make_tuple", "tuple_get", "make_record", "record_get",
-                                         "list_empty", "list_push", "list_get",    "list_len"};
+const std::set<std::string> kPlumbing = {
+    "make_tuple", "tuple_get", "make_record", "record_get",  "list_empty",       "list_push",
+    "list_get",   "list_len",  "list_add",    "list_add_at", "list_get_or_zeros"};
 
 // What a row's native kernel does with f16 / bf16 tensors.
 enum class Low {

@@ -1,6 +1,8 @@
 // The autodiff matrix: every differentiable primitive (of the families below) times every
 // construct (straight-line, inside an if, inside a for, inside a while with a run-time trip
-// count, captured by a closure, passed through a higher-order function, inside recursion),
+// count, captured by a closure, passed through a higher-order function, inside recursion, and
+// second reverse derivatives through the for and the while: the gradient of a weighted sum of
+// their gradients),
 // each gradient checked by `spora grad-check` in f64 against central finite differences and
 // forward mode (relative error 1e-6). One generated program per primitive.
 #include <gtest/gtest.h>
@@ -87,9 +89,11 @@ std::string program(const std::string& e) {
   s += "def rec(x: f32[4], n: i32) -> f32 {\n    if n == 0 {\n        return body(x)\n    }\n"
        "    return rec(x * 0.9, n - 1)\n}\n";
   s += "def recursion(x) = rec(x, 2)\n";
+  s += "def second_for(x) = sum(grad(in_for)(x) * [0.5, -1.0, 2.0, 0.25])\n";
+  s += "def second_while(x) = sum(grad(in_while)(x) * [0.5, -1.0, 2.0, 0.25])\n";
   s += "def main() {\n    let x = [0.3, 0.7, 1.1, 1.6]\n";
-  for (const char* f :
-       {"straight", "in_if", "in_for", "in_while", "closure", "higher_order", "recursion"})
+  for (const char* f : {"straight", "in_if", "in_for", "in_while", "closure", "higher_order",
+                        "recursion", "second_for", "second_while"})
     s += std::string("    print(grad(") + f + ")(x))\n";
   s += "}\n";
   return s;
@@ -115,8 +119,8 @@ TEST_P(GradMatrix, EveryConstruct) {
   const int st = ::pclose(p);
   EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << out << "\n--- program ---\n"
                                                      << program(c.expr);
-  for (const char* f :
-       {"straight", "in_if", "in_for", "in_while", "closure", "higher_order", "recursion"})
+  for (const char* f : {"straight", "in_if", "in_for", "in_while", "closure", "higher_order",
+                        "recursion", "second_for", "second_while"})
     EXPECT_NE(out.find(std::string(f) + ": finite differences"), std::string::npos)
         << f << " not checked\n"
         << out;
