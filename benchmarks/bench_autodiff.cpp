@@ -7,6 +7,10 @@
 //                                          the target is <= 3.
 //   BM_LoopBackwardMemory/<n>              peak tensor memory of grad through a loop of n
 //                                          iterations: grows linearly with n (the tape).
+//   BM_SecondOrderLoop/<how>/<n>           time and peak memory of derivatives through a loop of
+//                                          n iterations (graph mode): 0 grad, 1 grad of grad
+//                                          (reverse over reverse), 2 jvp of grad (forward over
+//                                          reverse); both second orders grow linearly with n.
 //   BM_CheckpointMemory/<0|1>              peak memory of grad through 8 blocks, without and
 //                                          with @checkpoint on the block.
 //   BM_CompileMlp100                       lowering + AD of a 100-layer MLP (target < 2 s).
@@ -173,6 +177,41 @@ def main() {{
   state.counters["peak_MB_per_iteration"] = peak / 1e6 / static_cast<double>(state.range(0));
 }
 BENCHMARK(BM_LoopBackwardMemory)->Arg(8)->Arg(16)->Arg(32)->Arg(64)->Iterations(1)->Unit(benchmark::kMillisecond);
+
+void BM_SecondOrderLoop(benchmark::State& state) {
+  static const char* kHow[] = {"sum(grad(f)(x) * c)", "sum(grad(fn (u: f32[1024]) => sum(grad(f)(u) * c))(x))",
+                               "sum(jvp(fn (u: f32[1024]) => grad(f)(u), (x,), (c,))[1])"};
+  const std::string text = fmt::format(R"(
+def f(x: f32[1024]) {{
+    var y = x
+    for i in range({}) {{
+        y = sin(y) * 0.9 + x * 0.1
+    }}
+    return sum(y * y)
+}}
+def main() {{
+    let x = normal(shape=(1024,), seed=1)
+    let c = normal(shape=(1024,), seed=2)
+    print({})
+}}
+)",
+                                       state.range(1), kHow[state.range(0)]);
+  spora::lang::SourceManager sources;
+  auto m = compile(text, sources);
+  if (!m) {
+    state.SkipWithError("the program did not compile");
+    return;
+  }
+  std::ostringstream sink;
+  spora::ops::set_print_stream(&sink);
+  for (auto _ : state) spora::sem::Interpreter(*m).call(m->entry, {});
+  spora::ops::set_print_stream(nullptr);
+  state.counters["peak_MB"] = peak_of(text) / 1e6;
+}
+BENCHMARK(BM_SecondOrderLoop)
+    ->ArgsProduct({{0, 1, 2}, {16, 64, 256}})
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(0.5);
 
 void BM_CheckpointMemory(benchmark::State& state) {
   const std::string text = fmt::format(R"(
