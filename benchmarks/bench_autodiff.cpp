@@ -179,7 +179,8 @@ def main() {{
 BENCHMARK(BM_LoopBackwardMemory)->Arg(8)->Arg(16)->Arg(32)->Arg(64)->Iterations(1)->Unit(benchmark::kMillisecond);
 
 void BM_SecondOrderLoop(benchmark::State& state) {
-  static const char* kHow[] = {"sum(grad(f)(x) * c)", "sum(grad(fn (u: f32[1024]) => sum(grad(f)(u) * c))(x))",
+  static const char* kHow[] = {"sum(grad(f)(x) * c)",
+                               "sum(grad(fn (u: f32[1024]) => sum(grad(f)(u) * c))(x))",
                                "sum(jvp(fn (u: f32[1024]) => grad(f)(u), (x,), (c,))[1])"};
   const std::string text = fmt::format(R"(
 def f(x: f32[1024]) {{

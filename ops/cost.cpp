@@ -191,8 +191,8 @@ void internal_costs(sem::Registry& r) {
 }
 
 void tape_costs(sem::Registry& r) {
-  for (const char* name :
-       {"list_empty", "list_push", "list_get", "list_len", "list_add_at", "list_add", "list_get_or_zeros"})
+  for (const char* name : {"list_empty", "list_push", "list_get", "list_len", "list_add_at",
+                           "list_add", "list_get_or_zeros"})
     set_cost(r, name, sem::host_cost());
 }
 

@@ -41,7 +41,8 @@ FusedOptions default_fused_options() {
   FusedOptions o;
   o.min_elements = 4096;
   o.min_elements_in_loops = 0;
-  if (const char* v = std::getenv("SPORA_FUSE_MIN_ELEMENTS")) o.min_elements = o.min_elements_in_loops = std::atoll(v);
+  if (const char* v = std::getenv("SPORA_FUSE_MIN_ELEMENTS"))
+    o.min_elements = o.min_elements_in_loops = std::atoll(v);
   return o;
 }
 
@@ -105,7 +106,8 @@ FusedRuntime::FusedRuntime(const ir::Module& m, FusedOptions options)
     const passes::GroupSpec spec = passes::group_of(*g);
     auto plan = passes::plan_group(spec);
     if (!plan) continue;
-    if (plan->rows * plan->inner < (in_loops.count(g.get()) ? options.min_elements_in_loops : options.min_elements))
+    if (plan->rows * plan->inner <
+        (in_loops.count(g.get()) ? options.min_elements_in_loops : options.min_elements))
       continue;
     if (gpu_ && !gpu_plannable(*plan)) continue;
     Entry e;

@@ -58,7 +58,8 @@ std::string step_text(double seconds) {
 double median_step_seconds(const std::vector<std::chrono::steady_clock::time_point>& ticks) {
   std::vector<double> steps;
   steps.reserve(ticks.size());
-  for (size_t i = 1; i < ticks.size(); ++i) steps.push_back(std::chrono::duration<double>(ticks[i] - ticks[i - 1]).count());
+  for (size_t i = 1; i < ticks.size(); ++i)
+    steps.push_back(std::chrono::duration<double>(ticks[i] - ticks[i - 1]).count());
   if (steps.empty()) return 0;
   const auto mid = steps.begin() + static_cast<std::ptrdiff_t>(steps.size() / 2);
   std::nth_element(steps.begin(), mid, steps.end());
