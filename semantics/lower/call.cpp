@@ -109,10 +109,68 @@ int64_t mix_seed(int64_t seed, int64_t salt) {
   return static_cast<int64_t>((z ^ (z >> 31)) & 0x7FFFFFFFFFFFull);
 }
 
+// A primitive's arguments bound to its parameters (registry.h's ParamSpec).
+struct PrimitiveArgs {
+  std::vector<std::optional<Arg>> bound;  // per parameter
+  std::vector<Arg> kwargs;                // for a Kwargs parameter
+  std::optional<Arg> shard;               // `shard=` (parallel annotation, annotate.cpp)
+};
+
+PrimitiveArgs bind_primitive_args(Lowerer& L, const Primitive& prim, std::vector<Arg> args) {
+  const auto& ps = prim.params;
+  PrimitiveArgs out;
+  std::optional<Arg>& shard = out.shard;
+  std::vector<std::optional<Arg>>& bound = out.bound;
+  std::vector<Arg>& kwargs = out.kwargs;
+  // `shard=` unless the primitive has a parameter of that name.
+  if (std::none_of(ps.begin(), ps.end(), [](const ParamSpec& p) { return p.name == "shard"; }))
+    for (size_t i = args.size(); i-- > 0;)
+      if (args[i].keyword == "shard") {
+        if (shard)
+          L.fail(shard->range, fmt::format("argument 'shard' of {} is given twice", prim.name));
+        shard = std::move(args[i]);
+        args.erase(args.begin() + static_cast<std::ptrdiff_t>(i));
+      }
+  bound.resize(ps.size());
+  const bool takes_kwargs = !ps.empty() && ps.back().kind == ParamSpec::Kind::Kwargs;
+  const size_t n_positional = ps.size() - (takes_kwargs ? 1 : 0);
+  size_t positional = 0;
+  for (auto& a : args) {
+    size_t k;
+    if (a.keyword.empty()) {
+      k = positional++;
+      if (k >= n_positional)
+        L.fail(a.range, fmt::format("{} takes at most {} argument{} but {} were given", prim.name,
+                                    n_positional, n_positional == 1 ? "" : "s", args.size()));
+    } else {
+      k = 0;
+      while (k < n_positional && ps[k].name != a.keyword) ++k;
+      if (k == n_positional && takes_kwargs) {
+        for (const auto& other : kwargs)
+          if (other.keyword == a.keyword)
+            L.fail(a.range,
+                   fmt::format("argument '{}' of {} is given twice", a.keyword, prim.name));
+        kwargs.push_back(std::move(a));
+        continue;
+      }
+      if (k == n_positional) {
+        std::string names;
+        for (const auto& p : ps) names += (names.empty() ? "" : ", ") + p.name;
+        L.fail(a.range, fmt::format("{} has no parameter named '{}' (parameters: {})", prim.name,
+                                    a.keyword, names));
+      }
+      if (bound[k])
+        L.fail(a.range, fmt::format("parameter '{}' of {} is given twice", a.keyword, prim.name));
+    }
+    bound[k] = std::move(a);
+  }
+  return out;
+}
+
 }  // namespace
 
-ir::Node* Lowerer::emit_node(const std::string& prim_name, std::vector<ir::Node*> inputs, Attrs attrs,
-                             lang::SourceRange r) {
+ir::Node* Lowerer::emit_node(const std::string& prim_name, std::vector<ir::Node*> inputs,
+                             Attrs attrs, lang::SourceRange r) {
   const Primitive* prim = Registry::instance().find(prim_name);
   if (!prim) throw lang::InternalError("unknown primitive '" + prim_name + "'");
   if (in_amp()) inputs = amp_cast_inputs(*prim, std::move(inputs), r);
@@ -124,10 +182,12 @@ ir::Node* Lowerer::emit_node(const std::string& prim_name, std::vector<ir::Node*
   } catch (const lang::UserError& e) {
     fail(r, e.what());
   }
-  return module_.add_apply(current_graph(r), prim, std::move(inputs), std::move(attrs), out, loc(r));
+  return module_.add_apply(current_graph(r), prim, std::move(inputs), std::move(attrs), out,
+                           loc(r));
 }
 
-AV Lowerer::emit(const std::string& prim, std::vector<ir::Node*> inputs, Attrs attrs, lang::SourceRange r) {
+AV Lowerer::emit(const std::string& prim, std::vector<ir::Node*> inputs, Attrs attrs,
+                 lang::SourceRange r) {
   return make_node(emit_node(prim, std::move(inputs), std::move(attrs), r));
 }
 
@@ -135,47 +195,10 @@ AV Lowerer::call_primitive(const Primitive& prim, std::vector<Arg> args, lang::S
                            std::optional<DType> init_dtype, const Shape* init_shape,
                            std::optional<int64_t> init_seed) {
   const auto& ps = prim.params;
-  // `shard=` (parallel annotation, annotate.cpp) unless the primitive has a parameter of that name.
-  std::optional<Arg> shard;
-  if (std::none_of(ps.begin(), ps.end(), [](const ParamSpec& p) { return p.name == "shard"; }))
-    for (size_t i = args.size(); i-- > 0;)
-      if (args[i].keyword == "shard") {
-        if (shard)
-          fail(shard->range, fmt::format("argument 'shard' of {} is given twice", prim.name));
-        shard = std::move(args[i]);
-        args.erase(args.begin() + static_cast<std::ptrdiff_t>(i));
-      }
-  std::vector<std::optional<Arg>> bound(ps.size());
-  std::vector<Arg> kwargs;  // for a Kwargs parameter (registry.h)
-  const bool takes_kwargs = !ps.empty() && ps.back().kind == ParamSpec::Kind::Kwargs;
-  const size_t n_positional = ps.size() - (takes_kwargs ? 1 : 0);
-  size_t positional = 0;
-  for (auto& a : args) {
-    size_t k;
-    if (a.keyword.empty()) {
-      k = positional++;
-      if (k >= n_positional)
-        fail(a.range, fmt::format("{} takes at most {} argument{} but {} were given", prim.name, n_positional,
-                                  n_positional == 1 ? "" : "s", args.size()));
-    } else {
-      k = 0;
-      while (k < n_positional && ps[k].name != a.keyword) ++k;
-      if (k == n_positional && takes_kwargs) {
-        for (const auto& other : kwargs)
-          if (other.keyword == a.keyword)
-            fail(a.range, fmt::format("argument '{}' of {} is given twice", a.keyword, prim.name));
-        kwargs.push_back(std::move(a));
-        continue;
-      }
-      if (k == n_positional) {
-        std::string names;
-        for (const auto& p : ps) names += (names.empty() ? "" : ", ") + p.name;
-        fail(a.range, fmt::format("{} has no parameter named '{}' (parameters: {})", prim.name, a.keyword, names));
-      }
-      if (bound[k]) fail(a.range, fmt::format("parameter '{}' of {} is given twice", a.keyword, prim.name));
-    }
-    bound[k] = std::move(a);
-  }
+  PrimitiveArgs bound_args = bind_primitive_args(*this, prim, std::move(args));
+  const std::vector<std::optional<Arg>>& bound = bound_args.bound;
+  const std::vector<Arg>& kwargs = bound_args.kwargs;
+  const std::optional<Arg>& shard = bound_args.shard;
   // Initialiser context (a model's `param w: f32[3, 4] = normal(0.0, 0.02)`): the declared
   // shape, dtype and a derived seed fill the parameters the call left out.
   std::vector<ir::Node*> inputs;

@@ -285,24 +285,20 @@ AV Lowerer::eval_conditional(const lang::Expr& e, Env& env) {
     fail(e.cond->range, fmt::format("a condition must be bool, not {}", c->type->str()));
   }
   // Two zero-parameter branch graphs nested in the current one.
-  ir::Graph* saved = current_graph(e.range);
+  ir::Graph* outer = current_graph(e.range);
   AV results[2];
   ir::Graph* branches[2];
   const lang::Expr* exprs[2] = {e.then_expr.get(), e.else_expr.get()};
   std::optional<RecursionPending> pending[2];
   for (int k = 0; k < 2; ++k) {
-    branches[k] = module_.add_graph(saved->name + (k == 0 ? ".then" : ".else"), saved);
-    graph_ = branches[k];
+    branches[k] = module_.add_graph(outer->name + (k == 0 ? ".then" : ".else"), outer);
+    const Restore<ir::Graph*> in_branch(graph_, branches[k]);
     try {
       Env benv = env;
       results[k] = materialise_numbers(eval(*exprs[k], benv), exprs[k]->range);
     } catch (const RecursionPending& p) {
       pending[k] = p;
-    } catch (...) {
-      graph_ = saved;
-      throw;
     }
-    graph_ = saved;
   }
   // Inferring a recursive function's result type (lowerer.cpp): the branch without the
   // pending recursive call is the base case, and its value stands for the conditional's.
@@ -316,9 +312,8 @@ AV Lowerer::eval_conditional(const lang::Expr& e, Env& env) {
     fail(e.range, fmt::format("the branches of a conditional expression have different types: {} and {}",
                               describe(results[0]), describe(results[1])));
   for (int k = 0; k < 2; ++k) {
-    graph_ = branches[k];
+    const Restore<ir::Graph*> in_branch(graph_, branches[k]);
     branches[k]->output = pack(results[k], exprs[k]->range);
-    graph_ = saved;
   }
   ir::Node* n = module_.add_apply(graph_, Registry::instance().find("if"),
                                   {cond, module_.add_graph_constant(graph_, branches[0], loc(e.range)),

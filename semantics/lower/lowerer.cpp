@@ -658,17 +658,39 @@ std::string record_path(const AV& v) {
 }  // namespace
 
 AV Lowerer::call_def_body(const AVal& fn, std::vector<Arg> args, lang::SourceRange r) {
+  DefCall c = bind_def_call(fn, std::move(args), r);
+  for (const auto& b : c.bound)
+    if (b->kind == AK::Error) return make_error();
+  plan_def_call(c);
+  if (!c.inline_call) {
+    auto it = specs_.find(c.key);
+    if (it != specs_.end() && it->second.failed) return make_error();
+    if (it != specs_.end() && !it->second.inline_instead) return call_def_graph(c, it->second);
+    if (it == specs_.end())
+      if (std::optional<AV> v = specialise_def(c)) return *v;
+  }
+  return inline_def(c);
+}
+
+Lowerer::DefCall Lowerer::bind_def_call(const AVal& fn, std::vector<Arg> args,
+                                        lang::SourceRange r) {
   const lang::FuncDef& def = *fn.def;
+  DefCall c;
+  c.fn = &fn;
+  c.def = &def;
+  c.range = r;
   // @stage(k) def f: the tensors flowing into f enter stage k (annotate.cpp).
   if (const std::optional<int64_t> stage = stage_of(def.decorators, fn.module))
     for (Arg& a : args) a.value = enter_stage(a.value, *stage, a.range);
-  const std::string fname = fn.self ? fn.self->record_name + "." + def.name : def.name;
-  Env env;
-  env.module = fn.module;
-  env.push();
+  c.name = fn.self ? fn.self->record_name + "." + def.name : def.name;
+  const std::string& fname = c.name;
+  c.env.module = fn.module;
+  c.env.push();
   // Bind arguments to parameters.
-  std::vector<AV> bound(def.params.size());
-  std::vector<lang::SourceRange> ranges(def.params.size(), r);
+  std::vector<AV>& bound = c.bound;
+  std::vector<lang::SourceRange>& ranges = c.ranges;
+  bound.resize(def.params.size());
+  ranges.assign(def.params.size(), r);
   size_t positional = 0;
   for (auto& a : args) {
     if (a.keyword.empty()) {
@@ -691,24 +713,7 @@ AV Lowerer::call_def_body(const AVal& fn, std::vector<Arg> args, lang::SourceRan
     bound[k] = a.value;
     ranges[k] = a.range;
   }
-  // Method: the receiver's constructor arguments, fields, sibling methods and `self` are in
-  // scope.
-  auto bind_receiver = [&](Env& e, const AV& self) {
-    for (const auto& [n, v] : self->statics) e.declare(n, Binding{v, false, {}});
-    for (size_t k = 0; k < self->names.size(); ++k) e.declare(self->names[k], Binding{self->elems[k], false, {}});
-    if (self->model) {
-      for (const auto& m : self->model->methods) {
-        auto d = std::make_shared<AVal>();
-        d->kind = AK::Def;
-        d->def = m.get();
-        d->self = self;
-        d->module = fn.module;
-        e.declare(m->name, Binding{d, false, {}});
-      }
-    }
-    e.declare("self", Binding{self, false, {}});
-  };
-  if (fn.self) bind_receiver(env, fn.self);
+  if (fn.self) bind_receiver(c.env, fn.self, fn.module);
   for (size_t k = 0; k < def.params.size(); ++k) {
     const auto& p = def.params[k];
     if (!bound[k]) {
@@ -720,234 +725,267 @@ AV Lowerer::call_def_body(const AVal& fn, std::vector<Arg> args, lang::SourceRan
       bound[k] = eval(*p.default_value, denv);
     }
     if (p.type)
-      bound[k] = check_annotation(bound[k], *p.type, env,
+      bound[k] = check_annotation(bound[k], *p.type, c.env,
                                   fmt::format("argument '{}' of '{}'", p.name, fname), ranges[k]);
   }
-  for (const auto& b : bound)
-    if (b->kind == AK::Error) return make_error();
+  return c;
+}
 
-  // Decide: a specialised graph, or inline. @checkpoint, @custom_grad (and @jit in eager
-  // mode) always get their own graph: autodiff and eager execution treat them as units.
-  const lang::Decorator* custom = nullptr;
-  bool force_graph = false, jit = false;
+void Lowerer::bind_receiver(Env& e, const AV& self, int module) {
+  for (const auto& [n, v] : self->statics) e.declare(n, Binding{v, false, {}});
+  for (size_t k = 0; k < self->names.size(); ++k)
+    e.declare(self->names[k], Binding{self->elems[k], false, {}});
+  if (self->model) {
+    for (const auto& m : self->model->methods) {
+      auto d = std::make_shared<AVal>();
+      d->kind = AK::Def;
+      d->def = m.get();
+      d->self = self;
+      d->module = module;
+      e.declare(m->name, Binding{d, false, {}});
+    }
+  }
+  e.declare("self", Binding{self, false, {}});
+}
+
+// A specialised graph, or inline. @checkpoint, @custom_grad (and @jit in eager mode) always
+// get their own graph: autodiff and eager execution treat them as units.
+void Lowerer::plan_def_call(DefCall& c) {
+  const lang::FuncDef& def = *c.def;
+  const AVal& fn = *c.fn;
+  bool jit = false;
   for (const auto& d : def.decorators) {
-    if (d.name == "custom_grad") custom = &d;
-    if (d.name == "checkpoint" || d.name == "custom_grad") force_graph = true;
+    if (d.name == "custom_grad") c.custom = &d;
+    if (d.name == "checkpoint" || d.name == "custom_grad") c.force_graph = true;
     if (d.name == "jit") jit = true;
   }
-  if (eager_ && jit) force_graph = true;
+  if (eager_ && jit) c.force_graph = true;
   // LowerOptions::recompute: this layer's forward becomes a @checkpoint graph.
-  bool recompute = !force_graph && !eager_ && ad_inline_ && recompute_ && fn.self &&
+  bool recompute = !c.force_graph && !eager_ && ad_inline_ && recompute_ && fn.self &&
                    def.name == "forward" && !contains_function(fn.self);
-  for (const auto& b : bound) recompute = recompute && !contains_function(b);
+  for (const auto& b : c.bound) recompute = recompute && !contains_function(b);
   recompute = recompute && recompute_(record_path(fn.self));
-  force_graph = force_graph || recompute;
+  c.recompute = recompute;
+  c.force_graph = c.force_graph || recompute;
   bool inline_call = fn.self && contains_function(fn.self);
-  for (const auto& b : bound) inline_call = inline_call || contains_function(b);
-  if (force_graph && inline_call)
-    fail(r, fmt::format("'{}' is @{} and cannot take functions as arguments", fname,
-                        custom ? "custom_grad" : jit ? "jit" : "checkpoint"));
+  for (const auto& b : c.bound) inline_call = inline_call || contains_function(b);
+  if (c.force_graph && inline_call) {
+    const char* kind = c.custom ? "custom_grad" : jit ? "jit" : "checkpoint";
+    fail(c.range, fmt::format("'{}' is @{} and cannot take functions as arguments", c.name, kind));
+  }
   for (const auto& d : def.decorators)
     if (d.name == "inline") inline_call = true;
-  if (!force_graph && (op_by_op() || (ad_inline_ && !is_recursive(&def)))) inline_call = true;
-  std::string key = fmt::format("{}|{}", static_cast<const void*>(&def), fn.self ? skeleton_key(fn.self) : "");
-  for (const auto& b : bound) key += "|" + skeleton_key(b);
-  if (recompute) key += "|recompute";
-  if (in_amp()) key += "|amp";  // the network's graphs differ from the same def's outside it
+  if (!c.force_graph && (op_by_op() || (ad_inline_ && !is_recursive(&def)))) inline_call = true;
+  c.inline_call = inline_call;
+  c.key =
+      fmt::format("{}|{}", static_cast<const void*>(&def), fn.self ? skeleton_key(fn.self) : "");
+  for (const auto& b : c.bound) c.key += "|" + skeleton_key(b);
+  if (recompute) c.key += "|recompute";
+  if (in_amp()) c.key += "|amp";  // the network's graphs differ from the same def's outside it
+}
 
-  auto lower_body = [&](Env& body_env) -> Flow {
-    if (def.body_expr) {
-      Flow f;
-      f.returned = true;
-      f.value = eval(*def.body_expr, body_env);
-      f.range = def.body_expr->range;
-      return f;
-    }
-    Flow f = lower_block(def.body->stmts, 0, body_env);
-    if (!f.returned && def.return_type)
-      fail(def.name_range, fmt::format("missing return in '{}', which is declared to return a value", fname));
-    if (!f.returned) {
-      f.value = make_none();
-      f.range = def.name_range;
-    }
+Flow Lowerer::lower_def_body(const DefCall& c, Env& body_env) {
+  const lang::FuncDef& def = *c.def;
+  if (def.body_expr) {
+    Flow f;
+    f.returned = true;
+    f.value = eval(*def.body_expr, body_env);
+    f.range = def.body_expr->range;
     return f;
-  };
-  auto check_result = [&](AV v, Env& body_env, lang::SourceRange rr) {
-    if (def.return_type)
-      return check_annotation(v, *def.return_type, body_env, fmt::format("the result of '{}'", fname), rr);
-    return v;
-  };
+  }
+  Flow f = lower_block(def.body->stmts, 0, body_env);
+  if (!f.returned && def.return_type)
+    fail(def.name_range,
+         fmt::format("missing return in '{}', which is declared to return a value", c.name));
+  if (!f.returned) {
+    f.value = make_none();
+    f.range = def.name_range;
+  }
+  return f;
+}
 
-  if (!inline_call) {
-    auto it = specs_.find(key);
-    if (it != specs_.end() && it->second.failed) return make_error();
-    if (it != specs_.end() && !it->second.inline_instead) {
-      Spec& s = it->second;
-      std::vector<ir::Node*> xs;
-      if (fn.self && has_runtime(fn.self)) xs.push_back(pack(fn.self, r));
-      for (const auto& b : bound)
-        if (has_runtime(b)) xs.push_back(pack(b, r));
-      if (s.in_progress) {
-        if (s.declared_result) return make_node(module_.add_call(current_graph(r), s.graph, xs, s.declared_result, loc(r)));
-        if (s.inferred_result) {
-          ir::Node* c = module_.add_call(current_graph(r), s.graph, xs, packed_type(s.inferred_result), loc(r));
-          return unpack(s.inferred_result, c, r);
-        }
-        if (s.probing) throw RecursionPending{r, &s};
-        fail(r, fmt::format("recursive function '{}' needs a declared return type (-> ...)", fname));
-      }
-      ir::Node* c = module_.add_call(current_graph(r), s.graph, xs, s.graph->output->type, loc(r));
-      return unpack(s.result_skeleton, c, r);
+AV Lowerer::check_def_result(const DefCall& c, const AV& v, Env& body_env, lang::SourceRange r) {
+  if (c.def->return_type)
+    return check_annotation(v, *c.def->return_type, body_env,
+                            fmt::format("the result of '{}'", c.name), r);
+  return v;
+}
+
+AV Lowerer::call_def_graph(const DefCall& c, Spec& s) {
+  const lang::SourceRange r = c.range;
+  std::vector<ir::Node*> xs;
+  if (c.fn->self && has_runtime(c.fn->self)) xs.push_back(pack(c.fn->self, r));
+  for (const auto& b : c.bound)
+    if (has_runtime(b)) xs.push_back(pack(b, r));
+  if (s.in_progress) {
+    if (s.declared_result)
+      return make_node(module_.add_call(current_graph(r), s.graph, xs, s.declared_result, loc(r)));
+    if (s.inferred_result) {
+      ir::Node* call =
+          module_.add_call(current_graph(r), s.graph, xs, packed_type(s.inferred_result), loc(r));
+      return unpack(s.inferred_result, call, r);
     }
-    if (it == specs_.end()) {
-      Spec& s = specs_[key];
-      spec_order_.push_back(key);
-      s.in_progress = true;
-      ir::Graph* saved = graph_;
-      ir::Graph* g = nullptr;
-      std::vector<ir::Node*> xs;
-      bool ok = false;
-      int errors_before = diags_.error_count();
-      // Lowers the body into a new graph g named `name`, whose parameters are the run-time
-      // arguments (xs: the values passed for them here); the flow's value is the checked result.
-      auto lower_graph = [&](const std::string& name) -> Flow {
-        g = module_.add_graph(name);
-        g->loc = def.range.begin;
-        for (const auto& d : def.decorators)
-          if (d.name != "custom_grad" && d.name != "stage") g->flags.push_back(d.name);
-        if (recompute) g->flags.push_back("checkpoint");
-        s.graph = g;
-        graph_ = g;
-        xs.clear();
-        Env body_env = env;
-        if (fn.self && has_runtime(fn.self)) {
-          ir::Node* p = module_.add_param(g, "self", packed_type(fn.self), def.range.begin);
-          AV inner = unpack(fn.self, p, r);
-          bind_receiver(body_env, inner);
-          graph_ = saved;
-          xs.push_back(pack(fn.self, r));
-          graph_ = g;
-        }
-        for (size_t k = 0; k < def.params.size(); ++k) {
-          AV inner = bound[k];
-          if (has_runtime(bound[k])) {
-            ir::Node* p = module_.add_param(g, def.params[k].name, packed_type(bound[k]), def.params[k].range.begin);
-            inner = unpack(bound[k], p, r);
-            graph_ = saved;
-            xs.push_back(pack(bound[k], ranges[k]));
-            graph_ = g;
-          }
-          body_env.declare(def.params[k].name, Binding{inner, false, def.params[k].range});
-        }
-        if (def.return_type) {
-          try {
-            const lang::DiagnosticEngine::Quiet probe(diags_);
-            s.declared_result = resolve_type(*def.return_type, body_env);
-          } catch (const Abort&) {
-          }
-        }
-        Flow f = lower_body(body_env);
-        f.value = check_result(f.value, body_env, f.range);
-        if (f.value->kind == AK::Error || contains_error(f.value)) throw Abort{};
-        return f;
-      };
-      // After errors in the body of a recursive function whose result type was inferred.
-      auto note_inferred = [&] {
-        if (diags_.error_count() > errors_before && specs_[key].inferred_result)
-          diags_.note(def.name_range,
-                      fmt::format("'{}' declares no return type: its recursive calls were taken to return {}, "
-                                  "the type of its base case; write the return type (-> ...) if it is another",
-                                  fname, skeleton_key(specs_[key].inferred_result)));
-      };
-      try {
-        // A recursive function without a declared return type: its base case gives the type
-        // of the recursive calls' results, then the body is lowered again until the result
-        // has the type the calls were given (a fixed point).
-        const bool infer = !def.return_type && is_recursive(&def);
-        if (infer) s.inferred_result = probe_base_case(s, fname, def, lower_graph);
-        Flow f;
-        AV got;
-        std::vector<std::string> tried;
-        for (;;) {
-          const size_t mark = spec_order_.size();
-          const int64_t models = model_counter_;
-          f = lower_graph(fname);
-          if (!infer) break;
-          got = materialise_numbers(f.value, f.range);
-          if (skeleton_key(got) == skeleton_key(s.inferred_result)) break;
-          tried.push_back(skeleton_key(s.inferred_result));
-          graph_ = saved;
-          module_.remove_graph(g);
-          s.graph = nullptr;
-          drop_specs_since(mark);
-          model_counter_ = models;
-          if (tried.size() == 8 || contains_function(got)) {
-            s.inferred_result = nullptr;
-            fail(def.name_range,
-                 fmt::format("cannot infer the result type of recursive function '{}': with its calls giving {}, "
-                             "its body gives {}; write the return type (-> ...)",
-                             fname, chain(tried), skeleton_key(got)));
-          }
-          s.inferred_result = type_skeleton(got);
-        }
-        // Errors the body recovered from: the graph is not used (nor the body inlined, which
-        // would report them again).
-        if (diags_.error_count() > errors_before) throw Abort{};
-        AV result = f.value;
-        if (force_graph && (contains_function(result) || (contains_static(result) && result->kind != AK::None)))
-          fail(f.range, fmt::format("'{}' must return run-time values (tensors) to be a graph of its own", fname));
-        if (infer) result = got;
-        if (contains_function(result) || (contains_static(result) && result->kind != AK::None)) {
-          // Static or functional results stay static: inline this function at its call sites.
-          graph_ = saved;
-          specs_[key].inline_instead = true;
-          specs_[key].in_progress = false;
-          specs_[key].graph = nullptr;
-          module_.remove_graph(g);
-        } else {
-          g->output = pack(result, f.range);
-          specs_[key].result_skeleton = result->kind == AK::None ? make_none() : result;
-          ok = true;
-          if (custom) {
-            graph_ = saved;
-            ir::Graph* bwd = custom_grad_graph(*custom, fn.module, g, r);
-            g->flags.push_back("custom_grad=" + bwd->name);
-          }
-        }
-      } catch (const Abort&) {
-        graph_ = saved;
-        specs_[key].in_progress = false;
-        specs_[key].inline_instead = true;
-        if (diags_.error_count() == errors_before) throw;
-        note_inferred();
-        specs_[key].failed = true;
-        return make_error();
+    if (s.probing) throw RecursionPending{r, &s};
+    fail(r, fmt::format("recursive function '{}' needs a declared return type (-> ...)", c.name));
+  }
+  ir::Node* call = module_.add_call(current_graph(r), s.graph, xs, s.graph->output->type, loc(r));
+  return unpack(s.result_skeleton, call, r);
+}
+
+std::optional<AV> Lowerer::specialise_def(const DefCall& c) {
+  const lang::FuncDef& def = *c.def;
+  const std::string& fname = c.name;
+  Spec& s = specs_[c.key];
+  spec_order_.push_back(c.key);
+  s.in_progress = true;
+  ir::Graph* const caller = graph_;
+  const Restore<ir::Graph*> restore(graph_);  // however this ends, nodes go to the caller again
+  ir::Graph* g = nullptr;
+  std::vector<ir::Node*> xs;
+  const int errors_before = diags_.error_count();
+  auto lower_graph = [&](const std::string& name) {
+    return lower_def_graph(c, s, name, caller, g, xs);
+  };
+  // After errors in the body of a recursive function whose result type was inferred.
+  auto note_inferred = [&] {
+    if (diags_.error_count() > errors_before && s.inferred_result)
+      diags_.note(
+          def.name_range,
+          fmt::format("'{}' declares no return type: its recursive calls were taken to return {}, "
+                      "the type of its base case; write the return type (-> ...) if it is another",
+                      fname, skeleton_key(s.inferred_result)));
+  };
+  try {
+    // A recursive function without a declared return type: its base case gives the type
+    // of the recursive calls' results, then the body is lowered again until the result
+    // has the type the calls were given (a fixed point).
+    const bool infer = !def.return_type && is_recursive(&def);
+    if (infer) s.inferred_result = probe_base_case(s, fname, def, lower_graph);
+    Flow f;
+    AV got;
+    std::vector<std::string> tried;
+    for (;;) {
+      const size_t mark = spec_order_.size();
+      const int64_t models = model_counter_;
+      f = lower_graph(fname);
+      if (!infer) break;
+      got = materialise_numbers(f.value, f.range);
+      if (skeleton_key(got) == skeleton_key(s.inferred_result)) break;
+      tried.push_back(skeleton_key(s.inferred_result));
+      graph_ = caller;
+      module_.remove_graph(g);
+      s.graph = nullptr;
+      drop_specs_since(mark);
+      model_counter_ = models;
+      if (tried.size() == 8 || contains_function(got)) {
+        s.inferred_result = nullptr;
+        fail(def.name_range,
+             fmt::format("cannot infer the result type of recursive function '{}': with its "
+                         "calls giving {}, its body gives {}; write the return type (-> ...)",
+                         fname, chain(tried), skeleton_key(got)));
       }
-      graph_ = saved;
-      if (ok) {
-        Spec& sp = specs_[key];
-        sp.in_progress = false;
-        ir::Node* c = module_.add_call(current_graph(r), g, xs, g->output->type, loc(r));
-        return unpack(sp.result_skeleton, c, r);
-      }
+      s.inferred_result = type_skeleton(got);
+    }
+    // Errors the body recovered from: the graph is not used (nor the body inlined, which
+    // would report them again).
+    if (diags_.error_count() > errors_before) throw Abort{};
+    AV result = f.value;
+    if (c.force_graph &&
+        (contains_function(result) || (contains_static(result) && result->kind != AK::None)))
+      fail(f.range,
+           fmt::format("'{}' must return run-time values (tensors) to be a graph of its own",
+                       fname));
+    if (infer) result = got;
+    if (contains_function(result) || (contains_static(result) && result->kind != AK::None)) {
+      // Static or functional results stay static: inline this function at its call sites.
+      graph_ = caller;
+      s.inline_instead = true;
+      s.in_progress = false;
+      s.graph = nullptr;
+      module_.remove_graph(g);
+      return std::nullopt;
+    }
+    g->output = pack(result, f.range);
+    s.result_skeleton = result->kind == AK::None ? make_none() : result;
+    if (c.custom) {
+      graph_ = caller;
+      ir::Graph* bwd = custom_grad_graph(*c.custom, c.fn->module, g, c.range);
+      g->flags.push_back("custom_grad=" + bwd->name);
+    }
+  } catch (const Abort&) {
+    s.in_progress = false;
+    s.inline_instead = true;
+    if (diags_.error_count() == errors_before) throw;
+    note_inferred();
+    s.failed = true;
+    return make_error();
+  }
+  graph_ = caller;
+  s.in_progress = false;
+  ir::Node* call = module_.add_call(current_graph(c.range), g, xs, g->output->type, loc(c.range));
+  return unpack(s.result_skeleton, call, c.range);
+}
+
+Flow Lowerer::lower_def_graph(const DefCall& c, Spec& s, const std::string& name, ir::Graph* caller,
+                              ir::Graph*& g, std::vector<ir::Node*>& xs) {
+  const lang::FuncDef& def = *c.def;
+  const AVal& fn = *c.fn;
+  g = module_.add_graph(name);
+  g->loc = def.range.begin;
+  for (const auto& d : def.decorators)
+    if (d.name != "custom_grad" && d.name != "stage") g->flags.push_back(d.name);
+  if (c.recompute) g->flags.push_back("checkpoint");
+  s.graph = g;
+  graph_ = g;
+  xs.clear();
+  Env body_env = c.env;
+  if (fn.self && has_runtime(fn.self)) {
+    ir::Node* p = module_.add_param(g, "self", packed_type(fn.self), def.range.begin);
+    AV inner = unpack(fn.self, p, c.range);
+    bind_receiver(body_env, inner, fn.module);
+    const Restore<ir::Graph*> in_caller(graph_, caller);
+    xs.push_back(pack(fn.self, c.range));
+  }
+  for (size_t k = 0; k < def.params.size(); ++k) {
+    AV inner = c.bound[k];
+    if (has_runtime(c.bound[k])) {
+      ir::Node* p = module_.add_param(g, def.params[k].name, packed_type(c.bound[k]),
+                                      def.params[k].range.begin);
+      inner = unpack(c.bound[k], p, c.range);
+      const Restore<ir::Graph*> in_caller(graph_, caller);
+      xs.push_back(pack(c.bound[k], c.ranges[k]));
+    }
+    body_env.declare(def.params[k].name, Binding{inner, false, def.params[k].range});
+  }
+  if (def.return_type) {
+    try {
+      const lang::DiagnosticEngine::Quiet probe(diags_);
+      s.declared_result = resolve_type(*def.return_type, body_env);
+    } catch (const Abort&) {
     }
   }
-  // Inline. Op by op (eager mode), a recursion is as deep as its run-time values make it.
+  Flow f = lower_def_body(c, body_env);
+  f.value = check_def_result(c, f.value, body_env, f.range);
+  if (f.value->kind == AK::Error || contains_error(f.value)) throw Abort{};
+  return f;
+}
+
+AV Lowerer::inline_def(const DefCall& c) {
+  const lang::FuncDef& def = *c.def;
+  // Op by op (eager mode), a recursion is as deep as its run-time values make it.
   if (inline_depth_ > max_inline_depth())
-    fail(r, op_by_op() ? fmt::format("'{}' recurses too deeply ({} levels)", fname, max_inline_depth())
-                       : fmt::format("'{}' recurses through compile-time values too deeply ({} levels); give it "
-                                     "run-time arguments",
-                                     fname, max_inline_depth()));
-  ++inline_depth_;
-  struct Guard {
-    int& d;
-    ~Guard() { --d; }
-  } guard{inline_depth_};
-  Env body_env = env;
+    fail(c.range,
+         op_by_op()
+             ? fmt::format("'{}' recurses too deeply ({} levels)", c.name, max_inline_depth())
+             : fmt::format("'{}' recurses through compile-time values too deeply ({} levels); "
+                           "give it run-time arguments",
+                           c.name, max_inline_depth()));
+  const Restore<int> deeper(inline_depth_, inline_depth_ + 1);
+  Env body_env = c.env;
   for (size_t k = 0; k < def.params.size(); ++k)
-    body_env.declare(def.params[k].name, Binding{bound[k], false, def.params[k].range});
-  Flow f = lower_body(body_env);
-  return check_result(f.value, body_env, f.range);
+    body_env.declare(def.params[k].name, Binding{c.bound[k], false, def.params[k].range});
+  Flow f = lower_def_body(c, body_env);
+  return check_def_result(c, f.value, body_env, f.range);
 }
 
 void Lowerer::drop_specs_since(size_t mark) {
@@ -1014,29 +1052,21 @@ ir::Graph* Lowerer::custom_grad_graph(const lang::Decorator& d, int module, ir::
   AV bwd = eval(*d.args[0], env);
   if (bwd->kind != AK::Def) fail(d.args[0]->range, fmt::format("@custom_grad needs a def, not {}", describe(bwd)));
   // Specialise bwd for (inputs..., out, dout) by calling it from a scratch graph.
-  ir::Graph* saved = graph_;
   ir::Graph* scratch = module_.add_graph("custom_grad.scratch");
   std::vector<Arg> args;
   for (ir::Node* p : fwd->params)
     args.push_back(Arg{"", make_node(module_.add_param(scratch, p->name, p->type)), d.range});
   args.push_back(Arg{"", make_node(module_.add_param(scratch, "out", fwd->result_type())), d.range});
   args.push_back(Arg{"", make_node(module_.add_param(scratch, "dout", fwd->result_type())), d.range});
-  graph_ = scratch;
-  const bool saved_inline = ad_inline_, saved_eager = eager_;
-  ad_inline_ = eager_ = false;
-  ir::Graph* result = nullptr;
   try {
+    const Restore<ir::Graph*> in_scratch(graph_, scratch);
+    const Restore<bool> no_inline(ad_inline_, false), not_eager(eager_, false);
     call_def(*bwd, std::move(args), d.range);
   } catch (...) {
-    graph_ = saved;
-    ad_inline_ = saved_inline;
-    eager_ = saved_eager;
     module_.remove_graph(scratch);
     throw;
   }
-  ad_inline_ = saved_inline;
-  eager_ = saved_eager;
-  graph_ = saved;
+  ir::Graph* result = nullptr;
   for (ir::Node* n : scratch->nodes)
     if (n->callee) result = n->callee;
   module_.remove_graph(scratch);
@@ -1077,11 +1107,7 @@ AV Lowerer::call_closure(const AVal& clo, std::vector<Arg> args, lang::SourceRan
   }
   if (inline_depth_ > max_inline_depth())
     fail(r, fmt::format("lambdas call each other too deeply ({} levels)", max_inline_depth()));
-  ++inline_depth_;
-  struct Guard {
-    int& d;
-    ~Guard() { --d; }
-  } guard{inline_depth_};
+  const Restore<int> deeper(inline_depth_, inline_depth_ + 1);
   if (lam.body_expr) return eval(*lam.body_expr, env);
   Flow f = lower_block(lam.body_block->stmts, 0, env);
   return f.returned ? f.value : make_none();

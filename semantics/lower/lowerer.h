@@ -9,10 +9,11 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "semantics/lower.h"
 #include "semantics/eager.h"
+#include "semantics/lower.h"
 #include "semantics/lower/aval.h"
 
 namespace spora::sem::lower {
@@ -41,6 +42,23 @@ struct Arg {
   std::string keyword;  // "" when positional
   AV value;
   lang::SourceRange range;
+};
+
+// Sets a variable for the rest of a scope and gives it back the value it had when the scope
+// ends, by return or by exception: `const Restore<ir::Graph*> in_branch(graph_, branch);`
+// emits into `branch` until the end of the block. The one-argument form only restores.
+template <class T>
+class Restore {
+ public:
+  explicit Restore(T& var) : var_(var), saved_(var) {}
+  Restore(T& var, T value) : var_(var), saved_(var) { var_ = std::move(value); }
+  ~Restore() { var_ = std::move(saved_); }
+  Restore(const Restore&) = delete;
+  Restore& operator=(const Restore&) = delete;
+
+ private:
+  T& var_;
+  T saved_;
 };
 
 class Lowerer {
@@ -113,6 +131,12 @@ class Lowerer {
   Flow lower_if(const std::vector<lang::StmtPtr>& stmts, size_t i, Env& env);
   void lower_while(const lang::Stmt& s, Env& env);
   void lower_for(const lang::Stmt& s, Env& env);
+  struct RangeBounds {
+    ir::Node* start = nullptr;
+    ir::Node* stop = nullptr;
+    ir::Node* step = nullptr;
+  };
+  RangeBounds range_bounds(const lang::Expr& range_call, Env& env);
   bool lower_for_eager_iter(const lang::Stmt& s, const AV& iterable, Env& env);
 
   // ---- values <-> nodes (lowerer.cpp)
@@ -259,6 +283,42 @@ class Lowerer {
   // of a value. Returns the base case's (materialised) result; reports an error without one.
   AV probe_base_case(Spec& s, const std::string& fname, const lang::FuncDef& def,
                      const std::function<Flow(const std::string&)>& lower);
+
+  // ---- calling a def (lowerer.cpp). call_def_body binds the arguments (bind_def_call), decides
+  // how to call (plan_def_call), then calls the def's specialised graph (call_def_graph; the first
+  // call makes it, specialise_def) or inlines its body (inline_def).
+  struct DefCall {
+    const AVal* fn = nullptr;
+    const lang::FuncDef* def = nullptr;
+    std::string name;         // "f", or "Model.method" for a method
+    lang::SourceRange range;  // of the call
+    Env env;                  // the receiver's scope and the dims the annotations bound
+    std::vector<AV> bound;    // each parameter's argument
+    std::vector<lang::SourceRange> ranges;    // ... and where it was written
+    const lang::Decorator* custom = nullptr;  // @custom_grad
+    bool force_graph = false;  // @checkpoint, @custom_grad, @jit in eager mode, recompute
+    bool recompute = false;    // LowerOptions::recompute makes it a @checkpoint graph
+    bool inline_call = false;  // inlined at every call, with no graph of its own
+    std::string key;           // its specialisation in specs_
+  };
+  DefCall bind_def_call(const AVal& fn, std::vector<Arg> args, lang::SourceRange r);
+  // Declares the receiver's constructor arguments, fields, sibling methods and `self` in e.
+  void bind_receiver(Env& e, const AV& self, int module);
+  void plan_def_call(DefCall& c);
+  Flow lower_def_body(const DefCall& c, Env& body_env);
+  // v checked against the declared return type, if any.
+  AV check_def_result(const DefCall& c, const AV& v, Env& body_env, lang::SourceRange r);
+  // A call of the specialisation s, made earlier (or in progress: a recursive call).
+  AV call_def_graph(const DefCall& c, Spec& s);
+  // Makes the specialisation of c and calls it; nullopt when the def is to be inlined instead
+  // (its result is static or a function).
+  std::optional<AV> specialise_def(const DefCall& c);
+  // Lowers c's body into a new graph g named `name` (s.graph), whose parameters are the run-time
+  // arguments (xs: the values passed for them, packed in `caller`); returns the body's checked
+  // flow. Nodes go to g from then on: the caller restores graph_.
+  Flow lower_def_graph(const DefCall& c, Spec& s, const std::string& name, ir::Graph* caller,
+                       ir::Graph*& g, std::vector<ir::Node*>& xs);
+  AV inline_def(const DefCall& c);
   int inline_depth_ = 0;
   // How deeply functions may inline into each other: eager mode runs recursion by inlining.
   int max_inline_depth() const { return op_by_op() ? 1000 : 64; }

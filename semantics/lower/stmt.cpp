@@ -259,13 +259,13 @@ Flow Lowerer::lower_if(const std::vector<lang::StmtPtr>& stmts, size_t i, Env& e
     vars = outer;
   }
 
-  ir::Graph* saved = graph_;
+  ir::Graph* outer = graph_;
   ir::Graph* branches[2];
   AV results[2];
   std::optional<RecursionPending> pending[2];
   for (int k = 0; k < 2; ++k) {
-    branches[k] = module_.add_graph(saved->name + (k == 0 ? ".then" : ".else"), saved);
-    graph_ = branches[k];
+    branches[k] = module_.add_graph(outer->name + (k == 0 ? ".then" : ".else"), outer);
+    const Restore<ir::Graph*> in_branch(graph_, branches[k]);
     Env benv = env;
     benv.push();
     try {
@@ -286,11 +286,7 @@ Flow Lowerer::lower_if(const std::vector<lang::StmtPtr>& stmts, size_t i, Env& e
       if (contains_error(results[k])) throw Abort{};
     } catch (const RecursionPending& p) {
       pending[k] = p;
-    } catch (...) {
-      graph_ = saved;
-      throw;
     }
-    graph_ = saved;
   }
   // Inferring a recursive function's result type (lowerer.cpp): the branch without the
   // pending recursive call is the base case; its result stands for the if's.
@@ -312,9 +308,8 @@ Flow Lowerer::lower_if(const std::vector<lang::StmtPtr>& stmts, size_t i, Env& e
                                   describe(results[0]->elems[v]), describe(results[1]->elems[v])));
   }
   for (int k = 0; k < 2; ++k) {
-    graph_ = branches[k];
+    const Restore<ir::Graph*> in_branch(graph_, branches[k]);
     branches[k]->output = pack(results[k], s.range);
-    graph_ = saved;
   }
   ir::Node* n = module_.add_apply(graph_, Registry::instance().find("if"),
                                   {c->node, module_.add_graph_constant(graph_, branches[0], loc(s.range)),
@@ -411,47 +406,83 @@ void Lowerer::lower_while(const Stmt& s, Env& env) {
   flatten(c.skeleton, c.leaves, s.range, false);
   if (contains_error(c.skeleton)) throw Abort{};
 
-  ir::Graph* saved = graph_;
+  ir::Graph* outer = graph_;
   auto make_graph = [&](const std::string& suffix, Env& genv) {
-    ir::Graph* g = module_.add_graph(saved->name + suffix, saved);
+    ir::Graph* g = module_.add_graph(outer->name + suffix, outer);
     std::vector<ir::Node*> params;
     for (size_t k = 0; k < c.leaves.size(); ++k)
       params.push_back(module_.add_param(g, "", c.leaves[k]->type, loc(s.range)));
     size_t pos = 0;
     graph_ = g;
     AV vals = unflatten(c.skeleton, params, pos);
-    for (size_t k = 0; k < c.vars.size(); ++k) genv.lookup_mutable(c.vars[k])->value = vals->elems[k];
+    for (size_t k = 0; k < c.vars.size(); ++k)
+      genv.lookup_mutable(c.vars[k])->value = vals->elems[k];
     return g;
   };
   // cond graph
   Env cenv = env;
-  ir::Graph* cond_g = make_graph(".cond", cenv);
-  try {
+  ir::Graph* cond_g = nullptr;
+  {
+    const Restore<ir::Graph*> restore(graph_);
+    cond_g = make_graph(".cond", cenv);
     AV cv = eval(*s.cond, cenv);
     if (cv->kind == AK::Error) throw Abort{};
     if (is_static_number(cv)) cv = make_node(to_node(make_bool((cv->kind == AK::Float ? cv->f : cv->kind == AK::Int ? cv->i : cv->b) != 0), s.cond->range));
     if (cv->kind != AK::Node || !cv->type->is_scalar() || cv->type->dtype != DType::boolean)
       fail(s.cond->range, fmt::format("a while condition must be a bool scalar, not {}", describe(cv)));
     cond_g->output = cv->node;
-  } catch (...) {
-    graph_ = saved;
-    throw;
   }
   // body graph
   Env benv = env;
-  ir::Graph* body_g = make_graph(".body", benv);
-  try {
+  ir::Graph* body_g = nullptr;
+  {
+    const Restore<ir::Graph*> restore(graph_);
+    body_g = make_graph(".body", benv);
     benv.push();
     lower_block(s.body->stmts, 0, benv);
     body_g->output = body_result(*this, c, benv, s.range);
-  } catch (...) {
-    graph_ = saved;
-    throw;
   }
-  graph_ = saved;
   emit_loop(*this, "while",
             {module_.add_graph_constant(graph_, cond_g, loc(s.range)), module_.add_graph_constant(graph_, body_g, loc(s.range))},
             c, env, s.range);
+}
+
+// The bounds of `for i in range(...)`: start, stop and step as nodes of one integer dtype
+// (i32, or i64 when an argument is i64 or a bound needs 64 bits).
+Lowerer::RangeBounds Lowerer::range_bounds(const lang::Expr& it, Env& env) {
+  if (!it.kwargs.empty()) fail(it.kwargs[0].name_range, "range takes no keyword arguments");
+  std::vector<AV> a;
+  for (const auto& x : it.args) a.push_back(eval(*x, env));
+  if (a.empty() || a.size() > 3)
+    fail(it.range, fmt::format("range takes 1 to 3 arguments but {} were given", a.size()));
+  DType dt = DType::i32;
+  for (size_t k = 0; k < a.size(); ++k) {
+    if (a[k]->kind == AK::Error) throw Abort{};
+    if (a[k]->kind == AK::Node && a[k]->type->is_scalar() && is_integer(a[k]->type->dtype)) {
+      if (a[k]->type->dtype == DType::i64) dt = DType::i64;
+    } else if (a[k]->kind == AK::Int) {
+      if (a[k]->i != static_cast<int32_t>(a[k]->i)) dt = DType::i64;  // a bound needs 64 bits
+    } else {
+      fail(it.args[k]->range,
+           fmt::format("range arguments must be integers, not {}", describe(a[k])));
+    }
+  }
+  if (a.size() == 3 && a[2]->kind == AK::Int && a[2]->i == 0)
+    fail(it.args[2]->range, "range step cannot be zero");
+  AV zero = make_int(0), one = make_int(1);
+  AV av_start = a.size() == 1 ? zero : a[0];
+  AV av_stop = a.size() == 1 ? a[0] : a[1];
+  AV av_step = a.size() == 3 ? a[2] : one;
+  auto as_dt = [&](const AV& v, lang::SourceRange r) {
+    ir::Node* n = to_node(v, r, dt);
+    if (n->type->dtype != dt) {
+      Attrs ca;
+      ca.set("dtype", dt);
+      n = emit_node("cast", {n}, ca, r);
+    }
+    return n;
+  };
+  return {as_dt(av_start, it.range), as_dt(av_stop, it.range), as_dt(av_step, it.range)};
 }
 
 void Lowerer::lower_for(const Stmt& s, Env& env) {
@@ -488,39 +519,10 @@ void Lowerer::lower_for(const Stmt& s, Env& env) {
   const bool over_tensor = !is_range && iterable->kind == AK::Node && iterable->type->is_tensor();
   const bool over_iter = !is_range && iterable->kind == AK::Node && iterable->type->kind == Type::Kind::Iterator;
   if (is_range) {
-    if (!it.kwargs.empty()) fail(it.kwargs[0].name_range, "range takes no keyword arguments");
-    std::vector<AV> a;
-    for (const auto& x : it.args) a.push_back(eval(*x, env));
-    if (a.empty() || a.size() > 3)
-      fail(it.range, fmt::format("range takes 1 to 3 arguments but {} were given", a.size()));
-    DType dt = DType::i32;
-    for (size_t k = 0; k < a.size(); ++k) {
-      if (a[k]->kind == AK::Error) throw Abort{};
-      if (a[k]->kind == AK::Node && a[k]->type->is_scalar() && is_integer(a[k]->type->dtype)) {
-        if (a[k]->type->dtype == DType::i64) dt = DType::i64;
-      } else if (a[k]->kind == AK::Int) {
-        if (a[k]->i != static_cast<int32_t>(a[k]->i)) dt = DType::i64;  // a bound needs 64 bits
-      } else {
-        fail(it.args[k]->range, fmt::format("range arguments must be integers, not {}", describe(a[k])));
-      }
-    }
-    if (a.size() == 3 && a[2]->kind == AK::Int && a[2]->i == 0) fail(it.args[2]->range, "range step cannot be zero");
-    AV zero = make_int(0), one = make_int(1);
-    AV av_start = a.size() == 1 ? zero : a[0];
-    AV av_stop = a.size() == 1 ? a[0] : a[1];
-    AV av_step = a.size() == 3 ? a[2] : one;
-    auto as_dt = [&](const AV& v, lang::SourceRange r) {
-      ir::Node* n = to_node(v, r, dt);
-      if (n->type->dtype != dt) {
-        Attrs ca;
-        ca.set("dtype", dt);
-        n = emit_node("cast", {n}, ca, r);
-      }
-      return n;
-    };
-    start = as_dt(av_start, it.range);
-    stop = as_dt(av_stop, it.range);
-    step = as_dt(av_step, it.range);
+    const RangeBounds bounds = range_bounds(it, env);
+    start = bounds.start;
+    stop = bounds.stop;
+    step = bounds.step;
   } else if (over_tensor) {
     if (iterable->type->rank() == 0) fail(it.range, fmt::format("cannot iterate over a scalar {}", iterable->type->str()));
     start = to_node(make_int(0), it.range, DType::i64);
@@ -579,16 +581,15 @@ void Lowerer::lower_for(const Stmt& s, Env& env) {
     flatten(c.skeleton, c.leaves, s.range, false);
     if (contains_error(c.skeleton)) throw Abort{};
 
-    ir::Graph* saved = graph_;
-    ir::Graph* body_g = module_.add_graph(saved->name + ".body", saved);
+    ir::Graph* body_g = module_.add_graph(graph_->name + ".body", graph_);
     TypeP elem_type = over_iter ? iterable->type->elems.at(part) : start->type;
     ir::Node* elem_param =
         module_.add_param(body_g, s.pattern.is_tuple ? "" : s.pattern.name, elem_type, loc(s.pattern.range));
     std::vector<ir::Node*> params;
     for (auto* l : c.leaves) params.push_back(module_.add_param(body_g, "", l->type, loc(s.range)));
-    graph_ = body_g;
     Env benv = env;
     try {
+      const Restore<ir::Graph*> in_body(graph_, body_g);
       size_t pos = 0;
       AV vals = unflatten(c.skeleton, params, pos);
       for (size_t k = 0; k < c.vars.size(); ++k) benv.lookup_mutable(c.vars[k])->value = vals->elems[k];
@@ -603,17 +604,12 @@ void Lowerer::lower_for(const Stmt& s, Env& env) {
       lower_block(s.body->stmts, 0, benv);
       body_g->output = body_result(*this, c, benv, s.range);
     } catch (const Abort&) {
-      graph_ = saved;
       if (part > 0)
         diags_.note(it.range, fmt::format("the last element of this iterator has another type than the others: {} "
                                           "(a partial last batch; drop_last=true leaves it out)",
                                           elem_type->str()));
       throw;
-    } catch (...) {
-      graph_ = saved;
-      throw;
     }
-    graph_ = saved;
     std::vector<ir::Node*> inputs;
     if (over_iter) {
       inputs = {iterable->node};

@@ -279,16 +279,11 @@ AV Lowerer::call_transform(const AVal& t, std::vector<Arg> args, lang::SourceRan
   const size_t begin = current_graph(r)->nodes.size();
   ir::Graph* region_graph = graph_;
   const std::vector<Arg> check_args = grad_check_ ? args : std::vector<Arg>{};
-  const bool saved = ad_inline_;
-  ad_inline_ = true;
   AV out;
-  try {
+  {
+    const Restore<bool> inlining(ad_inline_, true);  // the function's calls are inlined
     out = call(t.elems[0], std::move(args), r);
-  } catch (...) {
-    ad_inline_ = saved;
-    throw;
   }
-  ad_inline_ = saved;
   if (out->kind == AK::Error) return out;
   // has_aux=true (JAX): f returns (value, aux); aux is passed through, not differentiated.
   AV aux;
@@ -338,16 +333,11 @@ AV Lowerer::call_vjp(std::vector<Arg> args, lang::SourceRange r) {
   }
   const size_t begin = current_graph(r)->nodes.size();
   data->graph = graph_;
-  const bool saved = ad_inline_;
-  ad_inline_ = true;
   AV out;
-  try {
+  {
+    const Restore<bool> inlining(ad_inline_, true);  // the function's calls are inlined
     out = call(fn, std::move(call_args), r);
-  } catch (...) {
-    ad_inline_ = saved;
-    throw;
   }
-  ad_inline_ = saved;
   if (out->kind == AK::Error) return out;
   out = materialise_numbers(out, r);
   if (contains_function(out)) fail(r, "vjp of a function that returns a function is not supported");
@@ -447,16 +437,11 @@ AV Lowerer::call_jvp(std::vector<Arg> args, lang::SourceRange r) {
   }
   const size_t begin = current_graph(r)->nodes.size();
   ir::Graph* region_graph = graph_;
-  const bool saved = ad_inline_;
-  ad_inline_ = true;
   AV out;
-  try {
+  {
+    const Restore<bool> inlining(ad_inline_, true);  // the function's calls are inlined
     out = call(fn, std::move(call_args), r);
-  } catch (...) {
-    ad_inline_ = saved;
-    throw;
   }
-  ad_inline_ = saved;
   if (out->kind == AK::Error) return out;
   out = materialise_numbers(out, r);
   if (contains_function(out)) fail(r, "jvp of a function that returns a function is not supported");
