@@ -65,7 +65,32 @@ std::string name_of(const testing::TestParamInfo<fs::path>& info) {
   return s;
 }
 
-// Checks CHECK / CHECK-NEXT lines against output lines, in order.
+// Whether `text` occurs in `line` as whole tokens: a match that starts with a letter, digit or
+// '_' must not continue a word or number before it (nor follow a sign, when it starts with a
+// digit), and one that ends with such a character must not run on into one after it (nor into
+// a decimal part), so "6.0" does not match "16.0", "-6.0" or "6.05", and "6" not "6.5".
+bool contains_token(const std::string& line, const std::string& text) {
+  if (text.empty()) return true;
+  auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  auto digit = [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; };
+  for (size_t p = line.find(text); p != std::string::npos; p = line.find(text, p + 1)) {
+    const size_t end = p + text.size();
+    if (word(text.front()) && p > 0) {
+      const char before = line[p - 1];
+      if (word(before) || (before == '.' && digit(text.front())) ||
+          (digit(text.front()) && (before == '-' || before == '+')))
+        continue;
+    }
+    if (word(text.back()) && end < line.size()) {
+      const char after = line[end];
+      if (word(after) || (after == '.' && end + 1 < line.size() && digit(line[end + 1]))) continue;
+    }
+    return true;
+  }
+  return false;
+}
+
+// Checks CHECK / CHECK-NEXT lines against output lines, in order (each as whole tokens).
 void check_lines(const std::vector<std::pair<std::string, bool>>& checks, const std::string& output,
                  const std::string& what) {
   auto lines = lines_of(output);
@@ -74,13 +99,13 @@ void check_lines(const std::vector<std::pair<std::string, bool>>& checks, const 
   for (const auto& [text, next] : checks) {
     bool found = false;
     if (next && !first) {
-      if (pos < lines.size() && lines[pos].find(text) != std::string::npos) {
+      if (pos < lines.size() && contains_token(lines[pos], text)) {
         found = true;
         ++pos;
       }
     } else {
       for (; pos < lines.size(); ++pos) {
-        if (lines[pos].find(text) != std::string::npos) {
+        if (contains_token(lines[pos], text)) {
           found = true;
           ++pos;
           break;
@@ -126,6 +151,20 @@ bool has_run_line(const fs::path& file) {
   return false;
 }
 
+TEST(GoldenChecks, MatchWholeTokens) {
+  EXPECT_TRUE(contains_token("[6.0, 2.0]", "6.0"));
+  EXPECT_TRUE(contains_token("loss 6.0", "loss 6.0"));
+  EXPECT_TRUE(contains_token("16.0 6.0", "6.0"));  // the second occurrence
+  EXPECT_FALSE(contains_token("16.0", "6.0"));
+  EXPECT_FALSE(contains_token("-6.0", "6.0"));
+  EXPECT_FALSE(contains_token("6.05", "6.0"));
+  EXPECT_FALSE(contains_token("6.5", "6"));
+  EXPECT_FALSE(contains_token("total_loss 1", "loss 1"));
+  EXPECT_TRUE(contains_token("x: -6.0.", "-6.0"));
+  EXPECT_TRUE(contains_token("error: 'f' is not defined", "is not"));
+  EXPECT_TRUE(contains_token("a.sp:3:5: error: x", "a.sp:3:5: error"));
+}
+
 class Golden : public testing::TestWithParam<fs::path> {};
 
 TEST_P(Golden, Output) { check_golden(GetParam(), "run"); }
@@ -144,6 +183,59 @@ TEST_P(Golden, IrRoundTrip) {
   fs::remove(tmp);
   ASSERT_EQ(again.status, 0) << again.err;
   EXPECT_EQ(again.out, typed.out);
+}
+
+// Eager/graph parity: a golden program (without a `# RUN:` line) prints the same in eager mode
+// as in graph mode, with the same exit status: every line's text equal, its numbers within
+// 1e-5 relative (1e-6 absolute near zero; the kernels of graph mode's fused groups round
+// differently, e.g. by fused multiply-adds), nan equal to nan.
+std::vector<std::string> split_numbers(const std::string& line, std::vector<double>& numbers) {
+  static const std::regex number(R"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|-?\binf\b|\bnan\b)");
+  std::vector<std::string> text;
+  size_t at = 0;
+  for (auto it = std::sregex_iterator(line.begin(), line.end(), number); it != std::sregex_iterator(); ++it) {
+    text.push_back(line.substr(at, static_cast<size_t>(it->position()) - at));
+    numbers.push_back(std::strtod(it->str().c_str(), nullptr));
+    at = static_cast<size_t>(it->position() + it->length());
+  }
+  text.push_back(line.substr(at));
+  return text;
+}
+
+std::string parity_difference(const std::string& graph, const std::string& eager) {
+  const auto g = lines_of(graph), e = lines_of(eager);
+  if (g.size() != e.size())
+    return "graph mode printed " + std::to_string(g.size()) + " lines, eager mode " + std::to_string(e.size());
+  for (size_t i = 0; i < g.size(); ++i) {
+    std::vector<double> gn, en;
+    const auto gt = split_numbers(g[i], gn), et = split_numbers(e[i], en);
+    bool same = gt == et && gn.size() == en.size();
+    for (size_t k = 0; same && k < gn.size(); ++k)
+      same = (std::isnan(gn[k]) && std::isnan(en[k])) || gn[k] == en[k] ||
+             std::fabs(gn[k] - en[k]) <= 1e-5 * std::fabs(gn[k]) + 1e-6;
+    if (!same) return "line " + std::to_string(i + 1) + ": graph '" + g[i] + "', eager '" + e[i] + "'";
+  }
+  return "";
+}
+
+TEST(GoldenChecks, ParityComparesNumbersWithinTolerance) {
+  EXPECT_EQ(parity_difference("[0.661888, -0.114368]\n", "[0.661888, -0.11436799]\n"), "");
+  EXPECT_EQ(parity_difference("loss nan 1e-07\n", "loss nan 1.0000001e-07\n"), "");
+  EXPECT_NE(parity_difference("[0.66, -0.11]\n", "[0.66, -0.12]\n"), "");
+  EXPECT_NE(parity_difference("a 1.0\n", "b 1.0\n"), "");
+  EXPECT_NE(parity_difference("1.0\n", "1.0\n2.0\n"), "");
+  EXPECT_NE(parity_difference("[1.0, 2.0]\n", "[1.0, 2.0, 3.0]\n"), "");
+}
+
+TEST_P(Golden, EagerParity) {
+  const fs::path file = GetParam();
+  if (has_run_line(file)) GTEST_SKIP() << "runs once, as its RUN line says";
+  const RunResult graph = run_spora("run " + file.string());
+  const RunResult eager = run_spora("run --mode eager " + file.string());
+  EXPECT_EQ(eager.status, graph.status) << "graph stderr:\n" << graph.err << "\neager stderr:\n" << eager.err;
+  EXPECT_EQ(parity_difference(graph.out, eager.out), "") << "--- graph ---\n"
+                                                          << graph.out << "--- eager ---\n"
+                                                          << eager.out;
 }
 
 INSTANTIATE_TEST_SUITE_P(Programs, Golden, testing::ValuesIn(files_in("tests/golden")), name_of);

@@ -7,4 +7,4 @@ def main() {
 }
 # CHECK: [1, 0] [0, 1] 3
 # CHECK-NEXT: 0.6931472
-# CHECK-NEXT: 1000.693
+# CHECK-NEXT: 1000.6932
