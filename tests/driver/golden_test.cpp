@@ -193,7 +193,8 @@ std::vector<std::string> split_numbers(const std::string& line, std::vector<doub
   static const std::regex number(R"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|-?\binf\b|\bnan\b)");
   std::vector<std::string> text;
   size_t at = 0;
-  for (auto it = std::sregex_iterator(line.begin(), line.end(), number); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(line.begin(), line.end(), number);
+       it != std::sregex_iterator(); ++it) {
     text.push_back(line.substr(at, static_cast<size_t>(it->position()) - at));
     numbers.push_back(std::strtod(it->str().c_str(), nullptr));
     at = static_cast<size_t>(it->position() + it->length());
@@ -205,7 +206,8 @@ std::vector<std::string> split_numbers(const std::string& line, std::vector<doub
 std::string parity_difference(const std::string& graph, const std::string& eager) {
   const auto g = lines_of(graph), e = lines_of(eager);
   if (g.size() != e.size())
-    return "graph mode printed " + std::to_string(g.size()) + " lines, eager mode " + std::to_string(e.size());
+    return "graph mode printed " + std::to_string(g.size()) + " lines, eager mode " +
+           std::to_string(e.size());
   for (size_t i = 0; i < g.size(); ++i) {
     std::vector<double> gn, en;
     const auto gt = split_numbers(g[i], gn), et = split_numbers(e[i], en);
@@ -213,7 +215,8 @@ std::string parity_difference(const std::string& graph, const std::string& eager
     for (size_t k = 0; same && k < gn.size(); ++k)
       same = (std::isnan(gn[k]) && std::isnan(en[k])) || gn[k] == en[k] ||
              std::fabs(gn[k] - en[k]) <= 1e-5 * std::fabs(gn[k]) + 1e-6;
-    if (!same) return "line " + std::to_string(i + 1) + ": graph '" + g[i] + "', eager '" + e[i] + "'";
+    if (!same)
+      return "line " + std::to_string(i + 1) + ": graph '" + g[i] + "', eager '" + e[i] + "'";
   }
   return "";
 }
@@ -232,10 +235,12 @@ TEST_P(Golden, EagerParity) {
   if (has_run_line(file)) GTEST_SKIP() << "runs once, as its RUN line says";
   const RunResult graph = run_spora("run " + file.string());
   const RunResult eager = run_spora("run --mode eager " + file.string());
-  EXPECT_EQ(eager.status, graph.status) << "graph stderr:\n" << graph.err << "\neager stderr:\n" << eager.err;
+  EXPECT_EQ(eager.status, graph.status) << "graph stderr:\n"
+                                        << graph.err << "\neager stderr:\n"
+                                        << eager.err;
   EXPECT_EQ(parity_difference(graph.out, eager.out), "") << "--- graph ---\n"
-                                                          << graph.out << "--- eager ---\n"
-                                                          << eager.out;
+                                                         << graph.out << "--- eager ---\n"
+                                                         << eager.out;
 }
 
 INSTANTIATE_TEST_SUITE_P(Programs, Golden, testing::ValuesIn(files_in("tests/golden")), name_of);
