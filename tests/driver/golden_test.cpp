@@ -3,9 +3,11 @@
 //
 //  tests/golden/*.sp      `# RUN: <spora arguments>` (default `run`; the file path is appended),
 //                         `# CHECK: text` lines that must appear in order in stdout (each on a
-//                         later line than the previous match), `# CHECK-NEXT: text` on the very
-//                         next line, `# EXIT: n` the expected exit status (default 0),
-//                         `# CHECK-ERR: text` lines expected in stderr.
+//                         later line than the previous match, as whole tokens: `6.0` does not
+//                         match `16.0`), `# CHECK-NEXT: text` on the very next line, `# EXIT: n`
+//                         the expected exit status (default 0), `# CHECK-ERR: text` lines
+//                         expected in stderr. Each one without a RUN line also runs in eager
+//                         mode and must print what graph mode prints (numbers within 1e-5).
 //                         Every golden program's typed IR must also print, parse and print
 //                         back identically (the IR round trip).
 //  tests/std/*.sp         the standard library's tests: golden programs (as above) whose CHECK
