@@ -19,6 +19,14 @@ if(TARGET spora_cli)
            WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
   set_tests_properties(parallel_search_cli_w4_3d PROPERTIES TIMEOUT 60)
 endif()
+# A search on a named mesh (--mesh tp=4) writes the axis names, which its ops' strategies
+# ("d1:tp") use, so `spora sim` reads the file back; the search scores its candidates with the
+# simulator too (a simulated step, not "-").
+if(TARGET spora_cli)
+  add_test(NAME parallel_search_cli_named_axes
+           COMMAND sh -c "s=$(mktemp \"$\{TMPDIR:-/tmp\}/spora_search_named.XXXXXX.json\") && $<TARGET_FILE:spora_cli> search examples/megatron_mlp.sp -c examples/clusters/dgx-a100.yaml --mesh tp=4 --algo propagate -o \"$s\" > \"$s.log\" && grep -qF '\"axes\": [\"tp\"]' \"$s\" && grep -Eq '^1 +[0-9.]+ us +[0-9.]+ us' \"$s.log\" && $<TARGET_FILE:spora_cli> sim examples/megatron_mlp.sp -c examples/clusters/dgx-a100.yaml --strategy \"$s\" | grep -q all_reduce; rc=$?; rm -f \"$s\" \"$s.log\"; exit $rc"
+           WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+endif()
 # `spora search --stages 2 --micro-batches 4` writes a pipeline strategy ("split": "auto") that
 # `spora train-step` trains with: W2 on 2 stages x 2 devices equals the single-device run (f32, 1e-4).
 if(TARGET spora_cli AND MPI_CXX_FOUND AND SPORA_MPIRUN)

@@ -63,16 +63,18 @@ std::vector<Layout> enumerate_layouts(const std::vector<int64_t>& shape, const M
   return out;
 }
 
-StepCostGraph build_step_cost_graph(const ir::Graph& step,
-                                    const std::vector<std::string>& param_names, int trainable,
-                                    int state_tensors, const Mesh& mesh,
-                                    const DeviceModel& device) {
-  StepCostGraph out;
-  out.mesh = mesh;
-  std::map<const ir::Node*, int> id;
+namespace {
+
+using NodeIds = std::map<const ir::Node*, int>;
+
+// A node per parameter of the step (a tensor of static shape), a candidate per layout of its
+// shape: the cost of its optimizer update, the memory of its copies.
+void add_param_nodes(StepCostGraph& out, NodeIds& id, const ir::Graph& step,
+                     const std::vector<std::string>& param_names, int trainable, int state_tensors,
+                     const DeviceModel& device) {
+  const Mesh& mesh = out.mesh;
   const double copies = 2.0 + state_tensors;  // weight, gradient, states
   const double update_passes = 3.0 + 2.0 * state_tensors;
-
   for (size_t i = 0; i < step.params.size(); ++i) {
     const ir::Node* p = step.params[i];
     if (!static_tensor(p->type)) continue;
@@ -102,7 +104,13 @@ StepCostGraph build_step_cost_graph(const ir::Graph& step,
     id[p] = out.graph.add_node(o.name, cost, mem, labels);
     out.origins.push_back(std::move(o));
   }
+}
 
+// A node per primitive application, a candidate per strategy of its sharding rule (the
+// replicated one without a rule): its compute time and the memory of its output.
+void add_apply_nodes(StepCostGraph& out, NodeIds& id, const ir::Graph& step,
+                     const DeviceModel& device) {
+  const Mesh& mesh = out.mesh;
   for (size_t i = 0; i < step.nodes.size(); ++i) {
     const ir::Node* n = step.nodes[i];
     if (!n->is_apply() || !n->prim) continue;
@@ -163,56 +171,27 @@ StepCostGraph build_step_cost_graph(const ir::Graph& step,
     id[n] = out.graph.add_node(o.name, cost, mem, labels);
     out.origins.push_back(std::move(o));
   }
+}
 
-  auto element_bytes = [&](const sem::TypeP& t) {
-    return std::max(1, static_cast<int>(std::lround(static_cast<double>(dtype_size(t->dtype)) *
-                                                    device.comm_bytes_scale)));
-  };
-  // The layout the producer node delivers under candidate s.
-  auto produced = [&](int node, int s) -> const Layout& {
-    const StepCostGraph::Origin& o = out.origins[node];
-    return o.is_param || o.fanout ? o.layouts[s] : o.strategies[s].output;
-  };
-  // Redistribution seconds: one shortest-path search per (source layout, shape, element bytes)
-  // prices every destination at once (redistribution_seconds_from), kept for the next edge of
-  // the same tensor type. The edges of a step repeat the same few tensor types and layouts, and
-  // a 3-D mesh gives hundreds of layouts a side (W4 on 2x2x2: a search per (source,
-  // destination) pair took tens of seconds). Layouts are interned to small ids, so that a pair
-  // costs one lookup.
-  std::unordered_map<std::string, int> layout_ids;
-  auto layout_id = [&](const Layout& l) {
-    std::string key;
-    for (int x : l.tensor_map) key += static_cast<char>(x + 2);
-    key.push_back('\0');
-    for (int x : l.partial) key += static_cast<char>(x + 2);
-    return layout_ids.emplace(std::move(key), static_cast<int>(layout_ids.size())).first->second;
-  };
-  std::unordered_map<std::string, std::unordered_map<int, double>> reach;
-  auto reachable = [&](int src_id, const Layout& src,
-                       const sem::TypeP& t) -> const std::unordered_map<int, double>& {
-    std::string key;
-    auto put = [&](int64_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); };
-    put(src_id);
-    put(element_bytes(t));
-    for (int64_t d : t->shape) put(d);
-    const auto [it, fresh] = reach.try_emplace(std::move(key));
-    if (fresh) {
-      try {
-        for (const auto& [l, sec] :
-             redistribution_seconds_from(src, t->shape, element_bytes(t), mesh, device.comm))
-          it->second[layout_id(l)] = sec;
-      } catch (const std::exception&) {
-        // a source that does not fit the shape reaches nothing: every edge out of it is forbidden
-      }
-    }
-    return it->second;
-  };
-  auto edge = [&](int from, int to, const sem::TypeP& t, const auto& wanted) {
-    const int sf = out.graph.strategies(from), st = out.graph.strategies(to);
+// The edges of the cost graph: entry (a, b) of an edge is the time to redistribute the tensor
+// that candidate a of its source delivers into the layout candidate b of its destination wants.
+// One shortest-path search per (source layout, shape, element bytes) prices every destination
+// at once (redistribution_seconds_from), kept for the next edge of the same tensor type. The
+// edges of a step repeat the same few tensor types and layouts, and a 3-D mesh gives hundreds
+// of layouts a side (W4 on 2x2x2: a search per (source, destination) pair took tens of
+// seconds). Layouts are interned to small ids, so that a pair costs one lookup.
+class Edges {
+ public:
+  using Wanted = std::function<const Layout*(int)>;  // the layout candidate b wants
+  Edges(StepCostGraph& out, const DeviceModel& device) : out_(out), device_(device) {}
+
+  void add(int from, int to, const sem::TypeP& t, const Wanted& wanted) {
+    const int sf = out_.graph.strategies(from), st = out_.graph.strategies(to);
     std::vector<std::vector<double>> cost(sf, std::vector<double>(st, 0.0));
     std::vector<int> dst_id(st, -1);
     for (int b = 0; b < st; ++b)
-      if (const Layout* dst = wanted(b); dst && dst->rank() == t->rank()) dst_id[b] = layout_id(*dst);
+      if (const Layout* dst = wanted(b); dst && dst->rank() == t->rank())
+        dst_id[b] = layout_id(*dst);
     bool any = false;
     for (int a = 0; a < sf; ++a) {
       const Layout& src = produced(from, a);
@@ -223,18 +202,67 @@ StepCostGraph build_step_cost_graph(const ir::Graph& step,
         if (dst_id[b] < 0 || dst_id[b] == src_id) continue;
         if (!r) r = &reachable(src_id, src, t);
         const auto at = r->find(dst_id[b]);
-        cost[a][b] = at == r->end() ? device.forbidden : at->second;
+        cost[a][b] = at == r->end() ? device_.forbidden : at->second;
         any = any || cost[a][b] > 0;
       }
     }
-    if (any || sf * st > 1) out.graph.add_edge(from, to, std::move(cost));
-  };
+    if (any || sf * st > 1) out_.graph.add_edge(from, to, std::move(cost));
+  }
 
+ private:
+  int element_bytes(const sem::TypeP& t) const {
+    return std::max(1, static_cast<int>(std::lround(static_cast<double>(dtype_size(t->dtype)) *
+                                                    device_.comm_bytes_scale)));
+  }
+  // The layout the producer node delivers under candidate s.
+  const Layout& produced(int node, int s) const {
+    const StepCostGraph::Origin& o = out_.origins[node];
+    return o.is_param || o.fanout ? o.layouts[s] : o.strategies[s].output;
+  }
+  int layout_id(const Layout& l) {
+    std::string key;
+    for (int x : l.tensor_map) key += static_cast<char>(x + 2);
+    key.push_back('\0');
+    for (int x : l.partial) key += static_cast<char>(x + 2);
+    return layout_ids_.emplace(std::move(key), static_cast<int>(layout_ids_.size())).first->second;
+  }
+  const std::unordered_map<int, double>& reachable(int src_id, const Layout& src,
+                                                   const sem::TypeP& t) {
+    std::string key;
+    auto put = [&](int64_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); };
+    put(src_id);
+    put(element_bytes(t));
+    for (int64_t d : t->shape) put(d);
+    const auto [it, fresh] = reach_.try_emplace(std::move(key));
+    if (fresh) {
+      try {
+        for (const auto& [l, sec] :
+             redistribution_seconds_from(src, t->shape, element_bytes(t), out_.mesh, device_.comm))
+          it->second[layout_id(l)] = sec;
+      } catch (const std::exception&) {
+        // a source that does not fit the shape reaches nothing: every edge out of it is forbidden
+      }
+    }
+    return it->second;
+  }
+
+  StepCostGraph& out_;
+  const DeviceModel& device_;
+  std::unordered_map<std::string, int> layout_ids_;
+  std::unordered_map<std::string, std::unordered_map<int, double>> reach_;
+};
+
+// The edges from every tensor with a node to its consumers, through a fan-out node where
+// several read it.
+void add_edges(StepCostGraph& out, const NodeIds& id, const ir::Graph& step, int trainable,
+               const DeviceModel& device) {
+  const Mesh& mesh = out.mesh;
+  Edges edges(out, device);
   // Every consumer of a tensor with a node: (consumer node, the layout its candidate b wants).
   // The step's output tuple takes each gradient in its parameter's layout (the partitioner's
   // output_layouts: the gradient -> parameter edge below), not replicated as make_tuple's rule
   // says; only the loss must come back replicated.
-  using Wanted = std::function<const Layout*(int)>;
+  using Wanted = Edges::Wanted;
   struct Use {
     int to;
     Wanted wanted;
@@ -286,7 +314,7 @@ StepCostGraph build_step_cost_graph(const ir::Graph& step,
     const std::vector<Use>& us = uses[x];
     const int from = id.at(x);
     if (us.size() < 2 || !device.fanout_nodes) {
-      for (const Use& u : us) edge(from, u.to, x->type, u.wanted);
+      for (const Use& u : us) edges.add(from, u.to, x->type, u.wanted);
       continue;
     }
     StepCostGraph::Origin f;
@@ -311,11 +339,25 @@ StepCostGraph build_step_cost_graph(const ir::Graph& step,
     const int fan = out.graph.add_node(f.name, std::vector<double>(k, 0.0),
                                        std::vector<double>(k, 0.0), labels);
     out.origins.push_back(std::move(f));
-    edge(from, fan, x->type, [&out, fan](int b) -> const Layout* {
+    edges.add(from, fan, x->type, [&out, fan](int b) -> const Layout* {
       return &out.origins[static_cast<size_t>(fan)].layouts[b];
     });
-    for (const Use& u : us) edge(fan, u.to, x->type, u.wanted);
+    for (const Use& u : us) edges.add(fan, u.to, x->type, u.wanted);
   }
+}
+
+}  // namespace
+
+StepCostGraph build_step_cost_graph(const ir::Graph& step,
+                                    const std::vector<std::string>& param_names, int trainable,
+                                    int state_tensors, const Mesh& mesh,
+                                    const DeviceModel& device) {
+  StepCostGraph out;
+  out.mesh = mesh;
+  NodeIds id;
+  add_param_nodes(out, id, step, param_names, trainable, state_tensors, device);
+  add_apply_nodes(out, id, step, device);
+  add_edges(out, id, step, trainable, device);
   return out;
 }
 
@@ -498,8 +540,10 @@ std::string layout_text(const Layout& l, const Mesh& m) {
 }  // namespace
 
 std::string strategy_json(const StepCostGraph& g, const Assignment& a) {
-  std::string mesh, layouts, ops;
+  std::string mesh, axes, layouts, ops;
   for (int64_t d : g.mesh.shape) mesh += fmt::format("{}{}", mesh.empty() ? "" : ", ", d);
+  // A named mesh's names: the ops' strategies ("d0:tp") and layouts name its axes by them.
+  for (const std::string& n : g.mesh.axis_names) axes += fmt::format("{}{}", axes.empty() ? "" : ", ", quote(n));
   for (size_t i = 0; i < g.origins.size(); ++i) {
     const StepCostGraph::Origin& o = g.origins[i];
     if (o.fanout) continue;  // the partitioner redistributes where a consumer needs it
@@ -512,9 +556,10 @@ std::string strategy_json(const StepCostGraph& g, const Assignment& a) {
     }
   }
   return fmt::format(
-      "{{\n  \"mesh\": [{}],\n  \"layouts\": {{{}\n  }},\n  \"ops\": {{{}\n  }},\n"
+      "{{\n  \"mesh\": [{}],{}\n  \"layouts\": {{{}\n  }},\n  \"ops\": {{{}\n  }},\n"
       "  \"predicted_step_seconds\": {:.9g},\n  \"memory_per_device\": {:.0f}\n}}\n",
-      mesh, layouts, ops, a.cost, a.peak_memory);
+      mesh, axes.empty() ? "" : fmt::format("\n  \"axes\": [{}],", axes), layouts, ops, a.cost,
+      a.peak_memory);
 }
 
 StepRecGraph build_step_rec_graph(const ir::Graph& step,
