@@ -543,7 +543,8 @@ std::string strategy_json(const StepCostGraph& g, const Assignment& a) {
   std::string mesh, axes, layouts, ops;
   for (int64_t d : g.mesh.shape) mesh += fmt::format("{}{}", mesh.empty() ? "" : ", ", d);
   // A named mesh's names: the ops' strategies ("d0:tp") and layouts name its axes by them.
-  for (const std::string& n : g.mesh.axis_names) axes += fmt::format("{}{}", axes.empty() ? "" : ", ", quote(n));
+  for (const std::string& n : g.mesh.axis_names)
+    axes += fmt::format("{}{}", axes.empty() ? "" : ", ", quote(n));
   for (size_t i = 0; i < g.origins.size(); ++i) {
     const StepCostGraph::Origin& o = g.origins[i];
     if (o.fanout) continue;  // the partitioner redistributes where a consumer needs it
