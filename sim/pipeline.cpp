@@ -162,40 +162,18 @@ double gradient_sync_seconds(const ClusterSpec& cluster, int64_t replicas, int64
   return simulate_spmd_step(cluster, p, options).step_seconds;
 }
 
-PipelineSimResult simulate_pipeline(const ClusterSpec& cluster, const PipelineProgram& program,
-                                    const SpmdSimOptions& options) {
-  const auto wall0 = std::chrono::steady_clock::now();
+namespace {
+
+// Runs the stages' schedules in the simulator, in a forked process (run_isolated): each stage
+// an actor that sleeps its passes and exchanges activations and cotangents with its neighbours.
+// The answer is text: "events N", then per stage "stage PEAK COUNT END" and its events (kind,
+// micro-batch, start, end; times in hexadecimal floating point).
+std::string simulate_stages(const ClusterSpec& cluster, const PipelineProgram& program,
+                            const SpmdSimOptions& options, const std::vector<StageTimes>& times,
+                            const std::vector<double>& sync) {
   const int S = static_cast<int>(program.stages.size());
   const int M = program.micro_batches;
-  if (S < 1) throw std::invalid_argument("a pipeline needs at least one stage");
-  if (M < 1)
-    throw std::invalid_argument(fmt::format("micro_batches must be at least 1, got {}", M));
-  if (program.stage_devices < 1 || program.replicas < 1)
-    throw std::invalid_argument(fmt::format("stage devices ({}) and replicas ({}) must be positive",
-                                            program.stage_devices, program.replicas));
-  if (program.devices() > cluster.device_count())
-    throw std::invalid_argument(
-        fmt::format("{} stages x {} replicas x {} devices per stage = {} devices, but {} has {}", S,
-                    program.replicas, program.stage_devices, program.devices(), cluster.name,
-                    cluster.device_count()));
-
-  PipelineSimResult r;
-  std::vector<StageTimes> times;
-  std::vector<double> sync;
-  std::map<double, double> sync_cache;  // bytes -> seconds (every stage's groups are alike)
-  for (const PipelineStage& st : program.stages) {
-    times.push_back(stage_times(cluster, st, options));
-    auto it = sync_cache.find(st.grad_sync_bytes);
-    if (it == sync_cache.end())
-      it = sync_cache
-               .emplace(st.grad_sync_bytes,
-                        gradient_sync_seconds(cluster, program.replicas, program.stage_devices,
-                                              st.grad_sync_bytes, program.zero, options))
-               .first;
-    sync.push_back(it->second);
-  }
-
-  const std::string answer = run_isolated([&] {
+  return run_isolated([&] {
     SimEngine sim_engine(options.simgrid_args);
     sg4::Engine& engine = sim_engine.get();
     const Platform platform = build_platform(cluster);
@@ -277,7 +255,13 @@ PipelineSimResult simulate_pipeline(const ClusterSpec& cluster, const PipelinePr
     }
     return out;
   });
+}
 
+// The result of simulate_stages' answer: every stage's events, busy time and memory, the step's
+// time and peak memory.
+void read_stages(const std::string& answer, const PipelineProgram& program,
+                 const std::vector<StageTimes>& times, PipelineSimResult& r) {
+  const int S = static_cast<int>(program.stages.size());
   std::istringstream in(answer);
   std::string tag;
   auto number = [&] { return read_number(in); };
@@ -317,6 +301,45 @@ PipelineSimResult simulate_pipeline(const ClusterSpec& cluster, const PipelinePr
     r.peak_memory = std::max(r.peak_memory, s.memory.peak_memory());
     r.stages.push_back(s);
   }
+}
+
+}  // namespace
+
+PipelineSimResult simulate_pipeline(const ClusterSpec& cluster, const PipelineProgram& program,
+                                    const SpmdSimOptions& options) {
+  const auto wall0 = std::chrono::steady_clock::now();
+  const int S = static_cast<int>(program.stages.size());
+  const int M = program.micro_batches;
+  if (S < 1) throw std::invalid_argument("a pipeline needs at least one stage");
+  if (M < 1)
+    throw std::invalid_argument(fmt::format("micro_batches must be at least 1, got {}", M));
+  if (program.stage_devices < 1 || program.replicas < 1)
+    throw std::invalid_argument(fmt::format("stage devices ({}) and replicas ({}) must be positive",
+                                            program.stage_devices, program.replicas));
+  if (program.devices() > cluster.device_count())
+    throw std::invalid_argument(
+        fmt::format("{} stages x {} replicas x {} devices per stage = {} devices, but {} has {}", S,
+                    program.replicas, program.stage_devices, program.devices(), cluster.name,
+                    cluster.device_count()));
+
+  PipelineSimResult r;
+  std::vector<StageTimes> times;
+  std::vector<double> sync;
+  std::map<double, double> sync_cache;  // bytes -> seconds (every stage's groups are alike)
+  for (const PipelineStage& st : program.stages) {
+    times.push_back(stage_times(cluster, st, options));
+    auto it = sync_cache.find(st.grad_sync_bytes);
+    if (it == sync_cache.end())
+      it = sync_cache
+               .emplace(st.grad_sync_bytes,
+                        gradient_sync_seconds(cluster, program.replicas, program.stage_devices,
+                                              st.grad_sync_bytes, program.zero, options))
+               .first;
+    sync.push_back(it->second);
+  }
+
+  const std::string answer = simulate_stages(cluster, program, options, times, sync);
+  read_stages(answer, program, times, r);
   double idle = 0;
   for (PipelineStageReport& s : r.stages) {
     s.idle = r.pipeline_seconds - s.busy;

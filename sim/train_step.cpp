@@ -365,6 +365,68 @@ std::vector<Bucket> assign_buckets(const StepProgram& program, double bucket_byt
   return buckets;
 }
 
+namespace {
+
+// The compute stream's segments: the ops between two points where buckets become ready.
+void add_segments(TrainSimResult& r, const StepProgram& program) {
+  std::map<int, std::vector<int>> ready_after;  // op -> buckets complete after it
+  for (std::size_t b = 0; b < r.buckets.size(); ++b)
+    if (r.buckets[b].ready_op >= 0)
+      ready_after[r.buckets[b].ready_op].push_back(static_cast<int>(b));
+  const int n = static_cast<int>(program.ops.size());
+  int first = 0;
+  for (const auto& [op, buckets] : ready_after) {
+    Segment s;
+    s.first_op = first;
+    s.last_op = op;
+    s.buckets_ready = buckets;
+    for (int i = first; i <= op; ++i) s.seconds += r.op_seconds[static_cast<std::size_t>(i)];
+    r.segments.push_back(std::move(s));
+    first = op + 1;
+  }
+  if (first < n || r.segments.empty()) {
+    Segment s;
+    s.first_op = first;
+    s.last_op = n - 1;
+    for (int i = first; i < n; ++i) s.seconds += r.op_seconds[static_cast<std::size_t>(i)];
+    r.segments.push_back(std::move(s));
+  }
+}
+
+// Each device's step time, compute, communication (exposed or hidden), idle time and memory.
+void add_device_reports(TrainSimResult& r, const StepProgram& program,
+                        const TrainSimOptions& options) {
+  for (const DeviceTimeline& t : r.timelines) r.step_seconds = std::max(r.step_seconds, t.end);
+  double param_bytes = 0, state_bytes = 0;
+  for (const StepParam& p : program.params) {
+    param_bytes += p.bytes;
+    state_bytes += p.state_tensors * p.bytes;
+  }
+  for (const DeviceTimeline& t : r.timelines) {
+    DeviceReport d;
+    std::vector<Interval> compute, comm;
+    for (std::size_t s = 0; s < r.segments.size(); ++s)
+      compute.push_back({t.segment_starts[s], t.segment_starts[s] + r.segments[s].seconds});
+    compute.push_back({t.update_start[0], t.update_start[0] + r.update_seconds});
+    for (std::size_t b = 0; b < t.copy_in.size(); ++b)
+      comm.push_back({t.copy_in[b].start, t.copy_out[b].end});
+    d.compute = union_length(compute);
+    d.communication = union_length(comm);
+    std::vector<Interval> both = compute;
+    both.insert(both.end(), comm.begin(), comm.end());
+    const double busy = union_length(both);
+    d.exposed_communication = busy - d.compute;
+    d.idle = r.step_seconds - busy;
+    d.parameters = param_bytes;
+    d.gradients = param_bytes * (options.bucket_copies ? 2 : 1);
+    d.optimizer_state = state_bytes;
+    d.activations = program.activation_peak;
+    r.devices.push_back(d);
+  }
+}
+
+}  // namespace
+
 TrainSimResult simulate_train_step(const ClusterSpec& cluster, const StepProgram& program,
                                    const TrainSimOptions& options) {
   const auto wall0 = std::chrono::steady_clock::now();
@@ -407,28 +469,7 @@ TrainSimResult simulate_train_step(const ClusterSpec& cluster, const StepProgram
   for (const StepParam& p : program.params)
     for (const StepOp& op : p.update) r.update_seconds += model.time(op.cost, op.dtype).seconds;
   r.buckets = assign_buckets(program, options.bucket_bytes, options.first_bucket_bytes);
-  std::map<int, std::vector<int>> ready_after;  // op -> buckets complete after it
-  for (std::size_t b = 0; b < r.buckets.size(); ++b)
-    if (r.buckets[b].ready_op >= 0)
-      ready_after[r.buckets[b].ready_op].push_back(static_cast<int>(b));
-  const int n = static_cast<int>(program.ops.size());
-  int first = 0;
-  for (const auto& [op, buckets] : ready_after) {
-    Segment s;
-    s.first_op = first;
-    s.last_op = op;
-    s.buckets_ready = buckets;
-    for (int i = first; i <= op; ++i) s.seconds += r.op_seconds[static_cast<std::size_t>(i)];
-    r.segments.push_back(std::move(s));
-    first = op + 1;
-  }
-  if (first < n || r.segments.empty()) {
-    Segment s;
-    s.first_op = first;
-    s.last_op = n - 1;
-    for (int i = first; i < n; ++i) s.seconds += r.op_seconds[static_cast<std::size_t>(i)];
-    r.segments.push_back(std::move(s));
-  }
+  add_segments(r, program);
 
   // Schedules for the steps model (validated here, in the parent, once per size).
   const int element_bytes =
@@ -497,34 +538,7 @@ TrainSimResult simulate_train_step(const ClusterSpec& cluster, const StepProgram
   });
   deserialize(answer, r);
 
-  // Metrics.
-  for (const DeviceTimeline& t : r.timelines) r.step_seconds = std::max(r.step_seconds, t.end);
-  double param_bytes = 0, state_bytes = 0;
-  for (const StepParam& p : program.params) {
-    param_bytes += p.bytes;
-    state_bytes += p.state_tensors * p.bytes;
-  }
-  for (const DeviceTimeline& t : r.timelines) {
-    DeviceReport d;
-    std::vector<Interval> compute, comm;
-    for (std::size_t s = 0; s < r.segments.size(); ++s)
-      compute.push_back({t.segment_starts[s], t.segment_starts[s] + r.segments[s].seconds});
-    compute.push_back({t.update_start[0], t.update_start[0] + r.update_seconds});
-    for (std::size_t b = 0; b < t.copy_in.size(); ++b)
-      comm.push_back({t.copy_in[b].start, t.copy_out[b].end});
-    d.compute = union_length(compute);
-    d.communication = union_length(comm);
-    std::vector<Interval> both = compute;
-    both.insert(both.end(), comm.begin(), comm.end());
-    const double busy = union_length(both);
-    d.exposed_communication = busy - d.compute;
-    d.idle = r.step_seconds - busy;
-    d.parameters = param_bytes;
-    d.gradients = param_bytes * (options.bucket_copies ? 2 : 1);
-    d.optimizer_state = state_bytes;
-    d.activations = program.activation_peak;
-    r.devices.push_back(d);
-  }
+  add_device_reports(r, program, options);
   r.throughput = r.step_seconds > 0 ? static_cast<double>(r.global_batch) / r.step_seconds : 0;
   r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   r.cpu_seconds = cpu_time() - cpu0;

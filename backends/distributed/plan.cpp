@@ -43,41 +43,32 @@ int batch_axis(const std::string& text, const Mesh& m) {
   return -1;
 }
 
-}  // namespace
+// The plan of a strategy with a "pipeline" key: the stage's plan, with the pipeline axis "pp"
+// in front of its mesh.
+SpmdPlan pipeline_plan(const std::string& text, const std::string& origin) {
+  const auto spec = parallel::pipeline::parse_pipeline(text, origin);
+  SpmdPlan p =
+      plan_from_strategy_text(parallel::pipeline::inner_strategy_json(text, origin), origin);
+  if (p.zero_stage > 0 || p.recompute_all || !p.recompute.empty() || p.sp_axis >= 0)
+    fail(origin,
+         "\"zero\", \"recompute\" and \"sequence_parallel\" do not combine with \"pipeline\" "
+         "(the stages recompute their forward pass in the backward pass already)");
+  std::vector<std::string> names{"pp"};
+  for (int a = 0; a < p.mesh.ndim(); ++a) {
+    names.push_back(p.mesh.axis_name(a));
+    if (names.back() == "pp")
+      fail(origin, "the axis name pp is the pipeline's: name the stage's mesh axes otherwise");
+  }
+  p.mesh.shape.insert(p.mesh.shape.begin(), spec->stages);
+  p.mesh.axis_names = names;
+  if (p.data_axis >= 0) ++p.data_axis;
+  p.params.clear();  // the stages' layouts place the parameters
+  p.pipeline = text;
+  p.stages = spec->stages;
+  return p;
+}
 
-SpmdPlan plan_from_strategy_text(const std::string& text, const std::string& origin) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    fail(origin, fmt::format("not valid JSON: {}", e.what()));
-  }
-  if (!j.is_object()) fail(origin, "a strategy is a JSON object with \"mesh\" and \"layouts\"");
-  if (j.contains("pipeline")) {
-    // Step 9: the stage's plan, with the pipeline axis "pp" in front of its mesh.
-    const auto spec = parallel::pipeline::parse_pipeline(text, origin);
-    SpmdPlan p =
-        plan_from_strategy_text(parallel::pipeline::inner_strategy_json(text, origin), origin);
-    if (p.zero_stage > 0 || p.recompute_all || !p.recompute.empty() || p.sp_axis >= 0)
-      fail(origin,
-           "\"zero\", \"recompute\" and \"sequence_parallel\" do not combine with \"pipeline\" "
-           "(the stages recompute their forward pass in the backward pass already)");
-    std::vector<std::string> names{"pp"};
-    for (int a = 0; a < p.mesh.ndim(); ++a) {
-      names.push_back(p.mesh.axis_name(a));
-      if (names.back() == "pp")
-        fail(origin, "the axis name pp is the pipeline's: name the stage's mesh axes otherwise");
-    }
-    p.mesh.shape.insert(p.mesh.shape.begin(), spec->stages);
-    p.mesh.axis_names = names;
-    if (p.data_axis >= 0) ++p.data_axis;
-    p.params.clear();  // the stages' layouts place the parameters
-    p.pipeline = text;
-    p.stages = spec->stages;
-    return p;
-  }
-  SpmdPlan p;
-  p.origin = origin;
+void read_mesh(const nlohmann::json& j, const std::string& origin, SpmdPlan& p) {
   if (!j.contains("mesh") || !j["mesh"].is_array() || j["mesh"].empty())
     fail(origin, "\"mesh\" must be a non-empty list of axis sizes, e.g. [2, 2]");
   for (const auto& n : j["mesh"]) {
@@ -100,43 +91,51 @@ SpmdPlan plan_from_strategy_text(const std::string& text, const std::string& ori
     fail(origin, e.what());
   }
   p.data_axis = p.mesh.axis_index("dp");
-  if (j.contains("layouts")) {
-    if (!j["layouts"].is_object()) fail(origin, "\"layouts\" must map names to layouts");
-    for (const auto& [name, value] : j["layouts"].items()) {
-      if (!value.is_string())
-        fail(origin,
-             fmt::format("the layout of '{}' must be a string, not {}", name, value.dump()));
-      const std::string text = value.get<std::string>();
-      if (name.find('.') == std::string::npos) {
-        // A data entry ("x": "[dp, -]"): its dim-0 axis cuts the batches.
-        if (const int axis = batch_axis(text, p.mesh); axis >= 0 && p.data_axis < 0)
-          p.data_axis = axis;
-        continue;
-      }
-      p.params[name] = text;
+}
+
+// "layouts": parameters by name ("net.l1.w"); a data entry ("x") says which axis cuts batches.
+void read_layouts(const nlohmann::json& j, const std::string& origin, SpmdPlan& p) {
+  if (!j.contains("layouts")) return;
+  if (!j["layouts"].is_object()) fail(origin, "\"layouts\" must map names to layouts");
+  for (const auto& [name, value] : j["layouts"].items()) {
+    if (!value.is_string())
+      fail(origin, fmt::format("the layout of '{}' must be a string, not {}", name, value.dump()));
+    const std::string text = value.get<std::string>();
+    if (name.find('.') == std::string::npos) {
+      // A data entry ("x": "[dp, -]"): its dim-0 axis cuts the batches.
+      if (const int axis = batch_axis(text, p.mesh); axis >= 0 && p.data_axis < 0)
+        p.data_axis = axis;
+      continue;
     }
+    p.params[name] = text;
   }
-  // ZeRO: "optimizer_shard": AXIS (stage 1, the harness's key) or "zero": N / {"stage": N,
-  // "axis": AXIS} (axis by name or index; default the data-parallel axis).
-  auto axis_of = [&](const nlohmann::json& a, const std::string& key) {
-    int axis = -1;
-    if (a.is_number_integer())
-      axis = a.get<int>();
-    else if (a.is_string())
-      axis = p.mesh.axis_index(a.get<std::string>());
-    if (axis < 0 || axis >= p.mesh.ndim()) {
-      std::vector<std::string> names;
-      for (int i = 0; i < p.mesh.ndim(); ++i) names.push_back(p.mesh.axis_name(i));
-      fail(origin, fmt::format("\"{}\": {} is not an axis of the mesh {} (axes: {})", key,
-                               a.dump(), p.mesh.to_string(), fmt::join(names, ", ")));
-    }
-    return axis;
-  };
+}
+
+// A mesh axis given by name or index under `key`.
+int axis_of(const SpmdPlan& p, const nlohmann::json& a, const std::string& key,
+            const std::string& origin) {
+  int axis = -1;
+  if (a.is_number_integer())
+    axis = a.get<int>();
+  else if (a.is_string())
+    axis = p.mesh.axis_index(a.get<std::string>());
+  if (axis < 0 || axis >= p.mesh.ndim()) {
+    std::vector<std::string> names;
+    for (int i = 0; i < p.mesh.ndim(); ++i) names.push_back(p.mesh.axis_name(i));
+    fail(origin, fmt::format("\"{}\": {} is not an axis of the mesh {} (axes: {})", key, a.dump(),
+                             p.mesh.to_string(), fmt::join(names, ", ")));
+  }
+  return axis;
+}
+
+// ZeRO: "optimizer_shard": AXIS (stage 1, the harness's key) or "zero": N / {"stage": N,
+// "axis": AXIS} (axis by name or index; default the data-parallel axis).
+void read_zero(const nlohmann::json& j, const std::string& origin, SpmdPlan& p) {
   if (j.contains("optimizer_shard") && j.contains("zero"))
     fail(origin, "give one of \"optimizer_shard\" (ZeRO stage 1) and \"zero\"");
   if (j.contains("optimizer_shard")) {
     p.zero_stage = 1;
-    p.zero_axis = axis_of(j["optimizer_shard"], "optimizer_shard");
+    p.zero_axis = axis_of(p, j["optimizer_shard"], "optimizer_shard", origin);
   }
   if (j.contains("zero")) {
     const nlohmann::json& z = j["zero"];
@@ -145,7 +144,7 @@ SpmdPlan plan_from_strategy_text(const std::string& text, const std::string& ori
       fail(origin, fmt::format("\"zero\": the stage must be 0, 1, 2 or 3, not {}", stage.dump()));
     p.zero_stage = stage.get<int>();
     if (z.is_object() && z.contains("axis"))
-      p.zero_axis = axis_of(z["axis"], "zero");
+      p.zero_axis = axis_of(p, z["axis"], "zero", origin);
     else if (p.zero_stage > 0 && p.data_axis < 0)
       fail(origin, "\"zero\": the mesh has no axis named dp; say which: {\"stage\": N, \"axis\": ...}");
     else
@@ -155,49 +154,60 @@ SpmdPlan plan_from_strategy_text(const std::string& text, const std::string& ori
         if (k != "stage" && k != "axis")
           fail(origin, fmt::format("\"zero\": unknown key \"{}\" (expected stage, axis)", k));
   }
-  // "recompute": true (every layer) or a list of layers ("net.l1").
-  if (j.contains("recompute")) {
-    const nlohmann::json& r = j["recompute"];
-    if (r.is_boolean()) {
-      p.recompute_all = r.get<bool>();
-    } else if (r.is_array()) {
-      for (const auto& name : r) {
-        if (!name.is_string())
-          fail(origin, fmt::format("\"recompute\": a layer is a name such as \"net.l1\", not {}",
-                                   name.dump()));
-        p.recompute.push_back(name.get<std::string>());
-      }
-    } else {
-      fail(origin, fmt::format("\"recompute\" is true, false or a list of layers, not {}", r.dump()));
+}
+
+// "recompute": true (every layer) or a list of layers ("net.l1").
+void read_recompute(const nlohmann::json& j, const std::string& origin, SpmdPlan& p) {
+  if (!j.contains("recompute")) return;
+  const nlohmann::json& r = j["recompute"];
+  if (r.is_boolean()) {
+    p.recompute_all = r.get<bool>();
+  } else if (r.is_array()) {
+    for (const auto& name : r) {
+      if (!name.is_string())
+        fail(origin, fmt::format("\"recompute\": a layer is a name such as \"net.l1\", not {}",
+                                 name.dump()));
+      p.recompute.push_back(name.get<std::string>());
     }
+  } else {
+    fail(origin, fmt::format("\"recompute\" is true, false or a list of layers, not {}", r.dump()));
   }
-  // "sequence_parallel": true (over the axis named tp, the sequence being dimension 1) or
-  // {"axis": AXIS, "dim": D}.
-  if (j.contains("sequence_parallel")) {
-    const nlohmann::json& sp = j["sequence_parallel"];
-    if (sp.is_boolean()) {
-      if (sp.get<bool>()) {
-        p.sp_axis = p.mesh.axis_index("tp");
-        if (p.sp_axis < 0)
-          fail(origin, "\"sequence_parallel\": true cuts sequences over the axis named tp, and "
-                       "the mesh has none; say which: {\"axis\": ..., \"dim\": 1}");
-      }
-    } else if (sp.is_object()) {
-      p.sp_axis = axis_of(sp.value("axis", nlohmann::json("tp")), "sequence_parallel");
-      const nlohmann::json dim = sp.value("dim", nlohmann::json(1));
-      if (!dim.is_number_integer() || dim.get<int>() < 0)
-        fail(origin, fmt::format("\"sequence_parallel\": \"dim\" is a dimension index, not {}",
-                                 dim.dump()));
-      p.sp_dim = dim.get<int>();
-      for (const auto& [k, v] : sp.items())
-        if (k != "axis" && k != "dim")
-          fail(origin, fmt::format("\"sequence_parallel\": unknown key \"{}\" (expected axis, dim)", k));
-    } else {
-      fail(origin, fmt::format("\"sequence_parallel\" is true, false or {{\"axis\": ..., \"dim\": ...}}, not {}",
-                               sp.dump()));
+}
+
+// "sequence_parallel": true (over the axis named tp, the sequence being dimension 1) or
+// {"axis": AXIS, "dim": D}.
+void read_sequence_parallel(const nlohmann::json& j, const std::string& origin, SpmdPlan& p) {
+  if (!j.contains("sequence_parallel")) return;
+  const nlohmann::json& sp = j["sequence_parallel"];
+  if (sp.is_boolean()) {
+    if (sp.get<bool>()) {
+      p.sp_axis = p.mesh.axis_index("tp");
+      if (p.sp_axis < 0)
+        fail(origin,
+             "\"sequence_parallel\": true cuts sequences over the axis named tp, and "
+             "the mesh has none; say which: {\"axis\": ..., \"dim\": 1}");
     }
+  } else if (sp.is_object()) {
+    p.sp_axis = axis_of(p, sp.value("axis", nlohmann::json("tp")), "sequence_parallel", origin);
+    const nlohmann::json dim = sp.value("dim", nlohmann::json(1));
+    if (!dim.is_number_integer() || dim.get<int>() < 0)
+      fail(origin,
+           fmt::format("\"sequence_parallel\": \"dim\" is a dimension index, not {}", dim.dump()));
+    p.sp_dim = dim.get<int>();
+    for (const auto& [k, v] : sp.items())
+      if (k != "axis" && k != "dim")
+        fail(origin,
+             fmt::format("\"sequence_parallel\": unknown key \"{}\" (expected axis, dim)", k));
+  } else {
+    fail(origin,
+         fmt::format(
+             "\"sequence_parallel\" is true, false or {{\"axis\": ..., \"dim\": ...}}, not {}",
+             sp.dump()));
   }
-  // The harness's keys are refused; what `spora search -o` adds for people to read is ignored.
+}
+
+// The harness's keys are refused; what `spora search -o` adds for people to read is ignored.
+void check_keys(const nlohmann::json& j, const std::string& origin) {
   for (const auto& [key, value] : j.items()) {
     if (key == "optimizer_shard" || key == "zero" || key == "recompute" ||
         key == "sequence_parallel")
@@ -213,6 +223,27 @@ SpmdPlan plan_from_strategy_text(const std::string& text, const std::string& ori
                        "sequence_parallel, pipeline)",
                        key));
   }
+}
+
+}  // namespace
+
+SpmdPlan plan_from_strategy_text(const std::string& text, const std::string& origin) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    fail(origin, fmt::format("not valid JSON: {}", e.what()));
+  }
+  if (!j.is_object()) fail(origin, "a strategy is a JSON object with \"mesh\" and \"layouts\"");
+  if (j.contains("pipeline")) return pipeline_plan(text, origin);
+  SpmdPlan p;
+  p.origin = origin;
+  read_mesh(j, origin, p);
+  read_layouts(j, origin, p);
+  read_zero(j, origin, p);
+  read_recompute(j, origin, p);
+  read_sequence_parallel(j, origin, p);
+  check_keys(j, origin);
   return p;
 }
 
