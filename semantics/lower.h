@@ -78,6 +78,12 @@ struct LowerOptions {
   // at a path this accepts ("net.l1", the path value_and_grad names the leaves by) is lowered as
   // if the method were @checkpoint: its own graph, recomputed in the backward pass.
   std::function<bool(const std::string& field_path)> recompute;
+  // Give every model record the program constructs a node: the record is packed into one
+  // make_record as it is built (and read back through it), where the lowering would otherwise
+  // keep its fields apart. A distributed run pins the plan's layouts on the fields of the
+  // records the program builds (parallel/partition/pin_fields.h), so it sets this: a model built
+  // and used in straight-line code then has a record to pin too.
+  bool materialize_models = false;
   // `set_device("cpu" | "cuda")` among the first statements of main (with set_mode, like
   // MindSpore's set_context(device_target=...)): called before anything runs, with the device;
   // returns "" or why the device cannot be used (reported at the call). Unset: the statement

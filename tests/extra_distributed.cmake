@@ -22,6 +22,20 @@ if(TARGET spora_cli AND MPI_CXX_FOUND AND SPORA_MPIRUN)
   endforeach()
 endif()
 
+# A model built and used in straight-line code (W2: one SGD step in main, no loop), whose
+# record the lowering would keep as separate fields: LowerOptions::materialize_models gives it a
+# record node, so the plan's layouts are pinned on it and the step runs tensor-parallel on 4
+# ranks, printing the one-device loss.
+if(TARGET spora_cli AND MPI_CXX_FOUND AND SPORA_MPIRUN)
+  add_test(NAME distributed_w2_straight_line_tp_4
+           COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/distributed/run_test.sh $<TARGET_FILE:spora_cli>
+                   ${CMAKE_SOURCE_DIR}/benchmarks/sim/w2_mlp.sp 1e-5 4
+                   --expect "rank 0 of 4 .*: [1-9][0-9]* primitives ran on shards"
+                   --strategy ${CMAKE_SOURCE_DIR}/examples/strategies/tp4.json --stats
+           WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  spora_mpi_test_properties(distributed_w2_straight_line_tp_4)
+endif()
+
 # Data the program holds whole (backends/distributed/batch_cut.h): x and y made in main, cut
 # over the data-parallel axis where value_and_grad reads them, on 2 and 4 ranks and under dp x tp:
 # every printed line within 1e-10 and the checkpoint within 1e-12 of one device, and the run
@@ -176,12 +190,19 @@ if(TARGET spora_cli AND MPI_CXX_FOUND AND SPORA_MPIRUN)
   set_tests_properties(distributed_error_zero_stage PROPERTIES PASS_REGULAR_EXPRESSION
     "bad_zero.json: \"zero\": the stage must be 0, 1, 2 or 3, not 4")
   add_test(NAME distributed_error_zero_no_record
-           COMMAND $<TARGET_FILE:spora_cli> run ${dist}/inlined_update.sp --ranks 2 --zero 1)
+           COMMAND $<TARGET_FILE:spora_cli> run ${dist}/no_model.sp --ranks 2 --zero 1)
   set_tests_properties(distributed_error_zero_no_record PROPERTIES PASS_REGULAR_EXPRESSION
     "ZeRO stage 1 shards the records of a model .* and the program builds none")
   foreach(t unknown_name split zero_no_record)
     spora_mpi_test_properties(distributed_error_${t})
   endforeach()
+  # A model whose update is written inline in main (tree_map) is still a record to shard: ZeRO-1
+  # places its parameter and the run prints the one-device losses.
+  add_test(NAME distributed_zero1_inlined_update_2
+           COMMAND ${dist}/run_test.sh $<TARGET_FILE:spora_cli> ${dist}/inlined_update.sp 1e-12 2
+                   --expect "1 parameters placed" --zero 1 --stats
+           WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  spora_mpi_test_properties(distributed_zero1_inlined_update_2)
   # A rank killed mid-run: every rank ends within 10 s, non-zero, the dead rank named once.
   add_test(NAME distributed_rank_killed
            COMMAND ${dist}/kill_test.sh $<TARGET_FILE:spora_cli> ${dist}/forever.sp)

@@ -900,6 +900,7 @@ void SpmdRuntime::set_pipeline(std::shared_ptr<const parallel::pipeline::Pipelin
 
 void configure_recompute(const SpmdPlan& plan, sem::LowerOptions& options,
                          std::shared_ptr<RecomputeChoice> seen) {
+  options.materialize_models = true;
   if (!plan.recompute_all && plan.recompute.empty()) return;
   options.recompute = [&plan, seen](const std::string& path) {
     if (path.empty()) return false;
@@ -933,8 +934,7 @@ int pin_plan(ir::Module& m, const SpmdPlan& plan) {
   if (plan.zero_stage > 0 && n == 0)
     throw lang::UserError(fmt::format(
         "{}: ZeRO stage {} shards the records of a model (parameters, gradients, optimizer "
-        "state), and the program builds none: pass the model to a function (the loss, an "
-        "optimizer's update) so that it stays a record",
+        "state), and the program builds none: declare its parameters in a model",
         plan.origin, plan.zero_stage));
   return n;
 }

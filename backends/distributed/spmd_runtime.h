@@ -25,6 +25,8 @@
 //        state, the hint cuts a whole tensor to its layout locally (every rank initialised it
 //        alike, so no message is sent) and leaves a cut one alone, so parameters and state
 //        stay sharded for the whole run. The record `load` returns is placed the same way.
+//        Every model the program constructs is such a record, even one built and used in
+//        straight-line code (configure_recompute sets LowerOptions::materialize_models).
 //      - Annotations: shard(x, ...) (shard_hint) pins its layout, as in the partitioner.
 //   3. Propagation. A primitive whose inputs are all whole runs as on one device. Otherwise its
 //      strategy is chosen as the partitioner chooses it (parallel/partition/node_strategy.h:
@@ -164,8 +166,9 @@ struct SpmdStats {
 // hints inserted. ZeRO with nothing to place is a UserError.
 int pin_plan(ir::Module& m, const SpmdPlan& plan);
 
-// Step 7: sets options.recompute for the plan's layers (nothing without any). After the
-// lowering, check_recompute throws a UserError for a name no layer matched.
+// Step 7: sets options.recompute for the plan's layers (nothing without any), and
+// options.materialize_models (every model record a node, for pin_plan). After the lowering,
+// check_recompute throws a UserError for a name no layer matched.
 struct RecomputeChoice {
   std::set<std::string> layers, chosen;  // every layer seen; the ones recomputed
 };

@@ -634,6 +634,7 @@ AV Lowerer::construct_model(const AVal& cls, std::vector<Arg> args, lang::Source
       rec->statics.emplace_back(fd.name, v);
     }
   }
+  if (materialize_models_ && !eager_ && !rec->elems.empty()) return unpack(rec, pack(rec, r), r);
   return rec;
 }
 

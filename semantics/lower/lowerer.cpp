@@ -104,6 +104,7 @@ Lowerer::Lowerer(const Program& program, lang::DiagnosticEngine& diags, ir::Modu
     : x64_(options.x64),
       grad_check_(options.grad_check),
       recompute_(options.recompute),
+      materialize_models_(options.materialize_models),
       set_device_(options.set_device),
       amp_override_(options.amp),
       amp_(options.amp.value_or(AmpPolicy{})),

@@ -1,5 +1,6 @@
-# A training loop whose model never stays a record: the update is written inline (tree_map in
-# main), so the lowering keeps the parameter as a bare tensor. ZeRO has no model record to shard.
+# A training loop whose update is written inline (tree_map in main): the lowering alone would
+# keep the parameter as a bare tensor; a distributed run gives the model a record
+# (LowerOptions::materialize_models), which ZeRO shards (distributed_zero1_inlined_update_2).
 model Lin {
     param w: f64[8, 4] = normal(0.0, 0.05)
     def forward(x) = x @ w
