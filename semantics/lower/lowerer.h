@@ -238,7 +238,7 @@ class Lowerer {
                              std::vector<AV>& values);
   bool ad_inline_ = false;    // lowering a function being differentiated: inline def calls
   std::function<bool(const std::string&)> recompute_;  // LowerOptions::recompute
-  bool materialize_models_ = false;                     // LowerOptions::materialize_models
+  bool materialize_models_ = false;                    // LowerOptions::materialize_models
   std::function<std::string(const std::string&)> set_device_;  // LowerOptions::set_device
 
   // ---- automatic mixed precision (amp.cpp, semantics/amp.h)
