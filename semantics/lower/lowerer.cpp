@@ -836,6 +836,15 @@ AV Lowerer::call_def_graph(const DefCall& c, Spec& s) {
 std::optional<AV> Lowerer::specialise_def(const DefCall& c) {
   const lang::FuncDef& def = *c.def;
   const std::string& fname = c.name;
+  // A recursion whose compile-time arguments change at every call (f(x) = f(x + 1.0) on a
+  // number) asks for a new specialisation each time and never ends.
+  if (spec_depth_ >= kMaxSpecialisationDepth)
+    fail(c.range, fmt::format("'{}' is specialised again for new compile-time arguments at each of "
+                              "{} nested calls: its recursion changes a compile-time argument at "
+                              "every call; give it run-time arguments (annotate the parameter, "
+                              "e.g. x: f32)",
+                              fname, kMaxSpecialisationDepth));
+  const Restore<int> deeper(spec_depth_, spec_depth_ + 1);
   Spec& s = specs_[c.key];
   spec_order_.push_back(c.key);
   s.in_progress = true;

@@ -321,6 +321,8 @@ class Lowerer {
                        ir::Graph*& g, std::vector<ir::Node*>& xs);
   AV inline_def(const DefCall& c);
   int inline_depth_ = 0;
+  int spec_depth_ = 0;  // specialise_def calls in progress (nested)
+  static constexpr int kMaxSpecialisationDepth = 200;
   // How deeply functions may inline into each other: eager mode runs recursion by inlining.
   int max_inline_depth() const { return op_by_op() ? 1000 : 64; }
   std::vector<std::string> inline_stack_;
