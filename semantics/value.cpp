@@ -42,13 +42,28 @@ namespace {
 std::atomic<int64_t> g_live_bytes{0};
 std::atomic<int64_t> g_peak_bytes{0};
 
+}  // namespace
+
+std::string out_of_memory_message(size_t bytes, int64_t live_bytes) {
+  auto gb = [](double b) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, b >= 1e9 ? "%.2f GB" : "%.1f MB", b >= 1e9 ? b / 1e9 : b / 1e6);
+    return std::string(buf);
+  };
+  return "out of memory: a tensor buffer of " + gb(static_cast<double>(bytes)) +
+         " could not be allocated (" + gb(static_cast<double>(live_bytes)) +
+         " held by live tensors); use smaller shapes or batches";
+}
+
+namespace {
+
 // aligned_alloc / free; never cached.
 class MallocAllocator final : public Allocator {
  public:
   Block allocate(size_t bytes, Lifetime) override {
     const size_t size = (std::max<size_t>(bytes, 1) + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
     void* p = std::aligned_alloc(kBufferAlignment, size);
-    if (!p) throw std::bad_alloc();
+    if (!p) throw lang::UserError(out_of_memory_message(size, g_live_bytes.load()));
     return Block{p, size, 0};
   }
   void deallocate(const Block& block) override { std::free(block.ptr); }

@@ -52,6 +52,10 @@ struct Block {
   uint32_t pool = 0;
 };
 
+// What an allocator that cannot get `bytes` from the system throws (a lang::UserError): the
+// size asked for and what live tensors hold.
+std::string out_of_memory_message(size_t bytes, int64_t live_bytes);
+
 // Where tensor storage comes from. Implementations are thread-safe (the data loader thread
 // allocates too) and outlive every buffer they hand out.
 class Allocator {

@@ -11,6 +11,8 @@
 
 #include <sys/mman.h>
 
+#include "lang/diagnostics.h"
+
 namespace spora::runtime {
 
 namespace {
@@ -106,7 +108,8 @@ sem::Block CachingAllocator::allocate(size_t bytes, sem::Lifetime lifetime) {
     release_all(pools_[0]);
     release_all(pools_[1]);
     p = system_alloc(size);
-    if (!p) throw std::bad_alloc();
+    if (!p)
+      throw lang::UserError(sem::out_of_memory_message(size, pools_[0].stats.live_bytes + pools_[1].stats.live_bytes));
   }
   pool.stats.live_bytes += static_cast<int64_t>(size);
   note_peaks(pool.stats);
