@@ -2,14 +2,13 @@
 #include "backends/runtime/allocator.h"
 
 #include <fmt/format.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <bit>
 #include <cstdlib>
 #include <new>
 #include <string_view>
-
-#include <sys/mman.h>
 
 #include "lang/diagnostics.h"
 
@@ -109,7 +108,8 @@ sem::Block CachingAllocator::allocate(size_t bytes, sem::Lifetime lifetime) {
     release_all(pools_[1]);
     p = system_alloc(size);
     if (!p)
-      throw lang::UserError(sem::out_of_memory_message(size, pools_[0].stats.live_bytes + pools_[1].stats.live_bytes));
+      throw lang::UserError(sem::out_of_memory_message(
+          size, pools_[0].stats.live_bytes + pools_[1].stats.live_bytes));
   }
   pool.stats.live_bytes += static_cast<int64_t>(size);
   note_peaks(pool.stats);
