@@ -55,7 +55,7 @@ for ranks in ("1", "2"):
     a = [r[7] for r in rows if len(r) > 7 and r[3] == ranks and r[4] == "epoch_s"]
     s = [float(r[9]) for r in rows if len(r) > 9 and r[3] == ranks and r[4] == "epoch_s"]
     print(f"median epoch on {ranks} rank(s): {statistics.median(t):.2f} s wall (accuracy {a[0]}); "
-          f"training step {statistics.median(s):.3f} ms (the loop's rate)")
+          f"training step {statistics.median(s):.3f} ms (the loop's median step)")
 ratios = []
 for r in sorted({row[1] for row in rows}):
     prog = [float(x[9]) for x in rows if x[1] == r and x[2] == "ranks" and x[3] == "2" and len(x) > 9]
