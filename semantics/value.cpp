@@ -46,8 +46,14 @@ std::atomic<int64_t> g_peak_bytes{0};
 
 std::string out_of_memory_message(size_t bytes, int64_t live_bytes) {
   auto gb = [](double b) {
+    static const std::pair<double, const char*> units[] = {{1e15, "PB"}, {1e12, "TB"}, {1e9, "GB"}};
     char buf[32];
-    std::snprintf(buf, sizeof buf, b >= 1e9 ? "%.2f GB" : "%.1f MB", b >= 1e9 ? b / 1e9 : b / 1e6);
+    for (const auto& [scale, unit] : units)
+      if (b >= scale) {
+        std::snprintf(buf, sizeof buf, "%.2f %s", b / scale, unit);
+        return std::string(buf);
+      }
+    std::snprintf(buf, sizeof buf, "%.1f MB", b / 1e6);
     return std::string(buf);
   };
   return "out of memory: a tensor buffer of " + gb(static_cast<double>(bytes)) +
