@@ -303,6 +303,9 @@ int cmd_run_distributed(const std::string& path, RunOptions opts, const Distribu
   } catch (const lang::UserError& e) {
     if (rank == 0 || d.tag_ranks) std::cerr << fmt::format("spora run: error: {}\n", e.what());
     return 1;
+  } catch (const comm::CommError& e) {
+    if (rank == 0 || d.tag_ranks) std::cerr << fmt::format("spora run: error: {}\n", e.what());
+    return 1;
   }
 }
 

@@ -633,9 +633,7 @@ std::string write_annotation_strategy(const sim::StepProgram& program, const std
   const std::string path = (std::filesystem::temp_directory_path() /
                             fmt::format("spora_annotated_{}_{}.json", ::getpid(), mesh))
                                .string();
-  std::ofstream f(path, std::ios::binary);
-  f << ps::propagate_from_annotations(g);
-  if (!f) throw UsageError(fmt::format("cannot write '{}'", path));
+  runtime::data::write_file_atomic(path, ps::propagate_from_annotations(g));
   return path;
 }
 

@@ -1,20 +1,24 @@
 #include "tools/cmd_sim.h"
-#include "tools/size_args.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
-#include <fstream>
+#include <cstring>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "backends/runtime/data/files.h"
 #include "parallel/collectives/algorithms.h"
 #include "parallel/collectives/checker.h"
 #include "sim/cluster_spec.h"
 #include "sim/collectives.h"
 #include "sim/isolation.h"
+#include "tools/size_args.h"
 
 namespace spora::tools {
 
@@ -80,9 +84,13 @@ int run(const Options& o) {
     throw UsageError("--cluster is required (e.g. examples/clusters/dgx-a100.yaml)");
   if (o.json && o.log_file == "-")
     throw UsageError("--log - and --json both write to stdout; give --log a file");
-  // An unwritable log path stops the command before any work (appending writes nothing yet).
-  if (!o.log_file.empty() && o.log_file != "-" && !std::ofstream(o.log_file, std::ios::app))
-    throw UsageError(fmt::format("cannot write the log to '{}'", o.log_file));
+  // A log path in a directory that cannot be written stops the command before any work.
+  if (!o.log_file.empty() && o.log_file != "-") {
+    const std::filesystem::path dir = std::filesystem::path(o.log_file).parent_path();
+    if (::access(dir.empty() ? "." : dir.c_str(), W_OK) != 0)
+      throw UsageError(
+          fmt::format("cannot write the log to '{}': {}", o.log_file, std::strerror(errno)));
+  }
   const sim::ClusterSpec cluster = sim::load_cluster_spec(o.cluster);
 
   const auto collective = parallel::parse_collective(o.op);
@@ -158,11 +166,6 @@ int run(const Options& o) {
   for (std::size_t i = 0; i < rows.size(); ++i) rows[i].seconds = results[i].seconds;
 
   if (options.log) {
-    std::ofstream log_file;
-    if (o.log_file != "-") {
-      log_file.open(o.log_file);
-      if (!log_file) throw UsageError(fmt::format("cannot write the log to '{}'", o.log_file));
-    }
     std::string text;
     for (std::size_t i = 0; i < rows.size(); ++i) {
       text += fmt::format("# size {} B ({} elements)\n", rows[i].bytes, rows[i].count);
@@ -171,7 +174,7 @@ int run(const Options& o) {
     if (o.log_file == "-")
       std::fputs(text.c_str(), stdout);
     else
-      log_file << text;
+      runtime::data::write_file_atomic(o.log_file, text);
   }
 
   const Collective c = *collective;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/runtime/data/files.h"
 #include "lang/diagnostics.h"
 #include "parallel/partition/partition.h"
 #include "parallel/partition/strategy.h"
@@ -115,9 +116,7 @@ void write_file(const std::string& path, const std::string& text) {
     std::fputs(text.c_str(), stdout);
     return;
   }
-  std::ofstream f(path, std::ios::binary);
-  if (!f) throw UsageError(fmt::format("cannot write '{}'", path));
-  f << text;
+  runtime::data::write_file_atomic(path, text);
 }
 
 std::string json_report(const sim::StepProgram& program, const sim::TrainSimResult& r) {

@@ -2,11 +2,11 @@
 // function; the compile pipeline lives in semantics/pipeline.h.
 #include <fmt/format.h>
 
-#include <filesystem>
-
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -18,9 +18,11 @@
 #include "backends/distributed/spmd_runtime.h"
 #include "backends/distributed/train_step.h"
 #include "backends/runtime/allocator.h"
+#include "backends/runtime/data/files.h"
 #include "backends/runtime/memory_plan.h"
 #include "backends/runtime/profile.h"
 #include "backends/runtime/runtime.h"
+#include "backends/runtime/signals.h"
 #include "lang/ast_printer.h"
 #include "lang/parser.h"
 #include "ops/ops.h"
@@ -53,12 +55,12 @@ int write_output(const std::string& text, const std::string& out_path) {
     std::cout << text;
     return 0;
   }
-  std::ofstream f(out_path);
-  if (!f) {
-    std::cerr << fmt::format("spora: error: cannot write '{}'\n", out_path);
+  try {
+    runtime::data::write_file_atomic(out_path, text);
+  } catch (const lang::UserError& e) {
+    std::cerr << fmt::format("spora: error: {}\n", e.what());
     return 1;
   }
-  f << text;
   return 0;
 }
 
@@ -319,6 +321,7 @@ int main(int argc, char** argv) {
   ops::register_all();
   autodiff::install();
   runtime::install();
+  runtime::install_interrupt_handlers();
   cpu::register_kernels();
   sem::set_backend(sem::Backend::Cpu);
   CLI::App app{
@@ -393,6 +396,18 @@ int main(int argc, char** argv) {
                   "also the gradients, 3 also the parameters (gathered before each use)");
   run->add_option("--hostfile", dist.hostfile,
                   "with --ranks: an Open MPI hostfile (ranks on several hosts)");
+  double collective_timeout = -1;
+  run->add_option(
+         "--collective-timeout", collective_timeout,
+         "with --ranks: a rank that waits SECONDS in a collective stops the run, naming the "
+         "ranks that did not arrive (sets SPORA_COLLECTIVE_TIMEOUT; default: wait forever)")
+      ->check([](const std::string& v) {
+        char* end = nullptr;
+        const double t = std::strtod(v.c_str(), &end);
+        return *end || !(t >= 0)
+                   ? "must be a number of seconds >= 0 (0: no timeout), not '" + v + "'"
+                   : std::string();
+      });
 
   // The training-step harness (backends/distributed/train_step.h): the step of the program's
   // loss, partitioned, on seeded data with a built-in optimizer. A pipeline's "split": "auto"
@@ -479,6 +494,8 @@ int main(int argc, char** argv) {
   tools::register_extra_commands(app);
 
   CLI11_PARSE(app, argc, argv);
+  if (collective_timeout >= 0)  // read where the ranks make their communicators
+    ::setenv("SPORA_COLLECTIVE_TIMEOUT", fmt::format("{}", collective_timeout).c_str(), 1);
   try {
     run_opts.optimize = !no_opt;
     run_opts.fuse = !no_fuse;

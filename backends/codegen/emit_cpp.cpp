@@ -231,6 +231,26 @@ std::string update(const Accumulator& a) {
   return "";
 }
 
+// Adds a block's partial (`<var>_part[sp_block]`) into the total.
+std::string merge_part(const Accumulator& a) {
+  const std::string p = a.var + "_part[sp_block]";
+  switch (a.op) {
+    case ReduceOp::Sum:
+      return a.var + " += " + p + ";";
+    case ReduceOp::Prod:
+      return a.var + " *= " + p + ";";
+    case ReduceOp::Max:
+      return fmt::format("{0} = {1} > {0} ? {1} : {0}; {0}n |= {0}n_part[sp_block];", a.var, p);
+    case ReduceOp::Min:
+      return fmt::format("{0} = {1} < {0} ? {1} : {0}; {0}n |= {0}n_part[sp_block];", a.var, p);
+    case ReduceOp::All:
+      return a.var + " &= " + p + ";";
+    case ReduceOp::Any:
+      return a.var + " |= " + p + ";";
+  }
+  return "";
+}
+
 void finish(std::string& out, const Accumulator& a, const std::string& indent) {
   if (a.op == ReduceOp::Max || a.op == ReduceOp::Min)
     out += fmt::format("{0}if ({1}n) {1} = {2};\n", indent, a.var,
@@ -450,20 +470,38 @@ KernelSource emit_cpp(const KernelPlan& plan) {
   }
   const int64_t tasks = plan.rows * chunks;
   const int64_t work = plan.rows * plan.inner;
-  std::vector<const Accumulator*> outer = totals;
   std::string err_clause = plan.checks ? " reduction(|:err)" : "";
   (void)work;
-  // Tasks are handed out dynamically (a few per grab) unless the kernel has totals, whose sum
-  // would then depend on which thread ran which task: on a shared machine one core often
-  // runs slower than the other, and a static split waits for it (W5: medians 3-10% lower).
-  const std::string schedule =
-      plan.totals.empty() && tasks > 1
-          ? fmt::format("dynamic, {}", std::max<int64_t>(1, tasks / 64))
-          : std::string("static");
-  body += fmt::format(
-      "{}#pragma omp parallel for schedule({}) num_threads(sp_threads){}{} if(sp_threads > 1)\n",
-      I1, schedule, clauses(outer), err_clause);
-  body += fmt::format("{}for (int64_t task = 0; task < {}; ++task) {{\n", I1, tasks);
+  // Tasks are handed out dynamically (a few per grab): on a shared machine one core often runs
+  // slower than the other, and a static split waits for it (W5: medians 3-10% lower).
+  // Totals are summed per fixed block of tasks, and the blocks' partials added in block order
+  // after the loop: their bits depend neither on the team's size (OMP_NUM_THREADS, one thread
+  // on a busy machine) nor on which thread ran which block.
+  const int64_t blocks = totals.empty() ? 0 : std::min<int64_t>(tasks, 256);
+  if (blocks > 0) {
+    for (const Accumulator* t : totals) {
+      body += fmt::format("{}{} {}_part[{}];\n", I1, t->ctype, t->var, blocks);
+      if (t->op == ReduceOp::Max || t->op == ReduceOp::Min)
+        body += fmt::format("{}int {}n_part[{}];\n", I1, t->var, blocks);
+    }
+    body += fmt::format(
+        "{}#pragma omp parallel for schedule(dynamic, 1) num_threads(sp_threads){} if(sp_threads > "
+        "1)\n",
+        I1, err_clause);
+    body += fmt::format("{}for (int64_t sp_block = 0; sp_block < {}; ++sp_block) {{\n", I1, blocks);
+    for (const Accumulator* t : totals) declare(body, *t, I2);  // this block's
+    body += fmt::format(
+        "{}for (int64_t task = sp_block * {} / {}; task < (sp_block + 1) * {} / {}; ++task) {{\n",
+        I2, tasks, blocks, tasks, blocks);
+  } else {
+    const std::string schedule = tasks > 1
+                                     ? fmt::format("dynamic, {}", std::max<int64_t>(1, tasks / 64))
+                                     : std::string("static");
+    body += fmt::format(
+        "{}#pragma omp parallel for schedule({}) num_threads(sp_threads){} if(sp_threads > 1)\n",
+        I1, schedule, err_clause);
+    body += fmt::format("{}for (int64_t task = 0; task < {}; ++task) {{\n", I1, tasks);
+  }
   if (chunks == 1) {
     body += I2 + "const int64_t r = task;\n";
     body += fmt::format("{}const int64_t j0 = 0, j1 = {};\n", I2, plan.inner);
@@ -527,7 +565,18 @@ KernelSource emit_cpp(const KernelPlan& plan) {
     lines(body, pass.post, I2);
     for (size_t t : pass.post_totals) body += I2 + update(plan.totals[t]) + "\n";
   }
-  body += I1 + "}\n";
+  body += (blocks > 0 ? I2 : I1) + "}\n";
+  if (blocks > 0) {
+    for (const Accumulator* t : totals) {
+      body += fmt::format("{}{}_part[sp_block] = {};\n", I2, t->var, t->var);
+      if (t->op == ReduceOp::Max || t->op == ReduceOp::Min)
+        body += fmt::format("{}{}n_part[sp_block] = {}n;\n", I2, t->var, t->var);
+    }
+    body += I1 + "}\n";
+    body += fmt::format("{}for (int64_t sp_block = 0; sp_block < {}; ++sp_block) {{\n", I1, blocks);
+    for (const Accumulator* t : totals) body += I2 + merge_part(*t) + "\n";
+    body += I1 + "}\n";
+  }
   for (const Accumulator& t : plan.totals) finish(body, t, I1);
   lines(body, plan.epilogue, I1);
   body += I1 + "return err != 0;\n";

@@ -1,9 +1,12 @@
 #include "backends/comm/communicator.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <new>
+
+#include "backends/comm/mpi_comm.h"
 
 namespace spora::comm {
 
@@ -33,6 +36,19 @@ std::string_view dtype_name(DType t) {
       return "i64";
   }
   return "?";
+}
+
+// (mpi_comm.h; here, since it is read with or without MPI.)
+double collective_timeout_seconds() {
+  const char* v = std::getenv("SPORA_COLLECTIVE_TIMEOUT");
+  if (!v || !*v) return 0;
+  char* end = nullptr;
+  const double t = std::strtod(v, &end);
+  if (*end || !std::isfinite(t) || t < 0)
+    throw CommError(
+        std::string("SPORA_COLLECTIVE_TIMEOUT must be a number of seconds (0: none), not '") + v +
+        "'");
+  return t;
 }
 
 std::optional<DType> parse_dtype(std::string_view name) {

@@ -11,6 +11,18 @@
 // libraries do internally too. native() calls MPI_Bcast, MPI_Scatter, MPI_Gather, MPI_Reduce,
 // MPI_Allreduce, MPI_Allgather, MPI_Reduce_scatter_block and MPI_Alltoall.
 //
+// Collective timeout: with SPORA_COLLECTIVE_TIMEOUT=S (seconds, e.g. 30; `spora run
+// --collective-timeout S` sets it), every wait of a communicator (wait_some, native, barrier,
+// and the barrier before MPI_Finalize) polls MPI's non-blocking calls instead of blocking. A
+// rank that waits S seconds tells every other rank on a private duplicate of MPI_COMM_WORLD;
+// the ranks still responding answer within 2 s, the lowest of them prints one line naming the
+// ranks nobody heard from,
+//   spora: rank 1 did not arrive at a collective within 5 s (SPORA_COLLECTIVE_TIMEOUT; rank 0
+//   waited in MPI_Allreduce); stopping the run
+// and they exit with status 1, after which mpirun stops the silent ranks. Unset or 0: MPI's
+// blocking calls, no timeout (a stopped rank holds the others forever). Waits in MPI_Init and
+// in the making of communicators are not covered.
+//
 // This header does not include <mpi.h>; when Spora is built without MPI, mpi_available()
 // is false and the other functions throw CommError.
 #pragma once
@@ -20,6 +32,9 @@
 #include "backends/comm/communicator.h"
 
 namespace spora::comm {
+
+// SPORA_COLLECTIVE_TIMEOUT in seconds (0 when unset); CommError when it is not a number >= 0.
+double collective_timeout_seconds();
 
 bool mpi_available();
 void mpi_initialize(int* argc, char*** argv);  // no-op when already initialized

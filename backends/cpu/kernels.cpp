@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #include "backends/cpu/half.h"
 #include "semantics/low_precision.h"
@@ -51,7 +52,11 @@ int max_threads() { return omp_get_max_threads(); }
 
 namespace {
 
-std::atomic<bool> g_load_adaptive{true};
+// SPORA_CPU_LOAD_ADAPTIVE=0: every parallel loop uses max_threads() (tests of thread counts).
+std::atomic<bool> g_load_adaptive{[] {
+  const char* env = std::getenv("SPORA_CPU_LOAD_ADAPTIVE");
+  return !(env && std::string(env) == "0");
+}()};
 
 // Other processes want the processors: more tasks runnable right now than processors (this
 // thread and a spinning team member are two of them), or a 1-minute load average of

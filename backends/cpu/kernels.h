@@ -105,7 +105,8 @@ int max_threads();
 // loop with it, so a parallel region costs milliseconds instead of microseconds. Sampled at
 // most twice a second. Results never depend on it.
 int team_size();
-// Tests: whether team_size() follows the load (true) or is always max_threads().
+// Tests: whether team_size() follows the load (true) or is always max_threads(). The
+// environment's SPORA_CPU_LOAD_ADAPTIVE=0 starts it off.
 void set_load_adaptive(bool on);
 
 // Runs body(begin, end) over [0, n), split into one contiguous chunk per OpenMP thread (chunk

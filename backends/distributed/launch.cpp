@@ -1,6 +1,7 @@
 // spawn_mpirun, MpiWorld: see launch.h.
 #include "backends/distributed/launch.h"
 
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 #include <sstream>
 
 #include "backends/comm/mpi_comm.h"
+#include "backends/runtime/signals.h"
 #include "lang/diagnostics.h"
 
 namespace spora::distributed {
@@ -42,6 +44,15 @@ int spawn_mpirun(int ranks, const std::vector<std::string>& args, const LaunchOp
                                    "OMP_NUM_THREADS=1",
                                    "-x",
                                    "OPENBLAS_NUM_THREADS=1"};
+  try {
+    comm::collective_timeout_seconds();  // checked before any rank starts
+  } catch (const comm::CommError& e) {
+    throw lang::UserError(e.what());
+  }
+  if (std::getenv("SPORA_COLLECTIVE_TIMEOUT")) {  // for ranks on other hosts
+    argv.push_back("-x");
+    argv.push_back("SPORA_COLLECTIVE_TIMEOUT");
+  }
   if (o.tag_output) argv.push_back("--tag-output");
   if (!o.hostfile.empty()) {
     argv.push_back("--hostfile");
@@ -59,15 +70,30 @@ int spawn_mpirun(int ranks, const std::vector<std::string>& args, const LaunchOp
   c.push_back(nullptr);
   std::fflush(stdout);
   std::fflush(stderr);
+  // SIGINT / SIGTERM from fork on go to mpirun, which stops the ranks (runtime/signals.h).
+  sigset_t interrupts, before;
+  sigemptyset(&interrupts);
+  sigaddset(&interrupts, SIGINT);
+  sigaddset(&interrupts, SIGTERM);
+  sigprocmask(SIG_BLOCK, &interrupts, &before);
   const pid_t pid = fork();
-  if (pid < 0) throw lang::UserError("cannot start mpirun (fork failed)");
+  if (pid < 0) {
+    sigprocmask(SIG_SETMASK, &before, nullptr);
+    throw lang::UserError("cannot start mpirun (fork failed)");
+  }
   if (pid == 0) {
+    sigprocmask(SIG_SETMASK, &before, nullptr);
     execvp("mpirun", c.data());
     std::fprintf(stderr, "spora run: error: cannot run mpirun: %s\n", std::strerror(errno));
     _exit(127);
   }
+  runtime::forward_interrupts_to(pid);
+  sigprocmask(SIG_SETMASK, &before, nullptr);
   int status = 0;
-  waitpid(pid, &status, 0);
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  runtime::forward_interrupts_to(0);
+  if (const int sig = runtime::forwarded_interrupt()) runtime::end_by_interrupt(sig);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "backends/runtime/data/files.h"
 #include "benchmarks/calibrate/calibrate.h"
 #include "benchmarks/calibrate/measure.h"
 #include "lang/diagnostics.h"
@@ -83,12 +84,7 @@ std::string usec(double s) { return fmt::format("{:.3g} us", s * 1e6); }
 void write_atomically(const std::string& path, const std::string& text) {
   const std::filesystem::path out(path);
   if (out.has_parent_path()) std::filesystem::create_directories(out.parent_path());
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    if (!f || !(f << text)) throw lang::UserError(fmt::format("cannot write '{}'", tmp));
-  }
-  std::filesystem::rename(tmp, out);
+  runtime::data::write_file_atomic(path, text);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // process or from disk), the fallback when the compiler fails (a warning, results unchanged),
 // and NVRTC compilation of the CUDA source of every group of the workloads for sm_90.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -12,6 +13,7 @@
 #include <limits>
 #include <sstream>
 
+#include "backends/cpu/kernels.h"
 #include "semantics/ir/parser.h"
 #include "semantics/ir/verifier.h"
 #include "semantics/passes/fusion.h"
@@ -237,6 +239,59 @@ graph @main(%x: f32[5,1010], %b: f32[1010]) -> (f32[5,1010], f32[5,1010]) {
   ASSERT_EQ(f.got.error, "");
   EXPECT_EQ(f.launches, 1u);
   EXPECT_EQ(compare(f.got.result, f.want.result), "");
+}
+
+// A kernel's totals (whole-tensor sums fused with their operands) add fixed blocks of tasks in
+// order, so their bits do not depend on the team that ran them: OMP_NUM_THREADS, or the one
+// thread a busy machine gets (cpu::team_size). The team sizes all give the same bits; the sums
+// are checked against the node-by-node reference too.
+TEST(Codegen, TotalsDoNotDependOnTheThreadCount) {
+  setup();
+  const char* text = R"(
+graph @main(%x: f64[3000,1000], %y: f32[3000,1000]) -> (f64, f64, f32, f32) {
+  %a = mul(%x, %x) : f64[3000,1000]
+  %h = constant 0.5 : f64
+  %b = mul(%x, %h) : f64[3000,1000]
+  %c = add(%a, %b) : f64[3000,1000]
+  %s = sum(%c, axis=none, keepdims=false) : f64
+  %t = sum(%x, axis=none, keepdims=false) : f64
+  %k = constant 0.1 : f32
+  %d = mul(%y, %k) : f32[3000,1000]
+  %e = exp(%d) : f32[3000,1000]
+  %f = mul(%e, %y) : f32[3000,1000]
+  %u = sum(%f, axis=none, keepdims=false) : f32
+  %v = max(%f, axis=none, keepdims=false) : f32
+  %r = make_tuple(%s, %t, %u, %v) : (f64, f64, f32, f32)
+  return %r
+}
+)";
+  auto plain = ir::parse_module(text);
+  std::vector<sem::Value> args;
+  for (size_t i = 0; i < plain->entry->params.size(); ++i)
+    args.push_back(random_value(plain->entry->params[i]->type, 5 + i));
+  const ProgramRun want = call(*plain, plain->entry, args);
+  auto m = ir::parse_module(text);
+  passes::fuse_operators(*m);
+  const size_t groups = codegen::fused_groups(*m).size();  // f64 and f32 apart
+  ASSERT_GE(groups, 1u);
+  codegen::FusedRuntime rt(*m, test_fused_options());
+  ASSERT_EQ(rt.kernels(), groups) << rt.error();
+  cpu::set_load_adaptive(false);
+  const int before = omp_get_max_threads();
+  std::vector<std::string> printed;
+  for (int threads : {1, 2, 3, 4, 7}) {
+    omp_set_num_threads(threads);
+    const ProgramRun got = call(*m, m->entry, args);
+    ASSERT_EQ(got.error, "");
+    std::string bits;
+    for (const sem::Value& v : got.result.items()) bits += sem::format_value(v) + " ";
+    printed.push_back(bits);
+    EXPECT_EQ(compare(got.result, want.result, 1e-6, 1e-9), "") << threads << " threads";
+  }
+  omp_set_num_threads(before);
+  cpu::set_load_adaptive(true);
+  EXPECT_EQ(rt.launches(), 5 * groups);
+  for (size_t i = 1; i < printed.size(); ++i) EXPECT_EQ(printed[i], printed[0]) << "run " << i;
 }
 
 TEST(Codegen, ASecondBuildComesFromTheCache) {

@@ -216,8 +216,8 @@ TEST(Prefetch, AnErrorOnTheThreadReachesTheLoop) {
     while (it.next_in(0, v)) {
     }
   });
-  EXPECT_NE(e.find("cannot read '" + (dir / "t10k-images-idx3-ubyte.gz").string() + "': corrupt gzip data"),
-            std::string::npos)
+  EXPECT_EQ(
+      e.rfind("'" + (dir / "t10k-images-idx3-ubyte.gz").string() + "' is corrupt at byte ", 0), 0u)
       << e;
   fs::remove_all(dir);
   // A missing directory is a clear error naming the path.
@@ -347,8 +347,9 @@ TEST(Reports, StepTimeIsTheMedianBetweenBatches) {
   const steady_clock::time_point t0{};
   // The first batch's costs fall before the first tick; a 500 ms outlier between batches does
   // not move the median of 10, 12, 11, 500 ms (the mean would be 133 ms).
-  const std::vector<steady_clock::time_point> ticks = {t0, t0 + milliseconds(10), t0 + milliseconds(22),
-                                                       t0 + milliseconds(33), t0 + milliseconds(533)};
+  const std::vector<steady_clock::time_point> ticks = {t0, t0 + milliseconds(10),
+                                                       t0 + milliseconds(22), t0 + milliseconds(33),
+                                                       t0 + milliseconds(533)};
   EXPECT_DOUBLE_EQ(median_step_seconds(ticks), 0.012);
   EXPECT_DOUBLE_EQ(median_step_seconds({t0, t0 + milliseconds(7)}), 0.007);
   EXPECT_EQ(median_step_seconds({t0}), 0.0);

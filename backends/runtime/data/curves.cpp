@@ -274,8 +274,7 @@ std::string Recorder::svg() const {
 }
 
 void Recorder::save_curves(const std::string& prefix) const {
-  write_file_atomic(prefix + ".csv", csv());
-  write_file_atomic(prefix + ".svg", svg());
+  write_files_atomic({{prefix + ".csv", csv()}, {prefix + ".svg", svg()}});
 }
 
 }  // namespace spora::runtime::data

@@ -317,6 +317,11 @@ std::shared_ptr<const FashionMnist::Decoded> decoded(const std::string& images, 
   check_header(labels, hl.str());
   if (hi.shape.size() != 3 || hl.shape.size() != 1 || hi.shape[0] != hl.shape[0])
     fail("fashion_mnist: '" + images + "' (" + hi.str() + ") and '" + labels + "' (" + hl.str() + ") do not match");
+  // A damaged label would index past the logits' classes.
+  for (size_t i = 0; i < d->labels.size(); ++i)
+    if (d->labels[i] > 9)
+      fail("'" + labels + "' is corrupt " + at_byte(hl.data_offset + i, hl.gz) + ": label " +
+           std::to_string(d->labels[i]) + ", where Fashion-MNIST's classes are 0 to 9");
   std::lock_guard<std::mutex> lock(mu);
   cache[key] = d;
   return d;

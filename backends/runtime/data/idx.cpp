@@ -80,21 +80,30 @@ std::string IdxHeader::str() const {
   return std::string(n ? n : "?") + sem::shape_str(shape);
 }
 
-IdxHeader parse_idx_header(const Bytes& b, const std::string& path) {
-  const std::string what = "'" + path + "' is not an idx file";
-  if (b.size() < 4) fail(what + " (it has only " + std::to_string(b.size()) + " bytes)");
-  if (b[0] != 0 || b[1] != 0) fail(what + " (it does not start with two zero bytes)");
+IdxHeader parse_idx_header(const Bytes& b, const std::string& path, bool gz) {
+  const std::string what = "'" + path + "' is not an idx file ";
+  if (b.size() < 4)
+    fail("'" + path + "' is truncated " + at_byte(b.size(), gz) +
+         ": an idx header has at least 4 bytes");
+  if (b[0] != 0 || b[1] != 0)
+    fail(what + at_byte(b[0] != 0 ? 0 : 1, gz) + ": it does not start with two zero bytes (0x" +
+         fmt_hex(b[0]) + " 0x" + fmt_hex(b[1]) + ")");
   IdxHeader h;
+  h.gz = gz;
   h.type = b[2];
-  if (!type_name(h.type)) fail(what + " (unknown element type 0x" + fmt_hex(h.type) + ")");
+  if (!type_name(h.type))
+    fail(what + at_byte(2, gz) + ": unknown element type 0x" + fmt_hex(h.type));
   const size_t ndim = b[3];
-  if (ndim == 0) fail(what + " (it has no dimensions)");
+  if (ndim == 0) fail(what + at_byte(3, gz) + ": it has no dimensions");
   h.data_offset = 4 + 4 * ndim;
-  if (b.size() < h.data_offset) fail("'" + path + "' is truncated: its idx header needs " +
-                                     std::to_string(h.data_offset) + " bytes, it has " + std::to_string(b.size()));
+  if (b.size() < h.data_offset)
+    fail("'" + path + "' is truncated " + at_byte(b.size(), gz) + ": its idx header of " +
+         std::to_string(ndim) + " dimensions has " + std::to_string(h.data_offset) + " bytes");
   for (size_t d = 0; d < ndim; ++d) {
     const uint32_t n = load_be32(b.data() + 4 + 4 * d);
-    if (n > (1u << 31)) fail(what + " (dimension " + std::to_string(d) + " is " + std::to_string(n) + ")");
+    if (n > (1u << 31))
+      fail(what + at_byte(4 + 4 * d, gz) + ": dimension " + std::to_string(d) + " is " +
+           std::to_string(n));
     h.shape.push_back(n);
   }
   return h;
@@ -102,19 +111,18 @@ IdxHeader parse_idx_header(const Bytes& b, const std::string& path) {
 
 IdxHeader read_idx_header(const std::string& path) {
   // The dim count is byte 3; 4 + 4 * 255 bytes cover every header.
-  return parse_idx_header(read_prefix(path, 4 + 4 * 255), path);
+  bool gz = false;
+  const Bytes head = read_prefix(path, 4 + 4 * 255, &gz);
+  return parse_idx_header(head, path, gz);
 }
 
 namespace {
 // The whole file, header parsed and the size checked against it.
 Bytes read_checked(const std::string& path, IdxHeader& h) {
-  Bytes b = read_file(path, true);
-  h = parse_idx_header(b, path);
-  const size_t need =
-      h.data_offset + announced_bytes(b.size(), h.data_offset, h.shape, h.elem_size(), path, h.str());
-  if (b.size() > need)
-    fail("'" + path + "' is corrupt: " + std::to_string(b.size() - need) + " bytes after the " + h.str() +
-         " data its header announces");
+  bool gz = false;
+  Bytes b = read_file(path, true, &gz);
+  h = parse_idx_header(b, path, gz);
+  announced_bytes(b.size(), h.data_offset, h.shape, h.elem_size(), path, h.str(), gz);
   return b;
 }
 }  // namespace

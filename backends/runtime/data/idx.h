@@ -22,13 +22,16 @@ struct IdxHeader {
   uint8_t type = 0;          // the idx type byte
   sem::Shape shape;
   size_t data_offset = 0;    // bytes before the elements
+  bool gz = false;           // read from a gzip file (offsets are in its decompressed data)
   size_t elem_size() const;  // bytes of one element
   DType dtype() const;       // the dtype it loads as by default
   std::string str() const;   // "u8[60000,28,28]"
 };
 
-// Parses the header from the first bytes of a file (UserError naming `path` when malformed).
-IdxHeader parse_idx_header(const Bytes& bytes, const std::string& path);
+// Parses the header from the first bytes of a file: a UserError naming `path` and the byte when
+// malformed ("'x.idx' is not an idx file at byte 2: unknown element type 0x07"; `gz`: the bytes
+// were decompressed, files.h at_byte).
+IdxHeader parse_idx_header(const Bytes& bytes, const std::string& path, bool gz = false);
 // The header of a file (reads only its first bytes).
 IdxHeader read_idx_header(const std::string& path);
 

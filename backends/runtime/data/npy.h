@@ -25,7 +25,9 @@ struct NpyHeader {
   std::string str() const;   // "f32[100,784]" (the type it loads as)
 };
 
-NpyHeader parse_npy_header(const Bytes& bytes, const std::string& path);
+// Errors name the file and the byte: "'x.npy' is not a valid npy file at byte 24: fortran_order
+// is 'Maybe'" (`gz`: the bytes were decompressed, files.h at_byte).
+NpyHeader parse_npy_header(const Bytes& bytes, const std::string& path, bool gz = false);
 NpyHeader read_npy_header(const std::string& path);  // reads only the header
 sem::Tensor read_npy(const std::string& path);
 std::string npy_bytes(const sem::Tensor& t, const std::string& path);
