@@ -144,7 +144,9 @@ int cmd_run(const std::string& path, const RunOptions& opts) {
   }
   if (!opts.quiet) diags.print(std::cerr);
   if (!c.module) return 1;
-  if (options.eager) {
+  // Eager mode ran the program while lowering it (--mode eager, or set_mode("eager") in main;
+  // set_mode("graph") under --mode eager leaves the graph to run here).
+  if (c.module->annotations.count("lowered.eager")) {
     if (!opts.profile.empty())
       std::cerr << "spora: warning: --profile times graph mode only (eager mode ran the program "
                    "while lowering it); no profile written\n";

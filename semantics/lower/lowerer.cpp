@@ -305,6 +305,9 @@ bool Lowerer::lower_entry(const std::string& entry, bool eager) {
     return false;
   }
   if (eager) {
+    // What ran: the driver runs the entry graph only when the lowering did not (set_mode in
+    // main overrides --mode either way).
+    module_.annotations["lowered.eager"] = std::make_shared<bool>(true);
     eager_ = true;
     executor_ = std::make_unique<EagerExecutor>(module_, g);
     eager_value = [this](const ir::Node* n) { return executor_->value(n); };
