@@ -293,6 +293,11 @@ int cmd_run_distributed(const std::string& path, RunOptions opts, const Distribu
         std::cerr << fmt::format("stats: fused kernels run on shards: {} (their anchors on the "
                                  "shards, then the kernel on whole values)\n",
                                  s.fused_on_shards);
+      if (s.fused_local > 0)
+        std::cerr << fmt::format(
+            "stats: fused kernels run on this rank's shards: {} (compiled "
+            "for the shards' shapes)\n",
+            s.fused_local);
       if (!plan.pipeline.empty())
         std::cerr << fmt::format(
             "stats: pipeline: {} steps run as the schedule, {} owned values got from their "

@@ -31,8 +31,10 @@ std::unique_ptr<codegen::FusedRuntime> fuse_for_run(ir::Module& m, bool fuse, bo
 }
 
 std::string describe_fusion(const codegen::FusedRuntime& rt) {
-  return fmt::format("fusion: {} groups, {} compiled kernels; {} fused launches, {} node-by-node runs",
-                     rt.groups(), rt.kernels(), rt.launches(), rt.fallbacks());
+  return fmt::format(
+      "fusion: {} groups, {} compiled kernels ({} more for other argument shapes); {} fused "
+      "launches, {} node-by-node runs",
+      rt.groups(), rt.kernels(), rt.variants(), rt.launches(), rt.fallbacks());
 }
 
 std::string fused_stage(ir::Module& m, const std::string& emit) {

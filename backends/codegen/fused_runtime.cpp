@@ -9,6 +9,7 @@
 
 #include "backends/codegen/cache.h"
 #include "backends/cpu/kernels.h"
+#include "semantics/ir/clone.h"
 #include "semantics/passes/fusion.h"
 #include "semantics/registry.h"
 
@@ -94,10 +95,46 @@ bool gpu_plannable(const passes::KernelPlan& plan) {
   return std::none_of(plan.inputs.begin(), plan.inputs.end(), low) &&
          std::none_of(plan.outputs.begin(), plan.outputs.end(), low);
 }
+
+// A copy of the flat group `g` in `dst` whose parameters have `shapes` and whose nodes the
+// primitives' shape rules retype; nullptr when a rule refuses those shapes.
+ir::Graph* retyped_copy(ir::Module& dst, const ir::Graph& g,
+                        const std::vector<sem::Shape>& shapes) {
+  ir::CloneMap map;
+  ir::Graph* copy = ir::clone_graph(dst, g, nullptr, map);
+  for (size_t k = 0; k < copy->params.size(); ++k) {
+    const sem::TypeP& t = copy->params[k]->type;
+    if (!t || !t->is_tensor() || k >= shapes.size()) return nullptr;
+    copy->params[k]->type = sem::Type::tensor(t->dtype, shapes[k]);
+  }
+  try {
+    for (ir::Node* n : copy->nodes) {
+      if (n->is_param() || n->is_constant()) continue;
+      if (!n->prim || !n->prim->infer) return nullptr;
+      std::vector<sem::TypeP> in;
+      for (const ir::Node* x : n->inputs) in.push_back(x->type);
+      n->type = n->prim->infer(in, n->attrs);
+    }
+  } catch (const std::exception&) {
+    return nullptr;
+  }
+  return copy;
+}
 }  // namespace
 
+FusedRuntime::Entry FusedRuntime::make_entry(const ir::Graph& g, const passes::GroupSpec& spec,
+                                             passes::KernelPlan plan) {
+  Entry e;
+  e.graph = &g;
+  e.plan = std::move(plan);
+  if (e.plan.anchor >= 0) e.anchor = spec.nodes[static_cast<size_t>(e.plan.anchor)];
+  for (const ir::Node* p : g.params)
+    e.anchor_only.push_back(e.anchor && read_only_by(g, p, e.anchor));
+  return e;
+}
+
 FusedRuntime::FusedRuntime(const ir::Module& m, FusedOptions options)
-    : gpu_(options.gpu), warn_(options.warn) {
+    : compile_(options.compile), gpu_(options.gpu), warn_(options.warn) {
   std::vector<KernelSource> sources;
   const std::unordered_set<const ir::Graph*> in_loops = graphs_run_by_loops(m);
   for (const auto& g : m.graphs()) {
@@ -110,10 +147,7 @@ FusedRuntime::FusedRuntime(const ir::Module& m, FusedOptions options)
         (in_loops.count(g.get()) ? options.min_elements_in_loops : options.min_elements))
       continue;
     if (gpu_ && !gpu_plannable(*plan)) continue;
-    Entry e;
-    e.plan = *plan;
-    if (plan->anchor >= 0) e.anchor = spec.nodes[static_cast<size_t>(plan->anchor)];
-    for (const ir::Node* p : g->params) e.anchor_only.push_back(e.anchor && read_only_by(*g, p, e.anchor));
+    Entry e = make_entry(*g, spec, *plan);
     KernelSource src = gpu_ ? emit_cuda(*plan) : emit_cpp(*plan);
     e.name = src.name;
     sources.push_back(std::move(src));
@@ -258,6 +292,38 @@ bool FusedRuntime::run_gpu(const ir::Graph& group, const Entry& e,
   return true;
 }
 
+size_t FusedRuntime::variants() const {
+  std::lock_guard lock(variants_mutex_);
+  return static_cast<size_t>(std::count_if(
+      variants_.begin(), variants_.end(), [](const auto& v) { return v.second.entry != nullptr; }));
+}
+
+const FusedRuntime::Entry* FusedRuntime::variant(const ir::Graph& group,
+                                                 const std::vector<sem::Value>& args) {
+  std::vector<sem::Shape> shapes;
+  for (const sem::Value& a : args) shapes.push_back(a.tensor.shape());
+  std::lock_guard lock(variants_mutex_);
+  Variant& v = variants_[{&group, shapes}];
+  if (v.entry) return v.entry.get();
+  // The first call runs node by node; the second compiles; after a failure, none does.
+  if (++v.calls != 2) return nullptr;
+  if (!variant_graphs_) variant_graphs_ = std::make_unique<ir::Module>();
+  const ir::Graph* copy = retyped_copy(*variant_graphs_, group, shapes);
+  if (!copy) return nullptr;
+  const passes::GroupSpec spec = passes::group_of(*copy);
+  auto plan = passes::plan_group(spec);
+  if (!plan) return nullptr;
+  Entry e = make_entry(*copy, spec, *plan);
+  KernelSource src = emit_cpp(e.plan);
+  e.name = src.name;
+  std::string error;
+  v.library = compile_cpp(cpp_unit({src}), compile_, &error);
+  e.fn = v.library ? v.library->find(e.name) : nullptr;
+  if (!e.fn) return nullptr;
+  v.entry = std::make_unique<Entry>(std::move(e));
+  return v.entry.get();
+}
+
 bool FusedRuntime::run(const ir::Graph& group, const std::vector<sem::Value>& args,
                        sem::Value& result) {
   auto it = entries_.find(&group);
@@ -270,16 +336,32 @@ bool FusedRuntime::run(const ir::Graph& group, const std::vector<sem::Value>& ar
     ++fallbacks_;
     return false;
   }
-  // Every argument a tensor of the dtype and shape the kernel was generated for (one only the
-  // anchor reads goes to the anchor's kernel, which takes any shape, and may be a shard).
+  // Every argument a tensor of the dtype the kernel was generated for, and of its shape (one
+  // only the anchor reads goes to the anchor's kernel, which takes any shape, and may be a
+  // shard); other shapes run a variant.
+  bool same_shapes = true;
   for (size_t k = 0; k < params; ++k) {
     const sem::Value& a = args[k];
-    if (!a.is_tensor() || a.tensor.dtype() != plan.inputs[k].dtype ||
-        (a.tensor.shape() != plan.inputs[k].shape && !e.anchor_only[k])) {
+    if (!a.is_tensor() || a.tensor.dtype() != plan.inputs[k].dtype) {
       ++fallbacks_;
       return false;
     }
+    same_shapes &= a.tensor.shape() == plan.inputs[k].shape || e.anchor_only[k];
   }
+  if (same_shapes) return run_entry(e, args, result);
+  const Entry* v = gpu_ ? nullptr : variant(group, args);
+  if (!v) {
+    ++fallbacks_;
+    return false;
+  }
+  return run_entry(*v, args, result);
+}
+
+bool FusedRuntime::run_entry(const Entry& e, const std::vector<sem::Value>& args,
+                             sem::Value& result) {
+  const ir::Graph& group = *e.graph;
+  const passes::KernelPlan& plan = e.plan;
+  const size_t params = group.params.size();
   if (gpu_) return run_gpu(group, e, args, result);
   std::vector<const void*> in;
   for (size_t k = 0; k < params; ++k) in.push_back(args[k].tensor.raw());

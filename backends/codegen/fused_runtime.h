@@ -9,6 +9,11 @@
 //   2. runs the group's output-fusable anchor (matmul, conv2d) with its backend kernel
 //      (sem::kernel_for: BLAS), whose result the epilogue may overwrite in place,
 //   3. allocates the outputs and runs the kernel.
+// Arguments of other shapes than the group's types (a distributed run's shards, a loop's short
+// last batch) run a variant of the kernel: the group retyped for those shapes by the
+// primitives' shape rules, planned and compiled on its second call with them (a single call
+// runs node by node: compiling would cost more than it saves); a group the shapes do not
+// retype or plan keeps running node by node.
 // Anything else runs the group node by node, exactly as the unfused program: a group without a
 // kernel (too small, unplannable, compile failure), unexpected arguments, or a kernel that
 // reports a failed check (a label out of range: the node-by-node run raises the error).
@@ -17,7 +22,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -84,6 +91,7 @@ class FusedRuntime {
   const std::string& error() const { return error_; }  // the compile failure, if any
   size_t launches() const { return launches_; }
   size_t fallbacks() const { return fallbacks_; }
+  size_t variants() const;  // kernels compiled for other argument shapes
   bool on_gpu() const { return gpu_ != nullptr; }
 
   // The hook itself: runs `group` on `args` with its kernel (false: run it node by node).
@@ -91,6 +99,7 @@ class FusedRuntime {
 
  private:
   struct Entry {
+    const ir::Graph* graph = nullptr;  // the group the plan was made from
     passes::KernelPlan plan;
     std::string name;
     KernelLibrary::Fn fn = nullptr;
@@ -98,6 +107,21 @@ class FusedRuntime {
     std::vector<bool> anchor_only;  // per parameter: read by the anchor alone
   };
   std::unordered_map<const ir::Graph*, Entry> entries_;
+  // Kernels for other argument shapes: per (group, shapes), the calls seen and the entry once
+  // compiled (a null entry after a failure: that group runs node by node with those shapes).
+  struct Variant {
+    int calls = 0;
+    std::unique_ptr<Entry> entry;
+    std::shared_ptr<KernelLibrary> library;
+  };
+  std::map<std::pair<const ir::Graph*, std::vector<sem::Shape>>, Variant> variants_;
+  std::unique_ptr<ir::Module> variant_graphs_;  // the retyped copies the variants plan
+  mutable std::mutex variants_mutex_;
+  CompileOptions compile_;
+  static Entry make_entry(const ir::Graph& g, const passes::GroupSpec& spec,
+                          passes::KernelPlan plan);
+  const Entry* variant(const ir::Graph& group, const std::vector<sem::Value>& args);
+  bool run_entry(const Entry& e, const std::vector<sem::Value>& args, sem::Value& result);
   std::shared_ptr<KernelLibrary> library_;
   std::shared_ptr<GpuKernels> gpu_;
   bool warn_ = true;

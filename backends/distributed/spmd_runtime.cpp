@@ -10,6 +10,7 @@
 #include <set>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "backends/comm/communicator.h"
 #include "backends/distributed/program_pipeline.h"
@@ -75,6 +76,11 @@ struct SpmdRuntime::Impl {
     bool scale_known = false;
   };
   std::map<std::pair<const ir::Node*, std::vector<uint32_t>>, Choice> choices;
+  // Per fusion group and its arguments' placements: how it runs on its shards (local_group).
+  struct LocalGroup;
+  std::map<std::pair<const ir::Graph*, std::vector<uint32_t>>, std::optional<LocalGroup>>
+      local_groups;
+  bool in_local_group = false;  // a group's kernel runs on this rank's shards: no hook applies
 
   // Redistributed values, by source storage and target layout id, while the source lives.
   struct Redistributed {
@@ -391,7 +397,8 @@ struct SpmdRuntime::Impl {
   // --- the hook (steps 3 to 5) ---
 
   bool on_primitive(const ir::Node& n, std::vector<Value>& in, Value& result) {
-    if (in_stage) return false;  // a stage program's node (step 9): its runner places nothing
+    // A stage program's node (step 9), or a local group's anchor: nothing to place.
+    if (in_stage || in_local_group) return false;
     const sem::Primitive& p = *n.prim;
     const std::string& name = p.name;
     if (pipe && name == "shard_hint" && n.attrs.has("owner") && n.type && n.type->is_tensor()) {
@@ -753,6 +760,120 @@ struct SpmdRuntime::Impl {
     return true;
   }
 
+  // How a fusion group runs on its shards: the layouts its arguments are first redistributed to
+  // (nullopt: as they are) and those of its outputs.
+  struct LocalGroup {
+    std::vector<std::optional<Layout>> args;
+    std::vector<Layout> outputs;
+  };
+
+  // Whether each node of a fusion group would run on its shards as they are: the strategy the
+  // node-by-node run would choose keeps every input's layout (a partial sum stays one), needs
+  // no rescaling and keeps the node's attributes; it may redistribute an argument that node
+  // reads first (a partial gradient summed before the optimizer's update), which is done before
+  // the kernel. The run of the nodes one by one would communicate nothing else, so the group's
+  // kernel on the shards computes what it would. Nullopt otherwise (and under ZeRO, sequence
+  // parallelism and pipelines, whose hooks place values their own way).
+  std::optional<LocalGroup> local_group(const ir::Graph& group, const std::vector<Value>& args) {
+    if (pipe || rt.plan_.zero_stage > 0 || rt.plan_.sp_axis >= 0) return std::nullopt;
+    std::vector<uint32_t> key;
+    for (const Value& a : args) {
+      if (!a.is_tensor()) return std::nullopt;
+      key.push_back(placement(a));
+    }
+    auto cached = local_groups.find({&group, key});
+    if (cached != local_groups.end()) return cached->second;
+    std::optional<LocalGroup>& out = local_groups[{&group, key}];
+    LocalGroup g;
+    g.args.resize(args.size());
+    std::unordered_map<const ir::Node*, Layout> at;
+    std::unordered_map<const ir::Node*, size_t> param_index;
+    std::unordered_set<const ir::Node*> consumed;  // read by a node as it is
+    for (size_t k = 0; k < group.params.size() && k < args.size(); ++k) {
+      at.emplace(group.params[k], layout(args[k], group.params[k]->type));
+      param_index[group.params[k]] = k;
+    }
+    auto layout_of = [&](const ir::Node* x) -> std::optional<Layout> {
+      if (auto it = at.find(x); it != at.end()) return it->second;
+      if (x->is_constant() && x->type && x->type->is_tensor())
+        return Layout::replicated(static_cast<int>(x->type->rank()));
+      return std::nullopt;
+    };
+    for (const ir::Node* n : group.nodes) {
+      if (n->is_param() || n->is_constant() || (n == group.output && n->is_prim("make_tuple")))
+        continue;
+      if (!n->prim || !n->type || !n->type->is_tensor()) return out;
+      std::vector<Layout> in;
+      std::vector<TypeP> types;
+      for (const ir::Node* x : n->inputs) {
+        const std::optional<Layout> l = layout_of(x);
+        if (!l) return out;
+        in.push_back(*l);
+        types.push_back(x->type);
+      }
+      const OpStrategy s = parallel::choose_strategy(*n, in, types, mesh, comm_model);
+      if (s.inputs.size() != in.size() || s.output_scale != 1 || !s.tuple_outputs.empty())
+        return out;
+      for (size_t i = 0; i < in.size(); ++i) {
+        const ir::Node* x = n->inputs[i];
+        if (s.inputs[i] != in[i]) {
+          const auto p = param_index.find(x);
+          if (p == param_index.end() || consumed.count(x) || group.output == x) return out;
+          g.args[p->second] = s.inputs[i];
+          at[x] = s.inputs[i];
+        }
+        consumed.insert(x);
+      }
+      const parallel::ShardingRule* rule = parallel::sharding_rule(*n->prim);
+      if (rule && rule->local_attrs &&
+          !(rule->local_attrs(n->attrs, s, types, n->type, mesh) == n->attrs))
+        return out;
+      at[n] = s.output;
+    }
+    const bool tuple = group.output && group.output->is_prim("make_tuple");
+    for (const ir::Node* o : tuple ? group.output->inputs : std::vector<ir::Node*>{group.output}) {
+      const std::optional<Layout> l = layout_of(o);
+      if (!l) return out;
+      g.outputs.push_back(*l);
+    }
+    out = std::move(g);
+    return out;
+  }
+
+  // A fusion group whose nodes all run on their shards (local_group): its kernel on this
+  // rank's shards (compiled for their shapes: backends/codegen/fused_runtime.h), the results
+  // placed as the nodes would leave them.
+  bool run_local_group(const ir::Graph& group, const std::vector<Value>& args, Value& result) {
+    const std::optional<LocalGroup> plan = local_group(group, args);
+    if (!plan) return false;
+    std::vector<Value> in = args;
+    for (size_t k = 0; k < in.size(); ++k)
+      if (plan->args[k]) in[k] = redistribute(in[k], *plan->args[k], group.params[k]->type);
+    forget_unique(in);
+    struct Local {
+      bool& flag;
+      explicit Local(bool& f) : flag(f) { flag = true; }
+      ~Local() { flag = false; }
+    };
+    bool ran = false;
+    {
+      Local local(in_local_group);
+      ran = fused(group, in, result);
+    }
+    if (!ran) return false;
+    const std::vector<Layout>& outs = plan->outputs;
+    if (result.is_tensor() && outs.size() == 1) {
+      set_placement(result, id_of(outs.front()));
+    } else if (result.kind == Value::Kind::Tuple && result.elems &&
+               result.elems->size() == outs.size()) {
+      for (size_t i = 0; i < outs.size(); ++i) set_placement((*result.elems)[i], id_of(outs[i]));
+    } else {
+      return false;
+    }
+    ++rt.stats_.fused_local;
+    return true;
+  }
+
   // --- data (step 2) ---
 
   struct ShardedIterable : sem::Iterable {
@@ -843,7 +964,9 @@ void SpmdRuntime::install() {
   sem::set_primitive_hook([impl](const ir::Node& n, std::vector<Value>& in, Value& result) {
     return impl->on_primitive(n, in, result);
   });
-  sem::set_host_value_hook([impl](Value& v) { v = impl->whole(v, impl->global_type(v)); });
+  sem::set_host_value_hook([impl](Value& v) {
+    if (!impl->in_local_group) v = impl->whole(v, impl->global_type(v));
+  });
   if (impl->pipe)
     sem::set_call_hook([impl](const ir::Graph& callee, std::vector<Value>& args, Value& result,
                               const std::function<Value(std::vector<Value>&)>&) {
@@ -858,15 +981,17 @@ void SpmdRuntime::install() {
   // hook, reads its result whole (one all-reduce, as the nodes would), and refuses a shard of
   // any other argument by its shape (the kernel was compiled for whole shapes). A shard cut
   // another way (a forward matmul on the batch's rows) would have to be gathered for the
-  // kernel, so that group runs its nodes one by one through the primitive hook and its result
-  // stays cut.
+  // kernel; such a group runs its kernel on the shards when every node of it would run on its
+  // shards as they are (run_local_group: a forward layer on the batch's rows), and otherwise
+  // its nodes one by one through the primitive hook, its result staying cut.
   impl->fused = sem::current_fused_kernel_hook();
   if (impl->fused)
     sem::set_fused_kernel_hook(
         [impl](const ir::Graph& group, const std::vector<Value>& args, Value& result) {
           bool shards = false;
           for (const Value& a : args) shards |= impl->holds_shards(a);
-          if (shards && !impl->cut_along_anchor_contraction(group, args)) return false;
+          if (shards && !impl->cut_along_anchor_contraction(group, args))
+            return impl->run_local_group(group, args, result);
           impl->forget_unique(args);
           if (!impl->fused(group, args, result)) return false;
           if (shards) ++impl->rt.stats_.fused_on_shards;

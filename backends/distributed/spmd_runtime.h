@@ -158,6 +158,7 @@ struct SpmdStats {
                                      // where it reads them (batch_cut.h; per site in the code)
   int64_t pipeline_steps = 0;        // steps run as a pipeline's schedule (step 9)
   int64_t fused_on_shards = 0;       // fused kernels run with a sharded anchor input
+  int64_t fused_local = 0;           // fused kernels run on this rank's shards (their shapes)
   int64_t owned_fetches = 0;         // owned values got from their stage for another use
 };
 
