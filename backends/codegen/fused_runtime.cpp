@@ -305,8 +305,14 @@ const FusedRuntime::Entry* FusedRuntime::variant(const ir::Graph& group,
   std::lock_guard lock(variants_mutex_);
   Variant& v = variants_[{&group, shapes}];
   if (v.entry) return v.entry.get();
-  // The first call runs node by node; the second compiles; after a failure, none does.
+  // The first call runs node by node; the second compiles; after a failure, none does. A group
+  // called with ever new shapes keeps at most kMaxVariants kernels.
   if (++v.calls != 2) return nullptr;
+  constexpr size_t kMaxVariants = 8;
+  if (std::count_if(variants_.begin(), variants_.end(), [&](const auto& x) {
+        return x.first.first == &group && x.second.entry;
+      }) >= static_cast<std::ptrdiff_t>(kMaxVariants))
+    return nullptr;
   if (!variant_graphs_) variant_graphs_ = std::make_unique<ir::Module>();
   const ir::Graph* copy = retyped_copy(*variant_graphs_, group, shapes);
   if (!copy) return nullptr;

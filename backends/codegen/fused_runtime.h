@@ -12,8 +12,8 @@
 // Arguments of other shapes than the group's types (a distributed run's shards, a loop's short
 // last batch) run a variant of the kernel: the group retyped for those shapes by the
 // primitives' shape rules, planned and compiled on its second call with them (a single call
-// runs node by node: compiling would cost more than it saves); a group the shapes do not
-// retype or plan keeps running node by node.
+// runs node by node: compiling would cost more than it saves; at most 8 per group); a group the
+// shapes do not retype or plan keeps running node by node.
 // Anything else runs the group node by node, exactly as the unfused program: a group without a
 // kernel (too small, unplannable, compile failure), unexpected arguments, or a kernel that
 // reports a failed check (a label out of range: the node-by-node run raises the error).
