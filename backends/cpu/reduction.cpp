@@ -13,6 +13,7 @@
 // long-run case, a reduction of everything, sums its blocks in parallel). max/min/argmax/
 // argmin are exact: nan wins (the first nan), ties keep the first element, so even the sign
 // of a zero maximum is the reference's.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -300,9 +301,10 @@ struct BoolPolicy {
 
 // ---- the two loop shapes --------------------------------------------------------------------
 
-// Reduces x by policy P into acc[out_n] (accumulators, finalised by the caller).
-template <class P, class T>
-void reduce_layout(const Layout& l, const T* x, typename P::Acc* acc) {
+// Reduces x by policy P, handing each output's accumulator to finish(j, acc) (once per output
+// j, from the thread that computed it).
+template <class P, class T, class Finish>
+void reduce_layout(const Layout& l, const T* x, Finish&& finish) {
   using Acc = typename P::Acc;
   if (l.inner_reduced) {
     if (l.out_n == 1 && l.rdims.empty() && l.inner >= 4 * kBlock) {
@@ -318,7 +320,7 @@ void reduce_layout(const Layout& l, const T* x, typename P::Acc* acc) {
           1);
       Acc s = P::identity();
       for (Acc p : part) s = P::merge(s, p);
-      acc[0] = s;
+      finish(0, s);
       return;
     }
     parallel_for(
@@ -331,7 +333,7 @@ void reduce_layout(const Layout& l, const T* x, typename P::Acc* acc) {
             Acc s = P::identity();
             for (int64_t c = l.count / l.inner; c-- > 0; od.next())
               s = P::merge(s, P::contig(base + od.offset, l.inner));
-            acc[j] = s;
+            finish(j, s);
           }
         },
         1);
@@ -343,11 +345,12 @@ void reduce_layout(const Layout& l, const T* x, typename P::Acc* acc) {
   parallel_tasks(rows * chunks, l.count * std::min(kChunk, l.inner), [&](int64_t task) {
     int64_t row = task / chunks, c0 = (task % chunks) * kChunk;
     int64_t n = std::min(kChunk, l.inner - c0);
-    Acc* a = acc + row * l.inner + c0;
+    Acc a[kChunk];
     std::fill(a, a + n, P::identity());
     const T* base = x + offset_of(row, l.kdims, l.kst, 1) + c0;
     Odometer od(l.rdims, l.rst);
     for (int64_t c = l.count; c-- > 0; od.next()) P::rows(a, base + od.offset, n);
+    for (int64_t i = 0; i < n; ++i) finish(row * l.inner + c0 + i, a[i]);
   });
 }
 
@@ -420,10 +423,12 @@ void reduce_typed(Red op, const Tensor& x, const std::vector<int64_t>& axes, boo
   }
   auto run = [&](auto policy, auto finish) {
     using P = decltype(policy);
-    std::vector<typename P::Acc> acc(static_cast<size_t>(on), P::identity());
-    if (x.numel() > 0) reduce_layout<P, T>(l, x.data<T>(), acc.data());
+    if (x.numel() > 0) {
+      reduce_layout<P, T>(l, x.data<T>(), finish);
+      return;
+    }
     parallel_for(on, 2, [&](int64_t b, int64_t e) {
-      for (int64_t j = b; j < e; ++j) finish(j, acc[j]);
+      for (int64_t j = b; j < e; ++j) finish(j, P::identity());
     });
   };
   const int64_t count = on ? x.numel() / on : 0;
