@@ -709,7 +709,7 @@ class Verifier {
       case Expr::Op::Dropout:
         if (!arity(1)) return;
         want(real(e.dtype) && e.args[0].dtype == e.dtype, "needs a real operand of its dtype");
-        want(e.p > 0 && e.p < 1, fmt::format("p = {}", e.p));
+        want(e.p > 0 && e.p <= 1, fmt::format("p = {}", e.p));
         index(e.index, where, -1);
         return;
       case Expr::Op::Reduced: {
