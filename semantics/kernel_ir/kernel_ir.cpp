@@ -363,9 +363,10 @@ std::string stmt_str(const Stmt& s) {
   return "?";
 }
 
+// The declaration: name, dtype, operation (the accumulated value is printed where it is).
 std::string acc_str(const Accumulator& a) {
-  return fmt::format("{}{}: {} {}= {}", a.total ? "t" : "a", a.id, type_of(a.dtype),
-                     reduce_op_name(a.op), print(a.value));
+  return fmt::format("{}{}: {} {}", a.total ? "t" : "a", a.id, type_of(a.dtype),
+                     reduce_op_name(a.op));
 }
 
 void lines(std::string& out, const std::vector<Stmt>& stmts, const std::string& ind) {
