@@ -5,6 +5,7 @@
 
 #include <iostream>
 
+#include "backends/codegen/codegen.h"
 #include "backends/cuda/fused.h"
 #include "lang/diagnostics.h"
 #include "semantics/ir/printer.h"
@@ -44,6 +45,25 @@ std::string fused_stage(ir::Module& m, const std::string& emit) {
   ir::verify_or_throw(m, "after fusion");
   if (emit == "kernels") return codegen::kernel_listing(m, /*cuda=*/true, /*preludes=*/false);
   return ir::print_module(m);
+}
+
+std::string kernels_stage(ir::Module& m) {
+  passes::fuse_operators(m);
+  ir::verify_or_throw(m, "after fusion");
+  std::string out;
+  for (const codegen::FusedGroup& g : codegen::fused_groups(m)) {
+    out += "// ---- @" + g.graph->name + " ----\n" + kir::print(g.plan);
+    const kir::Kernel k = codegen::cpp_schedule(g.plan);
+    std::string cpu = k.tile ? fmt::format("tiles of {}", k.tile) : "whole rows";
+    for (size_t p = 0; p < k.passes.size(); ++p) {
+      const kir::InnerLoop& l = k.passes[p].loop;
+      if (l.interleave > 1 || l.vector_width > 1)
+        cpu += fmt::format(", pass {}: interleave {}, vector width {}", p, l.interleave,
+                           l.vector_width);
+    }
+    out += "  cpu: " + cpu + "\n";
+  }
+  return out;
 }
 
 }  // namespace spora::tools

@@ -1,6 +1,6 @@
 // Fusion in the command line: `spora run` fuses and compiles before running (unless
 // --no-fuse), `spora ir --stage fused` prints the fused module, `--emit kernels` the generated
-// C++ and CUDA of every group (semantics/passes/fusion.h, backends/codegen/).
+// C++ and CUDA of every group, `spora ir --stage kernels` their kernel IR (semantics/passes/fusion.h, backends/codegen/).
 #pragma once
 
 #include <memory>
@@ -21,5 +21,8 @@ std::string describe_fusion(const codegen::FusedRuntime& rt);
 // (the module, or the kernels' source when emit is "kernels"). Throws lang::UserError for an
 // unknown emit value.
 std::string fused_stage(ir::Module& m, const std::string& emit);
+// `spora ir --stage kernels`: fuses the optimized module m; per fusion group its kernel IR
+// (semantics/kernel_ir/kernel_ir.h) and the transformations the C++ target applies.
+std::string kernels_stage(ir::Module& m);
 
 }  // namespace spora::tools

@@ -272,8 +272,9 @@ int cmd_ir(const std::string& path, const std::string& stage, bool dot, const st
     if (!ast || diags.has_errors()) return 1;
     return write_output(lang::print_ast(*ast), out);
   }
-  if (stage != "typed" && stage != "grad" && stage != "optimized" && stage != "fused") {
-    std::cerr << fmt::format("spora: error: unknown stage '{}' (available: parsed, typed, grad, optimized, fused)\n", stage);
+  if (stage != "typed" && stage != "grad" && stage != "optimized" && stage != "fused" &&
+      stage != "kernels") {
+    std::cerr << fmt::format("spora: error: unknown stage '{}' (available: parsed, typed, grad, optimized, fused, kernels)\n", stage);
     return 2;
   }
   sem::Compiled c = sem::compile_file(sources, diags, path);
@@ -292,7 +293,7 @@ int cmd_ir(const std::string& path, const std::string& stage, bool dot, const st
     }
     c.module->entry = g;
   }
-  if (stage == "optimized" || stage == "fused" || !print_after.empty()) {
+  if (stage == "optimized" || stage == "fused" || stage == "kernels" || !print_after.empty()) {
     passes::PassOptions po;
     po.print_after = print_after;
     po.dump = &std::cout;
@@ -304,6 +305,7 @@ int cmd_ir(const std::string& path, const std::string& stage, bool dot, const st
     }
     if (!print_after.empty()) return 0;
   }
+  if (stage == "kernels") return write_output(kernels_stage(*c.module), out);
   if (stage == "fused" && !dot) {
     try {
       return write_output(fused_stage(*c.module, emit), out);
@@ -458,7 +460,8 @@ int main(int argc, char** argv) {
   irc->add_option("--stage", stage,
                   "parsed (the AST), typed (the specialised graph IR, with derivative code), grad (the "
                   "same: derivatives are emitted while lowering), optimized (after the simplification passes), "
-                  "fused (after operator fusion: groups become calls of @fused graphs) or partitioned (the "
+                  "fused (after operator fusion: groups become calls of @fused graphs), kernels (the kernel IR of "
+                  "every fusion group, with the CPU schedule) or partitioned (the "
                   "training step split by --strategy: the program of every rank)")
       ->capture_default_str();
   std::string emit;

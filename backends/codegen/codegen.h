@@ -1,5 +1,5 @@
-// Kernel generation for fusion groups: the loop nest of each group
-// (semantics/passes/fusion_plan.h) printed as C++ (one OpenMP loop nest, vectorisable inner
+// Kernel generation for fusion groups: the kernel IR of each group (semantics/kernel_ir/, built
+// by semantics/passes/fusion_plan.h) printed as C++ (one OpenMP loop nest, vectorisable inner
 // loops) or CUDA (grid-stride loops, block reductions), and the C++ compiled by the system
 // compiler into a cached shared object. See README.md of this folder.
 //
@@ -36,6 +36,9 @@ struct KernelSource {
 // out[k] point to the plan's buffers (row-major, bool as uint8_t); `threads` is the OpenMP team
 // of the outer loop (1: run on the calling thread); returns 0, or 1 when an SP_CHECK failed.
 KernelSource emit_cpp(const passes::KernelPlan& plan);
+// The kernel as emit_cpp prints it: tiled, interleaved and given vector width 16 where the
+// C++ target does so (semantics/kernel_ir/transform.h).
+kir::Kernel cpp_schedule(const kir::Kernel& plan);
 // A translation unit: the C++ prelude, then each distinct kernel once.
 std::string cpp_unit(const std::vector<KernelSource>& kernels);
 const std::string& cpp_prelude();

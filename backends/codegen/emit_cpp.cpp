@@ -1,4 +1,5 @@
-// C++ source of fused kernels (codegen.h): the prelude and one OpenMP loop nest per plan.
+// C++ source of fused kernels (codegen.h): the prelude, and a printer of the kernel IR
+// (semantics/kernel_ir/) as one OpenMP loop nest per kernel.
 //
 //   extern "C" int spora_k<hash>(const void* const* in_, void* const* out_, int sp_threads) {
 //     const float* in0 = (const float*)in_[0]; ...   float* out0 = (float*)out_[0]; ...
@@ -14,24 +15,32 @@
 // Inner loops carry `omp simd`: iterations are independent (an output may share its buffer
 // with an input read at the same index only, fusion_plan.h in_place_ok). Reductions
 // accumulate floats in double; max/min track nan apart so that they vectorise.
+//
+// Before printing, the target's schedule transforms the kernel (semantics/kernel_ir/
+// transform.h): tiles of 8192 iterations for a few long rows, two interleaved halves for a
+// body that calls a transcendental function, and vector width 16 (explicit AVX-512 code, a
+// printer strategy over the typed statements: avx512_form) where every statement has a 16-lane
+// form and one of them is a table form of vmath (tanh, gelu).
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cstdio>
+#include <map>
 #include <optional>
-#include <regex>
 #include <set>
 
+#include "backends/codegen/c_syntax.h"
 #include "backends/codegen/cache.h"
 #include "backends/codegen/codegen.h"
 #include "backends/codegen/hash.h"
+#include "semantics/kernel_ir/transform.h"
 
 namespace spora::codegen {
 
-using passes::Accumulator;
-using passes::KernelPlan;
-using passes::ReduceOp;
+using kir::Accumulator;
+using kir::Kernel;
+using kir::ReduceOp;
+using kir::Stmt;
 
 namespace {
 
@@ -137,6 +146,31 @@ SP_FN float sp_gelu(float x) { return spora::cpu::vm::gelu(x); }
     defined(__AVX512DQ__) && defined(__AVX512BW__) && defined(__AVX512VL__)
 #define SP_AVX512 1
 #endif
+#ifdef SP_AVX512
+// 16-lane forms of elementwise primitives for the explicit loops: the same bits as the scalar
+// sp_* functions (neg flips the sign bit; abs, relu, maximum and minimum keep their
+// comparisons, so -0 and nan come out as in the scalar code).
+namespace {
+SP_FN __m512 sp_neg16(__m512 x) { return _mm512_xor_ps(x, _mm512_set1_ps(-0.0f)); }
+SP_FN __m512 sp_abs16(__m512 x) {
+  return _mm512_mask_xor_ps(x, _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ), x,
+                            _mm512_set1_ps(-0.0f));
+}
+SP_FN __m512 sp_square16(__m512 x) { return _mm512_mul_ps(x, x); }
+SP_FN __m512 sp_relu16(__m512 x) { return _mm512_max_ps(x, _mm512_setzero_ps()); }
+SP_FN __m512 sp_sqrt16(__m512 x) { return _mm512_sqrt_ps(x); }
+SP_FN __m512 sp_rsqrt16(__m512 x) { return _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_sqrt_ps(x)); }
+SP_FN __m512 sp_reciprocal16(__m512 x) { return _mm512_div_ps(_mm512_set1_ps(1.0f), x); }
+SP_FN __m512 sp_maximum16(__m512 a, __m512 b) {
+  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, b, _CMP_UNORD_Q), _mm512_max_ps(a, b),
+                              _mm512_set1_ps(SP_NAN_F));
+}
+SP_FN __m512 sp_minimum16(__m512 a, __m512 b) {
+  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, b, _CMP_UNORD_Q), _mm512_min_ps(a, b),
+                              _mm512_set1_ps(SP_NAN_F));
+}
+}  // namespace
+#endif
 )SPORA";
 const char* const kF32Libm = R"SPORA(namespace {
 SP_FN float sp_exp(float x) { return std::exp(x); }
@@ -148,20 +182,6 @@ SP_FN float sp_gelu(float x) { return 0.5f * x * (1 + std::erf(x * 0.70710678118
 }  // namespace
 )SPORA";
 
-std::string buffer_type(DType d) {
-  switch (d) {
-    case DType::f32:
-      return "float";
-    case DType::f64:
-      return "double";
-    case DType::i32:
-      return "int32_t";
-    case DType::i64:
-      return "int64_t";
-    default:
-      return "uint8_t";
-  }
-}
 
 std::string init_value(const Accumulator& a) {
   switch (a.op) {
@@ -172,9 +192,9 @@ std::string init_value(const Accumulator& a) {
     case ReduceOp::All:
       return "1";
     case ReduceOp::Max:
-      return a.ctype == "float" ? "(-SP_INF_F)" : "(-SP_INF_D)";
+      return a.dtype == DType::f32 ? "(-SP_INF_F)" : "(-SP_INF_D)";
     case ReduceOp::Min:
-      return a.ctype == "float" ? "SP_INF_F" : "SP_INF_D";
+      return a.dtype == DType::f32 ? "SP_INF_F" : "SP_INF_D";
   }
   return "0";
 }
@@ -183,24 +203,25 @@ std::string init_value(const Accumulator& a) {
 std::string clauses(const std::vector<const Accumulator*>& accs) {
   std::string out;
   for (const Accumulator* a : accs) {
+    const std::string v = c_acc_name(*a);
     switch (a->op) {
       case ReduceOp::Sum:
-        out += " reduction(+:" + a->var + ")";
+        out += " reduction(+:" + v + ")";
         break;
       case ReduceOp::Prod:
-        out += " reduction(*:" + a->var + ")";
+        out += " reduction(*:" + v + ")";
         break;
       case ReduceOp::Max:
-        out += " reduction(max:" + a->var + ") reduction(|:" + a->var + "n)";
+        out += " reduction(max:" + v + ") reduction(|:" + v + "n)";
         break;
       case ReduceOp::Min:
-        out += " reduction(min:" + a->var + ") reduction(|:" + a->var + "n)";
+        out += " reduction(min:" + v + ") reduction(|:" + v + "n)";
         break;
       case ReduceOp::All:
-        out += " reduction(&:" + a->var + ")";
+        out += " reduction(&:" + v + ")";
         break;
       case ReduceOp::Any:
-        out += " reduction(|:" + a->var + ")";
+        out += " reduction(|:" + v + ")";
         break;
     }
   }
@@ -208,233 +229,257 @@ std::string clauses(const std::vector<const Accumulator*>& accs) {
 }
 
 void declare(std::string& out, const Accumulator& a, const std::string& indent) {
-  out += fmt::format("{}{} {} = {};\n", indent, a.ctype, a.var, init_value(a));
-  if (a.op == ReduceOp::Max || a.op == ReduceOp::Min) out += indent + "int " + a.var + "n = 0;\n";
+  out += fmt::format("{}{} {} = {};\n", indent, c_acc_type(a.dtype), c_acc_name(a), init_value(a));
+  if (a.op == ReduceOp::Max || a.op == ReduceOp::Min)
+    out += indent + "int " + c_acc_name(a) + "n = 0;\n";
 }
 
 std::string update(const Accumulator& a) {
-  const std::string v = "(" + a.ctype + ")(" + a.value + ")";
+  const std::string var = c_acc_name(a), value = c_operand(a.value);
+  const std::string v = "(" + c_acc_type(a.dtype) + ")(" + value + ")";
   switch (a.op) {
     case ReduceOp::Sum:
-      return a.var + " += " + v + ";";
+      return var + " += " + v + ";";
     case ReduceOp::Prod:
-      return a.var + " *= " + v + ";";
+      return var + " *= " + v + ";";
     case ReduceOp::Max:
-      return fmt::format("{0} = {1} > {0} ? {1} : {0}; {0}n |= {1} != {1};", a.var, v);
+      return fmt::format("{0} = {1} > {0} ? {1} : {0}; {0}n |= {1} != {1};", var, v);
     case ReduceOp::Min:
-      return fmt::format("{0} = {1} < {0} ? {1} : {0}; {0}n |= {1} != {1};", a.var, v);
+      return fmt::format("{0} = {1} < {0} ? {1} : {0}; {0}n |= {1} != {1};", var, v);
     case ReduceOp::All:
-      return a.var + " &= (" + a.value + ") ? 1 : 0;";
+      return var + " &= (" + value + ") ? 1 : 0;";
     case ReduceOp::Any:
-      return a.var + " |= (" + a.value + ") ? 1 : 0;";
+      return var + " |= (" + value + ") ? 1 : 0;";
   }
   return "";
 }
 
 // Adds a block's partial (`<var>_part[sp_block]`) into the total.
 std::string merge_part(const Accumulator& a) {
-  const std::string p = a.var + "_part[sp_block]";
+  const std::string var = c_acc_name(a), p = var + "_part[sp_block]";
   switch (a.op) {
     case ReduceOp::Sum:
-      return a.var + " += " + p + ";";
+      return var + " += " + p + ";";
     case ReduceOp::Prod:
-      return a.var + " *= " + p + ";";
+      return var + " *= " + p + ";";
     case ReduceOp::Max:
-      return fmt::format("{0} = {1} > {0} ? {1} : {0}; {0}n |= {0}n_part[sp_block];", a.var, p);
+      return fmt::format("{0} = {1} > {0} ? {1} : {0}; {0}n |= {0}n_part[sp_block];", var, p);
     case ReduceOp::Min:
-      return fmt::format("{0} = {1} < {0} ? {1} : {0}; {0}n |= {0}n_part[sp_block];", a.var, p);
+      return fmt::format("{0} = {1} < {0} ? {1} : {0}; {0}n |= {0}n_part[sp_block];", var, p);
     case ReduceOp::All:
-      return a.var + " &= " + p + ";";
+      return var + " &= " + p + ";";
     case ReduceOp::Any:
-      return a.var + " |= " + p + ";";
+      return var + " |= " + p + ";";
   }
   return "";
 }
 
 void finish(std::string& out, const Accumulator& a, const std::string& indent) {
   if (a.op == ReduceOp::Max || a.op == ReduceOp::Min)
-    out += fmt::format("{0}if ({1}n) {1} = {2};\n", indent, a.var,
-                       a.ctype == "float" ? "SP_NAN_F" : "SP_NAN_D");
+    out += fmt::format("{0}if ({1}n) {1} = {2};\n", indent, c_acc_name(a),
+                       a.dtype == DType::f32 ? "SP_NAN_F" : "SP_NAN_D");
 }
 
-void lines(std::string& out, const std::vector<std::string>& stmts, const std::string& indent) {
-  for (const std::string& s : stmts) out += indent + s + "\n";
+void lines(std::string& out, const std::vector<Stmt>& stmts, const std::string& indent) {
+  for (const Stmt& s : stmts) out += indent + c_stmt(s) + "\n";
 }
 
-bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+// ---- the schedule: transformations of the kernel for this target ----------------------------
 
-// `s` with every whole-word occurrence of a name in `names` followed by `suffix`.
-std::string rename(const std::string& s, const std::set<std::string>& names,
-                   const std::string& suffix) {
-  std::string out;
-  for (size_t i = 0; i < s.size();) {
-    if (ident_char(s[i]) && (i == 0 || !ident_char(s[i - 1]))) {
-      size_t e = i;
-      while (e < s.size() && ident_char(s[e])) ++e;
-      const std::string word = s.substr(i, e - i);
-      out += names.count(word) ? word + suffix : word;
-      i = e;
-    } else {
-      out += s[i++];
+// Tasks: rows, each row's inner loop split into tiles when rows alone are too few.
+constexpr int64_t kTile = 8192;
+// An interleaved or explicitly vectorised loop needs tasks of at least this many iterations.
+constexpr int64_t kMinInterleave = 256;
+
+void schedule(Kernel& k) {
+  if (k.splittable && k.rows < 64 && k.inner >= 16384) kir::tile_inner(k, kTile);
+  // An elementwise inner loop whose body is a long dependency chain (a transcendental function:
+  // 40-60 vector instructions, two of them divisions) runs two halves of its task interleaved,
+  // so independent chains sit side by side in the instruction stream (unrolling whole
+  // iterations did not help). W5's chain: 1.02-1.06x faster at one thread
+  // (backends/codegen/README.md, "Interleaved halves and a dynamic schedule").
+  for (kir::Pass& p : k.passes) {
+    const bool interleave = k.inner_nest.empty() && p.accs.empty() && p.body_totals.empty() &&
+                            k.passes.size() == 1 && kir::task_extent(k) >= kMinInterleave &&
+                            kir::calls_transcendental(p);
+    if (interleave) kir::interleave(k, p, 2);
+  }
+}
+
+// ---- explicit AVX-512 loops (vector width 16) -------------------------------------------------
+
+// How an f32 primitive is written for 16 lanes: an intrinsic of two operands, a table form of
+// vmath (backends/cpu/vmath.h: tanh16, gelu16) or an exact helper of the prelude (sp_*16).
+struct LaneForm {
+  const char* name;
+  bool table;  // a vmath table form (the reason to write the loop explicitly)
+};
+const std::map<std::string, LaneForm>& lane_forms() {
+  static const std::map<std::string, LaneForm> m = {
+      {"add", {"_mm512_add_ps", false}},   {"sub", {"_mm512_sub_ps", false}},
+      {"mul", {"_mm512_mul_ps", false}},   {"div", {"_mm512_div_ps", false}},
+      {"maximum", {"sp_maximum16", false}}, {"minimum", {"sp_minimum16", false}},
+      {"tanh", {"spora::cpu::vm::tanh16", true}}, {"gelu", {"spora::cpu::vm::gelu16", true}},
+      {"neg", {"sp_neg16", false}},        {"abs", {"sp_abs16", false}},
+      {"square", {"sp_square16", false}},  {"relu", {"sp_relu16", false}},
+      {"sqrt", {"sp_sqrt16", false}},      {"rsqrt", {"sp_rsqrt16", false}},
+      {"reciprocal", {"sp_reciprocal16", false}},
+  };
+  return m;
+}
+
+// A contiguous index of the inner loop: j, or a sum whose last term is j and whose other terms
+// do not depend on the inner loop (r * N + j where a task is a row).
+bool contiguous(const kir::Ix& x) {
+  const kir::Ix j = kir::Ix::var(kir::Var::inner_index());
+  if (x == j) return true;
+  if (x.op() != kir::Ix::Op::Sum || !(x.args().back() == j)) return false;
+  for (size_t i = 0; i + 1 < x.args().size(); ++i)
+    if (x.args()[i].depends_inner()) return false;
+  return true;
+}
+
+// Can pass p be written as explicit 16-lane code? Every statement a contiguous f32 load, an f32
+// primitive with a lane form whose operands are f32 values or literals, or a contiguous f32
+// store; at least one table form (else GCC's own vectorisation is as good); no inner setup.
+bool avx512_form(const Kernel& k, const kir::Pass& p) {
+  if (!k.inner_setup.empty() || p.loop.interleave < 2) return false;
+  bool table = false;
+  auto f32 = [](const kir::Operand& o) { return o.dtype == DType::f32; };
+  for (const Stmt& s : p.body) {
+    if (s.kind == Stmt::Kind::Store) {
+      if (!contiguous(s.index) || !f32(s.value) ||
+          k.outputs[static_cast<size_t>(s.buffer)].dtype != DType::f32)
+        return false;
+      continue;
     }
+    if (s.kind != Stmt::Kind::Define || s.expr.dtype != DType::f32) return false;
+    const kir::Expr& e = s.expr;
+    if (e.op == kir::Expr::Op::Load) {
+      if (!contiguous(e.index)) return false;
+      continue;
+    }
+    if (e.op != kir::Expr::Op::Unary && e.op != kir::Expr::Op::Binary) return false;
+    auto form = lane_forms().find(e.fn);
+    if (form == lane_forms().end()) return false;
+    for (const kir::Operand& a : e.args)
+      if (!f32(a)) return false;
+    table = table || form->second.table;
   }
-  return out;
+  return table;
 }
 
-// The vectorised transcendental functions (kF32Vmath): a loop body that calls one is a long
-// dependency chain of arithmetic.
-bool calls_vmath(const std::vector<std::string>& stmts) {
-  static const char* const fns[] = {"sp_exp(", "sp_log(", "sp_tanh(", "sp_erf(", "sp_sigmoid(",
-                                    "sp_gelu("};
-  for (const std::string& s : stmts)
-    for (const char* f : fns)
-      if (s.find(f) != std::string::npos) return true;
-  return false;
+// One statement for the 16 elements at `at` (values named with `sfx`); `masked`: only the lanes
+// of the mask sp_m (loads of the others give 0, their results are not stored). Values defined
+// outside the body (row values) and literals are broadcast.
+std::string vector_stmt(const Stmt& s, const std::set<int>& body, const std::string& sfx,
+                        const std::string& at, bool masked) {
+  auto val = [&](const kir::Operand& o) {
+    if (o.is_value() && body.count(o.id)) return c_operand(o) + sfx;
+    return "_mm512_set1_ps(" + c_operand(o) + ")";
+  };
+  if (s.kind == Stmt::Kind::Store) {
+    const std::string off = c_index_prefix(s.index);
+    return masked ? fmt::format("_mm512_mask_storeu_ps(out{} + {}{}, sp_m, {});", s.buffer, off,
+                                at, val(s.value))
+                  : fmt::format("_mm512_storeu_ps(out{} + {}{}, {});", s.buffer, off, at,
+                                val(s.value));
+  }
+  const kir::Expr& e = s.expr;
+  const std::string name = "v" + std::to_string(s.id) + sfx;
+  if (e.op == kir::Expr::Op::Load)
+    return fmt::format("const __m512 {} = {}in{} + {}{});", name,
+                       masked ? "_mm512_maskz_loadu_ps(sp_m, " : "_mm512_loadu_ps(", e.buffer,
+                       c_index_prefix(e.index), at);
+  std::string args;
+  for (const kir::Operand& a : e.args) args += (args.empty() ? "" : ", ") + val(a);
+  return fmt::format("const __m512 {} = {}({});", name, lane_forms().at(e.fn).name, args);
 }
 
-// An elementwise inner loop whose body is a long dependency chain (a transcendental function:
-// 40-60 vector instructions, two of them divisions) runs two halves of [j0, j1) interleaved,
-// statement by statement, so independent chains sit side by side in the instruction stream
-// (unrolling whole iterations did not help). W5's chain: 1.02-1.06x faster at one thread
-// (backends/codegen/README.md, "Interleaved halves and a dynamic schedule"). The values of
-// the body and the decoded inner coordinates get a suffix per half; row values are shared.
-void interleaved_loop(std::string& out, const std::vector<std::string>& setup,
-                      const std::vector<std::string>& stmts, const std::string& simd_clauses) {
+// The interleaved loop of a pass (kir::interleave): the parts side by side, then the
+// remainder with the plain body.
+void interleaved_loop(std::string& out, const Kernel& k, const kir::Pass& p,
+                      const std::string& simd_clauses) {
   const std::string I2 = "    ", I3 = "      ";
-  std::vector<std::string> all = setup;
-  all.insert(all.end(), stmts.begin(), stmts.end());
-  std::set<std::string> names = {"j"};
-  for (const std::string& s : all) {
-    // "const <type> <name> = ...": the body's own values.
-    if (s.rfind("const ", 0) != 0) continue;
-    const size_t eq = s.find(" = ");
-    const size_t sp = eq == std::string::npos ? eq : s.rfind(' ', eq - 1);
-    if (sp != std::string::npos && sp > 6) names.insert(s.substr(sp + 1, eq - sp - 1));
-  }
-  out += I2 + "const int64_t sp_h = (j1 - j0) / 2;\n";
+  const int ways = p.loop.interleave;
+  out += fmt::format("{}const int64_t sp_h = (j1 - j0) / {};\n", I2, ways);
   out += fmt::format("{}#pragma omp simd{}\n", I2, simd_clauses);
   out += I2 + "for (int64_t sp_k = 0; sp_k < sp_h; ++sp_k) {\n";
-  out += I3 + "const int64_t j_a = j0 + sp_k, j_b = j0 + sp_h + sp_k;\n";
-  for (const std::string& s : all) {
-    out += I3 + rename(s, names, "_a") + "\n";
-    out += I3 + rename(s, names, "_b") + "\n";
-  }
+  std::string starts;
+  for (int c = 1; c <= ways; ++c)
+    starts += fmt::format("{}j{} = j0 + {}sp_k", c == 1 ? "" : ", ", c_copy_suffix(c),
+                          c == 1 ? "" : c == 2 ? "sp_h + " : fmt::format("{} * sp_h + ", c - 1));
+  out += I3 + "const int64_t " + starts + ";\n";
+  lines(out, p.loop.interleaved, I3);
   out += I2 + "}\n";
-  out += I2 + "for (int64_t j = j0 + 2 * sp_h; j < j1; ++j) {  // the odd element\n";
-  lines(out, all, I3);
+  out += fmt::format("{}for (int64_t j = j0 + {} * sp_h; j < j1; ++j) {{  // the {}\n", I2, ways,
+                     ways == 2 ? "odd element" : "remainder");
+  lines(out, k.inner_setup, I3);
+  lines(out, p.body, I3);
   out += I2 + "}\n";
 }
 
-// ---- explicit AVX-512 loops ----------------------------------------------------------------
-
-// One statement of a body avx512_loop can write: a contiguous f32 load, an arithmetic
-// operation of values and f32 literals, tanh or gelu, a contiguous f32 store. Contiguous: at
-// index j, or (r * N + j) in a buffer with a row per task.
-struct VecStmt {
-  enum Kind { load, binary, call, store } kind;
-  std::string name, a, b, fn;  // binary: a op b; call: fn(a); store: out<k>[j] = a
-  char op = 0;
-  std::string k;    // load / store: the buffer
-  std::string off;  // load / store: "" or "r * N + "
-};
-
-// "" for the index `j`, "r * N + " for `(r * N + j)`.
-std::string row_offset(const std::string& index) {
-  return index == "j" ? "" : index.substr(1, index.size() - 3);
-}
-
-// The body as VecStmts, or nothing when a statement is of another form (or calls neither
-// tanh nor gelu: then GCC's own vectorisation of the loop is as good).
-std::optional<std::vector<VecStmt>> vector_body(const std::vector<std::string>& stmts) {
-  static const std::string lit = R"(\(?-?[0-9][0-9.eE+-]*f\)?)";
-  static const std::string index = R"((j|\(r \* \d+ \+ j\)))";
-  static const std::regex load("^const float (\\w+) = in(\\d+)\\[" + index + "\\];$");
-  static const std::regex bin("^const float (\\w+) = \\((\\w+|" + lit + ") ([-+*/]) (\\w+|" + lit +
-                              ")\\);$");
-  static const std::regex call(R"(^const float (\w+) = sp_(tanh|gelu)\((\w+)\);$)");
-  static const std::regex store("^out(\\d+)\\[" + index + "\\] = (\\w+);$");
-  static const std::regex literal("^" + lit + "$");
-  std::set<std::string> vals;  // defined so far
-  auto operand = [&](const std::string& x) {
-    return vals.count(x) > 0 || std::regex_match(x, literal);
-  };
-  std::vector<VecStmt> out;
-  bool transcendental = false;
-  for (const std::string& s : stmts) {
-    std::smatch m;
-    VecStmt v{};
-    if (std::regex_match(s, m, load)) {
-      v = {VecStmt::load, m[1], "", "", "", 0, m[2], row_offset(m[3])};
-    } else if (std::regex_match(s, m, bin) && operand(m[2]) && operand(m[4])) {
-      v = {VecStmt::binary, m[1], m[2], m[4], "", m[3].str()[0], "", ""};
-    } else if (std::regex_match(s, m, call) && vals.count(m[3])) {
-      v = {VecStmt::call, m[1], m[3], "", m[2], 0, "", ""};
-      transcendental = true;
-    } else if (std::regex_match(s, m, store) && vals.count(m[3])) {
-      v = {VecStmt::store, "", m[3], "", "", 0, m[1], row_offset(m[2])};
-    } else {
-      return std::nullopt;
-    }
-    if (!v.name.empty()) vals.insert(v.name);
-    out.push_back(v);
-  }
-  if (!transcendental) return std::nullopt;
-  return out;
-}
-
-// One VecStmt for the 16 elements at `at` (values named with `sfx`); `masked`: only the lanes
-// of the mask sp_m (loads of the others give 0, their results are not stored).
-std::string vector_stmt(const VecStmt& v, const std::string& sfx, const std::string& at,
-                        bool masked) {
-  auto val = [&](const std::string& x) {
-    return std::isdigit(static_cast<unsigned char>(x[0])) || x[0] == '('
-               ? "_mm512_set1_ps(" + x + ")"
-               : x + sfx;
-  };
-  switch (v.kind) {
-    case VecStmt::load:
-      return fmt::format("const __m512 {}{} = {}in{} + {}{});", v.name, sfx,
-                         masked ? "_mm512_maskz_loadu_ps(sp_m, " : "_mm512_loadu_ps(", v.k, v.off,
-                         at);
-    case VecStmt::binary: {
-      const char* f = v.op == '+' ? "add" : v.op == '-' ? "sub" : v.op == '*' ? "mul" : "div";
-      return fmt::format("const __m512 {}{} = _mm512_{}_ps({}, {});", v.name, sfx, f, val(v.a),
-                         val(v.b));
-    }
-    case VecStmt::call:
-      return fmt::format("const __m512 {}{} = spora::cpu::vm::{}16({});", v.name, sfx, v.fn,
-                         val(v.a));
-    case VecStmt::store:
-      return masked ? fmt::format("_mm512_mask_storeu_ps(out{} + {}{}, sp_m, {});", v.k, v.off,
-                                  at, val(v.a))
-                    : fmt::format("_mm512_storeu_ps(out{} + {}{}, {});", v.k, v.off, at, val(v.a));
-  }
-  return "";
-}
-
-// A flat f32 body of loads, arithmetic, tanh, gelu and stores (vector_body) as explicit
-// AVX-512 code: tanh and gelu are vmath's table forms (no division, 16 lanes per table lookup),
-// which GCC's vectorised loop cannot express. Two vectors per iteration, their statements side
-// by side; then one vector; the last n % 16 elements by one masked vector, so every element
-// gets the same operations (results do not depend on where an element falls). Kernels compiled
-// without AVX-512 run `fallback` (the loop GCC vectorises). W5's chain: 1.3x the GCC loop at
-// two threads (backends/codegen/README.md, "Explicit AVX-512 loops").
-void avx512_loop(std::string& out, const std::vector<VecStmt>& v, const std::string& fallback) {
+// A pass of vector width 16 as explicit AVX-512 code: tanh and gelu are vmath's table forms
+// (no division, 16 lanes per table lookup), which GCC's vectorised loop cannot express. Two
+// vectors per iteration, their statements side by side; then one vector; the last n % 16
+// elements by one masked vector, so every element gets the same operations (results do not
+// depend on where an element falls). Kernels compiled without AVX-512 run the interleaved
+// loop. W5's chain: 1.3x the GCC loop at two threads (backends/codegen/README.md, "Explicit
+// AVX-512 loops").
+void avx512_loop(std::string& out, const Kernel& k, const kir::Pass& p,
+                 const std::string& err_clause) {
   const std::string I2 = "    ", I3 = "      ", I4 = "        ";
+  std::set<int> body;
+  for (const Stmt& s : p.body)
+    if (s.kind == Stmt::Kind::Define) body.insert(s.id);
   out += "#ifdef SP_AVX512\n";
   out += I2 + "{\n" + I3 + "int64_t j = j0;\n";
   out += I3 + "for (; j + 32 <= j1; j += 32) {\n";
-  for (const VecStmt& s : v) {
-    out += I4 + vector_stmt(s, "_a", "j", false) + "\n";
-    out += I4 + vector_stmt(s, "_b", "j + 16", false) + "\n";
+  for (const Stmt& s : p.body) {
+    out += I4 + vector_stmt(s, body, "_a", "j", false) + "\n";
+    out += I4 + vector_stmt(s, body, "_b", "j + 16", false) + "\n";
   }
   out += I3 + "}\n" + I3 + "for (; j + 16 <= j1; j += 16) {\n";
-  for (const VecStmt& s : v) out += I4 + vector_stmt(s, "", "j", false) + "\n";
+  for (const Stmt& s : p.body) out += I4 + vector_stmt(s, body, "", "j", false) + "\n";
   out += I3 + "}\n" + I3 + "if (j < j1) {\n";
   out += I4 + "const __mmask16 sp_m = (__mmask16)((1u << (j1 - j)) - 1u);\n";
-  for (const VecStmt& s : v) out += I4 + vector_stmt(s, "", "j", true) + "\n";
+  for (const Stmt& s : p.body) out += I4 + vector_stmt(s, body, "", "j", true) + "\n";
   out += I3 + "}\n" + I2 + "}\n";
-  out += "#else\n" + fallback + "#endif\n";
+  out += "#else\n";
+  interleaved_loop(out, k, p, err_clause);
+  out += "#endif\n";
+}
+
+// The inner loop of a pass at vector width 1: one loop over j or the nested loops of
+// inner_nest, the last one vectorised by the compiler.
+void simd_loop(std::string& out, const Kernel& k, const kir::Pass& p,
+               const std::vector<const Accumulator*>& in_loop, const std::string& err_clause) {
+  const std::string I2 = "    ", I3 = "      ";
+  std::string ind = I2;
+  if (k.inner_nest.empty()) {
+    out += fmt::format("{}#pragma omp simd{}{}\n", ind, clauses(in_loop), err_clause);
+    out += ind + "for (int64_t j = j0; j < j1; ++j) {\n";
+  } else {
+    for (size_t n = 0; n < k.inner_nest.size(); ++n) {
+      const std::string var = c_var(k.inner_nest[n].first);
+      if (n + 1 == k.inner_nest.size())
+        out += fmt::format("{}#pragma omp simd{}{}\n", ind, clauses(in_loop), err_clause);
+      out += fmt::format("{}for (int64_t {} = 0; {} < {}; ++{}) {{\n", ind, var, var,
+                         k.inner_nest[n].second, var);
+      ind += "  ";
+    }
+    out += fmt::format("{}const int64_t j = {};\n{}(void)j;\n", ind, c_index(k.inner_index), ind);
+  }
+  const std::string in = k.inner_nest.empty() ? I3 : ind;
+  if (k.inner_nest.empty()) lines(out, k.inner_setup, in);
+  lines(out, p.body, in);
+  for (const Accumulator& a : p.accs) out += in + update(a) + "\n";
+  for (size_t t : p.body_totals) out += in + update(k.totals[t]) + "\n";
+  if (k.inner_nest.empty()) {
+    out += I2 + "}\n";
+  } else {
+    for (size_t n = k.inner_nest.size(); n-- > 0;) out += std::string(I2.size() + 2 * n, ' ') + "}\n";
+  }
 }
 
 }  // namespace
@@ -445,33 +490,37 @@ const std::string& cpp_prelude() {
   return p;
 }
 
-KernelSource emit_cpp(const KernelPlan& plan) {
+Kernel cpp_schedule(const Kernel& plan) {
+  Kernel k = plan;
+  schedule(k);
+  if (kHaveVmath)
+    for (kir::Pass& p : k.passes)
+      if (avx512_form(k, p)) p.loop.vector_width = 16;
+  return k;
+}
+
+KernelSource emit_cpp(const Kernel& plan) {
+  const Kernel k = cpp_schedule(plan);
   std::string body;
-  const std::string I1 = "  ", I2 = "    ", I3 = "      ";
-  for (size_t k = 0; k < plan.inputs.size(); ++k) {
-    const std::string t = buffer_type(plan.inputs[k].dtype);
-    body += fmt::format("{}const {}* in{} = static_cast<const {}*>(in_[{}]);\n", I1, t, k, t, k);
+  const std::string I1 = "  ", I2 = "    ";
+  for (size_t i = 0; i < k.inputs.size(); ++i) {
+    const std::string t = c_buffer_type(k.inputs[i].dtype);
+    body += fmt::format("{}const {}* in{} = static_cast<const {}*>(in_[{}]);\n", I1, t, i, t, i);
   }
-  for (size_t k = 0; k < plan.outputs.size(); ++k) {
-    const std::string t = buffer_type(plan.outputs[k].dtype);
-    body += fmt::format("{}{}* out{} = static_cast<{}*>(out_[{}]);\n", I1, t, k, t, k);
+  for (size_t i = 0; i < k.outputs.size(); ++i) {
+    const std::string t = c_buffer_type(k.outputs[i].dtype);
+    body += fmt::format("{}{}* out{} = static_cast<{}*>(out_[{}]);\n", I1, t, i, t, i);
   }
   body += I1 + "int err = 0;\n";
   std::vector<const Accumulator*> totals;
-  for (const Accumulator& t : plan.totals) {
+  for (const Accumulator& t : k.totals) {
     declare(body, t, I1);
     totals.push_back(&t);
   }
-  // Tasks: rows, each row's inner loop split into chunks when rows alone are too few.
-  int64_t chunk = plan.inner, chunks = 1;
-  if (plan.splittable && plan.rows < 64 && plan.inner >= 16384) {
-    chunk = 8192;
-    chunks = (plan.inner + chunk - 1) / chunk;
-  }
-  const int64_t tasks = plan.rows * chunks;
-  const int64_t work = plan.rows * plan.inner;
-  std::string err_clause = plan.checks ? " reduction(|:err)" : "";
-  (void)work;
+  const int64_t chunk = kir::task_extent(k);
+  const int64_t chunks = (k.inner + chunk - 1) / chunk;
+  const int64_t tasks = k.rows * chunks;
+  const std::string err_clause = k.checks ? " reduction(|:err)" : "";
   // Tasks are handed out dynamically (a few per grab): on a shared machine one core often runs
   // slower than the other, and a static split waits for it (W5: medians 3-10% lower).
   // Totals are summed per fixed block of tasks, and the blocks' partials added in block order
@@ -480,9 +529,9 @@ KernelSource emit_cpp(const KernelPlan& plan) {
   const int64_t blocks = totals.empty() ? 0 : std::min<int64_t>(tasks, 256);
   if (blocks > 0) {
     for (const Accumulator* t : totals) {
-      body += fmt::format("{}{} {}_part[{}];\n", I1, t->ctype, t->var, blocks);
+      body += fmt::format("{}{} {}_part[{}];\n", I1, c_acc_type(t->dtype), c_acc_name(*t), blocks);
       if (t->op == ReduceOp::Max || t->op == ReduceOp::Min)
-        body += fmt::format("{}int {}n_part[{}];\n", I1, t->var, blocks);
+        body += fmt::format("{}int {}n_part[{}];\n", I1, c_acc_name(*t), blocks);
     }
     body += fmt::format(
         "{}#pragma omp parallel for schedule(dynamic, 1) num_threads(sp_threads){} if(sp_threads > "
@@ -504,88 +553,54 @@ KernelSource emit_cpp(const KernelPlan& plan) {
   }
   if (chunks == 1) {
     body += I2 + "const int64_t r = task;\n";
-    body += fmt::format("{}const int64_t j0 = 0, j1 = {};\n", I2, plan.inner);
+    body += fmt::format("{}const int64_t j0 = 0, j1 = {};\n", I2, k.inner);
   } else {
     body += fmt::format("{}const int64_t r = task / {};\n", I2, chunks);
     body += fmt::format("{}const int64_t j0 = (task % {}) * {};\n", I2, chunks, chunk);
-    body += fmt::format("{}const int64_t j1 = j0 + {} < {} ? j0 + {} : {};\n", I2, chunk,
-                        plan.inner, chunk, plan.inner);
+    body += fmt::format("{}const int64_t j1 = j0 + {} < {} ? j0 + {} : {};\n", I2, chunk, k.inner,
+                        chunk, k.inner);
   }
   body += I2 + "(void)r;\n";
-  lines(body, plan.row_setup, I2);
-  for (const passes::KernelPass& pass : plan.passes) {
+  lines(body, k.row_setup, I2);
+  for (const kir::Pass& pass : k.passes) {
     lines(body, pass.pre, I2);
     std::vector<const Accumulator*> in_loop;
     for (const Accumulator& a : pass.accs) {
       declare(body, a, I2);
       in_loop.push_back(&a);
     }
-    for (size_t t : pass.body_totals) in_loop.push_back(&plan.totals[t]);
-    const bool interleave = plan.inner_nest.empty() && in_loop.empty() &&
-                            plan.passes.size() == 1 && chunk >= 256 && calls_vmath(pass.body);
-    const auto vec = interleave && kHaveVmath && plan.inner_setup.empty()
-                         ? vector_body(pass.body)
-                         : std::nullopt;
-    if (vec) {
-      std::string fallback;
-      interleaved_loop(fallback, plan.inner_setup, pass.body, err_clause);
-      avx512_loop(body, *vec, fallback);
-    } else if (interleave) {
-      interleaved_loop(body, plan.inner_setup, pass.body, err_clause);
-    } else if (!pass.body.empty() || !pass.accs.empty() || !pass.body_totals.empty()) {
-      std::string ind = I2;
-      if (plan.inner_nest.empty()) {
-        body += fmt::format("{}#pragma omp simd{}{}\n", ind, clauses(in_loop), err_clause);
-        body += ind + "for (int64_t j = j0; j < j1; ++j) {\n";
-      } else {
-        // Nested loops over the inner coordinates, the last one vectorised.
-        for (size_t k = 0; k < plan.inner_nest.size(); ++k) {
-          const auto& [var, extent] = plan.inner_nest[k];
-          if (k + 1 == plan.inner_nest.size())
-            body += fmt::format("{}#pragma omp simd{}{}\n", ind, clauses(in_loop), err_clause);
-          body += fmt::format("{}for (int64_t {} = 0; {} < {}; ++{}) {{\n", ind, var, var, extent,
-                              var);
-          ind += "  ";
-        }
-        body += fmt::format("{}const int64_t j = {};\n{}(void)j;\n", ind, plan.inner_index, ind);
-      }
-      const std::string in = plan.inner_nest.empty() ? I3 : ind;
-      if (plan.inner_nest.empty()) lines(body, plan.inner_setup, in);
-      lines(body, pass.body, in);
-      for (const Accumulator& a : pass.accs) body += in + update(a) + "\n";
-      for (size_t t : pass.body_totals) body += in + update(plan.totals[t]) + "\n";
-      if (plan.inner_nest.empty()) {
-        body += I2 + "}\n";
-      } else {
-        for (size_t k = plan.inner_nest.size(); k-- > 0;)
-          body += std::string(I2.size() + 2 * k, ' ') + "}\n";
-      }
-    }
+    for (size_t t : pass.body_totals) in_loop.push_back(&k.totals[t]);
+    if (pass.loop.vector_width == 16)
+      avx512_loop(body, k, pass, err_clause);
+    else if (pass.loop.interleave > 1)
+      interleaved_loop(body, k, pass, err_clause);
+    else if (pass.has_inner_loop())
+      simd_loop(body, k, pass, in_loop, err_clause);
     for (const Accumulator& a : pass.accs) finish(body, a, I2);
     lines(body, pass.post, I2);
-    for (size_t t : pass.post_totals) body += I2 + update(plan.totals[t]) + "\n";
+    for (size_t t : pass.post_totals) body += I2 + update(k.totals[t]) + "\n";
   }
   body += (blocks > 0 ? I2 : I1) + "}\n";
   if (blocks > 0) {
     for (const Accumulator* t : totals) {
-      body += fmt::format("{}{}_part[sp_block] = {};\n", I2, t->var, t->var);
+      body += fmt::format("{}{}_part[sp_block] = {};\n", I2, c_acc_name(*t), c_acc_name(*t));
       if (t->op == ReduceOp::Max || t->op == ReduceOp::Min)
-        body += fmt::format("{}{}n_part[sp_block] = {}n;\n", I2, t->var, t->var);
+        body += fmt::format("{}{}n_part[sp_block] = {}n;\n", I2, c_acc_name(*t), c_acc_name(*t));
     }
     body += I1 + "}\n";
     body += fmt::format("{}for (int64_t sp_block = 0; sp_block < {}; ++sp_block) {{\n", I1, blocks);
     for (const Accumulator* t : totals) body += I2 + merge_part(*t) + "\n";
     body += I1 + "}\n";
   }
-  for (const Accumulator& t : plan.totals) finish(body, t, I1);
-  lines(body, plan.epilogue, I1);
+  for (const Accumulator& t : k.totals) finish(body, t, I1);
+  lines(body, k.epilogue, I1);
   body += I1 + "return err != 0;\n";
 
-  KernelSource k;
-  k.name = "spora_k" + hash_hex(body).substr(0, 16);
-  k.text = "// " + source_comment(plan.describe) + "\n" + "extern \"C\" int " + k.name +
-           "(const void* const* in_, void* const* out_, int sp_threads) {\n" + body + "}\n";
-  return k;
+  KernelSource src;
+  src.name = "spora_k" + hash_hex(body).substr(0, 16);
+  src.text = "// " + source_comment(k.describe) + "\n" + "extern \"C\" int " + src.name +
+             "(const void* const* in_, void* const* out_, int sp_threads) {\n" + body + "}\n";
+  return src;
 }
 
 std::string cpp_unit(const std::vector<KernelSource>& kernels) {

@@ -8,22 +8,25 @@
 //   totals               per-thread partials, block-reduced, combined into sp_totals[k] (double)
 //                        with atomics; NAME_init sets them, NAME_finish runs the epilogue
 //   SP_CHECK             sets *sp_err
-// The statements are the plan's (fusion_plan.h): the prelude defines the sp_* helpers for
+// A printer of the kernel IR (semantics/kernel_ir/; statements spelled by c_syntax.h): the
+// prelude defines the sp_* helpers for
 // float and double with the CUDA math library (erff, tanhf, expf: accurate, not the fast
 // intrinsics).
 #include <fmt/format.h>
 
 #include <set>
 
+#include "backends/codegen/c_syntax.h"
 #include "backends/codegen/cache.h"
 #include "backends/codegen/codegen.h"
 #include "backends/codegen/hash.h"
 
 namespace spora::codegen {
 
-using passes::Accumulator;
-using passes::KernelPlan;
-using passes::ReduceOp;
+using kir::Accumulator;
+using kir::Kernel;
+using kir::ReduceOp;
+using kir::Stmt;
 
 namespace {
 
@@ -173,7 +176,7 @@ const char* comb(ReduceOp op) {
 }
 
 std::string init_value(const Accumulator& a) {
-  const bool single = a.ctype == "float";
+  const bool single = a.dtype == DType::f32;
   switch (a.op) {
     case ReduceOp::Sum:
     case ReduceOp::Any:
@@ -189,32 +192,18 @@ std::string init_value(const Accumulator& a) {
   return "0";
 }
 
-std::string buffer_type(DType d) {
-  switch (d) {
-    case DType::f32:
-      return "float";
-    case DType::f64:
-      return "double";
-    case DType::i32:
-      return "int32_t";
-    case DType::i64:
-      return "int64_t";
-    default:
-      return "uint8_t";
-  }
-}
-
 std::string update(const Accumulator& a) {
-  return fmt::format("{0} = {1}({0}, ({2})({3}));", a.var, comb(a.op), a.ctype, a.value);
+  return fmt::format("{0} = {1}({0}, ({2})({3}));", c_acc_name(a), comb(a.op), c_acc_type(a.dtype),
+                     c_operand(a.value));
 }
 
-void lines(std::string& out, const std::vector<std::string>& stmts, const std::string& indent,
+void lines(std::string& out, const std::vector<Stmt>& stmts, const std::string& indent,
            bool stores_by_thread0) {
-  for (const std::string& s : stmts) {
-    if (stores_by_thread0 && s.rfind("out", 0) == 0)
-      out += indent + "if (threadIdx.x == 0) " + s + "\n";
+  for (const Stmt& s : stmts) {
+    if (stores_by_thread0 && s.kind == Stmt::Kind::Store)
+      out += indent + "if (threadIdx.x == 0) " + c_stmt(s) + "\n";
     else
-      out += indent + s + "\n";
+      out += indent + c_stmt(s) + "\n";
   }
 }
 
@@ -225,20 +214,20 @@ const std::string& cuda_prelude() {
   return p;
 }
 
-KernelSource emit_cuda(const KernelPlan& plan) {
+KernelSource emit_cuda(const Kernel& plan) {
   const bool rowwise = !plan.splittable;
   std::string params;
   for (size_t k = 0; k < plan.inputs.size(); ++k)
-    params += fmt::format("const {}* in{}, ", buffer_type(plan.inputs[k].dtype), k);
+    params += fmt::format("const {}* in{}, ", c_buffer_type(plan.inputs[k].dtype), k);
   for (size_t k = 0; k < plan.outputs.size(); ++k)
-    params += fmt::format("{}* out{}, ", buffer_type(plan.outputs[k].dtype), k);
+    params += fmt::format("{}* out{}, ", c_buffer_type(plan.outputs[k].dtype), k);
   params += "int* sp_err, double* sp_totals";
 
   const std::string I1 = "  ", I2 = "    ", I3 = "      ";
   std::string body;
   body += I1 + "(void)sp_err; (void)sp_totals;\n";
   for (const Accumulator& t : plan.totals)
-    body += fmt::format("{}{} {} = {};\n", I1, t.ctype, t.var, init_value(t));
+    body += fmt::format("{}{} {} = {};\n", I1, c_acc_type(t.dtype), c_acc_name(t), init_value(t));
   if (!rowwise) {
     // One thread per (row, inner) element.
     body += fmt::format(
@@ -250,7 +239,7 @@ KernelSource emit_cuda(const KernelPlan& plan) {
     body += I2 + "(void)r; (void)j;\n";
     lines(body, plan.row_setup, I2, false);
     lines(body, plan.inner_setup, I2, false);
-    for (const passes::KernelPass& pass : plan.passes) {
+    for (const kir::Pass& pass : plan.passes) {
       lines(body, pass.pre, I2, false);
       lines(body, pass.body, I2, false);
       for (size_t t : pass.body_totals) body += I2 + update(plan.totals[t]) + "\n";
@@ -263,11 +252,11 @@ KernelSource emit_cuda(const KernelPlan& plan) {
     body += fmt::format("{}for (int64_t r = blockIdx.x; r < {}LL; r += gridDim.x) {{\n", I1,
                         plan.rows);
     lines(body, plan.row_setup, I2, false);
-    for (const passes::KernelPass& pass : plan.passes) {
+    for (const kir::Pass& pass : plan.passes) {
       lines(body, pass.pre, I2, false);
       for (const Accumulator& a : pass.accs)
-        body += fmt::format("{}{} {} = {};\n", I2, a.ctype, a.var, init_value(a));
-      if (!pass.body.empty() || !pass.accs.empty() || !pass.body_totals.empty()) {
+        body += fmt::format("{}{} {} = {};\n", I2, c_acc_type(a.dtype), c_acc_name(a), init_value(a));
+      if (pass.has_inner_loop()) {
         body += fmt::format("{}for (int64_t j = threadIdx.x; j < {}LL; j += blockDim.x) {{\n", I2,
                             plan.inner);
         lines(body, plan.inner_setup, I3, false);
@@ -277,7 +266,8 @@ KernelSource emit_cuda(const KernelPlan& plan) {
         body += I2 + "}\n";
       }
       for (const Accumulator& a : pass.accs)
-        body += fmt::format("{}SP_BLOCK_REDUCE({}, {}, {});\n", I2, a.ctype, comb(a.op), a.var);
+        body += fmt::format("{}SP_BLOCK_REDUCE({}, {}, {});\n", I2, c_acc_type(a.dtype), comb(a.op),
+                            c_acc_name(a));
       lines(body, pass.post, I2, true);
       for (size_t t : pass.post_totals)
         body += I2 + "if (threadIdx.x == 0) " + update(plan.totals[t]) + "\n";
@@ -287,13 +277,14 @@ KernelSource emit_cuda(const KernelPlan& plan) {
   // Totals: block partials into the global slots.
   for (size_t k = 0; k < plan.totals.size(); ++k) {
     const Accumulator& t = plan.totals[k];
-    body += fmt::format("{}SP_BLOCK_REDUCE({}, {}, {});\n", I1, t.ctype, comb(t.op), t.var);
+    body += fmt::format("{}SP_BLOCK_REDUCE({}, {}, {});\n", I1, c_acc_type(t.dtype), comb(t.op),
+                        c_acc_name(t));
     if (t.op == ReduceOp::Sum)
       body += fmt::format("{}if (threadIdx.x == 0) atomicAdd(&sp_totals[{}], (double){});\n", I1,
-                          k, t.var);
+                          k, c_acc_name(t));
     else
       body += fmt::format("{}if (threadIdx.x == 0) SP_ATOMIC_COMBINE({}, &sp_totals[{}], {});\n",
-                          I1, comb(t.op), k, t.var);
+                          I1, comb(t.op), k, c_acc_name(t));
   }
 
   KernelSource k;
@@ -307,8 +298,8 @@ KernelSource emit_cuda(const KernelPlan& plan) {
     k.text += "extern \"C\" __global__ void " + k.name + "_init(double* sp_totals) {\n" +
               "  if (blockIdx.x == 0 && threadIdx.x == 0) {\n" + init + "  }\n}\n";
     for (size_t t = 0; t < plan.totals.size(); ++t)
-      fin += fmt::format("    const {0} {1} = ({0})sp_totals[{2}];\n", plan.totals[t].ctype,
-                         plan.totals[t].var, t);
+      fin += fmt::format("    const {0} {1} = ({0})sp_totals[{2}];\n",
+                         c_acc_type(plan.totals[t].dtype), c_acc_name(plan.totals[t]), t);
     std::string epilogue;
     lines(epilogue, plan.epilogue, I2, false);
     k.text += "extern \"C\" __global__ void " + k.name + "_finish(" + params + ") {\n" +

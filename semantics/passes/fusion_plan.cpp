@@ -8,9 +8,10 @@
 //   2. Classify reductions: over every axis of their input a total, else a row reduction; all
 //      row reductions must reduce the same axes of the same shape (the domain). Levels: a row
 //      reduction needs one pass more than the row reductions it reads.
-//   3. Choose the loop structure (rows x inner) and emit, pass by pass, every value at the
-//      coordinates its consumers read it at (memoised per coordinates), then the outputs,
-//      the totals and the scalar epilogue.
+//   3. Choose the loop structure (rows x inner) and emit kernel IR (semantics/kernel_ir/),
+//      pass by pass, every value at the coordinates its consumers read it at (memoised per
+//      coordinates, compared as structures), then the outputs, the totals and the scalar
+//      epilogue; verify the kernel.
 #include "semantics/passes/fusion_plan.h"
 
 #include <fmt/format.h>
@@ -20,7 +21,6 @@
 #include <limits>
 #include <map>
 #include <memory>
-#include <regex>
 #include <set>
 #include <unordered_map>
 
@@ -29,30 +29,6 @@
 namespace spora::passes {
 
 using sem::Shape;
-
-int64_t KernelBuffer::numel() const {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
-
-const char* reduce_op_name(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::Sum:
-      return "sum";
-    case ReduceOp::Prod:
-      return "prod";
-    case ReduceOp::Max:
-      return "max";
-    case ReduceOp::Min:
-      return "min";
-    case ReduceOp::All:
-      return "all";
-    case ReduceOp::Any:
-      return "any";
-  }
-  return "sum";
-}
 
 GroupSpec group_of(const ir::Graph& fused) {
   GroupSpec g;
@@ -75,36 +51,6 @@ int64_t numel(const Shape& s) {
 }
 
 bool is_real(DType d) { return d == DType::f32 || d == DType::f64; }
-
-std::string ctype(DType d) {
-  switch (d) {
-    case DType::f32:
-      return "float";
-    case DType::f64:
-      return "double";
-    case DType::i32:
-      return "int32_t";
-    case DType::i64:
-      return "int64_t";
-    case DType::boolean:
-      return "bool";
-    default:
-      return "void";
-  }
-}
-
-std::string literal(double v, DType d) {
-  if (d == DType::boolean) return v != 0 ? "true" : "false";
-  if (d == DType::i32) return fmt::format("((int32_t){})", static_cast<int64_t>(v));
-  if (d == DType::i64) return fmt::format("((int64_t){}LL)", static_cast<int64_t>(v));
-  const bool single = d == DType::f32;
-  if (std::isnan(v)) return single ? "SP_NAN_F" : "SP_NAN_D";
-  if (std::isinf(v)) return std::string(v < 0 ? "(-" : "(") + (single ? "SP_INF_F" : "SP_INF_D") + ")";
-  std::string s = single ? fmt::format("{:.9g}", static_cast<float>(v)) : fmt::format("{:.17g}", v);
-  if (s.find_first_of(".e") == std::string::npos) s += ".0";
-  if (single) s += "f";
-  return v < 0 || s[0] == '-' ? "(" + s + ")" : s;
-}
 
 // ---- planning nodes ---------------------------------------------------------------------------
 
@@ -141,22 +87,6 @@ struct Fail {
 };
 [[noreturn]] void fail(std::string why) { throw Fail{std::move(why)}; }
 
-const std::set<std::string>& unary_ops() {
-  static const std::set<std::string> s = {"neg",  "abs",  "sign",  "square", "relu",    "floor",
-                                          "ceil", "round", "exp",  "log",    "sqrt",    "rsqrt",
-                                          "tanh", "sigmoid", "gelu", "sin",  "cos",     "erf",
-                                          "log1p", "expm1", "reciprocal"};
-  return s;
-}
-const std::set<std::string>& binary_ops() {
-  static const std::set<std::string> s = {"add", "sub",   "mul",     "div",    "floordiv",
-                                          "mod", "pow", "maximum", "minimum"};
-  return s;
-}
-const std::set<std::string>& compare_ops() {
-  static const std::set<std::string> s = {"eq", "ne", "lt", "le", "gt", "ge"};
-  return s;
-}
 const std::set<std::string>& reshape_ops() {
   static const std::set<std::string> s = {"reshape", "flatten", "squeeze", "unsqueeze",
                                           "expand_dims"};
@@ -397,16 +327,16 @@ class Builder {
       if (!is_real(t)) fail(op + " on " + std::string(dtype_name(t)));
     };
     if (op == "identity" || op == "stop_gradient") return in.at(0);
-    if (unary_ops().count(op)) {
+    if (kir::unary_fn(op)) {
       need_float(d);
       return un(op, in.at(0));
     }
-    if (binary_ops().count(op)) {
+    if (kir::binary_fn(op)) {
       need_float(d);
       need_float(in.at(0)->dtype);
       return bin(op, in[0], in.at(1));
     }
-    if (compare_ops().count(op)) {
+    if (kir::compare_fn(op)) {
       PNode* p = make(PNode::K::Compare, DType::boolean, s, {in.at(0), in.at(1)});
       p->op = op;
       return p;
@@ -607,11 +537,9 @@ class Builder {
 
 // ---- index expressions -------------------------------------------------------------------------
 
-// An integer index expression; `inner` when it depends on the inner loop.
-struct Ix {
-  std::string e = "0";
-  bool inner = false;
-};
+using kir::Ix;
+using kir::Operand;
+using kir::Var;
 
 // The coordinates a value is read at (one per axis of its shape) and, when known, its flat
 // row-major index.
@@ -619,11 +547,13 @@ struct Coords {
   std::vector<Ix> c;
   Ix flat;
   bool has_flat = false;
-  std::string key() const {
-    std::string k;
-    for (const Ix& x : c) k += x.e + ",";
-    if (has_flat) k += "|" + flat.e;
-    return k;
+  bool operator==(const Coords& o) const {
+    return c == o.c && has_flat == o.has_flat && (!has_flat || flat == o.flat);
+  }
+  size_t hash() const {
+    size_t h = has_flat ? flat.hash() * 31 + 7 : 0;
+    for (const Ix& x : c) h = h * 1000003u ^ x.hash();
+    return h;
   }
 };
 
@@ -635,16 +565,14 @@ std::vector<int64_t> strides(const Shape& s) {
 
 Ix linear(const std::vector<Ix>& c, const Shape& s) {
   auto st = strides(s);
-  Ix out{"", false};
+  std::vector<Ix> terms;
   for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == 1 || c[i].e == "0") continue;
-    std::string term = st[i] == 1 ? c[i].e : fmt::format("{} * {}", c[i].e, st[i]);
-    out.e += (out.e.empty() ? "" : " + ") + term;
-    out.inner = out.inner || c[i].inner;
+    if (s[i] == 1 || c[i].is_const(0)) continue;
+    terms.push_back(st[i] == 1 ? c[i] : Ix::scale(c[i], st[i]));
   }
-  if (out.e.empty()) return Ix{"0", false};
-  if (out.e.find(' ') != std::string::npos) out.e = "(" + out.e + ")";
-  return out;
+  if (terms.empty()) return Ix::constant(0);
+  if (terms.size() == 1) return terms[0];
+  return Ix::sum(std::move(terms));
 }
 
 Ix linear(const Coords& x, const Shape& s) { return x.has_flat ? x.flat : linear(x.c, s); }
@@ -655,13 +583,13 @@ std::vector<Ix> delinear(const Ix& lin, const Shape& s) {
   std::vector<Ix> out;
   for (size_t i = 0; i < s.size(); ++i) {
     if (s[i] == 1) {
-      out.push_back(Ix{"0", false});
+      out.push_back(Ix::constant(0));
       continue;
     }
-    std::string e = lin.e;
-    if (st[i] != 1) e = fmt::format("({} / {})", e, st[i]);
-    if (st[i] * s[i] != total) e = fmt::format("({} % {})", e, s[i]);
-    out.push_back(Ix{e, lin.inner});
+    Ix e = lin;
+    if (st[i] != 1) e = Ix::div(e, st[i]);
+    if (st[i] * s[i] != total) e = Ix::mod(e, s[i]);
+    out.push_back(e);
   }
   return out;
 }
@@ -700,9 +628,9 @@ Coords broadcast_coords(const Coords& x, const Shape& from, const Shape& to) {
   Coords out;
   const size_t off = from.size() - to.size();
   for (size_t i = 0; i < to.size(); ++i)
-    out.c.push_back(to[i] == 1 ? Ix{"0", false} : x.c[off + i]);
+    out.c.push_back(to[i] == 1 ? Ix::constant(0) : x.c[off + i]);
   if (numel(to) == 1) {
-    out.flat = Ix{"0", false};
+    out.flat = Ix::constant(0);
     out.has_flat = true;
   }
   return out;
@@ -742,16 +670,33 @@ class Emitter {
   std::vector<size_t> outer_axes_, inner_axes_;
   int pass_ = 0;                // current pass; -1: the epilogue
   int var_ = 0;
+  struct MemoKey {
+    int node;
+    Coords at;
+    bool epilogue;
+    bool operator==(const MemoKey& o) const {
+      return node == o.node && epilogue == o.epilogue && at == o.at;
+    }
+  };
+  struct MemoHash {
+    size_t operator()(const MemoKey& k) const {
+      return k.at.hash() * 131 + static_cast<size_t>(k.node) * 2 + k.epilogue;
+    }
+  };
   struct Memo {
-    std::string var;
+    Operand var;
     bool inner;
     int pass;
   };
-  std::map<std::string, Memo> memo_;
-  std::unordered_map<const PNode*, std::string> reduced_;  // row reduction -> its row variable
-  std::unordered_map<const PNode*, std::string> total_var_;
-  std::vector<std::string> in_place_index_;  // per input: the one index read, or "*"
-  std::set<std::string> checked_;            // label variables whose range is checked
+  std::unordered_map<MemoKey, Memo, MemoHash> memo_;
+  std::unordered_map<const PNode*, Operand> reduced_;  // row reduction -> its row value
+  std::unordered_map<const PNode*, Operand> total_var_;
+  struct InputReads {
+    std::optional<Ix> index;  // the one index read
+    bool several = false;     // read at more than one index
+  };
+  std::vector<InputReads> in_place_index_;  // per input
+  std::vector<Operand> checked_;            // labels whose range is checked
 
   void analyse() {
     for (auto& p : b_.nodes) {
@@ -809,46 +754,55 @@ class Emitter {
     }
   }
 
-  bool uses_coordinates(const KernelPlan& p) const {
-    static const std::regex coord("\\bc[0-9]+\\b");
-    for (const KernelPass& ps : p.passes)
+  // Does a statement of a pass read a decoded coordinate (c<axis>)?
+  static bool uses_coordinates(const KernelPlan& p) {
+    auto uses = [](const kir::Stmt& s) {
+      const Ix& x = s.kind == kir::Stmt::Kind::Define ? s.expr.index : s.index;
+      return x.uses(Var::Kind::Coord);
+    };
+    for (const kir::Pass& ps : p.passes)
       for (const auto* list : {&ps.pre, &ps.body, &ps.post})
-        for (const std::string& s : *list)
-          if (std::regex_search(s, coord)) return true;
+        for (const kir::Stmt& s : *list)
+          if (uses(s)) return true;
     return false;
   }
 
   // ---- statements ----
 
-  std::vector<std::string>& row_list() {
+  std::vector<kir::Stmt>& row_list() {
     return pass_ < 0 ? plan_.epilogue : plan_.passes[static_cast<size_t>(pass_)].pre;
   }
-  std::string define(const std::string& type, const std::string& expr, bool inner) {
-    std::string v = "v" + std::to_string(var_++);
-    std::string stmt = "const " + type + " " + v + " = " + expr + ";";
+  void statement(kir::Stmt s, bool inner) {
     if (inner && pass_ >= 0)
-      plan_.passes[static_cast<size_t>(pass_)].body.push_back(stmt);
+      plan_.passes[static_cast<size_t>(pass_)].body.push_back(std::move(s));
     else
-      row_list().push_back(stmt);
-    return v;
+      row_list().push_back(std::move(s));
   }
-  void statement(const std::string& s, bool inner) {
-    if (inner && pass_ >= 0)
-      plan_.passes[static_cast<size_t>(pass_)].body.push_back(s);
-    else
-      row_list().push_back(s);
+  Operand define(kir::Expr e, bool inner) {
+    const int id = var_++;
+    const DType d = e.dtype;
+    statement(kir::define(id, std::move(e)), inner);
+    return Operand::value(id, d);
   }
 
   struct Val {
-    std::string e;
+    Operand e;
     bool inner;
   };
+
+  static kir::Expr expr(kir::Expr::Op op, DType d, std::vector<Operand> args) {
+    kir::Expr e;
+    e.op = op;
+    e.dtype = d;
+    e.args = std::move(args);
+    return e;
+  }
 
   // The value of n at coordinates x (in n's shape).
   Val value(PNode* n, const Coords& x) {
     if (n->scalar && pass_ >= 0) fail("a value computed from a total is read per element");
-    if (n->k == PNode::K::Literal) return {literal(n->value, n->dtype), false};
-    const std::string key = std::to_string(n->id) + "@" + x.key() + (pass_ < 0 ? "#e" : "");
+    if (n->k == PNode::K::Literal) return {Operand::literal(n->value, n->dtype), false};
+    MemoKey key{n->id, x, pass_ < 0};
     auto it = memo_.find(key);
     if (it != memo_.end() && (it->second.inner ? it->second.pass == pass_ : it->second.pass <= pass_))
       return {it->second.var, it->second.inner};
@@ -859,73 +813,65 @@ class Emitter {
 
   Val load(PNode* n, const Coords& x) {
     const Ix idx = linear(x, n->shape);
-    std::string& seen = in_place_index_[static_cast<size_t>(n->input)];
-    if (seen.empty())
-      seen = idx.e;
-    else if (seen != idx.e)
-      seen = "*";
-    std::string e = fmt::format("in{}[{}]", n->input, idx.e);
-    if (n->dtype == DType::boolean) e = "(" + e + " != 0)";
-    return {define(ctype(n->dtype), e, idx.inner), idx.inner};
+    InputReads& seen = in_place_index_[static_cast<size_t>(n->input)];
+    if (!seen.index)
+      seen.index = idx;
+    else if (*seen.index != idx)
+      seen.several = true;
+    const bool in = idx.depends_inner();
+    return {define(kir::load(n->input, n->dtype, idx), in), in};
   }
 
   Val compute(PNode* n, const Coords& x) {
     using K = PNode::K;
+    using Op = kir::Expr::Op;
     auto operand = [&](size_t i) {
       PNode* a = n->in[i];
       return value(a, broadcast_coords(x, n->shape, a->shape));
     };
-    const std::string t = ctype(n->dtype);
+    const DType t = n->dtype;
     switch (n->k) {
       case K::Input:
         return load(n, x);
       case K::Literal:
-        return {literal(n->value, n->dtype), false};
+        return {Operand::literal(n->value, n->dtype), false};
       case K::Unary: {
         Val a = operand(0);
-        return {define(t, "sp_" + n->op + "(" + a.e + ")", a.inner), a.inner};
+        return {define(kir::unary(n->op, a.e), a.inner), a.inner};
       }
       case K::Binary: {
         Val a = operand(0), b = operand(1);
-        static const std::map<std::string, std::string> infix = {
-            {"add", "+"}, {"sub", "-"}, {"mul", "*"}, {"div", "/"}};
-        auto op = infix.find(n->op);
-        std::string e = op != infix.end() ? "(" + a.e + " " + op->second + " " + b.e + ")"
-                                          : "sp_" + n->op + "(" + a.e + ", " + b.e + ")";
-        return {define(t, e, a.inner || b.inner), a.inner || b.inner};
+        const bool in = a.inner || b.inner;
+        return {define(kir::binary(n->op, t, a.e, b.e), in), in};
       }
       case K::Compare: {
         Val a = operand(0), b = operand(1);
-        static const std::map<std::string, std::string> sym = {{"eq", "=="}, {"ne", "!="},
-                                                               {"lt", "<"},  {"le", "<="},
-                                                               {"gt", ">"},  {"ge", ">="}};
-        return {define("bool", "(" + a.e + " " + sym.at(n->op) + " " + b.e + ")",
-                       a.inner || b.inner),
-                a.inner || b.inner};
+        const bool in = a.inner || b.inner;
+        return {define(kir::compare(n->op, a.e, b.e), in), in};
       }
       case K::Logical: {
         Val a = operand(0), b = operand(1);
-        std::string e = "(" + a.e + (n->op == "logical_and" ? " && " : " || ") + b.e + ")";
-        return {define("bool", e, a.inner || b.inner), a.inner || b.inner};
+        const bool in = a.inner || b.inner;
+        return {define(expr(n->op == "logical_and" ? Op::And : Op::Or, DType::boolean, {a.e, b.e}),
+                       in),
+                in};
       }
       case K::Not: {
         Val a = operand(0);
-        return {define("bool", "(!" + a.e + ")", a.inner), a.inner};
+        return {define(expr(Op::Not, DType::boolean, {a.e}), a.inner), a.inner};
       }
       case K::Where: {
         Val c = operand(0), a = operand(1), b = operand(2);
         const bool in = c.inner || a.inner || b.inner;
-        return {define(t, "(" + c.e + " ? " + a.e + " : " + b.e + ")", in), in};
+        return {define(expr(Op::Select, t, {c.e, a.e, b.e}), in), in};
       }
       case K::Cast: {
         Val a = operand(0);
-        std::string e = n->dtype == DType::boolean ? "(" + a.e + " != 0)"
-                                                   : "((" + t + ")(" + a.e + "))";
-        return {define(t, e, a.inner), a.inner};
+        return {define(expr(Op::Cast, t, {a.e}), a.inner), a.inner};
       }
       case K::FiniteOrZero: {
         Val a = operand(0);
-        return {define(t, "sp_finite_or_zero(" + a.e + ")", a.inner), a.inner};
+        return {define(expr(Op::FiniteOrZero, t, {a.e}), a.inner), a.inner};
       }
       case K::Reshape:
         return value(n->in[0], reshape_coords(x, n->shape, n->in[0]->shape));
@@ -947,18 +893,17 @@ class Emitter {
         size_t k = 0;
         for (size_t i = 0; i < n->starts.size(); ++i) {
           if (n->squeezed[i]) {
-            y.c.push_back(Ix{std::to_string(n->starts[i]), false});
+            y.c.push_back(Ix::constant(n->starts[i]));
             continue;
           }
           const Ix& c = x.c[k++];
-          std::string e = c.e;
-          if (n->steps[i] != 1) e = fmt::format("{} * {}", e, n->steps[i]);
-          if (c.e == "0") e = "0";
-          if (n->starts[i] != 0) e = e == "0" ? std::to_string(n->starts[i])
-                                              : fmt::format("({} + {})", n->starts[i], e);
-          else if (e.find(' ') != std::string::npos)
-            e = "(" + e + ")";
-          y.c.push_back(Ix{e, c.inner});
+          Ix e = c;
+          if (n->steps[i] != 1) e = Ix::scale(e, n->steps[i]);
+          if (c.is_const(0)) e = Ix::constant(0);
+          if (n->starts[i] != 0)
+            e = e.is_const(0) ? Ix::constant(n->starts[i])
+                              : Ix::sum({Ix::constant(n->starts[i]), e});
+          y.c.push_back(e);
         }
         return value(n->in[0], y);
       }
@@ -968,26 +913,26 @@ class Emitter {
           if (static_cast<int64_t>(i) != n->axis) y.c.push_back(x.c[i]);
         const Ix& cls = x.c[static_cast<size_t>(n->axis)];
         Val lab = value(n->in[0], y);
-        if (checked_.insert(lab.e).second) {  // a new load of the label: check its range
-          statement(fmt::format("SP_CHECK((int64_t)({0}) < 0 || (int64_t)({0}) >= {1});", lab.e,
-                                n->classes),
-                    lab.inner);
+        if (std::find(checked_.begin(), checked_.end(), lab.e) == checked_.end()) {
+          checked_.push_back(lab.e);  // a new load of the label: check its range
+          statement(kir::check(lab.e, n->classes), lab.inner);
           plan_.checks = true;
         }
-        const bool in = lab.inner || cls.inner;
-        return {define(t, fmt::format("((int64_t)({}) == {} ? ({})1 : ({})0)", lab.e, cls.e, t, t),
-                       in),
-                in};
+        const bool in = lab.inner || cls.depends_inner();
+        kir::Expr e = expr(Op::ClassMatch, t, {lab.e});
+        e.index = cls;
+        return {define(std::move(e), in), in};
       }
       case K::Dropout: {
         Val a = operand(0);
         Ix flat = linear(x, n->shape);
-        const double scale = 1.0 / (1.0 - n->p);
-        std::string e = fmt::format("sp_dropout({}, (uint64_t){}ULL, (uint64_t)({}), {}, {})", a.e,
-                                    static_cast<uint64_t>(n->seed), flat.e,
-                                    literal(n->p, DType::f64), literal(scale, DType::f64));
-        const bool in = a.inner || flat.inner;
-        return {define(t, e, in), in};
+        kir::Expr e = expr(Op::Dropout, t, {a.e});
+        e.p = n->p;
+        e.scale = 1.0 / (1.0 - n->p);
+        e.seed = static_cast<uint64_t>(n->seed);
+        e.index = flat;
+        const bool in = a.inner || flat.depends_inner();
+        return {define(std::move(e), in), in};
       }
       case K::Reduce: {
         if (n->total) {
@@ -999,8 +944,8 @@ class Emitter {
         for (size_t i = 0; i < x.c.size(); ++i) {
           const bool reduced = std::find(raxes_.begin(), raxes_.end(), static_cast<int64_t>(i)) !=
                                raxes_.end();
-          const std::string want = reduced || domain_[i] == 1 ? "0" : dcoord_[i].e;
-          if (x.c[i].e != want) fail("a row reduction read at another row's coordinates");
+          const Ix want = reduced || domain_[i] == 1 ? Ix::constant(0) : dcoord_[i];
+          if (x.c[i] != want) fail("a row reduction read at another row's coordinates");
         }
         auto it = reduced_.find(n);
         if (it == reduced_.end()) fail("a row reduction read before its pass");
@@ -1017,8 +962,9 @@ class Emitter {
     Shape keep = domain_;
     for (int64_t a : raxes_) keep[static_cast<size_t>(a)] = 1;
     Coords rowc;
-    for (size_t i = 0; i < domain_.size(); ++i) rowc.c.push_back(keep[i] == 1 ? Ix{"0", false} : dcoord_[i]);
-    rowc.flat = Ix{"r", false};
+    for (size_t i = 0; i < domain_.size(); ++i)
+      rowc.c.push_back(keep[i] == 1 ? Ix::constant(0) : dcoord_[i]);
+    rowc.flat = Ix::var(Var::row());
     rowc.has_flat = true;
     return reshape_coords(rowc, keep, s);
   }
@@ -1030,6 +976,31 @@ class Emitter {
     return x;
   }
 
+  // Decodes the domain axes of one loop (the row loop r or the inner loop j) into coordinates.
+  void decode(const std::vector<size_t>& axes, bool inner, std::vector<kir::Stmt>& setup) {
+    const Var loop = inner ? Var::inner_index() : Var::row();
+    std::vector<size_t> real;
+    for (size_t a : axes)
+      if (domain_[a] != 1) real.push_back(a);
+    if (real.size() == 1) {
+      dcoord_[real[0]] = Ix::var(loop);
+      return;
+    }
+    Shape sub;
+    for (size_t a : real) sub.push_back(domain_[a]);
+    auto parts = delinear(Ix::var(loop), sub);
+    std::vector<Ix> names;
+    for (size_t k = 0; k < real.size(); ++k) {
+      const Var c = Var::coord(static_cast<int>(real[k]), inner);
+      dcoord_[real[k]] = Ix::var(c);
+      names.push_back(dcoord_[real[k]]);
+      setup.push_back(kir::coord(c, parts[k]));
+      // Row reductions over several axes: nested loops instead of div/mod per element.
+      if (inner && !row_reduce_.empty()) plan_.inner_nest.emplace_back(c, domain_[real[k]]);
+    }
+    if (inner && !row_reduce_.empty()) plan_.inner_index = linear(names, sub);
+  }
+
   KernelPlan emit(bool flat) {
     plan_ = KernelPlan{};
     memo_.clear();
@@ -1037,7 +1008,7 @@ class Emitter {
     reduced_.clear();
     total_var_.clear();
     var_ = 0;
-    in_place_index_.assign(b_.inputs.size(), "");
+    in_place_index_.assign(b_.inputs.size(), InputReads{});
     plan_.inputs = b_.inputs;
     plan_.anchor = b_.anchor;
     plan_.domain = domain_;
@@ -1061,38 +1032,16 @@ class Emitter {
     plan_.splittable = row_reduce_.empty();
 
     // Canonical coordinates: one loop axis is the loop variable itself, several are decoded.
-    dcoord_.assign(rank, Ix{"0", false});
-    auto decode = [&](const std::vector<size_t>& axes, const char* var, bool inner,
-                      std::vector<std::string>& setup) {
-      std::vector<size_t> real;
-      for (size_t a : axes)
-        if (domain_[a] != 1) real.push_back(a);
-      if (real.size() == 1) {
-        dcoord_[real[0]] = Ix{var, inner};
-        return;
-      }
-      Shape sub;
-      for (size_t a : real) sub.push_back(domain_[a]);
-      auto parts = delinear(Ix{var, inner}, sub);
-      std::vector<Ix> names;
-      for (size_t k = 0; k < real.size(); ++k) {
-        dcoord_[real[k]] = Ix{"c" + std::to_string(real[k]), inner};
-        names.push_back(dcoord_[real[k]]);
-        setup.push_back(fmt::format("const int64_t c{} = {};", real[k], parts[k].e));
-        // Row reductions over several axes: nested loops instead of div/mod per element.
-        if (inner && !row_reduce_.empty())
-          plan_.inner_nest.emplace_back(dcoord_[real[k]].e, domain_[real[k]]);
-      }
-      if (inner && !row_reduce_.empty()) plan_.inner_index = linear(names, sub).e;
-    };
-    decode(outer_axes_, "r", false, plan_.row_setup);
-    decode(inner_axes_, "j", true, plan_.inner_setup);
+    dcoord_.assign(rank, Ix::constant(0));
+    decode(outer_axes_, false, plan_.row_setup);
+    decode(inner_axes_, true, plan_.inner_setup);
     const bool prefix = std::all_of(outer_axes_.begin(), outer_axes_.end(),
                                     [&](size_t a) { return a < rank - inner_axes_.size(); });
+    const Ix r = Ix::var(Var::row()), j = Ix::var(Var::inner_index());
     if (prefix)
-      dflat_ = plan_.rows == 1 ? Ix{"j", true}
-               : plan_.inner == 1 ? Ix{"r", false}
-                                  : Ix{fmt::format("(r * {} + j)", plan_.inner), true};
+      dflat_ = plan_.rows == 1    ? j
+               : plan_.inner == 1 ? r
+                                  : Ix::sum({Ix::scale(r, plan_.inner), j});
     else
       dflat_ = linear(dcoord_, domain_);
 
@@ -1102,24 +1051,23 @@ class Emitter {
     for (PNode* n : row_reduce_) {
       pass_ = n->level - 1;
       Val v = value(n->in[0], domain_coords());
-      Accumulator a;
-      a.var = "a" + std::to_string(var_++);
+      kir::Accumulator a;
+      a.id = var_++;
       a.op = n->red;
-      a.ctype = accumulator_type(n);
+      a.dtype = accumulator_type(n);
       a.value = v.e;
       auto& pass = plan_.passes[static_cast<size_t>(pass_)];
       pass.accs.push_back(a);
-      std::string result = finish(n, a.var, numel_reduced(n));
-      std::string var = "v" + std::to_string(var_++);
-      pass.post.push_back("const " + ctype(n->dtype) + " " + var + " = " + result + ";");
-      reduced_[n] = var;
+      const int id = var_++;
+      pass.post.push_back(kir::define(id, finish(n, a, numel_reduced(n))));
+      reduced_[n] = Operand::value(id, n->dtype);
     }
 
     // The final pass: outputs per element and per row, and the totals' inputs. The stores
     // come last, after every read: an output may share its buffer with an input read at the
     // same index (in_place_ok).
     pass_ = passes_;
-    std::vector<std::string> body_stores, post_stores;
+    std::vector<kir::Stmt> body_stores, post_stores;
     const int64_t dn = numel(domain_);
     auto per_row = [&](const Shape& s) {
       if (numel(s) == dn) return false;
@@ -1134,19 +1082,18 @@ class Emitter {
       const bool row = per_row(o->shape);
       Coords x = root(o->shape, row);
       Val v = value(o, x);
-      Ix idx = linear(x, o->shape);
-      std::string store = fmt::format("out{}[{}] = {};", k, idx.e,
-                                      o->dtype == DType::boolean ? "(uint8_t)(" + v.e + ")" : v.e);
-      (row ? post_stores : body_stores).push_back(store);
+      (row ? post_stores : body_stores)
+          .push_back(kir::store(static_cast<int>(k), linear(x, o->shape), v.e));
     }
     for (PNode* t : totals_) {
       PNode* x = t->in[0];
       const bool row = per_row(x->shape);
       Val v = value(x, root(x->shape, row));
-      Accumulator a;
-      a.var = "t" + std::to_string(plan_.totals.size());
+      kir::Accumulator a;
+      a.id = static_cast<int>(plan_.totals.size());
+      a.total = true;
       a.op = t->red;
-      a.ctype = accumulator_type(t);
+      a.dtype = accumulator_type(t);
       a.value = v.e;
       (row ? plan_.passes.back().post_totals : plan_.passes.back().body_totals)
           .push_back(plan_.totals.size());
@@ -1161,26 +1108,26 @@ class Emitter {
     pass_ = -1;
     for (size_t k = 0; k < totals_.size(); ++k) {
       const PNode* t = totals_[k];
-      const Accumulator& a = plan_.totals[k];
-      std::string var = "v" + std::to_string(var_++);
-      plan_.epilogue.push_back("const " + ctype(t->dtype) + " " + var + " = " +
-                               finish(t, a.var, numel(t->in[0]->shape)) + ";");
-      total_var_[t] = var;
+      const int id = var_++;
+      plan_.epilogue.push_back(kir::define(id, finish(t, plan_.totals[k], numel(t->in[0]->shape))));
+      total_var_[t] = Operand::value(id, t->dtype);
     }
     for (size_t k = 0; k < outputs_.size(); ++k) {
       PNode* o = outputs_[k];
       if (!o->scalar) continue;
       if (numel(o->shape) != 1) fail("a total broadcast to an output");
       Coords zero;
-      zero.c.assign(o->shape.size(), Ix{"0", false});
+      zero.c.assign(o->shape.size(), Ix::constant(0));
       Val v = value(o, zero);
-      plan_.epilogue.push_back(fmt::format(
-          "out{}[0] = {};", k, o->dtype == DType::boolean ? "(uint8_t)(" + v.e + ")" : v.e));
+      plan_.epilogue.push_back(kir::store(static_cast<int>(k), Ix::constant(0), v.e));
     }
 
     plan_.in_place_ok.assign(b_.inputs.size(), false);
-    for (size_t i = 0; i < b_.inputs.size(); ++i)
-      plan_.in_place_ok[i] = in_place_index_[i] == dflat_.e && b_.inputs[i].numel() == dn;
+    for (size_t i = 0; i < b_.inputs.size(); ++i) {
+      const InputReads& rd = in_place_index_[i];
+      plan_.in_place_ok[i] =
+          rd.index && !rd.several && *rd.index == dflat_ && b_.inputs[i].numel() == dn;
+    }
     plan_.describe = fmt::format("domain [{}], {} rows x {} inner, {} reduction pass{}, {} total{}",
                                  fmt::join(domain_, ","), plan_.rows, plan_.inner, passes_,
                                  passes_ == 1 ? "" : "es", plan_.totals.size(),
@@ -1193,17 +1140,23 @@ class Emitter {
     for (int64_t a : n->axes) c *= n->in[0]->shape[static_cast<size_t>(a)];
     return c;
   }
-  static std::string accumulator_type(const PNode* n) {
-    if (n->red == ReduceOp::All || n->red == ReduceOp::Any) return "int";
-    if (n->red == ReduceOp::Max || n->red == ReduceOp::Min) return ctype(n->in[0]->dtype);
-    return "double";
+  // Floats are summed and multiplied in f64, compared in their own dtype; all/any count in i32.
+  static DType accumulator_type(const PNode* n) {
+    if (n->red == ReduceOp::All || n->red == ReduceOp::Any) return DType::i32;
+    if (n->red == ReduceOp::Max || n->red == ReduceOp::Min) return n->in[0]->dtype;
+    return DType::f64;
   }
   // The reduction's value from its finished accumulator.
-  static std::string finish(const PNode* n, const std::string& acc, int64_t count) {
-    const std::string t = ctype(n->dtype);
-    if (n->red == ReduceOp::All || n->red == ReduceOp::Any) return "(" + acc + " != 0)";
-    if (n->mean) return fmt::format("(({})({} / {}))", t, acc, literal(static_cast<double>(count), DType::f64));
-    return "((" + t + ")(" + acc + "))";
+  static kir::Expr finish(const PNode* n, const kir::Accumulator& a, int64_t count) {
+    kir::Expr e;
+    e.op = kir::Expr::Op::Reduced;
+    e.dtype = n->dtype;
+    e.acc = a.id;
+    e.total = a.total;
+    e.red = a.op;
+    e.mean = n->mean;
+    e.count = count;
+    return e;
   }
 };
 
@@ -1215,7 +1168,10 @@ std::optional<KernelPlan> plan_group(const GroupSpec& group, std::string* why) {
     b.run();
     if (b.outputs.empty()) fail("no outputs");
     Emitter e(b, b.outputs);
-    return e.run();
+    KernelPlan k = e.run();
+    if (std::string problems = kir::verify(k); !problems.empty())
+      fail("the kernel IR does not verify: " + problems.substr(0, problems.find('\n')));
+    return k;
   } catch (const Fail& f) {
     if (why) *why = f.why;
     return std::nullopt;

@@ -38,10 +38,10 @@
 //     at two index expressions is computed twice; one read at row-invariant coordinates is
 //     hoisted out of the inner loop.
 //
-// Statements are target-neutral C: `const float v3 = sp_exp(v2);`, loads `in0[...]`, stores
-// `out1[...] = ...`, calls of `sp_*` helpers that each target's prelude defines (see
-// backends/codegen/), `SP_CHECK(cond)` for a data-dependent error (a label out of range: the
-// kernel then reports failure and the group runs node by node, which raises the error).
+// Statements are the typed nodes of the kernel IR (semantics/kernel_ir/kernel_ir.h): loads,
+// elementwise primitives, stores, and range checks of data-dependent indices (a label out of
+// range: the kernel then reports failure and the group runs node by node, which raises the
+// error). Index expressions are built and compared as structures.
 #pragma once
 
 #include <cstdint>
@@ -50,64 +50,17 @@
 #include <vector>
 
 #include "semantics/ir/ir.h"
+#include "semantics/kernel_ir/kernel_ir.h"
 
 namespace spora::passes {
 
-// One input or output tensor of a kernel: contiguous row-major.
-struct KernelBuffer {
-  DType dtype = DType::f32;
-  sem::Shape shape;
-  int64_t numel() const;
-};
-
-enum class ReduceOp { Sum, Prod, Max, Min, All, Any };
-const char* reduce_op_name(ReduceOp op);
-
-// An accumulator: row accumulators live in one pass of one row; totals span the whole loop
-// nest. After its loop the emitter leaves the final value in `var` (max/min: nan if any
-// element was nan).
-struct Accumulator {
-  std::string var;    // "a3", "t0"
-  ReduceOp op = ReduceOp::Sum;
-  std::string ctype;  // "double" (float sums and products), "float", "int" (all/any)
-  std::string value;  // the accumulated expression (a variable of the body or of the row)
-};
-
-struct KernelPass {
-  std::vector<std::string> pre;       // row statements before the inner loop
-  std::vector<std::string> body;      // one element of the inner loop
-  std::vector<Accumulator> accs;      // row accumulators updated at the end of the body
-  std::vector<std::string> post;      // row statements after the inner loop
-  std::vector<size_t> body_totals;    // totals (indices) updated at the end of the body
-  std::vector<size_t> post_totals;    // totals updated at the end of post
-};
-
-struct KernelPlan {
-  std::vector<KernelBuffer> inputs;   // in0, in1, ...: the group's inputs, then the anchor's result
-  std::vector<KernelBuffer> outputs;  // out0, out1, ...
-  sem::Shape domain;                  // the iteration domain B
-  int64_t rows = 1;                   // outer iterations (variable r)
-  int64_t inner = 1;                  // inner iterations (variable j)
-  bool splittable = false;            // no row reductions: inner may be split across threads
-  std::vector<std::string> row_setup;    // decodes the row coordinates from r
-  std::vector<std::string> inner_setup;  // decodes the inner coordinates from j (every pass)
-  // Row reductions over several axes (a channel of NCHW): the inner coordinates as nested
-  // loops, outermost first (extent each), and j as an expression of them. Empty: one loop
-  // over j. A target may use either form (CUDA strides threads over j and decodes).
-  std::vector<std::pair<std::string, int64_t>> inner_nest;
-  std::string inner_index;
-  std::vector<KernelPass> passes;        // reduction passes, then the final pass (never empty)
-  std::vector<Accumulator> totals;
-  std::vector<std::string> epilogue;     // after the loop nest: scalar outputs
-  bool checks = false;                   // some statement is an SP_CHECK
-  // The output-fusable anchor (matmul, conv2d): index of the IR node in the group's node
-  // list, or -1. Its result is the last input.
-  int anchor = -1;
-  // Per input: true when every read is at the domain's own flat index and the input has the
-  // domain's element count, so an output of the same size and dtype may overwrite it in place.
-  std::vector<bool> in_place_ok;
-  std::string describe;                  // one line: domain, passes, totals (for comments)
-};
+// The loop nest of a group is a kernel of the kernel IR.
+using KernelBuffer = kir::Buffer;
+using ReduceOp = kir::ReduceOp;
+using Accumulator = kir::Accumulator;
+using KernelPass = kir::Pass;
+using KernelPlan = kir::Kernel;
+using kir::reduce_op_name;
 
 // A candidate group: its applies in schedule order (scalar constants may be listed too), its
 // external inputs (in the order of the kernel's inputs; scalar constants among them become
@@ -118,7 +71,8 @@ struct GroupSpec {
   std::vector<const ir::Node*> outputs;
 };
 
-// The loop nest of a group, or nullopt with the reason in *why (when given).
+// The loop nest of a group (verified: kir::verify), or nullopt with the reason in *why (when
+// given).
 std::optional<KernelPlan> plan_group(const GroupSpec& group, std::string* why = nullptr);
 
 // The group of a fused graph (fusion.h): its parameters are the inputs, its nodes the group,
