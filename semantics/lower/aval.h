@@ -31,6 +31,9 @@ enum class AK {
   Namespace,   // an imported module (`nn` after `import std.nn`)
   Transform,   // grad(f) / value_and_grad(f): s names it, elems[0] is f, wrt the arguments, b has_aux
   Pullback,    // the backward function vjp returns (payload: the recorded region)
+  Union,       // a function chosen at run time (closures.cpp): elems[0] the tag (an i32 node),
+               // elems[1 + k] the captured run-time values of candidate k (a tuple of nodes),
+               // statics[k] candidate k (its capture key, the function with its captures)
 };
 
 struct AVal {
@@ -70,7 +73,7 @@ AV make_dtype(DType d);
 AV make_tuple(std::vector<AV> elems);
 
 bool is_static_number(const AV& v);  // Int, Float or Bool
-bool is_function(const AV& v);        // Def, Closure, Builtin, ModelClass
+bool is_function(const AV& v);        // Def, Closure, Builtin, ModelClass, Transform, Pullback, Union
 // Does v contain (recursively) a function-like value / an Error / a static leaf?
 bool contains_function(const AV& v);
 bool contains_error(const AV& v);
