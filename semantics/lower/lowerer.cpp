@@ -896,7 +896,7 @@ std::optional<AV> Lowerer::specialise_def(const DefCall& c) {
         fail(def.name_range,
              fmt::format("cannot infer the result type of recursive function '{}': with its "
                          "calls giving {}, its body gives {}; write the return type (-> ...)",
-                         fname, chain(tried), skeleton_key(got)));
+                         fname, chain(tried), contains_function(got) ? describe(got) : skeleton_key(got)));
       }
       s.inferred_result = type_skeleton(got);
     }

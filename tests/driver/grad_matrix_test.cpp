@@ -169,6 +169,65 @@ TEST_P(GradMatrix, RunTimeChosenClosureBothModes) {
   }
 }
 
+// jacfwd, jacrev and hessian of a function through a loop, a closure and a closure chosen at
+// run time, against central differences (second differences for the Hessian) that the program
+// computes itself in f64; the program prints the largest relative differences.
+std::string jacobian_program() {
+  std::string s =
+      "def F(x) {\n"
+      "    let k = fn (z) => tanh(z) * x[0]\n"
+      "    let g = (fn (z) => z * x[1]) if sum(x) > 0.0 else (fn (z) => z)\n"
+      "    var y = x\n"
+      "    for i in range(3) {\n"
+      "        y = y * 0.5 + k(g(y))\n"
+      "    }\n"
+      "    return stack((sum(y * y), y[0] * y[2]), axis=0)\n"
+      "}\n"
+      "def S(x) = F(x)[0] - F(x)[1] * 0.5\n"
+      "def rel(a, b) = max(abs(a - b) / maximum(abs(b), 0.0001))\n"
+      "def main() {\n"
+      "    let x = cast([0.4, 0.9, -0.7], f64)\n"
+      "    let e = cast([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]], f64)\n"
+      "    let h = 0.00001\n";
+  // Columns of F's Jacobian by central differences.
+  s += "    let fd = stack((";
+  for (int j = 0; j < 3; ++j)
+    s += std::string(j ? ", " : "") + "(F(x + e[" + std::to_string(j) + "] * h) - F(x - e[" +
+         std::to_string(j) + "] * h)) / (2.0 * h)";
+  s += "), axis=1)\n";
+  // The Hessian of S by second differences, with a larger step.
+  s += "    let q = 0.0001\n    let hd = stack((";
+  for (int i = 0; i < 3; ++i) {
+    s += std::string(i ? ", " : "") + "stack((";
+    for (int j = 0; j < 3; ++j) {
+      const std::string ei = "e[" + std::to_string(i) + "] * q", ej = "e[" + std::to_string(j) + "] * q";
+      s += std::string(j ? ", " : "") + "(S(x + " + ei + " + " + ej + ") - S(x + " + ei + " - " + ej +
+           ") - S(x - " + ei + " + " + ej + ") + S(x - " + ei + " - " + ej + ")) / (4.0 * q * q)";
+    }
+    s += "), axis=0)";
+  }
+  s += "), axis=0)\n";
+  s += "    print(\"shapes\", jacfwd(F)(x).shape, jacrev(F)(x).shape, hessian(S)(x).shape)\n"
+       "    print(\"jacfwd\", rel(jacfwd(F)(x), fd))\n"
+       "    print(\"jacrev\", rel(jacrev(F)(x), fd))\n"
+       "    print(\"hessian\", rel(hessian(S)(x), hd))\n"
+       "}\n";
+  return s;
+}
+
+TEST(Jacobians, AgainstFiniteDifferencesBothModes) {
+  for (const std::string mode : {"graph", "eager"}) {
+    const auto [status, out] = run_spora("run --mode " + mode, "jacobians_" + mode, jacobian_program());
+    ASSERT_EQ(status, 0) << mode << "\n" << out << "\n--- program ---\n" << jacobian_program();
+    EXPECT_NE(out.find("shapes (2, 3) (2, 3) (3, 3)"), std::string::npos) << mode << "\n" << out;
+    for (const auto& [what, tolerance] : {std::pair{"jacfwd ", 1e-6}, {"jacrev ", 1e-6}, {"hessian ", 1e-5}}) {
+      const size_t at = out.find(what);
+      ASSERT_NE(at, std::string::npos) << mode << " " << what << "\n" << out;
+      EXPECT_LE(std::stod(out.substr(at + std::string(what).size())), tolerance) << mode << " " << what << "\n" << out;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Primitives, GradMatrix, testing::ValuesIn(cases()),
                          [](const testing::TestParamInfo<Case>& i) { return i.param.name; });
 
