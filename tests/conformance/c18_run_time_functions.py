@@ -63,6 +63,25 @@ it = iterate(cv, xv, 4, cs, xs)
 at = {cs: cv, xs: xv}
 out += [it.subs(at), sp.diff(it, cs).subs(at), sp.diff(it, xs).subs(at)]
 
+
+
+# iterate_while(c, x): the same with a while loop (y < 4) and its own lambdas
+def iterate_while(cv, xv, cs, xs):
+    f, fv = (lambda z: z), (lambda z: z)
+    y, yv = xs, xv
+    while yv < 4:
+        y, yv = f(y) + sp.Rational(1, 2), fv(yv) + sp.Rational(1, 2)
+        if yv < 2:
+            f, fv = (lambda z: z * cs + sp.Rational(1, 4)), (lambda z: z * cv + sp.Rational(1, 4))
+        else:
+            f, fv = (lambda z: z * z), (lambda z: z * z)
+    return y
+
+
+itw = iterate_while(cv, xv, cs, xs)
+out += [itw.subs(at), sp.diff(itw, cs).subs(at), sp.diff(itw, xs).subs(at)]
+out += [sp.diff(itw, xs, cs).subs(at), sp.diff(itw, cs, 2).subs(at)]
+
 # Jacobians of F and the Hessian of L at p
 x0, x1 = sp.symbols("x0 x1")
 X = [x0, x1]

@@ -26,6 +26,17 @@ def iterate(c: f64, x: f64, n: i32) {
     return y
 }
 
+# The same through a while loop whose trip count depends on the values.
+def iterate_while(c: f64, x: f64) {
+    var f = fn (z) => z
+    var y = x
+    while y < 4.0 {
+        y = f(y) + 0.5
+        f = (fn (z) => z * c + 0.25) if y < 2.0 else (fn (z) => z * z)
+    }
+    return y
+}
+
 # R^2 -> R^3, and a scalar function through a loop.
 def F(x: f64[2]) = [x[0] * x[1], sin(x[0]) + x[1] * x[1], exp(x[0] - x[1])]
 
@@ -57,6 +68,8 @@ def main() {
     let cc = cast(0.75, f64)
     let x0 = cast(0.5, f64)
     print(iterate(cc, x0, 4), grad(iterate)(cc, x0, 4), grad(iterate, wrt=1)(cc, x0, 4))
+    print(iterate_while(cc, x0), grad(iterate_while)(cc, x0), grad(iterate_while, wrt=1)(cc, x0))
+    print(grad(fn (u) => grad(iterate_while, wrt=1)(u, x0))(cc), hessian(iterate_while)(cc, x0))
     # Jacobians and Hessians
     let p = cast([0.5, -0.25], f64)
     print(jacfwd(F)(p), jacrev(F)(p))
