@@ -21,10 +21,15 @@ namespace spora::sem::lower {
 
 namespace {
 
-// The variables of its environment a lambda refers to, sorted (the order of its captures).
+// The variables of its environment a lambda refers to, sorted (the order of its captures); its
+// parameters shadow the environment (unless a default value, evaluated there, may read it).
 std::vector<std::string> captured_names(const AVal& clo) {
   std::set<std::string> names;
   collect_names(clo.lambda, names);
+  bool defaults = false;
+  for (const auto& p : clo.lambda->params) defaults = defaults || p.default_value;
+  if (!defaults)
+    for (const auto& p : clo.lambda->params) names.erase(p.name);
   std::vector<std::string> out;
   for (const auto& n : names)
     if (clo.env && clo.env->lookup(n)) out.push_back(n);
