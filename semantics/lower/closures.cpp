@@ -223,7 +223,15 @@ ir::Node* Lowerer::placeholder(const TypeP& t, lang::SourceRange r) {
                       t->str()));
 }
 
-AV Lowerer::join_values(const AV& a, const AV& b, lang::SourceRange r) {
+namespace {
+// A model instance called as a function (net(x)) meets functions as its forward method.
+bool callable_model(const AV& v) { return v->kind == AK::Record && v->model; }
+}  // namespace
+
+AV Lowerer::join_values(const AV& a_in, const AV& b_in, lang::SourceRange r) {
+  AV a = a_in, b = b_in;
+  if (callable_model(a) && is_function(b)) a = eval_attribute(a, "forward", r);
+  if (callable_model(b) && is_function(a)) b = eval_attribute(b, "forward", r);
   if (is_function(a) || is_function(b)) {
     if (!is_function(a) || !is_function(b)) return nullptr;
     if (same_function(a, b)) return a;
@@ -256,8 +264,9 @@ AV Lowerer::join_values(const AV& a, const AV& b, lang::SourceRange r) {
   return skeleton_key(a) == skeleton_key(b) ? a : nullptr;
 }
 
-AV Lowerer::inject(const AV& v, const AV& skel, lang::SourceRange r) {
+AV Lowerer::inject(const AV& v_in, const AV& skel, lang::SourceRange r) {
   if (skel->kind == AK::Union) {
+    const AV v = callable_model(v_in) ? eval_attribute(v_in, "forward", r) : v_in;
     if (v->kind == AK::Union && skeleton_key(v) == skeleton_key(skel)) return v;
     const size_t n = skel->statics.size();
     std::vector<AV> envs(n);
@@ -298,12 +307,12 @@ AV Lowerer::inject(const AV& v, const AV& skel, lang::SourceRange r) {
     }
     return u;
   }
-  if ((skel->kind == AK::Tuple || skel->kind == AK::Record) && v->kind == skel->kind) {
-    auto c = std::make_shared<AVal>(*v);
-    for (size_t k = 0; k < c->elems.size(); ++k) c->elems[k] = inject(v->elems[k], skel->elems[k], r);
+  if ((skel->kind == AK::Tuple || skel->kind == AK::Record) && v_in->kind == skel->kind) {
+    auto c = std::make_shared<AVal>(*v_in);
+    for (size_t k = 0; k < c->elems.size(); ++k) c->elems[k] = inject(v_in->elems[k], skel->elems[k], r);
     return c;
   }
-  return v;
+  return v_in;
 }
 
 bool Lowerer::merge_branches(AV (&results)[2], ir::Graph* (&branches)[2], lang::SourceRange r) {
