@@ -164,7 +164,8 @@ std::string describe(const AV& v) {
     case AK::Namespace: return fmt::format("the module '{}'", v->s);
     case AK::Transform: return fmt::format("{}({})", v->s, describe(v->elems[0]));
     case AK::Pullback: return "a pullback function";
-    case AK::Union: return fmt::format("a function chosen at run time (one of {})", v->statics.size());
+    case AK::Union:
+      return fmt::format("a function chosen at run time (one of {})", v->statics.size());
   }
   return "a value";
 }

@@ -40,7 +40,8 @@ std::vector<std::string> captured_names(const AVal& clo) {
 // type and its static ones by value. Two values of one key differ only in their captures.
 std::string capture_key(const AV& v) {
   switch (v->kind) {
-    case AK::Node: return v->type->str();
+    case AK::Node:
+      return v->type->str();
     case AK::Tuple:
     case AK::Record: {
       std::string s = v->record_name + "(";
@@ -51,7 +52,8 @@ std::string capture_key(const AV& v) {
     }
     case AK::Closure: {
       std::string s = fmt::format("lambda@{}{{", static_cast<const void*>(v->lambda));
-      for (const auto& n : captured_names(*v)) s += n + ":" + capture_key(v->env->lookup(n)->value) + ",";
+      for (const auto& n : captured_names(*v))
+        s += n + ":" + capture_key(v->env->lookup(n)->value) + ",";
       return s + "}";
     }
     case AK::Def:
@@ -60,14 +62,16 @@ std::string capture_key(const AV& v) {
     case AK::Transform: {
       std::string s = v->s + "[";
       for (int64_t w : v->wrt) s += std::to_string(w) + ",";
-      return s + (v->wrt_tuple ? "t" : "") + (v->b ? "a" : "") + "](" + capture_key(v->elems[0]) + ")";
+      return s + (v->wrt_tuple ? "t" : "") + (v->b ? "a" : "") + "](" + capture_key(v->elems[0]) +
+             ")";
     }
     case AK::Union: {
       std::string s = "switch<";
       for (const auto& [key, f] : v->statics) s += key + ";";
       return s + ">";
     }
-    default: return skeleton_key(v);
+    default:
+      return skeleton_key(v);
   }
 }
 
@@ -76,11 +80,16 @@ std::string candidate_label(const AV& f) {
   switch (f->kind) {
     case AK::Closure:
       return fmt::format("lambda_{}_{}", f->lambda->range.begin.line, f->lambda->range.begin.col);
-    case AK::Def: return f->def->name;
-    case AK::Builtin: return f->s;
-    case AK::ModelClass: return f->model->name;
-    case AK::Transform: return f->s + "_" + candidate_label(f->elems[0]);
-    default: return "function";
+    case AK::Def:
+      return f->def->name;
+    case AK::Builtin:
+      return f->s;
+    case AK::ModelClass:
+      return f->model->name;
+    case AK::Transform:
+      return f->s + "_" + candidate_label(f->elems[0]);
+    default:
+      return "function";
   }
 }
 
@@ -144,7 +153,9 @@ namespace {
 // The captured run-time values of v (Node values), in the order of the captures.
 void capture_values(const AV& v, std::vector<AV>& out) {
   switch (v->kind) {
-    case AK::Node: out.push_back(v); return;
+    case AK::Node:
+      out.push_back(v);
+      return;
     case AK::Tuple:
     case AK::Record:
     case AK::Transform:
@@ -157,14 +168,16 @@ void capture_values(const AV& v, std::vector<AV>& out) {
     case AK::Def:
       if (v->self) capture_values(v->self, out);
       return;
-    default: return;
+    default:
+      return;
   }
 }
 
 // v with each captured run-time value c replaced by leaf(c), in the order of the captures.
 AV rebuild(const AV& v, const std::function<AV(const AV&)>& leaf) {
   switch (v->kind) {
-    case AK::Node: return leaf(v);
+    case AK::Node:
+      return leaf(v);
     case AK::Tuple:
     case AK::Record:
     case AK::Transform:
@@ -189,7 +202,8 @@ AV rebuild(const AV& v, const std::function<AV(const AV&)>& leaf) {
       c->self = rebuild(v->self, leaf);
       return c;
     }
-    default: return v;
+    default:
+      return v;
   }
 }
 
@@ -237,8 +251,9 @@ AV Lowerer::join_values(const AV& a_in, const AV& b_in, lang::SourceRange r) {
     if (same_function(a, b)) return a;
     for (const AV* f : {&a, &b})
       if ((*f)->kind == AK::Pullback)
-        fail(r, "this run-time condition chooses between a pullback (the function vjp returns) and "
-                "another function; call the pullback in each branch and choose between the results");
+        fail(r,
+             "this run-time condition chooses between a pullback (the function vjp returns) and "
+             "another function; call the pullback in each branch and choose between the results");
     auto u = std::make_shared<AVal>();
     u->kind = AK::Union;
     add_candidates(a, u->statics);
@@ -253,7 +268,8 @@ AV Lowerer::join_values(const AV& a_in, const AV& b_in, lang::SourceRange r) {
   }
   if ((a->kind == AK::Tuple || a->kind == AK::Record) && a->kind == b->kind &&
       a->elems.size() == b->elems.size() && a->names == b->names &&
-      a->record_name == b->record_name && a->model == b->model && statics_key(a) == statics_key(b)) {
+      a->record_name == b->record_name && a->model == b->model &&
+      statics_key(a) == statics_key(b)) {
     auto c = std::make_shared<AVal>(*a);
     for (size_t k = 0; k < a->elems.size(); ++k) {
       c->elems[k] = join_values(a->elems[k], b->elems[k], r);
@@ -280,7 +296,8 @@ AV Lowerer::inject(const AV& v_in, const AV& skel, lang::SourceRange r) {
       }
       AV t = make_node(constant(Tensor::scalar(DType::i32, static_cast<double>(to.back())), r));
       for (size_t k = to.size() - 1; k-- > 0;) {
-        AV is_k = eval_binary(lang::BinaryOp::Eq, v->elems[0], make_int(static_cast<int64_t>(k)), r);
+        AV is_k =
+            eval_binary(lang::BinaryOp::Eq, v->elems[0], make_int(static_cast<int64_t>(k)), r);
         AV tk = make_node(constant(Tensor::scalar(DType::i32, static_cast<double>(to[k])), r));
         t = emit("where", {is_k->node, tk->node, t->node}, {}, r);
       }
@@ -302,14 +319,16 @@ AV Lowerer::inject(const AV& v_in, const AV& skel, lang::SourceRange r) {
         continue;
       }
       std::vector<AV> env;
-      for (const AV& e : skel->elems[1 + k]->elems) env.push_back(make_node(placeholder(e->type, r)));
+      for (const AV& e : skel->elems[1 + k]->elems)
+        env.push_back(make_node(placeholder(e->type, r)));
       u->elems[1 + k] = make_tuple(env);
     }
     return u;
   }
   if ((skel->kind == AK::Tuple || skel->kind == AK::Record) && v_in->kind == skel->kind) {
     auto c = std::make_shared<AVal>(*v_in);
-    for (size_t k = 0; k < c->elems.size(); ++k) c->elems[k] = inject(v_in->elems[k], skel->elems[k], r);
+    for (size_t k = 0; k < c->elems.size(); ++k)
+      c->elems[k] = inject(v_in->elems[k], skel->elems[k], r);
     return c;
   }
   return v_in;
@@ -318,7 +337,8 @@ AV Lowerer::inject(const AV& v_in, const AV& skel, lang::SourceRange r) {
 bool Lowerer::merge_branches(AV (&results)[2], ir::Graph* (&branches)[2], lang::SourceRange r) {
   AV joined = join_values(results[0], results[1], r);
   if (!joined) return false;
-  if (skeleton_key(joined) == skeleton_key(results[0]) && skeleton_key(joined) == skeleton_key(results[1]))
+  if (skeleton_key(joined) == skeleton_key(results[0]) &&
+      skeleton_key(joined) == skeleton_key(results[1]))
     return true;
   for (int k = 0; k < 2; ++k) {
     const Restore<ir::Graph*> in_branch(graph_, branches[k]);
@@ -359,9 +379,10 @@ AV Lowerer::call_union(const AVal& u, std::vector<Arg> args, lang::SourceRange r
     if (pending[0]) return results[1];
     if (pending[1]) return results[0];
     if (!merge_branches(results, branches, r)) {
-      error(r, fmt::format("this call runs a function chosen at run time, and its candidates return "
-                           "different types: {} and {}; they must return the same type",
-                           describe(results[0]), describe(results[1])));
+      error(r,
+            fmt::format("this call runs a function chosen at run time, and its candidates return "
+                        "different types: {} and {}; they must return the same type",
+                        describe(results[0]), describe(results[1])));
       for (size_t c : {k, k + 1})
         if (lang::SourceRange at = written_at(u.statics[c].second); at.valid())
           diags_.note(at, fmt::format("candidate {} is written here", c));
@@ -371,10 +392,11 @@ AV Lowerer::call_union(const AVal& u, std::vector<Arg> args, lang::SourceRange r
       const Restore<ir::Graph*> in_branch(graph_, branches[b]);
       branches[b]->output = pack(results[b], r);
     }
-    ir::Node* node = module_.add_apply(graph_, Registry::instance().find("if"),
-                                       {is_k->node, module_.add_graph_constant(graph_, branches[0], loc(r)),
-                                        module_.add_graph_constant(graph_, branches[1], loc(r))},
-                                       {}, branches[0]->output->type, loc(r));
+    ir::Node* node =
+        module_.add_apply(graph_, Registry::instance().find("if"),
+                          {is_k->node, module_.add_graph_constant(graph_, branches[0], loc(r)),
+                           module_.add_graph_constant(graph_, branches[1], loc(r))},
+                          {}, branches[0]->output->type, loc(r));
     return unpack(results[0], node, r);
   };
   return from(0);

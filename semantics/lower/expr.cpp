@@ -353,10 +353,11 @@ void Lowerer::fail_run_time_function(lang::SourceRange r, const std::string& con
     const AVal* f = first_function(results[k]);
     gives[k] = f ? function_words(*f) : describe(results[k]);
   }
-  error(r, fmt::format("{} chooses between {} and {} by a run-time condition; a function chosen at "
-                       "run time can only meet another function (or a tuple of functions and values "
-                       "of the same types)",
-                       construct, gives[0], gives[1]));
+  error(r,
+        fmt::format("{} chooses between {} and {} by a run-time condition; a function chosen at "
+                    "run time can only meet another function (or a tuple of functions and values "
+                    "of the same types)",
+                    construct, gives[0], gives[1]));
   for (int k = 0; k < 2; ++k)
     if (const AVal* f = first_function(results[k]); f && function_range(*f).valid())
       diags_.note(function_range(*f), fmt::format("the {}-branch gives {}", k == 0 ? "then" : "else", function_words(*f)));

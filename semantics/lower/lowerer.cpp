@@ -90,8 +90,10 @@ namespace spora::sem::lower {
 namespace {
 const std::set<std::string>& special_builtins() {
   static const std::set<std::string> s = {
-      "range", "print", "len", "int", "float", "bool", "shape", "grad", "value_and_grad", "jacfwd", "jacrev", "hessian",
-      "jvp", "vjp", "set_mode", "set_device", "set_amp", "set_parallel", "tree_map", "tree_leaves", "replace", "shard"};
+      "range",    "print",          "len",     "int",          "float",    "bool",        "shape",
+      "grad",     "value_and_grad", "jacfwd",  "jacrev",       "hessian",  "jvp",         "vjp",
+      "set_mode", "set_device",     "set_amp", "set_parallel", "tree_map", "tree_leaves", "replace",
+      "shard"};
   return s;
 }
 
@@ -896,7 +898,8 @@ std::optional<AV> Lowerer::specialise_def(const DefCall& c) {
         fail(def.name_range,
              fmt::format("cannot infer the result type of recursive function '{}': with its "
                          "calls giving {}, its body gives {}; write the return type (-> ...)",
-                         fname, chain(tried), contains_function(got) ? describe(got) : skeleton_key(got)));
+                         fname, chain(tried),
+                         contains_function(got) ? describe(got) : skeleton_key(got)));
       }
       s.inferred_result = type_skeleton(got);
     }

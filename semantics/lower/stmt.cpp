@@ -300,7 +300,8 @@ Flow Lowerer::lower_if(const std::vector<lang::StmtPtr>& stmts, size_t i, Env& e
   // Different functions in the branches become a function chosen at run time (closures.cpp).
   if (!merge_branches(results, branches, s.range)) {
     if (returns) {
-      if (contains_function(results[0]) || contains_function(results[1])) fail_run_time_function(s.range, "this if", results);
+      if (contains_function(results[0]) || contains_function(results[1]))
+        fail_run_time_function(s.range, "this if", results);
       fail(s.range, fmt::format("the branches of this if return different types: {} and {}",
                                 describe(results[0]), describe(results[1])));
     }
@@ -309,8 +310,9 @@ Flow Lowerer::lower_if(const std::vector<lang::StmtPtr>& stmts, size_t i, Env& e
       if (join_values(both[0], both[1], s.range)) continue;
       if (contains_function(both[0]) || contains_function(both[1]))
         fail_run_time_function(s.range, fmt::format("this if (variable '{}')", vars[v]), both);
-      fail(s.range, fmt::format("variable '{}' has different types after the branches of this if: {} and {}", vars[v],
-                                describe(both[0]), describe(both[1])));
+      fail(s.range,
+           fmt::format("variable '{}' has different types after the branches of this if: {} and {}",
+                       vars[v], describe(both[0]), describe(both[1])));
     }
   }
   for (int k = 0; k < 2; ++k) {
@@ -365,8 +367,9 @@ ir::Node* body_result(Lowerer& L, const Carried& c, Env& benv, lang::SourceRange
       after[k] = L.inject(next->elems[k], before, r);
       continue;
     }
-    L.fail(r, fmt::format("variable '{}' changes type in the loop: {} before, {} after an iteration", c.vars[k],
-                          describe(before), describe(next->elems[k])));
+    L.fail(r,
+           fmt::format("variable '{}' changes type in the loop: {} before, {} after an iteration",
+                       c.vars[k], describe(before), describe(next->elems[k])));
   }
   next = make_tuple(after);
   std::vector<ir::Node*> leaves;
@@ -386,9 +389,10 @@ void with_widening(Lowerer& L, Env& env, lang::SourceRange r, F&& lower) {
     } catch (const WidenCarried& w) {
       for (ir::Graph* g : made) L.module_.remove_graph(g);
       if (widened == 8)
-        L.fail(r, fmt::format("variable '{}' holds a new function after each iteration of this loop "
-                              "(now {}); a loop can carry a function chosen among a fixed set",
-                              w.var, describe(w.joined)));
+        L.fail(r,
+               fmt::format("variable '{}' holds a new function after each iteration of this loop "
+                           "(now {}); a loop can carry a function chosen among a fixed set",
+                           w.var, describe(w.joined)));
       Binding* b = env.lookup_mutable(w.var);
       b->value = L.inject(b->value, w.joined, r);
     }
@@ -473,9 +477,14 @@ void Lowerer::lower_while(const Stmt& s, Env& env) {
       cond_g = make_graph(".cond", cenv);
       AV cv = eval(*s.cond, cenv);
       if (cv->kind == AK::Error) throw Abort{};
-      if (is_static_number(cv)) cv = make_node(to_node(make_bool((cv->kind == AK::Float ? cv->f : cv->kind == AK::Int ? cv->i : cv->b) != 0), s.cond->range));
+      if (is_static_number(cv))
+        cv = make_node(to_node(make_bool((cv->kind == AK::Float ? cv->f
+                                          : cv->kind == AK::Int ? cv->i
+                                                                : cv->b) != 0),
+                               s.cond->range));
       if (cv->kind != AK::Node || !cv->type->is_scalar() || cv->type->dtype != DType::boolean)
-        fail(s.cond->range, fmt::format("a while condition must be a bool scalar, not {}", describe(cv)));
+        fail(s.cond->range,
+             fmt::format("a while condition must be a bool scalar, not {}", describe(cv)));
       cond_g->output = cv->node;
     }
     // body graph
@@ -489,7 +498,8 @@ void Lowerer::lower_while(const Stmt& s, Env& env) {
       body_g->output = body_result(*this, c, benv, s.range);
     }
     emit_loop(*this, "while",
-              {module_.add_graph_constant(graph_, cond_g, loc(s.range)), module_.add_graph_constant(graph_, body_g, loc(s.range))},
+              {module_.add_graph_constant(graph_, cond_g, loc(s.range)),
+               module_.add_graph_constant(graph_, body_g, loc(s.range))},
               c, env, s.range);
   });
 }
@@ -632,16 +642,18 @@ void Lowerer::lower_for(const Stmt& s, Env& env) {
       ir::Graph* body_g = module_.add_graph(graph_->name + ".body", graph_);
       made.push_back(body_g);
       TypeP elem_type = over_iter ? iterable->type->elems.at(part) : start->type;
-      ir::Node* elem_param =
-          module_.add_param(body_g, s.pattern.is_tuple ? "" : s.pattern.name, elem_type, loc(s.pattern.range));
+      ir::Node* elem_param = module_.add_param(body_g, s.pattern.is_tuple ? "" : s.pattern.name,
+                                               elem_type, loc(s.pattern.range));
       std::vector<ir::Node*> params;
-      for (auto* l : c.leaves) params.push_back(module_.add_param(body_g, "", l->type, loc(s.range)));
+      for (auto* l : c.leaves)
+        params.push_back(module_.add_param(body_g, "", l->type, loc(s.range)));
       Env benv = env;
       try {
         const Restore<ir::Graph*> in_body(graph_, body_g);
         size_t pos = 0;
         AV vals = unflatten(c.skeleton, params, pos);
-        for (size_t k = 0; k < c.vars.size(); ++k) benv.lookup_mutable(c.vars[k])->value = vals->elems[k];
+        for (size_t k = 0; k < c.vars.size(); ++k)
+          benv.lookup_mutable(c.vars[k])->value = vals->elems[k];
         benv.push();
         AV elem = make_node(elem_param);
         if (over_tensor) {
@@ -654,9 +666,11 @@ void Lowerer::lower_for(const Stmt& s, Env& env) {
         body_g->output = body_result(*this, c, benv, s.range);
       } catch (const Abort&) {
         if (part > 0)
-          diags_.note(it.range, fmt::format("the last element of this iterator has another type than the others: {} "
-                                            "(a partial last batch; drop_last=true leaves it out)",
-                                            elem_type->str()));
+          diags_.note(
+              it.range,
+              fmt::format("the last element of this iterator has another type than the others: {} "
+                          "(a partial last batch; drop_last=true leaves it out)",
+                          elem_type->str()));
         throw;
       }
       std::vector<ir::Node*> inputs;
@@ -668,7 +682,8 @@ void Lowerer::lower_for(const Stmt& s, Env& env) {
       inputs.push_back(module_.add_graph_constant(graph_, body_g, loc(s.range)));
       Attrs attrs;
       if (n_parts > 1) attrs.set("part", static_cast<int64_t>(part));
-      emit_loop(*this, over_iter ? "for_each" : "for_range", inputs, c, env, s.range, std::move(attrs));
+      emit_loop(*this, over_iter ? "for_each" : "for_range", inputs, c, env, s.range,
+                std::move(attrs));
     });
   }
 }

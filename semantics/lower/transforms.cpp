@@ -245,7 +245,8 @@ AV Lowerer::make_transform(const std::string& kind, std::vector<Arg> args, lang:
   if (!have_fn) fail(r, fmt::format("{} expects a function", kind));
   if (kind == "hessian") {
     // JAX: hessian(f) = jacfwd(jacrev(f)), both with respect to the same argument.
-    if (t->wrt_tuple) fail(r, "hessian takes one argument to differentiate: wrt must be an integer");
+    if (t->wrt_tuple)
+      fail(r, "hessian takes one argument to differentiate: wrt must be an integer");
     if (t->b) fail(r, "hessian takes no has_aux");
     auto inner = std::make_shared<AVal>(*t);
     inner->s = "jacrev";
@@ -258,19 +259,23 @@ AV Lowerer::make_transform(const std::string& kind, std::vector<Arg> args, lang:
 AV Lowerer::call_jacobian(const AVal& t, std::vector<Arg> args, lang::SourceRange r) {
   auto& hooks = autodiff_hooks();
   const bool forward = t.s == "jacfwd";
-  if (forward ? !hooks.forward : !hooks.reverse) fail(r, "automatic differentiation is not linked into this program");
+  if (forward ? !hooks.forward : !hooks.reverse)
+    fail(r, "automatic differentiation is not linked into this program");
   for (int64_t w : t.wrt)
-    if (w < 0 || w >= static_cast<int64_t>(args.size()) || !args[static_cast<size_t>(w)].keyword.empty())
-      fail(r, fmt::format("{}: wrt={} but the function was called with {} positional argument{}", t.s, w,
-                          args.size(), args.size() == 1 ? "" : "s"));
+    if (w < 0 || w >= static_cast<int64_t>(args.size()) ||
+        !args[static_cast<size_t>(w)].keyword.empty())
+      fail(r, fmt::format("{}: wrt={} but the function was called with {} positional argument{}",
+                          t.s, w, args.size(), args.size() == 1 ? "" : "s"));
   std::vector<ir::Node*> inputs;
   for (int64_t w : t.wrt) {
     Arg& a = args[static_cast<size_t>(w)];
     std::vector<ir::Node*> leaves;
     a.value = fresh_leaves(a.value, leaves, a.range);
     if (a.value->kind != AK::Node || leaves.size() != 1)
-      fail(a.range, fmt::format("{} differentiates with respect to a float tensor or number, but argument {} is {}",
-                                t.s, w, describe(a.value)));
+      fail(a.range,
+           fmt::format(
+               "{} differentiates with respect to a float tensor or number, but argument {} is {}",
+               t.s, w, describe(a.value)));
     inputs.push_back(leaves[0]);
   }
   const size_t begin = current_graph(r)->nodes.size();
@@ -283,17 +288,22 @@ AV Lowerer::call_jacobian(const AVal& t, std::vector<Arg> args, lang::SourceRang
   if (out->kind == AK::Error) return out;
   AV aux;
   if (t.b) {
-    if (out->kind == AK::Node && out->type->kind == Type::Kind::Tuple) out = unpack(out, out->node, r);
+    if (out->kind == AK::Node && out->type->kind == Type::Kind::Tuple)
+      out = unpack(out, out->node, r);
     if (out->kind != AK::Tuple || out->elems.size() != 2)
-      fail(r, fmt::format("{} with has_aux=true needs a function returning (value, aux), but it returned {}", t.s,
-                          describe(out)));
+      fail(r,
+           fmt::format(
+               "{} with has_aux=true needs a function returning (value, aux), but it returned {}",
+               t.s, describe(out)));
     aux = out->elems[1];
     out = out->elems[0];
   }
   if (is_static_number(out)) out = make_node(to_node(out, r));
   if (out->kind != AK::Node || !out->type->is_tensor() || !is_float(out->type->dtype))
-    fail(r, fmt::format("{} needs a function returning a float tensor, but it returned {}", t.s, describe(out)));
-  std::vector<ir::Node*> region(region_graph->nodes.begin() + static_cast<long>(begin), region_graph->nodes.end());
+    fail(r, fmt::format("{} needs a function returning a float tensor, but it returned {}", t.s,
+                        describe(out)));
+  std::vector<ir::Node*> region(region_graph->nodes.begin() + static_cast<long>(begin),
+                                region_graph->nodes.end());
   const Type& ot = *out->type;
   auto reshape = [&](ir::Node* x, Shape shape) {
     Attrs a;
@@ -313,14 +323,17 @@ AV Lowerer::call_jacobian(const AVal& t, std::vector<Arg> args, lang::SourceRang
       for (size_t k = 0; k < inputs.size(); ++k)
         for (int64_t j = 0; j < inputs[k]->type->numel(); ++j) {
           std::vector<ir::Node*> tangents;
-          for (size_t i = 0; i < inputs.size(); ++i) tangents.push_back(one_hot(*inputs[i]->type, i == k ? j : -1));
+          for (size_t i = 0; i < inputs.size(); ++i)
+            tangents.push_back(one_hot(*inputs[i]->type, i == k ? j : -1));
           ir::Node* d = hooks.forward(module_, region, graph_, inputs, tangents, out->node);
           parts[k].push_back(reshape(d, {ot.numel()}));
         }
     } else {
       for (int64_t i = 0; i < ot.numel(); ++i) {
-        std::vector<ir::Node*> adj = hooks.reverse(module_, region, graph_, inputs, out->node, one_hot(ot, i));
-        for (size_t k = 0; k < inputs.size(); ++k) parts[k].push_back(reshape(adj[k], {inputs[k]->type->numel()}));
+        std::vector<ir::Node*> adj =
+            hooks.reverse(module_, region, graph_, inputs, out->node, one_hot(ot, i));
+        for (size_t k = 0; k < inputs.size(); ++k)
+          parts[k].push_back(reshape(adj[k], {inputs[k]->type->numel()}));
       }
     }
   } catch (const lang::UserError& e) {

@@ -74,8 +74,8 @@ const std::vector<Case>& cases() {
 }
 
 // The constructs, as functions of x: f32[4] returning a float scalar.
-const char* const kConstructs[] = {"straight",  "in_if",     "in_for",     "in_while",
-                                   "closure",   "higher_order", "recursion", "second_for",
+const char* const kConstructs[] = {"straight",     "in_if",        "in_for",    "in_while",
+                                   "closure",      "higher_order", "recursion", "second_for",
                                    "second_while", "chosen"};
 
 std::string definitions(const std::string& e) {
@@ -122,8 +122,8 @@ std::string chosen_program(const std::string& e) {
   s += "    let h = 0.00001\n    let e = cast([[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], "
        "[0.0, 0.0, 1.0, 0.0], [0.0, 0.0, 0.0, 1.0]], f64)\n    let fd = [";
   for (int i = 0; i < 4; ++i)
-    s += std::string(i ? ", " : "") + "(chosen(x + e[" + std::to_string(i) + "] * h) - chosen(x - e[" +
-         std::to_string(i) + "] * h)) / (2.0 * h)";
+    s += std::string(i ? ", " : "") + "(chosen(x + e[" + std::to_string(i) +
+         "] * h) - chosen(x - e[" + std::to_string(i) + "] * h)) / (2.0 * h)";
   s += "]\n    print(\"worst\", max(abs(fd - g) / maximum(abs(g), 0.0001)))\n}\n";
   return s;
 }
@@ -161,7 +161,8 @@ TEST_P(GradMatrix, EveryConstruct) {
 TEST_P(GradMatrix, RunTimeChosenClosureBothModes) {
   const Case& c = GetParam();
   for (const std::string mode : {"graph", "eager"}) {
-    const auto [status, out] = run_spora("run --mode " + mode, c.name + "_chosen_" + mode, chosen_program(c.expr));
+    const auto [status, out] =
+        run_spora("run --mode " + mode, c.name + "_chosen_" + mode, chosen_program(c.expr));
     ASSERT_EQ(status, 0) << mode << "\n" << out << "\n--- program ---\n" << chosen_program(c.expr);
     const size_t at = out.find("worst ");
     ASSERT_NE(at, std::string::npos) << mode << "\n" << out;
@@ -200,9 +201,11 @@ std::string jacobian_program() {
   for (int i = 0; i < 3; ++i) {
     s += std::string(i ? ", " : "") + "stack((";
     for (int j = 0; j < 3; ++j) {
-      const std::string ei = "e[" + std::to_string(i) + "] * q", ej = "e[" + std::to_string(j) + "] * q";
-      s += std::string(j ? ", " : "") + "(S(x + " + ei + " + " + ej + ") - S(x + " + ei + " - " + ej +
-           ") - S(x - " + ei + " + " + ej + ") + S(x - " + ei + " - " + ej + ")) / (4.0 * q * q)";
+      const std::string ei = "e[" + std::to_string(i) + "] * q",
+                        ej = "e[" + std::to_string(j) + "] * q";
+      s += std::string(j ? ", " : "") + "(S(x + " + ei + " + " + ej + ") - S(x + " + ei + " - " +
+           ej + ") - S(x - " + ei + " + " + ej + ") + S(x - " + ei + " - " + ej +
+           ")) / (4.0 * q * q)";
     }
     s += "), axis=0)";
   }
@@ -217,13 +220,17 @@ std::string jacobian_program() {
 
 TEST(Jacobians, AgainstFiniteDifferencesBothModes) {
   for (const std::string mode : {"graph", "eager"}) {
-    const auto [status, out] = run_spora("run --mode " + mode, "jacobians_" + mode, jacobian_program());
+    const auto [status, out] =
+        run_spora("run --mode " + mode, "jacobians_" + mode, jacobian_program());
     ASSERT_EQ(status, 0) << mode << "\n" << out << "\n--- program ---\n" << jacobian_program();
     EXPECT_NE(out.find("shapes (2, 3) (2, 3) (3, 3)"), std::string::npos) << mode << "\n" << out;
-    for (const auto& [what, tolerance] : {std::pair{"jacfwd ", 1e-6}, {"jacrev ", 1e-6}, {"hessian ", 1e-5}}) {
+    for (const auto& [what, tolerance] :
+         {std::pair{"jacfwd ", 1e-6}, {"jacrev ", 1e-6}, {"hessian ", 1e-5}}) {
       const size_t at = out.find(what);
       ASSERT_NE(at, std::string::npos) << mode << " " << what << "\n" << out;
-      EXPECT_LE(std::stod(out.substr(at + std::string(what).size())), tolerance) << mode << " " << what << "\n" << out;
+      EXPECT_LE(std::stod(out.substr(at + std::string(what).size())), tolerance)
+          << mode << " " << what << "\n"
+          << out;
     }
   }
 }
