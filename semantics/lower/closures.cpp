@@ -226,14 +226,20 @@ AV Lowerer::map_captures(const AV& v, const std::vector<ir::Node*>& nodes, size_
 
 ir::Node* Lowerer::placeholder(const TypeP& t, lang::SourceRange r) {
   if (t->is_tensor()) return constant(Tensor::zeros(t->dtype, t->shape), r);
-  if (t->kind == Type::Kind::Tuple) {
+  if (t->kind == Type::Kind::Tuple || t->kind == Type::Kind::Record) {
     std::vector<ir::Node*> xs;
     for (const auto& e : t->elems) xs.push_back(placeholder(e, r));
-    return emit_node("make_tuple", xs, {}, r);
+    if (t->kind == Type::Kind::Tuple) return emit_node("make_tuple", xs, {}, r);
+    std::string names;
+    for (const auto& n : t->names) names += (names.empty() ? "" : ",") + n;
+    Attrs a;
+    a.set("name", t->name);
+    a.set("names", names);
+    return emit_node("make_record", xs, a, r);
   }
   fail(r, fmt::format("a function chosen here by a run-time condition captures a value of type {}, "
-                      "which a function chosen at run time cannot carry (it carries tensors and "
-                      "tuples of them)",
+                      "which a function chosen at run time cannot carry (it carries tensors, and "
+                      "tuples and records of them)",
                       t->str()));
 }
 
