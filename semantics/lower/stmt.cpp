@@ -383,11 +383,13 @@ template <class F>
 void with_widening(Lowerer& L, Env& env, lang::SourceRange r, F&& lower) {
   for (int widened = 0;; ++widened) {
     std::vector<ir::Graph*> made;
+    const int errors = L.diags_.error_count();
     try {
       lower(made);
       return;
     } catch (const WidenCarried& w) {
       for (ir::Graph* g : made) L.module_.remove_graph(g);
+      if (L.diags_.error_count() > errors) throw Abort{};  // reported once, not once per try
       if (widened == 8)
         L.fail(r,
                fmt::format("variable '{}' holds a new function after each iteration of this loop "
