@@ -18,7 +18,9 @@
 //     type of the base case, the branch that does not recurse, until the body's result has the
 //     type its recursive calls were given). A call
 //     that passes or returns functions, or returns static values, is inlined instead, so
-//     closures and higher-order functions never survive into the IR as run-time values.
+//     a closure whose identity is known at compile time leaves no trace in the IR. One chosen
+//     by a run-time condition is defunctionalized (lower/closures.cpp): a tag and the
+//     candidates' captured values, and its calls a switch over the candidates.
 //     Eager mode runs the entry graph as it is lowered, inlining every call (recursion too);
 //     the graphs of @jit, @checkpoint and @custom_grad functions are lowered as in graph mode.
 //  4. Control flow with a static condition is decided at compile time; with a run-time

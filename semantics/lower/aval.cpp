@@ -70,7 +70,8 @@ bool is_static_number(const AV& v) {
 
 bool is_function(const AV& v) {
   return v->kind == AK::Def || v->kind == AK::Closure || v->kind == AK::Builtin ||
-         v->kind == AK::ModelClass || v->kind == AK::Transform || v->kind == AK::Pullback;
+         v->kind == AK::ModelClass || v->kind == AK::Transform || v->kind == AK::Pullback ||
+         v->kind == AK::Union;
 }
 
 bool contains_function(const AV& v) {
@@ -133,6 +134,13 @@ std::string skeleton_key(const AV& v) {
     case AK::Namespace: return "ns:" + v->s;
     case AK::Transform: return v->s + "(" + skeleton_key(v->elems[0]) + ")";
     case AK::Pullback: return fmt::format("pullback@{}", static_cast<const void*>(v.get()));
+    case AK::Union: {
+      std::string s = "switch<";
+      for (const auto& [key, f] : v->statics) s += key + ";";
+      s += ">(";
+      for (const auto& e : v->elems) s += skeleton_key(e) + ",";
+      return s + ")";
+    }
   }
   return "?";
 }
@@ -156,6 +164,8 @@ std::string describe(const AV& v) {
     case AK::Namespace: return fmt::format("the module '{}'", v->s);
     case AK::Transform: return fmt::format("{}({})", v->s, describe(v->elems[0]));
     case AK::Pullback: return "a pullback function";
+    case AK::Union:
+      return fmt::format("a function chosen at run time (one of {})", v->statics.size());
   }
   return "a value";
 }

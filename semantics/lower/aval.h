@@ -16,6 +16,7 @@ struct AVal;
 using AV = std::shared_ptr<const AVal>;
 struct Env;
 
+// clang-format off
 enum class AK {
   Error,       // the result of an expression that already produced a diagnostic (poison)
   None,        // `none`, and the result of a function without a return value
@@ -31,7 +32,12 @@ enum class AK {
   Namespace,   // an imported module (`nn` after `import std.nn`)
   Transform,   // grad(f) / value_and_grad(f): s names it, elems[0] is f, wrt the arguments, b has_aux
   Pullback,    // the backward function vjp returns (payload: the recorded region)
+  // A function chosen at run time (closures.cpp): elems[0] the tag (an i32 node), elems[1 + k]
+  // the captured run-time values of candidate k (a tuple of nodes), statics[k] candidate k (its
+  // capture key, the function with its captures by type).
+  Union,
 };
+// clang-format on
 
 struct AVal {
   AK kind = AK::None;
@@ -70,7 +76,7 @@ AV make_dtype(DType d);
 AV make_tuple(std::vector<AV> elems);
 
 bool is_static_number(const AV& v);  // Int, Float or Bool
-bool is_function(const AV& v);        // Def, Closure, Builtin, ModelClass
+bool is_function(const AV& v);  // Def, Closure, Builtin, ModelClass, Transform, Pullback, Union
 // Does v contain (recursively) a function-like value / an Error / a static leaf?
 bool contains_function(const AV& v);
 bool contains_error(const AV& v);

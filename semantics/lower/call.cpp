@@ -348,6 +348,8 @@ AV Lowerer::call(AV callee, std::vector<Arg> args, lang::SourceRange r) {
       break;
     case AK::Transform: return call_transform(*callee, std::move(args), r);
     case AK::Pullback: return call_pullback(*callee, std::move(args), r);
+    case AK::Union:
+      return call_union(*callee, std::move(args), r);
     case AK::Error: return callee;
     // `bool` names the dtype as a value (`cast(x, bool)`) and the conversion when called, as
     // `int` and `float` do.
@@ -412,7 +414,9 @@ AV Lowerer::call_builtin(const std::string& name, std::vector<Arg> args, lang::S
     fail(args[0].range, fmt::format("{}() of {} is not defined", name, describe(v)));
   }
   if (name == "range") fail(r, "range(...) can only be iterated by a for loop: `for i in range(n) { ... }`");
-  if (name == "grad" || name == "value_and_grad") return make_transform(name, std::move(args), r);
+  if (name == "grad" || name == "value_and_grad" || name == "jacfwd" || name == "jacrev" ||
+      name == "hessian")
+    return make_transform(name, std::move(args), r);
   if (name == "tree_map") {
     // tree_map(f, t1, t2, ...): f applied leaf by leaf to trees of one structure (tuples,
     // records, models); static leaves are kept from t1 (JAX's tree_util.tree_map).

@@ -305,12 +305,13 @@ AV Lowerer::eval_conditional(const lang::Expr& e, Env& env) {
   if (pending[0] && pending[1]) throw *pending[0];
   if (pending[0]) return results[1];
   if (pending[1]) return results[0];
-  if (contains_function(results[0]) || contains_function(results[1]))
-    fail_run_time_function(e.range, "this conditional expression", results);
-  // Numbers meet their counterpart's dtype: re-materialise a weak constant branch if needed.
-  if (skeleton_key(results[0]) != skeleton_key(results[1]))
+  // Different functions in the branches become a function chosen at run time (closures.cpp).
+  if (!merge_branches(results, branches, e.range)) {
+    if (contains_function(results[0]) || contains_function(results[1]))
+      fail_run_time_function(e.range, "this conditional expression", results);
     fail(e.range, fmt::format("the branches of a conditional expression have different types: {} and {}",
                               describe(results[0]), describe(results[1])));
+  }
   for (int k = 0; k < 2; ++k) {
     const Restore<ir::Graph*> in_branch(graph_, branches[k]);
     branches[k]->output = pack(results[k], exprs[k]->range);
@@ -352,10 +353,11 @@ void Lowerer::fail_run_time_function(lang::SourceRange r, const std::string& con
     const AVal* f = first_function(results[k]);
     gives[k] = f ? function_words(*f) : describe(results[k]);
   }
-  error(r, fmt::format("{} chooses between {} and {} by a run-time condition, but a function value "
-                       "cannot depend on run-time data in graph mode; decide with a compile-time "
-                       "condition, or call the functions in the branches and choose between their results",
-                       construct, gives[0], gives[1]));
+  error(r,
+        fmt::format("{} chooses between {} and {} by a run-time condition; a function chosen at "
+                    "run time can only meet another function (or a tuple of functions and values "
+                    "of the same types)",
+                    construct, gives[0], gives[1]));
   for (int k = 0; k < 2; ++k)
     if (const AVal* f = first_function(results[k]); f && function_range(*f).valid())
       diags_.note(function_range(*f), fmt::format("the {}-branch gives {}", k == 0 ? "then" : "else", function_words(*f)));

@@ -90,8 +90,10 @@ namespace spora::sem::lower {
 namespace {
 const std::set<std::string>& special_builtins() {
   static const std::set<std::string> s = {
-      "range", "print", "len", "int", "float", "bool", "shape", "grad", "value_and_grad",
-      "jvp", "vjp", "set_mode", "set_device", "set_amp", "set_parallel", "tree_map", "tree_leaves", "replace", "shard"};
+      "range",    "print",          "len",     "int",          "float",    "bool",        "shape",
+      "grad",     "value_and_grad", "jacfwd",  "jacrev",       "hessian",  "jvp",         "vjp",
+      "set_mode", "set_device",     "set_amp", "set_parallel", "tree_map", "tree_leaves", "replace",
+      "shard"};
   return s;
 }
 
@@ -423,7 +425,7 @@ void Lowerer::flatten(const AV& v, std::vector<ir::Node*>& leaves, lang::SourceR
 
 AV Lowerer::unflatten(const AV& skel, const std::vector<ir::Node*>& leaves, size_t& pos) {
   if (skel->kind == AK::Node) return make_node(leaves.at(pos++));
-  if (skel->kind == AK::Tuple || skel->kind == AK::Record) {
+  if (skel->kind == AK::Tuple || skel->kind == AK::Record || skel->kind == AK::Union) {
     auto c = std::make_shared<AVal>(*skel);
     for (auto& e : c->elems) e = unflatten(e, leaves, pos);
     return c;
@@ -480,7 +482,7 @@ ir::Node* Lowerer::pack(const AV& v, lang::SourceRange r) {
 
 AV Lowerer::unpack(const AV& skel, ir::Node* n, lang::SourceRange r) {
   if (skel->kind == AK::Node) return make_node(n);
-  if (skel->kind != AK::Tuple && skel->kind != AK::Record) return skel;
+  if (skel->kind != AK::Tuple && skel->kind != AK::Record && skel->kind != AK::Union) return skel;
   auto c = std::make_shared<AVal>(*skel);
   int64_t k = 0;
   for (size_t e = 0; e < c->elems.size(); ++e) {
@@ -636,7 +638,8 @@ std::string chain(const std::vector<std::string>& xs) {
 
 // v's structure and types, without its nodes (they may belong to a graph that is dropped).
 AV type_skeleton(const AV& v) {
-  if (v->kind != AK::Node && v->kind != AK::Tuple && v->kind != AK::Record) return v;
+  if (v->kind != AK::Node && v->kind != AK::Tuple && v->kind != AK::Record && v->kind != AK::Union)
+    return v;
   auto c = std::make_shared<AVal>(*v);
   c->node = nullptr;
   for (auto& e : c->elems) e = type_skeleton(e);
@@ -895,7 +898,8 @@ std::optional<AV> Lowerer::specialise_def(const DefCall& c) {
         fail(def.name_range,
              fmt::format("cannot infer the result type of recursive function '{}': with its "
                          "calls giving {}, its body gives {}; write the return type (-> ...)",
-                         fname, chain(tried), skeleton_key(got)));
+                         fname, chain(tried),
+                         contains_function(got) ? describe(got) : skeleton_key(got)));
       }
       s.inferred_result = type_skeleton(got);
     }

@@ -21,6 +21,12 @@ namespace spora::sem::lower {
 // Thrown after a diagnostic has been reported, to abandon the current statement.
 struct Abort {};
 
+// The names an AST fragment refers to (transforms.cpp): recursion detection and the
+// variables a lambda captures.
+void collect_names(const lang::Expr* e, std::set<std::string>& out);
+void collect_names(const lang::Block* b, std::set<std::string>& out);
+void collect_names(const lang::Stmt* s, std::set<std::string>& out);
+
 // Thrown by a call of a recursive function whose result type is still being inferred (no
 // declared return type; lowerer.cpp): a conditional with a run-time condition catches it in
 // one branch and takes the other, the base case, as its value; `call` is the call's range and
@@ -94,6 +100,27 @@ class Lowerer {
   [[noreturn]] void fail_run_time_function(lang::SourceRange r, const std::string& construct,
                                            const AV (&results)[2]);
 
+  // ---- function values chosen at run time (closures.cpp)
+  // The join of two branches' values: their common skeleton, in which two different functions
+  // become a union (AK::Union) of both sides' candidates; null when the values cannot meet
+  // (f32[2] and f32[3], a tuple and a tensor, a function and a tensor).
+  AV join_values(const AV& a, const AV& b, lang::SourceRange r);
+  // v, a branch's value (in the current graph), in the shape of its join `skel`: a function
+  // becomes its tag and captured values, the other candidates' captures placeholders.
+  AV inject(const AV& v, const AV& skel, lang::SourceRange r);
+  // Brings the values of two branch graphs to their join, each in its graph; false when they
+  // cannot meet (the caller reports it).
+  bool merge_branches(AV (&results)[2], ir::Graph* (&branches)[2], lang::SourceRange r);
+  // A call of a function chosen at run time: a switch (nested ifs on the tag) over the calls
+  // of its candidates.
+  AV call_union(const AVal& u, std::vector<Arg> args, lang::SourceRange r);
+  // The run-time values a function value captures (through closures' environments, bound
+  // receivers, transforms and unions), in a fixed order; map_captures rebuilds it with others.
+  void collect_captures(const AV& v, std::vector<ir::Node*>& out) const;
+  AV map_captures(const AV& v, const std::vector<ir::Node*>& nodes, size_t& pos) const;
+  // A value of type t standing for the captures of a candidate that was not chosen.
+  ir::Node* placeholder(const TypeP& t, lang::SourceRange r);
+
   // ---- calls (call.cpp)
   AV call(AV callee, std::vector<Arg> args, lang::SourceRange r);
   AV call_primitive(const Primitive& prim, std::vector<Arg> args, lang::SourceRange r,
@@ -165,6 +192,11 @@ class Lowerer {
   // ---- automatic differentiation and eager mode (transforms.cpp)
   AV make_transform(const std::string& kind, std::vector<Arg> args, lang::SourceRange r);
   AV call_transform(const AVal& t, std::vector<Arg> args, lang::SourceRange r);
+  // jacfwd(f) / jacrev(f) (JAX's): the Jacobian of f's float tensor result with respect to its
+  // wrt arguments (tensors or numbers), of shape result shape + argument shape; jacfwd by one
+  // forward-mode pass per argument element, jacrev by one reverse-mode pass per result element.
+  // hessian(f) is jacfwd(jacrev(f)).
+  AV call_jacobian(const AVal& t, std::vector<Arg> args, lang::SourceRange r);
   AV call_vjp(std::vector<Arg> args, lang::SourceRange r);
   AV call_pullback(const AVal& pb, std::vector<Arg> args, lang::SourceRange r);
   AV call_jvp(std::vector<Arg> args, lang::SourceRange r);

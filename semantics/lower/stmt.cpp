@@ -297,15 +297,23 @@ Flow Lowerer::lower_if(const std::vector<lang::StmtPtr>& stmts, size_t i, Env& e
     for (size_t v = 0; v < vars.size(); ++v) env.lookup_mutable(vars[v])->value = base->elems[v];
     return Flow{};
   }
-  if (contains_function(results[0]) || contains_function(results[1])) fail_run_time_function(s.range, "this if", results);
-  if (skeleton_key(results[0]) != skeleton_key(results[1])) {
-    if (returns)
+  // Different functions in the branches become a function chosen at run time (closures.cpp).
+  if (!merge_branches(results, branches, s.range)) {
+    if (returns) {
+      if (contains_function(results[0]) || contains_function(results[1]))
+        fail_run_time_function(s.range, "this if", results);
       fail(s.range, fmt::format("the branches of this if return different types: {} and {}",
-                                skeleton_key(results[0]), skeleton_key(results[1])));
-    for (size_t v = 0; v < vars.size(); ++v)
-      if (skeleton_key(results[0]->elems[v]) != skeleton_key(results[1]->elems[v]))
-        fail(s.range, fmt::format("variable '{}' has different types after the branches of this if: {} and {}", vars[v],
-                                  describe(results[0]->elems[v]), describe(results[1]->elems[v])));
+                                describe(results[0]), describe(results[1])));
+    }
+    for (size_t v = 0; v < vars.size(); ++v) {
+      const AV both[2] = {results[0]->elems[v], results[1]->elems[v]};
+      if (join_values(both[0], both[1], s.range)) continue;
+      if (contains_function(both[0]) || contains_function(both[1]))
+        fail_run_time_function(s.range, fmt::format("this if (variable '{}')", vars[v]), both);
+      fail(s.range,
+           fmt::format("variable '{}' has different types after the branches of this if: {} and {}",
+                       vars[v], describe(both[0]), describe(both[1])));
+    }
   }
   for (int k = 0; k < 2; ++k) {
     const Restore<ir::Graph*> in_branch(graph_, branches[k]);
@@ -336,19 +344,61 @@ struct Carried {
   std::vector<ir::Node*> leaves;  // their run-time leaves
 };
 
-// The body's result: the carried variables' new values (their types must not change).
+// Thrown by body_result when the body gives a carried variable that holds a function another
+// function: the loop is lowered again with the variable holding `joined` (a function chosen at
+// run time, closures.cpp) from the start.
+struct WidenCarried {
+  std::string var;
+  AV joined;
+};
+
+// The body's result: the carried variables' new values (their types must not change; a
+// function may become one of the candidates of the function chosen at run time it started as).
 ir::Node* body_result(Lowerer& L, const Carried& c, Env& benv, lang::SourceRange r) {
   std::vector<AV> after;
   for (const auto& v : c.vars) after.push_back(benv.lookup(v)->value);
   AV next = L.materialise_numbers(make_tuple(after), r);
   if (contains_error(next)) throw Abort{};
-  for (size_t k = 0; k < c.vars.size(); ++k)
-    if (skeleton_key(next->elems[k]) != skeleton_key(c.skeleton->elems[k]))
-      L.fail(r, fmt::format("variable '{}' changes type in the loop: {} before, {} after an iteration", c.vars[k],
-                            describe(c.skeleton->elems[k]), describe(next->elems[k])));
+  for (size_t k = 0; k < c.vars.size(); ++k) {
+    const AV& before = c.skeleton->elems[k];
+    if (skeleton_key(after[k] = next->elems[k]) == skeleton_key(before)) continue;
+    if (AV joined = L.join_values(before, next->elems[k], r); joined && contains_function(joined)) {
+      if (skeleton_key(joined) != skeleton_key(before)) throw WidenCarried{c.vars[k], joined};
+      after[k] = L.inject(next->elems[k], before, r);
+      continue;
+    }
+    L.fail(r,
+           fmt::format("variable '{}' changes type in the loop: {} before, {} after an iteration",
+                       c.vars[k], describe(before), describe(next->elems[k])));
+  }
+  next = make_tuple(after);
   std::vector<ir::Node*> leaves;
   L.flatten(next, leaves, r, false);
   return L.emit_node("make_tuple", leaves, {}, r);
+}
+
+// Runs `lower`, which lowers a loop and records the graphs it makes in `made`, again after each
+// widening of a carried variable to a function chosen at run time (body_result).
+template <class F>
+void with_widening(Lowerer& L, Env& env, lang::SourceRange r, F&& lower) {
+  for (int widened = 0;; ++widened) {
+    std::vector<ir::Graph*> made;
+    const int errors = L.diags_.error_count();
+    try {
+      lower(made);
+      return;
+    } catch (const WidenCarried& w) {
+      for (ir::Graph* g : made) L.module_.remove_graph(g);
+      if (L.diags_.error_count() > errors) throw Abort{};  // reported once, not once per try
+      if (widened == 8)
+        L.fail(r,
+               fmt::format("variable '{}' holds a new function after each iteration of this loop "
+                           "(now {}); a loop can carry a function chosen among a fixed set",
+                           w.var, describe(w.joined)));
+      Binding* b = env.lookup_mutable(w.var);
+      b->value = L.inject(b->value, w.joined, r);
+    }
+  }
 }
 
 // Emits the loop `prim(inputs..., carried leaves...)` and rebinds the carried variables to its
@@ -391,60 +441,69 @@ void Lowerer::lower_while(const Stmt& s, Env& env) {
     return;
   }
   if (contains_return(s.body.get())) fail(s.range, "return inside a while loop is not supported; use a variable and the loop condition");
-  Carried c;
-  std::set<std::string> declared;
-  std::vector<std::string> names;
-  assigned_names(s.body.get(), names, declared);
-  std::vector<AV> init;
-  for (const auto& n : names) {
-    if (const Binding* b = env.lookup(n)) {
-      c.vars.push_back(n);
-      init.push_back(b->value);
+  with_widening(*this, env, s.range, [&](std::vector<ir::Graph*>& made) {
+    Carried c;
+    std::set<std::string> declared;
+    std::vector<std::string> names;
+    assigned_names(s.body.get(), names, declared);
+    std::vector<AV> init;
+    for (const auto& n : names) {
+      if (const Binding* b = env.lookup(n)) {
+        c.vars.push_back(n);
+        init.push_back(b->value);
+      }
     }
-  }
-  c.skeleton = materialise_numbers(make_tuple(init), s.range);
-  flatten(c.skeleton, c.leaves, s.range, false);
-  if (contains_error(c.skeleton)) throw Abort{};
+    c.skeleton = materialise_numbers(make_tuple(init), s.range);
+    flatten(c.skeleton, c.leaves, s.range, false);
+    if (contains_error(c.skeleton)) throw Abort{};
 
-  ir::Graph* outer = graph_;
-  auto make_graph = [&](const std::string& suffix, Env& genv) {
-    ir::Graph* g = module_.add_graph(outer->name + suffix, outer);
-    std::vector<ir::Node*> params;
-    for (size_t k = 0; k < c.leaves.size(); ++k)
-      params.push_back(module_.add_param(g, "", c.leaves[k]->type, loc(s.range)));
-    size_t pos = 0;
-    graph_ = g;
-    AV vals = unflatten(c.skeleton, params, pos);
-    for (size_t k = 0; k < c.vars.size(); ++k)
-      genv.lookup_mutable(c.vars[k])->value = vals->elems[k];
-    return g;
-  };
-  // cond graph
-  Env cenv = env;
-  ir::Graph* cond_g = nullptr;
-  {
-    const Restore<ir::Graph*> restore(graph_);
-    cond_g = make_graph(".cond", cenv);
-    AV cv = eval(*s.cond, cenv);
-    if (cv->kind == AK::Error) throw Abort{};
-    if (is_static_number(cv)) cv = make_node(to_node(make_bool((cv->kind == AK::Float ? cv->f : cv->kind == AK::Int ? cv->i : cv->b) != 0), s.cond->range));
-    if (cv->kind != AK::Node || !cv->type->is_scalar() || cv->type->dtype != DType::boolean)
-      fail(s.cond->range, fmt::format("a while condition must be a bool scalar, not {}", describe(cv)));
-    cond_g->output = cv->node;
-  }
-  // body graph
-  Env benv = env;
-  ir::Graph* body_g = nullptr;
-  {
-    const Restore<ir::Graph*> restore(graph_);
-    body_g = make_graph(".body", benv);
-    benv.push();
-    lower_block(s.body->stmts, 0, benv);
-    body_g->output = body_result(*this, c, benv, s.range);
-  }
-  emit_loop(*this, "while",
-            {module_.add_graph_constant(graph_, cond_g, loc(s.range)), module_.add_graph_constant(graph_, body_g, loc(s.range))},
-            c, env, s.range);
+    ir::Graph* outer = graph_;
+    auto make_graph = [&](const std::string& suffix, Env& genv) {
+      ir::Graph* g = module_.add_graph(outer->name + suffix, outer);
+      made.push_back(g);
+      std::vector<ir::Node*> params;
+      for (size_t k = 0; k < c.leaves.size(); ++k)
+        params.push_back(module_.add_param(g, "", c.leaves[k]->type, loc(s.range)));
+      size_t pos = 0;
+      graph_ = g;
+      AV vals = unflatten(c.skeleton, params, pos);
+      for (size_t k = 0; k < c.vars.size(); ++k)
+        genv.lookup_mutable(c.vars[k])->value = vals->elems[k];
+      return g;
+    };
+    // cond graph
+    Env cenv = env;
+    ir::Graph* cond_g = nullptr;
+    {
+      const Restore<ir::Graph*> restore(graph_);
+      cond_g = make_graph(".cond", cenv);
+      AV cv = eval(*s.cond, cenv);
+      if (cv->kind == AK::Error) throw Abort{};
+      if (is_static_number(cv))
+        cv = make_node(to_node(make_bool((cv->kind == AK::Float ? cv->f
+                                          : cv->kind == AK::Int ? cv->i
+                                                                : cv->b) != 0),
+                               s.cond->range));
+      if (cv->kind != AK::Node || !cv->type->is_scalar() || cv->type->dtype != DType::boolean)
+        fail(s.cond->range,
+             fmt::format("a while condition must be a bool scalar, not {}", describe(cv)));
+      cond_g->output = cv->node;
+    }
+    // body graph
+    Env benv = env;
+    ir::Graph* body_g = nullptr;
+    {
+      const Restore<ir::Graph*> restore(graph_);
+      body_g = make_graph(".body", benv);
+      benv.push();
+      lower_block(s.body->stmts, 0, benv);
+      body_g->output = body_result(*this, c, benv, s.range);
+    }
+    emit_loop(*this, "while",
+              {module_.add_graph_constant(graph_, cond_g, loc(s.range)),
+               module_.add_graph_constant(graph_, body_g, loc(s.range))},
+              c, env, s.range);
+  });
 }
 
 // The bounds of `for i in range(...)`: start, stop and step as nodes of one integer dtype
@@ -569,57 +628,65 @@ void Lowerer::lower_for(const Stmt& s, Env& env) {
   // each, every part continuing with the state the one before left.
   const size_t n_parts = over_iter ? std::max<size_t>(1, iterable->type->elems.size()) : 1;
   for (size_t part = 0; part < n_parts; ++part) {
-    Carried c;
-    std::vector<AV> init;
-    for (const auto& n : names) {
-      if (const Binding* b = env.lookup(n)) {
-        c.vars.push_back(n);
-        init.push_back(b->value);
+    with_widening(*this, env, s.range, [&](std::vector<ir::Graph*>& made) {
+      Carried c;
+      std::vector<AV> init;
+      for (const auto& n : names) {
+        if (const Binding* b = env.lookup(n)) {
+          c.vars.push_back(n);
+          init.push_back(b->value);
+        }
       }
-    }
-    c.skeleton = materialise_numbers(make_tuple(init), s.range);
-    flatten(c.skeleton, c.leaves, s.range, false);
-    if (contains_error(c.skeleton)) throw Abort{};
+      c.skeleton = materialise_numbers(make_tuple(init), s.range);
+      flatten(c.skeleton, c.leaves, s.range, false);
+      if (contains_error(c.skeleton)) throw Abort{};
 
-    ir::Graph* body_g = module_.add_graph(graph_->name + ".body", graph_);
-    TypeP elem_type = over_iter ? iterable->type->elems.at(part) : start->type;
-    ir::Node* elem_param =
-        module_.add_param(body_g, s.pattern.is_tuple ? "" : s.pattern.name, elem_type, loc(s.pattern.range));
-    std::vector<ir::Node*> params;
-    for (auto* l : c.leaves) params.push_back(module_.add_param(body_g, "", l->type, loc(s.range)));
-    Env benv = env;
-    try {
-      const Restore<ir::Graph*> in_body(graph_, body_g);
-      size_t pos = 0;
-      AV vals = unflatten(c.skeleton, params, pos);
-      for (size_t k = 0; k < c.vars.size(); ++k) benv.lookup_mutable(c.vars[k])->value = vals->elems[k];
-      benv.push();
-      AV elem = make_node(elem_param);
-      if (over_tensor) {
-        Attrs a;
-        a.set("axis", int64_t{0});
-        elem = emit("gather", {iterable->node, elem_param}, a, it.range);
+      ir::Graph* body_g = module_.add_graph(graph_->name + ".body", graph_);
+      made.push_back(body_g);
+      TypeP elem_type = over_iter ? iterable->type->elems.at(part) : start->type;
+      ir::Node* elem_param = module_.add_param(body_g, s.pattern.is_tuple ? "" : s.pattern.name,
+                                               elem_type, loc(s.pattern.range));
+      std::vector<ir::Node*> params;
+      for (auto* l : c.leaves)
+        params.push_back(module_.add_param(body_g, "", l->type, loc(s.range)));
+      Env benv = env;
+      try {
+        const Restore<ir::Graph*> in_body(graph_, body_g);
+        size_t pos = 0;
+        AV vals = unflatten(c.skeleton, params, pos);
+        for (size_t k = 0; k < c.vars.size(); ++k)
+          benv.lookup_mutable(c.vars[k])->value = vals->elems[k];
+        benv.push();
+        AV elem = make_node(elem_param);
+        if (over_tensor) {
+          Attrs a;
+          a.set("axis", int64_t{0});
+          elem = emit("gather", {iterable->node, elem_param}, a, it.range);
+        }
+        bind_pattern(s.pattern, elem, benv, true, false, it.range);
+        lower_block(s.body->stmts, 0, benv);
+        body_g->output = body_result(*this, c, benv, s.range);
+      } catch (const Abort&) {
+        if (part > 0)
+          diags_.note(
+              it.range,
+              fmt::format("the last element of this iterator has another type than the others: {} "
+                          "(a partial last batch; drop_last=true leaves it out)",
+                          elem_type->str()));
+        throw;
       }
-      bind_pattern(s.pattern, elem, benv, true, false, it.range);
-      lower_block(s.body->stmts, 0, benv);
-      body_g->output = body_result(*this, c, benv, s.range);
-    } catch (const Abort&) {
-      if (part > 0)
-        diags_.note(it.range, fmt::format("the last element of this iterator has another type than the others: {} "
-                                          "(a partial last batch; drop_last=true leaves it out)",
-                                          elem_type->str()));
-      throw;
-    }
-    std::vector<ir::Node*> inputs;
-    if (over_iter) {
-      inputs = {iterable->node};
-    } else {
-      inputs = {start, stop, step};
-    }
-    inputs.push_back(module_.add_graph_constant(graph_, body_g, loc(s.range)));
-    Attrs attrs;
-    if (n_parts > 1) attrs.set("part", static_cast<int64_t>(part));
-    emit_loop(*this, over_iter ? "for_each" : "for_range", inputs, c, env, s.range, std::move(attrs));
+      std::vector<ir::Node*> inputs;
+      if (over_iter) {
+        inputs = {iterable->node};
+      } else {
+        inputs = {start, stop, step};
+      }
+      inputs.push_back(module_.add_graph_constant(graph_, body_g, loc(s.range)));
+      Attrs attrs;
+      if (n_parts > 1) attrs.set("part", static_cast<int64_t>(part));
+      emit_loop(*this, over_iter ? "for_each" : "for_range", inputs, c, env, s.range,
+                std::move(attrs));
+    });
   }
 }
 

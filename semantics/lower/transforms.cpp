@@ -243,10 +243,122 @@ AV Lowerer::make_transform(const std::string& kind, std::vector<Arg> args, lang:
     }
   }
   if (!have_fn) fail(r, fmt::format("{} expects a function", kind));
+  if (kind == "hessian") {
+    // JAX: hessian(f) = jacfwd(jacrev(f)), both with respect to the same argument.
+    if (t->wrt_tuple)
+      fail(r, "hessian takes one argument to differentiate: wrt must be an integer");
+    if (t->b) fail(r, "hessian takes no has_aux");
+    auto inner = std::make_shared<AVal>(*t);
+    inner->s = "jacrev";
+    t->s = "jacfwd";
+    t->elems = {inner};
+  }
   return t;
 }
 
+AV Lowerer::call_jacobian(const AVal& t, std::vector<Arg> args, lang::SourceRange r) {
+  auto& hooks = autodiff_hooks();
+  const bool forward = t.s == "jacfwd";
+  if (forward ? !hooks.forward : !hooks.reverse)
+    fail(r, "automatic differentiation is not linked into this program");
+  for (int64_t w : t.wrt)
+    if (w < 0 || w >= static_cast<int64_t>(args.size()) ||
+        !args[static_cast<size_t>(w)].keyword.empty())
+      fail(r, fmt::format("{}: wrt={} but the function was called with {} positional argument{}",
+                          t.s, w, args.size(), args.size() == 1 ? "" : "s"));
+  std::vector<ir::Node*> inputs;
+  for (int64_t w : t.wrt) {
+    Arg& a = args[static_cast<size_t>(w)];
+    std::vector<ir::Node*> leaves;
+    a.value = fresh_leaves(a.value, leaves, a.range);
+    if (a.value->kind != AK::Node || leaves.size() != 1)
+      fail(a.range,
+           fmt::format(
+               "{} differentiates with respect to a float tensor or number, but argument {} is {}",
+               t.s, w, describe(a.value)));
+    inputs.push_back(leaves[0]);
+  }
+  const size_t begin = current_graph(r)->nodes.size();
+  ir::Graph* region_graph = graph_;
+  AV out;
+  {
+    const Restore<bool> inlining(ad_inline_, true);  // the function's calls are inlined
+    out = call(t.elems[0], std::move(args), r);
+  }
+  if (out->kind == AK::Error) return out;
+  AV aux;
+  if (t.b) {
+    if (out->kind == AK::Node && out->type->kind == Type::Kind::Tuple)
+      out = unpack(out, out->node, r);
+    if (out->kind != AK::Tuple || out->elems.size() != 2)
+      fail(r,
+           fmt::format(
+               "{} with has_aux=true needs a function returning (value, aux), but it returned {}",
+               t.s, describe(out)));
+    aux = out->elems[1];
+    out = out->elems[0];
+  }
+  if (is_static_number(out)) out = make_node(to_node(out, r));
+  if (out->kind != AK::Node || !out->type->is_tensor() || !is_float(out->type->dtype))
+    fail(r, fmt::format("{} needs a function returning a float tensor, but it returned {}", t.s,
+                        describe(out)));
+  std::vector<ir::Node*> region(region_graph->nodes.begin() + static_cast<long>(begin),
+                                region_graph->nodes.end());
+  const Type& ot = *out->type;
+  auto reshape = [&](ir::Node* x, Shape shape) {
+    Attrs a;
+    a.set("shape", std::move(shape));
+    return emit_node("reshape", {x}, a, r);
+  };
+  auto one_hot = [&](const Type& type, int64_t j) {
+    Tensor e = Tensor::zeros(type.dtype, type.shape);
+    if (j >= 0) e.set(j, 1.0);
+    return constant(Value(e), r);
+  };
+  // rows[k][i]: the derivative of result element i (jacrev) or by argument element i (jacfwd)
+  // for argument k, flattened.
+  std::vector<std::vector<ir::Node*>> parts(inputs.size());
+  try {
+    if (forward) {
+      for (size_t k = 0; k < inputs.size(); ++k)
+        for (int64_t j = 0; j < inputs[k]->type->numel(); ++j) {
+          std::vector<ir::Node*> tangents;
+          for (size_t i = 0; i < inputs.size(); ++i)
+            tangents.push_back(one_hot(*inputs[i]->type, i == k ? j : -1));
+          ir::Node* d = hooks.forward(module_, region, graph_, inputs, tangents, out->node);
+          parts[k].push_back(reshape(d, {ot.numel()}));
+        }
+    } else {
+      for (int64_t i = 0; i < ot.numel(); ++i) {
+        std::vector<ir::Node*> adj =
+            hooks.reverse(module_, region, graph_, inputs, out->node, one_hot(ot, i));
+        for (size_t k = 0; k < inputs.size(); ++k)
+          parts[k].push_back(reshape(adj[k], {inputs[k]->type->numel()}));
+      }
+    }
+  } catch (const lang::UserError& e) {
+    fail(r, e.what());
+  }
+  std::vector<AV> jacs;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const Type& it = *inputs[k]->type;
+    Shape shape = ot.shape;
+    shape.insert(shape.end(), it.shape.begin(), it.shape.end());
+    if (parts[k].empty()) {  // an empty result or argument
+      jacs.push_back(make_node(constant(Value(Tensor::zeros(ot.dtype, shape)), r)));
+      continue;
+    }
+    Attrs a;
+    a.set("axis", int64_t{forward ? 1 : 0});
+    ir::Node* j = emit_node("stack", parts[k], a, r);  // [m, n]
+    jacs.push_back(make_node(reshape(j, shape)));
+  }
+  AV jac = t.wrt_tuple ? make_tuple(jacs) : jacs[0];
+  return aux ? make_tuple({jac, aux}) : jac;
+}
+
 AV Lowerer::call_transform(const AVal& t, std::vector<Arg> args, lang::SourceRange r) {
+  if (t.s == "jacfwd" || t.s == "jacrev") return call_jacobian(t, std::move(args), r);
   auto& hooks = autodiff_hooks();
   if (!hooks.reverse) fail(r, "automatic differentiation is not linked into this program");
   for (int64_t w : t.wrt) {
@@ -457,9 +569,6 @@ AV Lowerer::call_jvp(std::vector<Arg> args, lang::SourceRange r) {
 }
 
 // ------------------------------------------------------------------ recursion and decorators
-namespace {
-void collect_names(const lang::Expr* e, std::set<std::string>& out);
-void collect_names(const lang::Block* b, std::set<std::string>& out);
 void collect_names(const lang::Stmt* s, std::set<std::string>& out) {
   if (!s) return;
   collect_names(s->value.get(), out);
@@ -494,8 +603,8 @@ void collect_names(const lang::Expr* e, std::set<std::string>& out) {
   collect_names(e->else_expr.get(), out);
   collect_names(e->body_expr.get(), out);
   collect_names(e->body_block.get(), out);
+  for (const auto& p : e->params) collect_names(p.default_value.get(), out);
 }
-}  // namespace
 
 bool Lowerer::is_recursive(const lang::FuncDef* def) {
   if (auto it = recursive_.find(def); it != recursive_.end()) return it->second;

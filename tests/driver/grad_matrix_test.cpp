@@ -1,10 +1,12 @@
 // The autodiff matrix: every differentiable primitive (of the families below) times every
 // construct (straight-line, inside an if, inside a for, inside a while with a run-time trip
-// count, captured by a closure, passed through a higher-order function, inside recursion, and
+// count, captured by a closure, passed through a higher-order function, inside recursion,
 // second reverse derivatives through the for and the while: the gradient of a weighted sum of
-// their gradients),
-// each gradient checked by `spora grad-check` in f64 against central finite differences and
-// forward mode (relative error 1e-6). One generated program per primitive.
+// their gradients, and through a closure chosen by a run-time condition, which captures the
+// differentiated value), each gradient checked by `spora grad-check` in f64 against central
+// finite differences and forward mode (relative error 1e-6). One generated program per
+// primitive. The run-time chosen closure is also checked in both modes (`spora run --mode
+// graph|eager`) by the program itself, in f64, against central differences it computes.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -13,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace fs = std::filesystem;
@@ -70,7 +73,12 @@ const std::vector<Case>& cases() {
   return c;
 }
 
-std::string program(const std::string& e) {
+// The constructs, as functions of x: f32[4] returning a float scalar.
+const char* const kConstructs[] = {"straight",     "in_if",        "in_for",    "in_while",
+                                   "closure",      "higher_order", "recursion", "second_for",
+                                   "second_while", "chosen"};
+
+std::string definitions(const std::string& e) {
   std::string s;
   s += "def body(v) = sum(" + e + ")\n";
   s += "def straight(x) = body(x)\n";
@@ -91,40 +99,140 @@ std::string program(const std::string& e) {
   s += "def recursion(x) = rec(x, 2)\n";
   s += "def second_for(x) = sum(grad(in_for)(x) * [0.5, -1.0, 2.0, 0.25])\n";
   s += "def second_while(x) = sum(grad(in_while)(x) * [0.5, -1.0, 2.0, 0.25])\n";
+  // A closure chosen by a run-time condition (in graph mode a switch over the two lambdas),
+  // capturing c, which depends on x.
+  s += "def chosen(x) {\n    let c = x * 1.0\n    let f = (fn (z) => body(c * z)) if sum(x) > 0.5 "
+       "else (fn (z) => sum(c * z))\n    return f(1.0)\n}\n";
+  return s;
+}
+
+std::string program(const std::string& e) {
+  std::string s = definitions(e);
   s += "def main() {\n    let x = [0.3, 0.7, 1.1, 1.6]\n";
-  for (const char* f : {"straight", "in_if", "in_for", "in_while", "closure", "higher_order",
-                        "recursion", "second_for", "second_while"})
-    s += std::string("    print(grad(") + f + ")(x))\n";
+  for (const char* f : kConstructs) s += std::string("    print(grad(") + f + ")(x))\n";
   s += "}\n";
   return s;
+}
+
+// Prints the largest relative difference between grad(chosen) and central differences of
+// chosen, all in f64.
+std::string chosen_program(const std::string& e) {
+  std::string s = definitions(e);
+  s += "def main() {\n    let x = cast([0.3, 0.7, 1.1, 1.6], f64)\n    let g = grad(chosen)(x)\n";
+  s += "    let h = 0.00001\n    let e = cast([[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], "
+       "[0.0, 0.0, 1.0, 0.0], [0.0, 0.0, 0.0, 1.0]], f64)\n    let fd = [";
+  for (int i = 0; i < 4; ++i)
+    s += std::string(i ? ", " : "") + "(chosen(x + e[" + std::to_string(i) +
+         "] * h) - chosen(x - e[" + std::to_string(i) + "] * h)) / (2.0 * h)";
+  s += "]\n    print(\"worst\", max(abs(fd - g) / maximum(abs(g), 0.0001)))\n}\n";
+  return s;
+}
+
+// Runs `spora ARGS file` on `text`; the exit status and the output (stdout and stderr).
+std::pair<int, std::string> run_spora(const std::string& args, const std::string& name,
+                                      const std::string& text) {
+  const fs::path file = fs::temp_directory_path() / ("spora_grad_matrix_" + name + ".sp");
+  std::ofstream(file) << text;
+  const std::string cmd =
+      std::string(SPORA_BINARY_DIR) + "/bin/spora " + args + " " + file.string() + " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return {-1, "popen failed"};
+  std::string out;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  const int st = ::pclose(p);
+  fs::remove(file);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
 }
 
 class GradMatrix : public testing::TestWithParam<Case> {};
 
 TEST_P(GradMatrix, EveryConstruct) {
   const Case& c = GetParam();
-  const fs::path file = fs::temp_directory_path() / ("spora_grad_matrix_" + c.name + ".sp");
-  {
-    std::ofstream f(file);
-    f << program(c.expr);
-  }
-  const std::string cmd =
-      std::string(SPORA_BINARY_DIR) + "/bin/spora grad-check " + file.string() + " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  std::string out;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  const int st = ::pclose(p);
-  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << out << "\n--- program ---\n"
-                                                     << program(c.expr);
-  for (const char* f : {"straight", "in_if", "in_for", "in_while", "closure", "higher_order",
-                        "recursion", "second_for", "second_while"})
+  const auto [status, out] = run_spora("grad-check", c.name, program(c.expr));
+  EXPECT_EQ(status, 0) << out << "\n--- program ---\n" << program(c.expr);
+  for (const char* f : kConstructs)
     EXPECT_NE(out.find(std::string(f) + ": finite differences"), std::string::npos)
         << f << " not checked\n"
         << out;
-  fs::remove(file);
+}
+
+TEST_P(GradMatrix, RunTimeChosenClosureBothModes) {
+  const Case& c = GetParam();
+  for (const std::string mode : {"graph", "eager"}) {
+    const auto [status, out] =
+        run_spora("run --mode " + mode, c.name + "_chosen_" + mode, chosen_program(c.expr));
+    ASSERT_EQ(status, 0) << mode << "\n" << out << "\n--- program ---\n" << chosen_program(c.expr);
+    const size_t at = out.find("worst ");
+    ASSERT_NE(at, std::string::npos) << mode << "\n" << out;
+    EXPECT_LE(std::stod(out.substr(at + 6)), 1e-6) << mode << "\n" << out;
+  }
+}
+
+// jacfwd, jacrev and hessian of a function through a loop, a closure and a closure chosen at
+// run time, against central differences (second differences for the Hessian) that the program
+// computes itself in f64; the program prints the largest relative differences.
+std::string jacobian_program() {
+  std::string s =
+      "def F(x) {\n"
+      "    let k = fn (z) => tanh(z) * x[0]\n"
+      "    let g = (fn (z) => z * x[1]) if sum(x) > 0.0 else (fn (z) => z)\n"
+      "    var y = x\n"
+      "    for i in range(3) {\n"
+      "        y = y * 0.5 + k(g(y))\n"
+      "    }\n"
+      "    return stack((sum(y * y), y[0] * y[2]), axis=0)\n"
+      "}\n"
+      "def S(x) = F(x)[0] - F(x)[1] * 0.5\n"
+      "def rel(a, b) = max(abs(a - b) / maximum(abs(b), 0.0001))\n"
+      "def main() {\n"
+      "    let x = cast([0.4, 0.9, -0.7], f64)\n"
+      "    let e = cast([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]], f64)\n"
+      "    let h = 0.00001\n";
+  // Columns of F's Jacobian by central differences.
+  s += "    let fd = stack((";
+  for (int j = 0; j < 3; ++j)
+    s += std::string(j ? ", " : "") + "(F(x + e[" + std::to_string(j) + "] * h) - F(x - e[" +
+         std::to_string(j) + "] * h)) / (2.0 * h)";
+  s += "), axis=1)\n";
+  // The Hessian of S by second differences, with a larger step.
+  s += "    let q = 0.0001\n    let hd = stack((";
+  for (int i = 0; i < 3; ++i) {
+    s += std::string(i ? ", " : "") + "stack((";
+    for (int j = 0; j < 3; ++j) {
+      const std::string ei = "e[" + std::to_string(i) + "] * q",
+                        ej = "e[" + std::to_string(j) + "] * q";
+      s += std::string(j ? ", " : "") + "(S(x + " + ei + " + " + ej + ") - S(x + " + ei + " - " +
+           ej + ") - S(x - " + ei + " + " + ej + ") + S(x - " + ei + " - " + ej +
+           ")) / (4.0 * q * q)";
+    }
+    s += "), axis=0)";
+  }
+  s += "), axis=0)\n";
+  s += "    print(\"shapes\", jacfwd(F)(x).shape, jacrev(F)(x).shape, hessian(S)(x).shape)\n"
+       "    print(\"jacfwd\", rel(jacfwd(F)(x), fd))\n"
+       "    print(\"jacrev\", rel(jacrev(F)(x), fd))\n"
+       "    print(\"hessian\", rel(hessian(S)(x), hd))\n"
+       "}\n";
+  return s;
+}
+
+TEST(Jacobians, AgainstFiniteDifferencesBothModes) {
+  for (const std::string mode : {"graph", "eager"}) {
+    const auto [status, out] =
+        run_spora("run --mode " + mode, "jacobians_" + mode, jacobian_program());
+    ASSERT_EQ(status, 0) << mode << "\n" << out << "\n--- program ---\n" << jacobian_program();
+    EXPECT_NE(out.find("shapes (2, 3) (2, 3) (3, 3)"), std::string::npos) << mode << "\n" << out;
+    for (const auto& [what, tolerance] :
+         {std::pair{"jacfwd ", 1e-6}, {"jacrev ", 1e-6}, {"hessian ", 1e-5}}) {
+      const size_t at = out.find(what);
+      ASSERT_NE(at, std::string::npos) << mode << " " << what << "\n" << out;
+      EXPECT_LE(std::stod(out.substr(at + std::string(what).size())), tolerance)
+          << mode << " " << what << "\n"
+          << out;
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Primitives, GradMatrix, testing::ValuesIn(cases()),
