@@ -32,10 +32,11 @@ std::unique_ptr<codegen::FusedRuntime> fuse_for_run(ir::Module& m, bool fuse, bo
 }
 
 std::string describe_fusion(const codegen::FusedRuntime& rt) {
+  const std::string variants =
+      rt.variants() > 0 ? fmt::format(" ({} more for other argument shapes)", rt.variants()) : "";
   return fmt::format(
-      "fusion: {} groups, {} compiled kernels ({} more for other argument shapes); {} fused "
-      "launches, {} node-by-node runs",
-      rt.groups(), rt.kernels(), rt.variants(), rt.launches(), rt.fallbacks());
+      "fusion: {} groups, {} compiled kernels{}; {} fused launches, {} node-by-node runs",
+      rt.groups(), rt.kernels(), variants, rt.launches(), rt.fallbacks());
 }
 
 std::string fused_stage(ir::Module& m, const std::string& emit) {

@@ -295,7 +295,8 @@ AV Lowerer::eval_conditional(const lang::Expr& e, Env& env) {
     const Restore<ir::Graph*> in_branch(graph_, branches[k]);
     try {
       Env benv = env;
-      results[k] = materialise_numbers(eval(*exprs[k], benv), exprs[k]->range);
+      results[k] = eval(*exprs[k], benv);
+      if (results[k]->kind == AK::Error) throw Abort{};
     } catch (const RecursionPending& p) {
       pending[k] = p;
     }
@@ -303,8 +304,12 @@ AV Lowerer::eval_conditional(const lang::Expr& e, Env& env) {
   // Inferring a recursive function's result type (lowerer.cpp): the branch without the
   // pending recursive call is the base case, and its value stands for the conditional's.
   if (pending[0] && pending[1]) throw *pending[0];
-  if (pending[0]) return results[1];
-  if (pending[1]) return results[0];
+  for (int k = 0; k < 2; ++k)
+    if (pending[1 - k]) {
+      const Restore<ir::Graph*> in_branch(graph_, branches[k]);
+      return materialise_numbers(results[k], exprs[k]->range);
+    }
+  materialise_branches(results, branches, e.range);
   // Different functions in the branches become a function chosen at run time (closures.cpp).
   if (!merge_branches(results, branches, e.range)) {
     if (contains_function(results[0]) || contains_function(results[1]))

@@ -414,6 +414,29 @@ AV Lowerer::materialise_numbers(const AV& v, lang::SourceRange r) {
   return v;
 }
 
+AV Lowerer::materialise_like(const AV& v, const AV& other, lang::SourceRange r) {
+  if (is_static_number(v) && other && other->kind == AK::Node && other->type &&
+      other->type->is_scalar() && is_float(other->type->dtype))
+    return make_node(to_node(v, r, other->type->dtype));
+  if ((v->kind == AK::Tuple || v->kind == AK::Record) && other && other->kind == v->kind &&
+      other->elems.size() == v->elems.size()) {
+    auto c = std::make_shared<AVal>(*v);
+    for (size_t k = 0; k < c->elems.size(); ++k)
+      c->elems[k] = materialise_like(c->elems[k], other->elems[k], r);
+    return c;
+  }
+  return materialise_numbers(v, r);
+}
+
+void Lowerer::materialise_branches(AV (&results)[2], ir::Graph* const (&branches)[2],
+                                   lang::SourceRange r) {
+  const AV raw[2] = {results[0], results[1]};
+  for (int k = 0; k < 2; ++k) {
+    const Restore<ir::Graph*> in_branch(graph_, branches[k]);
+    results[k] = materialise_like(raw[k], raw[1 - k], r);
+  }
+}
+
 void Lowerer::flatten(const AV& v, std::vector<ir::Node*>& leaves, lang::SourceRange r, bool materialise) {
   if (materialise && is_static_number(v)) {
     leaves.push_back(to_node(v, r));

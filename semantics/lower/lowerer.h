@@ -176,6 +176,11 @@ class Lowerer {
   AV unflatten(const AV& skel, const std::vector<ir::Node*>& leaves, size_t& pos);
   // Materialises static numbers of v (for loop-carried state and branch results).
   AV materialise_numbers(const AV& v, lang::SourceRange r);
+  // The values of a run-time choice's two branches as nodes, each in its branch's graph: a
+  // number literal facing a float scalar in the other branch takes that scalar's dtype (as it
+  // would in arithmetic with it), `1.0 if c else x` with x: f64 is an f64.
+  void materialise_branches(AV (&results)[2], ir::Graph* const (&branches)[2], lang::SourceRange r);
+  AV materialise_like(const AV& v, const AV& other, lang::SourceRange r);
   // Packs/unpacks one value into a single node (graph parameters and results).
   ir::Node* pack(const AV& v, lang::SourceRange r);
   AV unpack(const AV& skel, ir::Node* n, lang::SourceRange r);

@@ -277,11 +277,11 @@ Flow Lowerer::lower_if(const std::vector<lang::StmtPtr>& stmts, size_t i, Env& e
         f = lower_block(stmts, i + 1, benv);
       }
       if (returns) {
-        results[k] = materialise_numbers(f.returned ? f.value : make_none(), f.range.valid() ? f.range : s.range);
+        results[k] = f.returned ? f.value : make_none();
       } else {
         std::vector<AV> vals;
         for (const auto& v : vars) vals.push_back(benv.lookup(v)->value);
-        results[k] = materialise_numbers(make_tuple(vals), s.range);
+        results[k] = make_tuple(vals);
       }
       if (contains_error(results[k])) throw Abort{};
     } catch (const RecursionPending& p) {
@@ -292,11 +292,14 @@ Flow Lowerer::lower_if(const std::vector<lang::StmtPtr>& stmts, size_t i, Env& e
   // pending recursive call is the base case; its result stands for the if's.
   if (pending[0] && pending[1]) throw *pending[0];
   if (pending[0] || pending[1]) {
-    const AV& base = results[pending[0] ? 1 : 0];
+    const int k = pending[0] ? 1 : 0;
+    const Restore<ir::Graph*> in_branch(graph_, branches[k]);
+    const AV base = materialise_numbers(results[k], s.range);
     if (returns) return Flow{true, base, s.range};
     for (size_t v = 0; v < vars.size(); ++v) env.lookup_mutable(vars[v])->value = base->elems[v];
     return Flow{};
   }
+  materialise_branches(results, branches, s.range);
   // Different functions in the branches become a function chosen at run time (closures.cpp).
   if (!merge_branches(results, branches, s.range)) {
     if (returns) {
