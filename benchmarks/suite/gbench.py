@@ -5,6 +5,7 @@ its repetitions, not Google Benchmark's own aggregates.
 """
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -29,6 +30,15 @@ def run(exe, out_json, filt=None, rounds=1, min_time=None, extra=(), env=None, p
         return cmd, json.load(f)
 
 
+# Name segments Google Benchmark appends for how a benchmark is run, not what it measures.
+_RUN_SEGMENT = re.compile(r"^(iterations|min_time|min_warmup_time|repeats):|^(manual_time|real_time|process_time)$")
+
+
+def name(b):
+    """The benchmark's name without its run-setting segments ("BM_X/8/iterations:1" -> "BM_X/8")."""
+    return "/".join(p for p in b.get("run_name", b["name"]).split("/") if not _RUN_SEGMENT.match(p))
+
+
 def samples(data):
     """{benchmark name: [run dict, one per repetition]} from Google Benchmark JSON, without its
     aggregates (mean, median, stddev, cv) and without runs that reported an error."""
@@ -36,14 +46,13 @@ def samples(data):
     for b in data.get("benchmarks", []):
         if b.get("run_type", "iteration") != "iteration" or b.get("error_occurred"):
             continue
-        out.setdefault(b.get("run_name", b["name"]), []).append(b)
+        out.setdefault(name(b), []).append(b)
     return out
 
 
 def errors(data):
     """{benchmark name: error message} of the runs that failed."""
-    return {b.get("run_name", b["name"]): b.get("error_message", "?")
-            for b in data.get("benchmarks", []) if b.get("error_occurred")}
+    return {name(b): b.get("error_message", "?") for b in data.get("benchmarks", []) if b.get("error_occurred")}
 
 
 def times_ms(runs):

@@ -108,10 +108,10 @@ def _fastest_peer(compare_out, wid):
 
 def ad(ctx):
     if ctx.tiny:
-        filt, min_time = r"^(BM_LoopBackwardMemory/(8|16)|BM_CheckpointMemory/[01]|BM_CompileMlp100)$", 0.01
+        filt, min_time = r"^(BM_LoopBackwardMemory/(8|16)|BM_CheckpointMemory/[01]|BM_CompileMlp100)(/|$)", 0.01
     elif ctx.quick:
-        filt, min_time = (r"^(BM_(Forward|ValueAndGrad)_(MLP|LeNet)|BM_LoopBackwardMemory/.*|"
-                          r"BM_CheckpointMemory/.*|BM_CompileMlp100)$"), 0.1
+        filt, min_time = (r"^(BM_(Forward|ValueAndGrad)_(MLP|LeNet)|BM_LoopBackwardMemory|"
+                          r"BM_CheckpointMemory|BM_CompileMlp100)(/|$)"), 0.1
     else:
         filt, min_time = None, None
     data = ctx.gbench("bench_autodiff", filt, min_time)
@@ -160,10 +160,10 @@ def frontend(ctx):
 
 def search(ctx):
     if ctx.tiny:
-        filt, min_time = r"^(BM_DpSmall/3|BM_PropagateTransformer24/3)$", 0.01
+        filt, min_time = r"^(BM_DpSmall/3|BM_PropagateTransformer24/3)(/|$)", 0.01
     elif ctx.quick:
         filt, min_time = (r"^(BM_DpTransformer24/(3|6|9)|BM_PropagateTransformer24/(3|6|9)|"
-                          r"BM_DpSmall/(3|6)|BM_RecTransformer24/(3|6|9)|BM_DpStep/w4_2x2)$"), 0.1
+                          r"BM_DpSmall/(3|6)|BM_RecTransformer24/(3|6|9)|BM_DpStep/w4_2x2)(/|$)"), 0.1
     else:
         filt, min_time = None, None
     data = ctx.gbench("bench_search", filt, min_time)
@@ -187,7 +187,7 @@ def collectives(ctx):
     sizes = [65536, 1048576] if ctx.tiny else [65536, 1048576, 16777216] if ctx.quick else \
         [1024 * 4 ** k for k in range(9)]
     filt = (rf"^mpi{ranks}/(all-reduce|all-gather)/(native|ring)/bytes:("
-            + "|".join(str(s) for s in sizes) + ")$")
+            + "|".join(str(s) for s in sizes) + ")(/|$)")
     prefix = [mpirun, "--oversubscribe", "--allow-run-as-root", "-np", str(ranks)]
     data = ctx.gbench("bench_collectives", filt, None, prefix=prefix)
     s = gbench.samples(data)

@@ -56,8 +56,9 @@ def main(root, build, out):
         need(figs["ad/checkpoint/memory_ratio"]["median"] < 1.0, "@checkpoint did not lower peak memory")
         lines = figs["frontend/BM_FrontEnd/400/lines_per_second"]["median"]
         ms = figs["frontend/BM_FrontEnd/400/time"]["median"]
-        # lines / time must agree with the rate within the rounds' spread (same runs).
-        need(abs(lines * ms / 1e3 / 5208 - 1) < 0.5, f"front end: {lines} lines/s x {ms} ms is not ~5,208 lines")
+        # The generated program has 6 + 400 x 13 + 407 = 5,613 lines (bench_frontend.cpp); the rate
+        # is over CPU time and the time is wall time, so they agree only roughly on a busy machine.
+        need(abs(lines * ms / 1e3 / 5613 - 1) < 0.5, f"front end: {lines} lines/s x {ms} ms is not ~5,613 lines")
     need(os.path.getsize(os.path.join(out, "report.html")) > 1000, "report.html is missing or empty")
     for p in problems:
         print("FAIL: " + p)
