@@ -79,7 +79,7 @@ def run_example(spora, name, epochs, own):
 
 
 def svg_plot(runs, path):
-    w, h, left, top, pw, ph = 720, 380, 60, 40, 420, 280
+    w, h, left, top, pw, ph = 880, 380, 60, 40, 420, 280
     lo, hi = 0.80, 0.95
     emax = max(r["epochs"] for r in runs.values())
     X = lambda e: left + pw * (e - 1) / max(emax - 1, 1)
@@ -119,7 +119,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--spora", default=os.path.join(ROOT, "build", "bin", "spora"))
     ap.add_argument("--lenet-epochs", type=int, default=10, help="LeNet-5's epochs (the example's own: 10)")
+    ap.add_argument("--replot", action="store_true", help="only redraw plot.svg from results.json")
     args = ap.parse_args()
+    if args.replot:
+        with open(os.path.join(HERE, "results.json")) as f:
+            svg_plot(json.load(f)["runs"], os.path.join(HERE, "plot.svg"))
+        return
     spora = os.path.abspath(args.spora)
     runs = {}
     for name, fam, own in EXAMPLES:
