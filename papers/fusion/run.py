@@ -72,13 +72,17 @@ def figures(data):
         if not f or not n:
             sys.exit(f"run.py: bench_workloads reported no {wid}/graph or {wid}/graph-nofuse run")
         fm, nm = [b["median_ms"] for b in f], [b["median_ms"] for b in n]
+        fc, nc = [b["cpu_ms"] for b in f], [b["cpu_ms"] for b in n]
         rows[wid] = {"kernels_fused": f[0]["kernels"], "kernels_unfused": n[0]["kernels"],
                      "traffic_mb_fused": f[0]["traffic_MB"], "traffic_mb_unfused": n[0]["traffic_MB"],
                      "ms_fused": statistics.median(fm), "ms_fused_range": [min(fm), max(fm)],
                      "ms_unfused": statistics.median(nm), "ms_unfused_range": [min(nm), max(nm)],
                      "speedup_per_round": [u / x for u, x in zip(nm, fm)],
+                     "cpu_ms_fused": statistics.median(fc), "cpu_ms_unfused": statistics.median(nc),
+                     "cpu_speedup_per_round": [u / x for u, x in zip(nc, fc)],
                      "bg_load": max(b["bg_load"] for b in f + n)}
         rows[wid]["speedup"] = statistics.median(rows[wid]["speedup_per_round"])
+        rows[wid]["cpu_speedup"] = statistics.median(rows[wid]["cpu_speedup_per_round"])
     return rows
 
 
@@ -118,22 +122,32 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--from-json", action="store_true",
+                    help="rebuild results.md and plot.svg from the measurements in results.json (no run)")
     args = ap.parse_args()
     build = os.path.abspath(args.build)
     env = dict(os.environ, OMP_NUM_THREADS="2", OPENBLAS_NUM_THREADS="2")
-    cmd, data = bench(build, args.rounds, env)
+    if args.from_json:
+        with open(os.path.join(HERE, "results.json")) as f:
+            old = json.load(f)
+        cmd, data, w5_stats = old["command"], old["bench_workloads"], old["w5_stats"]
+    else:
+        cmd, data = bench(build, args.rounds, env)
+        w5_stats = stats_w5(build, env)
     rows = figures(data)
-    w5_stats = stats_w5(build, env)
     lines = ["| workload | kernels unfused | kernels fused | traffic unfused (MB) | traffic fused (MB) | traffic saved "
-             "| step unfused (ms) | step fused (ms) | speedup unfused / fused (min-max of rounds) | bg load |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| step unfused (ms) | step fused (ms) | speedup unfused / fused (min-max of rounds) "
+             "| CPU ms per step unfused | fused | speedup by CPU time (min-max) | bg load |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for wid in IDS:
         r = rows[wid]
         lines.append(f"| {wid} {NAMES[wid]} | {r['kernels_unfused']:.0f} | {r['kernels_fused']:.0f} | "
                      f"{r['traffic_mb_unfused']:.1f} | {r['traffic_mb_fused']:.1f} | "
                      f"{100 * (1 - r['traffic_mb_fused'] / r['traffic_mb_unfused']):.0f}% | "
                      f"{r['ms_unfused']:.2f} | {r['ms_fused']:.2f} | {r['speedup']:.2f}x "
-                     f"({min(r['speedup_per_round']):.2f}-{max(r['speedup_per_round']):.2f}) | {r['bg_load']:.2f} |")
+                     f"({min(r['speedup_per_round']):.2f}-{max(r['speedup_per_round']):.2f}) | "
+                     f"{r['cpu_ms_unfused']:.2f} | {r['cpu_ms_fused']:.2f} | {r['cpu_speedup']:.2f}x "
+                     f"({min(r['cpu_speedup_per_round']):.2f}-{max(r['cpu_speedup_per_round']):.2f}) | {r['bg_load']:.2f} |")
     lines += ["", f"TVM (OSDI'18, figure 4, NVIDIA Titan X): fused operators {TVM[0]}x to {TVM[1]}x faster.", "",
               "`spora run --stats` on W5:", ""]
     for label, s in w5_stats.items():
