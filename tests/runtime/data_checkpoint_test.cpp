@@ -233,8 +233,8 @@ TEST(AtomicWrite, FailureLeavesTheOldFileAndNoTemporary) {
   EXPECT_EQ(slurp(dir / "no/such/dir/x"), "abc");
   write_file_atomic(dir / "plain", "f");
   EXPECT_EQ(error_of([&] { write_file_atomic(dir / "plain/sub/x", "abc"); }),
-            "cannot write '" + (dir / "plain/sub/x") + "': cannot create directory '" + (dir / "plain/sub") +
-                "': Not a directory");
+            "cannot write '" + (dir / "plain/sub/x") + "': cannot create directory '" +
+                (dir / "plain/sub") + "': Not a directory");
 }
 
 }  // namespace
