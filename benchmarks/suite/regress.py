@@ -56,6 +56,10 @@ def caveats(ra, rb):
         out.append(f"different CPUs: {ma.get('cpu')} / {mb.get('cpu')}")
     if ma.get("cores") != mb.get("cores"):
         out.append(f"different core counts: {ma.get('cores')} / {mb.get('cores')}")
+    la, lb = ma.get("load_average_at_start"), mb.get("load_average_at_start")
+    if la and lb and abs(la[0] - lb[0]) > 0.5:
+        out.append(f"the machines' load differed: 1-minute load average {la[0]:.2f} at A's start, "
+                   f"{lb[0]:.2f} at B's (other processes change the times)")
     for key in ("quick", "tiny", "rounds"):
         if ra.get(key) != rb.get(key):
             out.append(f"{key}: {ra.get(key)} / {rb.get(key)}")

@@ -89,6 +89,16 @@ class CompareTest(unittest.TestCase):
         rows3 = {r[0]: r for r in regress.compare(a, b, threshold=0.03)}
         self.assertEqual(rows3["ad/BM_CheckpointMemory/0/peak_memory"][4], "regression")
 
+    def test_caveats(self):
+        a, b = synthetic_report(BASE), synthetic_report(BASE)
+        a["machine"]["load_average_at_start"], b["machine"]["load_average_at_start"] = [0.2, 0, 0], [5.9, 0, 0]
+        b["quick"], b["machine"]["cpu"] = False, "Intel Xeon"
+        self.assertEqual(regress.caveats(a, b), [
+            "different CPUs: AMD EPYC / Intel Xeon",
+            "the machines' load differed: 1-minute load average 0.20 at A's start, 5.90 at B's "
+            "(other processes change the times)",
+            "quick: True / False"])
+
     def test_new_and_gone_figures(self):
         a = synthetic_report(BASE)
         b = synthetic_report(BASE[:2] + [figure("sim/x/vs_paper", "x", [1.0], kind="vs_published")])
