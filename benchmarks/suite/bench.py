@@ -104,7 +104,7 @@ def run_suite(args):
         ctx = Context(args, out, log)
         for name in selected:
             ctx.start(name)
-            t0 = time.time()
+            t0, meter = time.time(), machine.BackgroundMeter()
             print(f"spora bench: {name} ...", file=sys.stderr, flush=True)
             entry = {"status": "ran"}
             try:
@@ -117,11 +117,15 @@ def run_suite(args):
                 traceback.print_exc(file=log)
                 entry = {"status": "failed", "note": f"{type(e).__name__}: {e} (see raw/../log.txt)"}
             entry["seconds"] = round(time.time() - t0, 1)
+            background = meter.cores()
+            if background is not None:
+                entry["background_cores"] = background
             entry["commands"] = ctx.commands
             if ctx.notes:
                 entry["note"] = "; ".join(([entry["note"]] if "note" in entry else []) + ctx.notes)
             report["groups"][name] = entry
-            print(f"spora bench: {name} {entry['status']} in {entry['seconds']} s"
+            print(f"spora bench: {name} {entry['status']} in {entry['seconds']} s; other processes used "
+                  f"{entry.get('background_cores', '?')} cores"
                   + (f" ({entry['note']})" if "note" in entry else ""), file=sys.stderr, flush=True)
     report["seconds"] = round(time.time() - started, 1)
     problems = schema.validate(report, schema.load(SCHEMA_PATH))

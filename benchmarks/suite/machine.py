@@ -114,3 +114,37 @@ def _os_release():
             return m.group(1) if m else None
     except OSError:
         return None
+
+
+def busy_cpu_seconds():
+    """CPU-seconds the whole machine has been busy (user, nice, system, irq, softirq in /proc/stat)."""
+    try:
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:8]]
+        return (v[0] + v[1] + v[2] + v[5] + v[6]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError):
+        return None
+
+
+def own_cpu_seconds():
+    """CPU-seconds of this process and of its finished children (the tools the suite ran)."""
+    import resource
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+class BackgroundMeter:
+    """Cores other processes used while the suite measured: the machine's busy CPU time less the
+    suite's own (this process and its children), over the wall time (0 on a quiet machine)."""
+
+    def __init__(self):
+        import time
+        self._time = time.time
+        self.t0, self.busy0, self.own0 = time.time(), busy_cpu_seconds(), own_cpu_seconds()
+
+    def cores(self):
+        busy = busy_cpu_seconds()
+        wall = self._time() - self.t0
+        if busy is None or self.busy0 is None or wall <= 0:
+            return None
+        return round(max(0.0, (busy - self.busy0) - (own_cpu_seconds() - self.own0)) / wall, 2)

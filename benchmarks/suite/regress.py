@@ -60,6 +60,11 @@ def caveats(ra, rb):
     if la and lb and abs(la[0] - lb[0]) > 0.5:
         out.append(f"the machines' load differed: 1-minute load average {la[0]:.2f} at A's start, "
                    f"{lb[0]:.2f} at B's (other processes change the times)")
+    for name in sorted(set(ra.get("groups", {})) & set(rb.get("groups", {}))):
+        ba = ra["groups"][name].get("background_cores")
+        bb = rb["groups"][name].get("background_cores")
+        if ba is not None and bb is not None and max(ba, bb) > 0.15:
+            out.append(f"group {name}: other processes used {ba} cores during A, {bb} during B")
     for key in ("quick", "tiny", "rounds"):
         if ra.get(key) != rb.get(key):
             out.append(f"{key}: {ra.get(key)} / {rb.get(key)}")

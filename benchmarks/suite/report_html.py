@@ -141,12 +141,15 @@ def render(report, history):
         out.append(f"<tr><th>{k}</th><td>{v}</td></tr>")
     out.append("</table>")
 
-    out.append("<h2>Groups</h2><table><tr><th>group</th><th>status</th><th>seconds</th>"
-               "<th>figures</th><th>note</th><th>commands</th></tr>")
+    out.append("<h2>Groups</h2><p class=\"small\">others' cores: CPU other processes used while the "
+               "group ran (above ~0.15 the times are contaminated)</p><table><tr><th>group</th>"
+               "<th>status</th><th>seconds</th><th>others' cores</th><th>figures</th><th>note</th>"
+               "<th>commands</th></tr>")
     for name, g in report["groups"].items():
         cmds = "<br>".join(f"<code>{ESC(c)}</code>" for c in g["commands"])
         out.append(f"<tr><td>{ESC(name)}</td><td class=\"{g['status']}\">{g['status']}</td>"
-                   f"<td class=\"num\">{g['seconds']}</td><td class=\"num\">{g.get('figures', 0)}</td>"
+                   f"<td class=\"num\">{g['seconds']}</td><td class=\"num\">{g.get('background_cores', '?')}</td>"
+                   f"<td class=\"num\">{g.get('figures', 0)}</td>"
                    f"<td>{ESC(g.get('note', ''))}</td><td class=\"small\">{cmds}</td></tr>")
     out.append("</table>")
 

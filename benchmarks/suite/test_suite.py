@@ -93,11 +93,15 @@ class CompareTest(unittest.TestCase):
         a, b = synthetic_report(BASE), synthetic_report(BASE)
         a["machine"]["load_average_at_start"], b["machine"]["load_average_at_start"] = [0.2, 0, 0], [5.9, 0, 0]
         b["quick"], b["machine"]["cpu"] = False, "Intel Xeon"
+        a["groups"]["ad"]["background_cores"], b["groups"]["ad"]["background_cores"] = 0.02, 1.8
         self.assertEqual(regress.caveats(a, b), [
             "different CPUs: AMD EPYC / Intel Xeon",
             "the machines' load differed: 1-minute load average 0.20 at A's start, 5.90 at B's "
             "(other processes change the times)",
+            "group ad: other processes used 0.02 cores during A, 1.8 during B",
             "quick: True / False"])
+        b["groups"]["ad"]["background_cores"] = 0.1  # both quiet: no caveat
+        self.assertNotIn("group ad", " ".join(regress.caveats(a, b)))
 
     def test_new_and_gone_figures(self):
         a = synthetic_report(BASE)
