@@ -5,7 +5,7 @@
 #   ./spora run examples/fashion_lenet.sp
 #
 # Images arrive as f32[64,1,28,28] (NCHW); the first convolution pads by 2 so the classic
-# 32x32 geometry holds. Writes fashion_lenet.csv / .svg and fashion_lenet.ckpt.
+# 32x32 geometry holds. Writes runs/fashion_lenet.csv / .svg and runs/fashion_lenet.ckpt.
 # Reaches 90.6 % test accuracy in 10 epochs.
 import std.nn
 import std.optim
@@ -45,6 +45,6 @@ def main() {
         }
         log_epoch(epoch + 1, test_loss=test_loss / 10000.0, test_acc=correct / 10000.0)
     }
-    save_curves("fashion_lenet")
-    save(net, "fashion_lenet.ckpt")
+    save_curves("runs/fashion_lenet")
+    save(net, "runs/fashion_lenet.ckpt")
 }

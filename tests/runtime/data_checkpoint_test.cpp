@@ -228,8 +228,13 @@ TEST(AtomicWrite, FailureLeavesTheOldFileAndNoTemporary) {
   // A successful write replaces it.
   save_checkpoint(mlp(4, 7.0), path);
   expect_equal_values(load_checkpoint(path, mlp(4, 0.0)), mlp(4, 7.0));
-  EXPECT_EQ(error_of([&] { write_file_atomic(dir / "no/such/dir/x", "abc"); }),
-            "cannot write '" + (dir / "no/such/dir/x") + "': directory '" + (dir / "no/such/dir") + "' does not exist");
+  // A missing directory is created with its parents; a file in its way is an error.
+  write_file_atomic(dir / "no/such/dir/x", "abc");
+  EXPECT_EQ(slurp(dir / "no/such/dir/x"), "abc");
+  write_file_atomic(dir / "plain", "f");
+  EXPECT_EQ(error_of([&] { write_file_atomic(dir / "plain/sub/x", "abc"); }),
+            "cannot write '" + (dir / "plain/sub/x") + "': cannot create directory '" +
+                (dir / "plain/sub") + "': Not a directory");
 }
 
 }  // namespace

@@ -307,13 +307,18 @@ class Staged {
   const std::string& dir() const { return dir_; }
 
  private:
+  // The target's directory, created (with its parents) when missing: save(net, "runs/a.ckpt")
+  // works in a fresh folder.
   static std::string dir_of(const std::string& path) {
     namespace fs = std::filesystem;
     const fs::path target(path);
     const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
     std::error_code ec;
-    if (!fs::is_directory(dir, ec))
-      fail("cannot write '" + path + "': directory '" + dir.string() + "' does not exist");
+    if (fs::is_directory(dir, ec)) return dir.string();
+    fs::create_directories(dir, ec);
+    if (ec || !fs::is_directory(dir))
+      fail("cannot write '" + path + "': cannot create directory '" + dir.string() +
+           "': " + (ec ? ec.message() : std::string("a file of that name is in the way")));
     return dir.string();
   }
   static std::string temp_name(const std::string& path, const std::string& dir) {

@@ -3,7 +3,8 @@
 //
 // Errors are lang::UserError naming the path and the OS reason:
 //   cannot open 'x.npy': No such file or directory
-// Atomic write (write_file_atomic): the bytes go to a temporary file in the same directory
+// Atomic write (write_file_atomic): the target's directory is created when missing (with its
+// parents); the bytes go to a temporary file in the same directory
 // (`.<name>.tmp.<pid>.<n>`), which is fsync'ed, renamed over the target and the directory
 // fsync'ed; on any failure the temporary file is removed and the old target is left intact:
 //   cannot write 'x.ckpt': No space left on device (4096 of 10000 bytes written; 'x.ckpt' is
