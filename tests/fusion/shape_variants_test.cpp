@@ -42,9 +42,11 @@ struct FusedF {
 };
 
 struct Case {
+  std::string name;     // the test's name
   std::string program;  // defines f(x: f32[64, 32]): one fusion group
   sem::Shape other;     // the shape it is then called with
 };
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 class ShapeVariants : public ::testing::TestWithParam<Case> {};
 
@@ -83,11 +85,12 @@ INSTANTIATE_TEST_SUITE_P(
     Groups, ShapeVariants,
     ::testing::Values(
         // elementwise, another row count (a batch's shard)
-        Case{"def f(x: f32[64, 32]) = exp(x * 0.5) + tanh(x)\n", {16, 32}},
+        Case{"elementwise", "def f(x: f32[64, 32]) = exp(x * 0.5) + tanh(x)\n", {16, 32}},
         // a row reduction (softmax along the rows), fewer rows
-        Case{"def f(x: f32[64, 32]) = softmax(x * 2.0, axis=1) + 1.0\n", {40, 32}},
+        Case{"row_softmax", "def f(x: f32[64, 32]) = softmax(x * 2.0, axis=1) + 1.0\n", {40, 32}},
         // a broadcast of the row sums, another row count
-        Case{"def f(x: f32[64, 32]) = x - sum(x, axis=1, keepdims=true) * 0.25\n", {8, 32}}));
+        Case{"row_sums", "def f(x: f32[64, 32]) = x - sum(x, axis=1, keepdims=true) * 0.25\n", {8, 32}}),
+    [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
 
 TEST(ShapeVariantsRefused, ShapesTheRulesRejectRunNodeByNode) {
   // A reshape's target shape is an attribute: other input shapes do not retype it, so the
