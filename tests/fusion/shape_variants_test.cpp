@@ -89,7 +89,9 @@ INSTANTIATE_TEST_SUITE_P(
         // a row reduction (softmax along the rows), fewer rows
         Case{"row_softmax", "def f(x: f32[64, 32]) = softmax(x * 2.0, axis=1) + 1.0\n", {40, 32}},
         // a broadcast of the row sums, another row count
-        Case{"row_sums", "def f(x: f32[64, 32]) = x - sum(x, axis=1, keepdims=true) * 0.25\n", {8, 32}}),
+        Case{"row_sums",
+             "def f(x: f32[64, 32]) = x - sum(x, axis=1, keepdims=true) * 0.25\n",
+             {8, 32}}),
     [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
 
 TEST(ShapeVariantsRefused, ShapesTheRulesRejectRunNodeByNode) {
