@@ -160,7 +160,7 @@ else
       sed 's/progress=true/progress=false/' >"$PROG"
     (cd "$OUT" && timeout "$left" "$BIN/spora" run "$PROG" --device cuda --stats) >"$OUT/fashion_mlp.log" 2>&1
     say "fashion_mlp (cuda): exit $? after $(elapsed) s; $(grep -i 'acc' "$OUT/fashion_mlp.log" | tail -2 | tr '\n' ' ')"
-    rm -f "$PROG" "$OUT"/fashion_mlp.ckpt "$OUT"/fashion_mlp.csv "$OUT"/fashion_mlp.svg
+    rm -rf "$PROG" "$OUT"/runs
   fi
 fi
 say "total: $(elapsed) s"
