@@ -24,6 +24,7 @@
 #include "semantics/interpreter.h"
 #include "semantics/iterable.h"
 #include "semantics/registry.h"
+#include "semantics/restore.h"
 
 namespace spora::distributed {
 
@@ -850,14 +851,9 @@ struct SpmdRuntime::Impl {
     for (size_t k = 0; k < in.size(); ++k)
       if (plan->args[k]) in[k] = redistribute(in[k], *plan->args[k], group.params[k]->type);
     forget_unique(in);
-    struct Local {
-      bool& flag;
-      explicit Local(bool& f) : flag(f) { flag = true; }
-      ~Local() { flag = false; }
-    };
     bool ran = false;
     {
-      Local local(in_local_group);
+      const sem::Restore<bool> local(in_local_group, true);
       ran = fused(group, in, result);
     }
     if (!ran) return false;

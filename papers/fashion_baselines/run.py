@@ -13,7 +13,6 @@ import argparse
 import csv
 import json
 import os
-import platform
 import re
 import subprocess
 import sys
@@ -22,6 +21,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.dirname(HERE))
+from study import cpu_model, write_json, write_svg, write_text  # noqa: E402
 
 # (model, published test accuracy, family, source): README.md, "The published figures".
 PUBLISHED = [
@@ -37,14 +38,6 @@ PUBLISHED = [
      "zalandoresearch/fashion-mnist README benchmark table"),
 ]
 EXAMPLES = [("fashion_mlp", "mlp", 5), ("fashion_lenet", "cnn", 10)]  # name, family, own epochs
-
-
-def cpu_model():
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown"
 
 
 def program(name, epochs, own):
@@ -110,9 +103,7 @@ def svg_plot(runs, path):
         y = top + 14 * i
         out.append(f'<line x1="{left + pw + 10}" y1="{y}" x2="{left + pw + 30}" y2="{y}" stroke="{color}" '
                    f'stroke-width="2"{dash}/><text x="{left + pw + 34}" y="{y + 4}" font-size="9">{text}</text>')
-    out.append("</svg>")
-    with open(path, "w") as f:
-        f.write("\n".join(out) + "\n")
+    write_svg(path, out)
 
 
 def main():
@@ -142,13 +133,10 @@ def main():
               f"{cpu} ({os.cpu_count()} cores); wall times: "
               + ", ".join(f"{r['example']} {r['wall_seconds']} s" for r in runs.values()) + ".\n\n")
     table = "\n".join(lines) + "\n"
-    with open(os.path.join(HERE, "results.md"), "w") as f:
-        f.write("<!-- written by papers/fashion_baselines/run.py; do not edit -->\n" + header + table)
-    with open(os.path.join(HERE, "results.json"), "w") as f:
-        json.dump({"cpu": cpu, "cores": os.cpu_count(), "published": [
+    write_text(os.path.join(HERE, "results.md"), "<!-- written by papers/fashion_baselines/run.py; do not edit -->\n" + header + table)
+    write_json(os.path.join(HERE, "results.json"), {"cpu": cpu, "cores": os.cpu_count(), "published": [
             {"model": m, "test_acc": a, "family": fam, "source": s} for m, a, fam, s in PUBLISHED],
-            "runs": runs}, f, indent=1)
-        f.write("\n")
+            "runs": runs})
     svg_plot(runs, os.path.join(HERE, "plot.svg"))
     print(header + table, end="")
 

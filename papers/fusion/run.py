@@ -11,7 +11,6 @@ writes results.json, results.md and plot.svg next to this script. Standard libra
 import argparse
 import json
 import os
-import platform
 import re
 import statistics
 import subprocess
@@ -20,18 +19,12 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.dirname(HERE))
+from study import cpu_model, write_json, write_svg, write_text  # noqa: E402
 IDS = ["W2", "W3", "W4", "W5"]
 NAMES = {"W2": "MLP train step", "W3": "LeNet-5 train step", "W4": "Transformer block fwd+bwd",
          "W5": "elementwise chain, 4M floats"}
 TVM = (1.2, 2.0)  # Chen et al. OSDI'18, section 3 / figure 4 (Titan X): fused vs non-fused
-
-
-def cpu_model():
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown"
 
 
 def bench(build, rounds, env):
@@ -113,9 +106,7 @@ def svg_plot(rows, path):
                                         ("#d35400", "step time, fused / unfused"))):
         out.append(f'<rect x="{left + 260 * i}" y="{h - 22}" width="10" height="10" fill="{color}"/>'
                    f'<text x="{left + 14 + 260 * i}" y="{h - 13}">{label}</text>')
-    out.append("</svg>")
-    with open(path, "w") as f:
-        f.write("\n".join(out) + "\n")
+    write_svg(path, out)
 
 
 def main():
@@ -159,12 +150,9 @@ def main():
               f"2 threads; load average {ctx.get('load_avg', '?')} at the start of bench_workloads); "
               f"`{cmd}`.\n\n")
     table = "\n".join(lines) + "\n"
-    with open(os.path.join(HERE, "results.md"), "w") as f:
-        f.write("<!-- written by papers/fusion/run.py; do not edit -->\n" + header + table)
-    with open(os.path.join(HERE, "results.json"), "w") as f:
-        json.dump({"cpu": cpu, "cores": os.cpu_count(), "command": cmd, "rows": rows, "w5_stats": w5_stats,
-                   "tvm_speedup_range": TVM, "bench_workloads": data}, f, indent=1)
-        f.write("\n")
+    write_text(os.path.join(HERE, "results.md"), "<!-- written by papers/fusion/run.py; do not edit -->\n" + header + table)
+    write_json(os.path.join(HERE, "results.json"), {"cpu": cpu, "cores": os.cpu_count(), "command": cmd, "rows": rows, "w5_stats": w5_stats,
+                   "tvm_speedup_range": TVM, "bench_workloads": data})
     svg_plot(rows, os.path.join(HERE, "plot.svg"))
     print(header + table, end="")
 

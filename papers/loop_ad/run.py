@@ -9,9 +9,7 @@ in a fresh process `rounds` times, parses the stats lines, and writes results.js
 and plot.svg next to this script. Standard library only.
 """
 import argparse
-import json
 import os
-import platform
 import re
 import statistics
 import subprocess
@@ -21,6 +19,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.dirname(HERE))
+from study import cpu_model, write_json, write_svg, write_text  # noqa: E402
 
 PROGRAM = """def f(h0, w) {{
     var h = h0
@@ -47,14 +47,6 @@ EAGER_RE = {
     "run_ms": r"stats: eager; \d+ ops run in ([\d.]+) ms",
     "peak_mb": r"stats: peak tensor memory ([\d.]+) MB",
 }
-
-
-def cpu_model():
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown"
 
 
 def run_once(spora, path, mode):
@@ -109,9 +101,7 @@ def svg_plot(table, trips, path):
                                        ("eager", "eager mode: tape"))):
         out.append(f'<line x1="{60 + 260 * i}" y1="{h - 16}" x2="{80 + 260 * i}" y2="{h - 16}" '
                    f'stroke="{colors[mode]}" stroke-width="2"/><text x="{84 + 260 * i}" y="{h - 12}">{label}</text>')
-    out.append("</svg>")
-    with open(path, "w") as f:
-        f.write("\n".join(out) + "\n")
+    write_svg(path, out)
 
 
 def main():
@@ -166,12 +156,9 @@ def main():
               f"({os.cpu_count()} cores, load average {load[0]:.1f} at the end); medians of {args.rounds} "
               "processes per cell.\n\n")
     table_md = "\n".join(lines) + "\n"
-    with open(os.path.join(HERE, "results.md"), "w") as f:
-        f.write("<!-- written by papers/loop_ad/run.py; do not edit -->\n" + header + table_md)
-    with open(os.path.join(HERE, "results.json"), "w") as f:
-        json.dump({"cpu": cpu, "cores": os.cpu_count(), "load_average_end": load, "program": PROGRAM,
-                   "slopes": fits, "runs": raw}, f, indent=1)
-        f.write("\n")
+    write_text(os.path.join(HERE, "results.md"), "<!-- written by papers/loop_ad/run.py; do not edit -->\n" + header + table_md)
+    write_json(os.path.join(HERE, "results.json"), {"cpu": cpu, "cores": os.cpu_count(), "load_average_end": load, "program": PROGRAM,
+                   "slopes": fits, "runs": raw})
     svg_plot(table, trips, os.path.join(HERE, "plot.svg"))
     print(header + table_md, end="")
 

@@ -66,32 +66,18 @@ Ix Ix::sum(std::vector<Ix> terms) {
   return Ix(std::move(n));
 }
 
-Ix Ix::scale(Ix x, int64_t k) {
+Ix Ix::with_constant(Op op, Ix x, int64_t k) {
   auto n = std::make_shared<Node>();
-  n->op = Op::Scale;
+  n->op = op;
   n->k = k;
-  n->hash = mix(mix(4, static_cast<size_t>(k)), x.hash());
+  n->hash = mix(mix(static_cast<size_t>(op) + 1, static_cast<size_t>(k)), x.hash());
   n->args.push_back(std::move(x));
   return Ix(std::move(n));
 }
 
-Ix Ix::div(Ix x, int64_t k) {
-  auto n = std::make_shared<Node>();
-  n->op = Op::Div;
-  n->k = k;
-  n->hash = mix(mix(5, static_cast<size_t>(k)), x.hash());
-  n->args.push_back(std::move(x));
-  return Ix(std::move(n));
-}
-
-Ix Ix::mod(Ix x, int64_t k) {
-  auto n = std::make_shared<Node>();
-  n->op = Op::Mod;
-  n->k = k;
-  n->hash = mix(mix(6, static_cast<size_t>(k)), x.hash());
-  n->args.push_back(std::move(x));
-  return Ix(std::move(n));
-}
+Ix Ix::scale(Ix x, int64_t k) { return with_constant(Op::Scale, std::move(x), k); }
+Ix Ix::div(Ix x, int64_t k) { return with_constant(Op::Div, std::move(x), k); }
+Ix Ix::mod(Ix x, int64_t k) { return with_constant(Op::Mod, std::move(x), k); }
 
 Ix::Op Ix::op() const { return n_->op; }
 int64_t Ix::k() const { return n_->k; }

@@ -83,6 +83,7 @@ class Ix {
   struct Node;
   std::shared_ptr<const Node> n_;
   explicit Ix(std::shared_ptr<const Node> n) : n_(std::move(n)) {}
+  static Ix with_constant(Op op, Ix x, int64_t k);  // scale, div or mod of x by k
 };
 
 struct IxHash {

@@ -15,6 +15,7 @@
 #include "semantics/eager.h"
 #include "semantics/lower.h"
 #include "semantics/lower/aval.h"
+#include "semantics/restore.h"
 
 namespace spora::sem::lower {
 
@@ -48,23 +49,6 @@ struct Arg {
   std::string keyword;  // "" when positional
   AV value;
   lang::SourceRange range;
-};
-
-// Sets a variable for the rest of a scope and gives it back the value it had when the scope
-// ends, by return or by exception: `const Restore<ir::Graph*> in_branch(graph_, branch);`
-// emits into `branch` until the end of the block. The one-argument form only restores.
-template <class T>
-class Restore {
- public:
-  explicit Restore(T& var) : var_(var), saved_(var) {}
-  Restore(T& var, T value) : var_(var), saved_(var) { var_ = std::move(value); }
-  ~Restore() { var_ = std::move(saved_); }
-  Restore(const Restore&) = delete;
-  Restore& operator=(const Restore&) = delete;
-
- private:
-  T& var_;
-  T saved_;
 };
 
 class Lowerer {

@@ -355,6 +355,24 @@ struct WidenCarried {
   AV joined;
 };
 
+// A loop's carried variables: those of `names` bound before it, with their values materialised
+// and flattened into run-time leaves.
+Carried carried_from(Lowerer& L, const Env& env, const std::vector<std::string>& names,
+                     lang::SourceRange r) {
+  Carried c;
+  std::vector<AV> init;
+  for (const auto& n : names) {
+    if (const Binding* b = env.lookup(n)) {
+      c.vars.push_back(n);
+      init.push_back(b->value);
+    }
+  }
+  c.skeleton = L.materialise_numbers(make_tuple(init), r);
+  L.flatten(c.skeleton, c.leaves, r, false);
+  if (contains_error(c.skeleton)) throw Abort{};
+  return c;
+}
+
 // The body's result: the carried variables' new values (their types must not change; a
 // function may become one of the candidates of the function chosen at run time it started as).
 ir::Node* body_result(Lowerer& L, const Carried& c, Env& benv, lang::SourceRange r) {
@@ -445,20 +463,10 @@ void Lowerer::lower_while(const Stmt& s, Env& env) {
   }
   if (contains_return(s.body.get())) fail(s.range, "return inside a while loop is not supported; use a variable and the loop condition");
   with_widening(*this, env, s.range, [&](std::vector<ir::Graph*>& made) {
-    Carried c;
     std::set<std::string> declared;
     std::vector<std::string> names;
     assigned_names(s.body.get(), names, declared);
-    std::vector<AV> init;
-    for (const auto& n : names) {
-      if (const Binding* b = env.lookup(n)) {
-        c.vars.push_back(n);
-        init.push_back(b->value);
-      }
-    }
-    c.skeleton = materialise_numbers(make_tuple(init), s.range);
-    flatten(c.skeleton, c.leaves, s.range, false);
-    if (contains_error(c.skeleton)) throw Abort{};
+    Carried c = carried_from(*this, env, names, s.range);
 
     ir::Graph* outer = graph_;
     auto make_graph = [&](const std::string& suffix, Env& genv) {
@@ -632,17 +640,7 @@ void Lowerer::lower_for(const Stmt& s, Env& env) {
   const size_t n_parts = over_iter ? std::max<size_t>(1, iterable->type->elems.size()) : 1;
   for (size_t part = 0; part < n_parts; ++part) {
     with_widening(*this, env, s.range, [&](std::vector<ir::Graph*>& made) {
-      Carried c;
-      std::vector<AV> init;
-      for (const auto& n : names) {
-        if (const Binding* b = env.lookup(n)) {
-          c.vars.push_back(n);
-          init.push_back(b->value);
-        }
-      }
-      c.skeleton = materialise_numbers(make_tuple(init), s.range);
-      flatten(c.skeleton, c.leaves, s.range, false);
-      if (contains_error(c.skeleton)) throw Abort{};
+      Carried c = carried_from(*this, env, names, s.range);
 
       ir::Graph* body_g = module_.add_graph(graph_->name + ".body", graph_);
       made.push_back(body_g);
