@@ -2,7 +2,9 @@
 // its types runs node by node on the first call, then with a kernel compiled for those shapes,
 // and computes what the nodes compute.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -24,7 +26,12 @@ struct FusedF {
   const ir::Graph* group = nullptr;
 
   explicit FusedF(const std::string& program, const std::string& main_arg) {
-    path = fs::temp_directory_path() / "spora_shape_variants.sp";
+    // One file per test and process: ctest runs the cases side by side.
+    const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
+    std::string name = std::string(test->test_suite_name()) + "." + test->name();
+    std::replace(name.begin(), name.end(), '/', '_');
+    path = fs::temp_directory_path() /
+           ("spora_shape_variants_" + name + "_" + std::to_string(::getpid()) + ".sp");
     std::ofstream(path) << program << "def main() {\n    print(sum(f(" << main_arg << ")))\n}\n";
     std::string diags;
     module = compile(path.string(), &diags, "f");
