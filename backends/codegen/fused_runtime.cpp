@@ -216,18 +216,22 @@ sem::Value pack_outputs(std::vector<sem::Tensor>& outs) {
   return sem::Value::tuple(std::move(items));
 }
 
-// The anchor's result by its backend kernel, or false when it is not the tensor the plan reads.
-bool run_anchor(const ir::Graph& group, const ir::Node& anchor, const passes::KernelPlan& plan,
-                const std::vector<sem::Value>& args, sem::Tensor& result) {
+// The anchor's result by its backend kernel, or false when it is not a tensor.
+bool run_anchor(const ir::Graph& group, const ir::Node& anchor, const std::vector<sem::Value>& args,
+                sem::Tensor& result) {
   // As the interpreter runs a primitive (a distributed run's hook takes sharded arguments),
-  // then as the host reads it (whole).
+  // then as the host reads it (whole, unless the group runs on this rank's shards).
   sem::Value v = sem::apply_primitive(anchor, anchor_args(group, anchor, args));
   sem::to_host_value(v);
-  const passes::KernelBuffer& want = plan.inputs.back();
-  if (!v.is_tensor() || v.tensor.dtype() != want.dtype || v.tensor.shape() != want.shape)
-    return false;
+  if (!v.is_tensor()) return false;
   result = std::move(v.tensor);
   return true;
+}
+
+// Whether the anchor's result is the tensor the plan reads.
+bool anchor_fits(const passes::KernelPlan& plan, const sem::Tensor& anchor) {
+  const passes::KernelBuffer& want = plan.inputs.back();
+  return anchor.dtype() == want.dtype && anchor.shape() == want.shape;
 }
 
 // The output buffers (their raw pointers appended to `out`). The anchor's result is read at
@@ -255,7 +259,8 @@ std::vector<sem::Tensor> allocate_outputs(const passes::KernelPlan& plan, bool h
 // The GPU path of run() (its arguments checked there): the same anchor handling, device
 // buffers, one launch.
 bool FusedRuntime::run_gpu(const ir::Graph& group, const Entry& e,
-                           const std::vector<sem::Value>& args, sem::Value& result) {
+                           const std::vector<sem::Value>& args, sem::Tensor anchor,
+                           sem::Value& result) {
   const passes::KernelPlan& plan = e.plan;
   const size_t params = group.params.size();
   std::vector<sem::Tensor> held;  // inputs copied to the device live until the launch is queued
@@ -264,12 +269,7 @@ bool FusedRuntime::run_gpu(const ir::Graph& group, const Entry& e,
     held.push_back(gpu_->to_device(args[k].tensor));
     in.push_back(held.back().raw());
   }
-  sem::Tensor anchor;
   if (e.anchor) {
-    if (!run_anchor(group, *e.anchor, plan, args, anchor)) {
-      ++fallbacks_;
-      return false;
-    }
     anchor = gpu_->to_device(anchor);
     in.push_back(anchor.raw());
   }
@@ -354,32 +354,39 @@ bool FusedRuntime::run(const ir::Graph& group, const std::vector<sem::Value>& ar
     }
     same_shapes &= a.tensor.shape() == plan.inputs[k].shape || e.anchor_only[k];
   }
-  if (same_shapes) return run_entry(e, args, result);
-  const Entry* v = gpu_ ? nullptr : variant(group, args);
-  if (!v) {
+  // The kernel for these shapes: the group's own, or a variant compiled for them.
+  const Entry* use = same_shapes ? &e : gpu_ ? nullptr : variant(group, args);
+  if (!use) {
     ++fallbacks_;
     return false;
   }
-  return run_entry(*v, args, result);
-}
-
-bool FusedRuntime::run_entry(const Entry& e, const std::vector<sem::Value>& args,
-                             sem::Value& result) {
-  const ir::Graph& group = *e.graph;
-  const passes::KernelPlan& plan = e.plan;
-  const size_t params = group.params.size();
-  if (gpu_) return run_gpu(group, e, args, result);
-  std::vector<const void*> in;
-  for (size_t k = 0; k < params; ++k) in.push_back(args[k].tensor.raw());
-  // The anchor: its backend kernel on its arguments (parameters or copied scalar constants).
   sem::Tensor anchor;
   if (e.anchor) {
-    if (!run_anchor(group, *e.anchor, plan, args, anchor)) {
+    if (!run_anchor(group, *e.anchor, args, anchor)) {
       ++fallbacks_;
       return false;
     }
-    in.push_back(anchor.raw());
+    // The anchor's result a shard where the kernel reads it whole: its operands were shards
+    // cut along the anchor's rows (a layer's matmul on this rank's rows of the batch), so the
+    // kernel for the shards' shapes runs.
+    if (!anchor_fits(use->plan, anchor) && use == &e && !gpu_) use = variant(group, args);
+    if (!use || !anchor_fits(use->plan, anchor)) {
+      ++fallbacks_;
+      return false;
+    }
   }
+  return run_entry(*use, args, std::move(anchor), result);
+}
+
+bool FusedRuntime::run_entry(const Entry& e, const std::vector<sem::Value>& args,
+                             sem::Tensor anchor, sem::Value& result) {
+  const ir::Graph& group = *e.graph;
+  const passes::KernelPlan& plan = e.plan;
+  const size_t params = group.params.size();
+  if (gpu_) return run_gpu(group, e, args, std::move(anchor), result);
+  std::vector<const void*> in;
+  for (size_t k = 0; k < params; ++k) in.push_back(args[k].tensor.raw());
+  if (e.anchor) in.push_back(anchor.raw());
   std::vector<void*> out;
   std::vector<sem::Tensor> outs = allocate_outputs(
       plan, e.anchor != nullptr, anchor,

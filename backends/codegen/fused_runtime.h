@@ -121,14 +121,16 @@ class FusedRuntime {
   static Entry make_entry(const ir::Graph& g, const passes::GroupSpec& spec,
                           passes::KernelPlan plan);
   const Entry* variant(const ir::Graph& group, const std::vector<sem::Value>& args);
-  bool run_entry(const Entry& e, const std::vector<sem::Value>& args, sem::Value& result);
+  // Runs an entry on `args`; `anchor` is its anchor's result (run() computes it), or empty.
+  bool run_entry(const Entry& e, const std::vector<sem::Value>& args, sem::Tensor anchor,
+                 sem::Value& result);
   std::shared_ptr<KernelLibrary> library_;
   std::shared_ptr<GpuKernels> gpu_;
   bool warn_ = true;
   std::atomic<bool> gpu_failed_{false};  // a launch failed: every group runs node by node
   bool build_gpu(const std::vector<KernelSource>& sources, const FusedOptions& options);
   bool run_gpu(const ir::Graph& group, const Entry& e, const std::vector<sem::Value>& args,
-               sem::Value& result);
+               sem::Tensor anchor, sem::Value& result);
   std::string error_;
   size_t groups_ = 0;
   std::atomic<size_t> launches_{0}, fallbacks_{0};
