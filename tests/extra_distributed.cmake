@@ -224,9 +224,11 @@ if(TARGET spora_cli AND MPI_CXX_FOUND AND SPORA_MPIRUN)
   set(dist ${CMAKE_CURRENT_SOURCE_DIR}/distributed)
   set(strategies ${CMAKE_SOURCE_DIR}/examples/strategies)
   foreach(run "fashion_mlp;dp;2;--strategy;dp" "fashion_mlp;dp;4;--strategy;dp"
+          "fashion_mlp;tp;2;--strategy;${strategies}/tp2.json"
           "fashion_mlp;tp;4;--strategy;${strategies}/tp4.json"
           "fashion_mlp;dp2tp2;4;--strategy;${strategies}/dp2tp2.json"
           "fashion_mlp;zero3;4;--zero;3" "fashion_lenet;dp;2;--strategy;dp"
+          "fashion_lenet;dp;4;--strategy;dp"
           "fashion_mlp;pp2;2;--strategy;${strategies}/fashion_pp2.json")
     list(GET run 0 prog)
     list(GET run 1 name)
