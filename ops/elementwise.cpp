@@ -22,6 +22,8 @@
 #include "ops/ad_util.h"
 #include "ops/families.h"
 #include "ops/kernel_util.h"
+#include "ops/unary_math.h"
+#include "semantics/cost.h"
 #include "semantics/passes/fusion_kind.h"
 
 namespace spora::ops {
@@ -429,6 +431,30 @@ void add_binary(sem::Registry& r, const std::string& name, const std::string& do
 }
 
 }  // namespace
+
+sem::Primitive& add_unary_math(sem::Registry& r, const UnaryMath& row) {
+  if (row.loop.arity != 1) internal_error(row.name + ": a unary primitive's loop_expr has arity 1");
+  const std::function<double(double)> f = row.f;
+  UnaryDeriv deriv;
+  if (row.deriv) deriv = row.deriv;
+  add_unary(
+      r, row.name, row.doc, false, static_cast<bool>(row.deriv),
+      [f](auto x) {
+        using T = decltype(x);
+        if constexpr (kIsFloat<T>) {
+          return static_cast<T>(f(static_cast<double>(x)));
+        } else {
+          internal_error("float-only op applied to an int");
+          return x;
+        }
+      },
+      deriv);
+  sem::Primitive& p = *r.find_mutable(row.name);
+  p.facets[kir::kLoopExprFacet] = row.loop;
+  sem::set_cost(r, row.name, sem::elementwise_cost(row.flops));
+  set_elementwise_sharding(r, row.name);
+  return p;
+}
 
 void register_elementwise(sem::Registry& r) {
   register_unary(r);

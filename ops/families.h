@@ -1,6 +1,8 @@
 // The per-family registration functions register_all() calls (one per ops/*.cpp).
 #pragma once
 
+#include <string>
+
 #include "semantics/registry.h"
 
 namespace spora::ops {
@@ -21,5 +23,7 @@ void register_annotation(sem::Registry& r);  // shard_hint, stage_boundary (all 
 void register_costs(sem::Registry& r);
 // The "sharding" facet of every row (ops/sharding.cpp, parallel/sharding/sharding.h).
 void register_sharding(sem::Registry& r);
+// The sharding rule of an elementwise row (every dimension keeps its layout) on the row `name`.
+void set_elementwise_sharding(sem::Registry& r, const std::string& name);
 
 }  // namespace spora::ops

@@ -672,6 +672,10 @@ void internal_rules(sem::Registry& r) {
 
 }  // namespace
 
+void set_elementwise_sharding(sem::Registry& r, const std::string& name) {
+  set_sharding(r, name, elementwise_rule());
+}
+
 void register_sharding(sem::Registry& r) {
   elementwise_rules(r);
   compare_rules(r);

@@ -177,4 +177,19 @@ std::string c_stmt(const Stmt& s) {
   return "";
 }
 
+std::string c_loop_expr_defs(const kir::Kernel& k) {
+  std::string out;
+  for (const std::string& name : kir::loop_expr_calls(k)) {
+    const kir::LoopExpr& e = *kir::loop_expr(name);
+    const std::string params = e.arity == 1 ? "{0} a" : "{0} a, {0} b";
+    out +=
+        fmt::format("#ifndef SP_LOOP_EXPR_{0}\n#define SP_LOOP_EXPR_{0} 1\nnamespace {{\n", name);
+    for (const auto& [type, text] : {std::pair{"float", &e.f32}, std::pair{"double", &e.f64}})
+      out += fmt::format("SP_FN {} sp_{}({}) {{ return {}; }}\n", type, name,
+                         fmt::format(fmt::runtime(params), type), *text);
+    out += "}  // namespace\n#endif\n";
+  }
+  return out;
+}
+
 }  // namespace spora::codegen

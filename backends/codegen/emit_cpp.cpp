@@ -596,9 +596,10 @@ KernelSource emit_cpp(const Kernel& plan) {
   lines(body, k.epilogue, I1);
   body += I1 + "return err != 0;\n";
 
+  const std::string defs = c_loop_expr_defs(k);
   KernelSource src;
-  src.name = "spora_k" + hash_hex(body).substr(0, 16);
-  src.text = "// " + source_comment(k.describe) + "\n" + "extern \"C\" int " + src.name +
+  src.name = "spora_k" + hash_hex(defs + body).substr(0, 16);
+  src.text = defs + "// " + source_comment(k.describe) + "\n" + "extern \"C\" int " + src.name +
              "(const void* const* in_, void* const* out_, int sp_threads) {\n" + body + "}\n";
   return src;
 }

@@ -287,9 +287,10 @@ KernelSource emit_cuda(const Kernel& plan) {
                           I1, comb(t.op), k, c_acc_name(t));
   }
 
+  const std::string defs = c_loop_expr_defs(plan);
   KernelSource k;
-  k.name = "spora_g" + hash_hex(params + body).substr(0, 16);
-  k.text = "// " + source_comment(plan.describe) + "\n";
+  k.name = "spora_g" + hash_hex(defs + params + body).substr(0, 16);
+  k.text = defs + "// " + source_comment(plan.describe) + "\n";
   k.text += "extern \"C\" __global__ void " + k.name + "(" + params + ") {\n" + body + "}\n";
   if (!plan.totals.empty() || !plan.epilogue.empty()) {
     std::string init, fin;

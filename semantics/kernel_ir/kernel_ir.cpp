@@ -9,8 +9,11 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <set>
 #include <stdexcept>
+
+#include "semantics/registry.h"
 
 namespace spora::kir {
 
@@ -182,10 +185,48 @@ const ElementwiseFn kFns[] = {
 const ElementwiseFn* find_fn(const std::string& name, int arity, bool real) {
   for (const ElementwiseFn& f : kFns)
     if (f.arity == arity && f.real == real && name == f.name) return &f;
-  return nullptr;
+  if (!real) return nullptr;
+  const LoopExpr* e = loop_expr(name);
+  if (!e || e->arity != arity) return nullptr;
+  // One entry per facet primitive, its name held by the registry's row (rows are never
+  // removed, and a map's nodes stay put).
+  static std::mutex mutex;
+  static std::map<std::string, ElementwiseFn> rows;
+  std::lock_guard lock(mutex);
+  auto it = rows.find(name);
+  if (it == rows.end()) it = rows.emplace(name, ElementwiseFn{nullptr, arity, true}).first;
+  it->second.name = it->first.c_str();
+  return &it->second;
 }
 
 }  // namespace
+
+const LoopExpr* loop_expr(const std::string& name) {
+  for (const ElementwiseFn& f : kFns)
+    if (name == f.name) return nullptr;
+  const sem::Primitive* p = sem::Registry::instance().find(name);
+  return p ? p->facet<LoopExpr>(kLoopExprFacet) : nullptr;
+}
+
+std::vector<std::string> loop_expr_calls(const Kernel& k) {
+  std::set<std::string> out;
+  auto scan = [&](const std::vector<Stmt>& stmts) {
+    for (const Stmt& s : stmts)
+      if (s.kind == Stmt::Kind::Define &&
+          (s.expr.op == Expr::Op::Unary || s.expr.op == Expr::Op::Binary) && loop_expr(s.expr.fn))
+        out.insert(s.expr.fn);
+  };
+  scan(k.row_setup);
+  scan(k.inner_setup);
+  scan(k.epilogue);
+  for (const Pass& p : k.passes) {
+    scan(p.pre);
+    scan(p.body);
+    scan(p.post);
+    scan(p.loop.interleaved);
+  }
+  return {out.begin(), out.end()};
+}
 
 const ElementwiseFn* unary_fn(const std::string& name) { return find_fn(name, 1, true); }
 const ElementwiseFn* binary_fn(const std::string& name) { return find_fn(name, 2, true); }

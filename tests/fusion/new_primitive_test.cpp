@@ -1,0 +1,175 @@
+// A primitive added in one block (ops/unary_math.h), here by the test alone: softsign_t(x) =
+// x / (1 + |x|). With no other edit the language calls it, reverse and forward AD differentiate
+// it (against central finite differences), fusion puts it in a group whose generated CPU code
+// defines it from its loop_expr facet (against the reference interpreter), and the cost model
+// and the partitioner price and shard it.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "backends/codegen/codegen.h"
+#include "ops/unary_math.h"
+#include "parallel/sharding/sharding.h"
+#include "semantics/cost.h"
+#include "semantics/passes/fusion.h"
+#include "semantics/passes/fusion_plan.h"
+#include "tests/fusion/fusion_testing.h"
+
+namespace spora {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace fusion_testing;
+
+sem::Tensor f64_vector(const std::vector<double>& v) {
+  sem::Tensor t = sem::Tensor::empty(DType::f64, {static_cast<int64_t>(v.size())});
+  std::copy(v.begin(), v.end(), t.data<double>());
+  return t;
+}
+
+constexpr const char* kName = "softsign_t";
+
+// The row, added once per process after the built-in ones.
+const sem::Primitive& softsign() {
+  static const sem::Primitive& p = []() -> const sem::Primitive& {
+    setup();
+    return ops::add_unary_math(sem::Registry::instance(),
+                               {.name = kName,
+                                .doc = "x / (1 + |x|) (a test's primitive)",
+                                .f = [](double x) { return x / (1 + std::fabs(x)); },
+                                // g / (1 + |x|)^2 = g * (1 - |y|)^2
+                                .deriv =
+                                    [](autodiff::Emitter& e, ir::Node*, ir::Node* y, ir::Node* g) {
+                                      ir::Node* d = e.sub(e.scalar_like(1.0, y), e.op("abs", {y}));
+                                      return e.mul(g, e.mul(d, d));
+                                    },
+                                .loop = {1, "a / (1.0f + fabsf(a))", "a / (1.0 + fabs(a))"},
+                                .flops = 3});
+  }();
+  return p;
+}
+
+// `program` written to a file of its own (ctest runs the cases side by side).
+struct ProgramFile {
+  fs::path path;
+  ProgramFile(const std::string& program, const std::string& main) {
+    const ::testing::TestInfo* t = ::testing::UnitTest::GetInstance()->current_test_info();
+    path = fs::temp_directory_path() / (std::string("spora_new_primitive_") + t->name() + "_" +
+                                        std::to_string(::getpid()) + ".sp");
+    std::ofstream(path) << program << "def main() {\n" << main << "}\n";
+  }
+  ~ProgramFile() { fs::remove(path); }
+};
+
+TEST(NewPrimitive, TheBlockGivesEveryFacet) {
+  const sem::Primitive& p = softsign();
+  for (const char* facet :
+       {"vjp", "jvp", "fusion", kir::kLoopExprFacet, sem::kCostFacet, parallel::kShardingFacet})
+    EXPECT_TRUE(p.facets.count(facet)) << facet;
+  EXPECT_NE(kir::unary_fn(kName), nullptr);
+  EXPECT_EQ(kir::binary_fn(kName), nullptr);
+}
+
+// d/dx sum(softsign(x) * x) by grad (reverse) and jacfwd (forward), against central
+// differences of the same function in f64.
+TEST(NewPrimitive, DerivativesMatchFiniteDifferences) {
+  softsign();
+  ProgramFile file(std::string("def g(x: f64[6]) = sum(") + kName +
+                       "(x) * x)\n"
+                       "def dg(x: f64[6]) = grad(g)(x)\n"
+                       "def fg(x: f64[6]) = jacfwd(g)(x)\n",
+                   "    let x = cast(ones([6]), f64)\n    print(g(x), dg(x), fg(x))\n");
+  std::string diags;
+  auto g = compile(file.path.string(), &diags, "g");
+  ASSERT_TRUE(g) << diags;
+  const std::vector<double> x0{-2.5, -0.7, -0.1, 0.2, 1.3, 3.0};
+  const sem::Tensor x = f64_vector(x0);
+  std::vector<double> fd(6);
+  const double h = 1e-6;
+  for (size_t i = 0; i < 6; ++i) {
+    std::vector<double> up = x0, down = x0;
+    up[i] += h, down[i] -= h;
+    const ProgramRun a = call(*g, g->entry, {sem::Value(f64_vector(up))});
+    const ProgramRun b = call(*g, g->entry, {sem::Value(f64_vector(down))});
+    ASSERT_EQ(a.error + b.error, "");
+    fd[i] = (a.result.tensor.item() - b.result.tensor.item()) / (2 * h);
+  }
+  for (const char* entry : {"dg", "fg"}) {
+    auto m = compile(file.path.string(), &diags, entry);
+    ASSERT_TRUE(m) << diags;
+    const ProgramRun run = call(*m, m->entry, {sem::Value(x)});
+    ASSERT_EQ(run.error, "") << entry;
+    ASSERT_TRUE(run.result.is_tensor()) << entry;
+    ASSERT_EQ(run.result.tensor.numel(), 6) << entry;
+    for (int64_t i = 0; i < 6; ++i)
+      EXPECT_NEAR(run.result.tensor.data<double>()[i], fd[static_cast<size_t>(i)], 1e-7)
+          << entry << " element " << i;
+  }
+}
+
+// In a fusion group with built-in primitives: the group's generated C++ defines sp_softsign_t
+// from the facet, compiles, and computes what the nodes compute.
+TEST(NewPrimitive, FusesIntoGeneratedCpuCode) {
+  softsign();
+  ProgramFile file(std::string("def f(x: f32[64, 32]) = tanh(") + kName + "(x) * 2.0 + 1.0)\n",
+                   "    print(sum(f(ones([64, 32]))))\n");
+  std::string diags;
+  auto m = compile(file.path.string(), &diags, "f");
+  ASSERT_TRUE(m) << diags;
+  passes::fuse_operators(*m);
+  const ir::Graph* group = nullptr;
+  for (const auto& g : m->graphs())
+    if (passes::is_fused_graph(*g)) group = g.get();
+  ASSERT_NE(group, nullptr) << "no fusion group";
+  std::string why;
+  auto plan = passes::plan_group(passes::group_of(*group), &why);
+  ASSERT_TRUE(plan) << why;
+  const std::string text = codegen::emit_cpp(*plan).text;
+  EXPECT_NE(text.find("sp_softsign_t(float a) { return a / (1.0f + fabsf(a)); }"),
+            std::string::npos)
+      << text;
+  codegen::FusedRuntime rt(*m, test_fused_options());
+  ASSERT_EQ(rt.kernels(), 1u) << rt.error();
+  size_t checked = 0;
+  EXPECT_EQ(check_groups(*m, rt, &checked), "");
+  EXPECT_EQ(checked, 1u);
+
+  auto reference = compile(file.path.string(), nullptr, "f");
+  ASSERT_TRUE(reference);
+  const std::vector<sem::Value> args{random_value(sem::Type::tensor(DType::f32, {64, 32}), 5)};
+  const ProgramRun want = call(*reference, reference->entry, args);
+  ASSERT_EQ(want.error, "");
+  sem::Value got;
+  ASSERT_TRUE(rt.run(*group, args, got));
+  EXPECT_EQ(compare(got, want.result), "");
+}
+
+// The cost model prices it (3 flops an element, its input and output bytes) and the
+// partitioner keeps a split dimension split.
+TEST(NewPrimitive, HasACostAndAShardingRule) {
+  const sem::Primitive& p = softsign();
+  const sem::TypeP t = sem::Type::tensor(DType::f32, {64, 32});
+  const sem::OpCost c = (*p.facet<sem::CostRule>(sem::kCostFacet))({t}, t, {});
+  EXPECT_EQ(c.flops, 3.0 * 64 * 32);
+  EXPECT_EQ(c.bytes, 2.0 * 64 * 32 * 4);
+  const parallel::ShardingRule* rule = parallel::sharding_rule(p);
+  ASSERT_NE(rule, nullptr);
+  parallel::Mesh mesh;
+  mesh.shape = {2, 2};
+  for (int dim = 0; dim < 2; ++dim) {
+    const parallel::Layout split = parallel::Layout::split(2, dim, 1);
+    const std::optional<parallel::Layout> out = rule->forward({split}, {t}, t, {}, mesh);
+    ASSERT_TRUE(out) << "dim " << dim;
+    EXPECT_EQ(*out, split) << "dim " << dim;
+  }
+  // Every strategy offered runs without communication: the output as the input.
+  const std::vector<parallel::OpStrategy> all = rule->enumerate({t}, t, {}, mesh);
+  EXPECT_GT(all.size(), 1u);
+  for (const parallel::OpStrategy& s : all) EXPECT_EQ(s.inputs.at(0), s.output) << s.name;
+}
+
+}  // namespace
+}  // namespace spora
