@@ -228,24 +228,8 @@ struct Outcome {
   std::string layouts;
 };
 
-// One search on one mesh with fixed stages and micro-batches. Prints to `out` (nullptr: nothing
-// printed and no file written; the best candidate goes to `outcome`).
-int run_config(const Options& o, std::FILE* out, Outcome* outcome) {
-  std::FILE* const devnull = out ? nullptr : std::fopen("/dev/null", "w");
-  struct Close {
-    std::FILE* f;
-    ~Close() {
-      if (f) std::fclose(f);
-    }
-  } close_devnull{devnull};
-  if (!out) out = devnull;
-  if (!out) throw UsageError("cannot open /dev/null");
-  if (o.cluster.empty())
-    throw UsageError("--cluster is required (e.g. examples/clusters/dgx-a100.yaml)");
-  if (o.mesh.empty()) throw UsageError("--mesh is required (e.g. 2x4)");
-  if (o.top < 1) throw UsageError(fmt::format("--top must be at least 1, got {}", o.top));
-  const sim::ClusterSpec cluster = sim::load_cluster_spec(o.cluster);
-  const parallel::Mesh mesh = parallel::Mesh::parse(o.mesh);
+// The options of one search that contradict each other or the cluster: a usage error.
+void check_config(const Options& o, const sim::ClusterSpec& cluster, const parallel::Mesh& mesh) {
   if (mesh.size() > cluster.device_count())
     throw UsageError(fmt::format("--mesh {} needs {} devices but {} has {}", o.mesh, mesh.size(),
                                  cluster.name, cluster.device_count()));
@@ -262,49 +246,23 @@ int run_config(const Options& o, std::FILE* out, Outcome* outcome) {
         "--explain does not apply to --algo rec: its single strategy has no term-by-term "
         "analytic cost (use --algo dp or exhaustive)");
 
-  parallel::StepOptions so;
-  so.entry = o.entry;
-  so.optimizer = o.optimizer;
   if (o.batch < 0) throw UsageError(fmt::format("--batch must be positive, got {}", o.batch));
-  if (o.batch > 0) so.batch = o.batch;  // the global batch: the search decides how to split it
   if (o.stages < 1 || o.micro_batches < 1)
     throw UsageError(fmt::format("--stages and --micro-batches must be at least 1, got {} and {}",
                                  o.stages, o.micro_batches));
-  const bool pipelined = o.stages > 1;
-  if (pipelined && o.algo == "rec")
+  if (o.stages > 1 && o.algo == "rec")
     throw UsageError(
         "--stages: use --algo dp, propagate or exhaustive (rec writes no layouts file)");
-  if (pipelined && mesh.size() * o.stages > cluster.device_count())
+  if (o.stages > 1 && mesh.size() * o.stages > cluster.device_count())
     throw UsageError(fmt::format("--stages {} x --mesh {} needs {} devices but {} has {}", o.stages,
                                  o.mesh, mesh.size() * o.stages, cluster.name,
                                  cluster.device_count()));
-  long global_batch = o.batch;
-  if (pipelined) {
-    // The stages run micro-batches: the operator strategy inside a stage is searched on the
-    // step of one micro-batch.
-    if (global_batch == 0) global_batch = sim::build_step_program(o.file, so).batch;
-    if (global_batch % o.micro_batches != 0)
-      throw UsageError(fmt::format("the batch of {} does not split into --micro-batches {}",
-                                   global_batch, o.micro_batches));
-    so.batch = global_batch / o.micro_batches;
-  }
-  const sim::StepProgram program = sim::build_step_program(o.file, so);
-  std::vector<std::string> names;
-  int states = 0;
-  for (const sim::StepParam& p : program.params) {
-    names.push_back(p.name);
-    states = p.state_tensors;
-  }
-  if (o.algo == "rec" && o.evaluate.empty()) return run_rec(o, cluster, mesh, program, names);
-  const ps::StepCostGraph g = ps::build_step_cost_graph(
-      *program.step, names, static_cast<int>(program.params.size()), states, mesh,
-      o.algo == "propagate" ? ps::propagation_device(search_device_model(cluster, mesh))
-                            : search_device_model(cluster, mesh, o.optimizer));
-  if (!o.evaluate.empty()) {
-    if (pipelined) throw UsageError("--evaluate prices one stage's step: leave out --stages");
-    return run_evaluate(o, cluster, program, g);
-  }
+}
 
+// The search's options: --top, the budgets, the memory limit, and the layouts --fix and the
+// program's own annotations pin.
+ps::SearchOptions search_options(const Options& o, const sim::ClusterSpec& cluster,
+                                 const parallel::Mesh& mesh, const ps::StepCostGraph& g) {
   ps::SearchOptions so2;
   so2.top_k = o.top;
   so2.dp_branch_budget = o.dp_budget;
@@ -340,6 +298,97 @@ int run_config(const Options& o, std::FILE* out, Outcome* outcome) {
   // so every algorithm respects them; propagation starts from them.
   if (o.algo == "propagate")
     for (const auto& [node, candidate] : ps::annotation_pins(g)) so2.fixed.emplace(node, candidate);
+  return so2;
+}
+
+// The second oracle: each candidate partitioned and its per-rank program simulated on the
+// cluster (sim/spmd_step.h), unless --no-simulate.
+// A pipelined candidate's memory is the pipeline simulator's (a stage holds its share of the
+// parameters and the activations of its micro-batches in flight), not the analytic graph's
+// (the whole model on one stage's mesh).
+struct Simulated {
+  double step = 0, memory = -1;
+};
+std::optional<Simulated> simulate_candidate(const Options& o, const sim::ClusterSpec& cluster,
+                                            const sim::StepProgram& program,
+                                            const ps::StepCostGraph& g, const ps::Assignment& a,
+                                            long global_batch) {
+  if (o.no_simulate) return std::nullopt;
+  try {
+    if (o.stages > 1) {
+      parallel::StepOptions po;
+      po.entry = o.entry;
+      po.batch = global_batch;
+      const sim::PipelineSimResult pr = sim::simulate_pipeline(
+          cluster, sim::pipeline_program(parallel::pipeline::setup_pipeline(
+                                             o.file, po, with_pipeline(ps::strategy_json(g, a), o),
+                                             "candidate", sim::node_cost),
+                                         cluster, "", o.optimizer));
+      return Simulated{pr.step_seconds, pr.peak_memory};
+    }
+    const parallel::Strategy s =
+        parallel::parse_strategy(ps::strategy_json(g, a), *program.step, "candidate");
+    return Simulated{
+        sim::simulate_spmd_step(cluster, sim::spmd_program(program, s, o.optimizer)).step_seconds};
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "spora search: the simulator could not run a candidate: %s\n", e.what());
+    return std::nullopt;
+  }
+}
+
+// One search on one mesh with fixed stages and micro-batches. Prints to `out` (nullptr: nothing
+// printed and no file written; the best candidate goes to `outcome`).
+int run_config(const Options& o, std::FILE* out, Outcome* outcome) {
+  std::FILE* const devnull = out ? nullptr : std::fopen("/dev/null", "w");
+  struct Close {
+    std::FILE* f;
+    ~Close() {
+      if (f) std::fclose(f);
+    }
+  } close_devnull{devnull};
+  if (!out) out = devnull;
+  if (!out) throw UsageError("cannot open /dev/null");
+  if (o.cluster.empty())
+    throw UsageError("--cluster is required (e.g. examples/clusters/dgx-a100.yaml)");
+  if (o.mesh.empty()) throw UsageError("--mesh is required (e.g. 2x4)");
+  if (o.top < 1) throw UsageError(fmt::format("--top must be at least 1, got {}", o.top));
+  const sim::ClusterSpec cluster = sim::load_cluster_spec(o.cluster);
+  const parallel::Mesh mesh = parallel::Mesh::parse(o.mesh);
+  check_config(o, cluster, mesh);
+
+  parallel::StepOptions so;
+  so.entry = o.entry;
+  so.optimizer = o.optimizer;
+  if (o.batch > 0) so.batch = o.batch;  // the global batch: the search decides how to split it
+  const bool pipelined = o.stages > 1;
+  long global_batch = o.batch;
+  if (pipelined) {
+    // The stages run micro-batches: the operator strategy inside a stage is searched on the
+    // step of one micro-batch.
+    if (global_batch == 0) global_batch = sim::build_step_program(o.file, so).batch;
+    if (global_batch % o.micro_batches != 0)
+      throw UsageError(fmt::format("the batch of {} does not split into --micro-batches {}",
+                                   global_batch, o.micro_batches));
+    so.batch = global_batch / o.micro_batches;
+  }
+  const sim::StepProgram program = sim::build_step_program(o.file, so);
+  std::vector<std::string> names;
+  int states = 0;
+  for (const sim::StepParam& p : program.params) {
+    names.push_back(p.name);
+    states = p.state_tensors;
+  }
+  if (o.algo == "rec" && o.evaluate.empty()) return run_rec(o, cluster, mesh, program, names);
+  const ps::StepCostGraph g = ps::build_step_cost_graph(
+      *program.step, names, static_cast<int>(program.params.size()), states, mesh,
+      o.algo == "propagate" ? ps::propagation_device(search_device_model(cluster, mesh))
+                            : search_device_model(cluster, mesh, o.optimizer));
+  if (!o.evaluate.empty()) {
+    if (pipelined) throw UsageError("--evaluate prices one stage's step: leave out --stages");
+    return run_evaluate(o, cluster, program, g);
+  }
+
+  const ps::SearchOptions so2 = search_options(o, cluster, mesh, g);
   ps::SearchResult r = o.algo == "dp"          ? ps::search_dp(g.graph, so2)
                        : o.algo == "propagate" ? ps::search_propagate(g.graph, so2)
                                                : ps::search_exhaustive(g.graph, so2);
@@ -363,41 +412,10 @@ int run_config(const Options& o, std::FILE* out, Outcome* outcome) {
         o.micro_batches, static_cast<long long>(program.batch), o.schedule.c_str());
   std::fprintf(out, "%-4s %-16s %-16s %-14s %-5s %s\n", "rank", "step (analytic)",
                "step (simulated)", "memory/device", "fits", "parameter layouts");
-  // The second oracle: each candidate partitioned and its per-rank program simulated on the
-  // cluster (sim/spmd_step.h), unless --no-simulate.
-  // A pipelined candidate's memory is the pipeline simulator's (a stage holds its share of the
-  // parameters and the activations of its micro-batches in flight), not the analytic graph's
-  // (the whole model on one stage's mesh).
-  struct Simulated {
-    double step = 0, memory = -1;
-  };
-  auto simulate = [&](const ps::Assignment& a) -> std::optional<Simulated> {
-    if (o.no_simulate) return std::nullopt;
-    try {
-      if (pipelined) {
-        parallel::StepOptions po;
-        po.entry = o.entry;
-        po.batch = global_batch;
-        const sim::PipelineSimResult pr = sim::simulate_pipeline(
-            cluster,
-            sim::pipeline_program(parallel::pipeline::setup_pipeline(
-                                      o.file, po, with_pipeline(ps::strategy_json(g, a), o),
-                                      "candidate", sim::node_cost),
-                                  cluster, "", o.optimizer));
-        return Simulated{pr.step_seconds, pr.peak_memory};
-      }
-      const parallel::Strategy s =
-          parallel::parse_strategy(ps::strategy_json(g, a), *program.step, "candidate");
-      return Simulated{sim::simulate_spmd_step(cluster, sim::spmd_program(program, s, o.optimizer))
-                           .step_seconds};
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "spora search: the simulator could not run a candidate: %s\n", e.what());
-      return std::nullopt;
-    }
-  };
   for (size_t i = 0; i < r.top.size(); ++i) {
     const ps::Assignment& a = r.top[i];
-    const std::optional<Simulated> simulated = simulate(a);
+    const std::optional<Simulated> simulated =
+        simulate_candidate(o, cluster, program, g, a, global_batch);
     std::string layouts;
     for (const std::string& l : ps::parameter_layouts(g, a))
       layouts += (layouts.empty() ? "" : ", ") + l;

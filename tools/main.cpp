@@ -320,6 +320,212 @@ int cmd_ir(const std::string& path, const std::string& stage, bool dot, const st
 
 }  // namespace spora::tools
 
+namespace {
+
+// `spora run`: the program's main() in graph or eager mode, on one device or on N ranks.
+struct RunCommand {
+  CLI::App* app = nullptr;
+  spora::tools::RunOptions opts;
+  std::string path;
+  bool no_fuse = false, no_opt = false;
+  std::string device = "cpu";
+  spora::tools::DistributedArgs dist;  // backends/distributed, tools/cmd_run_distributed.cpp
+  double collective_timeout = -1;
+};
+
+void add_run_command(CLI::App& app, RunCommand& c) {
+  using namespace spora;
+  c.app = app.add_subcommand(
+      "run", "Compile a .sp program (or a hand-written .ir file) and run its main()");
+  c.app->add_option("file", c.path, "the program (.sp) or IR module (.ir)")->required();
+  c.app
+      ->add_option("--mode", c.opts.mode,
+                   "execution mode: graph (compile the whole program) or eager (op by op)")
+      ->capture_default_str();
+  c.app->add_option("--profile", c.opts.profile,
+                    "graph mode: write a timeline of the run (Chrome trace JSON: every primitive, "
+                    "fused group and call "
+                    "with its type and source line) to FILE and print the costliest primitives to "
+                    "stderr; with --ranks N: "
+                    "every rank writes its own (FILE.rank<k> beyond rank 0)");
+  c.app->add_flag("--stats", c.opts.stats,
+                  "print to stderr: graph size, run time, the planned and the measured peak tensor "
+                  "memory, the allocator's reserved bytes and cache hits (eager mode: ops run, "
+                  "entry graph size, peak memory)");
+  c.app->add_flag(
+      "--no-fuse", c.no_fuse,
+      "graph mode: run every node on its own (no operator fusion, no generated kernels)");
+  c.app
+      ->add_option("--device", c.device,
+                   "where tensors live and kernels run: cpu, or cuda (an NVIDIA GPU: CUDA kernels "
+                   "and cuBLAS; rows without a CUDA kernel run on the CPU with a one-time warning; "
+                   "fused groups run as NVRTC-compiled CUDA; repeated calls of a function replay a "
+                   "CUDA graph unless SPORA_CUDA_GRAPHS=0)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  c.app
+      ->add_option("--amp", c.opts.amp,
+                   "automatic mixed precision of the network (models with parameters): O0 off, O1 "
+                   "autocast (matmul/conv in the low dtype, softmax/norms/losses/sums in f32), O2 "
+                   "all but norms and the loss in the low dtype, O3 all; overrides set_amp(...)")
+      ->check(CLI::IsMember({"O0", "O1", "O2", "O3"}));
+  c.app
+      ->add_option("--amp-dtype", c.opts.amp_dtype,
+                   "the low dtype of --amp: bf16 (no loss scaling needed) or f16 (use std.amp's "
+                   "loss scaler)")
+      ->check(CLI::IsMember({"bf16", "f16"}))
+      ->capture_default_str();
+  c.app->add_flag("--no-optimize", c.no_opt,
+                  "run the IR as lowered, without the simplification passes");
+  c.app->add_option(
+      "--ranks", c.dist.ranks,
+      "run main() on N MPI ranks (runs itself under mpirun), sharded by --strategy or "
+      "--mesh (default: data parallelism over all ranks); every rank runs the same "
+      "program on its shards, rank 0 prints");
+  c.app->add_option("--strategy", c.dist.strategy,
+                    "with --ranks: dp (every batch cut over all ranks) or a strategy file (JSON, "
+                    "parallel/partition/README.md: a mesh and parameter layouts by name)");
+  c.app->add_option("--mesh", c.dist.mesh,
+                    "with --ranks: the device mesh (2x2, or named: dp=2,tp=2); the program's shard "
+                    "annotations place values, an axis named dp cuts the batches");
+  c.app->add_flag("--tag-ranks", c.dist.tag_ranks,
+                  "with --ranks: every rank prints, each line prefixed with its rank");
+  c.app->add_flag("--verbose", c.opts.verbose,
+                  "with --device cuda: say which functions are captured as CUDA graphs and why "
+                  "others are not");
+  c.app->add_flag("--auto", c.dist.auto_search,
+                  "with --ranks and --cluster: search a strategy for the program's training step "
+                  "(spora search --algo dp over --mesh, default all ranks in one axis), print it, "
+                  "then run main() with it");
+  c.app->add_option("--cluster", c.dist.cluster,
+                    "with --auto: the cluster spec (YAML) the search prices");
+  c.app->add_option("--search-batch", c.dist.search_batch,
+                    "with --auto: the training step's global batch (default: the program's `let "
+                    "batch`)");
+  c.app->add_option("--recompute", c.dist.recompute,
+                    "with --ranks: recompute layers' forward in the backward pass: all, or layers "
+                    "by name (net.l1,net.l2)");
+  c.app->add_option(
+      "--zero", c.dist.zero,
+      "with --ranks: ZeRO over the data-parallel axis: 1 shards the optimizer state, 2 "
+      "also the gradients, 3 also the parameters (gathered before each use)");
+  c.app->add_option("--hostfile", c.dist.hostfile,
+                    "with --ranks: an Open MPI hostfile (ranks on several hosts)");
+  c.app
+      ->add_option(
+          "--collective-timeout", c.collective_timeout,
+          "with --ranks: a rank that waits SECONDS in a collective stops the run, naming the "
+          "ranks that did not arrive (sets SPORA_COLLECTIVE_TIMEOUT; default: wait forever)")
+      ->check([](const std::string& v) {
+        char* end = nullptr;
+        const double t = std::strtod(v.c_str(), &end);
+        return *end || !(t >= 0)
+                   ? "must be a number of seconds >= 0 (0: no timeout), not '" + v + "'"
+                   : std::string();
+      });
+}
+
+int run_command(RunCommand& c, const std::vector<std::string>& args) {
+  using namespace spora;
+  c.opts.optimize = !c.no_opt;
+  c.opts.fuse = !c.no_fuse;
+  // The command line's --ranks / --strategy / --mesh / --auto win over the program's own
+  // set_parallel(...); --zero and --recompute given with it win over its zero= / recompute=.
+  if (c.dist.ranks == 0 && c.dist.strategy.empty() && c.dist.mesh.empty() && !c.dist.auto_search) {
+    tools::DistributedArgs from_program = c.dist;
+    if (tools::apply_set_parallel(c.path, from_program)) {
+      if (c.dist.zero >= 0) from_program.zero = c.dist.zero;
+      if (!c.dist.recompute.empty()) from_program.recompute = c.dist.recompute;
+      c.dist = from_program;
+    }
+  }
+  c.opts.device = c.device;
+  if (c.dist.ranks > 0 || !c.dist.strategy.empty() || !c.dist.mesh.empty() || c.dist.auto_search)
+    return tools::cmd_run_distributed(c.path, c.opts, c.dist, args);
+  return tools::cmd_run(c.path, c.opts);
+}
+
+// `spora train-step`: the training-step harness (backends/distributed/train_step.h): the step
+// of the program's loss, partitioned, on seeded data with a built-in optimizer. A pipeline's
+// "split": "auto" balances its stages by the simulator's cost rows.
+struct TrainStepCommand {
+  CLI::App* app = nullptr;
+  spora::distributed::TrainStepOptions spmd;
+  std::string path, strategy, mesh;
+  int ranks = 0;
+  int64_t batch = 0;
+};
+
+void add_train_step_command(CLI::App& app, TrainStepCommand& c) {
+  using namespace spora;
+  c.spmd.stage_cost = sim::node_cost;
+  CLI::App* step_cmd = c.app = app.add_subcommand(
+      "train-step",
+      "Train the step of a program's loss function (value_and_grad of `loss`) on seeded random "
+      "data with a built-in optimizer, partitioned by a strategy: the reference the simulator "
+      "predicts (spora run --ranks runs the program's own main() instead)");
+  step_cmd->add_option("file", c.path, "the program (.sp), with a `loss` function")->required();
+  step_cmd->add_option("--strategy", c.strategy,
+                       "the parallel strategy (JSON, parallel/README.md)");
+  step_cmd->add_option("--ranks", c.ranks,
+                       "the number of ranks (runs itself under mpirun); 1: the single-device "
+                       "reference of the same steps");
+  step_cmd->add_option("--steps", c.spmd.steps, "training steps")->capture_default_str();
+  step_cmd->add_option("--batch", c.batch, "the global batch (default: the program's)");
+  step_cmd->add_option("--lr", c.spmd.lr, "the learning rate")->capture_default_str();
+  step_cmd->add_option("--optimizer", c.spmd.optimizer, "sgd, momentum or adam")
+      ->check(CLI::IsMember({"sgd", "momentum", "adam"}))
+      ->capture_default_str();
+  step_cmd->add_option("--profile", c.spmd.profile,
+                       "write every rank's steps as one Chrome trace, and each rank's time in "
+                       "collectives");
+  step_cmd->add_flag("--verbose", c.spmd.verbose,
+                     "say which optimizer updates optimizer_shard splits; with a pipeline, every "
+                     "rank prints its stage and schedule");
+  step_cmd->add_option(
+      "--mesh", c.mesh,
+      "with --ranks and no --strategy: the device mesh (e.g. 2x2); the strategy is propagated "
+      "from the program's shard annotations (spora search --algo propagate)");
+}
+
+int train_step_command(TrainStepCommand& c, const std::vector<std::string>& args) {
+  using namespace spora;
+  c.spmd.file = c.path;
+  std::error_code same_ec;
+  if (!c.spmd.profile.empty() && !c.strategy.empty() &&
+      std::filesystem::equivalent(c.spmd.profile, c.strategy, same_ec)) {
+    std::cerr << fmt::format(
+        "spora train-step: error: --profile {} would overwrite the strategy it runs; give another "
+        "file\n",
+        c.spmd.profile);
+    return 2;
+  }
+  if (c.batch > 0) c.spmd.batch = c.batch;
+  if (!c.mesh.empty() && !c.strategy.empty()) {
+    std::cerr
+        << "spora train-step: error: --mesh propagates a strategy from the program's annotations; "
+           "--strategy gives one: use one of them\n";
+    return 2;
+  }
+  std::string annotated;  // --mesh alone: the strategy propagated from the annotations
+  if (!c.mesh.empty() && c.strategy.empty()) {
+    try {
+      c.strategy = annotated = tools::write_annotation_strategy(
+          sim::build_step_program(c.spmd.file, distributed::step_options(c.spmd)), c.mesh);
+    } catch (const lang::InternalError&) {
+      throw;
+    } catch (const std::exception& e) {
+      std::cerr << "spora train-step: error: " << e.what() << "\n";
+      return 1;
+    }
+  }
+  const int rc = tools::cmd_train_step(c.spmd, c.strategy, c.ranks > 0 ? c.ranks : 1, args);
+  if (!annotated.empty()) std::remove(annotated.c_str());
+  return rc;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace spora;
   ops::register_all();
@@ -334,121 +540,10 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Describe every command");
 
-  tools::RunOptions run_opts;
-  std::string run_path;
-  auto* run = app.add_subcommand("run", "Compile a .sp program (or a hand-written .ir file) and run its main()");
-  run->add_option("file", run_path, "the program (.sp) or IR module (.ir)")->required();
-  run->add_option("--mode", run_opts.mode, "execution mode: graph (compile the whole program) or eager (op by op)")
-      ->capture_default_str();
-  run->add_option("--profile", run_opts.profile,
-                  "graph mode: write a timeline of the run (Chrome trace JSON: every primitive, fused group and call "
-                  "with its type and source line) to FILE and print the costliest primitives to stderr; with --ranks N: "
-                  "every rank writes its own (FILE.rank<k> beyond rank 0)");
-  run->add_flag("--stats", run_opts.stats, "print to stderr: graph size, run time, the planned and the measured peak tensor memory, the allocator's reserved bytes and cache hits (eager mode: ops run, entry graph size, peak memory)");
-  bool no_fuse = false;
-  run->add_flag("--no-fuse", no_fuse, "graph mode: run every node on its own (no operator fusion, no generated kernels)");
-  std::string device = "cpu";
-  run->add_option("--device", device,
-                  "where tensors live and kernels run: cpu, or cuda (an NVIDIA GPU: CUDA kernels "
-                  "and cuBLAS; rows without a CUDA kernel run on the CPU with a one-time warning; "
-                  "fused groups run as NVRTC-compiled CUDA; repeated calls of a function replay a "
-                  "CUDA graph unless SPORA_CUDA_GRAPHS=0)")
-      ->check(CLI::IsMember({"cpu", "cuda"}))
-      ->capture_default_str();
-  run->add_option("--amp", run_opts.amp,
-                  "automatic mixed precision of the network (models with parameters): O0 off, O1 "
-                  "autocast (matmul/conv in the low dtype, softmax/norms/losses/sums in f32), O2 "
-                  "all but norms and the loss in the low dtype, O3 all; overrides set_amp(...)")
-      ->check(CLI::IsMember({"O0", "O1", "O2", "O3"}));
-  run->add_option("--amp-dtype", run_opts.amp_dtype,
-                  "the low dtype of --amp: bf16 (no loss scaling needed) or f16 (use std.amp's "
-                  "loss scaler)")
-      ->check(CLI::IsMember({"bf16", "f16"}))
-      ->capture_default_str();
-  bool no_opt = false;
-  run->add_flag("--no-optimize", no_opt, "run the IR as lowered, without the simplification passes");
-  // The program's own main() on N ranks (backends/distributed, tools/cmd_run_distributed.cpp).
-  tools::DistributedArgs dist;
-  run->add_option("--ranks", dist.ranks,
-                  "run main() on N MPI ranks (runs itself under mpirun), sharded by --strategy or "
-                  "--mesh (default: data parallelism over all ranks); every rank runs the same "
-                  "program on its shards, rank 0 prints");
-  run->add_option("--strategy", dist.strategy,
-                  "with --ranks: dp (every batch cut over all ranks) or a strategy file (JSON, "
-                  "parallel/partition/README.md: a mesh and parameter layouts by name)");
-  run->add_option("--mesh", dist.mesh,
-                  "with --ranks: the device mesh (2x2, or named: dp=2,tp=2); the program's shard "
-                  "annotations place values, an axis named dp cuts the batches");
-  run->add_flag("--tag-ranks", dist.tag_ranks,
-                "with --ranks: every rank prints, each line prefixed with its rank");
-  run->add_flag("--verbose", run_opts.verbose,
-                "with --device cuda: say which functions are captured as CUDA graphs and why "
-                "others are not");
-  run->add_flag("--auto", dist.auto_search,
-                "with --ranks and --cluster: search a strategy for the program's training step "
-                "(spora search --algo dp over --mesh, default all ranks in one axis), print it, "
-                "then run main() with it");
-  run->add_option("--cluster", dist.cluster, "with --auto: the cluster spec (YAML) the search prices");
-  run->add_option("--search-batch", dist.search_batch,
-                  "with --auto: the training step's global batch (default: the program's `let "
-                  "batch`)");
-  run->add_option("--recompute", dist.recompute,
-                  "with --ranks: recompute layers' forward in the backward pass: all, or layers "
-                  "by name (net.l1,net.l2)");
-  run->add_option("--zero", dist.zero,
-                  "with --ranks: ZeRO over the data-parallel axis: 1 shards the optimizer state, 2 "
-                  "also the gradients, 3 also the parameters (gathered before each use)");
-  run->add_option("--hostfile", dist.hostfile,
-                  "with --ranks: an Open MPI hostfile (ranks on several hosts)");
-  double collective_timeout = -1;
-  run->add_option(
-         "--collective-timeout", collective_timeout,
-         "with --ranks: a rank that waits SECONDS in a collective stops the run, naming the "
-         "ranks that did not arrive (sets SPORA_COLLECTIVE_TIMEOUT; default: wait forever)")
-      ->check([](const std::string& v) {
-        char* end = nullptr;
-        const double t = std::strtod(v.c_str(), &end);
-        return *end || !(t >= 0)
-                   ? "must be a number of seconds >= 0 (0: no timeout), not '" + v + "'"
-                   : std::string();
-      });
-
-  // The training-step harness (backends/distributed/train_step.h): the step of the program's
-  // loss, partitioned, on seeded data with a built-in optimizer. A pipeline's "split": "auto"
-  // balances its stages by the simulator's cost rows.
-  distributed::TrainStepOptions spmd;
-  spmd.stage_cost = sim::node_cost;
-  std::string strategy_path, run_mesh, step_path;
-  int ranks = 0;
-  int64_t spmd_batch = 0;
-  auto* step_cmd = app.add_subcommand(
-      "train-step",
-      "Train the step of a program's loss function (value_and_grad of `loss`) on seeded random "
-      "data with a built-in optimizer, partitioned by a strategy: the reference the simulator "
-      "predicts (spora run --ranks runs the program's own main() instead)");
-  step_cmd->add_option("file", step_path, "the program (.sp), with a `loss` function")->required();
-  step_cmd->add_option("--strategy", strategy_path,
-                       "the parallel strategy (JSON, parallel/README.md)");
-  step_cmd->add_option("--ranks", ranks,
-                       "the number of ranks (runs itself under mpirun); 1: the single-device "
-                       "reference of the same steps");
-  step_cmd->add_option("--steps", spmd.steps, "training steps")->capture_default_str();
-  step_cmd->add_option("--batch", spmd_batch, "the global batch (default: the program's)");
-  step_cmd->add_option("--lr", spmd.lr, "the learning rate")->capture_default_str();
-  step_cmd->add_option("--optimizer", spmd.optimizer, "sgd, momentum or adam")
-      ->check(CLI::IsMember({"sgd", "momentum", "adam"}))
-      ->capture_default_str();
-  step_cmd->add_option("--profile", spmd.profile,
-                       "write every rank's steps as one Chrome trace, and each rank's time in "
-                       "collectives");
-  step_cmd->add_flag("--verbose", spmd.verbose,
-                     "say which optimizer updates optimizer_shard splits; with a pipeline, every "
-                     "rank prints its stage and schedule");
-  step_cmd->add_option(
-      "--mesh", run_mesh,
-      "with --ranks and no --strategy: the device mesh (e.g. 2x2); the strategy is propagated "
-      "from the program's shard annotations (spora search --algo propagate)");
-
+  RunCommand run;
+  add_run_command(app, run);
+  TrainStepCommand step;
+  add_train_step_command(app, step);
   std::string check_path;
   auto* check = app.add_subcommand("check", "Report the diagnostics of a program without running it (exit 1 on errors)");
   check->add_option("file", check_path, "the program (.sp)")->required();
@@ -499,66 +594,12 @@ int main(int argc, char** argv) {
   tools::register_extra_commands(app);
 
   CLI11_PARSE(app, argc, argv);
-  if (collective_timeout >= 0)  // read where the ranks make their communicators
-    ::setenv("SPORA_COLLECTIVE_TIMEOUT", fmt::format("{}", collective_timeout).c_str(), 1);
+  if (run.collective_timeout >= 0)  // read where the ranks make their communicators
+    ::setenv("SPORA_COLLECTIVE_TIMEOUT", fmt::format("{}", run.collective_timeout).c_str(), 1);
+  const std::vector<std::string> args(argv + 1, argv + argc);
   try {
-    run_opts.optimize = !no_opt;
-    run_opts.fuse = !no_fuse;
-    if (*step_cmd) {
-      spmd.file = step_path;
-      std::error_code same_ec;
-      if (!spmd.profile.empty() && !strategy_path.empty() &&
-          std::filesystem::equivalent(spmd.profile, strategy_path, same_ec)) {
-        std::cerr << fmt::format(
-            "spora train-step: error: --profile {} would overwrite the strategy it runs; give another "
-            "file\n",
-            spmd.profile);
-        return 2;
-      }
-      if (spmd_batch > 0) spmd.batch = spmd_batch;
-      if (!run_mesh.empty() && !strategy_path.empty()) {
-        std::cerr
-            << "spora train-step: error: --mesh propagates a strategy from the program's annotations; "
-               "--strategy gives one: use one of them\n";
-        return 2;
-      }
-      std::string annotated;  // --mesh alone: the strategy propagated from the annotations
-      if (!run_mesh.empty() && strategy_path.empty()) {
-        try {
-          strategy_path = annotated = tools::write_annotation_strategy(
-              sim::build_step_program(spmd.file, distributed::step_options(spmd)), run_mesh);
-        } catch (const lang::InternalError&) {
-          throw;
-        } catch (const std::exception& e) {
-          std::cerr << "spora train-step: error: " << e.what() << "\n";
-          return 1;
-        }
-      }
-      const int rc = tools::cmd_train_step(spmd, strategy_path, ranks > 0 ? ranks : 1,
-                                           std::vector<std::string>(argv + 1, argv + argc));
-      if (!annotated.empty()) std::remove(annotated.c_str());
-      return rc;
-    }
-    // The command line's --ranks / --strategy / --mesh / --auto win over the program's own
-    // set_parallel(...); --zero and --recompute given with it win over its zero= / recompute=.
-    if (*run && dist.ranks == 0 && dist.strategy.empty() && dist.mesh.empty() && !dist.auto_search) {
-      tools::DistributedArgs from_program = dist;
-      if (tools::apply_set_parallel(run_path, from_program)) {
-        if (dist.zero >= 0) from_program.zero = dist.zero;
-        if (!dist.recompute.empty()) from_program.recompute = dist.recompute;
-        dist = from_program;
-      }
-    }
-    if (*run && (dist.ranks > 0 || !dist.strategy.empty() || !dist.mesh.empty() ||
-                 dist.auto_search)) {
-      run_opts.device = device;
-      return tools::cmd_run_distributed(run_path, run_opts, dist,
-                                        std::vector<std::string>(argv + 1, argv + argc));
-    }
-    if (*run) {
-      run_opts.device = device;
-      return tools::cmd_run(run_path, run_opts);
-    }
+    if (*step.app) return train_step_command(step, args);
+    if (*run.app) return run_command(run, args);
     if (*irc && stage == "partitioned") {
       if (!ir_entry.empty()) return tools::entry_needs_graph_stage();
       distributed::TrainStepOptions io;
