@@ -424,8 +424,7 @@ void interleaved_loop(std::string& out, const Kernel& k, const kir::Pass& p,
 // vectors per iteration, their statements side by side; then one vector; the last n % 16
 // elements by one masked vector, so every element gets the same operations (results do not
 // depend on where an element falls). Kernels compiled without AVX-512 run the interleaved
-// loop. W5's chain: 1.3x the GCC loop at two threads (backends/codegen/README.md, "Explicit
-// AVX-512 loops").
+// loop. Why (W5's chain against the GCC loop): benchmarks/results/w5_fused_kernel_history.md.
 void avx512_loop(std::string& out, const Kernel& k, const kir::Pass& p,
                  const std::string& err_clause) {
   const std::string I2 = "    ", I3 = "      ", I4 = "        ";
