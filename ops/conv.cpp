@@ -32,6 +32,7 @@
 #include "ops/ad_util.h"
 #include "ops/families.h"
 #include "ops/kernel_util.h"
+#include "semantics/amp.h"
 #include "semantics/passes/fusion_kind.h"
 
 namespace spora::ops {
@@ -551,6 +552,7 @@ void register_conv(sem::Registry& r) {
   add_max_pool_helper(r, false);
   add_max_pool_helper(r, true);
   add_avg_pool_grad(r);
+  sem::set_amp(r, "conv2d", sem::AmpClass::Low);  // autocast (semantics/amp.h)
 }
 
 }  // namespace spora::ops

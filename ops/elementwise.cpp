@@ -23,6 +23,7 @@
 #include "ops/families.h"
 #include "ops/kernel_util.h"
 #include "ops/unary_math.h"
+#include "semantics/amp.h"
 #include "semantics/cost.h"
 #include "semantics/passes/fusion_kind.h"
 
@@ -451,6 +452,7 @@ sem::Primitive& add_unary_math(sem::Registry& r, const UnaryMath& row) {
       deriv);
   sem::Primitive& p = *r.find_mutable(row.name);
   p.facets[kir::kLoopExprFacet] = row.loop;
+  if (row.amp != sem::AmpClass::Promote) p.facets[sem::kAmpFacet] = row.amp;
   sem::set_cost(r, row.name, sem::elementwise_cost(row.flops));
   set_elementwise_sharding(r, row.name);
   return p;
@@ -458,6 +460,9 @@ sem::Primitive& add_unary_math(sem::Registry& r, const UnaryMath& row) {
 
 void register_elementwise(sem::Registry& r) {
   register_unary(r);
+  // Autocast (semantics/amp.h): precision-sensitive math in f32 at O1.
+  for (const char* name : {"exp", "log", "log1p", "expm1", "reciprocal", "rsqrt"})
+    sem::set_amp(r, name, sem::AmpClass::F32);
   // Partial derivatives (floordiv is not differentiable).
   auto pass = [](Emitter&, Node*, Node*, Node*, Node* g) { return g; };
   auto negate = [](Emitter& e, Node*, Node*, Node*, Node* g) { return e.neg(g); };
@@ -509,6 +514,7 @@ void register_elementwise(sem::Registry& r) {
       [](Emitter& e, Node* x, Node* y, Node*, Node* g) {
         return e.mul(g, winner_weight(e, y, x, "lt"));
       });
+  sem::set_amp(r, "pow", sem::AmpClass::F32);
 }
 
 }  // namespace spora::ops

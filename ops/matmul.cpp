@@ -11,6 +11,7 @@
 #include "ops/ad_util.h"
 #include "ops/families.h"
 #include "ops/kernel_util.h"
+#include "semantics/amp.h"
 #include "semantics/passes/fusion_kind.h"
 
 namespace spora::ops {
@@ -153,6 +154,7 @@ void register_matmul(sem::Registry& r) {
     return out;
   };
   ad::set_rules(p, matmul_vjp, matmul_jvp);
+  p.facets[sem::kAmpFacet] = sem::AmpClass::Low;  // autocast (semantics/amp.h)
   r.add(std::move(p));
 }
 

@@ -40,6 +40,7 @@
 #include "ops/ad_util.h"
 #include "ops/families.h"
 #include "ops/kernel_util.h"
+#include "semantics/amp.h"
 #include "semantics/passes/fusion_kind.h"
 #include "semantics/rng.h"
 
@@ -727,6 +728,12 @@ void register_nn(sem::Registry& r) {
   add_layer_norm(r);
   add_batch_norm(r);
   add_dropout(r);
+  // Autocast (semantics/amp.h): softmaxes in f32 at O1, norms also at O2, the loss always.
+  for (const char* name : {"softmax", "log_softmax", "logsumexp"})
+    sem::set_amp(r, name, sem::AmpClass::F32);
+  for (const char* name : {"layer_norm", "batch_norm"})
+    sem::set_amp(r, name, sem::AmpClass::F32Norm);
+  sem::set_amp(r, "cross_entropy", sem::AmpClass::F32Loss);
 }
 
 }  // namespace spora::ops

@@ -15,6 +15,7 @@
 #include "ops/ad_util.h"
 #include "ops/families.h"
 #include "ops/kernel_util.h"
+#include "semantics/amp.h"
 #include "semantics/passes/fusion_kind.h"
 
 namespace spora::ops {
@@ -290,6 +291,8 @@ void register_reduction(sem::Registry& r) {
                 Red::argmin);
   add_reduction(r, "all", "true when every element is non-zero (over axis)", Red::all);
   add_reduction(r, "any", "true when some element is non-zero (over axis)", Red::any);
+  // Autocast (semantics/amp.h): sums and products in f32 at O1.
+  for (const char* name : {"sum", "mean", "prod"}) sem::set_amp(r, name, sem::AmpClass::F32);
 }
 
 }  // namespace spora::ops

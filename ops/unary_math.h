@@ -15,6 +15,7 @@
 #include <string>
 
 #include "autodiff/rules.h"
+#include "semantics/amp.h"
 #include "semantics/kernel_ir/kernel_ir.h"
 #include "semantics/registry.h"
 
@@ -29,11 +30,13 @@ struct UnaryMath {
   std::function<ir::Node*(autodiff::Emitter& e, ir::Node* x, ir::Node* y, ir::Node* g)> deriv;
   kir::LoopExpr loop;  // how generated loops write it (kernel_ir.h)
   double flops = 10;   // per element, for the cost model (semantics/cost.h)
+  sem::AmpClass amp = sem::AmpClass::Promote;  // its autocast class (semantics/amp.h)
 };
 
 // Adds the row: its shape rule (a floating-point tensor, whose type the result keeps), its
-// reference kernel, vjp and jvp, fusion kind (elementwise), loop_expr, cost and sharding
-// (every dimension keeps its layout) facets. Throws lang::InternalError if the name is taken.
+// reference kernel, vjp and jvp, fusion kind (elementwise), loop_expr, amp (when not Promote),
+// cost and sharding (every dimension keeps its layout) facets. Throws lang::InternalError if the
+// name is taken.
 sem::Primitive& add_unary_math(sem::Registry& r, const UnaryMath& row);
 
 }  // namespace spora::ops

@@ -1,29 +1,21 @@
-// Automatic mixed precision: the per-level op lists (amp.h).
+// Automatic mixed precision: the levels and the rows' classes (amp.h).
 #include "semantics/amp.h"
 
 #include <algorithm>
-#include <set>
 
 namespace spora::sem {
 
-namespace {
-
-// PyTorch autocast's lower-precision list (CPU: matmul, conv and their batched forms).
-const std::set<std::string, std::less<>>& low_list() {
-  static const std::set<std::string, std::less<>> s = {"matmul", "conv2d"};
-  return s;
+bool set_amp(Registry& r, const std::string& name, AmpClass c) {
+  Primitive* p = r.find_mutable(name);
+  if (!p) return false;
+  p->facets[kAmpFacet] = c;
+  return true;
 }
 
-// PyTorch autocast's f32 list, for the primitives Spora has.
-const std::set<std::string, std::less<>>& f32_list() {
-  static const std::set<std::string, std::less<>> s = {
-      "exp",       "log",        "log1p",      "expm1",        "pow",     "reciprocal",
-      "rsqrt",     "sum",        "mean",       "prod",         "softmax", "log_softmax",
-      "logsumexp", "layer_norm", "batch_norm", "cross_entropy"};
-  return s;
+AmpClass amp_class(const Primitive& p) {
+  const AmpClass* c = p.facet<AmpClass>(kAmpFacet);
+  return c ? *c : AmpClass::Promote;
 }
-
-}  // namespace
 
 std::optional<AmpLevel> parse_amp_level(std::string_view name) {
   if (name == "O0") return AmpLevel::O0;
@@ -52,25 +44,24 @@ std::string amp_str(const AmpPolicy& policy) {
   return s;
 }
 
-std::optional<DType> amp_compute_dtype(const AmpPolicy& policy, std::string_view prim,
+std::optional<DType> amp_compute_dtype(const AmpPolicy& policy, const Primitive& prim,
                                        const std::vector<DType>& float_inputs) {
   auto has = [&](DType d) {
     return std::find(float_inputs.begin(), float_inputs.end(), d) != float_inputs.end();
   };
+  const AmpClass c = amp_class(prim);
   switch (policy.level) {
     case AmpLevel::O0:
       return std::nullopt;
     case AmpLevel::O1:
-      if (low_list().count(prim)) return policy.low;
-      if (f32_list().count(prim)) return DType::f32;
+      if (c == AmpClass::Low) return policy.low;
+      if (c != AmpClass::Promote) return DType::f32;
       if (has(policy.low) && has(DType::f32)) return DType::f32;  // promotion
       return std::nullopt;
     case AmpLevel::O2:
-      if (prim == "batch_norm" || prim == "layer_norm" || prim == "cross_entropy")
-        return DType::f32;
-      return policy.low;
+      return c == AmpClass::F32Norm || c == AmpClass::F32Loss ? DType::f32 : policy.low;
     case AmpLevel::O3:
-      return prim == "cross_entropy" ? DType::f32 : policy.low;
+      return c == AmpClass::F32Loss ? DType::f32 : policy.low;
   }
   return std::nullopt;
 }

@@ -1,5 +1,6 @@
-// Automatic mixed precision (issue 8): which dtype each primitive of the network computes in,
-// by level. The level names are MindSpore's, the op lists PyTorch autocast's (CPU):
+// Automatic mixed precision: which dtype each primitive of the network computes in, by level
+// and by the `amp` facet of its row (AmpClass, set where ops/ defines the row; absent:
+// Promote). The level names are MindSpore's, the classes PyTorch autocast's lists (CPU):
 //
 //   O0  nothing changes (f32 everywhere).
 //   O1  autocast: matmul and conv2d (and their batched forms) run on inputs cast to the low
@@ -30,9 +31,24 @@
 #include <string_view>
 #include <vector>
 
+#include "semantics/registry.h"
 #include "semantics/types.h"
 
 namespace spora::sem {
+
+// A row's autocast class (its `amp` facet).
+enum class AmpClass {
+  Promote,  // mixed low and f32 inputs promote to f32 at O1; the low dtype at O2 and O3
+  Low,      // the low dtype from O1 (matmul, conv2d)
+  F32,      // f32 at O1 (precision-sensitive math, sums); the low dtype at O2 and O3
+  F32Norm,  // f32 at O1 and O2 (layer_norm, batch_norm); the low dtype at O3
+  F32Loss,  // f32 at every level (cross_entropy)
+};
+inline constexpr const char* kAmpFacet = "amp";
+// Sets the amp facet of the row `name`; false (and nothing done) when there is no such row.
+bool set_amp(Registry& r, const std::string& name, AmpClass c);
+// The row's class (Promote when it has no facet).
+AmpClass amp_class(const Primitive& p);
 
 enum class AmpLevel { O0, O1, O2, O3 };
 
@@ -50,7 +66,7 @@ std::string amp_str(const AmpPolicy& policy);
 // The dtype the float inputs of primitive `prim` (a row that computes: kLowPrecisionFacet)
 // get inside the network under `policy`, given the dtypes of its float tensor inputs; nullopt
 // when they stay as they are. f64 inputs are never touched.
-std::optional<DType> amp_compute_dtype(const AmpPolicy& policy, std::string_view prim,
+std::optional<DType> amp_compute_dtype(const AmpPolicy& policy, const Primitive& prim,
                                        const std::vector<DType>& float_inputs);
 
 }  // namespace spora::sem

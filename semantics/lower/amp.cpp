@@ -79,7 +79,7 @@ std::vector<ir::Node*> Lowerer::amp_cast_inputs(const Primitive& prim,
         n->type->dtype != DType::f64)
       floats.push_back(n->type->dtype);
   if (floats.empty()) return inputs;
-  const std::optional<DType> want = amp_compute_dtype(amp_, prim.name, floats);
+  const std::optional<DType> want = amp_compute_dtype(amp_, prim, floats);
   if (!want) return inputs;
   for (ir::Node*& n : inputs) {
     if (!n || !n->type || !n->type->is_tensor()) continue;

@@ -2,7 +2,7 @@
 // x / (1 + |x|). With no other edit the language calls it, reverse and forward AD differentiate
 // it (against central finite differences), fusion puts it in a group whose generated CPU code
 // defines it from its loop_expr facet (against the reference interpreter), and the cost model
-// and the partitioner price and shard it.
+// and the partitioner price and shard it. Its amp class (f32 under autocast) is on the row.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -47,7 +47,8 @@ const sem::Primitive& softsign() {
                                       return e.mul(g, e.mul(d, d));
                                     },
                                 .loop = {1, "a / (1.0f + fabsf(a))", "a / (1.0 + fabs(a))"},
-                                .flops = 3});
+                                .flops = 3,
+                                .amp = sem::AmpClass::F32});
   }();
   return p;
 }
@@ -66,8 +67,8 @@ struct ProgramFile {
 
 TEST(NewPrimitive, TheBlockGivesEveryFacet) {
   const sem::Primitive& p = softsign();
-  for (const char* facet :
-       {"vjp", "jvp", "fusion", kir::kLoopExprFacet, sem::kCostFacet, parallel::kShardingFacet})
+  for (const char* facet : {"vjp", "jvp", "fusion", kir::kLoopExprFacet, sem::kCostFacet,
+                            parallel::kShardingFacet, sem::kAmpFacet})
     EXPECT_TRUE(p.facets.count(facet)) << facet;
   EXPECT_NE(kir::unary_fn(kName), nullptr);
   EXPECT_EQ(kir::binary_fn(kName), nullptr);
@@ -169,6 +170,23 @@ TEST(NewPrimitive, HasACostAndAShardingRule) {
   const std::vector<parallel::OpStrategy> all = rule->enumerate({t}, t, {}, mesh);
   EXPECT_GT(all.size(), 1u);
   for (const parallel::OpStrategy& s : all) EXPECT_EQ(s.inputs.at(0), s.output) << s.name;
+}
+
+// Autocast reads the class from the row: f32 at O1 (even on bf16 inputs), the low dtype at O2;
+// a row without the facet (tanh) promotes only mixed inputs.
+TEST(NewPrimitive, AutocastReadsItsAmpClass) {
+  const sem::Primitive& p = softsign();
+  const sem::AmpPolicy o1{sem::AmpLevel::O1, DType::bf16};
+  const sem::AmpPolicy o2{sem::AmpLevel::O2, DType::bf16};
+  EXPECT_EQ(sem::amp_compute_dtype(o1, p, {DType::bf16}), DType::f32);
+  EXPECT_EQ(sem::amp_compute_dtype(o2, p, {DType::f32}), DType::bf16);
+  const sem::Primitive& tanh = *sem::Registry::instance().find("tanh");
+  EXPECT_EQ(sem::amp_class(tanh), sem::AmpClass::Promote);
+  EXPECT_EQ(sem::amp_compute_dtype(o1, tanh, {DType::bf16}), std::nullopt);
+  EXPECT_EQ(sem::amp_compute_dtype(o1, tanh, {DType::bf16, DType::f32}), DType::f32);
+  EXPECT_EQ(sem::amp_class(*sem::Registry::instance().find("matmul")), sem::AmpClass::Low);
+  EXPECT_EQ(sem::amp_class(*sem::Registry::instance().find("cross_entropy")),
+            sem::AmpClass::F32Loss);
 }
 
 }  // namespace
