@@ -41,6 +41,7 @@
 #include "ops/families.h"
 #include "ops/kernel_util.h"
 #include "semantics/amp.h"
+#include "semantics/passes/decompose.h"
 #include "semantics/passes/fusion_kind.h"
 #include "semantics/rng.h"
 
@@ -52,6 +53,10 @@ using AK = ParamSpec::AttrKind;
 using ad::Emitter;
 using ad::Node;
 using ad::Nodes;
+using kir::ReduceOp;
+using passes::LoopBuilder;
+using passes::LoopValue;
+using passes::LoopValues;
 
 Attrs axes_attrs(const std::vector<int64_t>& axes, bool keepdims) {
   return ad::attrs_of({{"axis", axes}, {"keepdims", keepdims}});
@@ -91,6 +96,99 @@ struct AxisView {
 };
 
 double shift_of(double m) { return std::isfinite(m) ? m : 0.0; }
+
+// ---- decompositions for fusion (the decompose facet, semantics/passes/decompose.h) ----------
+// The normalisations compute in f64 and round once, like their reference kernels: they divide
+// by a standard deviation, which would amplify f32 rounding of their inputs' noise.
+
+void need_real(LoopBuilder& b, const std::string& op, const LoopValue* x) {
+  const DType d = b.dtype(x);
+  if (d != DType::f32 && d != DType::f64) b.fail(op + " on a non-float tensor");
+}
+
+// (finite_or_zero(max(x)), sum(exp(x - that))) over axes, both keepdims.
+std::pair<LoopValue*, LoopValue*> shifted_sum(LoopBuilder& b, LoopValue* x,
+                                              const std::vector<int64_t>& axes) {
+  LoopValue* sh = b.finite_or_zero(b.reduce(ReduceOp::Max, false, x, axes));
+  LoopValue* e = b.unary("exp", b.binary("sub", x, sh));
+  return {sh, b.reduce(ReduceOp::Sum, false, e, axes)};
+}
+
+LoopValue* softmax_loops(LoopBuilder& b, const ir::Node& n, const LoopValues& in, bool log) {
+  LoopValue* x = in.at(0);
+  need_real(b, n.prim->name, x);
+  const int64_t axis = normalize_axis(n.attrs.get_int("axis"), *n.inputs[0]->type);
+  LoopValue* m = b.reduce(ReduceOp::Max, false, x, {axis});
+  LoopValue* z = b.binary("sub", x, b.finite_or_zero(m));
+  LoopValue* e = b.unary("exp", z);
+  LoopValue* s = b.reduce(ReduceOp::Sum, false, e, {axis});
+  return log ? b.binary("sub", z, b.unary("log", s)) : b.binary("div", e, s);
+}
+
+LoopValue* logsumexp_loops(LoopBuilder& b, const ir::Node& n, const LoopValues& in) {
+  LoopValue* x = in.at(0);
+  need_real(b, "logsumexp", x);
+  auto [sh, s] = shifted_sum(b, x, reduction_axes(n.attrs, "axis", *n.inputs[0]->type));
+  return b.reshape(b.binary("add", b.unary("log", s), sh), n.type->shape);
+}
+
+LoopValue* layer_norm_loops(LoopBuilder& b, const ir::Node& n, const LoopValues& in) {
+  LoopValue* x0 = in.at(0);
+  need_real(b, "layer_norm", x0);
+  LoopValue* x = b.cast(x0, DType::f64);
+  const int64_t rank = static_cast<int64_t>(b.shape(x).size());
+  std::vector<int64_t> axes;
+  for (int64_t a = rank - n.attrs.get_int("ndim"); a < rank; ++a) axes.push_back(a);
+  LoopValue* mu = b.reduce(ReduceOp::Sum, true, x, axes);
+  LoopValue* xc = b.binary("sub", x, mu);
+  LoopValue* var = b.reduce(ReduceOp::Sum, true, b.binary("mul", xc, xc), axes);
+  LoopValue* rstd =
+      b.unary("rsqrt", b.binary("add", var, b.literal(n.attrs.get_float("eps"), DType::f64)));
+  LoopValue* y = b.binary("mul", xc, rstd);
+  if (in.size() > 1) y = b.binary("mul", y, b.cast(in[1], DType::f64));
+  if (in.size() > 2) y = b.binary("add", y, b.cast(in[2], DType::f64));
+  return b.cast(y, b.dtype(x0));
+}
+
+LoopValue* cross_entropy_loops(LoopBuilder& b, const ir::Node& n, const LoopValues& in) {
+  LoopValue* x = in.at(0);
+  LoopValue* labels = in.at(1);
+  need_real(b, "cross_entropy", x);
+  const Shape& xs = b.shape(x);
+  const int64_t axis = xs.size() >= 2 ? 1 : 0;
+  auto [sh, s] = shifted_sum(b, x, {axis});
+  LoopValue* lse = b.binary("add", b.unary("log", s), sh);  // kept shape
+  LoopValue* loss = nullptr;
+  const DType ld = b.dtype(labels);
+  if (ld == DType::f32 || ld == DType::f64) {
+    LoopValue* t = b.binary("mul", labels, b.binary("sub", x, lse));
+    loss = b.unary("neg", b.reduce(ReduceOp::Sum, false, t, {axis}));
+  } else {
+    LoopValue* oh = b.one_hot(labels, b.dtype(x), xs, axis);
+    LoopValue* picked = b.reduce(ReduceOp::Sum, false, b.binary("mul", x, oh), {axis});
+    loss = b.binary("sub", lse, picked);
+  }
+  const std::string red = n.attrs.has("reduction") ? n.attrs.get_string("reduction") : "mean";
+  if (red == "none") return b.reshape(loss, n.type->shape);
+  std::vector<int64_t> all;
+  for (size_t a = 0; a < b.shape(loss).size(); ++a) all.push_back(static_cast<int64_t>(a));
+  return b.reshape(b.reduce(ReduceOp::Sum, red == "mean", loss, all), n.type->shape);
+}
+
+// Inference only (training's batch statistics are not fused: its fusion kind is Opaque).
+LoopValue* batch_norm_loops(LoopBuilder& b, const ir::Node& n, const LoopValues& in) {
+  if (n.attrs.get_bool("training")) b.fail("batch_norm in training");
+  LoopValue* x0 = in.at(0);
+  need_real(b, "batch_norm", x0);
+  LoopValue* x = b.cast(x0, DType::f64);
+  Shape chan(b.shape(x).size(), 1);
+  chan[1] = b.shape(x)[1];
+  auto c = [&](LoopValue* v) { return b.reshape(b.cast(v, DType::f64), chan); };
+  LoopValue* rstd = b.unary("rsqrt", b.binary("add", b.cast(in.at(4), DType::f64),
+                                              b.literal(n.attrs.get_float("eps"), DType::f64)));
+  LoopValue* y = b.binary("mul", b.binary("sub", x, c(in.at(3))), c(rstd));
+  return b.cast(b.binary("add", b.binary("mul", y, c(in.at(1))), c(in.at(2))), b.dtype(x0));
+}
 
 // ---- softmax / log_softmax ------------------------------------------------------------------
 
@@ -145,6 +243,10 @@ void add_softmax(sem::Registry& r, bool log) {
       [apply_t](Emitter& e, const Node& node, const Nodes& in, Node* out, const Nodes& ts)
           -> Node* { return ts[0] ? apply_t(e, node, in[0], out, ts[0]) : nullptr; });
   p.facets[passes::kFusionFacet] = passes::FusionKind::Reduction;
+  p.facets[passes::kDecomposeFacet] =
+      passes::DecomposeFn([log](LoopBuilder& b, const ir::Node& n, const LoopValues& in) {
+        return softmax_loops(b, n, in, log);
+      });
   r.add(std::move(p));
 }
 
@@ -214,6 +316,7 @@ void add_logsumexp(sem::Registry& r) {
         return e.sum(e.mul(ts[0], l.p), l.axes, l.keepdims);
       });
   p.facets[passes::kFusionFacet] = passes::FusionKind::Reduction;
+  p.facets[passes::kDecomposeFacet] = passes::DecomposeFn(logsumexp_loops);
   r.add(std::move(p));
 }
 
@@ -364,6 +467,7 @@ void add_cross_entropy(sem::Registry& r) {
   p.eval = ce_eval;
   ad::set_rules(p, ce_vjp, ce_jvp);
   p.facets[passes::kFusionFacet] = passes::FusionKind::Reduction;
+  p.facets[passes::kDecomposeFacet] = passes::DecomposeFn(cross_entropy_loops);
   r.add(std::move(p));
 }
 
@@ -479,6 +583,7 @@ void add_layer_norm(sem::Registry& r) {
   };
   ad::set_rules(p, layer_norm_vjp, layer_norm_jvp);
   p.facets[passes::kFusionFacet] = passes::FusionKind::Reduction;
+  p.facets[passes::kDecomposeFacet] = passes::DecomposeFn(layer_norm_loops);
   r.add(std::move(p));
 }
 
@@ -678,6 +783,7 @@ void add_batch_norm(sem::Registry& r) {
     return a.has("training") && a.get_bool("training") ? passes::FusionKind::Opaque
                                                        : passes::FusionKind::Broadcast;
   });
+  p.facets[passes::kDecomposeFacet] = passes::DecomposeFn(batch_norm_loops);
   r.add(std::move(p));
 }
 

@@ -2,9 +2,9 @@
 //
 // Steps:
 //   1. Translate the group's nodes into planning nodes (PNode): one per elementwise, shape or
-//      reduction op; softmax, log_softmax, logsumexp, layer_norm, cross_entropy and inference
-//      batch_norm become their elementwise ops and keepdims reductions; the anchor and the
-//      external inputs become loads, scalar constants literals.
+//      reduction op; a composite row (softmax, layer_norm, cross_entropy, ...) becomes the
+//      elementwise ops and keepdims reductions its decompose facet builds (decompose.h); the
+//      anchor and the external inputs become loads, scalar constants literals.
 //   2. Classify reductions: over every axis of their input a total, else a row reduction; all
 //      row reductions must reduce the same axes of the same shape (the domain). Levels: a row
 //      reduction needs one pass more than the row reductions it reads.
@@ -24,6 +24,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "semantics/passes/decompose.h"
 #include "semantics/passes/fusion_kind.h"
 
 namespace spora::passes {
@@ -54,7 +55,7 @@ bool is_real(DType d) { return d == DType::f32 || d == DType::f64; }
 
 // ---- planning nodes ---------------------------------------------------------------------------
 
-struct PNode {
+struct PNode : LoopValue {
   enum class K {
     Input, Literal, Unary, Binary, Compare, Logical, Not, Where, Cast, FiniteOrZero, Reshape,
     Permute, Broadcast, OneHot, Slice, Dropout, Reduce
@@ -137,8 +138,9 @@ std::pair<int64_t, int64_t> adjust_slice(int64_t start, int64_t stop, int64_t st
   return {count ? start : 0, count};
 }
 
-// Step 1: the planning nodes of a group.
-class Builder {
+// Step 1: the planning nodes of a group. Composite rows write themselves with the LoopBuilder
+// operations (their decompose facet, decompose.h).
+class Builder final : public LoopBuilder {
  public:
   explicit Builder(const GroupSpec& g) : g_(g) {
     for (size_t i = 0; i < g.inputs.size(); ++i) input_index_[g.inputs[i]] = static_cast<int>(i);
@@ -156,7 +158,7 @@ class Builder {
     auto no_low = [](const ir::Node* n) {
       if (n->type && n->type->is_tensor() &&
           (n->type->dtype == DType::f16 || n->type->dtype == DType::bf16))
-        fail("a " + std::string(dtype_name(n->type->dtype)) + " value");
+        passes::fail("a " + std::string(dtype_name(n->type->dtype)) + " value");
     };
     for (const ir::Node* in : g_.inputs) {
       if (!in->type || !in->type->is_tensor()) fail("an input is not a tensor");
@@ -192,7 +194,54 @@ class Builder {
     dedupe();
   }
 
+  // LoopBuilder (decompose.h)
+  DType dtype(const LoopValue* v) const override { return as_node(v)->dtype; }
+  const Shape& shape(const LoopValue* v) const override { return as_node(v)->shape; }
+  LoopValue* literal(double v, DType d) override { return lit(v, d); }
+  LoopValue* unary(const std::string& op, LoopValue* x) override {
+    if (!kir::unary_fn(op)) fail(op + " has no loop form");
+    need_float(op, as_node(x)->dtype);
+    return un(op, as_node(x));
+  }
+  LoopValue* binary(const std::string& op, LoopValue* x, LoopValue* y) override {
+    if (!kir::binary_fn(op)) fail(op + " has no loop form");
+    need_float(op, as_node(x)->dtype);
+    return bin(op, as_node(x), as_node(y));
+  }
+  LoopValue* reduce(ReduceOp op, bool mean, LoopValue* x, std::vector<int64_t> axes) override {
+    std::sort(axes.begin(), axes.end());
+    axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
+    PNode* v = as_node(x);
+    for (int64_t a : axes)
+      if (a < 0 || a >= static_cast<int64_t>(v->shape.size()))
+        fail("a reduction axis out of range");
+    return reduce(op, mean, v, std::move(axes), v->dtype);
+  }
+  LoopValue* cast(LoopValue* x, DType d) override { return to(as_node(x), d); }
+  LoopValue* reshape(LoopValue* x, Shape s) override {
+    if (numel(s) != numel(as_node(x)->shape)) fail("a reshape to another element count");
+    return reshape(as_node(x), std::move(s));
+  }
+  LoopValue* finite_or_zero(LoopValue* x) override {
+    PNode* v = as_node(x);
+    return make(PNode::K::FiniteOrZero, v->dtype, v->shape, {v});
+  }
+  LoopValue* one_hot(LoopValue* labels, DType d, Shape s, int64_t axis) override {
+    if (!is_integer(as_node(labels)->dtype)) fail("one-hot labels of a non-integer dtype");
+    PNode* p = make(PNode::K::OneHot, d, s, {as_node(labels)});
+    p->axis = axis;
+    p->classes = s.at(static_cast<size_t>(axis));
+    return p;
+  }
+  [[noreturn]] void fail(const std::string& why) override { passes::fail(why); }
+
  private:
+  static PNode* as_node(LoopValue* v) { return static_cast<PNode*>(v); }
+  static const PNode* as_node(const LoopValue* v) { return static_cast<const PNode*>(v); }
+  static void need_float(const std::string& op, DType t) {
+    if (!is_real(t)) passes::fail(op + " on " + std::string(dtype_name(t)));
+  }
+
   std::vector<std::unique_ptr<PNode>> dropped_;
 
   // Equal planning nodes become one (softmax and cross_entropy of the same logits share their
@@ -238,7 +287,7 @@ class Builder {
 
   static void check_static(const Shape& s, const std::string& what) {
     for (int64_t d : s)
-      if (d <= 0) fail(what + ": dynamic or empty shape");
+      if (d <= 0) passes::fail(what + ": dynamic or empty shape");
   }
 
   static bool scalar_constant(const ir::Node* n) {
@@ -273,7 +322,7 @@ class Builder {
     for (size_t i = 0; i < out.size(); ++i) {
       int64_t x = i < out.size() - a.size() ? 1 : a[i - (out.size() - a.size())];
       int64_t y = i < out.size() - b.size() ? 1 : b[i - (out.size() - b.size())];
-      if (x != y && x != 1 && y != 1) fail("operands do not broadcast");
+      if (x != y && x != 1 && y != 1) passes::fail("operands do not broadcast");
       out[i] = x == 1 ? y : x;
     }
     return out;
@@ -387,18 +436,14 @@ class Builder {
         op == "all" || op == "any") {
       return reduction(n, op, in.at(0));
     }
-    if (op == "softmax" || op == "log_softmax") return softmax(n, in.at(0), op == "log_softmax");
-    if (op == "logsumexp") {
-      PNode* x = in.at(0);
-      need_float(x->dtype);
-      auto axes = axes_attr(n.attrs, "axis", static_cast<int64_t>(x->shape.size()));
-      auto [sh, s_exp] = shifted_sum(x, axes);
-      PNode* out = bin("add", un("log", s_exp), sh);
-      return reshape(out, s);
+    if (const auto* decompose = n.prim->facet<DecomposeFn>(kDecomposeFacet)) {
+      const LoopValues args(in.begin(), in.end());
+      PNode* out = as_node((*decompose)(*this, n, args));
+      if (out->shape != s || out->dtype != d)
+        fail(op + "'s decomposition gives " + std::string(dtype_name(out->dtype)) + "[" +
+             fmt::format("{}", fmt::join(out->shape, ",")) + "], not its type");
+      return out;
     }
-    if (op == "layer_norm") return layer_norm(n, in);
-    if (op == "cross_entropy") return cross_entropy(n, in);
-    if (op == "batch_norm") return batch_norm(n, in);
     fail(op + " is not supported by the kernel generator");
   }
 
@@ -418,86 +463,8 @@ class Builder {
     return reshape(reduce(r, op == "mean", x, axes, d), n.type->shape);
   }
 
-  // (finite_or_zero(max(x)), sum(exp(x - that))) over axes, both keepdims.
-  std::pair<PNode*, PNode*> shifted_sum(PNode* x, const std::vector<int64_t>& axes) {
-    PNode* m = reduce(ReduceOp::Max, false, x, axes, x->dtype);
-    PNode* sh = make(PNode::K::FiniteOrZero, x->dtype, m->shape, {m});
-    PNode* e = un("exp", bin("sub", x, sh));
-    return {sh, reduce(ReduceOp::Sum, false, e, axes, x->dtype)};
-  }
-
-  PNode* softmax(const ir::Node& n, PNode* x, bool log) {
-    if (!is_real(x->dtype)) fail("softmax on a non-float tensor");
-    int64_t axis = n.attrs.get_int("axis");
-    if (axis < 0) axis += static_cast<int64_t>(x->shape.size());
-    PNode* m = reduce(ReduceOp::Max, false, x, {axis}, x->dtype);
-    PNode* z = bin("sub", x, make(PNode::K::FiniteOrZero, x->dtype, m->shape, {m}));
-    PNode* e = un("exp", z);
-    PNode* s = reduce(ReduceOp::Sum, false, e, {axis}, x->dtype);
-    return log ? bin("sub", z, un("log", s)) : bin("div", e, s);
-  }
-
-  // The normalisations compute in f64 and round once, like their reference kernels: they
-  // divide by a standard deviation, which would amplify f32 rounding of their inputs' noise.
   PNode* to(PNode* v, DType d) {
     return v->dtype == d ? v : make(PNode::K::Cast, d, v->shape, {v});
-  }
-
-  PNode* layer_norm(const ir::Node& n, const std::vector<PNode*>& in) {
-    PNode* x0 = in.at(0);
-    if (!is_real(x0->dtype)) fail("layer_norm on a non-float tensor");
-    PNode* x = to(x0, DType::f64);
-    const int64_t rank = static_cast<int64_t>(x->shape.size());
-    std::vector<int64_t> axes;
-    for (int64_t a = rank - n.attrs.get_int("ndim"); a < rank; ++a) axes.push_back(a);
-    PNode* mu = reduce(ReduceOp::Sum, true, x, axes, DType::f64);
-    PNode* xc = bin("sub", x, mu);
-    PNode* var = reduce(ReduceOp::Sum, true, bin("mul", xc, xc), axes, DType::f64);
-    PNode* rstd = un("rsqrt", bin("add", var, lit(n.attrs.get_float("eps"), DType::f64)));
-    PNode* y = bin("mul", xc, rstd);
-    if (in.size() > 1) y = bin("mul", y, to(in[1], DType::f64));
-    if (in.size() > 2) y = bin("add", y, to(in[2], DType::f64));
-    return to(y, x0->dtype);
-  }
-
-  PNode* cross_entropy(const ir::Node& n, const std::vector<PNode*>& in) {
-    PNode* x = in.at(0);
-    PNode* labels = in.at(1);
-    if (!is_real(x->dtype)) fail("cross_entropy on a non-float tensor");
-    const int64_t axis = x->shape.size() >= 2 ? 1 : 0;
-    auto [sh, s] = shifted_sum(x, {axis});
-    PNode* lse = bin("add", un("log", s), sh);  // kept shape
-    PNode* loss = nullptr;
-    if (is_real(labels->dtype)) {
-      PNode* t = bin("mul", labels, bin("sub", x, lse));
-      loss = un("neg", reduce(ReduceOp::Sum, false, t, {axis}, x->dtype));
-    } else {
-      if (!is_integer(labels->dtype)) fail("cross_entropy labels of another dtype");
-      PNode* oh = make(PNode::K::OneHot, x->dtype, x->shape, {labels});
-      oh->axis = axis;
-      oh->classes = x->shape[static_cast<size_t>(axis)];
-      PNode* picked = reduce(ReduceOp::Sum, false, bin("mul", x, oh), {axis}, x->dtype);
-      loss = bin("sub", lse, picked);
-    }
-    const std::string red = n.attrs.has("reduction") ? n.attrs.get_string("reduction") : "mean";
-    if (red == "none") return reshape(loss, n.type->shape);
-    std::vector<int64_t> all;
-    for (size_t a = 0; a < loss->shape.size(); ++a) all.push_back(static_cast<int64_t>(a));
-    return reshape(reduce(ReduceOp::Sum, red == "mean", loss, all, x->dtype), n.type->shape);
-  }
-
-  PNode* batch_norm(const ir::Node& n, const std::vector<PNode*>& in) {
-    if (n.attrs.get_bool("training")) fail("batch_norm in training");
-    PNode* x0 = in.at(0);
-    if (!is_real(x0->dtype)) fail("batch_norm on a non-float tensor");
-    PNode* x = to(x0, DType::f64);
-    Shape chan(x->shape.size(), 1);
-    chan[1] = x->shape[1];
-    auto c = [&](PNode* v) { return reshape(to(v, DType::f64), chan); };
-    PNode* rstd = un("rsqrt", bin("add", to(in.at(4), DType::f64),
-                                  lit(n.attrs.get_float("eps"), DType::f64)));
-    PNode* y = bin("mul", bin("sub", x, c(in.at(3))), c(rstd));
-    return to(bin("add", bin("mul", y, c(in.at(1))), c(in.at(2))), x0->dtype);
   }
 
   PNode* slice(const ir::Node& n, PNode* x) {

@@ -3,6 +3,7 @@
 // it (against central finite differences), fusion puts it in a group whose generated CPU code
 // defines it from its loop_expr facet (against the reference interpreter), and the cost model
 // and the partitioner price and shard it. Its amp class (f32 under autocast) is on the row.
+// A composite row (rms_scale_t, a row reduction) fuses through its decompose facet alone.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -11,10 +12,13 @@
 #include <fstream>
 
 #include "backends/codegen/codegen.h"
+#include "ops/kernel_util.h"
 #include "ops/unary_math.h"
 #include "parallel/sharding/sharding.h"
 #include "semantics/cost.h"
+#include "semantics/passes/decompose.h"
 #include "semantics/passes/fusion.h"
+#include "semantics/passes/fusion_kind.h"
 #include "semantics/passes/fusion_plan.h"
 #include "tests/fusion/fusion_testing.h"
 
@@ -49,6 +53,46 @@ const sem::Primitive& softsign() {
                                 .loop = {1, "a / (1.0f + fabsf(a))", "a / (1.0 + fabs(a))"},
                                 .flops = 3,
                                 .amp = sem::AmpClass::F32});
+  }();
+  return p;
+}
+
+// rms_scale_t(x) = x / sqrt(mean(x^2 over the last axis) + 1e-6): a composite row with a
+// reference kernel (f32) and a decompose facet, and no loop form or kernel of its own.
+const sem::Primitive& rms_scale() {
+  static const sem::Primitive& p = []() -> const sem::Primitive& {
+    setup();
+    sem::Primitive row;
+    row.name = "rms_scale_t";
+    row.family = "nn";
+    row.doc = "x / sqrt(mean(x^2, axis=-1) + 1e-6) (a test's primitive)";
+    row.params = {ops::input("x")};
+    row.differentiable = false;
+    row.infer = [](const std::vector<sem::TypeP>& in, const sem::Attrs&) { return in.at(0); };
+    row.eval = [](const std::vector<sem::Value>& in, const sem::Attrs&) {
+      const sem::Tensor& x = in.at(0).tensor;
+      sem::Tensor out = sem::Tensor::empty(x.dtype(), x.shape());
+      const int64_t cols = x.shape().back(), rows = x.numel() / cols;
+      for (int64_t r = 0; r < rows; ++r) {
+        const float* a = x.data<float>() + r * cols;
+        double ms = 0;
+        for (int64_t c = 0; c < cols; ++c) ms += static_cast<double>(a[c]) * a[c];
+        const double scale = 1 / std::sqrt(ms / static_cast<double>(cols) + 1e-6);
+        for (int64_t c = 0; c < cols; ++c)
+          out.data<float>()[r * cols + c] = static_cast<float>(a[c] * scale);
+      }
+      return sem::Value(out);
+    };
+    row.facets[passes::kFusionFacet] = passes::FusionKind::Reduction;
+    row.facets[passes::kDecomposeFacet] = passes::DecomposeFn(
+        [](passes::LoopBuilder& b, const ir::Node&, const passes::LoopValues& in) {
+          passes::LoopValue* x = in.at(0);
+          const int64_t last = static_cast<int64_t>(b.shape(x).size()) - 1;
+          passes::LoopValue* ms = b.reduce(kir::ReduceOp::Sum, true, b.binary("mul", x, x), {last});
+          passes::LoopValue* eps = b.literal(1e-6, b.dtype(x));
+          return b.binary("mul", x, b.unary("rsqrt", b.binary("add", ms, eps)));
+        });
+    return sem::Registry::instance().add(std::move(row));
   }();
   return p;
 }
@@ -111,41 +155,52 @@ TEST(NewPrimitive, DerivativesMatchFiniteDifferences) {
   }
 }
 
+// f in `file` (x: f32[64, 32]) fused: one group, planned into one kernel that the generated
+// C++ computes like the nodes (check_groups) and like the reference interpreter on random x.
+// Returns the kernel's C++ text ("" after a failure).
+std::string fuse_one_kernel_and_check(const ProgramFile& file, uint64_t seed) {
+  std::string diags;
+  auto m = compile(file.path.string(), &diags, "f");
+  EXPECT_TRUE(m) << diags;
+  if (!m) return "";
+  passes::fuse_operators(*m);
+  const ir::Graph* group = nullptr;
+  size_t groups = 0;
+  for (const auto& g : m->graphs())
+    if (passes::is_fused_graph(*g)) group = g.get(), ++groups;
+  EXPECT_EQ(groups, 1u);
+  if (groups != 1) return "";
+  std::string why;
+  auto plan = passes::plan_group(passes::group_of(*group), &why);
+  EXPECT_TRUE(plan) << why;
+  if (!plan) return "";
+  codegen::FusedRuntime rt(*m, test_fused_options());
+  EXPECT_EQ(rt.kernels(), 1u) << rt.error();
+  size_t checked = 0;
+  EXPECT_EQ(check_groups(*m, rt, &checked), "");
+  EXPECT_EQ(checked, 1u);
+  auto reference = compile(file.path.string(), nullptr, "f");
+  EXPECT_TRUE(reference);
+  if (!reference) return "";
+  const std::vector<sem::Value> args{random_value(sem::Type::tensor(DType::f32, {64, 32}), seed)};
+  const ProgramRun want = call(*reference, reference->entry, args);
+  EXPECT_EQ(want.error, "");
+  sem::Value got;
+  EXPECT_TRUE(rt.run(*group, args, got));
+  EXPECT_EQ(compare(got, want.result), "");
+  return codegen::emit_cpp(*plan).text;
+}
+
 // In a fusion group with built-in primitives: the group's generated C++ defines sp_softsign_t
 // from the facet, compiles, and computes what the nodes compute.
 TEST(NewPrimitive, FusesIntoGeneratedCpuCode) {
   softsign();
   ProgramFile file(std::string("def f(x: f32[64, 32]) = tanh(") + kName + "(x) * 2.0 + 1.0)\n",
                    "    print(sum(f(ones([64, 32]))))\n");
-  std::string diags;
-  auto m = compile(file.path.string(), &diags, "f");
-  ASSERT_TRUE(m) << diags;
-  passes::fuse_operators(*m);
-  const ir::Graph* group = nullptr;
-  for (const auto& g : m->graphs())
-    if (passes::is_fused_graph(*g)) group = g.get();
-  ASSERT_NE(group, nullptr) << "no fusion group";
-  std::string why;
-  auto plan = passes::plan_group(passes::group_of(*group), &why);
-  ASSERT_TRUE(plan) << why;
-  const std::string text = codegen::emit_cpp(*plan).text;
+  const std::string text = fuse_one_kernel_and_check(file, 5);
   EXPECT_NE(text.find("sp_softsign_t(float a) { return a / (1.0f + fabsf(a)); }"),
             std::string::npos)
       << text;
-  codegen::FusedRuntime rt(*m, test_fused_options());
-  ASSERT_EQ(rt.kernels(), 1u) << rt.error();
-  size_t checked = 0;
-  EXPECT_EQ(check_groups(*m, rt, &checked), "");
-  EXPECT_EQ(checked, 1u);
-
-  auto reference = compile(file.path.string(), nullptr, "f");
-  ASSERT_TRUE(reference);
-  const std::vector<sem::Value> args{random_value(sem::Type::tensor(DType::f32, {64, 32}), 5)};
-  const ProgramRun want = call(*reference, reference->entry, args);
-  ASSERT_EQ(want.error, "");
-  sem::Value got;
-  ASSERT_TRUE(rt.run(*group, args, got));
-  EXPECT_EQ(compare(got, want.result), "");
 }
 
 // The cost model prices it (3 flops an element, its input and output bytes) and the
@@ -170,6 +225,16 @@ TEST(NewPrimitive, HasACostAndAShardingRule) {
   const std::vector<parallel::OpStrategy> all = rule->enumerate({t}, t, {}, mesh);
   EXPECT_GT(all.size(), 1u);
   for (const parallel::OpStrategy& s : all) EXPECT_EQ(s.inputs.at(0), s.output) << s.name;
+}
+
+// The composite row joins a group with built-in elementwise primitives before and after it; the
+// planner writes it from its decompose facet (a keepdims mean, then a broadcast multiply) and
+// the one generated kernel computes what the nodes compute.
+TEST(NewPrimitive, CompositeRowFusesThroughItsDecomposition) {
+  rms_scale();
+  ProgramFile file("def f(x: f32[64, 32]) = rms_scale_t(tanh(x)) * 2.0 + 1.0\n",
+                   "    print(sum(f(ones([64, 32]))))\n");
+  EXPECT_NE(fuse_one_kernel_and_check(file, 7), "");
 }
 
 // Autocast reads the class from the row: f32 at O1 (even on bf16 inputs), the low dtype at O2;
