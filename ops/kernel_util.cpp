@@ -62,15 +62,7 @@ int64_t numel_of(const Shape& s) {
   return n;
 }
 
-std::vector<int64_t> strides_of(const Shape& s) {
-  std::vector<int64_t> strides(s.size());
-  int64_t st = 1;
-  for (size_t i = s.size(); i-- > 0;) {
-    strides[i] = st;
-    st *= s[i];
-  }
-  return strides;
-}
+std::vector<int64_t> strides_of(const Shape& s) { return sem::row_major_strides(s); }
 
 std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b) {
   size_t r = std::max(a.size(), b.size());

@@ -47,6 +47,7 @@
 #include "ops/families.h"
 #include "ops/kernel_util.h"
 #include "semantics/passes/fusion_kind.h"
+#include "semantics/slice.h"
 
 namespace spora::ops {
 
@@ -54,7 +55,6 @@ namespace {
 
 using AK = ParamSpec::AttrKind;
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
-constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
 
 // out[o] = x[base + sum_k idx_k(o) * st[k]]: the one copy loop behind transpose, slice and
 // broadcast_to (strides may be 0 or negative). Copies bytes, so it works for every dtype.
@@ -421,83 +421,14 @@ void add_join(sem::Registry& r, bool stack) {
 
 // ---- slice ----------------------------------------------------------------------------------
 
-struct SlicePlan {
-  Shape out;                // result shape
-  std::vector<int64_t> st;  // input stride per result axis
-  int64_t base = 0;         // flat offset of the first element
-};
+using sem::SlicePlan;
 
-// Python's PySlice_AdjustIndices for one axis; returns (start, count).
-std::pair<int64_t, int64_t> adjust_slice(int64_t start, int64_t stop, int64_t step, int64_t len) {
-  bool omit_start = start == kMax || start == kMin;
-  bool omit_stop = stop == kMax || stop == kMin;
-  if (omit_start)
-    start = step > 0 ? 0 : len - 1;
-  else if (start < 0)
-    start = std::max<int64_t>(start + len, step < 0 ? -1 : 0);
-  else if (start >= len)
-    start = step < 0 ? len - 1 : len;
-  if (omit_stop)
-    stop = step > 0 ? len : -1;
-  else if (stop < 0)
-    stop = std::max<int64_t>(stop + len, step < 0 ? -1 : 0);
-  else if (stop >= len)
-    stop = step < 0 ? len - 1 : len;
-  int64_t count = 0;
-  if (step < 0) {
-    if (stop < start) count = (start - stop - 1) / (-step) + 1;
-  } else if (start < stop) {
-    count = (stop - start - 1) / step + 1;
-  }
-  return {count ? start : 0, count};
-}
-
-// Plans the slice of a tensor of type t (dims may be dynamic at compile time: then the result
-// dim is dynamic and integer indices are checked at run time).
+// The slice of a tensor of type t (dims may be dynamic at compile time: then the result dim is
+// dynamic and integer indices are checked at run time); UserError for the user's mistakes.
 SlicePlan plan_slice(const Type& t, const Attrs& attrs) {
-  const auto& starts = attrs.get_ints("starts");
-  const auto& stops = attrs.get_ints("stops");
-  const auto& steps = attrs.get_ints("steps");
-  const auto& squeeze = attrs.get_ints("squeeze");
-  if (static_cast<int64_t>(starts.size()) > t.rank())
-    user_error("too many indices for " + t.str() + ": " + std::to_string(starts.size()));
-  for (int64_t s : squeeze)
-    if (s < 0 || s >= static_cast<int64_t>(starts.size()))
-      internal_error("slice: squeezed axis " + std::to_string(s) + " has no index");
-  std::vector<int64_t> in_st = strides_of(t.shape);
-  SlicePlan plan;
-  for (int64_t i = 0; i < t.rank(); ++i) {
-    int64_t len = t.shape[i];
-    size_t ui = static_cast<size_t>(i);
-    if (ui >= starts.size()) {
-      plan.out.push_back(len);
-      plan.st.push_back(in_st[i]);
-      continue;
-    }
-    bool squeezed = std::find(squeeze.begin(), squeeze.end(), i) != squeeze.end();
-    if (squeezed) {
-      int64_t idx = starts[ui];
-      if (len == sem::kDynamicDim) continue;
-      int64_t n = idx < 0 ? idx + len : idx;
-      if (n < 0 || n >= len)
-        user_error("index " + std::to_string(idx) + " is out of range for axis " +
-                   std::to_string(i) + " of size " + std::to_string(len));
-      plan.base += n * in_st[i];
-      continue;
-    }
-    int64_t step = ui < steps.size() ? steps[ui] : 1;
-    int64_t stop = ui < stops.size() ? stops[ui] : kMax;
-    if (step == 0) user_error("slice step cannot be zero");
-    if (len == sem::kDynamicDim) {
-      plan.out.push_back(sem::kDynamicDim);
-      plan.st.push_back(0);
-      continue;
-    }
-    auto [start, count] = adjust_slice(starts[ui], stop, step, len);
-    plan.out.push_back(count);
-    plan.st.push_back(in_st[i] * step);
-    plan.base += start * in_st[i];
-  }
+  SlicePlan plan = sem::plan_slice(t.shape, attrs, t.str());
+  if (plan.error == SlicePlan::Error::User) user_error(plan.message);
+  if (plan.error == SlicePlan::Error::Internal) internal_error(plan.message);
   return plan;
 }
 

@@ -41,6 +41,16 @@ size_t dtype_size(DType t) {
 
 namespace spora::sem {
 
+std::vector<int64_t> row_major_strides(const Shape& s) {
+  std::vector<int64_t> st(s.size());
+  int64_t n = 1;
+  for (size_t i = s.size(); i-- > 0;) {
+    st[i] = n;
+    n *= s[i];
+  }
+  return st;
+}
+
 TypeP Type::tensor(DType dtype, Shape shape) {
   auto t = std::make_shared<Type>();
   t->kind = Kind::Tensor;

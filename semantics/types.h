@@ -34,6 +34,8 @@ namespace spora::sem {
 
 constexpr int64_t kDynamicDim = -1;
 using Shape = std::vector<int64_t>;
+// Row-major strides in elements.
+std::vector<int64_t> row_major_strides(const Shape& s);
 
 struct Type;
 using TypeP = std::shared_ptr<const Type>;

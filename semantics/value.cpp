@@ -175,15 +175,7 @@ Tensor Tensor::full(DType dtype, Shape shape, double value) {
   return t;
 }
 
-std::vector<int64_t> Tensor::strides() const {
-  std::vector<int64_t> st(shape_.size());
-  int64_t s = 1;
-  for (size_t i = shape_.size(); i-- > 0;) {
-    st[i] = s;
-    s *= shape_[i];
-  }
-  return st;
-}
+std::vector<int64_t> Tensor::strides() const { return row_major_strides(shape_); }
 
 double Tensor::get(int64_t i) const {
   if (!device().is_cpu()) return host_tensor(*this).get(i);

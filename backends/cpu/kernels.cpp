@@ -120,15 +120,7 @@ int64_t numel_of(const Shape& s) {
   return n;
 }
 
-std::vector<int64_t> strides_of(const Shape& s) {
-  std::vector<int64_t> st(s.size());
-  int64_t v = 1;
-  for (size_t i = s.size(); i-- > 0;) {
-    st[i] = v;
-    v *= s[i];
-  }
-  return st;
-}
+std::vector<int64_t> strides_of(const Shape& s) { return sem::row_major_strides(s); }
 
 bool broadcast_shapes(const Shape& a, const Shape& b, Shape& out) {
   size_t r = std::max(a.size(), b.size());

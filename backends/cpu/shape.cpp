@@ -10,16 +10,13 @@
 // a matrix transpose (the last two axes swapped) goes in 32 x 32 tiles. Rows run in parallel.
 // Invalid attributes go to the reference kernel, which raises the reference's error.
 #include <algorithm>
-#include <limits>
 
 #include "backends/cpu/kernels.h"
+#include "semantics/slice.h"
 
 namespace spora::cpu {
 
 namespace {
-
-constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
-constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
 
 // ---- the strided copy engine ----------------------------------------------------------------
 
@@ -309,71 +306,13 @@ CpuKernel join_kernel(bool stack) {
 
 // ---- slice / slice_grad ---------------------------------------------------------------------
 
-struct SlicePlan {
-  Shape out;
-  std::vector<int64_t> st;
-  int64_t base = 0;
-};
+using sem::SlicePlan;
 
-// Python's PySlice_AdjustIndices for one axis (the reference's adjust_slice).
-std::pair<int64_t, int64_t> adjust_slice(int64_t start, int64_t stop, int64_t step, int64_t len) {
-  bool omit_start = start == kMax || start == kMin;
-  bool omit_stop = stop == kMax || stop == kMin;
-  if (omit_start)
-    start = step > 0 ? 0 : len - 1;
-  else if (start < 0)
-    start = std::max<int64_t>(start + len, step < 0 ? -1 : 0);
-  else if (start >= len)
-    start = step < 0 ? len - 1 : len;
-  if (omit_stop)
-    stop = step > 0 ? len : -1;
-  else if (stop < 0)
-    stop = std::max<int64_t>(stop + len, step < 0 ? -1 : 0);
-  else if (stop >= len)
-    stop = step < 0 ? len - 1 : len;
-  int64_t count = 0;
-  if (step < 0) {
-    if (stop < start) count = (start - stop - 1) / (-step) + 1;
-  } else if (start < stop) {
-    count = (stop - start - 1) / step + 1;
-  }
-  return {count ? start : 0, count};
-}
-
-// The slice of a tensor of shape s; false where the reference reports an error.
+// The slice of a tensor of shape s (semantics/slice.h); false where the reference reports an
+// error.
 bool plan_slice(const Shape& s, const Attrs& attrs, SlicePlan& plan) {
-  const auto& starts = attrs.get_ints("starts");
-  const auto& stops = attrs.get_ints("stops");
-  const auto& steps = attrs.get_ints("steps");
-  const auto& squeeze = attrs.get_ints("squeeze");
-  const int64_t r = static_cast<int64_t>(s.size());
-  if (static_cast<int64_t>(starts.size()) > r) return false;
-  for (int64_t q : squeeze)
-    if (q < 0 || q >= static_cast<int64_t>(starts.size())) return false;
-  std::vector<int64_t> in_st = strides_of(s);
-  for (int64_t i = 0; i < r; ++i) {
-    const int64_t len = s[i];
-    const size_t ui = static_cast<size_t>(i);
-    if (ui >= starts.size()) {
-      plan.out.push_back(len);
-      plan.st.push_back(in_st[i]);
-      continue;
-    }
-    if (std::find(squeeze.begin(), squeeze.end(), i) != squeeze.end()) {
-      int64_t idx = starts[ui], n = idx < 0 ? idx + len : idx;
-      if (n < 0 || n >= len) return false;
-      plan.base += n * in_st[i];
-      continue;
-    }
-    int64_t step = ui < steps.size() ? steps[ui] : 1;
-    int64_t stop = ui < stops.size() ? stops[ui] : kMax;
-    if (step == 0) return false;
-    auto [start, count] = adjust_slice(starts[ui], stop, step, len);
-    plan.out.push_back(count);
-    plan.st.push_back(in_st[i] * step);
-    plan.base += start * in_st[i];
-  }
-  return true;
+  plan = sem::plan_slice(s, attrs, "");
+  return plan.error == SlicePlan::Error::None;
 }
 
 Value slice_kernel(const RefKernel& ref, const std::vector<Value>& in, const Attrs& attrs) {

@@ -26,6 +26,7 @@
 
 #include "semantics/passes/decompose.h"
 #include "semantics/passes/fusion_kind.h"
+#include "semantics/slice.h"
 
 namespace spora::passes {
 
@@ -109,33 +110,6 @@ std::vector<int64_t> axes_attr(const sem::Attrs& a, const char* name, int64_t ra
   std::sort(axes.begin(), axes.end());
   axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
   return axes;
-}
-
-// Python's slice clamping (ops/shape.cpp adjust_slice): (start, count).
-std::pair<int64_t, int64_t> adjust_slice(int64_t start, int64_t stop, int64_t step, int64_t len) {
-  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
-  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
-  const bool omit_start = start == kMax || start == kMin;
-  const bool omit_stop = stop == kMax || stop == kMin;
-  if (omit_start)
-    start = step > 0 ? 0 : len - 1;
-  else if (start < 0)
-    start = std::max<int64_t>(start + len, step < 0 ? -1 : 0);
-  else if (start >= len)
-    start = step < 0 ? len - 1 : len;
-  if (omit_stop)
-    stop = step > 0 ? len : -1;
-  else if (stop < 0)
-    stop = std::max<int64_t>(stop + len, step < 0 ? -1 : 0);
-  else if (stop >= len)
-    stop = step < 0 ? len - 1 : len;
-  int64_t count = 0;
-  if (step < 0) {
-    if (stop < start) count = (start - stop - 1) / (-step) + 1;
-  } else if (start < stop) {
-    count = (stop - start - 1) / step + 1;
-  }
-  return {count ? start : 0, count};
 }
 
 // Step 1: the planning nodes of a group. Composite rows write themselves with the LoopBuilder
@@ -494,7 +468,7 @@ class Builder final : public LoopBuilder {
       const int64_t step = i < steps.size() ? steps[i] : 1;
       const int64_t stop = i < stops.size() ? stops[i] : std::numeric_limits<int64_t>::max();
       if (step == 0) fail("slice step 0");
-      p->starts.push_back(adjust_slice(starts[i], stop, step, len).first);
+      p->starts.push_back(sem::adjust_slice(starts[i], stop, step, len).first);
       p->steps.push_back(step);
       p->squeezed.push_back(false);
     }

@@ -1,0 +1,92 @@
+#include "semantics/slice.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace spora::sem {
+
+namespace {
+constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+}  // namespace
+
+std::pair<int64_t, int64_t> adjust_slice(int64_t start, int64_t stop, int64_t step, int64_t len) {
+  const bool omit_start = start == kMax || start == kMin;
+  const bool omit_stop = stop == kMax || stop == kMin;
+  if (omit_start)
+    start = step > 0 ? 0 : len - 1;
+  else if (start < 0)
+    start = std::max<int64_t>(start + len, step < 0 ? -1 : 0);
+  else if (start >= len)
+    start = step < 0 ? len - 1 : len;
+  if (omit_stop)
+    stop = step > 0 ? len : -1;
+  else if (stop < 0)
+    stop = std::max<int64_t>(stop + len, step < 0 ? -1 : 0);
+  else if (stop >= len)
+    stop = step < 0 ? len - 1 : len;
+  int64_t count = 0;
+  if (step < 0) {
+    if (stop < start) count = (start - stop - 1) / (-step) + 1;
+  } else if (start < stop) {
+    count = (stop - start - 1) / step + 1;
+  }
+  return {count ? start : 0, count};
+}
+
+SlicePlan plan_slice(const Shape& s, const Attrs& attrs, const std::string& type_str) {
+  const auto& starts = attrs.get_ints("starts");
+  const auto& stops = attrs.get_ints("stops");
+  const auto& steps = attrs.get_ints("steps");
+  const auto& squeeze = attrs.get_ints("squeeze");
+  SlicePlan plan;
+  auto fail = [&](SlicePlan::Error e, std::string message) {
+    plan.error = e;
+    plan.message = std::move(message);
+    return plan;
+  };
+  const int64_t rank = static_cast<int64_t>(s.size());
+  if (static_cast<int64_t>(starts.size()) > rank)
+    return fail(SlicePlan::Error::User,
+                "too many indices for " + type_str + ": " + std::to_string(starts.size()));
+  for (int64_t q : squeeze)
+    if (q < 0 || q >= static_cast<int64_t>(starts.size()))
+      return fail(SlicePlan::Error::Internal,
+                  "slice: squeezed axis " + std::to_string(q) + " has no index");
+  const std::vector<int64_t> in_st = row_major_strides(s);
+  for (int64_t i = 0; i < rank; ++i) {
+    const int64_t len = s[static_cast<size_t>(i)];
+    const size_t ui = static_cast<size_t>(i);
+    if (ui >= starts.size()) {
+      plan.out.push_back(len);
+      plan.st.push_back(in_st[ui]);
+      continue;
+    }
+    if (std::find(squeeze.begin(), squeeze.end(), i) != squeeze.end()) {
+      const int64_t idx = starts[ui];
+      if (len == kDynamicDim) continue;
+      const int64_t n = idx < 0 ? idx + len : idx;
+      if (n < 0 || n >= len)
+        return fail(SlicePlan::Error::User, "index " + std::to_string(idx) +
+                                                " is out of range for axis " + std::to_string(i) +
+                                                " of size " + std::to_string(len));
+      plan.base += n * in_st[ui];
+      continue;
+    }
+    const int64_t step = ui < steps.size() ? steps[ui] : 1;
+    const int64_t stop = ui < stops.size() ? stops[ui] : kMax;
+    if (step == 0) return fail(SlicePlan::Error::User, "slice step cannot be zero");
+    if (len == kDynamicDim) {
+      plan.out.push_back(kDynamicDim);
+      plan.st.push_back(0);
+      continue;
+    }
+    const auto [start, count] = adjust_slice(starts[ui], stop, step, len);
+    plan.out.push_back(count);
+    plan.st.push_back(in_st[ui] * step);
+    plan.base += start * in_st[ui];
+  }
+  return plan;
+}
+
+}  // namespace spora::sem
