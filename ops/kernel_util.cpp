@@ -64,29 +64,6 @@ int64_t numel_of(const Shape& s) {
 
 std::vector<int64_t> strides_of(const Shape& s) { return sem::row_major_strides(s); }
 
-std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b) {
-  size_t r = std::max(a.size(), b.size());
-  Shape out(r);
-  for (size_t i = 0; i < r; ++i) {
-    int64_t da = i < r - a.size() ? 1 : a[i - (r - a.size())];
-    int64_t db = i < r - b.size() ? 1 : b[i - (r - b.size())];
-    if (da == db) {
-      out[i] = da;
-    } else if (da == 1) {
-      out[i] = db;
-    } else if (db == 1) {
-      out[i] = da;
-    } else if (da == sem::kDynamicDim) {
-      out[i] = db;  // assumed equal; checked at run time
-    } else if (db == sem::kDynamicDim) {
-      out[i] = da;
-    } else {
-      return std::nullopt;
-    }
-  }
-  return out;
-}
-
 Shape binary_broadcast(const std::string& name, const Type& a, const Type& b) {
   if (a.dtype != b.dtype) {
     // Mixing f16/bf16 with another float is never implicit (the language keeps one dtype

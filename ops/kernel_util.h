@@ -13,6 +13,7 @@
 
 #include "lang/diagnostics.h"
 #include "semantics/registry.h"
+#include "semantics/shape_rules.h"
 #include "semantics/types.h"
 #include "semantics/value.h"
 
@@ -109,7 +110,7 @@ std::vector<int64_t> reduction_axes(const Attrs& attrs, const std::string& name,
 int64_t numel_of(const Shape& s);
 std::vector<int64_t> strides_of(const Shape& s);
 // The broadcast shape of two shapes (NumPy rules); nullopt when incompatible.
-std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b);
+using sem::broadcast_shapes;
 // The type rule shared by binary elementwise ops: equal dtypes (`add operand types do not
 // match: f32[2] and f64[2]`) and broadcastable shapes (`cannot broadcast f32[2,3] and f32[4]`).
 Shape binary_broadcast(const std::string& name, const Type& a, const Type& b);

@@ -18,39 +18,17 @@ namespace spora::ops {
 
 namespace {
 
-struct MatmulShape {
-  Shape a3, b3;  // operands as [batch..., m, k] and [batch..., k, n] (1-D promoted)
-  Shape batch;   // broadcast batch shape
-  int64_t m, k, n;
-  Shape out;  // result shape (promoted axes removed)
-};
+using sem::MatmulShape;
 
+// The promoted shapes of a @ b (semantics/shape_rules.h); UserError when they do not fit.
 MatmulShape matmul_shape(const Type& a, const Type& b) {
-  auto mismatch = [&]() { user_error("matmul shapes do not match: " + a.str() + " @ " + b.str()); };
   if (a.dtype != b.dtype)
     user_error("matmul operand types do not match: " + a.str() + " and " + b.str());
   if (a.dtype == DType::boolean)
     user_error("matmul does not accept bool operands: " + a.str() + " @ " + b.str());
-  if (a.rank() == 0 || b.rank() == 0) mismatch();
-  MatmulShape s;
-  s.a3 = a.shape;
-  s.b3 = b.shape;
-  if (a.rank() == 1) s.a3.insert(s.a3.begin(), 1);
-  if (b.rank() == 1) s.b3.push_back(1);
-  s.m = s.a3[s.a3.size() - 2];
-  s.k = s.a3.back();
-  s.n = s.b3.back();
-  int64_t kb = s.b3[s.b3.size() - 2];
-  if (s.k != kb && s.k != sem::kDynamicDim && kb != sem::kDynamicDim) mismatch();
-  if (s.k == sem::kDynamicDim) s.k = kb;
-  Shape ba(s.a3.begin(), s.a3.end() - 2), bb(s.b3.begin(), s.b3.end() - 2);
-  auto batch = broadcast_shapes(ba, bb);
-  if (!batch) mismatch();
-  s.batch = *batch;
-  s.out = s.batch;
-  if (a.rank() > 1) s.out.push_back(s.m);
-  if (b.rank() > 1) s.out.push_back(s.n);
-  return s;
+  std::optional<MatmulShape> s = sem::matmul_shape(a.shape, b.shape);
+  if (!s) user_error("matmul shapes do not match: " + a.str() + " @ " + b.str());
+  return *s;
 }
 
 template <class T>

@@ -47,7 +47,7 @@
 #include "ops/families.h"
 #include "ops/kernel_util.h"
 #include "semantics/passes/fusion_kind.h"
-#include "semantics/slice.h"
+#include "semantics/shape_rules.h"
 
 namespace spora::ops {
 

@@ -9,6 +9,7 @@
 
 #include "backends/cpu/half.h"
 #include "semantics/low_precision.h"
+#include "semantics/shape_rules.h"
 
 namespace spora::cpu {
 
@@ -123,19 +124,9 @@ int64_t numel_of(const Shape& s) {
 std::vector<int64_t> strides_of(const Shape& s) { return sem::row_major_strides(s); }
 
 bool broadcast_shapes(const Shape& a, const Shape& b, Shape& out) {
-  size_t r = std::max(a.size(), b.size());
-  out.assign(r, 1);
-  for (size_t i = 0; i < r; ++i) {
-    int64_t da = i < r - a.size() ? 1 : a[i - (r - a.size())];
-    int64_t db = i < r - b.size() ? 1 : b[i - (r - b.size())];
-    if (da == db || db == 1)
-      out[i] = da;
-    else if (da == 1)
-      out[i] = db;
-    else
-      return false;
-  }
-  return true;
+  std::optional<Shape> s = sem::broadcast_shapes(a, b);
+  if (s) out = std::move(*s);
+  return s.has_value();
 }
 
 int64_t normalize_axis(int64_t axis, int64_t rank, const Tensor& t, bool extra) {

@@ -5,38 +5,18 @@
 // right operand has no batch axes of its own ([b..., m, k] @ [k, n] is [b... m, k] @ [k, n]).
 // BLAS accumulates in the operands' precision where the reference accumulates in double:
 // f32 results agree within f32 rounding of the sum of |a_ik b_kj|. Integers run the
-// reference's loops (wrapping 64-bit accumulation, exact), parallel over rows. f16/bf16 and
-// shape errors go to the reference kernel.
+// reference's loops (wrapping 64-bit accumulation, exact), parallel over rows. The shapes are
+// the row's (semantics/shape_rules.h matmul_shape); f16/bf16 and shape errors go to the
+// reference kernel.
 #include "backends/cpu/blas.h"
 #include "backends/cpu/kernels.h"
+#include "semantics/shape_rules.h"
 
 namespace spora::cpu {
 
 namespace {
 
-struct MatmulShape {
-  Shape a3, b3, batch, out;
-  int64_t m = 0, k = 0, n = 0;
-};
-
-// The reference's shape computation; false on a mismatch.
-bool matmul_shape(const Tensor& a, const Tensor& b, MatmulShape& s) {
-  if (a.rank() == 0 || b.rank() == 0) return false;
-  s.a3 = a.shape();
-  s.b3 = b.shape();
-  if (a.rank() == 1) s.a3.insert(s.a3.begin(), 1);
-  if (b.rank() == 1) s.b3.push_back(1);
-  s.m = s.a3[s.a3.size() - 2];
-  s.k = s.a3.back();
-  s.n = s.b3.back();
-  if (s.b3[s.b3.size() - 2] != s.k) return false;
-  Shape ba(s.a3.begin(), s.a3.end() - 2), bb(s.b3.begin(), s.b3.end() - 2);
-  if (!broadcast_shapes(ba, bb, s.batch)) return false;
-  s.out = s.batch;
-  if (a.rank() > 1) s.out.push_back(s.m);
-  if (b.rank() > 1) s.out.push_back(s.n);
-  return true;
-}
+using sem::MatmulShape;
 
 // For each batch element of `out`, the batch index it reads in `in` (broadcast).
 std::vector<int64_t> batch_map(const Shape& in, const Shape& out) {
@@ -105,10 +85,11 @@ Value matmul_kernel(const RefKernel& ref, const std::vector<Value>& in, const At
   const Tensor& a = in.at(0).tensor;
   const Tensor& b = in.at(1).tensor;
   const DType dt = a.dtype();
-  MatmulShape s;
-  bool ok = b.dtype() == dt &&
-            (dt == DType::f32 || dt == DType::f64 || dt == DType::i32 || dt == DType::i64);
-  if (!ok || !matmul_shape(a, b, s)) return ref(in, attrs);
+  const bool ok = b.dtype() == dt &&
+                  (dt == DType::f32 || dt == DType::f64 || dt == DType::i32 || dt == DType::i64);
+  const std::optional<MatmulShape> shape = sem::matmul_shape(a.shape(), b.shape());
+  if (!ok || !shape) return ref(in, attrs);  // the reference reports the error
+  const MatmulShape& s = *shape;
   Tensor out = Tensor::empty(dt, s.out);
   if (out.numel() == 0) return out;
   switch (dt) {

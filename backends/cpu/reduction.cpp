@@ -27,24 +27,6 @@ enum class Red { sum, mean, prod, max, min, argmax, argmin, all, any };
 
 bool is_arg(Red op) { return op == Red::argmax || op == Red::argmin; }
 
-DType result_dtype(Red op, DType in) {
-  switch (op) {
-    case Red::sum:
-    case Red::prod:
-      return in == DType::boolean ? DType::i32 : in;
-    case Red::mean:
-      return is_float(in) ? in : DType::f32;
-    case Red::argmax:
-    case Red::argmin:
-      return DType::i32;
-    case Red::all:
-    case Red::any:
-      return DType::boolean;
-    default:
-      return in;
-  }
-}
-
 // The reduced axes (sorted, unique), or false when the attribute is invalid (the reference
 // kernel then reports the error).
 bool parse_axes(Red op, const Attrs& attrs, int64_t rank, std::vector<int64_t>& axes) {
@@ -477,27 +459,19 @@ void reduce_typed(Red op, const Tensor& x, const std::vector<int64_t>& axes, boo
   }
 }
 
-CpuKernel reduction_kernel(Red op) {
-  return [op](const RefKernel& ref, const std::vector<Value>& in, const Attrs& attrs) -> Value {
+// The result type is the row's (its shape rule: dtype, kept axes, and the errors of empty
+// max/min/arg axes, which it raises as the reference would).
+CpuKernel reduction_kernel(Red op, const std::string& name) {
+  const sem::ShapeRule infer = sem::Registry::instance().find(name)->infer;
+  return [op, infer](const RefKernel& ref, const std::vector<Value>& in,
+                     const Attrs& attrs) -> Value {
     const Tensor& x = in.at(0).tensor;
     std::vector<int64_t> axes;
     if (x.dtype() == DType::f16 || x.dtype() == DType::bf16 ||
         !parse_axes(op, attrs, x.rank(), axes))
       return ref(in, attrs);
-    bool keep = attrs.has("keepdims") && attrs.get_bool("keepdims");
-    Shape out_shape;
-    bool empty_axis = false;
-    for (int64_t i = 0; i < x.rank(); ++i) {
-      bool reduced = std::binary_search(axes.begin(), axes.end(), i);
-      if (reduced && x.shape()[i] == 0) empty_axis = true;
-      if (!reduced)
-        out_shape.push_back(x.shape()[i]);
-      else if (keep)
-        out_shape.push_back(1);
-    }
-    bool needs_one = op == Red::max || op == Red::min || is_arg(op);
-    if (needs_one && empty_axis) return ref(in, attrs);  // the reference's error
-    Tensor out = Tensor::empty(result_dtype(op, x.dtype()), out_shape);
+    const sem::TypeP type = infer({x.type()}, attrs);
+    Tensor out = Tensor::empty(type->dtype, type->shape);
     bool flat = is_arg(op) && attrs.is_none("axis");
     dispatch(x.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
@@ -510,15 +484,15 @@ CpuKernel reduction_kernel(Red op) {
 }  // namespace
 
 void register_reduction() {
-  set_kernel("sum", reduction_kernel(Red::sum));
-  set_kernel("mean", reduction_kernel(Red::mean));
-  set_kernel("prod", reduction_kernel(Red::prod));
-  set_kernel("max", reduction_kernel(Red::max));
-  set_kernel("min", reduction_kernel(Red::min));
-  set_kernel("argmax", reduction_kernel(Red::argmax));
-  set_kernel("argmin", reduction_kernel(Red::argmin));
-  set_kernel("all", reduction_kernel(Red::all));
-  set_kernel("any", reduction_kernel(Red::any));
+  set_kernel("sum", reduction_kernel(Red::sum, "sum"));
+  set_kernel("mean", reduction_kernel(Red::mean, "mean"));
+  set_kernel("prod", reduction_kernel(Red::prod, "prod"));
+  set_kernel("max", reduction_kernel(Red::max, "max"));
+  set_kernel("min", reduction_kernel(Red::min, "min"));
+  set_kernel("argmax", reduction_kernel(Red::argmax, "argmax"));
+  set_kernel("argmin", reduction_kernel(Red::argmin, "argmin"));
+  set_kernel("all", reduction_kernel(Red::all, "all"));
+  set_kernel("any", reduction_kernel(Red::any, "any"));
 }
 
 }  // namespace spora::cpu

@@ -12,7 +12,7 @@
 #include <algorithm>
 
 #include "backends/cpu/kernels.h"
-#include "semantics/slice.h"
+#include "semantics/shape_rules.h"
 
 namespace spora::cpu {
 
@@ -308,7 +308,7 @@ CpuKernel join_kernel(bool stack) {
 
 using sem::SlicePlan;
 
-// The slice of a tensor of shape s (semantics/slice.h); false where the reference reports an
+// The slice of a tensor of shape s (semantics/shape_rules.h); false where the reference reports an
 // error.
 bool plan_slice(const Shape& s, const Attrs& attrs, SlicePlan& plan) {
   plan = sem::plan_slice(s, attrs, "");

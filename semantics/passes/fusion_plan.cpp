@@ -26,7 +26,7 @@
 
 #include "semantics/passes/decompose.h"
 #include "semantics/passes/fusion_kind.h"
-#include "semantics/slice.h"
+#include "semantics/shape_rules.h"
 
 namespace spora::passes {
 
@@ -292,14 +292,9 @@ class Builder final : public LoopBuilder {
     return p;
   }
   static Shape broadcast(const Shape& a, const Shape& b) {
-    Shape out(std::max(a.size(), b.size()), 1);
-    for (size_t i = 0; i < out.size(); ++i) {
-      int64_t x = i < out.size() - a.size() ? 1 : a[i - (out.size() - a.size())];
-      int64_t y = i < out.size() - b.size() ? 1 : b[i - (out.size() - b.size())];
-      if (x != y && x != 1 && y != 1) passes::fail("operands do not broadcast");
-      out[i] = x == 1 ? y : x;
-    }
-    return out;
+    std::optional<Shape> s = sem::broadcast_shapes(a, b);
+    if (!s) passes::fail("operands do not broadcast");
+    return *s;
   }
   PNode* bin(const std::string& op, PNode* x, PNode* y) {
     PNode* p = make(PNode::K::Binary, x->dtype, broadcast(x->shape, y->shape), {x, y});

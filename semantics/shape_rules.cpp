@@ -1,4 +1,4 @@
-#include "semantics/slice.h"
+#include "semantics/shape_rules.h"
 
 #include <algorithm>
 #include <limits>
@@ -9,6 +9,49 @@ namespace {
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
 }  // namespace
+
+std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b) {
+  const size_t r = std::max(a.size(), b.size());
+  Shape out(r);
+  for (size_t i = 0; i < r; ++i) {
+    const int64_t da = i < r - a.size() ? 1 : a[i - (r - a.size())];
+    const int64_t db = i < r - b.size() ? 1 : b[i - (r - b.size())];
+    if (da == db || db == 1)
+      out[i] = da;
+    else if (da == 1)
+      out[i] = db;
+    else if (da == kDynamicDim)
+      out[i] = db;
+    else if (db == kDynamicDim)
+      out[i] = da;
+    else
+      return std::nullopt;
+  }
+  return out;
+}
+
+std::optional<MatmulShape> matmul_shape(const Shape& a, const Shape& b) {
+  if (a.empty() || b.empty()) return std::nullopt;
+  MatmulShape s;
+  s.a3 = a;
+  s.b3 = b;
+  if (a.size() == 1) s.a3.insert(s.a3.begin(), 1);
+  if (b.size() == 1) s.b3.push_back(1);
+  s.m = s.a3[s.a3.size() - 2];
+  s.k = s.a3.back();
+  s.n = s.b3.back();
+  const int64_t kb = s.b3[s.b3.size() - 2];
+  if (s.k != kb && s.k != kDynamicDim && kb != kDynamicDim) return std::nullopt;
+  if (s.k == kDynamicDim) s.k = kb;
+  const Shape ba(s.a3.begin(), s.a3.end() - 2), bb(s.b3.begin(), s.b3.end() - 2);
+  std::optional<Shape> batch = broadcast_shapes(ba, bb);
+  if (!batch) return std::nullopt;
+  s.batch = *batch;
+  s.out = s.batch;
+  if (a.size() > 1) s.out.push_back(s.m);
+  if (b.size() > 1) s.out.push_back(s.n);
+  return s;
+}
 
 std::pair<int64_t, int64_t> adjust_slice(int64_t start, int64_t stop, int64_t step, int64_t len) {
   const bool omit_start = start == kMax || start == kMin;

@@ -1,0 +1,48 @@
+// Shape rules that the rows (ops/) and the backends and passes share, each written once:
+// NumPy broadcasting, matmul's operand promotion, and the `slice` row's encoding (ops/shape.cpp:
+// starts, stops, steps per indexed axis, squeeze = the integer-indexed ones; an omitted bound
+// is INT64_MAX or INT64_MIN) as a strided view. The rows turn a failure into the user's error
+// message; a backend kernel hands the case to the reference kernel, which reports it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "semantics/registry.h"
+#include "semantics/types.h"
+
+namespace spora::sem {
+
+// The NumPy broadcast of two shapes; nullopt when they do not broadcast. A dynamic dim against
+// a known one is assumed equal (checked at run time).
+std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b);
+
+// matmul's shapes with 1-D operands promoted: a as [batch..., m, k], b as [batch..., k, n].
+struct MatmulShape {
+  Shape a3, b3;  // the promoted operand shapes
+  Shape batch;   // the broadcast batch shape
+  int64_t m = 0, k = 0, n = 0;
+  Shape out;  // the result shape (promoted axes removed)
+};
+// nullopt when a scalar is an operand or the shapes do not match.
+std::optional<MatmulShape> matmul_shape(const Shape& a, const Shape& b);
+
+// Python's PySlice_AdjustIndices for one axis of length len: (start, count).
+std::pair<int64_t, int64_t> adjust_slice(int64_t start, int64_t stop, int64_t step, int64_t len);
+
+// A slice as a strided view: result axis i reads input offset base + k * st[i].
+struct SlicePlan {
+  Shape out;                // result shape (a dynamic input dim gives a dynamic result dim)
+  std::vector<int64_t> st;  // input stride per result axis
+  int64_t base = 0;         // flat offset of the first element
+  enum class Error { None, User, Internal } error = Error::None;
+  std::string message;  // the error's message, e.g. "slice step cannot be zero"
+};
+
+// The slice of a tensor of shape s (type_str names it in messages, e.g. "f32[3,4]").
+SlicePlan plan_slice(const Shape& s, const Attrs& attrs, const std::string& type_str);
+
+}  // namespace spora::sem
