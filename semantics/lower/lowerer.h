@@ -186,6 +186,7 @@ class Lowerer {
   // forward-mode pass per argument element, jacrev by one reverse-mode pass per result element.
   // hessian(f) is jacfwd(jacrev(f)).
   AV call_jacobian(const AVal& t, std::vector<Arg> args, lang::SourceRange r);
+  AV jacobian_output(const AV& v, lang::SourceRange r);
   AV call_vjp(std::vector<Arg> args, lang::SourceRange r);
   AV call_pullback(const AVal& pb, std::vector<Arg> args, lang::SourceRange r);
   AV call_jvp(std::vector<Arg> args, lang::SourceRange r);

@@ -256,6 +256,48 @@ AV Lowerer::make_transform(const std::string& kind, std::vector<Arg> args, lang:
   return t;
 }
 
+namespace {
+// The float tensors of v (a value, or tuples and records of them; a model's buffers skipped), in
+// order.
+void collect_float_leaves(const AV& v, std::vector<ir::Node*>& out) {
+  if (float_leaf(v)) {
+    out.push_back(v->node);
+  } else if (v->kind == AK::Tuple || v->kind == AK::Record) {
+    for (size_t k = 0; k < v->elems.size(); ++k)
+      if (!is_buffer(*v, k)) collect_float_leaves(v->elems[k], out);
+  }
+}
+
+// v with each float tensor replaced by leaf(it), in collect_float_leaves' order; other values
+// become none.
+AV map_float_leaves(const AV& v, const std::function<AV(const AV&)>& leaf) {
+  if (float_leaf(v)) return leaf(v);
+  if (v->kind != AK::Tuple && v->kind != AK::Record) return make_none();
+  auto c = std::make_shared<AVal>(*v);
+  for (size_t k = 0; k < c->elems.size(); ++k)
+    c->elems[k] = is_buffer(*c, k) ? make_none() : map_float_leaves(c->elems[k], leaf);
+  return c;
+}
+}  // namespace
+
+// A function's result as the jacobian sees it: static numbers made tensors, packed run-time
+// tuples and records unpacked.
+AV Lowerer::jacobian_output(const AV& v, lang::SourceRange r) {
+  if (is_static_number(v)) return make_node(to_node(v, r));
+  if (v->kind == AK::Node &&
+      (v->type->kind == Type::Kind::Tuple || v->type->kind == Type::Kind::Record))
+    return jacobian_output(unpack(v, v->node, r), r);
+  if (v->kind != AK::Tuple && v->kind != AK::Record) return v;
+  auto c = std::make_shared<AVal>(*v);
+  for (size_t k = 0; k < c->elems.size(); ++k)
+    if (!is_buffer(*c, k)) c->elems[k] = jacobian_output(c->elems[k], r);
+  return c;
+}
+
+// JAX's jacfwd / jacrev on structures: the result has the structure of f's result, each float
+// tensor y of it replaced by the jacobian of y with respect to the argument (wrt=k: the
+// structure of argument k, each float tensor x of it replaced by dy/dx of shape y.shape +
+// x.shape; wrt=(k, ...): a tuple of those).
 AV Lowerer::call_jacobian(const AVal& t, std::vector<Arg> args, lang::SourceRange r) {
   auto& hooks = autodiff_hooks();
   const bool forward = t.s == "jacfwd";
@@ -266,18 +308,22 @@ AV Lowerer::call_jacobian(const AVal& t, std::vector<Arg> args, lang::SourceRang
         !args[static_cast<size_t>(w)].keyword.empty())
       fail(r, fmt::format("{}: wrt={} but the function was called with {} positional argument{}",
                           t.s, w, args.size(), args.size() == 1 ? "" : "s"));
-  std::vector<ir::Node*> inputs;
+  std::vector<ir::Node*> inputs;  // the float tensors of every wrt argument, in order
+  std::vector<AV> wrt_args;       // each wrt argument with its fresh leaves
+  std::vector<size_t> first;      // each wrt argument's first leaf in inputs
   for (int64_t w : t.wrt) {
     Arg& a = args[static_cast<size_t>(w)];
     std::vector<ir::Node*> leaves;
     a.value = fresh_leaves(a.value, leaves, a.range);
-    if (a.value->kind != AK::Node || leaves.size() != 1)
-      fail(a.range,
-           fmt::format(
-               "{} differentiates with respect to a float tensor or number, but argument {} is {}",
-               t.s, w, describe(a.value)));
-    inputs.push_back(leaves[0]);
+    if (leaves.empty())
+      fail(a.range, fmt::format("{} differentiates with respect to float tensors or numbers (or "
+                                "tuples, records and models of them), but argument {} is {}",
+                                t.s, w, describe(a.value)));
+    first.push_back(inputs.size());
+    wrt_args.push_back(a.value);
+    inputs.insert(inputs.end(), leaves.begin(), leaves.end());
   }
+  first.push_back(inputs.size());
   const size_t begin = current_graph(r)->nodes.size();
   ir::Graph* region_graph = graph_;
   AV out;
@@ -298,13 +344,15 @@ AV Lowerer::call_jacobian(const AVal& t, std::vector<Arg> args, lang::SourceRang
     aux = out->elems[1];
     out = out->elems[0];
   }
-  if (is_static_number(out)) out = make_node(to_node(out, r));
-  if (out->kind != AK::Node || !out->type->is_tensor() || !is_float(out->type->dtype))
-    fail(r, fmt::format("{} needs a function returning a float tensor, but it returned {}", t.s,
-                        describe(out)));
+  out = jacobian_output(out, r);
+  std::vector<ir::Node*> outs;
+  collect_float_leaves(out, outs);
+  if (outs.empty())
+    fail(r, fmt::format("{} needs a function returning float tensors (or tuples and records of "
+                        "them), but it returned {}",
+                        t.s, describe(out)));
   std::vector<ir::Node*> region(region_graph->nodes.begin() + static_cast<long>(begin),
                                 region_graph->nodes.end());
-  const Type& ot = *out->type;
   auto reshape = [&](ir::Node* x, Shape shape) {
     Attrs a;
     a.set("shape", std::move(shape));
@@ -315,9 +363,10 @@ AV Lowerer::call_jacobian(const AVal& t, std::vector<Arg> args, lang::SourceRang
     if (j >= 0) e.set(j, 1.0);
     return constant(Value(e), r);
   };
-  // rows[k][i]: the derivative of result element i (jacrev) or by argument element i (jacfwd)
-  // for argument k, flattened.
-  std::vector<std::vector<ir::Node*>> parts(inputs.size());
+  // parts[o][k][i]: the derivative of element i of output o (jacrev) or by element i of input
+  // k (jacfwd), flattened.
+  std::vector<std::vector<std::vector<ir::Node*>>> parts(
+      outs.size(), std::vector<std::vector<ir::Node*>>(inputs.size()));
   try {
     if (forward) {
       for (size_t k = 0; k < inputs.size(); ++k)
@@ -325,35 +374,47 @@ AV Lowerer::call_jacobian(const AVal& t, std::vector<Arg> args, lang::SourceRang
           std::vector<ir::Node*> tangents;
           for (size_t i = 0; i < inputs.size(); ++i)
             tangents.push_back(one_hot(*inputs[i]->type, i == k ? j : -1));
-          ir::Node* d = hooks.forward(module_, region, graph_, inputs, tangents, out->node);
-          parts[k].push_back(reshape(d, {ot.numel()}));
+          for (size_t o = 0; o < outs.size(); ++o) {
+            ir::Node* d = hooks.forward(module_, region, graph_, inputs, tangents, outs[o]);
+            parts[o][k].push_back(reshape(d, {outs[o]->type->numel()}));
+          }
         }
     } else {
-      for (int64_t i = 0; i < ot.numel(); ++i) {
-        std::vector<ir::Node*> adj =
-            hooks.reverse(module_, region, graph_, inputs, out->node, one_hot(ot, i));
-        for (size_t k = 0; k < inputs.size(); ++k)
-          parts[k].push_back(reshape(adj[k], {inputs[k]->type->numel()}));
-      }
+      for (size_t o = 0; o < outs.size(); ++o)
+        for (int64_t i = 0; i < outs[o]->type->numel(); ++i) {
+          std::vector<ir::Node*> adj =
+              hooks.reverse(module_, region, graph_, inputs, outs[o], one_hot(*outs[o]->type, i));
+          for (size_t k = 0; k < inputs.size(); ++k)
+            parts[o][k].push_back(reshape(adj[k], {inputs[k]->type->numel()}));
+        }
     }
   } catch (const lang::UserError& e) {
     fail(r, e.what());
   }
-  std::vector<AV> jacs;
-  for (size_t k = 0; k < inputs.size(); ++k) {
+  // d output o / d input k, of shape o.shape + k.shape.
+  auto jacobian = [&](size_t o, size_t k) {
+    const Type& ot = *outs[o]->type;
     const Type& it = *inputs[k]->type;
     Shape shape = ot.shape;
     shape.insert(shape.end(), it.shape.begin(), it.shape.end());
-    if (parts[k].empty()) {  // an empty result or argument
-      jacs.push_back(make_node(constant(Value(Tensor::zeros(ot.dtype, shape)), r)));
-      continue;
-    }
+    if (parts[o][k].empty())  // an empty result or argument
+      return constant(Value(Tensor::zeros(ot.dtype, shape)), r);
     Attrs a;
     a.set("axis", int64_t{forward ? 1 : 0});
-    ir::Node* j = emit_node("stack", parts[k], a, r);  // [m, n]
-    jacs.push_back(make_node(reshape(j, shape)));
-  }
-  AV jac = t.wrt_tuple ? make_tuple(jacs) : jacs[0];
+    return reshape(emit_node("stack", parts[o][k], a, r), shape);  // [m, n] first
+  };
+  size_t o = 0;
+  AV jac = map_float_leaves(out, [&](const AV&) {
+    std::vector<AV> per_arg;
+    for (size_t w = 0; w < wrt_args.size(); ++w) {
+      std::vector<ir::Node*> js;
+      for (size_t k = first[w]; k < first[w + 1]; ++k) js.push_back(jacobian(o, k));
+      size_t pos = 0;
+      per_arg.push_back(with_leaves(wrt_args[w], js, pos));
+    }
+    ++o;
+    return t.wrt_tuple ? make_tuple(per_arg) : per_arg[0];
+  });
   return aux ? make_tuple({jac, aux}) : jac;
 }
 

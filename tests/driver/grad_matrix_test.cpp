@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -231,6 +232,76 @@ TEST(Jacobians, AgainstFiniteDifferencesBothModes) {
       EXPECT_LE(std::stod(out.substr(at + std::string(what).size())), tolerance)
           << mode << " " << what << "\n"
           << out;
+    }
+  }
+}
+
+// jacrev and jacfwd on structures, as in JAX: T takes a tuple (w: f64[2, 3], b: a scalar) and
+// x: f64[3] and returns a tuple (f64[2], a scalar); with wrt=(0, 1) the Jacobian is a tuple per
+// result of ((d/dw, d/db), d/dx), each of shape result shape + argument shape. Every entry
+// against central differences the program computes in f64.
+std::string structured_jacobian_program() {
+  std::string s =
+      "def T(p, x) = (tanh(p[0] @ x) * p[1], sum(x * x) * p[1])\n"
+      "def rel(a, b) = max(abs(a - b) / maximum(abs(b), 0.0001))\n"
+      "def main() {\n"
+      "    let w = cast([[0.3, -0.2, 0.5], [0.1, 0.4, -0.6]], f64)\n"
+      "    let b = cast(1.3, f64)\n"
+      "    let x = cast([0.4, 0.9, -0.7], f64)\n"
+      "    let h = 0.00001\n";
+  // Central differences: by each element of w, of b, of x; for each result r.
+  auto diff = [](const std::string& plus, const std::string& minus, int r) {
+    return "(T(" + plus + ")[" + std::to_string(r) + "] - T(" + minus + ")[" + std::to_string(r) +
+           "]) / (2.0 * h)";
+  };
+  for (int r = 0; r < 2; ++r) {
+    std::string by_w, by_x;
+    for (int k = 0; k < 6; ++k) {
+      const std::string e = "reshape(one_hot(" + std::to_string(k) + ", 6, dtype=f64), (2, 3)) * h";
+      by_w +=
+          std::string(k ? ", " : "") + diff("(w + " + e + ", b), x", "(w - " + e + ", b), x", r);
+    }
+    for (int j = 0; j < 3; ++j) {
+      const std::string e = "one_hot(" + std::to_string(j) + ", 3, dtype=f64) * h";
+      by_x += std::string(j ? ", " : "") + diff("(w, b), x + " + e, "(w, b), x - " + e, r);
+    }
+    const std::string rs = std::to_string(r), shape = r == 0 ? "(2, 2, 3)" : "(2, 3)";
+    const int axis = r == 0 ? 1 : 0;
+    s += "    let fw" + rs + " = reshape(stack((" + by_w + "), axis=" + std::to_string(axis) +
+         "), " + shape + ")\n";
+    s += "    let fb" + rs + " = " + diff("(w, b + h), x", "(w, b - h), x", r) + "\n";
+    s += "    let fx" + rs + " = stack((" + by_x + "), axis=" + std::to_string(axis) + ")\n";
+  }
+  for (const char* how : {"jacrev", "jacfwd"}) {
+    const std::string J = std::string("J") + how;
+    s += "    let " + J + " = " + how + "(T, wrt=(0, 1))((w, b), x)\n";
+    s += "    print(\"" + std::string(how) + " shapes\", " + J + "[0][0][0].shape, " + J +
+         "[0][0][1].shape, " + J + "[0][1].shape, " + J + "[1][0][0].shape, " + J +
+         "[1][0][1].shape, " + J + "[1][1].shape)\n";
+    s += "    print(\"" + std::string(how) + " errors\", rel(" + J + "[0][0][0], fw0), rel(" + J +
+         "[0][0][1], fb0), rel(" + J + "[0][1], fx0), rel(" + J + "[1][0][0], fw1), rel(" + J +
+         "[1][0][1], fb1), rel(" + J + "[1][1], fx1))\n";
+  }
+  s += "}\n";
+  return s;
+}
+
+TEST(Jacobians, OfStructuresAgainstFiniteDifferencesBothModes) {
+  const std::string program = structured_jacobian_program();
+  for (const std::string mode : {"graph", "eager"}) {
+    const auto [status, out] = run_spora("run --mode " + mode, "jacobians_tree_" + mode, program);
+    ASSERT_EQ(status, 0) << mode << "\n" << out << "\n--- program ---\n" << program;
+    for (const std::string how : {"jacrev", "jacfwd"}) {
+      EXPECT_NE(out.find(how + " shapes (2, 2, 3) (2,) (2, 3) (2, 3) () (3,)"), std::string::npos)
+          << mode << "\n"
+          << out;
+      const size_t at = out.find(how + " errors ");
+      ASSERT_NE(at, std::string::npos) << mode << " " << how << "\n" << out;
+      std::istringstream errors(out.substr(at + how.size() + 8));
+      int n = 0;
+      for (double e; n < 6 && errors >> e; ++n)
+        EXPECT_LE(e, 1e-6) << mode << " " << how << " " << n;
+      EXPECT_EQ(n, 6) << mode << " " << how << "\n" << out;
     }
   }
 }
