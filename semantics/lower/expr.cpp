@@ -302,10 +302,12 @@ AV Lowerer::eval_conditional(const lang::Expr& e, Env& env) {
     }
   }
   // Inferring a recursive function's result type (lowerer.cpp): the branch without the
-  // pending recursive call is the base case, and its value stands for the conditional's.
+  // pending recursive call is the base case, and its value stands for the conditional's (a
+  // number literal as it is: its type comes from its use, Spec::literal_base).
   if (pending[0] && pending[1]) throw *pending[0];
   for (int k = 0; k < 2; ++k)
     if (pending[1 - k]) {
+      if (results[k]->kind == AK::Float || results[k]->kind == AK::Int) return results[k];
       const Restore<ir::Graph*> in_branch(graph_, branches[k]);
       return materialise_numbers(results[k], exprs[k]->range);
     }

@@ -850,6 +850,7 @@ AV Lowerer::call_def_graph(const DefCall& c, Spec& s) {
   if (s.in_progress) {
     if (s.declared_result)
       return make_node(module_.add_call(current_graph(r), s.graph, xs, s.declared_result, loc(r)));
+    if (s.literal_base) return s.literal_base;
     if (s.inferred_result) {
       ir::Node* call =
           module_.add_call(current_graph(r), s.graph, xs, packed_type(s.inferred_result), loc(r));
@@ -909,8 +910,10 @@ std::optional<AV> Lowerer::specialise_def(const DefCall& c) {
       f = lower_graph(fname);
       if (!infer) break;
       got = materialise_numbers(f.value, f.range);
-      if (skeleton_key(got) == skeleton_key(s.inferred_result)) break;
-      tried.push_back(skeleton_key(s.inferred_result));
+      const bool literal_pass = s.literal_base != nullptr;  // never kept: its calls are literals
+      s.literal_base = nullptr;
+      if (!literal_pass && skeleton_key(got) == skeleton_key(s.inferred_result)) break;
+      if (!literal_pass) tried.push_back(skeleton_key(s.inferred_result));
       graph_ = caller;
       module_.remove_graph(g);
       s.graph = nullptr;
@@ -1057,6 +1060,7 @@ AV Lowerer::probe_base_case(Spec& s, const std::string& fname, const lang::FuncD
   s.probing = true;
   try {
     Flow f = lower(fname + ".probe");
+    if (f.value->kind == AK::Float || f.value->kind == AK::Int) s.literal_base = f.value;
     base = type_skeleton(materialise_numbers(f.value, f.range));
   } catch (const RecursionPending& p) {
     if (p.spec != &s) {  // another function's base case is missing: that one reports it

@@ -292,6 +292,10 @@ class Lowerer {
     bool in_progress = false;
     TypeP declared_result;  // for recursive calls
     AV inferred_result;     // for recursive calls without a declared return type: the result so far
+    // A base case that is a number literal (`1.0 if n == 0 else x * f(x, n - 1)`): the first
+    // pass of the fixed point gives the recursive calls that literal, which takes its type
+    // from its use as any literal does (f64 beside an f64 x); that pass only finds the type.
+    AV literal_base;
     bool probing = false;   // looking for the base case: recursive calls throw RecursionPending
     AV result_skeleton;
   };

@@ -295,6 +295,9 @@ Flow Lowerer::lower_if(const std::vector<lang::StmtPtr>& stmts, size_t i, Env& e
     const int k = pending[0] ? 1 : 0;
     const Restore<ir::Graph*> in_branch(graph_, branches[k]);
     const AV base = materialise_numbers(results[k], s.range);
+    // A returned number literal as it is: its type comes from its use (Spec::literal_base).
+    if (returns && (results[k]->kind == AK::Float || results[k]->kind == AK::Int))
+      return Flow{true, results[k], s.range};
     if (returns) return Flow{true, base, s.range};
     for (size_t v = 0; v < vars.size(); ++v) env.lookup_mutable(vars[v])->value = base->elems[v];
     return Flow{};
