@@ -30,7 +30,9 @@ graph mode only (pages about syntax and compile-time checks, whose forms the gol
 already run in both modes).
 
 In an expected output a line `...` stands for any number of lines (zero included). Trailing
-spaces are ignored. Every block of a page runs in one temporary folder, in page order.
+spaces are ignored. Numbers with a fraction or an exponent match within a relative 1e-6 (a few
+f32 roundings: fused kernels and BLAS sum in another order on another CPU); the rest of a line,
+integers included, matches exactly. Every block of a page runs in one temporary folder, in page order.
 Exit status 1 when any output differs, with `FILE:LINE: ...` and a diff per difference.
 """
 import argparse
@@ -88,8 +90,26 @@ def parse_blocks(path):
     return blocks
 
 
+FLOAT = re.compile(r"-?\d+\.\d*(?:e[-+]?\d+)?|-?\d+e[-+]?\d+")
+FLOAT_REL = 1e-6
+
+
+def line_matches(expected, actual):
+    """Equal lines, or equal but for floats within FLOAT_REL of each other."""
+    if expected == actual:
+        return True
+    if FLOAT.sub("#", expected) != FLOAT.sub("#", actual):
+        return False
+    for a, b in zip(FLOAT.findall(expected), FLOAT.findall(actual)):
+        x, y = float(a), float(b)
+        if abs(x - y) > FLOAT_REL * max(abs(x), abs(y)):
+            return False
+    return True
+
+
 def matches(expected, actual):
-    """Line-by-line equality where an expected line `...` matches any run of lines."""
+    """Line-by-line matching (line_matches) where an expected line `...` matches any run of
+    lines."""
     memo = {}
 
     def go(i, j):
@@ -100,7 +120,7 @@ def matches(expected, actual):
         elif expected[i] == "...":
             r = any(go(i + 1, k) for k in range(j, len(actual) + 1))
         else:
-            r = j < len(actual) and expected[i] == actual[j] and go(i + 1, j + 1)
+            r = j < len(actual) and line_matches(expected[i], actual[j]) and go(i + 1, j + 1)
         memo[(i, j)] = r
         return r
 
