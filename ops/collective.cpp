@@ -48,10 +48,12 @@
 #include "backends/comm/executor.h"
 #include "backends/comm/group.h"
 #include "ops/ad_util.h"
+#include "ops/facet_util.h"
 #include "ops/families.h"
 #include "ops/kernel_util.h"
 #include "parallel/collectives/algorithms.h"
 #include "parallel/sharding/sharding.h"
+#include "semantics/cost.h"
 #include "semantics/passes/fusion_kind.h"
 
 namespace spora::ops {
@@ -517,6 +519,38 @@ void add_all_to_all(sem::Registry& r) {
   r.add(std::move(p));
 }
 
+// ---- cost and sharding rules (semantics/cost.h, parallel/sharding/sharding.h) -------------
+
+namespace facets {
+
+using namespace facet_util;
+
+// Collectives (ops/collective.cpp): the local memory traffic (the input read, the output
+// written) and one addition per received element for the reductions, in the class "comm".
+// The network time is not here: it depends on the cluster's links and the algorithm, which
+// the simulator models from the collective schedule (parallel/collectives).
+void collective_costs(sem::Registry& r) {
+  auto comm_cost = [](bool reduces) -> CostRule {
+    return [reduces](const CostTypes& in, const TypeP& out, const Attrs& attrs) {
+      int64_t group = 1;
+      if (attrs.has("axes")) {
+        for (int64_t a : attrs.get_ints("axes")) group *= attrs.get_ints("mesh").at(a);
+      } else if (attrs.has("axis")) {
+        group = attrs.get_ints("mesh").at(attrs.get_int("axis"));
+      }
+      const double flops = reduces ? static_cast<double>(group - 1) * elements(out) : 0;
+      return OpCost{flops, input_bytes(in) + type_bytes(out), "comm"};
+    };
+  };
+  set_cost(r, "all_reduce", comm_cost(true));
+  set_cost(r, "reduce_scatter", comm_cost(true));
+  set_cost(r, "all_gather", comm_cost(false));
+  set_cost(r, "all_to_all", comm_cost(false));
+  set_cost(r, "shard_slice", sem::copy_cost());
+}
+
+}  // namespace facets
+
 }  // namespace
 
 void register_collective(sem::Registry& r) {
@@ -525,6 +559,8 @@ void register_collective(sem::Registry& r) {
   add_reduce_scatter(r);
   add_shard_slice(r);
   add_all_to_all(r);
+  // Cost and sharding rules of the rows above.
+  facets::collective_costs(r);
 }
 
 }  // namespace spora::ops

@@ -11,8 +11,10 @@
 #include <type_traits>
 
 #include "ops/ad_util.h"
+#include "ops/facet_util.h"
 #include "ops/families.h"
 #include "ops/kernel_util.h"
+#include "semantics/cost.h"
 #include "semantics/passes/fusion_kind.h"
 
 namespace spora::ops {
@@ -230,6 +232,37 @@ void add_cast(sem::Registry& r) {
   r.add(std::move(p));
 }
 
+// ---- cost and sharding rules (semantics/cost.h, parallel/sharding/sharding.h) -------------
+
+namespace facets {
+
+using namespace facet_util;
+
+void compare_costs(sem::Registry& r) {
+  for (const char* name : {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
+                           "logical_not", "where", "cast"})
+    set_cost(r, name, sem::elementwise_cost(1));
+}
+
+// cast is linear between floating-point dtypes only (a cast to an integer rounds each piece).
+Spec cast_spec(const Types& in, const TypeP& out, const Attrs& attrs) {
+  Spec s = elementwise_spec(in, out, attrs);
+  if (s && is_tensor(in, 0) && is_float(in[0]->dtype) && is_float(out->dtype)) {
+    s->linear = kJoint;
+    s->linear_inputs = {0};
+  }
+  return s;
+}
+
+void compare_rules(sem::Registry& r) {
+  for (const char* name :
+       {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not", "where"})
+    set_sharding(r, name, elementwise_rule());
+  set_sharding(r, "cast", dim_rule(cast_spec));
+}
+
+}  // namespace facets
+
 }  // namespace
 
 void register_compare(sem::Registry& r) {
@@ -244,6 +277,9 @@ void register_compare(sem::Registry& r) {
   add_logical_not(r);
   add_where(r);
   add_cast(r);
+  // Cost and sharding rules of the rows above.
+  facets::compare_costs(r);
+  facets::compare_rules(r);
 }
 
 }  // namespace spora::ops

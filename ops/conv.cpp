@@ -30,9 +30,11 @@
 #include <limits>
 
 #include "ops/ad_util.h"
+#include "ops/facet_util.h"
 #include "ops/families.h"
 #include "ops/kernel_util.h"
 #include "semantics/amp.h"
+#include "semantics/cost.h"
 #include "semantics/passes/fusion_kind.h"
 
 namespace spora::ops {
@@ -541,6 +543,148 @@ void add_avg_pool_grad(sem::Registry& r) {
   r.add(std::move(p));
 }
 
+// ---- cost and sharding rules (semantics/cost.h, parallel/sharding/sharding.h) -------------
+
+namespace facets {
+
+using namespace facet_util;
+
+// The product of a pooling row's kernel attribute (an int or a pair).
+double window(const Attrs& attrs) {
+  const auto& k = attrs.get_ints("kernel");
+  if (k.empty()) return 1;
+  return k.size() == 1 ? static_cast<double>(k[0] * k[0]) : static_cast<double>(k[0] * k[1]);
+}
+
+// Multiply-adds per output element of a convolution with weight w [O, C/groups, kh, kw].
+double conv_macs_per_output(const TypeP& w) {
+  if (!w || !w->is_tensor() || w->rank() != 4 || w->shape[0] <= 0) return 0;
+  return elements(w) / static_cast<double>(w->shape[0]);
+}
+
+// The forward GEMM of one image and group of a convolution with weight w and output y
+// [N, O, Ho, Wo]: (O/groups, Ho Wo, (C/groups) kh kw); zeros when a shape is unknown.
+std::array<double, 3> conv_gemm(const TypeP& w, const TypeP& y, const Attrs& attrs) {
+  if (!w || !y || !w->is_tensor() || !y->is_tensor() || w->rank() != 4 || y->rank() != 4) return {};
+  const double groups = attrs.has("groups") ? static_cast<double>(attrs.get_int("groups")) : 1;
+  return {static_cast<double>(w->shape[0]) / groups,
+          static_cast<double>(y->shape[2]) * static_cast<double>(y->shape[3]),
+          conv_macs_per_output(w)};
+}
+
+CostRule pool_cost(bool over_output) {
+  return [over_output](const CostTypes& in, const TypeP& out, const Attrs& attrs) {
+    // Forward rows and max_pool2d_select work per output window; the gradient helpers per
+    // element of their cotangent (one window each).
+    const TypeP& windows = over_output ? out : in.back();
+    return OpCost{elements(windows) * window(attrs), input_bytes(in) + type_bytes(out), "pool"};
+  };
+}
+
+void conv_costs(sem::Registry& r) {
+  // c.gemm: the GEMM of one image and group as backends/cpu/conv.cpp runs it, with Og output
+  // channels per group, P output pixels and K = (C/groups) kh kw: forward [Og, K] x [K, P],
+  // input gradient [K, Og] x [Og, P], weight gradient [Og, P] x [P, K].
+  set_cost(r, "conv2d", [](const CostTypes& in, const TypeP& out, const Attrs& attrs) {
+    const bool bias = in.size() > 2 && in[2] && in[2]->is_tensor();
+    const double flops = elements(out) * (2 * conv_macs_per_output(in[1]) + (bias ? 1 : 0));
+    OpCost c{flops, input_bytes(in) + type_bytes(out), "conv"};
+    c.gemm = conv_gemm(in[1], out, attrs);
+    return c;
+  });
+  // conv2d_input_grad(g, w): one multiply-add per cotangent element per weight of its channel.
+  set_cost(r, "conv2d_input_grad", [](const CostTypes& in, const TypeP& out, const Attrs& attrs) {
+    OpCost c{2 * elements(in[0]) * conv_macs_per_output(in[1]), input_bytes(in) + type_bytes(out),
+             "conv"};
+    const auto [og, p, k] = conv_gemm(in[1], in[0], attrs);
+    c.gemm = {k, p, og};
+    return c;
+  });
+  // conv2d_weight_grad(x, g) -> w's shape: the same products, accumulated into w.
+  set_cost(r, "conv2d_weight_grad", [](const CostTypes& in, const TypeP& out, const Attrs& attrs) {
+    OpCost c{2 * elements(in[1]) * conv_macs_per_output(out), input_bytes(in) + type_bytes(out),
+             "conv"};
+    const auto [og, p, k] = conv_gemm(out, in[1], attrs);
+    c.gemm = {og, k, p};
+    return c;
+  });
+  set_cost(r, "max_pool2d", pool_cost(true));
+  set_cost(r, "avg_pool2d", pool_cost(true));
+  set_cost(r, "max_pool2d_select", pool_cost(true));
+  set_cost(r, "max_pool2d_grad", pool_cost(false));
+  set_cost(r, "avg_pool2d_grad", pool_cost(false));
+}
+
+int64_t groups_of(const Attrs& attrs) { return attrs.has("groups") ? attrs.get_int("groups") : 1; }
+
+// conv2d(x [N,C,H,W], w [O,C/g,kh,kw], b [O]?) -> [N,O,H',W'].
+Spec conv2d_spec(const Types& in, const TypeP& out, const Attrs& attrs) {
+  if (!is_tensor(in, 0) || !is_tensor(in, 1) || rank(in[0]) != 4) return std::nullopt;
+  const bool bias = is_tensor(in, 2);
+  const bool g1 = groups_of(attrs) == 1;
+  DimSpec s;
+  const int N = s.add("batch");
+  const int O = g1 ? s.add("out_ch") : -1;
+  const int C = g1 && !bias ? s.add("in_ch", true) : -1;
+  s.inputs = {{N, C, -1, -1}, {O, C, -1, -1}};
+  if (bias) s.inputs.push_back({O});
+  for (size_t i = s.inputs.size(); i < in.size(); ++i) s.inputs.push_back({});
+  s.output = {N, O, -1, -1};
+  return s;
+}
+
+// conv2d_input_grad(g [N,O,H',W'], w [O,C/g,kh,kw], shape) -> [N,C,H,W].
+Spec conv_input_grad_spec(const Types& in, const TypeP&, const Attrs& attrs) {
+  if (!is_tensor(in, 0) || !is_tensor(in, 1)) return std::nullopt;
+  const bool g1 = groups_of(attrs) == 1;
+  DimSpec s;
+  const int N = s.add("batch");
+  const int C = g1 ? s.add("in_ch") : -1;
+  const int O = g1 ? s.add("out_ch", true) : -1;
+  s.inputs = {{N, O, -1, -1}, {O, C, -1, -1}};
+  s.output = {N, C, -1, -1};
+  return s;
+}
+
+// conv2d_weight_grad(x [N,C,H,W], g [N,O,H',W'], shape) -> [O,C/g,kh,kw]: the batch is summed
+// over (data parallelism's partial weight gradients).
+Spec conv_weight_grad_spec(const Types& in, const TypeP&, const Attrs& attrs) {
+  if (!is_tensor(in, 0) || !is_tensor(in, 1)) return std::nullopt;
+  const bool g1 = groups_of(attrs) == 1;
+  DimSpec s;
+  const int N = s.add("batch", true);
+  const int C = g1 ? s.add("in_ch") : -1;
+  const int O = g1 ? s.add("out_ch") : -1;
+  s.inputs = {{N, C, -1, -1}, {N, O, -1, -1}};
+  s.output = {O, C, -1, -1};
+  return s;
+}
+
+// Pooling and its helpers: every tensor input and the output are [N, C, spatial...].
+Spec pool_spec(const Types& in, const TypeP& out, const Attrs&) {
+  if (!out || !out->is_tensor() || rank(out) != 4) return std::nullopt;
+  DimSpec s;
+  const int N = s.add("batch"), C = s.add("ch");
+  for (size_t i = 0; i < in.size(); ++i)
+    s.inputs.push_back(is_tensor(in, i) && rank(in[i]) == 4 ? std::vector<int>{N, C, -1, -1}
+                                                            : std::vector<int>{});
+  s.output = {N, C, -1, -1};
+  return s;
+}
+
+void conv_rules(sem::Registry& r) {
+  set_sharding(r, "conv2d", dim_rule(conv2d_spec));
+  set_sharding(r, "conv2d_input_grad",
+               dim_rule(conv_input_grad_spec, parallel::local_shape_attr("shape")));
+  set_sharding(r, "conv2d_weight_grad",
+               dim_rule(conv_weight_grad_spec, parallel::local_shape_attr("shape")));
+  for (const char* name : {"max_pool2d", "avg_pool2d", "max_pool2d_select", "max_pool2d_grad"})
+    set_sharding(r, name, dim_rule(pool_spec));
+  set_sharding(r, "avg_pool2d_grad", dim_rule(pool_spec, parallel::local_shape_attr("shape")));
+}
+
+}  // namespace facets
+
 }  // namespace
 
 void register_conv(sem::Registry& r) {
@@ -553,6 +697,9 @@ void register_conv(sem::Registry& r) {
   add_max_pool_helper(r, true);
   add_avg_pool_grad(r);
   sem::set_amp(r, "conv2d", sem::AmpClass::Low);  // autocast (semantics/amp.h)
+  // Cost and sharding rules of the rows above.
+  facets::conv_costs(r);
+  facets::conv_rules(r);
 }
 
 }  // namespace spora::ops

@@ -10,8 +10,10 @@
 #include <cmath>
 #include <limits>
 
+#include "ops/facet_util.h"
 #include "ops/families.h"
 #include "ops/kernel_util.h"
+#include "semantics/cost.h"
 #include "semantics/passes/fusion_kind.h"
 #include "semantics/rng.h"
 
@@ -160,6 +162,42 @@ void add_random(sem::Registry& r, bool normal) {
   r.add(std::move(p));
 }
 
+// ---- cost and sharding rules (semantics/cost.h, parallel/sharding/sharding.h) -------------
+
+namespace facets {
+
+using namespace facet_util;
+
+void creation_costs(sem::Registry& r) {
+  set_cost(r, "zeros", sem::creation_cost(0));
+  set_cost(r, "ones", sem::creation_cost(0));
+  set_cost(r, "full", sem::creation_cost(0));
+  set_cost(r, "arange", sem::creation_cost(1));
+  set_cost(r, "normal", sem::creation_cost(10));
+  set_cost(r, "uniform", sem::creation_cost(10));
+}
+
+// Creation with a shape attribute: the output may split anywhere; each rank makes its shard.
+Spec creation_spec(const Types&, const TypeP& out, const Attrs&) {
+  if (!out || !out->is_tensor()) return std::nullopt;
+  DimSpec s;
+  s.output = s.add_dims(rank(out));
+  return s;
+}
+
+void creation_rules(sem::Registry& r) {
+  for (const char* name : {"zeros", "ones", "full"})
+    set_sharding(r, name, dim_rule(creation_spec, parallel::local_shape_attr("shape")));
+  set_sharding(r, "arange", replicated_only_rule("arange's values depend on the global position"));
+  for (const char* name : {"normal", "uniform"})
+    set_sharding(r, name,
+                 replicated_only_rule("random samples are numbered by their global index "
+                                      "(counter-based RNG): a shard drawn locally would repeat "
+                                      "the first shard's numbers"));
+}
+
+}  // namespace facets
+
 }  // namespace
 
 void register_creation(sem::Registry& r) {
@@ -169,6 +207,9 @@ void register_creation(sem::Registry& r) {
   add_arange(r);
   add_random(r, true);
   add_random(r, false);
+  // Cost and sharding rules of the rows above.
+  facets::creation_costs(r);
+  facets::creation_rules(r);
 }
 
 }  // namespace spora::ops

@@ -20,6 +20,7 @@
 #include <type_traits>
 
 #include "ops/ad_util.h"
+#include "ops/facet_util.h"
 #include "ops/families.h"
 #include "ops/kernel_util.h"
 #include "ops/unary_math.h"
@@ -431,6 +432,39 @@ void add_binary(sem::Registry& r, const std::string& name, const std::string& do
   r.add(std::move(p));
 }
 
+// ---- cost and sharding rules (semantics/cost.h, parallel/sharding/sharding.h) -------------
+
+namespace facets {
+
+using namespace facet_util;
+
+void elementwise_costs(sem::Registry& r) {
+  for (const char* name :
+       {"neg", "abs", "sign", "square", "relu", "floor", "ceil", "round", "reciprocal", "add",
+        "sub", "mul", "div", "floordiv", "mod", "maximum", "minimum"})
+    set_cost(r, name, sem::elementwise_cost(1));
+  for (const char* name : {"exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "gelu", "sin", "cos",
+                           "erf", "log1p", "expm1", "pow"})
+    set_cost(r, name, sem::elementwise_cost(10));
+}
+
+void elementwise_rules(sem::Registry& r) {
+  for (const char* name :
+       {"abs",  "sign",    "square",  "relu", "floor", "ceil",  "round", "reciprocal", "floordiv",
+        "mod",  "maximum", "minimum", "exp",  "log",   "sqrt",  "rsqrt", "tanh",       "sigmoid",
+        "gelu", "sin",     "cos",     "erf",  "log1p", "expm1", "pow"})
+    set_sharding(r, name, elementwise_rule());
+  // The linear ones pass partial sums on: neg, add and sub of two partial inputs, mul by a
+  // factor that is not partial, div of a partial numerator.
+  set_sharding(r, "neg", dim_rule(linear(elementwise_spec, kJoint)));
+  for (const char* name : {"add", "sub"})
+    set_sharding(r, name, dim_rule(linear(elementwise_spec, kJoint, {0, 1})));
+  set_sharding(r, "mul", dim_rule(linear(elementwise_spec, kOne, {0, 1})));
+  set_sharding(r, "div", dim_rule(linear(elementwise_spec, kOne, {0})));
+}
+
+}  // namespace facets
+
 }  // namespace
 
 sem::Primitive& add_unary_math(sem::Registry& r, const UnaryMath& row) {
@@ -515,6 +549,9 @@ void register_elementwise(sem::Registry& r) {
         return e.mul(g, winner_weight(e, y, x, "lt"));
       });
   sem::set_amp(r, "pow", sem::AmpClass::F32);
+  // Cost and sharding rules of the rows above.
+  facets::elementwise_costs(r);
+  facets::elementwise_rules(r);
 }
 
 }  // namespace spora::ops

@@ -19,10 +19,6 @@ void register_internal(sem::Registry& r);
 void register_tape(sem::Registry& r);
 void register_collective(sem::Registry& r);
 void register_annotation(sem::Registry& r);  // shard_hint, stage_boundary (all their facets)
-// The "cost" facet of every row above (ops/cost.cpp); runs after them.
-void register_costs(sem::Registry& r);
-// The "sharding" facet of every row (ops/sharding.cpp, parallel/sharding/sharding.h).
-void register_sharding(sem::Registry& r);
 // The sharding rule of an elementwise row (every dimension keeps its layout) on the row `name`.
 void set_elementwise_sharding(sem::Registry& r, const std::string& name);
 

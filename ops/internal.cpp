@@ -8,10 +8,12 @@
 // assert(cond, message="") needs a bool tensor; when some element is false it raises the user
 // error `assertion failed: <message>` (or just `assertion failed`). It returns ().
 #include "ops/ad_util.h"
+#include "ops/facet_util.h"
 #include "ops/families.h"
 #include "ops/kernel_util.h"
-#include "semantics/passes/fusion_kind.h"
 #include "ops/ops.h"
+#include "semantics/cost.h"
+#include "semantics/passes/fusion_kind.h"
 
 namespace spora::ops {
 
@@ -112,6 +114,29 @@ void add_control_flow(sem::Registry& r, const std::string& name, const std::stri
   r.add(std::move(p));
 }
 
+// ---- cost and sharding rules (semantics/cost.h, parallel/sharding/sharding.h) -------------
+
+namespace facets {
+
+using namespace facet_util;
+
+void internal_costs(sem::Registry& r) {
+  for (const char* name : {"print", "assert", "grad_check"}) set_cost(r, name, sem::host_cost());
+  for (const char* name : {"identity", "stop_gradient"}) set_cost(r, name, sem::view_cost());
+}
+
+void internal_rules(sem::Registry& r) {
+  for (const char* name : {"print", "assert", "grad_check"})
+    set_sharding(r, name, replicated_only_rule("an effect on the host: it sees whole values"));
+  for (const char* name : {"identity", "stop_gradient"})
+    set_sharding(r, name, dim_rule(linear(elementwise_spec, kJoint)));
+  for (const char* name : {"if", "while", "for_range", "for_each"})
+    set_sharding(r, name,
+                 replicated_only_rule("control flow: the partitioner partitions the bodies"));
+}
+
+}  // namespace facets
+
 }  // namespace
 
 void register_internal(sem::Registry& r) {
@@ -129,6 +154,9 @@ void register_internal(sem::Registry& r) {
   add_control_flow(
       r, "for_each",
       "for_each(iter, @body, state...): loop over an iterator (run by the interpreter)");
+  // Cost and sharding rules of the rows above.
+  facets::internal_costs(r);
+  facets::internal_rules(r);
 }
 
 std::vector<std::pair<std::string, double>>& grad_check_results() {

@@ -183,8 +183,6 @@ void register_all() {
     register_tape(r);
     register_collective(r);
     register_annotation(r);
-    register_costs(r);
-    register_sharding(r);
     accept_low_precision(r);
   });
 }

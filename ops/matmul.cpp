@@ -9,9 +9,11 @@
 #include <type_traits>
 
 #include "ops/ad_util.h"
+#include "ops/facet_util.h"
 #include "ops/families.h"
 #include "ops/kernel_util.h"
 #include "semantics/amp.h"
+#include "semantics/cost.h"
 #include "semantics/passes/fusion_kind.h"
 
 namespace spora::ops {
@@ -102,6 +104,72 @@ Node* matmul_jvp(Emitter& e, const Node&, const Nodes& in, Node*, const Nodes& t
   return ad::add_opt(e, da, db);
 }
 
+// ---- cost and sharding rules (semantics/cost.h, parallel/sharding/sharding.h) -------------
+
+namespace facets {
+
+using namespace facet_util;
+
+void matmul_costs(sem::Registry& r) {
+  set_cost(r, "matmul", [](const CostTypes& in, const TypeP& out, const Attrs&) {
+    // out holds batch x m x n elements (promoted axes removed), each a dot product over k.
+    const double k = in[0]->rank() > 0 ? static_cast<double>(in[0]->shape.back()) : 0;
+    OpCost c{2 * k * elements(out), input_bytes(in) + type_bytes(out), "matmul"};
+    const auto dim = [](const TypeP& t, int from_end) {
+      return t->rank() >= from_end ? static_cast<double>(t->shape[t->rank() - from_end]) : 1.0;
+    };
+    c.gemm = {in[0]->rank() >= 2 ? dim(in[0], 2) : 1, in[1]->rank() >= 2 ? dim(in[1], 1) : 1, k};
+    // A batched left operand times one matrix runs as one GEMM with the batches stacked as rows
+    // (backends/cpu/matmul.cpp), e.g. f32[8,128,256] @ f32[256,256] as 1024 x 256 x 256.
+    const double rows = elements(in[0]) / std::max(k, 1.0);
+    if (in[0]->rank() > 2 && in[1]->rank() <= 2 && rows > 0) c.gemm[0] = rows;
+    return c;
+  });
+}
+
+// matmul with NumPy semantics: batch dims broadcast, 1-D operands promoted.
+Spec matmul_spec(const Types& in, const TypeP& out, const Attrs&) {
+  if (!is_tensor(in, 0) || !is_tensor(in, 1) || !out || !out->is_tensor()) return std::nullopt;
+  const TypeP &a = in[0], &b = in[1];
+  const int ra = rank(a), rb = rank(b);
+  DimSpec s;
+  const int k = s.add("k", true);
+  const int m = ra >= 2 ? s.add("m") : -1;
+  const int n = rb >= 2 ? s.add("n") : -1;
+  const int batch = rank(out) - (ra >= 2 ? 1 : 0) - (rb >= 2 ? 1 : 0);
+  std::vector<int> out_batch;
+  for (int d = 0; d < batch; ++d) out_batch.push_back(s.add("b" + std::to_string(d)));
+  auto batch_map = [&](const TypeP& t, int core) {
+    std::vector<int> map;
+    const int r = rank(t) - core, off = batch - r;
+    for (int d = 0; d < r; ++d) {
+      const int od = d + off;
+      map.push_back(od >= 0 &&
+                            t->shape[static_cast<size_t>(d)] == out->shape[static_cast<size_t>(od)]
+                        ? out_batch[static_cast<size_t>(od)]
+                        : -1);
+    }
+    return map;
+  };
+  std::vector<int> am = ra >= 2 ? batch_map(a, 2) : std::vector<int>{};
+  if (ra >= 2) am.push_back(m);
+  am.push_back(k);
+  std::vector<int> bm = rb >= 2 ? batch_map(b, 2) : std::vector<int>{};
+  bm.push_back(k);
+  if (rb >= 2) bm.push_back(n);
+  s.inputs = {am, bm};
+  s.output = out_batch;
+  if (m >= 0) s.output.push_back(m);
+  if (n >= 0) s.output.push_back(n);
+  return s;
+}
+
+void matmul_rules(sem::Registry& r) {
+  set_sharding(r, "matmul", dim_rule(linear(matmul_spec, kOne, {0, 1})));
+}
+
+}  // namespace facets
+
 }  // namespace
 
 void register_matmul(sem::Registry& r) {
@@ -134,6 +202,9 @@ void register_matmul(sem::Registry& r) {
   ad::set_rules(p, matmul_vjp, matmul_jvp);
   p.facets[sem::kAmpFacet] = sem::AmpClass::Low;  // autocast (semantics/amp.h)
   r.add(std::move(p));
+  // Cost and sharding rules of the rows above.
+  facets::matmul_costs(r);
+  facets::matmul_rules(r);
 }
 
 }  // namespace spora::ops

@@ -38,9 +38,11 @@
 #include <limits>
 
 #include "ops/ad_util.h"
+#include "ops/facet_util.h"
 #include "ops/families.h"
 #include "ops/kernel_util.h"
 #include "semantics/amp.h"
+#include "semantics/cost.h"
 #include "semantics/passes/decompose.h"
 #include "semantics/passes/fusion_kind.h"
 #include "semantics/rng.h"
@@ -824,6 +826,128 @@ void add_dropout(sem::Registry& r) {
   r.add(std::move(p));
 }
 
+// ---- cost and sharding rules (semantics/cost.h, parallel/sharding/sharding.h) -------------
+
+namespace facets {
+
+using namespace facet_util;
+
+// Per element of the first input, for the normalisations whose output may be a tuple.
+CostRule per_input_element(double flops, const std::string& op_class) {
+  return [flops, op_class](const CostTypes& in, const TypeP& out, const Attrs&) {
+    return OpCost{flops * (in.empty() ? 0 : elements(in[0])), input_bytes(in) + type_bytes(out),
+                  op_class};
+  };
+}
+
+void nn_costs(sem::Registry& r) {
+  set_cost(r, "softmax", per_input_element(5, "norm"));
+  set_cost(r, "log_softmax", per_input_element(5, "norm"));
+  set_cost(r, "logsumexp", sem::reduction_cost(4));
+  set_cost(r, "cross_entropy", per_input_element(5, "norm"));
+  set_cost(r, "layer_norm", per_input_element(8, "norm"));
+  set_cost(r, "batch_norm", per_input_element(8, "norm"));
+  set_cost(r, "dropout", sem::elementwise_cost(3));
+}
+
+// Every dim but the normalised `axis`.
+Spec softmax_spec(const Types& in, const TypeP& out, const Attrs& attrs) {
+  if (!is_tensor(in, 0) || rank(in[0]) == 0) return std::nullopt;
+  const int64_t axis = normalize_axis(attrs.get_int("axis"), *in[0]);
+  DimSpec s;
+  s.output = s.add_dims(rank(in[0]));
+  s.output[static_cast<size_t>(axis)] = -1;
+  s.inputs = {s.output};
+  return s;
+}
+
+Spec layer_norm_spec(const Types& in, const TypeP&, const Attrs& attrs) {
+  if (!is_tensor(in, 0)) return std::nullopt;
+  const int r = rank(in[0]);
+  const int64_t nd = attrs.get_int("ndim");
+  DimSpec s;
+  s.output = s.add_dims(r);
+  for (int d = r - static_cast<int>(nd); d < r; ++d)
+    if (d >= 0) s.output[static_cast<size_t>(d)] = -1;
+  s.inputs = {s.output};
+  for (size_t i = 1; i < in.size(); ++i)
+    s.inputs.push_back(is_tensor(in, i) ? std::vector<int>(static_cast<size_t>(rank(in[i])), -1)
+                                        : std::vector<int>{});
+  return s;
+}
+
+// cross_entropy(logits, labels): the class axis (1, or 0 for 1-D logits) never splits; the other
+// dims are the batch, kept (reduction="none") or summed (partial; "mean" scales by 1/p).
+Spec cross_entropy_spec(const Types& in, const TypeP&, const Attrs& attrs) {
+  if (!is_tensor(in, 0) || !is_tensor(in, 1) || rank(in[0]) == 0) return std::nullopt;
+  const int r = rank(in[0]);
+  const int cls = r >= 2 ? 1 : 0;
+  const std::string red = attrs.has("reduction") ? attrs.get_string("reduction") : "mean";
+  DimSpec s;
+  std::vector<int> xm, kept;
+  for (int d = 0; d < r; ++d) {
+    if (d == cls) {
+      xm.push_back(-1);
+      continue;
+    }
+    const int l = s.add("d" + std::to_string(d), red != "none", red == "mean");
+    xm.push_back(l);
+    kept.push_back(l);
+  }
+  const bool soft = rank(in[1]) == r;
+  s.inputs = {xm, soft ? xm : kept};
+  if (red == "none") s.output = kept;
+  return s;
+}
+
+// batch_norm: channels (dim 1 of x, dim 0 of the parameters) always; the batch in eval mode.
+Spec batch_norm_spec(const Types& in, const TypeP& out, const Attrs& attrs) {
+  if (!is_tensor(in, 0) || rank(in[0]) < 2) return std::nullopt;
+  const bool training = attrs.get_bool("training");
+  DimSpec s;
+  const int N = training ? -1 : s.add("batch");
+  const int C = s.add("ch");
+  std::vector<int> xm(static_cast<size_t>(rank(in[0])), -1);
+  xm[0] = N;
+  xm[1] = C;
+  s.inputs = {xm};
+  for (size_t i = 1; i < in.size(); ++i) s.inputs.push_back({C});
+  if (training)
+    s.tuple_outputs = std::vector<std::vector<int>>{xm, {C}, {C}};
+  else
+    s.output = xm;
+  return s;
+}
+
+void nn_rules(sem::Registry& r) {
+  set_sharding(r, "softmax", dim_rule(softmax_spec));
+  set_sharding(r, "log_softmax", dim_rule(softmax_spec));
+  set_sharding(r, "logsumexp", dim_rule(reduction_spec(false, false)));
+  set_sharding(r, "cross_entropy", dim_rule(cross_entropy_spec));
+  set_sharding(r, "layer_norm", dim_rule(layer_norm_spec));
+  set_sharding(r, "batch_norm", dim_rule(batch_norm_spec));
+  // Dropout in eval mode is the identity; in training its mask comes from the global index.
+  ShardingRule random_dropout = replicated_only_rule(
+      "dropout draws its mask from the global element index (counter-based RNG): a shard drawn "
+      "locally would repeat the first shard's mask");
+  ShardingRule eval_dropout = elementwise_rule();
+  ShardingRule dropout;
+  dropout.replicated_only_reason = random_dropout.replicated_only_reason + " (in training)";
+  dropout.enumerate = [random_dropout, eval_dropout](const Types& in, const TypeP& out,
+                                                     const Attrs& a, const Mesh& m) {
+    return (a.get_bool("training") ? random_dropout : eval_dropout).enumerate(in, out, a, m);
+  };
+  dropout.forward = [random_dropout, eval_dropout](const std::vector<Layout>& l, const Types& in,
+                                                   const TypeP& out, const Attrs& a,
+                                                   const Mesh& m) {
+    return (a.get_bool("training") ? random_dropout : eval_dropout).forward(l, in, out, a, m);
+  };
+  dropout.local_attrs = parallel::identity_local_attrs;
+  set_sharding(r, "dropout", dropout);
+}
+
+}  // namespace facets
+
 }  // namespace
 
 void register_nn(sem::Registry& r) {
@@ -840,6 +964,9 @@ void register_nn(sem::Registry& r) {
   for (const char* name : {"layer_norm", "batch_norm"})
     sem::set_amp(r, name, sem::AmpClass::F32Norm);
   sem::set_amp(r, "cross_entropy", sem::AmpClass::F32Loss);
+  // Cost and sharding rules of the rows above.
+  facets::nn_costs(r);
+  facets::nn_rules(r);
 }
 
 }  // namespace spora::ops

@@ -13,9 +13,11 @@
 #include <type_traits>
 
 #include "ops/ad_util.h"
+#include "ops/facet_util.h"
 #include "ops/families.h"
 #include "ops/kernel_util.h"
 #include "semantics/amp.h"
+#include "semantics/cost.h"
 #include "semantics/passes/fusion_kind.h"
 
 namespace spora::ops {
@@ -277,6 +279,26 @@ void add_reduction(sem::Registry& r, const std::string& name, const std::string&
   r.add(std::move(p));
 }
 
+// ---- cost and sharding rules (semantics/cost.h, parallel/sharding/sharding.h) -------------
+
+namespace facets {
+
+using namespace facet_util;
+
+void reduction_costs(sem::Registry& r) {
+  for (const char* name : {"sum", "mean", "prod", "max", "min", "argmax", "argmin", "all", "any"})
+    set_cost(r, name, sem::reduction_cost(1));
+}
+
+void reduction_rules(sem::Registry& r) {
+  set_sharding(r, "sum", dim_rule(linear(reduction_spec(true, false), kJoint)));
+  set_sharding(r, "mean", dim_rule(linear(reduction_spec(true, true), kJoint)));
+  for (const char* name : {"prod", "max", "min", "argmax", "argmin", "all", "any"})
+    set_sharding(r, name, dim_rule(reduction_spec(false, false)));
+}
+
+}  // namespace facets
+
 }  // namespace
 
 void register_reduction(sem::Registry& r) {
@@ -293,6 +315,9 @@ void register_reduction(sem::Registry& r) {
   add_reduction(r, "any", "true when some element is non-zero (over axis)", Red::any);
   // Autocast (semantics/amp.h): sums and products in f32 at O1.
   for (const char* name : {"sum", "mean", "prod"}) sem::set_amp(r, name, sem::AmpClass::F32);
+  // Cost and sharding rules of the rows above.
+  facets::reduction_costs(r);
+  facets::reduction_rules(r);
 }
 
 }  // namespace spora::ops

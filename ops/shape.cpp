@@ -44,8 +44,10 @@
 #include <limits>
 
 #include "ops/ad_util.h"
+#include "ops/facet_util.h"
 #include "ops/families.h"
 #include "ops/kernel_util.h"
+#include "semantics/cost.h"
 #include "semantics/passes/fusion_kind.h"
 #include "semantics/shape_rules.h"
 
@@ -55,6 +57,7 @@ namespace {
 
 using AK = ParamSpec::AttrKind;
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
 
 // out[o] = x[base + sum_k idx_k(o) * st[k]]: the one copy loop behind transpose, slice and
 // broadcast_to (strides may be 0 or negative). Copies bytes, so it works for every dtype.
@@ -773,6 +776,310 @@ void add_tuple_ops(sem::Registry& r) {
   r.add(std::move(rg));
 }
 
+// ---- cost and sharding rules (semantics/cost.h, parallel/sharding/sharding.h) -------------
+
+namespace facets {
+
+using namespace facet_util;
+
+void shape_costs(sem::Registry& r) {
+  for (const char* name : {"reshape", "flatten", "squeeze", "unsqueeze", "expand_dims",
+                           "make_tuple", "tuple_get", "make_record", "record_get"})
+    set_cost(r, name, sem::view_cost());
+  for (const char* name :
+       {"transpose", "permute", "broadcast_to", "concat", "stack", "slice", "gather"})
+    set_cost(r, name, sem::copy_cost());
+  set_cost(r, "one_hot", sem::elementwise_cost(1));
+  // Zeros of the input's shape written, g read into them.
+  set_cost(r, "slice_grad", [](const CostTypes& in, const TypeP& out, const Attrs&) {
+    return OpCost{0, input_bytes(in) + type_bytes(out), "copy"};
+  });
+  // x copied to the output, one addition per update.
+  set_cost(r, "scatter_add", [](const CostTypes& in, const TypeP& out, const Attrs&) {
+    return OpCost{in.size() > 2 ? elements(in[2]) : 0, input_bytes(in) + type_bytes(out), "copy"};
+  });
+}
+
+// transpose / permute: output dim i is input dim axes[i].
+Spec permute_spec(const Types& in, const TypeP&, const Attrs& attrs) {
+  if (!is_tensor(in, 0)) return std::nullopt;
+  const int r = rank(in[0]);
+  std::vector<int64_t> axes;
+  if (attrs.is_none("axes")) {
+    for (int d = r - 1; d >= 0; --d) axes.push_back(d);
+  } else {
+    axes = attrs.get_ints("axes");
+  }
+  if (static_cast<int>(axes.size()) != r) return std::nullopt;
+  DimSpec s;
+  s.inputs = {s.add_dims(r)};
+  for (int64_t a : axes) s.output.push_back(static_cast<int>(normalize_axis(a, *in[0])));
+  return s;
+}
+
+// Reshape and its kin: the dims of input and output group into runs of equal products; the
+// leading dim of each run may split (the run's block then splits into contiguous pieces on
+// both sides); the rest of each run, and size-1 dims, never split.
+Spec reshape_spec(const Types& in, const TypeP& out, const Attrs&) {
+  if (!is_tensor(in, 0) || !out || !out->is_tensor()) return std::nullopt;
+  const Shape &a = in[0]->shape, &b = out->shape;
+  for (int64_t v : a)
+    if (v < 0) return std::nullopt;
+  for (int64_t v : b)
+    if (v < 0) return std::nullopt;
+  DimSpec s;
+  std::vector<int> am(a.size(), -1), bm(b.size(), -1);
+  size_t i = 0, j = 0;
+  auto skip_ones = [&] {
+    while (i < a.size() && a[i] == 1) ++i;
+    while (j < b.size() && b[j] == 1) ++j;
+  };
+  skip_ones();
+  while (i < a.size() && j < b.size()) {
+    const size_t i0 = i, j0 = j;
+    int64_t pa = a[i++], pb = b[j++];
+    while (pa != pb) {
+      if (pa < pb) {
+        if (i >= a.size()) return std::nullopt;
+        pa *= a[i++];
+      } else {
+        if (j >= b.size()) return std::nullopt;
+        pb *= b[j++];
+      }
+    }
+    const int l = s.add("d" + std::to_string(j0));
+    am[i0] = l;
+    bm[j0] = l;
+    skip_ones();
+  }
+  s.inputs = {am};
+  for (size_t k = 1; k < in.size(); ++k) s.inputs.push_back({});
+  s.output = bm;
+  return s;
+}
+
+// broadcast_to(x, shape): x's dims aligned to the right of the target's.
+Spec broadcast_to_spec(const Types& in, const TypeP& out, const Attrs& attrs) {
+  return elementwise_spec(in, out, attrs);
+}
+
+// concat(xs, axis) and stack(xs, axis): every dim but the joined one.
+parallel::DimSpecFn join_spec(bool stack) {
+  return [stack](const Types& in, const TypeP& out, const Attrs& attrs) -> Spec {
+    if (!out || !out->is_tensor()) return std::nullopt;
+    for (size_t i = 0; i < in.size(); ++i)
+      if (!is_tensor(in, i)) return std::nullopt;
+    const int64_t axis = normalize_axis(attrs.get_int("axis"), *out);
+    DimSpec s;
+    s.output = s.add_dims(rank(out));
+    s.output[static_cast<size_t>(axis)] = -1;
+    std::vector<int> xm = s.output;
+    if (stack) xm.erase(xm.begin() + axis);
+    s.inputs.assign(in.size(), xm);
+    return s;
+  };
+}
+
+// Whether axis i of a slice takes the whole dim of size len (start 0, to the end, step 1).
+bool whole_axis(const Attrs& attrs, size_t i, int64_t len) {
+  const auto& starts = attrs.get_ints("starts");
+  const auto& stops = attrs.get_ints("stops");
+  const auto& steps = attrs.get_ints("steps");
+  const auto& squeeze = attrs.get_ints("squeeze");
+  if (i >= starts.size()) return true;
+  if (std::find(squeeze.begin(), squeeze.end(), static_cast<int64_t>(i)) != squeeze.end())
+    return false;
+  const int64_t step = i < steps.size() ? steps[i] : 1;
+  const int64_t stop = i < stops.size() ? stops[i] : kMax;
+  const int64_t start = starts[i];
+  const bool from0 = start == 0 || start == kMax || start == kMin || start <= -len;
+  const bool to_end = stop == kMax || stop == kMin || stop >= len;
+  return step == 1 && from0 && to_end;
+}
+
+// The result dims of slice on x: per x dim, the result dim (or -1 for a squeezed one).
+std::vector<int> slice_dims(const Attrs& attrs, int r) {
+  const auto& starts = attrs.get_ints("starts");
+  const auto& squeeze = attrs.get_ints("squeeze");
+  std::vector<int> res;
+  int next = 0;
+  for (int d = 0; d < r; ++d) {
+    const bool sq = static_cast<size_t>(d) < starts.size() &&
+                    std::find(squeeze.begin(), squeeze.end(), d) != squeeze.end();
+    res.push_back(sq ? -1 : next++);
+  }
+  return res;
+}
+
+// slice(x, ...): only the axes taken whole split.
+Spec slice_spec(const Types& in, const TypeP& out, const Attrs& attrs) {
+  if (!is_tensor(in, 0) || !out || !out->is_tensor()) return std::nullopt;
+  const int r = rank(in[0]);
+  const std::vector<int> res = slice_dims(attrs, r);
+  DimSpec s;
+  std::vector<int> xm(static_cast<size_t>(r), -1);
+  s.output.assign(static_cast<size_t>(rank(out)), -1);
+  for (int d = 0; d < r; ++d) {
+    const int64_t len = in[0]->shape[static_cast<size_t>(d)];
+    if (len < 0 || res[static_cast<size_t>(d)] < 0 ||
+        !whole_axis(attrs, static_cast<size_t>(d), len))
+      continue;
+    const int l = s.add("d" + std::to_string(d));
+    xm[static_cast<size_t>(d)] = l;
+    s.output[static_cast<size_t>(res[static_cast<size_t>(d)])] = l;
+  }
+  s.inputs = {xm};
+  return s;
+}
+
+// slice_grad(g, shape, ...) -> zeros of shape with g where slice reads: the axes slice takes
+// whole split alike in g and the result.
+Spec slice_grad_spec(const Types& in, const TypeP& out, const Attrs& attrs) {
+  if (!is_tensor(in, 0) || !out || !out->is_tensor()) return std::nullopt;
+  const int r = rank(out);
+  const std::vector<int> res = slice_dims(attrs, r);
+  DimSpec s;
+  std::vector<int> gm(static_cast<size_t>(rank(in[0])), -1);
+  s.output.assign(static_cast<size_t>(r), -1);
+  for (int d = 0; d < r; ++d) {
+    const int64_t len = out->shape[static_cast<size_t>(d)];
+    if (len < 0 || res[static_cast<size_t>(d)] < 0 ||
+        !whole_axis(attrs, static_cast<size_t>(d), len))
+      continue;
+    const int l = s.add("d" + std::to_string(d));
+    s.output[static_cast<size_t>(d)] = l;
+    gm[static_cast<size_t>(res[static_cast<size_t>(d)])] = l;
+  }
+  s.inputs = {gm};
+  return s;
+}
+
+// The slice attributes of a local application: a cut axis is taken whole, so its bounds become
+// "from the start to the end" (a global stop such as 4 would cut a local axis of 2 correctly
+// only by clamping; say what is meant instead).
+parallel::LocalAttrsFn slice_local_attrs(bool grad) {
+  return [grad](const Attrs& a, const OpStrategy& st, const Types& in, const TypeP& out,
+                const Mesh& m) {
+    const Layout& xl = grad ? st.output : st.inputs.at(0);
+    std::vector<int64_t> starts = a.get_ints("starts"), stops = a.get_ints("stops"),
+                         steps = a.get_ints("steps");
+    for (size_t d = 0; d < xl.tensor_map.size() && d < starts.size(); ++d) {
+      if (xl.tensor_map[d] < 0) continue;
+      starts[d] = 0;
+      if (d < stops.size()) stops[d] = kMax;
+      if (d < steps.size()) steps[d] = 1;
+    }
+    Attrs r;
+    for (const auto& [k, v] : a.items()) {
+      if (k == "starts")
+        r.set(k, starts);
+      else if (k == "stops")
+        r.set(k, stops);
+      else if (k == "steps")
+        r.set(k, steps);
+      else if (k == "shape" && grad && out && out->is_tensor())
+        r.set(k, st.output.local_shape(out->shape, m));
+      else
+        r.set(k, v);
+    }
+    return r;
+  };
+}
+
+// gather(x, indices, axis) -> x.shape[:axis] + indices.shape + x.shape[axis+1:].
+Spec gather_spec(const Types& in, const TypeP& out, const Attrs& attrs) {
+  if (!is_tensor(in, 0) || !is_tensor(in, 1)) return std::nullopt;
+  const int r = rank(in[0]), ri = rank(in[1]);
+  const int axis = static_cast<int>(normalize_axis(attrs.get_int("axis"), *in[0]));
+  DimSpec s;
+  std::vector<int> xm, im;
+  for (int d = 0; d < r; ++d) xm.push_back(d == axis ? -1 : s.add("x" + std::to_string(d)));
+  for (int d = 0; d < ri; ++d) im.push_back(s.add("i" + std::to_string(d)));
+  s.output.assign(xm.begin(), xm.begin() + axis);
+  s.output.insert(s.output.end(), im.begin(), im.end());
+  s.output.insert(s.output.end(), xm.begin() + axis + 1, xm.end());
+  s.inputs = {xm, im};
+  return s;
+}
+
+// scatter_add(x, indices, updates, axis): x's other dims split alike in updates and the
+// result; the indices and the scattered axis never.
+Spec scatter_add_spec(const Types& in, const TypeP&, const Attrs& attrs) {
+  if (!is_tensor(in, 0) || !is_tensor(in, 1) || !is_tensor(in, 2)) return std::nullopt;
+  const int r = rank(in[0]), ri = rank(in[1]);
+  const int axis = static_cast<int>(normalize_axis(attrs.get_int("axis"), *in[0]));
+  DimSpec s;
+  std::vector<int> xm;
+  for (int d = 0; d < r; ++d) xm.push_back(d == axis ? -1 : s.add("x" + std::to_string(d)));
+  std::vector<int> um(xm.begin(), xm.begin() + axis);
+  um.insert(um.end(), static_cast<size_t>(ri), -1);
+  um.insert(um.end(), xm.begin() + axis + 1, xm.end());
+  s.inputs = {xm, std::vector<int>(static_cast<size_t>(ri), -1), um};
+  s.output = xm;
+  return s;
+}
+
+// one_hot(labels) -> labels.shape + [classes]: the labels' dims.
+Spec one_hot_spec(const Types& in, const TypeP&, const Attrs&) {
+  if (!is_tensor(in, 0)) return std::nullopt;
+  DimSpec s;
+  s.inputs = {s.add_dims(rank(in[0]))};
+  s.output = s.inputs[0];
+  s.output.push_back(-1);
+  return s;
+}
+
+// squeeze/unsqueeze/expand_dims/flatten have no shape attribute; reshape's target becomes the
+// local shape (a -1 wildcard is resolved by then).
+void shape_rules(sem::Registry& r) {
+  set_sharding(r, "reshape",
+               dim_rule(linear(reshape_spec, kJoint), parallel::local_shape_attr("shape")));
+  for (const char* name : {"flatten", "unsqueeze", "expand_dims"})
+    set_sharding(r, name, dim_rule(linear(reshape_spec, kJoint)));
+  // squeeze(axis=none) drops every size-1 dim: locally that would include a dim of 2 split in
+  // two, so the local application names the globally squeezed axes.
+  set_sharding(
+      r, "squeeze",
+      dim_rule(linear(reshape_spec, kJoint),
+               [](const Attrs& a, const OpStrategy&, const Types& in, const TypeP&, const Mesh&) {
+                 if (!a.is_none("axis") || !is_tensor(in, 0)) return a;
+                 std::vector<int64_t> axes;
+                 for (int d = 0; d < rank(in[0]); ++d)
+                   if (in[0]->shape[static_cast<size_t>(d)] == 1) axes.push_back(d);
+                 Attrs r;
+                 for (const auto& [k, v] : a.items()) r.set(k, k == "axis" ? Attr{axes} : v);
+                 return r;
+               }));
+  set_sharding(r, "transpose", dim_rule(linear(permute_spec, kJoint)));
+  set_sharding(r, "permute", dim_rule(linear(permute_spec, kJoint)));
+  set_sharding(r, "broadcast_to",
+               dim_rule(linear(broadcast_to_spec, kJoint), parallel::local_shape_attr("shape")));
+  // concat and stack are linear in all their inputs together.
+  for (const auto& [name, stack] : {std::pair{"concat", false}, std::pair{"stack", true}}) {
+    const parallel::DimSpecFn join = join_spec(stack);
+    set_sharding(r, name, dim_rule([join](const Types& in, const TypeP& out, const Attrs& a) {
+                   Spec s = join(in, out, a);
+                   if (s) {
+                     s->linear = kJoint;
+                     for (size_t i = 0; i < in.size(); ++i)
+                       s->linear_inputs.push_back(static_cast<int>(i));
+                   }
+                   return s;
+                 }));
+  }
+  set_sharding(r, "slice", dim_rule(linear(slice_spec, kJoint), slice_local_attrs(false)));
+  set_sharding(r, "slice_grad", dim_rule(linear(slice_grad_spec, kJoint), slice_local_attrs(true)));
+  set_sharding(r, "gather", dim_rule(gather_spec));
+  set_sharding(r, "scatter_add", dim_rule(scatter_add_spec));
+  set_sharding(r, "one_hot", dim_rule(one_hot_spec));
+  const std::string plumbing =
+      "tuple and record plumbing: the partitioner tracks the layouts of the elements itself";
+  for (const char* name : {"make_tuple", "tuple_get", "make_record", "record_get"})
+    set_sharding(r, name, replicated_only_rule(plumbing));
+}
+
+}  // namespace facets
+
 }  // namespace
 
 void register_shape(sem::Registry& r) {
@@ -796,6 +1103,9 @@ void register_shape(sem::Registry& r) {
   add_scatter_add(r);
   add_one_hot(r);
   add_tuple_ops(r);
+  // Cost and sharding rules of the rows above.
+  facets::shape_costs(r);
+  facets::shape_rules(r);
 }
 
 }  // namespace spora::ops

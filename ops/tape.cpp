@@ -17,10 +17,12 @@
 // Lists are used linearly: each list value is pushed (or added to) at most once (the AD
 // guarantees it), so list_push and list_add_at update the shared buffer in place in O(1) and
 // return the same list.
+#include "ops/facet_util.h"
 #include "ops/families.h"
 #include "ops/kernel_util.h"
-#include "semantics/passes/fusion_kind.h"
+#include "semantics/cost.h"
 #include "semantics/ir/parser.h"
+#include "semantics/passes/fusion_kind.h"
 
 namespace spora::ops {
 
@@ -92,6 +94,26 @@ const Type& list_input(const std::vector<TypeP>& in, const char* prim) {
     user_error(std::string(prim) + " expects a list, got " + (in.empty() || !in[0] ? "nothing" : in[0]->str()));
   return *in[0];
 }
+
+// ---- cost and sharding rules (semantics/cost.h, parallel/sharding/sharding.h) -------------
+
+namespace facets {
+
+using namespace facet_util;
+
+void tape_costs(sem::Registry& r) {
+  for (const char* name : {"list_empty", "list_push", "list_get", "list_len", "list_add_at",
+                           "list_add", "list_get_or_zeros"})
+    set_cost(r, name, sem::host_cost());
+}
+
+void tape_rules(sem::Registry& r) {
+  for (const char* name : {"list_empty", "list_push", "list_get", "list_len", "list_add_at",
+                           "list_add", "list_get_or_zeros"})
+    set_sharding(r, name, replicated_only_rule("run-time lists (the tape) live on the host"));
+}
+
+}  // namespace facets
 
 }  // namespace
 
@@ -226,6 +248,9 @@ void register_tape(sem::Registry& r) {
     return zeros_of_type(ir::parse_type(attrs.get_string("elem")));
   };
   r.add(std::move(get_or_zeros));
+  // Cost and sharding rules of the rows above.
+  facets::tape_costs(r);
+  facets::tape_rules(r);
 }
 
 }  // namespace spora::ops

@@ -1,6 +1,6 @@
 // The sharding-rule facet: how a primitive can run on a device mesh
-// (parallel/README.md "Sharding rules"). ops/sharding.cpp fills it in every registry row under
-// the key "sharding", as ops/cost.cpp fills "cost":
+// (parallel/README.md "Sharding rules"). Each family file of ops/ fills it in its registry rows
+// under the key "sharding", beside their "cost":
 //
 //   const ShardingRule* r = parallel::sharding_rule(*prim);
 //   for (const OpStrategy& s : r->enumerate(in_types, out_type, attrs, mesh)) ...

@@ -84,8 +84,7 @@ TEST(SearchFromIr, TinyMlpGraph) {
 TEST(SearchFromIr, BigBatchGoesDataParallel) {
   ops::register_all();
   const sem::Primitive* mm = sem::Registry::instance().find("matmul");
-  if (!mm || !sharding_rule(*mm))
-    GTEST_SKIP() << "the rows have no sharding facet yet (ops/sharding.cpp of the layout branch)";
+  if (!mm || !sharding_rule(*mm)) GTEST_SKIP() << "the rows have no sharding facet";
   // 4M examples: every activation is 64-128 MB, 64-128 us at 1 TB/s, against weights of a few
   // hundred bytes whose gradient all-reduce costs its latency (10 us): split the batch.
   const sim::StepProgram p = tiny(int64_t{1} << 22);
