@@ -55,11 +55,7 @@ std::string pair_str(std::pair<int64_t, int64_t> p) {
   return "[" + std::to_string(p.first) + "," + std::to_string(p.second) + "]";
 }
 
-int64_t out_dim(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) {
-  if (in == sem::kDynamicDim) return sem::kDynamicDim;
-  int64_t span = in + 2 * p - d * (k - 1) - 1;
-  return span < 0 ? 0 : span / s + 1;
-}
+using sem::window_out_dim;
 
 // ---- conv2d ---------------------------------------------------------------------------------
 
@@ -97,8 +93,8 @@ ConvGeom conv_geom(const std::vector<TypeP>& in, const Attrs& attrs) {
     if (b.dtype != x.dtype || b.shape != Shape{O})
       user_error("conv2d bias " + b.str() + " does not match weight " + w.str());
   }
-  int64_t oh = out_dim(x.shape[2], w.shape[2], g.stride.first, g.pad.first, g.dil.first);
-  int64_t ow = out_dim(x.shape[3], w.shape[3], g.stride.second, g.pad.second, g.dil.second);
+  int64_t oh = window_out_dim(x.shape[2], w.shape[2], g.stride.first, g.pad.first, g.dil.first);
+  int64_t ow = window_out_dim(x.shape[3], w.shape[3], g.stride.second, g.pad.second, g.dil.second);
   if (oh == 0 || ow == 0)
     user_error("conv2d kernel " + Type::tensor(w.dtype, {w.shape[2], w.shape[3]})->str() +
                " with dilation " + pair_str(g.dil) + " does not fit input " + x.str() +
@@ -332,8 +328,8 @@ PoolGeom pool_geom(const std::string& name, const Type& x, const Attrs& attrs) {
       2 * g.pad.second > g.kernel.second)
     user_error(name + " padding " + pair_str(g.pad) + " must be between 0 and half the kernel " +
                pair_str(g.kernel));
-  int64_t oh = out_dim(x.shape[2], g.kernel.first, g.stride.first, g.pad.first, 1);
-  int64_t ow = out_dim(x.shape[3], g.kernel.second, g.stride.second, g.pad.second, 1);
+  int64_t oh = window_out_dim(x.shape[2], g.kernel.first, g.stride.first, g.pad.first, 1);
+  int64_t ow = window_out_dim(x.shape[3], g.kernel.second, g.stride.second, g.pad.second, 1);
   if (oh == 0 || ow == 0)
     user_error(name + " kernel " + pair_str(g.kernel) + " does not fit input " + x.str() +
                " with padding " + pair_str(g.pad));

@@ -10,6 +10,12 @@ constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
 }  // namespace
 
+int64_t window_out_dim(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) {
+  if (in == kDynamicDim) return kDynamicDim;
+  const int64_t span = in + 2 * p - d * (k - 1) - 1;
+  return span < 0 ? 0 : span / s + 1;
+}
+
 std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b) {
   const size_t r = std::max(a.size(), b.size());
   Shape out(r);

@@ -16,6 +16,11 @@
 
 namespace spora::sem {
 
+// The output length of a convolution or pooling window along one axis: input length `in`,
+// window `k`, stride `s`, padding `p` on both sides, dilation `d` (0 when the window does not
+// fit; a dynamic input length gives a dynamic output length).
+int64_t window_out_dim(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d);
+
 // The NumPy broadcast of two shapes; nullopt when they do not broadcast. A dynamic dim against
 // a known one is assumed equal (checked at run time).
 std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b);

@@ -22,6 +22,7 @@
 
 #include "backends/cpu/blas.h"
 #include "backends/cpu/kernels.h"
+#include "semantics/shape_rules.h"
 
 namespace spora::cpu {
 
@@ -42,10 +43,7 @@ bool pair_attr(const Attrs& attrs, const char* name, int64_t& a, int64_t& b) {
   return true;
 }
 
-int64_t out_dim(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) {
-  int64_t span = in + 2 * p - d * (k - 1) - 1;
-  return span < 0 ? 0 : span / s + 1;
-}
+using sem::window_out_dim;  // the rows' own output lengths (semantics/shape_rules.h)
 
 bool is_float4(const Tensor& t) {
   return (t.dtype() == DType::f32 || t.dtype() == DType::f64) && t.rank() == 4;
@@ -76,8 +74,8 @@ bool conv_geom(const Shape& xs, const Shape& ws, const Attrs& attrs, Conv& g) {
   if (g.sh < 1 || g.sw < 1 || g.dh < 1 || g.dw < 1 || g.ph < 0 || g.pw < 0 || g.G < 1) return false;
   if (g.C % g.G != 0 || g.Cg * g.G != g.C || g.O % g.G != 0) return false;
   g.Og = g.O / g.G;
-  g.OH = out_dim(g.H, g.KH, g.sh, g.ph, g.dh);
-  g.OW = out_dim(g.W, g.KW, g.sw, g.pw, g.dw);
+  g.OH = window_out_dim(g.H, g.KH, g.sh, g.ph, g.dh);
+  g.OW = window_out_dim(g.W, g.KW, g.sw, g.pw, g.dw);
   return g.OH > 0 && g.OW > 0;
 }
 
@@ -297,8 +295,8 @@ bool pool_geom(const Shape& xs, const Attrs& attrs, Pool& g) {
       2 * g.pw > g.kw)
     return false;
   g.NC = xs[0] * xs[1], g.H = xs[2], g.W = xs[3];
-  g.OH = out_dim(g.H, g.kh, g.sh, g.ph, 1);
-  g.OW = out_dim(g.W, g.kw, g.sw, g.pw, 1);
+  g.OH = window_out_dim(g.H, g.kh, g.sh, g.ph, 1);
+  g.OW = window_out_dim(g.W, g.kw, g.sw, g.pw, 1);
   return g.OH > 0 && g.OW > 0;
 }
 
