@@ -256,19 +256,10 @@ Value logsumexp_kernel(const RefKernel& ref, const std::vector<Value>& in, const
     std::sort(axes.begin(), axes.end());
     if (std::adjacent_find(axes.begin(), axes.end()) != axes.end()) return ref(in, attrs);
   }
-  bool keep = attrs.has("keepdims") && attrs.get_bool("keepdims");
   // Kept axes first, reduced axes last (a copy when they are not already last): rows.
   std::vector<int64_t> perm;
-  Shape out_shape;
-  for (int64_t d = 0; d < r; ++d) {
-    bool red = std::binary_search(axes.begin(), axes.end(), d);
-    if (!red) {
-      perm.push_back(d);
-      out_shape.push_back(x.shape()[d]);
-    } else if (keep) {
-      out_shape.push_back(1);
-    }
-  }
+  for (int64_t d = 0; d < r; ++d)
+    if (!std::binary_search(axes.begin(), axes.end(), d)) perm.push_back(d);
   perm.insert(perm.end(), axes.begin(), axes.end());
   int64_t len = 1;
   for (int64_t d : axes) len *= x.shape()[d];
@@ -276,7 +267,10 @@ Value logsumexp_kernel(const RefKernel& ref, const std::vector<Value>& in, const
   bool identity = true;
   for (int64_t i = 0; i < r; ++i) identity = identity && perm[i] == i;
   if (!identity) rows = permute_copy(x, perm);
-  Tensor out = Tensor::empty(x.dtype(), out_shape);
+  // The result's type is the row's (its shape rule).
+  static const sem::ShapeRule infer = sem::Registry::instance().find("logsumexp")->infer;
+  const sem::TypeP type = infer({x.type()}, attrs);
+  Tensor out = Tensor::empty(type->dtype, type->shape);
   const int64_t n = out.numel();
   dispatch(x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
