@@ -26,6 +26,7 @@
 #include "ops/unary_math.h"
 #include "semantics/amp.h"
 #include "semantics/cost.h"
+#include "semantics/kernel_ir/kernel_ir.h"
 #include "semantics/passes/fusion_kind.h"
 
 namespace spora::ops {
@@ -485,7 +486,8 @@ sem::Primitive& add_unary_math(sem::Registry& r, const UnaryMath& row) {
       },
       deriv);
   sem::Primitive& p = *r.find_mutable(row.name);
-  p.facets[kir::kLoopExprFacet] = row.loop;
+  p.facets[kir::kLoopFormFacet] = row.loop.arity;
+  p.facets[codegen::kLoopExprFacet] = row.loop;
   if (row.amp != sem::AmpClass::Promote) p.facets[sem::kAmpFacet] = row.amp;
   sem::set_cost(r, row.name, sem::elementwise_cost(row.flops));
   set_elementwise_sharding(r, row.name);

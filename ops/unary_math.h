@@ -15,8 +15,8 @@
 #include <string>
 
 #include "autodiff/rules.h"
+#include "backends/codegen/loop_expr.h"
 #include "semantics/amp.h"
-#include "semantics/kernel_ir/kernel_ir.h"
 #include "semantics/registry.h"
 
 namespace spora::ops {
@@ -28,7 +28,7 @@ struct UnaryMath {
   // The derivative applied to g (a cotangent or a tangent: the Jacobian is diagonal), given x
   // and y = f(x): g * f'(x). Null: not differentiable.
   std::function<ir::Node*(autodiff::Emitter& e, ir::Node* x, ir::Node* y, ir::Node* g)> deriv;
-  kir::LoopExpr loop;  // how generated loops write it (kernel_ir.h)
+  codegen::LoopExpr loop;  // how generated loops write it (backends/codegen/loop_expr.h)
   double flops = 10;   // per element, for the cost model (semantics/cost.h)
   sem::AmpClass amp = sem::AmpClass::Promote;  // its autocast class (semantics/amp.h)
 };

@@ -7,6 +7,9 @@
 #include <map>
 #include <stdexcept>
 
+#include "backends/codegen/loop_expr.h"
+#include "semantics/registry.h"
+
 namespace spora::codegen {
 
 using kir::Expr;
@@ -179,8 +182,10 @@ std::string c_stmt(const Stmt& s) {
 
 std::string c_loop_expr_defs(const kir::Kernel& k) {
   std::string out;
-  for (const std::string& name : kir::loop_expr_calls(k)) {
-    const kir::LoopExpr& e = *kir::loop_expr(name);
+  for (const std::string& name : kir::loop_form_calls(k)) {
+    const LoopExpr* row = sem::Registry::instance().find(name)->facet<LoopExpr>(kLoopExprFacet);
+    if (!row) throw std::runtime_error(name + " has a loop form but no C expression (loop_expr)");
+    const LoopExpr& e = *row;
     const std::string params = e.arity == 1 ? "{0} a" : "{0} a, {0} b";
     out +=
         fmt::format("#ifndef SP_LOOP_EXPR_{0}\n#define SP_LOOP_EXPR_{0} 1\nnamespace {{\n", name);

@@ -24,7 +24,7 @@ std::string c_operand(const kir::Operand& o);
 std::string c_acc_name(const kir::Accumulator& a);
 std::string c_expr(const kir::Expr& e);
 std::string c_stmt(const kir::Stmt& s);
-// The definitions of the loop_expr functions k calls (kernel_ir.h: sp_<name> for f32 and f64),
+// The definitions of the loop_expr functions k calls (loop_expr.h: sp_<name> for f32 and f64),
 // each guarded so that a unit of several kernels defines it once; "" when it calls none.
 std::string c_loop_expr_defs(const kir::Kernel& k);
 

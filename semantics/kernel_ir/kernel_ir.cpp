@@ -186,8 +186,7 @@ const ElementwiseFn* find_fn(const std::string& name, int arity, bool real) {
   for (const ElementwiseFn& f : kFns)
     if (f.arity == arity && f.real == real && name == f.name) return &f;
   if (!real) return nullptr;
-  const LoopExpr* e = loop_expr(name);
-  if (!e || e->arity != arity) return nullptr;
+  if (loop_form(name) != arity) return nullptr;
   // One entry per facet primitive, its name held by the registry's row (rows are never
   // removed, and a map's nodes stay put).
   static std::mutex mutex;
@@ -201,19 +200,20 @@ const ElementwiseFn* find_fn(const std::string& name, int arity, bool real) {
 
 }  // namespace
 
-const LoopExpr* loop_expr(const std::string& name) {
+int loop_form(const std::string& name) {
   for (const ElementwiseFn& f : kFns)
-    if (name == f.name) return nullptr;
+    if (name == f.name) return 0;
   const sem::Primitive* p = sem::Registry::instance().find(name);
-  return p ? p->facet<LoopExpr>(kLoopExprFacet) : nullptr;
+  const int* arity = p ? p->facet<int>(kLoopFormFacet) : nullptr;
+  return arity ? *arity : 0;
 }
 
-std::vector<std::string> loop_expr_calls(const Kernel& k) {
+std::vector<std::string> loop_form_calls(const Kernel& k) {
   std::set<std::string> out;
   auto scan = [&](const std::vector<Stmt>& stmts) {
     for (const Stmt& s : stmts)
       if (s.kind == Stmt::Kind::Define &&
-          (s.expr.op == Expr::Op::Unary || s.expr.op == Expr::Op::Binary) && loop_expr(s.expr.fn))
+          (s.expr.op == Expr::Op::Unary || s.expr.op == Expr::Op::Binary) && loop_form(s.expr.fn))
         out.insert(s.expr.fn);
   };
   scan(k.row_setup);

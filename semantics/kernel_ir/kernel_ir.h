@@ -116,26 +116,20 @@ struct ElementwiseFn {
   bool real;     // operands and result f32/f64 (else compare: any operands, bool result)
 };
 // The built-in ones (neg, exp, tanh, ...; add, sub, ..., maximum), then the primitives whose
-// registry row has a loop_expr facet (below).
+// registry row has a loop_form facet (below).
 const ElementwiseFn* unary_fn(const std::string& name);
 const ElementwiseFn* binary_fn(const std::string& name);
 const ElementwiseFn* compare_fn(const std::string& name);  // eq, ne, lt, le, gt, ge
 
-// A primitive row's `loop_expr` facet: how a real elementwise primitive is written inside a
-// fused loop, as one C expression per dtype in its operands `a` (and `b`), using the C math
-// library's functions (exp, expf, fabs, ...; the C++ and CUDA printers both provide them). The
-// printers define it as the function sp_<name> of the kernels that call it. The built-in
+// A primitive row's `loop_form` facet: its arity (1 or 2), saying that the real elementwise
+// primitive may be called inside a fused loop; each target says how to write it in a facet
+// of its own (backends/codegen/loop_expr.h: one C expression per dtype). The built-in
 // primitives have hand-written and vector forms in the printers instead.
-struct LoopExpr {
-  int arity = 1;    // 1 or 2
-  std::string f32;  // e.g. "a / (1.0f + fabsf(a))"
-  std::string f64;  // e.g. "a / (1.0 + fabs(a))"
-};
-inline constexpr const char* kLoopExprFacet = "loop_expr";
-// The loop_expr facet of the primitive `name` (null: none, or a built-in).
-const LoopExpr* loop_expr(const std::string& name);
-// The primitives with a loop_expr facet that a kernel's expressions call, sorted.
-std::vector<std::string> loop_expr_calls(const struct Kernel& k);
+inline constexpr const char* kLoopFormFacet = "loop_form";
+// The arity of the loop_form facet of the primitive `name` (0: none, or a built-in).
+int loop_form(const std::string& name);
+// The primitives with a loop_form facet that a kernel's expressions call, sorted.
+std::vector<std::string> loop_form_calls(const struct Kernel& k);
 
 struct Expr {
   enum class Op : uint8_t {

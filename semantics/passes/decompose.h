@@ -2,7 +2,7 @@
 // (fusion_plan.h) writes it with simpler loop operations inside a fused kernel. softmax, for
 // example, is a keepdims max, a subtraction, exp, a keepdims sum and a division; the planner
 // then schedules those like any other members of the group. A row with a Reduction or
-// Broadcast fusion kind and no loop form of its own (kernel_ir.h loop_expr, the planner's
+// Broadcast fusion kind and no loop form of its own (kernel_ir.h loop_form, the planner's
 // built-in elementwise, shape and reduction kinds) needs this facet to be fused; without it the
 // planner refuses the group, which then runs node by node.
 //

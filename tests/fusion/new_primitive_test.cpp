@@ -111,8 +111,8 @@ struct ProgramFile {
 
 TEST(NewPrimitive, TheBlockGivesEveryFacet) {
   const sem::Primitive& p = softsign();
-  for (const char* facet : {"vjp", "jvp", "fusion", kir::kLoopExprFacet, sem::kCostFacet,
-                            parallel::kShardingFacet, sem::kAmpFacet})
+  for (const char* facet : {"vjp", "jvp", "fusion", kir::kLoopFormFacet, codegen::kLoopExprFacet,
+                            sem::kCostFacet, parallel::kShardingFacet, sem::kAmpFacet})
     EXPECT_TRUE(p.facets.count(facet)) << facet;
   EXPECT_NE(kir::unary_fn(kName), nullptr);
   EXPECT_EQ(kir::binary_fn(kName), nullptr);
