@@ -58,6 +58,10 @@ struct Program {
 std::unique_ptr<Program> load_program(lang::SourceManager& sources, const std::string& path,
                                       lang::DiagnosticEngine& diags,
                                       const std::string& std_dir = "");
+// The same for a main file whose text is given (an editor's unsaved buffer), named `path`.
+std::unique_ptr<Program> load_program_text(lang::SourceManager& sources, const std::string& path,
+                                           std::string text, lang::DiagnosticEngine& diags,
+                                           const std::string& std_dir = "");
 // The directory of the standard library (lang/std in the source tree, or $SPORA_STD_DIR).
 std::string default_std_dir();
 
@@ -68,6 +72,9 @@ struct LowerOptions {
   // Eager (PyNative) mode: run every operation as soon as it is lowered (`--mode eager`;
   // `set_mode("eager")` as the first statement of main does the same).
   bool eager = false;
+  // Never run anything while lowering: `set_mode("eager")` is checked and then lowered as graph
+  // mode (an editor's diagnostics; `spora lsp`).
+  bool never_eager = false;
   // Every f32 becomes f64 (annotations, literals, initialisers, dtype names): like JAX's
   // enable_x64, for gradient checking in double precision.
   bool x64 = false;

@@ -11,17 +11,15 @@
 
 namespace spora::tools {
 
-namespace {
-
 // The description without the signature many docs start with ("cast(x, dtype): convert; ...").
-std::string description(const sem::Primitive& p) {
+std::string primitive_description(const sem::Primitive& p) {
   if (p.doc.rfind(p.name + "(", 0) != 0) return p.doc;
   size_t end = p.doc.find("): ");
   return end == std::string::npos ? p.doc : p.doc.substr(end + 3);
 }
 
 // Control-flow rows take graphs and loop state, not ParamSpecs: their doc spells the signature.
-std::string signature(const sem::Primitive& p) {
+std::string primitive_signature(const sem::Primitive& p) {
   if (p.params.empty() && p.doc.rfind(p.name + "(", 0) == 0 && p.doc.find("): ") != std::string::npos)
     return p.doc.substr(0, p.doc.find("): ") + 1);
   std::string sig;
@@ -35,6 +33,8 @@ std::string signature(const sem::Primitive& p) {
   }
   return p.name + "(" + sig + ")";
 }
+
+namespace {
 
 // Which derivative rules the row has: reverse (vjp) and forward (jvp) mode.
 std::string derivative(const sem::Primitive& p) {
@@ -78,8 +78,9 @@ int print_markdown() {
     std::cout << fmt::format("\n## {}\n\n", family);
     std::cout << "| primitive | signature | derivative | fusion | description |\n|---|---|---|---|---|\n";
     for (const sem::Primitive* p : prims)
-      std::cout << fmt::format("| `{}` | `{}` | {} | {} | {} |\n", p->name, cell(signature(*p)), derivative(*p),
-                               fusion(*p), cell(description(*p)));
+      std::cout << fmt::format("| `{}` | `{}` | {} | {} | {} |\n", p->name,
+                               cell(primitive_signature(*p)), derivative(*p), fusion(*p),
+                               cell(primitive_description(*p)));
   }
   return 0;
 }
@@ -89,7 +90,8 @@ int print_markdown() {
 int cmd_ops(bool markdown) {
   if (markdown) return print_markdown();
   for (const sem::Primitive* p : sem::Registry::instance().all())
-    std::cout << fmt::format("{:<18} {:<12} {}  {}\n", p->name, p->family, signature(*p), p->doc);
+    std::cout << fmt::format("{:<18} {:<12} {}  {}\n", p->name, p->family, primitive_signature(*p),
+                             p->doc);
   return 0;
 }
 

@@ -9,6 +9,9 @@ namespace spora::distributed {
 class SpmdRuntime;
 struct TrainStepOptions;
 }
+namespace spora::sem {
+struct Primitive;
+}
 
 namespace spora::tools {
 
@@ -71,6 +74,10 @@ int cmd_ir(const std::string& path, const std::string& stage, bool dot, const st
            const std::vector<std::string>& print_after, const std::string& emit = "",
            const std::string& entry = "");
 int cmd_ops(bool markdown = false);
+// A primitive's signature ("sum(x, axis=none, keepdims=false)") and its doc without the
+// signature it may start with (cmd_ops.cpp; `spora ops` and `spora lsp`).
+std::string primitive_signature(const sem::Primitive& p);
+std::string primitive_description(const sem::Primitive& p);
 int cmd_grad_check(const std::string& path, double tolerance);
 
 // Commands that live in their own files (coll, sim, ...): they add their sub-commands to

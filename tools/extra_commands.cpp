@@ -1,5 +1,6 @@
 // Wires the sub-commands that live in their own files into the CLI.
 #include "tools/cmd_coll.h"
+#include "tools/cmd_lsp.h"
 #include "tools/cmd_search.h"
 #include "tools/cmd_sim.h"
 #include "tools/cmd_sim_gpt.h"
@@ -15,6 +16,7 @@ CLI::App* g_calibrate = nullptr;
 CLI::App* g_run_dp = nullptr;
 CLI::App* g_search = nullptr;
 CLI::App* g_sim_gpt = nullptr;
+CLI::App* g_lsp = nullptr;
 }
 
 void register_extra_commands(CLI::App& app) {
@@ -25,6 +27,7 @@ void register_extra_commands(CLI::App& app) {
   g_run_dp = add_run_dp_subcommand(app);
   g_search = add_search_subcommand(app);
   g_sim_gpt = add_sim_gpt_subcommand(app);
+  g_lsp = add_lsp_subcommand(app);
 }
 
 int run_extra_commands(CLI::App& app) {
@@ -36,6 +39,7 @@ int run_extra_commands(CLI::App& app) {
   if (g_run_dp && g_run_dp->parsed()) return run_run_dp_subcommand();
   if (g_search && g_search->parsed()) return run_search_subcommand();
   if (g_sim_gpt && g_sim_gpt->parsed()) return run_sim_gpt_subcommand(*g_sim_gpt);
+  if (g_lsp && g_lsp->parsed()) return run_lsp_subcommand();
   return 2;
 }
 

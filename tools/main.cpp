@@ -238,6 +238,7 @@ int cmd_check(const std::string& path) {
   lang::DiagnosticEngine diags(sources);
   sem::LowerOptions options;
   options.check_all = true;
+  options.never_eager = true;  // set_mode("eager") is checked, not run
   sem::Compiled c = sem::compile_file(sources, diags, path, options);
   diags.print(std::cerr);
   if (diags.has_errors()) {

@@ -24,16 +24,11 @@ std::string default_std_dir() {
 #endif
 }
 
-std::unique_ptr<Program> load_program(lang::SourceManager& sources, const std::string& path,
+namespace {
+// The program whose main file is `file` (registered in sources) and its imports, breadth-first.
+std::unique_ptr<Program> load_imports(lang::SourceManager& sources, int file,
                                       lang::DiagnosticEngine& diags, const std::string& std_dir) {
   auto program = std::make_unique<Program>();
-  int file;
-  try {
-    file = sources.load(path);
-  } catch (const std::exception& e) {
-    diags.error({}, fmt::format("cannot read '{}': {}", path, e.what()));
-    return nullptr;
-  }
   auto main = lang::parse_file(sources, file, diags);
   if (!main || diags.has_errors()) return nullptr;
   program->modules.push_back(std::move(main));
@@ -65,6 +60,25 @@ std::unique_ptr<Program> load_program(lang::SourceManager& sources, const std::s
   }
   if (diags.has_errors()) return nullptr;
   return program;
+}
+}  // namespace
+
+std::unique_ptr<Program> load_program(lang::SourceManager& sources, const std::string& path,
+                                      lang::DiagnosticEngine& diags, const std::string& std_dir) {
+  int file;
+  try {
+    file = sources.load(path);
+  } catch (const std::exception& e) {
+    diags.error({}, fmt::format("cannot read '{}': {}", path, e.what()));
+    return nullptr;
+  }
+  return load_imports(sources, file, diags, std_dir);
+}
+
+std::unique_ptr<Program> load_program_text(lang::SourceManager& sources, const std::string& path,
+                                           std::string text, lang::DiagnosticEngine& diags,
+                                           const std::string& std_dir) {
+  return load_imports(sources, sources.add(path, std::move(text)), diags, std_dir);
 }
 
 std::unique_ptr<ir::Module> lower_program(const Program& program, lang::DiagnosticEngine& diags,
@@ -107,6 +121,7 @@ Lowerer::Lowerer(const Program& program, lang::DiagnosticEngine& diags, ir::Modu
       grad_check_(options.grad_check),
       recompute_(options.recompute),
       materialize_models_(options.materialize_models),
+      never_eager_(options.never_eager),
       set_device_(options.set_device),
       amp_override_(options.amp),
       amp_(options.amp.value_or(AmpPolicy{})),
@@ -306,6 +321,7 @@ bool Lowerer::lower_entry(const std::string& entry, bool eager) {
           "with no program to shard: drop set_mode(\"eager\") or set_parallel");
     return false;
   }
+  if (eager && never_eager_) eager = false;
   if (eager) {
     // What ran: the driver runs the entry graph only when the lowering did not (set_mode in
     // main overrides --mode either way).

@@ -261,6 +261,7 @@ class Lowerer {
   bool ad_inline_ = false;    // lowering a function being differentiated: inline def calls
   std::function<bool(const std::string&)> recompute_;  // LowerOptions::recompute
   bool materialize_models_ = false;                    // LowerOptions::materialize_models
+  bool never_eager_ = false;                           // LowerOptions::never_eager
   std::function<std::string(const std::string&)> set_device_;  // LowerOptions::set_device
 
   // ---- automatic mixed precision (amp.cpp, semantics/amp.h)
