@@ -72,6 +72,10 @@ struct LowerOptions {
   // Eager (PyNative) mode: run every operation as soon as it is lowered (`--mode eager`;
   // `set_mode("eager")` as the first statement of main does the same).
   bool eager = false;
+  // Called for every name the lowering binds (parameters, let/var, loop targets) or reads, with
+  // its range and its value's type ("f32[64,784]", "(f32, i32[3])", "int 3"): an editor's hover
+  // (`spora lsp`). A function lowered for several argument types reports each.
+  std::function<void(lang::SourceRange, const std::string&)> on_name;
   // Never run anything while lowering: `set_mode("eager")` is checked and then lowered as graph
   // mode (an editor's diagnostics; `spora lsp`).
   bool never_eager = false;

@@ -5,8 +5,10 @@
 //                   `spora check` (parse, types, shapes), with their notes as related
 //                   information; nothing runs (LowerOptions::never_eager: set_mode("eager") is
 //                   checked as graph mode);
-//   hover           a primitive's signature and doc; a function's or model's header line and
-//                   the comment above it;
+//   hover           a function's or model's header line and the comment above it; the type of
+//                   a name as the lowering bound or read it (`x: f32[64,784]`; every type when
+//                   its function was specialised several times); a primitive's signature and
+//                   doc;
 //   definition      of a function, model or module-level let, in the file or in std;
 //   completion      primitives with their signatures, the functions and models of the file and
 //                   its imports, keywords;
@@ -84,6 +86,10 @@ struct Analysis {
   std::unique_ptr<sem::Program> program;
   std::vector<lang::Diagnostic> diagnostics;
   int main_file = 0;
+  // The names of the main file the lowering bound or read, by the (line, col) their range
+  // starts at, with their types (one per specialisation of the function around them, in
+  // order, without repeats).
+  std::map<std::pair<int, int>, std::vector<std::string>> names;
 };
 
 std::unique_ptr<Analysis> analyse(const std::string& path, const std::string& text) {
@@ -95,6 +101,13 @@ std::unique_ptr<Analysis> analyse(const std::string& path, const std::string& te
       sem::LowerOptions options;
       options.check_all = true;
       options.never_eager = true;
+      Analysis* out = a.get();
+      options.on_name = [out](lang::SourceRange r, const std::string& type) {
+        if (r.begin.file != out->main_file) return;
+        std::vector<std::string>& types = out->names[{r.begin.line, r.begin.col}];
+        if (std::find(types.begin(), types.end(), type) == types.end() && types.size() < 8)
+          types.push_back(type);
+      };
       sem::lower_program(*a->program, diags, options);
     }
   } catch (const lang::CompileError&) {
@@ -374,13 +387,30 @@ class Server {
   json hover(const json& params) const {
     const Document* d = document(params);
     if (!d) return json();
-    const auto [word, qualifier] =
-        word_at(d->text, params.at("position").at("line"), params.at("position").at("character"));
+    const int line0 = params.at("position").at("line");
+    const int char0 = params.at("position").at("character");
+    const auto [word, qualifier] = word_at(d->text, line0, char0);
     if (word.empty()) return json();
     if (d->parsed) {
       const std::vector<Decl> decls = declarations(*d->parsed);
       if (const Decl* decl = find_decl(decls, word, module_of_qualifier(*d->parsed, qualifier)))
         return {{"contents", {{"kind", "markdown"}, {"value", header_of(*d->parsed, *decl)}}}};
+      // A name the lowering bound or read here (its range starts with the word under the
+      // cursor): its type.
+      const std::string line = line_of(d->text, line0);
+      for (const auto& [begin, entry] : d->parsed->names) {
+        const std::vector<std::string>& types = entry;
+        const int start = begin.second - 1;
+        if (begin.first != line0 + 1 || char0 < start ||
+            char0 >= start + static_cast<int>(word.size()) ||
+            line.compare(static_cast<size_t>(start), word.size(), word) != 0)
+          continue;
+        std::string shown;
+        for (const std::string& t : types) shown += (shown.empty() ? "" : " | ") + t;
+        return {
+            {"contents",
+             {{"kind", "markdown"}, {"value", fmt::format("```spora\n{}: {}\n```", word, shown)}}}};
+      }
     }
     if (const sem::Primitive* p = sem::Registry::instance().find(word))
       return {

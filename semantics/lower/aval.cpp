@@ -170,6 +170,28 @@ std::string describe(const AV& v) {
   return "a value";
 }
 
+std::string type_text(const AV& v) {
+  switch (v->kind) {
+    case AK::Int:
+      return fmt::format("int {}", v->i);
+    case AK::Float:
+      return fmt::format("float {}", v->f);
+    case AK::Bool:
+      return v->b ? "bool true" : "bool false";
+    case AK::Str:
+      return "str";
+    case AK::Record:
+      return v->record_name.empty() ? "record" : v->record_name + " model";
+    case AK::Tuple: {
+      std::string s;
+      for (const AV& e : v->elems) s += (s.empty() ? "" : ", ") + type_text(e);
+      return "(" + s + ")";
+    }
+    default:
+      return describe(v);
+  }
+}
+
 const Binding* Env::lookup(const std::string& name) const {
   for (auto it = scopes.rbegin(); it != scopes.rend(); ++it) {
     auto f = it->find(name);

@@ -86,6 +86,8 @@ bool contains_static(const AV& v);   // any leaf that is not a Node (None except
 std::string skeleton_key(const AV& v);
 // The kind of value in words, for diagnostics ("a tuple", "f32[2,3]", "the integer 3").
 std::string describe(const AV& v);
+// A value's type as an editor shows it: "f32[64,784]", "(f32[3], i32)", "int 3", "MLP model".
+std::string type_text(const AV& v);
 
 // A variable binding.
 struct Binding {

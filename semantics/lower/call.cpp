@@ -560,7 +560,7 @@ AV Lowerer::construct_model(const AVal& cls, std::vector<Arg> args, lang::Source
       v = eval(*p.default_value, env);
     }
     if (p.type) v = check_annotation(v, *p.type, env, fmt::format("argument '{}' of model '{}'", p.name, md.name), r);
-    env.declare(p.name, Binding{v, false, p.range});
+    declare(env, p.name, Binding{v, false, p.range});
     rec->statics.emplace_back(p.name, v);
   }
   rec->statics.emplace_back("seed", make_int(seed));

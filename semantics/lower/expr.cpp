@@ -522,8 +522,14 @@ AV Lowerer::eval(const lang::Expr& e, Env& env) {
     case ExprKind::String: return make_str(e.string_value);
     case ExprKind::None: return make_none();
     case ExprKind::Name: {
-      if (const Binding* b = env.lookup(e.name)) return b->value;
-      if (const Binding* b = lookup_global(env.module, e.name)) return b->value;
+      if (const Binding* b = env.lookup(e.name)) {
+        note_name(e.range, b->value);
+        return b->value;
+      }
+      if (const Binding* b = lookup_global(env.module, e.name)) {
+        note_name(e.range, b->value);
+        return b->value;
+      }
       fail(e.range, fmt::format("unknown name '{}'", e.name));
     }
     case ExprKind::List: return eval_list(e, env);

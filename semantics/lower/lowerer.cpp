@@ -122,6 +122,7 @@ Lowerer::Lowerer(const Program& program, lang::DiagnosticEngine& diags, ir::Modu
       recompute_(options.recompute),
       materialize_models_(options.materialize_models),
       never_eager_(options.never_eager),
+      on_name_(options.on_name),
       set_device_(options.set_device),
       amp_override_(options.amp),
       amp_(options.amp.value_or(AmpPolicy{})),
@@ -1014,7 +1015,7 @@ Flow Lowerer::lower_def_graph(const DefCall& c, Spec& s, const std::string& name
       const Restore<ir::Graph*> in_caller(graph_, caller);
       xs.push_back(pack(c.bound[k], c.ranges[k]));
     }
-    body_env.declare(def.params[k].name, Binding{inner, false, def.params[k].range});
+    declare(body_env, def.params[k].name, Binding{inner, false, def.params[k].range});
   }
   if (def.return_type) {
     try {
@@ -1027,6 +1028,11 @@ Flow Lowerer::lower_def_graph(const DefCall& c, Spec& s, const std::string& name
   f.value = check_def_result(c, f.value, body_env, f.range);
   if (f.value->kind == AK::Error || contains_error(f.value)) throw Abort{};
   return f;
+}
+
+void Lowerer::declare(Env& env, const std::string& name, Binding b) {
+  note_name(b.decl, b.value);
+  env.declare(name, std::move(b));
 }
 
 AV Lowerer::inline_def(const DefCall& c) {
@@ -1042,7 +1048,7 @@ AV Lowerer::inline_def(const DefCall& c) {
   const Restore<int> deeper(inline_depth_, inline_depth_ + 1);
   Env body_env = c.env;
   for (size_t k = 0; k < def.params.size(); ++k)
-    body_env.declare(def.params[k].name, Binding{c.bound[k], false, def.params[k].range});
+    declare(body_env, def.params[k].name, Binding{c.bound[k], false, def.params[k].range});
   Flow f = lower_def_body(c, body_env);
   return check_def_result(c, f.value, body_env, f.range);
 }
@@ -1156,14 +1162,15 @@ AV Lowerer::call_closure(const AVal& clo, std::vector<Arg> args, lang::SourceRan
     AV v = a.value;
     if (lam.params[k].type)
       v = check_annotation(v, *lam.params[k].type, env, fmt::format("argument '{}' of the lambda", lam.params[k].name), a.range);
-    env.declare(lam.params[k].name, Binding{v, false, lam.params[k].range});
+    declare(env, lam.params[k].name, Binding{v, false, lam.params[k].range});
     given[k] = true;
   }
   for (size_t k = 0; k < lam.params.size(); ++k) {
     if (given[k]) continue;
     if (!lam.params[k].default_value)
       fail(r, fmt::format("missing argument '{}' in call to the lambda", lam.params[k].name));
-    env.declare(lam.params[k].name, Binding{eval(*lam.params[k].default_value, env), false, lam.params[k].range});
+    declare(env, lam.params[k].name,
+            Binding{eval(*lam.params[k].default_value, env), false, lam.params[k].range});
   }
   if (inline_depth_ > max_inline_depth())
     fail(r, fmt::format("lambdas call each other too deeply ({} levels)", max_inline_depth()));

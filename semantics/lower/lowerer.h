@@ -262,6 +262,12 @@ class Lowerer {
   std::function<bool(const std::string&)> recompute_;  // LowerOptions::recompute
   bool materialize_models_ = false;                    // LowerOptions::materialize_models
   bool never_eager_ = false;                           // LowerOptions::never_eager
+  std::function<void(lang::SourceRange, const std::string&)> on_name_;  // LowerOptions::on_name
+  // env.declare, reported to on_name_.
+  void declare(Env& env, const std::string& name, Binding b);
+  void note_name(lang::SourceRange r, const AV& v) const {
+    if (on_name_ && r.valid() && v) on_name_(r, type_text(v));
+  }
   std::function<std::string(const std::string&)> set_device_;  // LowerOptions::set_device
 
   // ---- automatic mixed precision (amp.cpp, semantics/amp.h)

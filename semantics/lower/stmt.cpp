@@ -120,7 +120,7 @@ void Lowerer::bind_pattern(const lang::Pattern& p, AV value, Env& env, bool decl
   }
   if (p.name == "_") return;
   if (declare) {
-    env.declare(p.name, Binding{value, is_var, p.range});
+    Lowerer::declare(env, p.name, Binding{value, is_var, p.range});
     return;
   }
   Binding* b = env.lookup_mutable(p.name);

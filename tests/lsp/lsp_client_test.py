@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`spora lsp` driven by a scripted client over stdio (JSON-RPC with Content-Length framing):
 initialize, open a program with a shape error (its located diagnostic), fix it with a change
-(no diagnostics), then hover, definition (in the file and
+(no diagnostics), then hover (declarations, the types of names, primitives), definition (in the file and
 in std), completion and document symbols, a malformed message and an unknown method (errors,
 the server stays up), and shutdown/exit (status 0). A program that calls set_mode("eager") and
 prints is checked without running: nothing reaches stdout but protocol messages.
@@ -115,6 +115,13 @@ assert "def scale(x: f32[4], k: f32) = x * k" in value and "# Scales its input."
 h = request("textDocument/hover", {"textDocument": {"uri": uri}, "position": {"line": 14, "character": 20}})
 value = h["result"]["contents"]["value"]
 assert value.startswith("```spora\nones(") and "primitive" in value, value
+
+# hover on names: their types as the lowering saw them (a parameter, its use, a local model)
+for line, char, want in [(3, 10, "x: f32[4]"), (3, 31, "x: f32[4]"), (3, 35, "k: f32"),
+                         (13, 8, "net: Net model")]:
+    h = request("textDocument/hover", {"textDocument": {"uri": uri}, "position": {"line": line, "character": char}})
+    value = h["result"]["contents"]["value"]
+    assert value == "```spora\n%s\n```" % want, (line, char, value)
 
 # definition: in the file, and nn.Dense in std's nn.sp
 g = request("textDocument/definition", {"textDocument": {"uri": uri}, "position": {"line": 14, "character": 10}})
