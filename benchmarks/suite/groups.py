@@ -113,7 +113,7 @@ def _fastest_peer(compare_out, wid):
 
 def ad(ctx):
     if ctx.tiny:
-        filt, min_time = r"^(BM_LoopBackwardMemory/(8|16)|BM_CheckpointMemory/[01]|BM_CompileMlp100)(/|$)", 0.01
+        filt, min_time = r"^(BM_LoopBackwardMemory/(8|16)|BM_CheckpointMemory/[01]/1|BM_CompileMlp100)(/|$)", 0.01
     elif ctx.quick:
         filt, min_time = (r"^(BM_(Forward|ValueAndGrad)_(MLP|LeNet)|BM_LoopBackwardMemory|"
                           r"BM_CheckpointMemory|BM_CompileMlp100)(/|$)"), 0.1
@@ -136,11 +136,13 @@ def ad(ctx):
                                tgt=target("<=", 3.0, "bench_autodiff.cpp header (reference "
                                           "interpreter): cheap-gradient principle <= 5, target <= 3"),
                                note="value_and_grad time / forward time"))
-    c0, c1 = s.get("BM_CheckpointMemory/0"), s.get("BM_CheckpointMemory/1")
-    if c0 and c1:
-        figs.append(figure("ad/checkpoint/memory_ratio", "x",
-                           paired_ratio(gbench.counter(c1, "peak_MB"), gbench.counter(c0, "peak_MB")),
-                           note="peak memory with @checkpoint / without, 8 blocks"))
+    for order, suffix, what in ((1, "", "grad"), (2, "_grad_of_grad", "grad of grad")):
+        c0 = s.get(f"BM_CheckpointMemory/0/{order}")
+        c1 = s.get(f"BM_CheckpointMemory/1/{order}")
+        if c0 and c1:
+            figs.append(figure(f"ad/checkpoint/memory_ratio{suffix}", "x",
+                               paired_ratio(gbench.counter(c1, "peak_MB"), gbench.counter(c0, "peak_MB")),
+                               note=f"peak memory of {what} with @checkpoint / without, 8 blocks"))
     return figs
 
 

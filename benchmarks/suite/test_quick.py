@@ -41,8 +41,8 @@ def main(root, build, out):
     need(set(report["groups"]) == {"frontend", "ad"}, f"--only ran {sorted(report['groups'])}")
     expected = ["frontend/BM_FrontEnd/400/time", "frontend/BM_FrontEnd/400/lines_per_second",
                 "ad/BM_CompileMlp100/time", "ad/BM_LoopBackwardMemory/8/peak_memory",
-                "ad/BM_LoopBackwardMemory/16/peak_memory", "ad/BM_CheckpointMemory/0/peak_memory",
-                "ad/BM_CheckpointMemory/1/peak_memory", "ad/checkpoint/memory_ratio"]
+                "ad/BM_LoopBackwardMemory/16/peak_memory", "ad/BM_CheckpointMemory/0/1/peak_memory",
+                "ad/BM_CheckpointMemory/1/1/peak_memory", "ad/checkpoint/memory_ratio"]
     for fid in expected:
         need(fid in figs, f"figure {fid} is missing")
     if all(fid in figs for fid in expected):
