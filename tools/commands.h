@@ -82,6 +82,10 @@ int cmd_grad_check(const std::string& path, double tolerance);
 
 // Commands that live in their own files (coll, sim, ...): they add their sub-commands to
 // the app, and run the one that was chosen (returns 2 if none of them was).
+// `spora repl` (cmd_repl.cpp).
+CLI::App* add_repl_subcommand(CLI::App& app);
+int run_repl_subcommand();
+
 void register_extra_commands(CLI::App& app);
 int run_extra_commands(CLI::App& app);
 

@@ -17,6 +17,7 @@ CLI::App* g_run_dp = nullptr;
 CLI::App* g_search = nullptr;
 CLI::App* g_sim_gpt = nullptr;
 CLI::App* g_lsp = nullptr;
+CLI::App* g_repl = nullptr;
 }
 
 void register_extra_commands(CLI::App& app) {
@@ -28,6 +29,7 @@ void register_extra_commands(CLI::App& app) {
   g_search = add_search_subcommand(app);
   g_sim_gpt = add_sim_gpt_subcommand(app);
   g_lsp = add_lsp_subcommand(app);
+  g_repl = add_repl_subcommand(app);
 }
 
 int run_extra_commands(CLI::App& app) {
@@ -40,6 +42,7 @@ int run_extra_commands(CLI::App& app) {
   if (g_search && g_search->parsed()) return run_search_subcommand();
   if (g_sim_gpt && g_sim_gpt->parsed()) return run_sim_gpt_subcommand(*g_sim_gpt);
   if (g_lsp && g_lsp->parsed()) return run_lsp_subcommand();
+  if (g_repl && g_repl->parsed()) return run_repl_subcommand();
   return 2;
 }
 

@@ -130,65 +130,77 @@ Lowerer::Lowerer(const Program& program, lang::DiagnosticEngine& diags, ir::Modu
       diags_(diags),
       module_(module) {
   globals_.resize(program.modules.size());
-  for (size_t m = 0; m < program.modules.size(); ++m) {
-    const auto& mod = *program.modules[m];
-    auto& g = globals_[m];
-    auto declare = [&](const std::string& name, AV v, lang::SourceRange r) {
-      if (g.count(name) && g[name].decl.valid()) {
-        error(r, fmt::format("'{}' is already defined", name));
-        diags_.note(g[name].decl, fmt::format("'{}' was first defined here", name));
-        return;
-      }
-      g[name] = Binding{std::move(v), false, r};
-    };
-    for (const auto& f : mod.functions) {
-      auto v = std::make_shared<AVal>();
-      v->kind = AK::Def;
-      v->def = f.get();
-      v->module = static_cast<int>(m);
-      declare(f->name, v, f->name_range);
-    }
-    for (const auto& md : mod.models) {
-      auto v = std::make_shared<AVal>();
-      v->kind = AK::ModelClass;
-      v->model = md.get();
-      v->module = static_cast<int>(m);
-      declare(md->name, v, md->name_range);
-    }
-  }
+  for (size_t m = 0; m < program.modules.size(); ++m) declare_module(m);
   // Imports: `import std.nn` binds `nn` (or the alias) and, at lower priority, every name the
   // module defines (so std functions can be used unqualified unless shadowed).
-  for (size_t m = 0; m < program.modules.size(); ++m) {
-    for (const auto& imp : program.modules[m]->imports) {
-      std::string name;
-      for (size_t k = 0; k < imp.path.size(); ++k) name += (k ? "." : "") + imp.path[k];
-      for (size_t t = 0; t < program.module_names.size(); ++t) {
-        if (program.module_names[t] != name) continue;
-        auto ns = std::make_shared<AVal>();
-        ns->kind = AK::Namespace;
-        ns->s = name;
-        ns->module = static_cast<int>(t);
-        globals_[m][imp.alias.empty() ? imp.path.back() : imp.alias] = Binding{ns, false, imp.range};
-        for (const auto& [n, b] : globals_[t])
-          if (!globals_[m].count(n) && b.value->kind != AK::Namespace)
-            globals_[m][n] = Binding{b.value, false, {}};
-      }
-    }
+  for (size_t m = 0; m < program.modules.size(); ++m)
+    for (const auto& imp : program.modules[m]->imports) bind_import(m, imp);
+  for (size_t m = 0; m < program.modules.size(); ++m) evaluate_constants(m);
+}
+
+void Lowerer::declare_function(size_t m, const lang::FuncDef& f, bool replace) {
+  auto v = std::make_shared<AVal>();
+  v->kind = AK::Def;
+  v->def = &f;
+  v->module = static_cast<int>(m);
+  declare_global(m, f.name, v, f.name_range, replace);
+}
+
+void Lowerer::declare_model(size_t m, const lang::ModelDef& md, bool replace) {
+  auto v = std::make_shared<AVal>();
+  v->kind = AK::ModelClass;
+  v->model = &md;
+  v->module = static_cast<int>(m);
+  declare_global(m, md.name, v, md.name_range, replace);
+}
+
+void Lowerer::declare_global(size_t m, const std::string& name, AV v, lang::SourceRange r,
+                             bool replace) {
+  auto& g = globals_[m];
+  if (!replace && g.count(name) && g[name].decl.valid()) {
+    error(r, fmt::format("'{}' is already defined", name));
+    diags_.note(g[name].decl, fmt::format("'{}' was first defined here", name));
+    return;
   }
-  // Module-level constants: evaluated now, must be static.
-  for (size_t m = 0; m < program.modules.size(); ++m) {
-    for (const auto& st : program.modules[m]->globals) {
-      Env env;
-      env.module = static_cast<int>(m);
-      env.push();
-      try {
-        AV v = eval(*st->value, env);
-        if (contains_function(v) ? false : !contains_static(v) || v->kind == AK::Node)
-          fail(st->value->range, kModuleLevelLet);
-        bind_pattern(st->pattern, v, env, true, false, st->value->range);
-        for (const auto& [n, b] : env.scopes.back()) globals_[m][n] = b;
-      } catch (const Abort&) {
-      }
+  g[name] = Binding{std::move(v), false, r};
+}
+
+void Lowerer::declare_module(size_t m) {
+  if (globals_.size() <= m) globals_.resize(m + 1);
+  const auto& mod = *program_.modules[m];
+  for (const auto& f : mod.functions) declare_function(m, *f, false);
+  for (const auto& md : mod.models) declare_model(m, *md, false);
+}
+
+void Lowerer::bind_import(size_t m, const lang::Import& imp) {
+  std::string name;
+  for (size_t k = 0; k < imp.path.size(); ++k) name += (k ? "." : "") + imp.path[k];
+  for (size_t t = 0; t < program_.module_names.size(); ++t) {
+    if (program_.module_names[t] != name) continue;
+    auto ns = std::make_shared<AVal>();
+    ns->kind = AK::Namespace;
+    ns->s = name;
+    ns->module = static_cast<int>(t);
+    globals_[m][imp.alias.empty() ? imp.path.back() : imp.alias] = Binding{ns, false, imp.range};
+    for (const auto& [n, b] : globals_[t])
+      if (!globals_[m].count(n) && b.value->kind != AK::Namespace)
+        globals_[m][n] = Binding{b.value, false, {}};
+  }
+}
+
+// Module-level constants: evaluated now, must be static.
+void Lowerer::evaluate_constants(size_t m) {
+  for (const auto& st : program_.modules[m]->globals) {
+    Env env;
+    env.module = static_cast<int>(m);
+    env.push();
+    try {
+      AV v = eval(*st->value, env);
+      if (contains_function(v) ? false : !contains_static(v) || v->kind == AK::Node)
+        fail(st->value->range, kModuleLevelLet);
+      bind_pattern(st->pattern, v, env, true, false, st->value->range);
+      for (const auto& [n, b] : env.scopes.back()) globals_[m][n] = b;
+    } catch (const Abort&) {
     }
   }
 }

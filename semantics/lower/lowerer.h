@@ -69,6 +69,25 @@ class Lowerer {
 
   // ---- globals
   const Binding* lookup_global(int module, const std::string& name) const;
+  // A module's functions and models, its imports and its constants (the constructor does all
+  // modules; a session adds appended modules and its cells' declarations; `replace`: a later
+  // definition replaces an earlier one instead of being an error).
+  void declare_module(size_t m);
+  void declare_function(size_t m, const lang::FuncDef& f, bool replace);
+  void declare_model(size_t m, const lang::ModelDef& md, bool replace);
+  void declare_global(size_t m, const std::string& name, AV v, lang::SourceRange r, bool replace);
+  void bind_import(size_t m, const lang::Import& imp);
+  void evaluate_constants(size_t m);
+
+  // ---- an eager session (session.cpp): one entry graph run op by op, whose variables persist
+  // from cell to cell.
+  void begin_session();
+  // Runs a cell's statements (the body of `cell`) in the session; with `echo`, a cell that is
+  // one expression prints its value unless it is none. False after compile errors (reported).
+  bool run_cell(const lang::FuncDef& cell, bool echo);
+  // Evaluates an expression in the session (null after errors) and the graph its nodes go to.
+  AV eval_in_session(const lang::Expr& e);
+  ir::Graph* session_graph() const { return graph_; }
 
   // ---- expressions (expr.cpp)
   AV eval(const lang::Expr& e, Env& env);
@@ -262,6 +281,7 @@ class Lowerer {
   std::function<bool(const std::string&)> recompute_;  // LowerOptions::recompute
   bool materialize_models_ = false;                    // LowerOptions::materialize_models
   bool never_eager_ = false;                           // LowerOptions::never_eager
+  Env session_env_;                                    // begin_session: the cells' variables
   std::function<void(lang::SourceRange, const std::string&)> on_name_;  // LowerOptions::on_name
   // env.declare, reported to on_name_.
   void declare(Env& env, const std::string& name, Binding b);
