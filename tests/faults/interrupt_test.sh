@@ -48,9 +48,11 @@ for sig in INT TERM INT TERM; do
   # expects: env gives it the default back.)
   SPORA_TEST_SLOW_WRITES=300 env --default-signal=INT "$spora" run "$dir/train.sp" > out 2> err &
   pid=$!
-  # Two checkpoints done, then wait (at most ~2 s) until the next one is being written.
+  # Two checkpoints done, then wait (at most ~2 s) until the next one is being written. (The
+  # background job may not have opened `out` yet: no file counts as none saved.)
   n=0
-  while [ "$(grep -c '^saved' out)" -lt 2 ] && [ $n -lt 300 ]; do sleep 0.1; n=$((n + 1)); done
+  saved() { c=$(grep -c '^saved' out 2> /dev/null); echo "${c:-0}"; }
+  while [ "$(saved)" -lt 2 ] && [ $n -lt 300 ]; do sleep 0.1; n=$((n + 1)); done
   [ $n -lt 300 ] || { fail "SIG$sig: the program saved nothing in 30 s"; cat err; kill -9 $pid; continue; }
   n=0
   while [ $n -lt 20000 ]; do
