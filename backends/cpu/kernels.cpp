@@ -26,6 +26,26 @@ void set_kernel(const std::string& name, CpuKernel k) {
       });
 }
 
+const sem::ShapeRule& row_shape_rule(const std::string& name) {
+  const Primitive* p = sem::Registry::instance().find(name);
+  if (!p || !p->infer) internal_error("cpu kernel for '" + name + "', which has no shape rule");
+  return p->infer;
+}
+
+sem::TypeP row_result(const sem::ShapeRule& infer, const std::vector<Value>& in,
+                      const Attrs& attrs) {
+  std::vector<sem::TypeP> types;
+  for (const Value& v : in) {
+    if (!v.is_tensor()) return nullptr;
+    types.push_back(v.tensor.type());
+  }
+  try {
+    return infer(types, attrs);
+  } catch (const lang::UserError&) {
+    return nullptr;
+  }
+}
+
 namespace {
 
 Isa detect_isa() {

@@ -39,6 +39,12 @@ using CpuKernel =
     std::function<Value(const RefKernel& ref, const std::vector<Value>& in, const Attrs& attrs)>;
 // Installs `k` as the "kernel.cpu" facet of row `name` (internal error if there is no row).
 void set_kernel(const std::string& name, CpuKernel k);
+// The shape rule of row `name`, and the result type it gives these inputs: what a kernel
+// allocates, asked of the row instead of derived again. Null where the rule rejects them (the
+// kernel then hands the case to the reference kernel, which reports it).
+const sem::ShapeRule& row_shape_rule(const std::string& name);
+sem::TypeP row_result(const sem::ShapeRule& infer, const std::vector<Value>& in,
+                      const Attrs& attrs);
 
 // The per-family registrations register_kernels() calls (one per backends/cpu/*.cpp).
 void register_elementwise();

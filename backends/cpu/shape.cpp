@@ -174,79 +174,15 @@ Value broadcast_to_kernel(const RefKernel& ref, const std::vector<Value>& in, co
 
 // ---- views ----------------------------------------------------------------------------------
 
-// reshape's target with one -1 wildcard; false when it does not fit.
-bool reshape_target(const Tensor& x, const std::vector<int64_t>& shape, Shape& out) {
-  int64_t known = 1, wild = -1;
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (shape[i] == -1) {
-      if (wild >= 0) return false;
-      wild = static_cast<int64_t>(i);
-    } else if (shape[i] < 0) {
-      return false;
-    } else {
-      known *= shape[i];
-    }
-  }
-  out = shape;
-  if (wild >= 0) {
-    if (known == 0 || x.numel() % known != 0) return false;
-    out[wild] = x.numel() / known;
-    return true;
-  }
-  return known == x.numel();
-}
-
-Value reshape_kernel(const RefKernel& ref, const std::vector<Value>& in, const Attrs& attrs) {
-  const Tensor& x = in.at(0).tensor;
-  Shape out;
-  if (!reshape_target(x, attrs.get_ints("shape"), out)) return ref(in, attrs);
-  return x.reshaped(out);
-}
-
-Value flatten_kernel(const RefKernel& ref, const std::vector<Value>& in, const Attrs& attrs) {
-  const Tensor& x = in.at(0).tensor;
-  if (x.rank() == 0) return x.reshaped({1});
-  int64_t a = attrs.get_int("start_axis"), r = x.rank();
-  int64_t s = a < 0 ? a + r : a;
-  if (s < 0 || s >= r) return ref(in, attrs);
-  Shape out(x.shape().begin(), x.shape().begin() + s);
-  int64_t n = 1;
-  for (int64_t i = s; i < r; ++i) n *= x.shape()[i];
-  out.push_back(n);
-  return x.reshaped(out);
-}
-
-Value squeeze_kernel(const RefKernel& ref, const std::vector<Value>& in, const Attrs& attrs) {
-  const Tensor& x = in.at(0).tensor;
-  const int64_t r = x.rank();
-  std::vector<bool> drop(static_cast<size_t>(r), false);
-  const sem::Attr* a = attrs.find("axis");
-  if (!a || std::holds_alternative<std::monostate>(*a)) {
-    for (int64_t i = 0; i < r; ++i) drop[i] = x.shape()[i] == 1;
-  } else {
-    std::vector<int64_t> axes = std::holds_alternative<int64_t>(*a)
-                                    ? std::vector<int64_t>{std::get<int64_t>(*a)}
-                                    : attrs.get_ints("axis");
-    for (int64_t ax : axes) {
-      int64_t n = ax < 0 ? ax + r : ax;
-      if (n < 0 || n >= r || drop[n] || x.shape()[n] != 1) return ref(in, attrs);
-      drop[n] = true;
-    }
-  }
-  Shape out;
-  for (int64_t i = 0; i < r; ++i)
-    if (!drop[i]) out.push_back(x.shape()[i]);
-  return x.reshaped(out);
-}
-
-Value unsqueeze_kernel(const RefKernel& ref, const std::vector<Value>& in, const Attrs& attrs) {
-  const Tensor& x = in.at(0).tensor;
-  int64_t ax = attrs.get_int("axis"), n = x.rank() + 1;
-  int64_t a = ax < 0 ? ax + n : ax;
-  if (a < 0 || a >= n) return ref(in, attrs);
-  Shape out = x.shape();
-  out.insert(out.begin() + a, 1);
-  return x.reshaped(out);
+// reshape, flatten, squeeze, unsqueeze, expand_dims: x itself (shared storage) in the shape
+// the row's rule gives.
+CpuKernel view_kernel(const std::string& name) {
+  return [infer = row_shape_rule(name)](const RefKernel& ref, const std::vector<Value>& in,
+                                        const Attrs& attrs) -> Value {
+    const sem::TypeP t = row_result(infer, in, attrs);
+    if (!t || !t->is_tensor()) return ref(in, attrs);
+    return in.at(0).tensor.reshaped(t->shape);
+  };
 }
 
 Value identity_kernel(const RefKernel&, const std::vector<Value>& in, const Attrs&) {
@@ -255,27 +191,19 @@ Value identity_kernel(const RefKernel&, const std::vector<Value>& in, const Attr
 
 // ---- concat / stack -------------------------------------------------------------------------
 
+// The result's shape is the row's (its rule also checks the inputs agree).
 CpuKernel join_kernel(bool stack) {
-  return [stack](const RefKernel& ref, const std::vector<Value>& in, const Attrs& attrs) -> Value {
+  return [stack, infer = row_shape_rule(stack ? "stack" : "concat")](
+             const RefKernel& ref, const std::vector<Value>& in, const Attrs& attrs) -> Value {
     if (in.empty()) return ref(in, attrs);
-    for (const Value& v : in)
-      if (!v.is_tensor()) return ref(in, attrs);
+    const sem::TypeP type = row_result(infer, in, attrs);
+    if (!type || !type->is_tensor()) return ref(in, attrs);
     const Tensor& first = in[0].tensor;
-    const int64_t r = first.rank();
-    if (!stack && r == 0) return ref(in, attrs);
-    int64_t ax = attrs.get_int("axis"), n = r + (stack ? 1 : 0);
-    int64_t axis = ax < 0 ? ax + n : ax;
-    if (axis < 0 || axis >= n) return ref(in, attrs);
-    Shape out = first.shape();
-    for (size_t i = 1; i < in.size(); ++i) {
-      const Tensor& t = in[i].tensor;
-      if (t.dtype() != first.dtype() || t.rank() != r) return ref(in, attrs);
-      for (int64_t d = 0; d < r; ++d)
-        if ((stack || d != axis) && t.shape()[d] != first.shape()[d]) return ref(in, attrs);
-      if (!stack) out[axis] += t.shape()[axis];
-    }
-    if (stack) out.insert(out.begin() + axis, static_cast<int64_t>(in.size()));
-    Tensor result = Tensor::empty(first.dtype(), out);
+    const int64_t n = first.rank() + (stack ? 1 : 0);
+    const int64_t ax = attrs.get_int("axis");
+    const int64_t axis = ax < 0 ? ax + n : ax;
+    const Shape& out = type->shape;
+    Tensor result = Tensor::empty(type->dtype, out);
     if (result.numel() == 0) return result;
     const int64_t es = static_cast<int64_t>(dtype_size(first.dtype()));
     int64_t outer = 1;
@@ -494,11 +422,8 @@ void register_shape() {
   set_kernel("transpose", transpose_kernel);
   set_kernel("permute", transpose_kernel);
   set_kernel("broadcast_to", broadcast_to_kernel);
-  set_kernel("reshape", reshape_kernel);
-  set_kernel("flatten", flatten_kernel);
-  set_kernel("squeeze", squeeze_kernel);
-  set_kernel("unsqueeze", unsqueeze_kernel);
-  set_kernel("expand_dims", unsqueeze_kernel);
+  for (const char* name : {"reshape", "flatten", "squeeze", "unsqueeze", "expand_dims"})
+    set_kernel(name, view_kernel(name));
   set_kernel("identity", identity_kernel);
   set_kernel("stop_gradient", identity_kernel);
   set_kernel("shard_hint", identity_kernel);  // ops/annotation.cpp: identities on values
