@@ -370,7 +370,10 @@ Value cross_entropy_kernel(const RefKernel& ref, const std::vector<Value>& in, c
     }
   });
   if (red == "none") {
-    Tensor out = Tensor::empty(x.dtype(), label_shape);
+    static const sem::ShapeRule infer = row_shape_rule("cross_entropy");  // the row's result type
+    const sem::TypeP type = row_result(infer, in, attrs);
+    if (!type || !type->is_tensor()) return ref(in, attrs);
+    Tensor out = Tensor::empty(type->dtype, type->shape);
     for (int64_t j = 0; j < n; ++j) out.set(j, loss[j]);
     return out;
   }

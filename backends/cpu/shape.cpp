@@ -303,10 +303,10 @@ Value gather_kernel(const RefKernel& ref, const std::vector<Value>& in, const At
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < axis; ++d) outer *= x.shape()[d];
   for (int64_t d = axis + 1; d < r; ++d) inner *= x.shape()[d];
-  Shape out_shape(x.shape().begin(), x.shape().begin() + axis);
-  out_shape.insert(out_shape.end(), idx.shape().begin(), idx.shape().end());
-  out_shape.insert(out_shape.end(), x.shape().begin() + axis + 1, x.shape().end());
-  Tensor out = Tensor::empty(x.dtype(), out_shape);
+  static const sem::ShapeRule infer = row_shape_rule("gather");  // the result's type: the row's
+  const sem::TypeP type = row_result(infer, in, attrs);
+  if (!type || !type->is_tensor()) return ref(in, attrs);
+  Tensor out = Tensor::empty(type->dtype, type->shape);
   if (out.numel() == 0) return out;
   const int64_t es = static_cast<int64_t>(dtype_size(x.dtype())), ni = idx.numel();
   const uint8_t* src = static_cast<const uint8_t*>(x.raw());
@@ -387,9 +387,10 @@ Value one_hot_kernel(const RefKernel& ref, const std::vector<Value>& in, const A
     if (k < 0 || k >= c) return ref(in, attrs);
     ks[i] = k;
   }
-  Shape out_shape = labels.shape();
-  out_shape.push_back(c);
-  Tensor out = Tensor::empty(dt, out_shape);
+  static const sem::ShapeRule infer = row_shape_rule("one_hot");  // the result's type: the row's
+  const sem::TypeP type = row_result(infer, in, attrs);
+  if (!type || !type->is_tensor() || type->dtype != dt) return ref(in, attrs);
+  Tensor out = Tensor::empty(dt, type->shape);
   dispatch(dt, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* o = out.data<T>();
