@@ -58,6 +58,10 @@ struct Program {
 std::unique_ptr<Program> load_program(lang::SourceManager& sources, const std::string& path,
                                       lang::DiagnosticEngine& diags,
                                       const std::string& std_dir = "");
+// Loads the std modules that `imports` name, and the ones they import, into `program` (each
+// once, appended breadth-first); false after errors (reported to diags).
+bool load_std_imports(Program& program, lang::SourceManager& sources, lang::DiagnosticEngine& diags,
+                      const std::vector<lang::Import>& imports, const std::string& std_dir = "");
 // The same for a main file whose text is given (an editor's unsaved buffer), named `path`.
 std::unique_ptr<Program> load_program_text(lang::SourceManager& sources, const std::string& path,
                                            std::string text, lang::DiagnosticEngine& diags,

@@ -268,8 +268,9 @@ Value logsumexp_kernel(const RefKernel& ref, const std::vector<Value>& in, const
   for (int64_t i = 0; i < r; ++i) identity = identity && perm[i] == i;
   if (!identity) rows = permute_copy(x, perm);
   // The result's type is the row's (its shape rule).
-  static const sem::ShapeRule infer = sem::Registry::instance().find("logsumexp")->infer;
-  const sem::TypeP type = infer({x.type()}, attrs);
+  static const sem::ShapeRule infer = row_shape_rule("logsumexp");
+  const sem::TypeP type = row_result(infer, in, attrs);
+  if (!type || !type->is_tensor()) return ref(in, attrs);
   Tensor out = Tensor::empty(type->dtype, type->shape);
   const int64_t n = out.numel();
   dispatch(x.dtype(), [&](auto tag) {

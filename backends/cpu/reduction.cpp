@@ -459,18 +459,18 @@ void reduce_typed(Red op, const Tensor& x, const std::vector<int64_t>& axes, boo
   }
 }
 
-// The result type is the row's (its shape rule: dtype, kept axes, and the errors of empty
-// max/min/arg axes, which it raises as the reference would).
+// The result type is the row's (its shape rule: dtype and kept axes; the cases it rejects, such
+// as empty max/min/arg axes, go to the reference kernel, which reports them).
 CpuKernel reduction_kernel(Red op, const std::string& name) {
-  const sem::ShapeRule infer = sem::Registry::instance().find(name)->infer;
-  return [op, infer](const RefKernel& ref, const std::vector<Value>& in,
-                     const Attrs& attrs) -> Value {
+  return [op, infer = row_shape_rule(name)](const RefKernel& ref, const std::vector<Value>& in,
+                                            const Attrs& attrs) -> Value {
     const Tensor& x = in.at(0).tensor;
     std::vector<int64_t> axes;
     if (x.dtype() == DType::f16 || x.dtype() == DType::bf16 ||
         !parse_axes(op, attrs, x.rank(), axes))
       return ref(in, attrs);
-    const sem::TypeP type = infer({x.type()}, attrs);
+    const sem::TypeP type = row_result(infer, in, attrs);
+    if (!type || !type->is_tensor()) return ref(in, attrs);
     Tensor out = Tensor::empty(type->dtype, type->shape);
     bool flat = is_arg(op) && attrs.is_none("axis");
     dispatch(x.dtype(), [&](auto tag) {

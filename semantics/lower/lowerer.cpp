@@ -24,8 +24,42 @@ std::string default_std_dir() {
 #endif
 }
 
+bool load_std_imports(Program& program, lang::SourceManager& sources, lang::DiagnosticEngine& diags,
+                      const std::vector<lang::Import>& imports, const std::string& std_dir) {
+  const int errors = diags.error_count();
+  const std::string dir = std_dir.empty() ? default_std_dir() : std_dir;
+  // Breadth-first over imports; each module is loaded once.
+  std::vector<const lang::Import*> queue;
+  for (const auto& imp : imports) queue.push_back(&imp);
+  for (size_t q = 0; q < queue.size(); ++q) {
+    const lang::Import& imp = *queue[q];
+    std::string name;
+    for (size_t k = 0; k < imp.path.size(); ++k) name += (k ? "." : "") + imp.path[k];
+    bool seen = false;
+    for (const auto& n : program.module_names) seen = seen || n == name;
+    if (seen) continue;
+    if (imp.path.size() != 2 || imp.path[0] != "std") {
+      diags.error(
+          imp.range,
+          fmt::format("unknown module '{}': only std.<name> modules can be imported", name));
+      continue;
+    }
+    const std::string file_path = dir + "/" + imp.path[1] + ".sp";
+    if (!std::filesystem::exists(file_path)) {
+      diags.error(imp.range, fmt::format("unknown module '{}' (no file {})", name, file_path));
+      continue;
+    }
+    auto mod = lang::parse_file(sources, sources.load(file_path), diags);
+    if (!mod) return false;
+    program.modules.push_back(std::move(mod));
+    program.module_names.push_back(name);
+    for (const auto& i : program.modules.back()->imports) queue.push_back(&i);
+  }
+  return diags.error_count() == errors;
+}
+
 namespace {
-// The program whose main file is `file` (registered in sources) and its imports, breadth-first.
+// The program whose main file is `file` (registered in sources) and its imports.
 std::unique_ptr<Program> load_imports(lang::SourceManager& sources, int file,
                                       lang::DiagnosticEngine& diags, const std::string& std_dir) {
   auto program = std::make_unique<Program>();
@@ -33,32 +67,9 @@ std::unique_ptr<Program> load_imports(lang::SourceManager& sources, int file,
   if (!main || diags.has_errors()) return nullptr;
   program->modules.push_back(std::move(main));
   program->module_names.push_back("");
-  const std::string dir = std_dir.empty() ? default_std_dir() : std_dir;
-  // Breadth-first over imports; each module is loaded once.
-  for (size_t m = 0; m < program->modules.size(); ++m) {
-    for (const auto& imp : program->modules[m]->imports) {
-      std::string name;
-      for (size_t k = 0; k < imp.path.size(); ++k) name += (k ? "." : "") + imp.path[k];
-      bool seen = false;
-      for (const auto& n : program->module_names) seen = seen || n == name;
-      if (seen) continue;
-      if (imp.path.size() != 2 || imp.path[0] != "std") {
-        diags.error(imp.range, fmt::format("unknown module '{}': only std.<name> modules can be imported", name));
-        continue;
-      }
-      const std::string file_path = dir + "/" + imp.path[1] + ".sp";
-      if (!std::filesystem::exists(file_path)) {
-        diags.error(imp.range, fmt::format("unknown module '{}' (no file {})", name, file_path));
-        continue;
-      }
-      int f = sources.load(file_path);
-      auto mod = lang::parse_file(sources, f, diags);
-      if (!mod) return nullptr;
-      program->modules.push_back(std::move(mod));
-      program->module_names.push_back(name);
-    }
-  }
-  if (diags.has_errors()) return nullptr;
+  if (!load_std_imports(*program, sources, diags, program->modules[0]->imports, std_dir) ||
+      diags.has_errors())
+    return nullptr;
   return program;
 }
 }  // namespace

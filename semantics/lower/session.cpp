@@ -3,8 +3,6 @@
 
 #include <fmt/format.h>
 
-#include <filesystem>
-
 #include "lang/parser.h"
 #include "semantics/eager.h"
 #include "semantics/ir/printer.h"
@@ -68,43 +66,19 @@ struct Session::Impl {
   int count = 0;
 
   Impl(lang::SourceManager& s, lang::DiagnosticEngine& d, std::string dir)
-      : sources(s), diags(d), std_dir(dir.empty() ? default_std_dir() : std::move(dir)) {}
+      : sources(s), diags(d), std_dir(std::move(dir)) {}
 
   std::string next_name() { return fmt::format("<cell {}>", ++count); }
 
-  // Loads the std modules `imports` name (and theirs) that the program lacks; false on errors.
+  // Loads the std modules `imports` name (and theirs) that the program lacks and indexes them
+  // as the Lowerer's constructor does; false on errors.
   bool load(const std::vector<lang::Import>& imports) {
-    const int errors = diags.error_count();
-    std::vector<const lang::Import*> queue;
-    for (const auto& imp : imports) queue.push_back(&imp);
-    for (size_t q = 0; q < queue.size(); ++q) {
-      const lang::Import& imp = *queue[q];
-      std::string name;
-      for (size_t k = 0; k < imp.path.size(); ++k) name += (k ? "." : "") + imp.path[k];
-      bool seen = false;
-      for (const auto& n : program.module_names) seen = seen || n == name;
-      if (seen) continue;
-      if (imp.path.size() != 2 || imp.path[0] != "std") {
-        diags.error(imp.range, fmt::format("unknown module '{}': only std.<name> modules can be "
-                                           "imported",
-                                           name));
-        return false;
-      }
-      const std::string file = std_dir + "/" + imp.path[1] + ".sp";
-      if (!std::filesystem::exists(file)) {
-        diags.error(imp.range, fmt::format("unknown module '{}' (no file {})", name, file));
-        return false;
-      }
-      auto mod = lang::parse_file(sources, sources.load(file), diags);
-      if (!mod || diags.error_count() != errors) return false;
-      for (const auto& i : mod->imports) queue.push_back(&i);
-      program.modules.push_back(std::move(mod));
-      program.module_names.push_back(name);
-      const size_t m = program.modules.size() - 1;
-      lowerer->declare_module(m);
+    const size_t first = program.modules.size();
+    if (!load_std_imports(program, sources, diags, imports, std_dir)) return false;
+    for (size_t m = first; m < program.modules.size(); ++m) lowerer->declare_module(m);
+    for (size_t m = first; m < program.modules.size(); ++m)
       for (const auto& i : program.modules[m]->imports) lowerer->bind_import(m, i);
-      lowerer->evaluate_constants(m);
-    }
+    for (size_t m = first; m < program.modules.size(); ++m) lowerer->evaluate_constants(m);
     return true;
   }
 
