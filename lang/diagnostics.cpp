@@ -58,8 +58,9 @@ size_t screen_width(std::string_view line, size_t from, size_t to) {
 
 // ---------------------------------------------------------------- SourceManager
 
-int SourceManager::add(std::string path, std::string text) {
+int SourceManager::add(std::string path, std::string text, int hidden_lines) {
   File f;
+  f.hidden = hidden_lines;
   f.path = std::move(path);
   f.text = std::move(text);
   f.line_starts.push_back(0);
@@ -120,7 +121,8 @@ std::string DiagnosticEngine::format(const Diagnostic& d) const {
   std::string out;
   if (known_file) {
     out += sources_.path(b.file);
-    if (b.line > 0) out += ":" + std::to_string(b.line) + ":" + std::to_string(b.col);
+    if (b.line > 0)
+      out += ":" + std::to_string(sources_.shown_line(b.file, b.line)) + ":" + std::to_string(b.col);
     out += ": ";
   }
   out += severity_name(d.severity);

@@ -38,8 +38,12 @@ struct SourceRange {
 // Owns the text of every file read in one run, so diagnostics can quote source lines.
 class SourceManager {
  public:
-  // Registers a file's contents; returns its id.
-  int add(std::string path, std::string text);
+  // Registers a file's contents; returns its id. The first `hidden_lines` lines are generated
+  // text around the user's (a REPL cell's `def cell() {`): locations count them, diagnostics
+  // number the lines after them from 1.
+  int add(std::string path, std::string text, int hidden_lines = 0);
+  // The line number a diagnostic shows for `line` of `file`.
+  int shown_line(int file, int line) const { return line - files_.at(file).hidden; }
   // Reads a file from disk and registers it; throws std::runtime_error if it cannot be read.
   int load(const std::string& path);
   const std::string& path(int file) const { return files_.at(file).path; }
@@ -52,6 +56,7 @@ class SourceManager {
   struct File {
     std::string path, text;
     std::vector<size_t> line_starts;
+    int hidden = 0;
   };
   std::vector<File> files_;
 };

@@ -68,6 +68,12 @@ void EagerExecutor::run(ir::Node* n) {
     note_sizes();
     return;
   }
+  try {
+    check_interrupt(n->loc);
+  } catch (const RuntimeError&) {
+    values_.erase(n);
+    throw;
+  }
   std::vector<Value> args;
   args.reserve(n->inputs.size());
   for (const ir::Node* x : n->inputs) {

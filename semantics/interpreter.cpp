@@ -4,6 +4,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <exception>
@@ -12,6 +13,20 @@
 #include "semantics/liveness.h"
 
 namespace spora::sem {
+
+namespace {
+std::atomic<bool> g_interrupt{false};
+static_assert(std::atomic<bool>::is_always_lock_free, "request_interrupt runs in a signal handler");
+}  // namespace
+
+void request_interrupt() { g_interrupt.store(true, std::memory_order_relaxed); }
+void clear_interrupt() { g_interrupt.store(false, std::memory_order_relaxed); }
+bool interrupt_requested() { return g_interrupt.load(std::memory_order_relaxed); }
+void check_interrupt(lang::SourceLoc where) {
+  if (!g_interrupt.load(std::memory_order_relaxed)) return;
+  g_interrupt.store(false, std::memory_order_relaxed);
+  throw RuntimeError("interrupted (SIGINT)", where);
+}
 
 using ir::Graph;
 using ir::Node;
@@ -221,6 +236,7 @@ Value Interpreter::run_graph(const Graph* g, std::vector<Value>& args, const Fra
   for (size_t i = 0; i < g->nodes.size(); ++i) {
     const Node* n = g->nodes[i];
     const size_t slot = g->params.size() + i;
+    check_interrupt(n->loc);
     if (!trace_) {
       frame.slots[slot] = eval_node(n, frame, i);
     } else {

@@ -57,6 +57,18 @@ struct RuntimeError : lang::UserError {
   std::vector<lang::SourceLoc> call_stack;  // call sites, innermost first ("called from" notes)
 };
 
+// A cooperative interrupt (`spora repl` on a terminal, the Jupyter kernel): request_interrupt()
+// is async-signal-safe (a SIGINT handler calls it); the eager executor and the interpreter check
+// the request before each op they run, and the lowering before each statement, and throw
+// RuntimeError("interrupted") located there, so the cell stops between two ops and the session
+// stays usable. clear_interrupt() before a
+// cell drops a request that came while nothing ran.
+void request_interrupt();
+void clear_interrupt();
+bool interrupt_requested();
+// Throws the RuntimeError of an interrupt at `where` when one is requested (and clears it).
+void check_interrupt(lang::SourceLoc where);
+
 // The value of a graph constant: names a graph of the running module.
 struct GraphRef : Opaque {
   explicit GraphRef(const ir::Graph* g) : graph(g) {}

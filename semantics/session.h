@@ -23,7 +23,9 @@ class Session {
   // op by op, and a cell that is one expression prints its value unless it is none. Compile
   // errors go to diags (false); run-time errors propagate as exceptions (lang::RuntimeError,
   // lang::UserError), and the session stays usable either way.
-  bool run(const std::string& text);
+  // Diagnostics name the cell `name` (default "<cell N>") and number its lines from
+  // `first_line` (a notebook cell's statement after the cell's first lines).
+  bool run(const std::string& text, const std::string& name = "", int first_line = 1);
   // The type of an expression as the compiler sees it (":type"), evaluating it; "" after an
   // error (in diags).
   std::string type_of(const std::string& expr);

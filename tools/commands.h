@@ -2,8 +2,11 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <iostream>
 #include <string>
 #include <vector>
+
+#include "lang/diagnostics.h"
 
 namespace spora::distributed {
 class SpmdRuntime;
@@ -59,6 +62,9 @@ int cmd_run_distributed(const std::string& path, RunOptions opts, const Distribu
 bool apply_set_parallel(const std::string& path, DistributedArgs& d);
 
 int cmd_run(const std::string& path, const RunOptions& opts);
+// Prints a run-time error with its source location, like a compile-time diagnostic.
+void report_runtime_error(const lang::SourceManager& sources, const lang::SourceLoc& loc,
+                          const std::string& msg, std::ostream& out = std::cerr);
 
 // `spora train-step FILE --strategy S --ranks N` (cmd_train_step.cpp; the training-step harness,
 // backends/distributed/train_step.h): outside MPI with N > 1, runs itself under mpirun
@@ -85,6 +91,9 @@ int cmd_grad_check(const std::string& path, double tolerance);
 // `spora repl` (cmd_repl.cpp).
 CLI::App* add_repl_subcommand(CLI::App& app);
 int run_repl_subcommand();
+// `spora jupyter install` (cmd_jupyter.cpp).
+CLI::App* add_jupyter_subcommand(CLI::App& app);
+int run_jupyter_subcommand();
 
 void register_extra_commands(CLI::App& app);
 int run_extra_commands(CLI::App& app);

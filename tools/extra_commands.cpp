@@ -18,6 +18,7 @@ CLI::App* g_search = nullptr;
 CLI::App* g_sim_gpt = nullptr;
 CLI::App* g_lsp = nullptr;
 CLI::App* g_repl = nullptr;
+CLI::App* g_jupyter = nullptr;
 }
 
 void register_extra_commands(CLI::App& app) {
@@ -30,6 +31,7 @@ void register_extra_commands(CLI::App& app) {
   g_sim_gpt = add_sim_gpt_subcommand(app);
   g_lsp = add_lsp_subcommand(app);
   g_repl = add_repl_subcommand(app);
+  g_jupyter = add_jupyter_subcommand(app);
 }
 
 int run_extra_commands(CLI::App& app) {
@@ -43,6 +45,7 @@ int run_extra_commands(CLI::App& app) {
   if (g_sim_gpt && g_sim_gpt->parsed()) return run_sim_gpt_subcommand(*g_sim_gpt);
   if (g_lsp && g_lsp->parsed()) return run_lsp_subcommand();
   if (g_repl && g_repl->parsed()) return run_repl_subcommand();
+  if (g_jupyter && g_jupyter->parsed()) return run_jupyter_subcommand();
   return 2;
 }
 

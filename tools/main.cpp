@@ -39,16 +39,16 @@
 
 namespace spora::tools {
 
-namespace {
-
-// Prints a run-time error with its source location, like a compile-time diagnostic.
-void report_runtime_error(const lang::SourceManager& sources, const lang::SourceLoc& loc, const std::string& msg) {
+void report_runtime_error(const lang::SourceManager& sources, const lang::SourceLoc& loc,
+                          const std::string& msg, std::ostream& out) {
   lang::DiagnosticEngine diags(sources);
   lang::SourceRange r{loc, loc};
   if (loc.valid()) r.end.col = loc.col + 1;
   diags.error(r, msg);
-  diags.print(std::cerr);
+  diags.print(out);
 }
+
+namespace {
 
 int write_output(const std::string& text, const std::string& out_path) {
   if (out_path.empty()) {

@@ -82,10 +82,13 @@ struct Session::Impl {
     return true;
   }
 
-  // The text as a cell function's body (on the function's first line, so that lines keep
-  // their numbers).
-  std::unique_ptr<lang::Module> as_statements(const std::string& text) {
-    return lang::parse_string(sources, next_name(), "def cell() { " + text + "\n}\n", diags);
+  // The text as a cell function's body; diagnostics number its lines from 1 and quote them
+  // without the function around them.
+  std::unique_ptr<lang::Module> as_statements(const std::string& text, std::string name = "",
+                                              int first_line = 1) {
+    if (name.empty()) name = next_name();
+    const int file = sources.add(name, "def cell() {\n" + text + "\n}\n", 2 - first_line);
+    return lang::parse_file(sources, file, diags);
   }
 };
 
@@ -100,7 +103,7 @@ Session::Session(lang::SourceManager& sources, lang::DiagnosticEngine& diags,
 
 Session::~Session() = default;
 
-bool Session::run(const std::string& text) {
+bool Session::run(const std::string& text, const std::string& name, int first_line) {
   Impl& s = *impl_;
   const int errors = s.diags.error_count();
   // A cell of declarations parses as a module with functions, models or imports and no
@@ -110,7 +113,8 @@ bool Session::run(const std::string& text) {
     auto mod = lang::parse_string(s.sources, "<cell>", text, probe);
     if (mod && !probe.has_errors() && mod->globals.empty() &&
         (!mod->functions.empty() || !mod->models.empty() || !mod->imports.empty())) {
-      mod = lang::parse_string(s.sources, s.next_name(), text, s.diags);
+      const int file = s.sources.add(name.empty() ? s.next_name() : name, text, 1 - first_line);
+      mod = lang::parse_file(s.sources, file, s.diags);
       if (!mod || s.diags.error_count() != errors) return false;
       if (!s.load(mod->imports)) return false;
       for (const auto& imp : mod->imports) s.lowerer->bind_import(0, imp);
@@ -120,7 +124,7 @@ bool Session::run(const std::string& text) {
       return true;
     }
   }
-  auto cell = s.as_statements(text);
+  auto cell = s.as_statements(text, name, first_line);
   if (!cell || s.diags.error_count() != errors || cell->functions.size() != 1) return false;
   const lang::FuncDef& f = *cell->functions[0];
   s.cells.push_back(std::move(cell));

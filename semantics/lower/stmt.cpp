@@ -142,6 +142,7 @@ Flow Lowerer::lower_block(const std::vector<lang::StmtPtr>& stmts, size_t from, 
   for (size_t i = from; i < stmts.size(); ++i) {
     const Stmt& s = *stmts[i];
     eager_block.statement_start();
+    check_interrupt(loc(s.range));  // a loop of host arithmetic runs no op to stop at
     const int errors = diags_.error_count();
     try {
       switch (s.kind) {

@@ -29,6 +29,7 @@ const int64_t g_slow_writes_ms = [] {
   return env ? std::max<int64_t>(0, std::atoll(env)) : int64_t{0};
 }();
 std::atomic<int64_t> g_tmp_counter{0};
+std::function<void(const std::string&)> g_write_observer;  // set_write_observer
 
 // The temporary files being written, for a signal handler (discard_unfinished_writes): fixed
 // slots of plain bytes, claimed and released with atomics, never allocated.
@@ -303,6 +304,7 @@ class Staged {
     if (::rename(tmp_.c_str(), path_.c_str()) != 0)
       fail("cannot write '" + path_ + "': rename failed: " + os_reason() + " (" + unchanged + ")");
     committed_ = true;
+    if (g_write_observer) g_write_observer(path_);
   }
   const std::string& dir() const { return dir_; }
 
@@ -340,6 +342,10 @@ void sync_directory(const std::string& dir) {
 }
 
 }  // namespace
+
+void set_write_observer(std::function<void(const std::string& path)> observer) {
+  g_write_observer = std::move(observer);
+}
 
 void write_file_atomic(const std::string& path, std::string_view bytes) {
   const std::string unchanged = "'" + path + "' is unchanged";

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -44,6 +45,9 @@ void write_file_atomic(const std::string& path, std::string_view bytes);
 // (a full disk) leaves all of them as they were ("... ('a.csv' and 'a.svg' are unchanged)").
 void write_files_atomic(const std::vector<std::pair<std::string, std::string>>& files);
 void set_atomic_write_failure_for_testing(int64_t fail_after_bytes);
+// Called with the target of every atomic write once it is in place (on the writing thread;
+// nullptr: none). The Jupyter kernel shows the plots a cell wrote (tools/cmd_repl.cpp).
+void set_write_observer(std::function<void(const std::string& path)> observer);
 // (Another test hook: SPORA_TEST_SLOW_WRITES=<ms> pauses every atomic write that long after half
 // its bytes, so that a test can signal a process in the middle of a write.)
 // Removes the temporary file of every write_file_atomic in progress and returns the target of

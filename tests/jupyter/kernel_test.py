@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""The Spora Jupyter kernel, installed by `spora jupyter install` into a fresh Jupyter data
+folder and driven by jupyter_client as a notebook drives it: names persist from cell to cell,
+a cell of definitions and statements, output streamed, an error with its source line and
+caret that leaves the session usable, `:type`, the curves of `save_curves` shown inline as SVG,
+an interrupt that stops a running cell and keeps the names, a session that dies and is
+replaced, is_complete, kernel_info.
+
+    kernel_test.py SPORA PYTHON
+"""
+import json
+import os
+import queue
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+from jupyter_client import KernelManager
+
+spora, python = os.path.abspath(sys.argv[1]), sys.argv[2]
+tmp = tempfile.mkdtemp(prefix="spora-jupyter-")
+env = dict(os.environ, JUPYTER_DATA_DIR=os.path.join(tmp, "data"),
+           JUPYTER_RUNTIME_DIR=os.path.join(tmp, "runtime"), JUPYTER_PATH="",
+           SPORA_HISTORY=os.path.join(tmp, "history"))
+os.environ.update(env)
+
+r = subprocess.run([spora, "jupyter", "install", "--python", python], capture_output=True,
+                   text=True, env=env, timeout=60)
+assert r.returncode == 0, r.stderr
+spec_path = os.path.join(tmp, "data", "kernels", "spora", "kernel.json")
+with open(spec_path) as f:
+    spec = json.load(f)
+assert spec["argv"][0] == python and spec["argv"][-1] == "{connection_file}", spec
+assert spec["env"]["SPORA_BIN"] == os.path.realpath(spora), spec
+assert spec["language"] == "spora" and spec["interrupt_mode"] == "signal", spec
+assert os.path.exists(os.path.join(tmp, "data", "kernels", "spora", "spora_kernel.py"))
+
+# A Python without ipykernel is refused with the reason.
+r = subprocess.run([spora, "jupyter", "install", "--python", "/bin/false"], capture_output=True,
+                   text=True, env=env, timeout=60)
+assert r.returncode == 1 and "cannot import ipykernel" in r.stderr, r.stderr
+
+work = os.path.join(tmp, "work")
+os.makedirs(work)
+km = KernelManager(kernel_name="spora")
+km.start_kernel(cwd=work)
+kc = km.client()
+kc.start_channels()
+kc.wait_for_ready(timeout=60)
+
+
+def stdout_of(messages):
+    return "".join(m["content"]["text"] for m in messages if m["msg_type"] == "stream")
+
+
+def shell_reply(msg_id, timeout=60):
+    """The reply to request msg_id (wait_for_ready's kernel_info requests may have left
+    replies of their own in the queue)."""
+    deadline = time.time() + timeout
+    while True:
+        reply = kc.get_shell_msg(timeout=max(1, deadline - time.time()))
+        if reply["parent_header"].get("msg_id") == msg_id:
+            return reply["content"]
+
+
+def execute(code, timeout=60, interrupt_after=None):
+    """Runs a cell; returns (reply content, [iopub messages of the cell]). With
+    interrupt_after, interrupts the kernel once the cell has printed that text."""
+    msg_id = kc.execute(code)
+    messages = []
+    deadline = time.time() + timeout
+    while True:
+        msg = kc.get_iopub_msg(timeout=max(1, deadline - time.time()))
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            break
+        messages.append(msg)
+        if interrupt_after and interrupt_after in stdout_of(messages):
+            km.interrupt_kernel()
+            interrupt_after = None
+    return shell_reply(msg_id, timeout), messages
+
+
+try:
+    info = shell_reply(kc.kernel_info())
+    assert info["language_info"]["name"] == "spora", info
+    assert info["language_info"]["file_extension"] == ".sp", info
+
+    reply, msgs = execute("let x = ones([3]) * 2.0\nx + 1.0")
+    assert reply["status"] == "ok", reply
+    assert stdout_of(msgs) == "[3.0, 3.0, 3.0]\n", msgs
+
+    # A cell of a definition and statements; the names of earlier cells are there.
+    reply, msgs = execute("def sq(v) = v * v\nprint(sum(sq(x)))\nfor i in range(2) {\n"
+                          "    print(i, x[i])\n}")
+    assert reply["status"] == "ok", reply
+    assert stdout_of(msgs) == "12.0\n0 2.0\n1 2.0\n", stdout_of(msgs)
+
+    reply, msgs = execute(":type x @ ones([3, 2])")
+    assert stdout_of(msgs) == "x @ ones([3, 2]): f32[2]\n", stdout_of(msgs)
+
+    # A run-time error: what ran before it printed, the error has its line and caret, the
+    # statements after it do not run.
+    reply, msgs = execute("print(1)\nx[7]\nprint(2)")
+    assert reply["status"] == "error", reply
+    assert stdout_of(msgs) == "1\n", stdout_of(msgs)
+    errors = [m for m in msgs if m["msg_type"] == "error"]
+    assert len(errors) == 1, msgs
+    tb = "\n".join(errors[0]["content"]["traceback"])
+    assert "In [%d]:2:1: error: index 7 is out of range for axis 0 of size 3" % (
+        reply["execution_count"]) in tb, tb
+    assert "\nx[7]\n^~~~" in tb, tb
+    # A compile error.
+    reply, msgs = execute("undefined_name + 1")
+    assert reply["status"] == "error" and "unknown name 'undefined_name'" in reply["evalue"], reply
+    reply, msgs = execute("x")
+    assert reply["status"] == "ok" and stdout_of(msgs) == "[2.0, 2.0, 2.0]\n", (reply, msgs)
+
+    # Curves written by save_curves are shown inline.
+    reply, msgs = execute('for e in range(3) {\n    log_epoch(e + 1, loss=1.0 / (e + 1.0))\n}\n'
+                          'save_curves("runs/curves")')
+    assert reply["status"] == "ok", reply
+    shown = [m for m in msgs if m["msg_type"] == "display_data"]
+    assert len(shown) == 1, msgs
+    svg = shown[0]["content"]["data"]["image/svg+xml"]
+    assert "<svg" in svg and "loss" in svg, svg[:200]
+    assert shown[0]["content"]["data"]["text/plain"] == os.path.join(work, "runs", "curves.svg")
+    assert os.path.exists(os.path.join(work, "runs", "curves.csv"))
+
+    # An interrupt stops a running cell between two ops; the names stay.
+    started = time.time()
+    reply, msgs = execute('var y = x\nprint("running")\nfor i in range(100000000) {\n'
+                          '    y = y + 1.0\n}', interrupt_after="running\n")
+    assert reply["status"] == "error" and "interrupted" in reply["evalue"], reply
+    assert time.time() - started < 30, time.time() - started
+    reply, msgs = execute("sum(y) > sum(x)")
+    assert reply["status"] == "ok" and stdout_of(msgs) == "true\n", (reply, stdout_of(msgs))
+
+    # A session that dies is reported, and the next cell starts a new one.
+    kernel_pid = km.provisioner.process.pid
+    child = subprocess.run(["pgrep", "-P", str(kernel_pid), "-f", "repl --framed"],
+                           capture_output=True, text=True).stdout.split()
+    assert len(child) == 1, child
+    os.kill(int(child[0]), 9)
+    reply, msgs = execute("x")
+    assert reply["status"] == "error" and "the Spora session ended" in reply["evalue"], reply
+    reply, msgs = execute("x")
+    assert reply["status"] == "error" and "unknown name 'x'" in reply["evalue"], reply
+    reply, msgs = execute("ones([2])")
+    assert reply["status"] == "ok" and stdout_of(msgs) == "[1.0, 1.0]\n", (reply, msgs)
+
+    assert shell_reply(kc.is_complete("def f(v) {\n    v"))["status"] == "incomplete"
+    assert shell_reply(kc.is_complete("x + 1.0"))["status"] == "complete"
+finally:
+    kc.stop_channels()
+    km.shutdown_kernel(now=False)
+    del kc, km  # now, not in the interpreter's teardown (where jupyter_client's __del__ logs)
+print("spora jupyter kernel: install, persistent names, output, errors, :type, inline curves, "
+      "interrupt, restart, is_complete")
