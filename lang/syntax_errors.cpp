@@ -108,6 +108,7 @@ std::string describe_syntax_error(const IntervalSet& expected, antlr4::Token* fo
                                   const antlr4::dfa::Vocabulary& vocabulary) {
   std::vector<ssize_t> set = expected.toList();
   std::vector<std::string> words;  // categories first, then single tokens
+  const bool block_expected = has(set, P::LBRACE);
 
   bool after_expression = false;
   for (size_t t : kBinaryOnly) after_expression = after_expression || has(set, t);
@@ -147,8 +148,13 @@ std::string describe_syntax_error(const IntervalSet& expected, antlr4::Token* fo
 
   std::string text = token_text(source, found);
   std::string shown = describe_found(found->getType(), text.empty() ? found->getText() : text);
-  if (words.empty() || words.size() > kMaxListed) return "unexpected " + shown;
-  return "expected " + join_alternatives(words) + " but found " + shown;
+  // A block opened the way Python opens one (`for i in range(3):`, `def f(x):`).
+  const std::string python_block =
+      found->getType() == P::COLON && block_expected
+          ? " (a block is written in braces, `{ ... }`, not after ':' as in Python)"
+          : "";
+  if (words.empty() || words.size() > kMaxListed) return "unexpected " + shown + python_block;
+  return "expected " + join_alternatives(words) + " but found " + shown + python_block;
 }
 
 // ---------------------------------------------------------------- SyntaxErrorStrategy

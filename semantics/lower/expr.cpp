@@ -530,7 +530,7 @@ AV Lowerer::eval(const lang::Expr& e, Env& env) {
         note_name(e.range, b->value);
         return b->value;
       }
-      fail(e.range, fmt::format("unknown name '{}'", e.name));
+      fail(e.range, unknown_name(env, e.name));
     }
     case ExprKind::List: return eval_list(e, env);
     case ExprKind::Tuple: {

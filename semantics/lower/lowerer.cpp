@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
@@ -259,6 +261,57 @@ const Binding* Lowerer::lookup_global(int module, const std::string& name) const
     return nullptr;
   }
   return &(builtins[name] = Binding{v, false, {}});
+}
+
+namespace {
+
+// Edits (insertions, deletions, substitutions, swaps of neighbours) from a to b, ignoring case.
+size_t edit_distance(const std::string& a, const std::string& b) {
+  auto low = [](char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); };
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i)
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t same = low(a[i - 1]) == low(b[j - 1]) ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + same});
+      if (i > 1 && j > 1 && low(a[i - 1]) == low(b[j - 2]) && low(a[i - 2]) == low(b[j - 1]))
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[a.size()][b.size()];
+}
+
+}  // namespace
+
+std::string Lowerer::unknown_name(const Env& env, const std::string& name) const {
+  static const std::map<std::string, std::string> python = {
+      {"True", "true"}, {"False", "false"}, {"None", "none"}};
+  if (auto it = python.find(name); it != python.end())
+    return fmt::format("unknown name '{}' (Spora writes {})", name, it->second);
+  // A typo: the nearest name in scope, of the module, or built in; none for short names,
+  // where one edit makes another word.
+  if (name.size() < 3) return fmt::format("unknown name '{}'", name);
+  const size_t most = name.size() < 6 ? 1 : 2;
+  std::string best;
+  size_t best_distance = most + 1;
+  auto consider = [&](const std::string& candidate) {
+    if (candidate.empty() || !(std::isalpha(static_cast<unsigned char>(candidate[0])) ||
+                               candidate[0] == '_'))
+      return;
+    const size_t d = edit_distance(name, candidate);
+    if (d < best_distance || (d == best_distance && candidate < best)) {
+      best = candidate;
+      best_distance = d;
+    }
+  };
+  for (const auto& scope : env.scopes)
+    for (const auto& [n, b] : scope) consider(n);
+  for (const auto& [n, b] : globals_.at(env.module)) consider(n);
+  for (const std::string& n : special_builtins()) consider(n);
+  for (const Primitive* p : Registry::instance().all())
+    if (p->infer) consider(p->name);
+  if (best_distance > most) return fmt::format("unknown name '{}'", name);
+  return fmt::format("unknown name '{}' (did you mean '{}'?)", name, best);
 }
 
 // ------------------------------------------------------------------ entry

@@ -69,6 +69,9 @@ class Lowerer {
 
   // ---- globals
   const Binding* lookup_global(int module, const std::string& name) const;
+  // "unknown name 'sumx' (did you mean 'sum'?)": the error for a name nothing binds, with the
+  // nearest visible name (a typo) or Spora's word for a Python one (True, False, None).
+  std::string unknown_name(const Env& env, const std::string& name) const;
   // A module's functions and models, its imports and its constants (the constructor does all
   // modules; a session adds appended modules and its cells' declarations; `replace`: a later
   // definition replaces an earlier one instead of being an error).

@@ -55,6 +55,14 @@ def stdout_of(messages):
     return "".join(m["content"]["text"] for m in messages if m["msg_type"] == "stream")
 
 
+def session_pid():
+    """The kernel's `spora repl --framed` child."""
+    child = subprocess.run(["pgrep", "-P", str(km.provisioner.process.pid), "-f", "repl --framed"],
+                           capture_output=True, text=True).stdout.split()
+    assert len(child) == 1, child
+    return int(child[0])
+
+
 def shell_reply(msg_id, timeout=60):
     """The reply to request msg_id (wait_for_ready's kernel_info requests may have left
     replies of their own in the queue)."""
@@ -65,9 +73,9 @@ def shell_reply(msg_id, timeout=60):
             return reply["content"]
 
 
-def execute(code, timeout=60, interrupt_after=None):
-    """Runs a cell; returns (reply content, [iopub messages of the cell]). With
-    interrupt_after, interrupts the kernel once the cell has printed that text."""
+def execute(code, timeout=60, when=None):
+    """Runs a cell; returns (reply content, [iopub messages of the cell]). With when =
+    (text, action), calls action() once the cell has printed that text."""
     msg_id = kc.execute(code)
     messages = []
     deadline = time.time() + timeout
@@ -78,9 +86,9 @@ def execute(code, timeout=60, interrupt_after=None):
         if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
             break
         messages.append(msg)
-        if interrupt_after and interrupt_after in stdout_of(messages):
-            km.interrupt_kernel()
-            interrupt_after = None
+        if when and when[0] in stdout_of(messages):
+            when[1]()
+            when = None
     return shell_reply(msg_id, timeout), messages
 
 
@@ -133,22 +141,34 @@ try:
     # An interrupt stops a running cell between two ops; the names stay.
     started = time.time()
     reply, msgs = execute('var y = x\nprint("running")\nfor i in range(100000000) {\n'
-                          '    y = y + 1.0\n}', interrupt_after="running\n")
+                          '    y = y + 1.0\n}', when=("running\n", km.interrupt_kernel))
     assert reply["status"] == "error" and "interrupted" in reply["evalue"], reply
     assert time.time() - started < 30, time.time() - started
     reply, msgs = execute("sum(y) > sum(x)")
     assert reply["status"] == "ok" and stdout_of(msgs) == "true\n", (reply, stdout_of(msgs))
 
-    # A session that dies is reported, and the next cell starts a new one.
-    kernel_pid = km.provisioner.process.pid
-    child = subprocess.run(["pgrep", "-P", str(kernel_pid), "-f", "repl --framed"],
-                           capture_output=True, text=True).stdout.split()
-    assert len(child) == 1, child
+    # A session that dies between cells is reported, and the next cell runs in a new one.
+    child = [str(session_pid())]
     os.kill(int(child[0]), 9)
-    reply, msgs = execute("x")
-    assert reply["status"] == "error" and "the Spora session ended" in reply["evalue"], reply
+    # Dead once it is a zombie whose other threads (OpenBLAS's) are gone too: only then can
+    # the kernel's wait see it (the kernel has not waited for it yet).
+    while True:
+        with open("/proc/%s/stat" % child[0]) as f:
+            zombie = f.read().split(")")[-1].split()[0] == "Z"
+        if zombie and len(os.listdir("/proc/%s/task" % child[0])) == 1:
+            break
+        time.sleep(0.05)
+    time.sleep(0.2)
     reply, msgs = execute("x")
     assert reply["status"] == "error" and "unknown name 'x'" in reply["evalue"], reply
+    said = "".join(m["content"]["text"] for m in msgs if m["msg_type"] == "stream")
+    assert "the Spora session had ended (exit status -9)" in said, msgs
+    # A session that dies while a cell runs fails that cell; the next starts a new one.
+    reply, msgs = execute('let z = 1.0\nprint("running")\nvar s = ones([2])\n'
+                          'for i in range(100000000) {\n    s = s + z\n}',
+                          when=("running\n", lambda: os.kill(session_pid(), 9)))
+    assert reply["status"] == "error" and "the Spora session ended (exit status -9)" in (
+        reply["evalue"]), reply
     reply, msgs = execute("ones([2])")
     assert reply["status"] == "ok" and stdout_of(msgs) == "[1.0, 1.0]\n", (reply, msgs)
 

@@ -124,7 +124,15 @@ class SporaKernel(Kernel):
 
     def do_execute(self, code, silent, store_history=True, user_expressions=None,
                    allow_stdin=False):
-        if self.child is None or self.child.poll() is not None:
+        if self.child is not None and self.child.poll() is not None:
+            # It ended between cells (a crash, a kill): say so before this cell runs anew.
+            if not silent:
+                self.send_response(self.iopub_socket, "stream", {
+                    "name": "stderr",
+                    "text": "the Spora session had ended (exit status %d); this cell runs in a "
+                            "new one, without the names defined before\n" % self.child.returncode})
+            self.child = None
+        if self.child is None:
             self.start_session()
         lines = code.replace(SEPARATOR, " ").split("\n")
         # Jupyter's interrupt (SIGINT) goes on to the child, which stops the cell at its next
