@@ -121,6 +121,15 @@ int measure_compute() {
       r.push_back(measure({"max", {f32(s)}, attrs_of({{"axis", Ints{1}}})}));
       cp.push_back(measure({"permute", {f32(s)}, attrs_of({{"axes", Ints{1, 0}}})}));
     }
+    // Tensors of rank 3 and 4 as models hold them ([batch, tokens, features], [batch, heads,
+    // tokens, head features]): the sum over the batch (a weight gradient's), over the features
+    // with keepdims (a softmax's), and the permutes of attention's heads and of a batched
+    // transpose.
+    const sem::Shape b3{8, n / 8 / 64, 64}, b4{8, 4, n / 8 / 4 / 64, 64};
+    r.push_back(measure({"sum", {f32(b3)}, attrs_of({{"axis", Ints{0}}, {"keepdims", true}})}));
+    r.push_back(measure({"sum", {f32(b4)}, attrs_of({{"axis", Ints{3}}, {"keepdims", true}})}));
+    cp.push_back(measure({"permute", {f32(b3)}, attrs_of({{"axes", Ints{0, 2, 1}}})}));
+    cp.push_back(measure({"permute", {f32(b4)}, attrs_of({{"axes", Ints{0, 2, 1, 3}}})}));
     nm.push_back(measure({"softmax", {f32(rows)}, {}}));
     nm.push_back(measure({"layer_norm", {f32(rows), Value(), Value()}, {}}));
     nm.push_back(measure(

@@ -45,7 +45,13 @@ struct Measured {
 };
 
 // Runs the CPU kernel of c (the row's attribute defaults filled in) and evaluates its cost rule.
+// The kernel takes its inputs from copies of them that together fill twice the core's private
+// caches (L1 and L2: private_cache_bytes), one copy after another, so that its operands come
+// from the shared cache or memory, as an op's do in a training step, where the ops between its
+// inputs' producers and itself have evicted them (a few small inputs stay cached, there too).
 Measured measure(const Case& c, double budget = 0.02);
+// The largest data cache of level 1 or 2 of the first CPU (sysfs; 2 MiB where unknown).
+size_t private_cache_bytes();
 
 sem::Attrs attrs_of(std::initializer_list<std::pair<const char*, sem::Attr>> items);
 
