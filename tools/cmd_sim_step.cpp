@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 #include <vector>
+#include <algorithm>
 
 #include "backends/runtime/data/files.h"
 #include "lang/diagnostics.h"
@@ -104,11 +105,35 @@ void check_options(RunKind kind) {
   }
 }
 
-// The modelled time per primitive on one device, as run-dp --profile prints it.
-void print_profile(const std::map<std::string, std::pair<long, double>>& per) {
+// The modelled time of one device's ops (forward and backward; update apart): per primitive, as
+// run-dp --profile prints it, then per primitive and result type, the most time first, which
+// `spora train-step --profile`'s trace gives for the real step (its events carry the type):
+// benchmarks/sim/validate/compare_ops.py sets the two side by side.
+void print_profile(const std::vector<sim::StepOp>& ops, const std::vector<double>& seconds,
+                   const std::vector<bool>& skip) {
+  std::map<std::string, std::pair<long, double>> per;
+  std::map<std::pair<std::string, std::string>, std::pair<long, double>> typed;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (skip[i]) continue;
+    const std::string& name = ops[i].prim->name;
+    auto& [calls, total] = per[name];
+    ++calls;
+    total += seconds[i];
+    auto& [tcalls, ttotal] = typed[{name, ops[i].output ? ops[i].output->str() : "-"}];
+    ++tcalls;
+    ttotal += seconds[i];
+  }
   std::printf("# per step: primitive, calls, ms (forward and backward; update apart)\n");
   for (const auto& [name, v] : per)
     std::printf("%-20s %5ld %9.4f\n", name.c_str(), v.first, v.second * 1e3);
+  std::vector<std::pair<std::pair<std::string, std::string>, std::pair<long, double>>> rows(
+      typed.begin(), typed.end());
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const auto& a, const auto& b) { return a.second.second > b.second.second; });
+  std::printf("# per step: primitive, result type, calls, ms\n");
+  for (const auto& [key, v] : rows)
+    std::printf("%-20s %-24s %5ld %9.4f\n", key.first.c_str(), key.second.c_str(), v.first,
+                v.second * 1e3);
 }
 
 void write_file(const std::string& path, const std::string& text) {
@@ -248,14 +273,13 @@ int run_spmd(const Options& o, const sim::ClusterSpec& cluster) {
                           fmt::format("{} on {}, strategy {}", o.file, cluster.name, o.strategy),
                           o.trace_ranks));
   if (o.profile) {
-    std::map<std::string, std::pair<long, double>> per;
-    for (std::size_t i = 0; i < sp.ops.size(); ++i) {
-      if (sp.ops[i].collective) continue;
-      auto& [calls, seconds] = per[sp.ops[i].op.prim->name];
-      ++calls;
-      seconds += r.op_seconds[i];
+    std::vector<sim::StepOp> ops;
+    std::vector<bool> skip;
+    for (const auto& op : sp.ops) {
+      ops.push_back(op.op);
+      skip.push_back(op.collective);
     }
-    print_profile(per);
+    print_profile(ops, r.op_seconds, skip);
   }
   if (o.json) {
     const sim::DeviceReport d = r.devices.empty() ? sim::DeviceReport{} : r.devices[0];
@@ -350,15 +374,7 @@ int run(const Options& o) {
   }
   if (!o.trace.empty()) write_file(o.trace, sim::chrome_trace(cluster, program, r, o.trace_ranks));
   if (!o.svg.empty()) write_file(o.svg, sim::svg_timeline(cluster, program, r, o.trace_ranks));
-  if (o.profile) {
-    std::map<std::string, std::pair<long, double>> per;
-    for (std::size_t i = 0; i < program.ops.size(); ++i) {
-      auto& [calls, seconds] = per[program.ops[i].prim->name];
-      ++calls;
-      seconds += r.op_seconds[i];
-    }
-    print_profile(per);
-  }
+  if (o.profile) print_profile(program.ops, r.op_seconds, std::vector<bool>(program.ops.size()));
   if (o.json)
     std::fputs(json_report(program, r).c_str(), stdout);
   else
@@ -424,7 +440,8 @@ CLI::App* add_sim_subcommand(CLI::App& app) {
                 "with --log, also every step of every all-reduce (steps model)");
   sim->add_option("--simgrid-arg", o.simgrid_args, "pass an argument to SimGrid");
   sim->add_flag("--json", o.json, "print one JSON object instead of the report");
-  sim->add_flag("--profile", o.profile, "also print the modelled time per primitive");
+  sim->add_flag("--profile", o.profile,
+                "also print the modelled time per primitive, and per primitive and result type");
   return sim;
 }
 

@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""Where a one-rank prediction of `spora sim` goes wrong, op by op: the real step's time per
+(primitive, result type), from `spora train-step --profile`'s trace (rank 0, the ops the step
+itself runs; per step after the first, the median over those steps), beside the modelled time
+of the same ops from `spora sim --profile`, the largest differences first.
+
+    compare_ops.py --cluster SPEC.yaml [--spora build/bin/spora] [--workload w2|w3|w4]
+                   [--steps 6] [--top 25]
+
+The spec is a calibration of this machine (`spora calibrate --out SPEC.yaml`), taken just
+before. A diagnostic: validate.py gives the figures that count.
+"""
+import argparse
+import collections
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import validate  # noqa: E402  (its workloads and strategy files)
+
+
+def real_ops(spora, model, batch, steps):
+    """{(primitive, type): ms per step} of the steps after the first, and the median step."""
+    with tempfile.TemporaryDirectory() as tmp:
+        trace = os.path.join(tmp, "trace.json")
+        cmd = [spora, "train-step", model, "--strategy", validate.strategy_file("w", "one"),
+               "--ranks", "1", "--steps", str(steps), "--batch", str(batch), "--profile", trace]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
+                           env=dict(os.environ, OMP_NUM_THREADS="1"))
+        if p.returncode != 0:
+            sys.exit("compare_ops.py: " + (p.stderr or p.stdout).strip())
+        with open(trace) as f:
+            events = json.load(f)["traceEvents"]
+    ops = sorted((e for e in events if e.get("ph") == "X" and e.get("pid", 0) == 0
+                  and e.get("args", {}).get("depth", 0) == 0 and "type" in e.get("args", {})),
+                 key=lambda e: e["ts"])
+    per_step = len(ops) // steps
+    if per_step * steps != len(ops):
+        sys.exit(f"compare_ops.py: {len(ops)} ops in {steps} steps: not the same ops per step")
+    # Per (primitive, type): its time in each step after the first, then the median over them.
+    steps_of = collections.defaultdict(lambda: [0.0] * (steps - 1))
+    for i, e in enumerate(ops[per_step:]):
+        steps_of[(e["name"], e["args"]["type"])][i // per_step] += e["dur"] / 1e3
+    return {k: statistics.median(v) for k, v in steps_of.items()}
+
+
+def sim_ops(spora, cluster, model, batch):
+    cmd = [spora, "sim", model, "--cluster", cluster, "--strategy",
+           validate.strategy_file("w", "one"), "--batch", str(batch), "--profile"]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    if p.returncode != 0:
+        sys.exit("compare_ops.py: " + (p.stderr or p.stdout).strip())
+    per, typed = {}, False
+    for line in p.stdout.splitlines():
+        if line.startswith("# per step: primitive, result type"):
+            typed = True
+            continue
+        m = re.match(r"^(\S+)\s+(.+?)\s+(\d+)\s+([0-9.]+)$", line) if typed else None
+        if m:  # (a tuple's type has spaces)
+            per[(m.group(1), m.group(2))] = float(m.group(4))
+        elif typed:
+            break
+    return per
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--spora", default=os.path.join(validate.ROOT, "build", "bin", "spora"))
+    ap.add_argument("--cluster", required=True)
+    ap.add_argument("--workload", default="w4", choices=sorted(validate.WORKLOADS))
+    ap.add_argument("--steps", type=int, default=6)
+    ap.add_argument("--top", type=int, default=25)
+    args = ap.parse_args()
+    if args.steps < 2:
+        sys.exit("compare_ops.py: --steps must be at least 2 (the first is left out)")
+    model, batch, _ = validate.WORKLOADS[args.workload]
+    real = real_ops(args.spora, model, batch, args.steps)
+    sim = sim_ops(args.spora, args.cluster, model, batch)
+    keys = sorted(set(real) | set(sim), key=lambda k: -abs(real.get(k, 0) - sim.get(k, 0)))
+    print(f"{args.workload} on one rank, ms per step: real ops {sum(real.values()):.3f}, "
+          f"simulated ops {sum(sim.values()):.3f} ({validate.cpu_name()})")
+    print(f"{'primitive':<14} {'result type':<22} {'real':>8} {'sim':>8} {'real-sim':>9} {'ratio':>6}")
+    for k in keys[:args.top]:
+        r, s = real.get(k, 0.0), sim.get(k, 0.0)
+        ratio = f"{r / s:6.2f}" if s > 0 else "     -"
+        print(f"{k[0]:<14} {k[1]:<22} {r:8.3f} {s:8.3f} {r - s:+9.3f} {ratio}")
+
+
+if __name__ == "__main__":
+    main()
