@@ -417,9 +417,12 @@ void with_widening(Lowerer& L, Env& env, lang::SourceRange r, F&& lower) {
       if (L.diags_.error_count() > errors) throw Abort{};  // reported once, not once per try
       if (widened == 8)
         L.fail(r,
-               fmt::format("variable '{}' holds a new function after each iteration of this loop "
-                           "(now {}); a loop can carry a function chosen among a fixed set",
-                           w.var, describe(w.joined)));
+               fmt::format("variable '{}' holds a new function after each iteration of this loop: "
+                           "each iteration builds one from the one before, so after {} tries the "
+                           "set of functions it may hold still grows; a loop can carry a "
+                           "function chosen among a fixed set (assign it one of several "
+                           "functions, not one that wraps its previous value)",
+                           w.var, widened + 1));
       Binding* b = env.lookup_mutable(w.var);
       b->value = L.inject(b->value, w.joined, r);
     }
