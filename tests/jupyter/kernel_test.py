@@ -23,6 +23,7 @@ spora, python = os.path.abspath(sys.argv[1]), sys.argv[2]
 tmp = tempfile.mkdtemp(prefix="spora-jupyter-")
 env = dict(os.environ, JUPYTER_DATA_DIR=os.path.join(tmp, "data"),
            JUPYTER_RUNTIME_DIR=os.path.join(tmp, "runtime"), JUPYTER_PATH="",
+           IPYTHONDIR=os.path.join(tmp, "ipython"), JUPYTER_CONFIG_DIR=os.path.join(tmp, "config"),
            SPORA_HISTORY=os.path.join(tmp, "history"))
 os.environ.update(env)
 
