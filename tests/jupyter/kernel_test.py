@@ -77,7 +77,9 @@ def shell_reply(msg_id, timeout=60):
 def execute(code, timeout=60, when=None):
     """Runs a cell; returns (reply content, [iopub messages of the cell]). With when =
     (text, action), calls action() once the cell has printed that text."""
-    msg_id = kc.execute(code)
+    # (stop_on_error=False: after an error ipykernel aborts the requests that reach it in the
+    # moment after, and this test sends its next cell as soon as a reply comes)
+    msg_id = kc.execute(code, stop_on_error=False)
     messages = []
     deadline = time.time() + timeout
     while True:
@@ -141,8 +143,10 @@ try:
 
     # An interrupt stops a running cell between two ops; the names stay.
     started = time.time()
-    reply, msgs = execute('var y = x\nprint("running")\nfor i in range(100000000) {\n'
-                          '    y = y + 1.0\n}', when=("running\n", km.interrupt_kernel))
+    # ("running" once y has changed: the interrupt may land at the very next op)
+    reply, msgs = execute('var y = x\nfor i in range(100000000) {\n    y = y + 1.0\n'
+                          '    if i == 1 { print("running") }\n}',
+                          when=("running\n", km.interrupt_kernel))
     assert reply["status"] == "error" and "interrupted" in reply["evalue"], reply
     assert time.time() - started < 30, time.time() - started
     reply, msgs = execute("sum(y) > sum(x)")
