@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "lang/diagnostics.h"
 
@@ -32,6 +33,9 @@ class Session {
   // The IR nodes that evaluating the expression appended to the session's graph (":ir");
   // "" after an error.
   std::string ir_of(const std::string& expr);
+  // The names the next cell can use that start with `prefix` (variables, definitions, models,
+  // imports, built-ins, primitives), sorted: completion in the REPL and the Jupyter kernel.
+  std::vector<std::string> complete(const std::string& prefix) const;
 
  private:
   struct Impl;

@@ -3,12 +3,13 @@
 // Input is read a line at a time; a cell ends at the end of a line whose brackets are all
 // closed (strings and comments skipped), so a `def` or a loop spans lines until its `}`.
 // Commands: `:type EXPR` (its type and shape), `:ir EXPR` (the graph IR its evaluation ran),
-// `:history` (this session's cells), `:help`, `:quit`. Each cell is also appended to
+// `:complete PREFIX` (the names that start with it), `:history` (this session's cells),
+// `:help`, `:quit`. Each cell is also appended to
 // $SPORA_HISTORY (default ~/.spora_history). Prompts and errors go to stderr, what the
 // program prints to stdout, so a piped session's stdout is its output alone.
 //
 // On a terminal, lines are edited in place (tools/line_editor.h: arrows, Home/End, history on
-// Up/Down, loaded from the history file) and Ctrl-C while a cell runs stops it between two ops
+// Up/Down, loaded from the history file, Tab completion of names) and Ctrl-C while a cell runs stops it between two ops
 // (sem::request_interrupt); the session keeps its names.
 //
 // `--framed` is the protocol of the Jupyter kernel (tools/jupyter/spora_kernel.py): a cell is
@@ -91,8 +92,10 @@ const char* kHelp =
     "entered, and their names persist; an expression prints its value.\n"
     "  :type EXPR   its type and shape        :ir EXPR   the IR its evaluation ran\n"
     "  :history     this session's cells      :quit      leave (also end of input)\n"
-    "On a terminal: arrows, Home/End, Ctrl-A/E/K/U/W edit the line, Up/Down recall earlier\n"
-    "lines, Ctrl-C drops the line or stops the running cell, Ctrl-D on an empty line leaves.\n";
+    "  :complete P  the names that start with P\n"
+    "On a terminal: arrows, Home/End, Ctrl-A/E/K/U/W edit the line, Tab completes a name,\n"
+    "Up/Down recall earlier lines, Ctrl-C drops the line or stops the running cell, Ctrl-D on\n"
+    "an empty line leaves.\n";
 
 void on_sigint(int) { sem::request_interrupt(); }
 
@@ -112,6 +115,9 @@ class Repl {
     diags_.set_error_limit(1 << 30);
   }
   void set_errors(std::ostream& err) { err_ = &err; }
+  std::vector<std::string> complete(const std::string& prefix) const {
+    return session_.complete(prefix);
+  }
   const std::vector<std::string>& cells() const { return cells_; }
 
   // Runs one unit: a command line, or a cell whose brackets are closed. False on an error
@@ -152,6 +158,8 @@ class Repl {
       std::cout << arg << ": " << t << "\n";
     } else if (name == ":ir" && !arg.empty()) {
       std::cout << session_.ir_of(arg);
+    } else if (name == ":complete") {
+      for (const std::string& n : session_.complete(arg)) std::cout << n << "\n";
     } else {
       *err_ << fmt::format("unknown command {} (:help lists them)\n", cmd);
       return false;
@@ -189,6 +197,7 @@ int run_interactive() {
   const char* term = std::getenv("TERM");
   const bool edit = tty && ::isatty(STDERR_FILENO) && !(term && std::string(term) == "dumb");
   LineEditor editor(edit ? load_history(history_path(), 1000) : std::vector<std::string>{});
+  editor.set_completer([&repl](const std::string& prefix) { return repl.complete(prefix); });
   if (tty) {
     std::cerr << "spora repl (:help for help)\n";
     interrupt_cells_on_sigint();

@@ -157,7 +157,7 @@ LineEditor::Status LineEditor::key(std::string_view k) {
     case 0x06: cursor_ = next_char(cursor_); break;       // Ctrl-F
     case 0x08:                                            // Ctrl-H, Backspace
     case 0x7f: erase(prev_char(cursor_), cursor_); break;
-    case 0x09: insert("    "); break;                     // Tab: four spaces
+    case 0x09: return complete();                         // Tab
     case 0x0a:
     case 0x0d: return Status::kDone;                      // Enter
     case 0x0b: erase(cursor_, line_.size()); break;       // Ctrl-K
@@ -177,6 +177,32 @@ LineEditor::Status LineEditor::key(std::string_view k) {
       break;
   }
   return Status::kEditing;
+}
+
+LineEditor::Status LineEditor::complete() {
+  size_t start = cursor_;
+  while (start > 0 && (is_word(line_[start - 1]) && static_cast<unsigned char>(line_[start - 1]) < 0x80))
+    --start;
+  const bool name = start < cursor_ && !(line_[start] >= '0' && line_[start] <= '9') &&
+                    (start == 0 || line_[start - 1] != '.');
+  if (!name || !completer_) {
+    if (start == cursor_) insert("    ");  // indentation
+    return Status::kEditing;
+  }
+  const std::string prefix = line_.substr(start, cursor_ - start);
+  candidates_ = completer_(prefix);
+  if (candidates_.empty()) return Status::kEditing;
+  std::string common = candidates_[0];
+  for (const std::string& c : candidates_) {
+    size_t n = 0;
+    while (n < common.size() && n < c.size() && common[n] == c[n]) ++n;
+    common.resize(n);
+  }
+  if (common.size() > prefix.size()) {
+    insert(std::string_view(common).substr(prefix.size()));
+    return Status::kEditing;
+  }
+  return candidates_.size() > 1 ? Status::kList : Status::kEditing;
 }
 
 LineEditor::Status LineEditor::feed(std::string_view bytes) {
@@ -272,6 +298,12 @@ std::optional<std::string> read_line(LineEditor& ed, const std::string& prompt, 
   for (;;) {
     if (status == LineEditor::Status::kClear) {
       put("\x1b[H\x1b[2J");
+      status = LineEditor::Status::kEditing;
+    }
+    if (status == LineEditor::Status::kList) {  // the candidates under the line, then the line
+      std::string list = "\r\n";
+      for (const std::string& c : ed.candidates()) list += c + "  ";
+      put(list + "\r\n");
       status = LineEditor::Status::kEditing;
     }
     refresh(ed, prompt);

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -24,7 +25,12 @@ class LineEditor {
     kCancel,   // Ctrl-C: the line is dropped
     kEof,      // Ctrl-D on an empty line
     kClear,    // Ctrl-L: the terminal should clear its screen (the line goes on)
+    kList,     // Tab with several completions and nothing more in common: show candidates()
   };
+  // The names that start with a prefix (Tab completes the name before the cursor with them).
+  using Completer = std::function<std::vector<std::string>(const std::string& prefix)>;
+  void set_completer(Completer c) { completer_ = std::move(c); }
+  const std::vector<std::string>& candidates() const { return candidates_; }
 
   explicit LineEditor(std::vector<std::string> history = {});
 
@@ -64,6 +70,9 @@ class LineEditor {
   size_t position_ = 0;  // in history_; history_.size(): the line being written
   std::string draft_;     // the line being written, while the history is shown
   std::string pending_;   // bytes of an unfinished key
+  Completer completer_;
+  std::vector<std::string> candidates_;
+  Status complete();
 };
 
 // Reads one line from the terminal on stdin with `prompt` (drawn on stderr), in raw mode for

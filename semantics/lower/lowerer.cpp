@@ -283,6 +283,16 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 
 }  // namespace
 
+void Lowerer::for_each_visible_name(const Env& env,
+                                    const std::function<void(const std::string&)>& f) const {
+  for (const auto& scope : env.scopes)
+    for (const auto& [n, b] : scope) f(n);
+  for (const auto& [n, b] : globals_.at(env.module)) f(n);
+  for (const std::string& n : special_builtins()) f(n);
+  for (const Primitive* p : Registry::instance().all())
+    if (p->infer) f(p->name);
+}
+
 std::string Lowerer::unknown_name(const Env& env, const std::string& name) const {
   static const std::map<std::string, std::string> python = {
       {"True", "true"}, {"False", "false"}, {"None", "none"}};
@@ -304,12 +314,7 @@ std::string Lowerer::unknown_name(const Env& env, const std::string& name) const
       best_distance = d;
     }
   };
-  for (const auto& scope : env.scopes)
-    for (const auto& [n, b] : scope) consider(n);
-  for (const auto& [n, b] : globals_.at(env.module)) consider(n);
-  for (const std::string& n : special_builtins()) consider(n);
-  for (const Primitive* p : Registry::instance().all())
-    if (p->infer) consider(p->name);
+  for_each_visible_name(env, consider);
   if (best_distance > most) return fmt::format("unknown name '{}'", name);
   return fmt::format("unknown name '{}' (did you mean '{}'?)", name, best);
 }

@@ -4,6 +4,8 @@
 // built-ins), aval.cpp (abstract values).
 #pragma once
 
+#include <functional>
+
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -72,6 +74,9 @@ class Lowerer {
   // "unknown name 'sumx' (did you mean 'sum'?)": the error for a name nothing binds, with the
   // nearest visible name (a typo) or Spora's word for a Python one (True, False, None).
   std::string unknown_name(const Env& env, const std::string& name) const;
+  // Every name visible from env: its scopes, its module's globals, the built-ins and the
+  // callable primitives (repeats possible).
+  void for_each_visible_name(const Env& env, const std::function<void(const std::string&)>& f) const;
   // A module's functions and models, its imports and its constants (the constructor does all
   // modules; a session adds appended modules and its cells' declarations; `replace`: a later
   // definition replaces an earlier one instead of being an error).
@@ -90,6 +95,8 @@ class Lowerer {
   bool run_cell(const lang::FuncDef& cell, bool echo);
   // Evaluates an expression in the session (null after errors) and the graph its nodes go to.
   AV eval_in_session(const lang::Expr& e);
+  // The names visible to the session's next cell that start with `prefix`, sorted, once each.
+  std::vector<std::string> session_names(const std::string& prefix) const;
   ir::Graph* session_graph() const { return graph_; }
 
   // ---- expressions (expr.cpp)

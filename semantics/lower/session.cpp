@@ -3,6 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
+#include <set>
+
 #include "lang/parser.h"
 #include "semantics/eager.h"
 #include "semantics/ir/printer.h"
@@ -41,6 +44,16 @@ bool Lowerer::run_cell(const lang::FuncDef& cell, bool echo) {
     return false;
   }
   return diags_.error_count() == errors;
+}
+
+std::vector<std::string> Lowerer::session_names(const std::string& prefix) const {
+  std::set<std::string> names;
+  for_each_visible_name(session_env_, [&](const std::string& n) {
+    if (n.compare(0, prefix.size(), prefix) == 0 && !n.empty() &&
+        (std::isalpha(static_cast<unsigned char>(n[0])) || n[0] == '_'))
+      names.insert(n);
+  });
+  return {names.begin(), names.end()};
 }
 
 AV Lowerer::eval_in_session(const lang::Expr& e) {
@@ -144,6 +157,10 @@ std::string Session::type_of(const std::string& expr) {
   lower::AV v = s.lowerer->eval_in_session(*f.body->stmts[0]->value);
   s.cells.push_back(std::move(cell));
   return v ? lower::type_text(v) : "";
+}
+
+std::vector<std::string> Session::complete(const std::string& prefix) const {
+  return impl_->lowerer->session_names(prefix);
 }
 
 std::string Session::ir_of(const std::string& expr) {

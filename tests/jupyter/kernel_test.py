@@ -4,7 +4,7 @@ folder and driven by jupyter_client as a notebook drives it: names persist from 
 a cell of definitions and statements, output streamed, an error with its source line and
 caret that leaves the session usable, `:type`, the curves of `save_curves` shown inline as SVG,
 an interrupt that stops a running cell and keeps the names, a session that dies and is
-replaced, is_complete, kernel_info.
+replaced, completion, is_complete, kernel_info.
 
     kernel_test.py SPORA PYTHON
 """
@@ -177,6 +177,16 @@ try:
     reply, msgs = execute("ones([2])")
     assert reply["status"] == "ok" and stdout_of(msgs) == "[1.0, 1.0]\n", (reply, msgs)
 
+    # Completion of the name before the cursor from the session's names (this session's: the
+    # one before was killed above).
+    reply, msgs = execute("def sq(v) = v * v")
+    assert reply["status"] == "ok", reply
+    reply = shell_reply(kc.complete("print(su", 8))
+    assert "sum" in reply["matches"] and reply["cursor_start"] == 6, reply
+    reply = shell_reply(kc.complete("let q = x + sq(", 14))  # the cell's own `sq` first
+    assert reply["matches"] == ["sq", "sqrt", "square", "squeeze"], reply
+    assert reply["cursor_start"] == 12 and reply["cursor_end"] == 14, reply
+    assert shell_reply(kc.complete("nn.Den", 6))["matches"] == []
     assert shell_reply(kc.is_complete("def f(v) {\n    v"))["status"] == "incomplete"
     assert shell_reply(kc.is_complete("x + 1.0"))["status"] == "complete"
 finally:
@@ -184,4 +194,4 @@ finally:
     km.shutdown_kernel(now=False)
     del kc, km  # now, not in the interpreter's teardown (where jupyter_client's __del__ logs)
 print("spora jupyter kernel: install, persistent names, output, errors, :type, inline curves, "
-      "interrupt, restart, is_complete")
+      "interrupt, restart, completion, is_complete")

@@ -135,8 +135,34 @@ TEST(LineEditor, MovesOverMultiByteCharactersWhole) {
   EXPECT_EQ(ed.cursor_column(), 1u);
   ed.feed("\x7f");
   EXPECT_EQ(ed.line(), "\xce\xb2");
-  ed.feed(keys({"\x05", "\t"}));
+  ed.feed(keys({"\x05", "\t"}));  // Tab after a space: indentation
   EXPECT_EQ(ed.line(), "\xce\xb2    ");
+}
+
+TEST(LineEditor, TabCompletesTheNameBeforeTheCursor) {
+  LineEditor ed;
+  std::vector<std::string> asked;
+  ed.set_completer([&](const std::string& prefix) {
+    asked.push_back(prefix);
+    std::vector<std::string> out;
+    for (const char* n : {"softmax", "softplus", "sum", "total"})
+      if (std::string(n).rfind(prefix, 0) == 0) out.push_back(n);
+    return out;
+  });
+  EXPECT_EQ(ed.feed("print(to\t"), Status::kEditing);  // one match: the whole name
+  EXPECT_EQ(ed.line(), "print(total");
+  ed.start();
+  EXPECT_EQ(ed.feed("so\t"), Status::kEditing);  // two matches: their common part
+  EXPECT_EQ(ed.line(), "soft");
+  EXPECT_EQ(ed.feed("\t"), Status::kList);  // nothing more in common: list them
+  EXPECT_EQ(ed.candidates(), (std::vector<std::string>{"softmax", "softplus"}));
+  EXPECT_EQ(ed.feed("m\t"), Status::kEditing);
+  EXPECT_EQ(ed.line(), "softmax");
+  ed.start();
+  ed.feed("nn.to\t");  // after a '.': a member, not completed
+  ed.feed(keys({"\x01", "\t"}));  // at the start: indentation
+  EXPECT_EQ(ed.line(), "    nn.to");
+  EXPECT_EQ(asked, (std::vector<std::string>{"to", "so", "soft", "softm"}));
 }
 
 }  // namespace

@@ -78,6 +78,14 @@ assert "index 7 is out of range for axis 0 of size 3" in r.stderr, r.stderr
 with open(env["SPORA_HISTORY"]) as f:
     assert "def sq(v) = v * v * v" in f.read()
 
+# :complete lists the session's names with a prefix: its own and the built-in ones.
+r = subprocess.run([spora, "repl"], input="let total_loss = 1.0\ndef sq(v) = v * v\n:complete s\n"
+                   ":complete total\n", capture_output=True, text=True, timeout=60, env=env)
+names = r.stdout.split()
+assert r.returncode == 0 and "sq" in names and "sum" in names and "softmax" in names, r.stdout
+assert "total_loss" in names and names == sorted(names) and "x" not in names, names
+assert names[-1] == "total_loss", names
+
 r = subprocess.run([spora, "repl"], input="let y = [1.0,\n", capture_output=True, text=True,
                    timeout=60, env=env)
 assert r.returncode == 1 and "unclosed bracket" in r.stderr, (r.returncode, r.stderr)

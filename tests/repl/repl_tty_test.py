@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`spora repl` on a terminal (a pseudo-terminal here), driven by the bytes a terminal sends:
-line editing with the arrows, Backspace, Ctrl-A, history from the history file and from the
-session on Up, Ctrl-C that drops a line, Ctrl-C that stops a running cell and keeps the names,
+line editing with the arrows, Backspace, Ctrl-A, Tab completion, history from the history file
+and from the session on Up, Ctrl-C that drops a line, Ctrl-C that stops a running cell and keeps the names,
 Ctrl-D that leaves.
 
     repl_tty_test.py SPORA
@@ -66,6 +66,9 @@ prompt()
 send("preloaded + 1\r")
 expect("8\r\n")
 prompt()
+send("prel\t + 2\r")  # Tab completes `preloaded`
+expect("9\r\n")
+prompt()
 send("let a = 41\r")
 prompt()
 send("a - 1" + LEFT + LEFT + "\x7f+\r")  # a - 1 -> a + 1
@@ -108,4 +111,4 @@ proc.wait(timeout=30)
 assert proc.returncode == 0, proc.returncode
 with open(history) as f:
     assert "let a = 41\n" in f.read()
-print("spora repl on a terminal: editing, history, Ctrl-C on a line and on a running cell, Ctrl-D")
+print("spora repl on a terminal: editing, completion, history, Ctrl-C on a line and on a running cell, Ctrl-D")

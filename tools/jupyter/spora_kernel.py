@@ -15,6 +15,7 @@ import base64
 import codecs
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -78,8 +79,10 @@ class SporaKernel(Kernel):
             bufsize=0,
         )
 
-    def stream(self, text, silent):
-        if text and not silent:
+    def stream(self, text, silent, collect=None):
+        if collect is not None:
+            collect.append(text)
+        elif text and not silent:
             self.send_response(self.iopub_socket, "stream", {"name": "stdout", "text": text})
 
     def show_file(self, path):
@@ -97,23 +100,24 @@ class SporaKernel(Kernel):
             return
         self.send_response(self.iopub_socket, "display_data", {"data": data, "metadata": {}})
 
-    def read_record(self, silent):
-        """Streams the cell's output until its record; None when the session ended."""
+    def read_record(self, silent, collect=None):
+        """Streams the cell's output until its record (into `collect` instead, when given);
+        None when the session ended."""
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         fd = self.child.stdout.fileno()
         text = ""
         while True:
             chunk = os.read(fd, 65536)
             if not chunk:
-                self.stream(text + decoder.decode(b"", final=True), silent)
+                self.stream(text + decoder.decode(b"", final=True), silent, collect)
                 return None
             text += decoder.decode(chunk)
             at = text.find(SEPARATOR)
             if at < 0:
-                self.stream(text, silent)
+                self.stream(text, silent, collect)
                 text = ""
                 continue
-            self.stream(text[:at], silent)
+            self.stream(text[:at], silent, collect)
             rest = text[at + 1:]
             while "\n" not in rest:
                 more = os.read(fd, 65536)
@@ -171,6 +175,28 @@ class SporaKernel(Kernel):
         if not silent:
             self.send_response(self.iopub_socket, "error", content)
         return dict(content, status="error", execution_count=self.execution_count)
+
+    def do_complete(self, code, cursor_pos):
+        """The session's names that start with the name before the cursor (none after a '.':
+        a module's or a record's members are not listed)."""
+        before = code[:cursor_pos]
+        m = re.search(r"[A-Za-z_][A-Za-z0-9_]*$", before)
+        matches = []
+        if m and not before[:m.start()].endswith(".") and self.child is not None and (
+                self.child.poll() is None):
+            try:
+                self.child.stdin.write((":complete %s\n%s\n" % (m.group(0), SEPARATOR))
+                                       .encode("utf-8"))
+                self.child.stdin.flush()
+                out = []
+                record = self.read_record(True, out)
+                if record is not None and record["status"] == "ok":
+                    matches = "".join(out).split()
+            except OSError:
+                pass
+        start = m.start() if m else cursor_pos
+        return {"status": "ok", "matches": matches, "cursor_start": start,
+                "cursor_end": cursor_pos, "metadata": {}}
 
     def do_is_complete(self, code):
         if bracket_depth(code) > 0:
