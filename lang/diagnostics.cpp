@@ -7,6 +7,8 @@
 // rest of it; a range running onto later lines gets the caret alone.
 #include "lang/diagnostics.h"
 
+#include <algorithm>
+
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -152,6 +154,20 @@ void DiagnosticEngine::print(std::ostream& os) const {
     os << "error: too many errors (" << error_limit_ << " shown, " << error_count_
        << " in total)\n";
   }
+}
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i)
+    for (size_t j = 1; j <= b.size(); ++j) {
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1,
+                          d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[a.size()][b.size()];
 }
 
 }  // namespace spora::lang

@@ -128,4 +128,9 @@ struct InternalError : std::logic_error {
   using std::logic_error::logic_error;
 };
 
+// The single-character insertions, deletions, substitutions and swaps of neighbours that turn
+// a into b (the optimal string alignment distance): how near a misspelt name is to a known
+// one, for "did you mean" (unknown names, strategy JSON keys, cluster YAML fields).
+size_t edit_distance(std::string_view a, std::string_view b);
+
 }  // namespace spora::lang

@@ -54,6 +54,7 @@ void EagerExecutor::note_sizes() {
 
 void EagerExecutor::run(ir::Node* n) {
   if (n->graph != graph_) return;
+  check_interrupt(n->loc);
   Held& held = values_[n];
   held.seq = clock_++;
   if (n->is_constant()) {
@@ -67,12 +68,6 @@ void EagerExecutor::run(ir::Node* n) {
     }
     note_sizes();
     return;
-  }
-  try {
-    check_interrupt(n->loc);
-  } catch (const RuntimeError&) {
-    values_.erase(n);
-    throw;
   }
   std::vector<Value> args;
   args.reserve(n->inputs.size());

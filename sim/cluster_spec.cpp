@@ -14,29 +14,15 @@
 #include <cmath>
 #include <fstream>
 #include <functional>
-#include <numeric>
 #include <sstream>
+
+#include "lang/diagnostics.h"
 
 namespace spora::sim {
 
 namespace {
 
 const std::vector<std::string> kDtypes{"f64", "f32", "tf32", "bf16", "f16", "f8", "i8"};
-
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  std::iota(row.begin(), row.end(), 0);
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
 
 std::string join(const std::vector<std::string>& items, std::string_view sep) {
   std::string out;
@@ -80,7 +66,7 @@ class Reader {
         std::string best;
         std::size_t best_distance = 3;
         for (const std::string& a : allowed)
-          if (const std::size_t d = edit_distance(key, a); d < best_distance)
+          if (const std::size_t d = lang::edit_distance(key, a); d < best_distance)
             best = a, best_distance = d;
         r_.fail(field(key), best.empty() ? "unknown field (known: " + join(allowed, ", ") + ")"
                                          : "unknown field (did you mean '" + best + "'?)");

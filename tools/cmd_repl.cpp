@@ -29,8 +29,10 @@
 #include <iostream>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backends/runtime/data/files.h"
@@ -190,6 +192,34 @@ bool is_quit(const std::string& line) {
   return word == ":quit" || word == ":q";
 }
 
+// Cuts lines into the units a session runs: a command line (`:type x`), or the lines up to
+// one that closes every bracket opened since the unit began; blank lines between units are
+// skipped.
+class UnitCutter {
+ public:
+  // The unit `line` completes, if it completes one.
+  std::optional<std::string> add(const std::string& line) {
+    ++lines_;
+    if (unit_.empty()) {
+      if (blank(line)) return std::nullopt;
+      first_ = lines_;
+      if (is_command(line)) return line;
+    }
+    unit_ += (unit_.empty() ? "" : "\n") + line;
+    depth_ = bracket_depth(line, depth_);
+    if (depth_ > 0) return std::nullopt;
+    depth_ = 0;
+    return std::exchange(unit_, std::string());
+  }
+  bool open() const { return !unit_.empty(); }  // inside a unit that has not ended
+  int first_line() const { return first_; }      // the last unit's, counting from 1 since reset
+  void reset() { *this = UnitCutter(); }
+
+ private:
+  std::string unit_;
+  int depth_ = 0, lines_ = 0, first_ = 0;
+};
+
 // The interactive session: a line at a time, from the line editor on a terminal.
 int run_interactive() {
   Repl repl(std::cerr);
@@ -202,17 +232,16 @@ int run_interactive() {
     std::cerr << "spora repl (:help for help)\n";
     interrupt_cells_on_sigint();
   }
-  std::string cell, line;
-  int depth = 0;
+  UnitCutter cutter;
+  std::string line;
   for (;;) {
-    const std::string prompt = cell.empty() ? ">>> " : "... ";
+    const std::string prompt = cutter.open() ? "... " : ">>> ";
     if (edit) {
       bool cancelled = false;
       std::optional<std::string> got = read_line(editor, prompt, &cancelled);
       if (!got) break;
       if (cancelled) {
-        cell.clear();
-        depth = 0;
+        cutter.reset();
         continue;
       }
       line = *got;
@@ -221,22 +250,13 @@ int run_interactive() {
       if (tty) std::cerr << prompt << std::flush;
       if (!std::getline(std::cin, line)) break;
     }
-    if (cell.empty()) {
-      if (blank(line)) continue;
-      if (is_quit(line)) break;
-      if (is_command(line)) {
-        repl.unit(line);
-        continue;
-      }
+    if (!cutter.open() && is_quit(line)) break;
+    if (std::optional<std::string> unit = cutter.add(line)) {
+      sem::clear_interrupt();
+      repl.unit(*unit);
     }
-    cell += (cell.empty() ? "" : "\n") + line;
-    depth = bracket_depth(line, depth);
-    if (depth > 0) continue;
-    depth = 0;
-    sem::clear_interrupt();
-    repl.unit(std::exchange(cell, std::string()));
   }
-  if (!cell.empty()) {
+  if (cutter.open()) {
     std::cerr << "error: the input ended inside an unclosed bracket\n";
     return 1;
   }
@@ -256,35 +276,18 @@ int run_framed() {
     std::lock_guard<std::mutex> lock(written_mu);
     written.push_back(ec ? path : abs.lexically_normal().string());
   });
+  UnitCutter cutter;
+  std::vector<std::pair<std::string, int>> units;  // the cell's, with their first lines
   std::string line;
-  std::vector<std::string> lines;
   while (std::getline(std::cin, line)) {
     if (line.empty() || line[0] != kSeparator) {
-      lines.push_back(line);
+      if (std::optional<std::string> unit = cutter.add(line))
+        units.emplace_back(*unit, cutter.first_line());
       continue;
     }
     const std::string name = line.substr(1);
-    // The cell's units, as the interactive session would cut them, with their first lines.
-    std::vector<std::pair<std::string, int>> units;
-    std::string unit;
-    int depth = 0, first = 0;
-    for (size_t i = 0; i < lines.size(); ++i) {
-      const std::string& l = lines[i];
-      if (unit.empty()) {
-        if (blank(l)) continue;
-        first = static_cast<int>(i) + 1;
-        if (is_command(l)) {
-          units.emplace_back(l, first);
-          continue;
-        }
-      }
-      unit += (unit.empty() ? "" : "\n") + l;
-      depth = bracket_depth(l, depth);
-      if (depth > 0) continue;
-      depth = 0;
-      units.emplace_back(std::exchange(unit, std::string()), first);
-    }
-    lines.clear();
+    const bool unclosed = cutter.open();
+    cutter.reset();
     errors.str("");
     {
       std::lock_guard<std::mutex> lock(written_mu);
@@ -294,7 +297,8 @@ int run_framed() {
     bool ok = true;
     for (const auto& [text, first_line] : units)
       if (!(ok = repl.unit(text, name, first_line))) break;
-    if (ok && !unit.empty()) {
+    units.clear();
+    if (ok && unclosed) {
       errors << "error: the cell ends inside an unclosed bracket\n";
       ok = false;
     }

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "lang/diagnostics.h"
+
 namespace spora::parallel {
 
 namespace {
@@ -24,21 +26,6 @@ char unescape(char c) {
     default:
       return c;  // \" \\ \/ (a \u escape keeps its hex digits: close enough for a key)
   }
-}
-
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
 }
 
 }  // namespace
@@ -114,7 +101,7 @@ std::string JsonLocations::quote(const std::string& path) const {
 
 std::vector<std::string> closest_first(const std::string& name, std::vector<std::string> known) {
   std::vector<std::pair<size_t, std::string>> ranked;
-  for (std::string& k : known) ranked.emplace_back(edit_distance(name, k), std::move(k));
+  for (std::string& k : known) ranked.emplace_back(lang::edit_distance(name, k), std::move(k));
   std::stable_sort(ranked.begin(), ranked.end(),
                    [](const auto& x, const auto& y) { return x.first < y.first; });
   std::vector<std::string> out;

@@ -263,26 +263,6 @@ const Binding* Lowerer::lookup_global(int module, const std::string& name) const
   return &(builtins[name] = Binding{v, false, {}});
 }
 
-namespace {
-
-// Edits (insertions, deletions, substitutions, swaps of neighbours) from a to b, ignoring case.
-size_t edit_distance(const std::string& a, const std::string& b) {
-  auto low = [](char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); };
-  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
-  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
-  for (size_t i = 1; i <= a.size(); ++i)
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t same = low(a[i - 1]) == low(b[j - 1]) ? 0 : 1;
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + same});
-      if (i > 1 && j > 1 && low(a[i - 1]) == low(b[j - 2]) && low(a[i - 2]) == low(b[j - 1]))
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-    }
-  return d[a.size()][b.size()];
-}
-
-}  // namespace
-
 void Lowerer::for_each_visible_name(const Env& env,
                                     const std::function<void(const std::string&)>& f) const {
   for (const auto& scope : env.scopes)
@@ -308,7 +288,7 @@ std::string Lowerer::unknown_name(const Env& env, const std::string& name) const
     if (candidate.empty() || !(std::isalpha(static_cast<unsigned char>(candidate[0])) ||
                                candidate[0] == '_'))
       return;
-    const size_t d = edit_distance(name, candidate);
+    const size_t d = lang::edit_distance(name, candidate);
     if (d < best_distance || (d == best_distance && candidate < best)) {
       best = candidate;
       best_distance = d;
