@@ -2,6 +2,7 @@
 #include "sim/cost_model.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace spora::sim {
 
@@ -38,34 +39,75 @@ double CostModel::launch_overhead(const std::string& op_class) const {
   return device_.launch_overhead;
 }
 
-OpTime CostModel::time(const sem::OpCost& cost, DType dtype) const {
-  OpTime t;
-  if (cost.op_class == "view" || cost.op_class == "host") return t;
-  const MeasuredTables& tables = device_.measured;
+double CostModel::seconds(const ComputeTables& tables, const sem::OpCost& cost, DType dtype,
+                          bool& compute_bound) const {
   const double peak = peak_flops(dtype, cost.op_class);
   const double compute = cost.flops / peak;
   const double memory = cost.bytes / device_.memory_bandwidth;
-  t.compute_bound = compute > memory;
-  t.overhead = launch_overhead(cost.op_class) * share_;
+  compute_bound = compute > memory;
   const GemmTable* gemm = cost.op_class == "matmul" ? &tables.gemm
                           : cost.op_class == "conv" ? &tables.conv
                                                     : nullptr;
   const auto rates = tables.bandwidth.find(cost.op_class);
-  double seconds = 0;
   if (gemm && !gemm->empty() && cost.gemm[0] > 0 && cost.flops > 0) {
     // The table holds f32 rates; another dtype's peak scales them.
     const auto f32 = device_.peak_flops.find("f32");
     const double scale = f32 == device_.peak_flops.end() ? 1 : peak / f32->second;
-    seconds = cost.flops / (gemm->rate_at(cost.gemm[0], cost.gemm[1], cost.gemm[2]) * scale);
-    t.compute_bound = true;
-  } else if (rates != tables.bandwidth.end() && cost.bytes > 0) {
-    const double table = cost.bytes / rates->second.rate_at(cost.bytes);
-    t.compute_bound = compute > table;
-    seconds = std::max(compute, table);
-  } else {
-    seconds = std::max(compute, memory) / efficiency(cost.op_class);
+    compute_bound = true;
+    return cost.flops / (gemm->rate_at(cost.gemm[0], cost.gemm[1], cost.gemm[2]) * scale);
   }
-  t.seconds = seconds * share_ + t.overhead;
+  if (rates != tables.bandwidth.end() && cost.bytes > 0) {
+    const double table = cost.bytes / rates->second.rate_at(cost.bytes);
+    compute_bound = compute > table;
+    return std::max(compute, table);
+  }
+  return std::max(compute, memory) / efficiency(cost.op_class);
+}
+
+OpTime CostModel::time(const sem::OpCost& cost, DType dtype) const {
+  OpTime t;
+  if (cost.op_class == "view" || cost.op_class == "host") return t;
+  t.overhead = launch_overhead(cost.op_class) * share_;
+  t.seconds = seconds(device_.measured, cost, dtype, t.compute_bound) * share_ + t.overhead;
+  return t;
+}
+
+OpTime CostModel::time(const sem::OpCost& cost, DType dtype,
+                       const std::vector<std::array<double, 2>>& reads) const {
+  double total = 0;
+  for (const auto& r : reads) total += r[1];
+  if (device_.measured.at_reuse_distance.empty() || !(total > 0)) return time(cost, dtype);
+  auto levels = device_.measured.by_reuse_distance();
+  for (auto& [d, tables] : levels) {  // a table the level lacks: the inherited tables' one
+    const bool has = cost.op_class == "matmul" ? !tables->gemm.empty()
+                     : cost.op_class == "conv" ? !tables->conv.empty()
+                                               : tables->bandwidth.count(cost.op_class) > 0;
+    if (!has) tables = &device_.measured;
+  }
+  OpTime t;
+  if (cost.op_class == "view" || cost.op_class == "host") return t;
+  t.overhead = launch_overhead(cost.op_class) * share_;
+  // Each read's share of the op at its distance: the time linear in log2(distance) between the
+  // two measured distances around it (4 KiB at least), clamped to the nearest beyond them.
+  auto position = [](double d) { return std::log2(std::max(d, 4096.0)); };
+  double s = 0;
+  for (const auto& [distance, bytes] : reads) {
+    if (!(bytes > 0)) continue;
+    const double x = position(distance);
+    std::size_t hi = 0;
+    while (hi < levels.size() && position(levels[hi].first) < x) ++hi;
+    double at = 0;
+    if (hi == 0 || hi == levels.size()) {
+      at = seconds(*levels[hi == 0 ? 0 : hi - 1].second, cost, dtype, t.compute_bound);
+    } else {
+      const double x0 = position(levels[hi - 1].first), x1 = position(levels[hi].first);
+      const double w = x1 > x0 ? (x - x0) / (x1 - x0) : 1;
+      at = (1 - w) * seconds(*levels[hi - 1].second, cost, dtype, t.compute_bound) +
+           w * seconds(*levels[hi].second, cost, dtype, t.compute_bound);
+    }
+    s += bytes / total * at;
+  }
+  t.seconds = s * share_ + t.overhead;
   return t;
 }
 

@@ -12,6 +12,11 @@
 //
 //   time = max(flops / peak_flops[dtype], bytes / memory_bandwidth) / efficiency[op_class]
 //
+// With tables at several reuse distances (measured.at_reuse_distance), `time` given the op's
+// reads (their reuse distance in the step's op order, sim/reuse.h, and their bytes) takes each
+// read's share of the op (by bytes) at its distance, interpolated between the measured ones
+// (sim/measured_tables.h, "Reuse distance"); without reads, the tables of `reuse_distance`.
+//
 // plus, in every case, a fixed per-operation time launch_overhead[op_class] (kernel launch and
 // framework dispatch). The classes `view` and `host` take no time at all. Efficiencies default to
 // 1 and overheads to device.launch_overhead (sim/README.md, "The cost model"). The GEMM tables
@@ -34,6 +39,7 @@
 // PyTorch's allow_tf32 or mixed precision would.
 #pragma once
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -54,6 +60,9 @@ class CostModel {
                      int ranks_on_node = 1);
 
   OpTime time(const sem::OpCost& cost, DType dtype) const;
+  // `reads`: rows {reuse distance in bytes, bytes read}, one per input tensor.
+  OpTime time(const sem::OpCost& cost, DType dtype,
+              const std::vector<std::array<double, 2>>& reads) const;
   double peak_flops(DType dtype, const std::string& op_class) const;
   double efficiency(const std::string& op_class) const;
   double launch_overhead(const std::string& op_class) const;
@@ -61,6 +70,10 @@ class CostModel {
   double time_share() const { return share_; }
 
  private:
+  // The op's time at one set of tables, without the overhead and the time sharing.
+  double seconds(const ComputeTables& tables, const sem::OpCost& cost, DType dtype,
+                 bool& compute_bound) const;
+
   DeviceSpec device_;
   std::string matmul_dtype_;
   double share_ = 1;

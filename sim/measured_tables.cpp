@@ -171,11 +171,22 @@ const CollectiveTable* MeasuredTables::collective(const std::string& primitive, 
   return r == p->second.end() || r->second.empty() ? nullptr : &r->second;
 }
 
+std::vector<std::pair<double, const ComputeTables*>> MeasuredTables::by_reuse_distance() const {
+  std::vector<std::pair<double, const ComputeTables*>> out;
+  out.push_back({std::max(reuse_distance, 0.0), this});
+  for (const auto& [d, t] : at_reuse_distance) out.push_back({d, &t});
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  return out;
+}
+
 MeasuredTables read_measured_tables(
     const YAML::Node& node,
     const std::function<void(const std::string&, const std::string&)>& fail) {
   MeasuredTables t;
-  if (!node.IsMap()) fail("", "expected a map (cores, gemm, conv, bandwidth, oversubscribed, collectives)");
+  if (!node.IsMap())
+    fail("",
+         "expected a map (cores, gemm, conv, bandwidth, reuse_distance, at_reuse_distance, "
+         "oversubscribed, collectives)");
   auto number = [&](const YAML::Node& n, const std::string& where) {
     double v = 0;
     if (n.IsScalar()) {
@@ -199,25 +210,56 @@ MeasuredTables read_measured_tables(
     }
     return out;
   };
+  // gemm, conv and bandwidth into `c`; false for another key.
+  auto compute_table = [&](const std::string& key, const YAML::Node& value,
+                           const std::string& where, ComputeTables& c) {
+    if (key == "gemm" || key == "conv") {
+      (key == "gemm" ? c.gemm : c.conv) =
+          GemmTable::from_rows(rows.template operator()<4>(value, where));
+      return true;
+    }
+    if (key != "bandwidth") return false;
+    if (!value.IsMap()) fail(where, "expected a map: op class -> rows [bytes, bytes/s]");
+    for (const auto& cls : value) {
+      const std::string at = where + "." + cls.first.Scalar();
+      try {
+        c.bandwidth[cls.first.Scalar()] =
+            RateTable::from_rows(rows.template operator()<2>(cls.second, at));
+      } catch (const std::invalid_argument& e) {
+        fail(at, e.what());
+      }
+    }
+    return true;
+  };
   for (const auto& item : node) {
     const std::string key = item.first.Scalar();
     try {
+      if (compute_table(key, item.second, key, t)) continue;
       if (key == "cores") {
         const double c = number(item.second, key);
         if (c < 1 || c != std::floor(c)) fail(key, "expected a positive integer");
         t.cores = static_cast<int>(c);
-      } else if (key == "gemm" || key == "conv") {
-        (key == "gemm" ? t.gemm : t.conv) =
-            GemmTable::from_rows(rows.template operator()<4>(item.second, key));
-      } else if (key == "bandwidth") {
-        if (!item.second.IsMap()) fail(key, "expected a map: op class -> rows [bytes, bytes/s]");
-        for (const auto& cls : item.second) {
-          const std::string where = key + "." + cls.first.Scalar();
-          try {
-            t.bandwidth[cls.first.Scalar()] =
-                RateTable::from_rows(rows.template operator()<2>(cls.second, where));
-          } catch (const std::invalid_argument& e) {
-            fail(where, e.what());
+      } else if (key == "reuse_distance") {
+        t.reuse_distance = number(item.second, key);
+        if (!(t.reuse_distance >= 0)) fail(key, "expected bytes >= 0");
+      } else if (key == "at_reuse_distance") {
+        if (!item.second.IsMap())
+          fail(key, "expected a map: reuse distance in bytes -> {gemm, conv, bandwidth}");
+        for (const auto& level : item.second) {
+          const std::string where = key + "." + level.first.Scalar();
+          const double d = number(level.first, where);
+          if (!(d >= 0)) fail(where, "expected a reuse distance in bytes >= 0");
+          if (t.at_reuse_distance.count(d)) fail(where, "this distance is listed twice");
+          if (!level.second.IsMap()) fail(where, "expected a map (gemm, conv, bandwidth)");
+          ComputeTables& c = t.at_reuse_distance[d];
+          for (const auto& f : level.second) {
+            const std::string name = f.first.Scalar(), at = where + "." + name;
+            try {
+              if (!compute_table(name, f.second, at, c))
+                fail(at, "unknown field (known: gemm, conv, bandwidth)");
+            } catch (const std::invalid_argument& e) {
+              fail(at, e.what());
+            }
           }
         }
       } else if (key == "oversubscribed") {
@@ -258,34 +300,60 @@ MeasuredTables read_measured_tables(
         }
       } else {
         fail(key,
-             "unknown field (known: cores, gemm, conv, bandwidth, oversubscribed, collectives)");
+             "unknown field (known: cores, gemm, conv, bandwidth, reuse_distance, "
+             "at_reuse_distance, oversubscribed, collectives)");
       }
     } catch (const std::invalid_argument& e) {
       fail(key, e.what());
     }
   }
+  if (!t.at_reuse_distance.empty() && t.reuse_distance < 0)
+    fail("at_reuse_distance", "needs reuse_distance: the distance of the tables outside it");
+  if (t.at_reuse_distance.count(std::max(t.reuse_distance, 0.0)))
+    fail("at_reuse_distance", "lists reuse_distance's own distance again");
   return t;
 }
+
+namespace {
+
+// gemm, conv and bandwidth, each key indented by `pad`.
+std::string compute_tables_yaml(const ComputeTables& t, const std::string& pad) {
+  std::string y;
+  for (const auto& [name, table] :
+       {std::pair<const char*, const GemmTable*>{"gemm", &t.gemm}, {"conv", &t.conv}}) {
+    if (table->empty()) continue;
+    y += fmt::format("{}{}:\n", pad, name);
+    for (const auto& r : table->rows())
+      y += fmt::format("{}  - [{}, {}, {}, {:.6g}]\n", pad, r[0], r[1], r[2], r[3]);
+  }
+  if (!t.bandwidth.empty()) {
+    y += pad + "bandwidth:\n";
+    for (const auto& [cls, table] : t.bandwidth) {
+      y += fmt::format("{}  {}: [", pad, cls);
+      for (std::size_t i = 0; i < table.bytes.size(); ++i)
+        y += fmt::format("{}[{}, {:.6g}]", i ? ", " : "", table.bytes[i], table.rate[i]);
+      y += "]\n";
+    }
+  }
+  return y;
+}
+
+}  // namespace
 
 std::string measured_tables_yaml(const MeasuredTables& t, int indent) {
   const std::string pad(static_cast<std::size_t>(indent), ' ');
   std::string y = pad + "measured:\n";
   if (t.cores > 0) y += fmt::format("{}  cores: {}\n", pad, t.cores);
-  for (const auto& [name, table] :
-       {std::pair<const char*, const GemmTable*>{"gemm", &t.gemm}, {"conv", &t.conv}}) {
-    if (table->empty()) continue;
-    y += fmt::format("{}  {}:\n", pad, name);
-    for (const auto& r : table->rows())
-      y += fmt::format("{}    - [{}, {}, {}, {:.6g}]\n", pad, r[0], r[1], r[2], r[3]);
-  }
-  if (!t.bandwidth.empty()) {
-    y += pad + "  bandwidth:\n";
-    for (const auto& [cls, table] : t.bandwidth) {
-      y += fmt::format("{}    {}: [", pad, cls);
-      for (std::size_t i = 0; i < table.bytes.size(); ++i)
-        y += fmt::format("{}[{}, {:.6g}]", i ? ", " : "", table.bytes[i], table.rate[i]);
-      y += "]\n";
-    }
+  if (t.reuse_distance >= 0)
+    y += fmt::format(
+        "{}  reuse_distance: {}   # bytes: the tables below, outside "
+        "at_reuse_distance\n",
+        pad, t.reuse_distance);
+  y += compute_tables_yaml(t, pad + "  ");
+  if (!t.at_reuse_distance.empty()) {
+    y += pad + "  at_reuse_distance:\n";
+    for (const auto& [d, c] : t.at_reuse_distance)
+      y += fmt::format("{}    {}:\n", pad, d) + compute_tables_yaml(c, pad + "      ");
   }
   if (!t.oversubscribed.empty()) {
     const SyncTable& o = t.oversubscribed;

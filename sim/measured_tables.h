@@ -12,6 +12,10 @@
 //         - [8, 64, 9, 2.0e9]         #   runs: [Og, P, K, FLOP/s] (semantics/cost.h, OpCost::gemm)
 //       bandwidth:                    # per op class: rows [bytes the op moves, bytes/s]
 //         elementwise: [[16384, 3.1e10], [1048576, 2.2e10], ...]
+//       reuse_distance: 4194304       # the tables above: operands at this reuse distance (bytes)
+//       at_reuse_distance:            # the same tables measured at other reuse distances
+//         0: {gemm: [...], conv: [...], bandwidth: {...}}
+//         67108864: {...}
 //       oversubscribed:               # more ranks than cores: what a synchronisation costs
 //         ranks: 4                    #   measured with 4 ranks on `cores` cores
 //         sync: [[0, 2.1e-4], [8e-5, 3.0e-4], ...]   # rows [grain s, extra s per sync]
@@ -28,6 +32,13 @@
 //   CollectiveTable  per (primitive, ranks): piecewise linear in log2(bytes) of the time; below
 //               the smallest size its time; beyond the largest, the line through the last two
 //               points in bytes (their bandwidth), never below the largest's time.
+// Reuse distance: the bytes of other data a kernel's inputs have had touched since their last use
+// (an LRU stack distance, Mattson et al. 1970). The calibration measures each table with the
+// kernel's inputs taken in turn from copies that add up to a distance (0: the same inputs every
+// call), and the simulator reads the tables at each input's distance in the step's op order
+// (sim/reuse.h), interpolating the time linearly in log2 of the distance between the measured
+// ones (a distance below 4 KiB counts as 4 KiB) and clamping beyond them. Without
+// `at_reuse_distance` there is one set of tables, used at every distance.
 // Why the shape and not the FLOPs alone: a skinny product (64 x 10 x 512) runs far below a square
 // one of the same FLOPs, and small element-wise ops run from the caches, faster than large ones.
 #pragma once
@@ -95,22 +106,34 @@ struct CollectiveTable {
   static CollectiveTable from_rows(const std::vector<std::array<double, 2>>& rows);
 };
 
-struct MeasuredTables {
+// The compute tables of one reuse distance of the operands.
+struct ComputeTables {
+  GemmTable gemm;
+  GemmTable conv;
+  std::map<std::string, RateTable> bandwidth;  // op class -> bytes/s by the bytes an op moves
+
+  bool empty() const { return gemm.empty() && conv.empty() && bandwidth.empty(); }
+};
+
+// The tables (the inherited ComputeTables at `reuse_distance`, the others by theirs).
+struct MeasuredTables : ComputeTables {
   // The cores the node's devices share (0: one each, as GPUs). When a step runs more ranks on a
   // node than it has cores, the ranks take turns: each op takes ranks / cores times its time,
   // and every synchronisation costs `oversubscribed.extra_at(grain)` more.
   int cores = 0;
-  GemmTable gemm;
-  GemmTable conv;
-  std::map<std::string, RateTable> bandwidth;  // op class -> bytes/s by the bytes an op moves
+  double reuse_distance = -1;  // bytes, of the inherited tables' operands (-1: not stated)
+  std::map<double, ComputeTables> at_reuse_distance;
   SyncTable oversubscribed;
   // "all_reduce", "reduce_scatter", "all_gather" -> ranks -> table.
   std::map<std::string, std::map<int, CollectiveTable>> collectives;
 
   bool empty() const {
-    return cores == 0 && gemm.empty() && conv.empty() && bandwidth.empty() &&
+    return cores == 0 && ComputeTables::empty() && at_reuse_distance.empty() &&
            oversubscribed.empty() && collectives.empty();
   }
+  // Every set of compute tables by its operands' reuse distance, ascending (the inherited
+  // tables only, at distance 0, when no distance is stated).
+  std::vector<std::pair<double, const ComputeTables*>> by_reuse_distance() const;
   // The measured table of `primitive` over `ranks`, or nullptr.
   const CollectiveTable* collective(const std::string& primitive, int ranks) const;
 };

@@ -8,6 +8,7 @@
 
 #include "sim/cost_model.h"
 #include "sim/platform.h"
+#include "sim/reuse.h"
 #include "sim/timeline_svg.h"
 
 namespace spora::sim {
@@ -175,10 +176,17 @@ std::string chrome_trace(const ClusterSpec& cluster, const StepProgram& program,
                       op.output ? op.output->str() : "", op.cost.flops, op.cost.bytes));
     }
     double clock = times.update;
+    // The updates' times as the simulation took them (update_seconds), op by op.
     const CostModel model(cluster.device, "");
+    std::vector<const StepOp*> sequence;
+    for (const StepOp& op : program.ops) sequence.push_back(&op);
+    for (const StepParam& p : program.params)
+      for (const StepOp& op : p.update) sequence.push_back(&op);
+    const std::vector<double> seconds = op_seconds(model, sequence);
+    std::size_t next = program.ops.size();
     for (const StepParam& p : program.params)
       for (const StepOp& op : p.update) {
-        const double s = model.time(op.cost, op.dtype).seconds;
+        const double s = seconds[next++];
         box(op.prim->name, "update", k, 0, clock, s,
             fmt::format("\"parameter\": \"{}\", \"flops\": {:.0f}, \"bytes\": {:.0f}",
                         escape(p.name), op.cost.flops, op.cost.bytes));

@@ -21,6 +21,7 @@
 #include "sim/interference.h"
 #include "sim/isolation.h"
 #include "sim/platform.h"
+#include "sim/reuse.h"
 
 namespace spora::sim {
 
@@ -290,6 +291,8 @@ SpmdProgram spmd_program(const ir::Graph& g, std::vector<int64_t> mesh, std::siz
   std::unordered_map<const ir::Node*, int> op_of;                 // node -> op index
   std::vector<int> issue_of_op;                                   // collective op -> issue point
   std::unordered_map<const ir::Node*, std::vector<int>> carries;  // tuples holding collectives
+  Dataflow flow;  // the tensors each op reads and writes (sim/reuse.h)
+  for (const ir::Node* prm : g.params) flow.bind(prm, {flow.fresh(prm->type)});
   auto waits_of = [&](const ir::Node* n, std::vector<int>& out) {
     if (auto it = collective_of.find(n); it != collective_of.end()) out.push_back(it->second);
     if (auto it = carries.find(n); it != carries.end())
@@ -304,6 +307,7 @@ SpmdProgram spmd_program(const ir::Graph& g, std::vector<int64_t> mesh, std::siz
     for (const ir::Node* i : n->inputs) in.push_back(i->type);
     SpmdOp op;
     op.op = make_step_op(*n->prim, in, n->type, n->attrs, Phase::Forward);
+    flow.apply(*n, op.op);
     if (auto kind = collective_kind(n->prim)) {
       op.collective = true;
       op.kind = *kind;
@@ -365,6 +369,13 @@ SpmdProgram spmd_program(const ir::Graph& g, std::vector<int64_t> mesh, std::siz
       u_type = g.output->inputs[k + 1]->type;
     int state = 0;
     std::vector<StepOp> u = update_ops(optimizer, u_type, state);
+    const auto& param = flow.refs(g.params[k]);
+    const std::vector<TensorRef> gradient =
+        g.output && g.output->is_prim("make_tuple") && k + 1 < g.output->inputs.size()
+            ? flow.refs(g.output->inputs[k + 1])
+            : std::vector<TensorRef>{};
+    if (!param.empty())
+      connect_update(u, param[0], gradient.size() == 1 ? gradient[0] : TensorRef{}, flow);
     p.update.insert(p.update.end(), u.begin(), u.end());
     p.param_bytes += sem::type_bytes(t);
     p.optimizer_state_bytes += state * sem::type_bytes(u_type);
@@ -413,12 +424,21 @@ SpmdSimResult simulate_spmd_step(const ClusterSpec& cluster, const SpmdProgram& 
   const CostModel model(cluster.device, options.matmul_dtype,
                         options.ranks_on_node > 0 ? options.ranks_on_node
                                                   : ranks_on_node(cluster, r.ranks));
-  for (const SpmdOp& op : program.ops) {
-    const double t = op.collective ? 0 : model.time(op.op.cost, op.op.dtype).seconds;
-    r.op_seconds.push_back(t);
-    r.compute_seconds += t;
+  {
+    // The step's ops (the collectives touch their buffers too), then the updates, each read at
+    // its reuse distance.
+    std::vector<const StepOp*> sequence;
+    for (const SpmdOp& op : program.ops) sequence.push_back(&op.op);
+    for (const StepOp& op : program.update) sequence.push_back(&op);
+    const std::vector<double> seconds = op_seconds(model, sequence);
+    for (std::size_t i = 0; i < program.ops.size(); ++i) {
+      const double t = program.ops[i].collective ? 0 : seconds[i];
+      r.op_seconds.push_back(t);
+      r.compute_seconds += t;
+    }
+    for (std::size_t i = program.ops.size(); i < seconds.size(); ++i)
+      r.update_seconds += seconds[i];
   }
-  for (const StepOp& op : program.update) r.update_seconds += model.time(op.cost, op.dtype).seconds;
   r.compute_seconds += r.update_seconds;
 
   const std::size_t n_coll = program.collectives.size();

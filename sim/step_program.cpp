@@ -12,6 +12,7 @@
 
 #include "lang/diagnostics.h"
 #include "sim/cost_model.h"
+#include "sim/reuse.h"
 
 namespace spora::sim {
 
@@ -36,8 +37,8 @@ double total_cost(const std::vector<StepOp>& ops) {
 // Flattens a graph's nodes into ops (step_program.h, "The op list").
 class Flattener {
  public:
-  Flattener(std::vector<StepOp>& ops, std::vector<std::string>& warnings)
-      : ops_(ops), warnings_(warnings) {}
+  Flattener(std::vector<StepOp>& ops, std::vector<std::string>& warnings, Dataflow& flow)
+      : ops_(ops), warnings_(warnings), flow_(flow) {}
 
   void graph(const Graph& g, Phase phase, int depth) {
     for (const Node* n : g.nodes) node(*n, phase, depth);
@@ -50,22 +51,30 @@ class Flattener {
       return;
     }
     if (n.callee) {
+      for (std::size_t k = 0; k < n.inputs.size() && k < n.callee->params.size(); ++k)
+        flow_.bind(n.callee->params[k], flow_.refs(n.inputs[k]));
       graph(*n.callee, phase, depth + 1);
+      if (n.callee->output) flow_.bind(&n, flow_.refs(n.callee->output));
       return;
     }
     if (!is_control(n.prim)) {
       std::vector<TypeP> in;
       for (const Node* i : n.inputs) in.push_back(i->type);
-      ops_.push_back(make_step_op(*n.prim, std::move(in), n.type, n.attrs, phase));
+      StepOp op = make_step_op(*n.prim, std::move(in), n.type, n.attrs, phase);
+      flow_.apply(n, op);
+      ops_.push_back(std::move(op));
       return;
     }
+    // A loop's or branch's body reads values the dataflow does not follow (its parameters);
+    // the control node's result is a new value.
+    flow_.bind(&n, {flow_.fresh(n.type)});
     auto body = [&](std::size_t i) -> const Graph* {
       return i < n.inputs.size() ? n.inputs[i]->graph_value : nullptr;
     };
     const std::string& name = n.prim->name;
     if (name == "if") {
       std::vector<StepOp> a, b;
-      Flattener fa(a, warnings_), fb(b, warnings_);
+      Flattener fa(a, warnings_, flow_), fb(b, warnings_, flow_);
       if (body(1)) fa.graph(*body(1), phase, depth + 1);
       if (body(2)) fb.graph(*body(2), phase, depth + 1);
       const std::vector<StepOp>& chosen = total_cost(a) >= total_cost(b) ? a : b;
@@ -80,7 +89,7 @@ class Flattener {
         warn("a for_range with run-time bounds counts one iteration");
       }
       std::vector<StepOp> once;
-      Flattener f(once, warnings_);
+      Flattener f(once, warnings_, flow_);
       if (body(3)) f.graph(*body(3), phase, depth + 1);
       for (long k = 0; k < trips; ++k) ops_.insert(ops_.end(), once.begin(), once.end());
       return;
@@ -116,6 +125,7 @@ class Flattener {
 
   std::vector<StepOp>& ops_;
   std::vector<std::string>& warnings_;
+  Dataflow& flow_;
 };
 
 }  // namespace
@@ -268,7 +278,9 @@ StepProgram build_step_program(const std::string& path, const parallel::StepOpti
     for (const Node* in : n->inputs) stack.push_back(in);
   }
   std::unordered_map<const Node*, int> last_op;  // node -> index of its last op
-  Flattener flat(result.ops, result.warnings);
+  Dataflow flow;
+  for (const Node* p : g->params) flow.bind(p, {flow.fresh(p->type)});
+  Flattener flat(result.ops, result.warnings, flow);
   for (const Node* n : g->nodes) {
     flat.node(*n, forward.count(n) ? Phase::Forward : Phase::Backward, 0);
     last_op[n] = static_cast<int>(result.ops.size()) - 1;
@@ -283,6 +295,10 @@ StepProgram build_step_program(const std::string& path, const parallel::StepOpti
     gradients.insert(grad);
     p.grad_op = last_op.count(grad) ? last_op.at(grad) : -1;
     p.update = update_ops(options.optimizer, p.type, p.state_tensors);
+    const auto& param = flow.refs(g->params[i]);
+    const auto& gradient = flow.refs(grad);
+    if (!param.empty())
+      connect_update(p.update, param[0], gradient.size() == 1 ? gradient[0] : TensorRef{}, flow);
     result.params.push_back(std::move(p));
   }
   for (std::size_t i = trainable; i < g->params.size(); ++i)

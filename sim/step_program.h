@@ -26,6 +26,12 @@ namespace spora::sim {
 enum class Phase { Forward, Backward, Update };
 std::string_view phase_name(Phase p);  // "forward", "backward", "update"
 
+// A tensor of the step by its id (sim/reuse.h) and size.
+struct TensorRef {
+  int id = -1;
+  double bytes = 0;
+};
+
 // One primitive application of the step, in execution order.
 struct StepOp {
   const sem::Primitive* prim = nullptr;
@@ -36,6 +42,8 @@ struct StepOp {
   DType dtype = DType::f32;
   Phase phase = Phase::Forward;
   bool costed = true;  // false: the row has no cost rule (estimated as elementwise)
+  // The tensors it reads and writes (sim/reuse.h); empty where the dataflow is not known.
+  std::vector<TensorRef> reads, writes;
 };
 
 struct StepParam {

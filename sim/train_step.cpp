@@ -21,6 +21,7 @@
 #include "sim/interference.h"
 #include "sim/isolation.h"
 #include "sim/platform.h"
+#include "sim/reuse.h"
 
 namespace spora::sim {
 
@@ -464,10 +465,17 @@ TrainSimResult simulate_train_step(const ClusterSpec& cluster, const StepProgram
 
   // Op times, buckets, and the compute stream's segments.
   const CostModel model(cluster.device, options.matmul_dtype, ranks_on_node(cluster, r.ranks));
-  for (const StepOp& op : program.ops)
-    r.op_seconds.push_back(model.time(op.cost, op.dtype).seconds);
-  for (const StepParam& p : program.params)
-    for (const StepOp& op : p.update) r.update_seconds += model.time(op.cost, op.dtype).seconds;
+  {
+    // The step's ops, then every parameter's update, each read at its reuse distance.
+    std::vector<const StepOp*> sequence;
+    for (const StepOp& op : program.ops) sequence.push_back(&op);
+    for (const StepParam& p : program.params)
+      for (const StepOp& op : p.update) sequence.push_back(&op);
+    const std::vector<double> seconds = op_seconds(model, sequence);
+    r.op_seconds.assign(seconds.begin(), seconds.begin() + program.ops.size());
+    for (std::size_t i = program.ops.size(); i < seconds.size(); ++i)
+      r.update_seconds += seconds[i];
+  }
   r.buckets = assign_buckets(program, options.bucket_bytes, options.first_bucket_bytes);
   add_segments(r, program);
 

@@ -212,7 +212,7 @@ class UnitCutter {
     return std::exchange(unit_, std::string());
   }
   bool open() const { return !unit_.empty(); }  // inside a unit that has not ended
-  int first_line() const { return first_; }      // the last unit's, counting from 1 since reset
+  int first_line() const { return first_; }     // the last unit's, counting from 1 since reset
   void reset() { *this = UnitCutter(); }
 
  private:

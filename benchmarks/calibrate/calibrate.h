@@ -14,6 +14,9 @@
 //                    cost beyond a tiny add: launch_overhead per class
 //        peaks       the best GEMM/conv rate (f32), a 512^3 f64 matmul; the bandwidth of
 //                    4 MiB adds (the roofline's memory side where no table applies)
+//        distances   the gemm, conv and bandwidth tables three times, with the kernels' inputs
+//                    at reuse distance 2P (P: private_cache_bytes; the inherited tables), 0 (the
+//                    same inputs every call) and 32P (at_reuse_distance; sim/reuse.h)
 //   2. communication (`mpirun -np K spora calibrate --measure mpi`, K = 2, then K = --devices
 //      when that is more and at most the cores): comm.cpp
 //        latency     half the round trip of 8-byte ping-pongs (K = 2)

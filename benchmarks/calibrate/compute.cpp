@@ -5,9 +5,12 @@
 //   gemm <m> <n> <k> <FLOP/s>   one point of the GEMM grid
 //   conv <m> <n> <k> <FLOP/s>   one point of the convolution grid (its per-image GEMM)
 //   bw <class> <bytes> <B/s>    one point of an op class's bandwidth table
+//   distance <bytes>            the reuse distance of the table lines that follow
 //
-// Each kernel is timed alone (measure.h) on fresh random inputs. The program that will be
-// predicted plays no part: only these fixed sweeps.
+// Each kernel is timed alone (measure.h) on fresh random inputs, the tables at three reuse
+// distances of its inputs (`scalar reuse_distance` names the one of the inherited tables,
+// sim/measured_tables.h). The program that will be predicted plays no
+// part: only these fixed sweeps.
 #include <algorithm>
 #include <array>
 #include <cstdio>
@@ -49,6 +52,80 @@ void print_bandwidth(const std::string& cls, const std::vector<std::vector<Measu
   }
 }
 
+// The GEMM, convolution and bandwidth tables with the kernels' inputs at reuse distance
+// `distance` (measure.h); the best GEMM or convolution rate seen raises `peak`.
+void print_tables(double distance, std::map<std::string, double>& tiny, std::mt19937& rng,
+                  double& peak) {
+  auto f32 = [&](sem::Shape s) { return Value(random_tensor(DType::f32, std::move(s), rng)); };
+  auto at = [&](const Case& c) { return measure(c, 0.02, distance); };
+  std::printf("distance %.9g\n", distance);
+  for (const int64_t m : kGemmDims)
+    for (const int64_t n : kGemmDims)
+      for (const int64_t k : kGemmDims) {
+        const Measured mm = at({"matmul", {f32({m, k}), f32({k, n})}, {}});
+        const double rate = mm.cost.flops / less_fixed(mm.seconds, tiny["matmul"]);
+        peak = std::max(peak, rate);
+        std::printf("gemm %lld %lld %lld %.9g\n", static_cast<long long>(m),
+                    static_cast<long long>(n), static_cast<long long>(k), rate);
+      }
+  for (const int64_t o : kConvOut)
+    for (const int64_t side : kConvSide)
+      for (const int64_t c : kConvIn) {
+        const Measured cv = at({"conv2d",
+                                {f32({kConvImages, c, side, side}), f32({o, c, 3, 3}), Value()},
+                                attrs_of({{"padding", Ints{1}}})});
+        const double rate = cv.cost.flops / less_fixed(cv.seconds, tiny["conv"]);
+        peak = std::max(peak, rate);
+        std::printf("conv %g %g %g %.9g\n", cv.cost.gemm[0], cv.cost.gemm[1], cv.cost.gemm[2],
+                    rate);
+      }
+
+  // Bandwidth tables, per class and size (elements per case).
+  std::map<std::string, std::vector<std::vector<Measured>>> sweep;
+  for (const int64_t n : {int64_t{1} << 8, int64_t{1} << 11, int64_t{1} << 14, int64_t{1} << 17,
+                          int64_t{1} << 20, int64_t{1} << 22}) {
+    std::vector<Measured>& e = sweep["elementwise"].emplace_back();
+    for (const char* op : {"add", "mul", "gt"}) e.push_back(at({op, {f32({n}), f32({n})}, {}}));
+    for (const char* op : {"relu", "exp", "tanh"}) e.push_back(at({op, {f32({n})}, {}}));
+    const Value mask(random_tensor(DType::boolean, {n}, rng));  // the vjp of relu
+    e.push_back(at({"where", {mask, f32({n}), Value(sem::Tensor::scalar(DType::f32, 0.0))}, {}}));
+    std::vector<Measured>& z = sweep["creation"].emplace_back();
+    z.push_back(at({"zeros", {}, attrs_of({{"shape", Ints{n}}})}));
+  }
+  for (const int64_t n :
+       {int64_t{1} << 11, int64_t{1} << 14, int64_t{1} << 17, int64_t{1} << 20, int64_t{1} << 22}) {
+    const sem::Shape rows{n / 256, 256}, cols{256, n / 256};
+    std::vector<Measured>& r = sweep["reduction"].emplace_back();
+    std::vector<Measured>& nm = sweep["norm"].emplace_back();
+    std::vector<Measured>& cp = sweep["copy"].emplace_back();
+    for (const sem::Shape& s : {rows, cols}) {
+      r.push_back(at({"sum", {f32(s)}, attrs_of({{"axis", Ints{0}}})}));
+      r.push_back(at({"sum", {f32(s)}, attrs_of({{"axis", Ints{1}}})}));
+      r.push_back(at({"max", {f32(s)}, attrs_of({{"axis", Ints{1}}})}));
+      cp.push_back(at({"permute", {f32(s)}, attrs_of({{"axes", Ints{1, 0}}})}));
+    }
+    // Tensors of rank 3 and 4 as models hold them ([batch, tokens, features], [batch, heads,
+    // tokens, head features]): the sum over the batch (a weight gradient's), over the features
+    // with keepdims (a softmax's), and the permutes of attention's heads and of a batched
+    // transpose.
+    const sem::Shape b3{8, n / 8 / 64, 64}, b4{8, 4, n / 8 / 4 / 64, 64};
+    r.push_back(at({"sum", {f32(b3)}, attrs_of({{"axis", Ints{0}}, {"keepdims", true}})}));
+    r.push_back(at({"sum", {f32(b4)}, attrs_of({{"axis", Ints{3}}, {"keepdims", true}})}));
+    cp.push_back(at({"permute", {f32(b3)}, attrs_of({{"axes", Ints{0, 2, 1}}})}));
+    cp.push_back(at({"permute", {f32(b4)}, attrs_of({{"axes", Ints{0, 2, 1, 3}}})}));
+    nm.push_back(at({"softmax", {f32(rows)}, {}}));
+    nm.push_back(at({"layer_norm", {f32(rows), Value(), Value()}, {}}));
+    nm.push_back(
+        at({"cross_entropy", {f32(rows), Value(sem::Tensor::zeros(DType::i32, {n / 256}))}, {}}));
+  }
+  for (const int64_t images : {1, 8, 64, 512}) {
+    std::vector<Measured>& p = sweep["pool"].emplace_back();
+    p.push_back(at({"max_pool2d", {f32({images, 4, 32, 32})}, attrs_of({{"kernel", Ints{2}}})}));
+  }
+
+  for (const auto& [cls, by_size] : sweep) print_bandwidth(cls, by_size, tiny[cls]);
+}
+
 }  // namespace
 
 int measure_compute() {
@@ -58,88 +135,31 @@ int measure_compute() {
 
   // Fixed costs: tiny ops of each class against a tiny add (whose cost is in the interpreter's
   // time per node already). The tables are of the kernels' time beyond their class's fixed cost,
-  // which the cost model adds back as the launch overhead.
-  const double tiny_add = measure({"add", {f32({1}), f32({1})}, {}}).seconds;
+  // which the cost model adds back as the launch overhead. Each on the same inputs every call
+  // (reuse distance 0): the fixed cost alone.
+  auto tiny_op = [](const Case& c) { return measure(c, 0.02, 0).seconds; };
+  const double tiny_add = tiny_op({"add", {f32({1}), f32({1})}, {}});
   std::map<std::string, double> tiny{{"elementwise", tiny_add}};
-  tiny["matmul"] = measure({"matmul", {f32({1, 1}), f32({1, 1})}, {}}).seconds;
-  tiny["conv"] = measure({"conv2d", {f32({1, 1, 1, 1}), f32({1, 1, 1, 1}), Value()}, {}}).seconds;
-  tiny["reduction"] = measure({"sum", {f32({1})}, {}}).seconds;
-  tiny["norm"] = measure({"softmax", {f32({1, 1})}, {}}).seconds;
-  tiny["pool"] =
-      measure({"max_pool2d", {f32({1, 1, 2, 2})}, attrs_of({{"kernel", Ints{2}}})}).seconds;
-  tiny["copy"] = measure({"permute", {f32({1, 1})}, attrs_of({{"axes", Ints{1, 0}}})}).seconds;
-  tiny["creation"] = measure({"zeros", {}, attrs_of({{"shape", Ints{1}}})}).seconds;
+  tiny["matmul"] = tiny_op({"matmul", {f32({1, 1}), f32({1, 1})}, {}});
+  tiny["conv"] = tiny_op({"conv2d", {f32({1, 1, 1, 1}), f32({1, 1, 1, 1}), Value()}, {}});
+  tiny["reduction"] = tiny_op({"sum", {f32({1})}, {}});
+  tiny["norm"] = tiny_op({"softmax", {f32({1, 1})}, {}});
+  tiny["pool"] = tiny_op({"max_pool2d", {f32({1, 1, 2, 2})}, attrs_of({{"kernel", Ints{2}}})});
+  tiny["copy"] = tiny_op({"permute", {f32({1, 1})}, attrs_of({{"axes", Ints{1, 0}}})});
+  tiny["creation"] = tiny_op({"zeros", {}, attrs_of({{"shape", Ints{1}}})});
   const double interp = interpreter_overhead();
 
-  for (const int64_t m : kGemmDims)
-    for (const int64_t n : kGemmDims)
-      for (const int64_t k : kGemmDims) {
-        const Measured mm = measure({"matmul", {f32({m, k}), f32({k, n})}, {}});
-        const double rate = mm.cost.flops / less_fixed(mm.seconds, tiny["matmul"]);
-        peak = std::max(peak, rate);
-        std::printf("gemm %lld %lld %lld %.9g\n", static_cast<long long>(m),
-                    static_cast<long long>(n), static_cast<long long>(k), rate);
-      }
-  for (const int64_t o : kConvOut)
-    for (const int64_t side : kConvSide)
-      for (const int64_t c : kConvIn) {
-        const Measured cv =
-            measure({"conv2d",
-                     {f32({kConvImages, c, side, side}), f32({o, c, 3, 3}), Value()},
-                     attrs_of({{"padding", Ints{1}}})});
-        const double rate = cv.cost.flops / less_fixed(cv.seconds, tiny["conv"]);
-        peak = std::max(peak, rate);
-        std::printf("conv %g %g %g %.9g\n", cv.cost.gemm[0], cv.cost.gemm[1], cv.cost.gemm[2],
-                    rate);
-      }
+  // The reuse distances: the same inputs every call (the core's own caches), twice the private
+  // caches (the shared cache: the inherited tables) and 32 times them (memory, on most CPUs).
+  const double base = 2.0 * static_cast<double>(private_cache_bytes());
+  std::printf("scalar reuse_distance %.9g\n", base);
+  for (const double distance : {base, 0.0, 16 * base}) {
+    double best = 0;
+    print_tables(distance, tiny, rng, best);
+    if (distance == base) peak = best;
+  }
   const Value a64(random_tensor(DType::f64, {512, 512}, rng));
   const Measured mm64 = measure({"matmul", {a64, a64}, {}});
-
-  // Bandwidth tables, per class and size (elements per case).
-  std::map<std::string, std::vector<std::vector<Measured>>> sweep;
-  for (const int64_t n : {int64_t{1} << 8, int64_t{1} << 11, int64_t{1} << 14, int64_t{1} << 17,
-                          int64_t{1} << 20, int64_t{1} << 22}) {
-    std::vector<Measured>& e = sweep["elementwise"].emplace_back();
-    for (const char* op : {"add", "mul", "gt"})
-      e.push_back(measure({op, {f32({n}), f32({n})}, {}}));
-    for (const char* op : {"relu", "exp", "tanh"}) e.push_back(measure({op, {f32({n})}, {}}));
-    const Value mask(random_tensor(DType::boolean, {n}, rng));  // the vjp of relu
-    e.push_back(
-        measure({"where", {mask, f32({n}), Value(sem::Tensor::scalar(DType::f32, 0.0))}, {}}));
-    std::vector<Measured>& z = sweep["creation"].emplace_back();
-    z.push_back(measure({"zeros", {}, attrs_of({{"shape", Ints{n}}})}));
-  }
-  for (const int64_t n :
-       {int64_t{1} << 11, int64_t{1} << 14, int64_t{1} << 17, int64_t{1} << 20, int64_t{1} << 22}) {
-    const sem::Shape rows{n / 256, 256}, cols{256, n / 256};
-    std::vector<Measured>& r = sweep["reduction"].emplace_back();
-    std::vector<Measured>& nm = sweep["norm"].emplace_back();
-    std::vector<Measured>& cp = sweep["copy"].emplace_back();
-    for (const sem::Shape& s : {rows, cols}) {
-      r.push_back(measure({"sum", {f32(s)}, attrs_of({{"axis", Ints{0}}})}));
-      r.push_back(measure({"sum", {f32(s)}, attrs_of({{"axis", Ints{1}}})}));
-      r.push_back(measure({"max", {f32(s)}, attrs_of({{"axis", Ints{1}}})}));
-      cp.push_back(measure({"permute", {f32(s)}, attrs_of({{"axes", Ints{1, 0}}})}));
-    }
-    // Tensors of rank 3 and 4 as models hold them ([batch, tokens, features], [batch, heads,
-    // tokens, head features]): the sum over the batch (a weight gradient's), over the features
-    // with keepdims (a softmax's), and the permutes of attention's heads and of a batched
-    // transpose.
-    const sem::Shape b3{8, n / 8 / 64, 64}, b4{8, 4, n / 8 / 4 / 64, 64};
-    r.push_back(measure({"sum", {f32(b3)}, attrs_of({{"axis", Ints{0}}, {"keepdims", true}})}));
-    r.push_back(measure({"sum", {f32(b4)}, attrs_of({{"axis", Ints{3}}, {"keepdims", true}})}));
-    cp.push_back(measure({"permute", {f32(b3)}, attrs_of({{"axes", Ints{0, 2, 1}}})}));
-    cp.push_back(measure({"permute", {f32(b4)}, attrs_of({{"axes", Ints{0, 2, 1, 3}}})}));
-    nm.push_back(measure({"softmax", {f32(rows)}, {}}));
-    nm.push_back(measure({"layer_norm", {f32(rows), Value(), Value()}, {}}));
-    nm.push_back(measure(
-        {"cross_entropy", {f32(rows), Value(sem::Tensor::zeros(DType::i32, {n / 256}))}, {}}));
-  }
-  for (const int64_t images : {1, 8, 64, 512}) {
-    std::vector<Measured>& p = sweep["pool"].emplace_back();
-    p.push_back(
-        measure({"max_pool2d", {f32({images, 4, 32, 32})}, attrs_of({{"kernel", Ints{2}}})}));
-  }
 
   // Memory bandwidth: adds and multiplies of 4 MiB arrays (the roofline's memory side for the
   // classes without a table, and the copies of the communication model).
@@ -148,7 +168,6 @@ int measure_compute() {
     const Measured e = measure({op, {f32({1 << 20}), f32({1 << 20})}, {}}, 0.1);
     bandwidth = std::max(bandwidth, e.cost.bytes / e.seconds);
   }
-  for (const auto& [cls, by_size] : sweep) print_bandwidth(cls, by_size, tiny[cls]);
   std::printf("scalar peak_f32 %.9g\n", peak);
   std::printf("scalar peak_f64 %.9g\n", mm64.cost.flops / mm64.seconds);
   std::printf("scalar memory_bandwidth %.9g\n", bandwidth);

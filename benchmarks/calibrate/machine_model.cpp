@@ -22,11 +22,16 @@ namespace spora::calibrate {
 
 namespace {
 
+// The compute tables' lines of one reuse distance (compute.cpp).
+struct TableLines {
+  std::vector<std::array<double, 4>> gemm, conv;
+  std::map<std::string, std::vector<std::array<double, 2>>> bandwidth;
+};
+
 // The lines one child printed (compute.cpp, comm.cpp), by their first word.
 struct ChildOutput {
   std::map<std::string, double> scalars;
-  std::vector<std::array<double, 4>> gemm, conv;
-  std::map<std::string, std::vector<std::array<double, 2>>> bandwidth;
+  std::map<double, TableLines> tables;  // by the reuse distance of the `distance` line before
   std::vector<CollectivePoint> coll, coll_b2b;
   std::vector<SharePoint> share;
 };
@@ -34,15 +39,17 @@ struct ChildOutput {
 ChildOutput parse_child(FILE* pipe) {
   ChildOutput c;
   char line[512];
+  double distance = -1;
   while (std::fgets(line, sizeof line, pipe)) {
     std::istringstream in(line);
     std::string kind, name;
     in >> kind;
     double a = 0, b = 0, k = 0, r = 0;
     if (kind == "scalar" && in >> name >> a) c.scalars[name] = a;
+    if (kind == "distance") in >> distance;
     if ((kind == "gemm" || kind == "conv") && in >> a >> b >> k >> r)
-      (kind == "gemm" ? c.gemm : c.conv).push_back({a, b, k, r});
-    if (kind == "bw" && in >> name >> a >> b) c.bandwidth[name].push_back({a, b});
+      (kind == "gemm" ? c.tables[distance].gemm : c.tables[distance].conv).push_back({a, b, k, r});
+    if (kind == "bw" && in >> name >> a >> b) c.tables[distance].bandwidth[name].push_back({a, b});
     if (SharePoint p; kind == "share" && in >> p.ranks >> p.n >> p.bytes >> p.compute >> p.loop)
       c.share.push_back(p);
     if ((kind == "coll" || kind == "coll_b2b") && in >> name >> a >> b) {
@@ -101,7 +108,8 @@ std::vector<std::pair<int, int64_t>> share_cases() {
 double simulated_all_reduce(double bytes, int ranks, double share, double latency,
                             const LinkFit& link) {
   if (ranks < 2) return 0;
-  return share * link.overhead + 2.0 * (ranks - 1) * (latency + share * bytes / ranks / link.bandwidth);
+  return share * link.overhead +
+         2.0 * (ranks - 1) * (latency + share * bytes / ranks / link.bandwidth);
 }
 
 namespace {
@@ -121,8 +129,7 @@ std::map<std::string, std::map<int, sim::CollectiveTable>> collective_tables(
     if (p.bytes > 0 && p.seconds > 0) rows[p.primitive][p.ranks].push_back({p.bytes, p.seconds});
   std::map<std::string, std::map<int, sim::CollectiveTable>> out;
   for (const auto& [name, by_ranks] : rows)
-    for (const auto& [ranks, rs] : by_ranks)
-      out[name][ranks] = sim::CollectiveTable::from_rows(rs);
+    for (const auto& [ranks, rs] : by_ranks) out[name][ranks] = sim::CollectiveTable::from_rows(rs);
   return out;
 }
 
@@ -139,9 +146,9 @@ std::vector<std::array<double, 2>> oversubscribed_rows(const std::vector<SharePo
     if (!b || !o || o->ranks <= cores) return {};
     const double share = static_cast<double>(o->ranks) / cores;
     const double grain = n == 0 ? 0 : b->compute;
-    const double collective = all_reduce ? all_reduce->seconds_at(o->bytes)
-                                         : simulated_all_reduce(o->bytes, o->ranks, share,
-                                                                latency, link);
+    const double collective = all_reduce
+                                  ? all_reduce->seconds_at(o->bytes)
+                                  : simulated_all_reduce(o->bytes, o->ranks, share, latency, link);
     rows.push_back({grain, o->loop - share * grain - collective});
   }
   return rows;
@@ -177,6 +184,15 @@ std::string machine_model_yaml(const MachineModel& m) {
       "#   interpreter: {} per node (dispatch; the classes' launch_overhead adds their\n"
       "#   kernels' fixed cost)\n",
       usec(m.interpreter_overhead));
+  if (!m.tables.at_reuse_distance.empty()) {
+    std::string others;
+    for (const auto& [d, t] : m.tables.at_reuse_distance)
+      others += fmt::format("{}{:.3g} MiB", others.empty() ? "" : ", ", d / 1048576);
+    y += fmt::format(
+        "#   compute tables with the kernels' inputs at reuse distance {:.3g} MiB (twice the\n"
+        "#   core's private cache), and at {} (at_reuse_distance)\n",
+        m.tables.reuse_distance / 1048576, others);
+  }
   if (m.have_mpi) {
     y += fmt::format("#   MPI (mpirun -np 2): latency {} (8 B ping-pong)\n", usec(m.latency));
     y += "#   collectives in place (after 2 ms of computation over 32 MiB), measured / ring model "
@@ -206,7 +222,8 @@ std::string machine_model_yaml(const MachineModel& m) {
     y += fmt::format(
         "#   {} ranks on {} cores (measure share): loops of n 64x64 matmuls + an all_reduce over\n"
         "#   the ranks; grain = the compute part at {} ranks; simulated = {} x grain + the\n"
-        "#   measured all_reduce (else the ring with shared copies), corrected by the extra (>= 0)\n",
+        "#   measured all_reduce (else the ring with shared copies), corrected by the extra (>= "
+        "0)\n",
         any.ranks, m.tables.cores, m.tables.cores, share);
     y += "#     n     bytes     grain   loop@cores  loop@ranks  simulated  (extra)\n";
     for (const SharePoint& o : m.share_over) {
@@ -218,10 +235,10 @@ std::string machine_model_yaml(const MachineModel& m) {
       const sim::CollectiveTable* table = m.tables.collective("all_reduce", o.ranks);
       const double per_call = share * m.link.overhead;
       const double simulated =
-          share * grain +
-          (table ? std::max(0.0, table->seconds_at(o.bytes) + extra)
-                 : simulated_all_reduce(o.bytes, o.ranks, share, m.latency, m.link) - per_call +
-                       std::max(0.0, per_call + extra));
+          share * grain + (table
+                               ? std::max(0.0, table->seconds_at(o.bytes) + extra)
+                               : simulated_all_reduce(o.bytes, o.ranks, share, m.latency, m.link) -
+                                     per_call + std::max(0.0, per_call + extra));
       y += fmt::format("#   {:>4} {:>8} {:>10} {:>10} {:>10} {:>10} ({})\n", o.n, o.bytes,
                        usec(grain), usec(b->loop), usec(o.loop), usec(simulated), usec(extra));
     }
@@ -234,7 +251,7 @@ std::string machine_model_yaml(const MachineModel& m) {
   y += fmt::format("  memory: {:.3g} GB\n", m.memory_bytes / 1e9);
   y += fmt::format("  memory_bandwidth: {}\n", gb(m.memory_bandwidth));
   y += fmt::format("  launch_overhead: {}\n", usec(m.interpreter_overhead));
-  y += "  op_classes:\n";
+  if (!m.launch_overhead.empty()) y += "  op_classes:\n";
   for (const auto& [cls, h] : m.launch_overhead)
     y += fmt::format("    {}: {{launch_overhead: {}}}\n", cls, usec(h));
   y += sim::measured_tables_yaml(m.tables, 2);
@@ -270,10 +287,19 @@ int calibrate_machine(const CalibrateOptions& o) {
   for (const auto& [key, value] : c->scalars)
     if (key.rfind("overhead.", 0) == 0) m.launch_overhead[key.substr(9)] = value;
   m.tables.cores = cores;
-  m.tables.gemm = sim::GemmTable::from_rows(c->gemm);
-  m.tables.conv = sim::GemmTable::from_rows(c->conv);
-  for (const auto& [cls, rows] : c->bandwidth)
-    m.tables.bandwidth[cls] = sim::RateTable::from_rows(rows);
+  // The tables at the base distance are the inherited ones; the others go by their distance.
+  const auto base = c->scalars.find("reuse_distance");
+  if (base == c->scalars.end() || !c->tables.count(base->second))
+    throw lang::UserError("the compute measurement printed no tables at its reuse distance");
+  m.tables.reuse_distance = base->second;
+  for (const auto& [distance, lines] : c->tables) {
+    sim::ComputeTables& t =
+        distance == base->second ? m.tables : m.tables.at_reuse_distance[distance];
+    t.gemm = sim::GemmTable::from_rows(lines.gemm);
+    t.conv = sim::GemmTable::from_rows(lines.conv);
+    for (const auto& [cls, rows] : lines.bandwidth)
+      t.bandwidth[cls] = sim::RateTable::from_rows(rows);
+  }
 
   if (!o.no_mpi) {
     std::fprintf(stderr, "calibrate: collectives between 2 MPI ranks...\n");
@@ -300,10 +326,11 @@ int calibrate_machine(const CalibrateOptions& o) {
   // tables hold rank counts up to the cores only.
   if (m.have_mpi && m.devices > 2 && m.devices <= cores) {
     std::fprintf(stderr, "calibrate: collectives between %d MPI ranks...\n", m.devices);
-    const auto mpi = run_children(fmt::format("{} mpirun --oversubscribe --allow-run-as-root -np {} "
-                                              "'{}' calibrate --measure mpi 2>/dev/null",
-                                              env, m.devices, o.self),
-                                  1);
+    const auto mpi =
+        run_children(fmt::format("{} mpirun --oversubscribe --allow-run-as-root -np {} "
+                                 "'{}' calibrate --measure mpi 2>/dev/null",
+                                 env, m.devices, o.self),
+                     1);
     if (mpi && !mpi->coll.empty())
       m.collectives.insert(m.collectives.end(), mpi->coll.begin(), mpi->coll.end());
     else

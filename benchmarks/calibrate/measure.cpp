@@ -2,6 +2,7 @@
 #include "benchmarks/calibrate/measure.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -77,7 +78,13 @@ size_t private_cache_bytes() {
   return bytes;
 }
 
-Measured measure(const Case& c, double budget) {
+size_t copies_for(double distance, size_t input_bytes) {
+  if (distance < 0) distance = 2.0 * static_cast<double>(private_cache_bytes());
+  const double n = std::round(distance / static_cast<double>(std::max<size_t>(input_bytes, 1)));
+  return static_cast<size_t>(std::clamp(n, 1.0, static_cast<double>(kMaxCopies)));
+}
+
+Measured measure(const Case& c, double budget, double distance) {
   const sem::Primitive* p = sem::Registry::instance().find(c.prim);
   if (!p) throw lang::InternalError("calibrate: no primitive " + c.prim);
   const sem::Attrs attrs = with_defaults(*p, c.attrs);
@@ -87,9 +94,7 @@ Measured measure(const Case& c, double budget) {
     types.push_back(v.kind == sem::Value::Kind::None ? nullptr : v.type());
     if (v.kind == sem::Value::Kind::Tensor) input_bytes += v.tensor.nbytes();
   }
-  // Copies of the inputs, twice the private caches in all (at most 64), taken in turn.
-  const size_t copies =
-      std::clamp<size_t>(2 * private_cache_bytes() / std::max<size_t>(input_bytes, 1), 1, 64);
+  const size_t copies = copies_for(distance, input_bytes);
   std::vector<std::vector<sem::Value>> sets{c.inputs};
   for (size_t i = 1; i < copies; ++i) {
     std::vector<sem::Value>& set = sets.emplace_back(c.inputs);

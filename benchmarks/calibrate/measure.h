@@ -45,11 +45,16 @@ struct Measured {
 };
 
 // Runs the CPU kernel of c (the row's attribute defaults filled in) and evaluates its cost rule.
-// The kernel takes its inputs from copies of them that together fill twice the core's private
-// caches (L1 and L2: private_cache_bytes), one copy after another, so that its operands come
-// from the shared cache or memory, as an op's do in a training step, where the ops between its
-// inputs' producers and itself have evicted them (a few small inputs stay cached, there too).
-Measured measure(const Case& c, double budget = 0.02);
+// The kernel takes its inputs in turn from copies of them (copies_for) so that, between two uses
+// of one copy, the others touched about `distance` bytes (their reuse distance, sim/reuse.h):
+// 0 takes the same inputs every call, from the core's own caches; the default, twice the core's
+// private caches (L1 and L2: private_cache_bytes), has them come from the shared cache or memory,
+// as an op's do in a training step after the ops between its inputs' producers and itself.
+Measured measure(const Case& c, double budget = 0.02, double distance = -1);
+// The copies of inputs of `input_bytes` that put them at reuse distance `distance` (< 0: twice
+// the private caches): distance / input_bytes rounded, 1 to kMaxCopies.
+size_t copies_for(double distance, size_t input_bytes);
+constexpr size_t kMaxCopies = 8192;
 // The largest data cache of level 1 or 2 of the first CPU (sysfs; 2 MiB where unknown).
 size_t private_cache_bytes();
 

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "benchmarks/calibrate/measure.h"
 #include "sim/cluster_spec.h"
 
 namespace spora::calibrate {
@@ -30,14 +31,20 @@ TEST(Calibrate, FitFailsWithoutAPositiveSlope) {
   EXPECT_FALSE(fit_collectives({{"all_reduce", 512, 1e-4}}, 0).ok);
 }
 
-TEST(Calibrate, TheSpecRoundTripsThroughTheSimulatorsReader) {
+// A model of 4 devices on 2 cores with its scalars set, no tables.
+MachineModel four_devices() {
   MachineModel m;
   m.devices = 4;
   m.memory_bytes = 8e9;
   m.peak_f32 = 120e9, m.peak_f64 = 40e9, m.memory_bandwidth = 20e9;
   m.interpreter_overhead = 0.5e-6;
-  m.launch_overhead = {{"matmul", 0.75e-6}, {"elementwise", 0.5e-6}};
   m.tables.cores = 2;
+  return m;
+}
+
+TEST(Calibrate, TheSpecRoundTripsThroughTheSimulatorsReader) {
+  MachineModel m = four_devices();
+  m.launch_overhead = {{"matmul", 0.75e-6}, {"elementwise", 0.5e-6}};
   std::vector<std::array<double, 4>> grid;
   for (double a : {4.0, 64.0})
     for (double b : {4.0, 64.0})
@@ -73,6 +80,37 @@ TEST(Calibrate, TheSpecRoundTripsThroughTheSimulatorsReader) {
     EXPECT_NEAR(t->seconds_at(p.bytes), p.seconds, 1e-12 * p.seconds) << p.primitive;
   }
   EXPECT_EQ(s.device.measured.collective("all_reduce", 4)->bytes.size(), 1u);
+}
+
+// The tables at other reuse distances come back by their distance, the inherited ones at theirs.
+TEST(Calibrate, TablesAtEveryReuseDistanceRoundTrip) {
+  MachineModel m = four_devices();
+  m.tables.reuse_distance = 4194304;
+  m.tables.bandwidth["elementwise"] = sim::RateTable::from_rows({{1024, 2e10}, {1 << 24, 1e10}});
+  m.tables.at_reuse_distance[0].bandwidth["elementwise"] =
+      sim::RateTable::from_rows({{1024, 4e10}, {1 << 24, 1e10}});
+  m.tables.at_reuse_distance[67108864].bandwidth["elementwise"] =
+      sim::RateTable::from_rows({{1024, 1e10}, {1 << 24, 0.5e10}});
+  const std::string yaml = machine_model_yaml(m);
+  EXPECT_NE(yaml.find("reuse distance 4 MiB"), std::string::npos) << yaml;
+  const sim::MeasuredTables back = sim::parse_cluster_spec(yaml, "m.yaml").device.measured;
+  EXPECT_EQ(back.reuse_distance, 4194304);
+  ASSERT_EQ(back.at_reuse_distance.size(), 2u);
+  EXPECT_EQ(back.bandwidth.at("elementwise").rate, (std::vector<double>{2e10, 1e10}));
+  EXPECT_EQ(back.at_reuse_distance.at(0).bandwidth.at("elementwise").rate,
+            (std::vector<double>{4e10, 1e10}));
+  EXPECT_EQ(back.at_reuse_distance.at(67108864).bandwidth.at("elementwise").rate,
+            (std::vector<double>{1e10, 0.5e10}));
+}
+
+// A kernel's inputs are taken in turn from distance / input bytes copies, 1 to kMaxCopies; by
+// default twice the core's private cache.
+TEST(Calibrate, CopiesPutTheInputsAtTheirReuseDistance) {
+  EXPECT_EQ(copies_for(0, 4096), 1u);
+  EXPECT_EQ(copies_for(1 << 20, 4096), 256u);
+  EXPECT_EQ(copies_for(1 << 20, 1 << 22), 1u);
+  EXPECT_EQ(copies_for(1e12, 8), kMaxCopies);
+  EXPECT_EQ(copies_for(-1, 1024), 2 * private_cache_bytes() / 1024);
 }
 
 // The oversubscription table from the two loops (share.cpp): per grain of the 4 KiB sweep, the

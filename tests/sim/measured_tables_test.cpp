@@ -73,6 +73,18 @@ device:
   memory_bandwidth: 10 GB/s
 )";
 
+// The error a spec with this `device.measured` block gets ("no error" if none).
+std::string spec_error(const std::string& measured) {
+  try {
+    parse_cluster_spec(std::string(kSpec) + measured +
+                           "interconnect: {kind: switch, bandwidth: 1 GB/s, latency: 1 us}\n",
+                       "m.yaml");
+  } catch (const ClusterSpecError& e) {
+    return std::string(e.what());
+  }
+  return std::string("no error");
+}
+
 ClusterSpec spec_with(const MeasuredTables& t) {
   const std::string text = std::string(kSpec) + measured_tables_yaml(t, 2) +
                            "interconnect: {kind: switch, bandwidth: 1 GB/s, latency: 1 us}\n";
@@ -196,14 +208,7 @@ TEST(MeasuredTables, CollectiveTableInterpolatesAndExtrapolatesByBandwidth) {
   EXPECT_EQ(b.collective("reduce_scatter", 2), nullptr);
 
   const auto error = [](const std::string& block) {
-    try {
-      parse_cluster_spec(std::string(kSpec) + "  measured:\n    collectives:\n" + block +
-                             "interconnect: {kind: switch, bandwidth: 1 GB/s, latency: 1 us}\n",
-                         "m.yaml");
-    } catch (const ClusterSpecError& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
+    return spec_error("  measured:\n    collectives:\n" + block);
   };
   EXPECT_EQ(error("      broadcast: [[2, 64, 1e-5]]\n"),
             "m.yaml: device.measured.collectives.broadcast: unknown primitive (known: all_reduce, "
@@ -275,6 +280,70 @@ TEST(MeasuredTables, SyncTableRoundTripsAndItsErrorsNameTheField) {
     EXPECT_EQ(std::string(e.what()),
               "m.yaml: device.measured.oversubscribed.sync: the grain 0 is listed twice");
   }
+}
+
+// Tables at three distances: 4 KiB (40 GB/s), 64 KiB, the inherited ones (20 GB/s), and 1 MiB
+// (10 GB/s), all flat in the bytes an op moves.
+MeasuredTables three_levels() {
+  MeasuredTables t;
+  t.reuse_distance = 65536;
+  t.bandwidth["elementwise"] = RateTable::from_rows({{1024, 2e10}, {1 << 20, 2e10}});
+  t.at_reuse_distance[4096].bandwidth["elementwise"] =
+      RateTable::from_rows({{1024, 4e10}, {1 << 20, 4e10}});
+  t.at_reuse_distance[1 << 20].bandwidth["elementwise"] =
+      RateTable::from_rows({{1024, 1e10}, {1 << 20, 1e10}});
+  return t;
+}
+
+TEST(MeasuredTables, ReuseDistanceTablesRoundTripThroughTheSpecReader) {
+  const MeasuredTables back = spec_with(three_levels()).device.measured;
+  EXPECT_EQ(back.reuse_distance, 65536);
+  ASSERT_EQ(back.at_reuse_distance.size(), 2u);
+  EXPECT_EQ(back.at_reuse_distance.at(4096).bandwidth.at("elementwise").rate,
+            (std::vector<double>{4e10, 4e10}));
+  EXPECT_EQ(back.at_reuse_distance.at(1 << 20).bandwidth.at("elementwise").rate,
+            (std::vector<double>{1e10, 1e10}));
+  const auto levels = back.by_reuse_distance();
+  ASSERT_EQ(levels.size(), 3u);
+  EXPECT_EQ(levels[0].first, 4096);
+  EXPECT_EQ(levels[1].first, 65536);
+  EXPECT_EQ(levels[2].first, 1 << 20);
+}
+
+TEST(MeasuredTables, ReuseDistanceErrorsNameTheField) {
+  EXPECT_EQ(spec_error("  measured:\n    at_reuse_distance:\n      4096: {}\n"),
+            "m.yaml: device.measured.at_reuse_distance: needs reuse_distance: the distance of "
+            "the tables outside it");
+  EXPECT_EQ(spec_error("  measured:\n    reuse_distance: 4096\n    at_reuse_distance:\n"
+                       "      4096: {}\n"),
+            "m.yaml: device.measured.at_reuse_distance: lists reuse_distance's own distance "
+            "again");
+  EXPECT_NE(spec_error("  measured:\n    reuse_distance: 4096\n    at_reuse_distance:\n"
+                       "      8192: {speed: 1}\n")
+                .find("unknown field"),
+            std::string::npos);
+}
+
+// Each read's share of the op (by bytes) at its distance, the time linear in log2(distance)
+// between measured ones, clamped beyond them; without reads, the inherited tables.
+TEST(MeasuredTables, CostModelInterpolatesInLog2OfTheDistance) {
+  const ClusterSpec spec = spec_with(three_levels());
+  const CostModel model(spec.device);
+  const sem::OpCost add{0, 4096, "elementwise"};
+  const double at40 = 4096 / 4e10, at20 = 4096 / 2e10, at10 = 4096 / 1e10;
+  EXPECT_DOUBLE_EQ(model.time(add, DType::f32).seconds, at20);
+  EXPECT_DOUBLE_EQ(model.time(add, DType::f32, {{0, 100}}).seconds, at40);  // below 4 KiB
+  EXPECT_DOUBLE_EQ(model.time(add, DType::f32, {{65536, 100}}).seconds, at20);
+  EXPECT_DOUBLE_EQ(model.time(add, DType::f32, {{1e12, 100}}).seconds, at10);  // clamped
+  // 16 KiB is halfway from 4 KiB to 64 KiB in log2; 256 KiB halfway from 64 KiB to 1 MiB.
+  EXPECT_DOUBLE_EQ(model.time(add, DType::f32, {{16384, 100}}).seconds, (at40 + at20) / 2);
+  EXPECT_DOUBLE_EQ(model.time(add, DType::f32, {{262144, 100}}).seconds, (at20 + at10) / 2);
+  // Two reads: a quarter of the bytes near, three quarters far.
+  EXPECT_DOUBLE_EQ(model.time(add, DType::f32, {{0, 100}, {1e30, 300}}).seconds,
+                   0.25 * at40 + 0.75 * at10);
+  // A class the other distances do not measure: the inherited table's roofline everywhere.
+  const sem::OpCost sum{0, 4096, "reduction"};
+  EXPECT_DOUBLE_EQ(model.time(sum, DType::f32, {{0, 100}}).seconds, 4096 / 1e10);
 }
 
 }  // namespace
