@@ -32,17 +32,3 @@ endif()
 
 # The collectives benchmark and the standalone `spora-coll` driver live with the benchmarks.
 include(${CMAKE_SOURCE_DIR}/benchmarks/collectives/collectives.cmake OPTIONAL)
-
-# Under AddressSanitizer, LeakSanitizer reports OpenMPI's own allocations at exit (MPI_Init
-# state, hwloc topology, MCA components that are dlclose()d before the leak check, so most
-# of those stacks are "<unknown module>" and cannot be matched by a suppression file). None
-# of them is ours, so leak checking is off for the processes mpirun starts; every other
-# AddressSanitizer check stays on there, and our code's leaks are still checked by the same
-# schedules over threads (test_comm) and by coll_cli_threads.
-if(SPORA_SANITIZE)
-  foreach(mpi_test comm_mpi_4_ranks coll_cli_mpi_4_ranks)
-    if(TEST ${mpi_test})
-      set_property(TEST ${mpi_test} APPEND PROPERTY ENVIRONMENT "ASAN_OPTIONS=detect_leaks=0")
-    endif()
-  endforeach()
-endif()

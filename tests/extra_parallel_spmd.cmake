@@ -33,10 +33,6 @@ if(TARGET spora_parallel_layout)
                      $<TARGET_FILE:test_parallel_spmd_mpi>
              WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
     spora_mpi_test_properties(parallel_spmd_mpi_4_ranks)
-    if(SPORA_SANITIZE)
-      set_property(TEST parallel_spmd_mpi_4_ranks APPEND PROPERTY ENVIRONMENT
-                   "ASAN_OPTIONS=detect_leaks=0")
-    endif()
   endif()
 endif()
 

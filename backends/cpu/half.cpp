@@ -1,6 +1,7 @@
 // f16/bf16 conversions on the CPU and the wrapper that lets every kernel take them (half.h).
 #include "backends/cpu/half.h"
 
+#include <cpuid.h>
 #include <immintrin.h>
 
 #include "semantics/half.h"
@@ -46,11 +47,20 @@ SPORA_MULTIVERSION((), from_bf16, (), (const uint16_t* x, float* y, int64_t n), 
   _Pragma("omp simd") for (int64_t i = 0; i < n; ++i) y[i] = half::bf16_to_f32(x[i]);
 })
 
+// F16C: CPUID leaf 1, ECX bit 29 (clang 14's __builtin_cpu_supports has no "f16c").
+bool has_f16c() {
+  static const bool yes = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+  }();
+  return yes;
+}
+
 void to_f16(const float* x, uint16_t* y, int64_t n) {
   switch (isa()) {
     case Isa::avx512:
     case Isa::avx2:
-      return __builtin_cpu_supports("f16c") ? to_f16_avx2(x, y, n) : to_f16_base(x, y, n);
+      return has_f16c() ? to_f16_avx2(x, y, n) : to_f16_base(x, y, n);
     default:
       return to_f16_base(x, y, n);
   }
@@ -59,7 +69,7 @@ void from_f16(const uint16_t* x, float* y, int64_t n) {
   switch (isa()) {
     case Isa::avx512:
     case Isa::avx2:
-      return __builtin_cpu_supports("f16c") ? from_f16_avx2(x, y, n) : from_f16_base(x, y, n);
+      return has_f16c() ? from_f16_avx2(x, y, n) : from_f16_base(x, y, n);
     default:
       return from_f16_base(x, y, n);
   }

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Runs a sanitizer build's tests with the sanitizers' settings (README.md of this folder):
+#   tests/sanitizers/run.sh asan BUILD_DIR [ctest arguments]    the whole suite, ASan + UBSan
+#   tests/sanitizers/run.sh tsan BUILD_DIR [gtest arguments]    the threaded parts, TSan
+# (./spora test --sanitize and ./spora test --tsan configure and build BUILD_DIR, then run this.)
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+mode="$1" build="$2"
+shift 2
+# UBSan: a report stops the process (the build also sets -fno-sanitize-recover=undefined).
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+
+case "$mode" in
+  asan)
+    # Leaks are checked in every process, Open MPI's own ones suppressed by module
+    # (lsan_openmpi.supp; keep_mpi_plugins.c keeps its plugins mapped so that they can be).
+    # The preloaded library comes before libasan in the link order, which ASan accepts when told.
+    export ASAN_OPTIONS="detect_leaks=1:verify_asan_link_order=0:check_initialization_order=1:strict_init_order=1"
+    export LSAN_OPTIONS="suppressions=$here/lsan_openmpi.supp"
+    export LD_PRELOAD="$build/lib/libspora_keep_mpi_plugins.so${LD_PRELOAD:+:$LD_PRELOAD}"
+    cd "$build"
+    exec ctest --output-on-failure -j "${SPORA_JOBS:-$(nproc)}" "$@"
+    ;;
+  tsan)
+    # The OpenMP kernels run on LLVM's libomp (the TSan build is clang's) with its Archer tool,
+    # which tells TSan about OpenMP's barriers, tasks and reductions; OpenBLAS's own threads
+    # are not instrumented, so BLAS runs on one thread.
+    archer="$(ls /usr/lib/llvm-*/lib/libarcher.so 2>/dev/null | sort -V | tail -n 1 || true)"
+    if [ -z "$archer" ]; then
+      echo "run.sh: libarcher.so not found (Debian package libomp-dev / libomp-14-dev)" >&2
+      exit 2
+    fi
+    export OMP_TOOL_LIBRARIES="$archer"
+    export ARCHER_OPTIONS="verbose=0"
+    export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:ignore_noninstrumented_modules=1"
+    export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS="${OMP_NUM_THREADS:-4}"
+    cd "$here/../.."
+    failed=0
+    # The in-process communicator (every collective schedule over threads), the runtime with
+    # the data pipeline's prefetch thread, and every CPU kernel with OpenMP's threads.
+    for t in test_comm test_runtime test_cpu; do
+      echo "run.sh: $t $*"
+      "$build/bin/$t" --gtest_brief=1 "$@" || failed=1
+    done
+    exit $failed
+    ;;
+  *)
+    echo "run.sh: the mode is asan or tsan, not '$mode'" >&2
+    exit 2
+    ;;
+esac
