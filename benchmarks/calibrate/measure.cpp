@@ -1,6 +1,8 @@
 // Timing one kernel (measure.h).
 #include "benchmarks/calibrate/measure.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -72,6 +74,11 @@ size_t private_cache_bytes() {
       if (text.back() == 'K') v <<= 10;
       if (text.back() == 'M') v <<= 20;
       largest = std::max(largest, v);
+    }
+    // Virtual machines often have no cache folders in sysfs; the C library reads CPUID.
+    if (largest == 0) {
+      const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+      if (l2 > 0) largest = static_cast<size_t>(l2);
     }
     return largest > 0 ? largest : size_t{2} << 20;
   }();

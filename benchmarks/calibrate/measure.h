@@ -55,7 +55,8 @@ Measured measure(const Case& c, double budget = 0.02, double distance = -1);
 // the private caches): distance / input_bytes rounded, 1 to kMaxCopies.
 size_t copies_for(double distance, size_t input_bytes);
 constexpr size_t kMaxCopies = 8192;
-// The largest data cache of level 1 or 2 of the first CPU (sysfs; 2 MiB where unknown).
+// The largest data cache of level 1 or 2 of the first CPU (sysfs, else the C library's
+// _SC_LEVEL2_CACHE_SIZE, which reads CPUID; 2 MiB where neither knows).
 size_t private_cache_bytes();
 
 sem::Attrs attrs_of(std::initializer_list<std::pair<const char*, sem::Attr>> items);

@@ -3,6 +3,11 @@
 #include "benchmarks/calibrate/calibrate.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
 
 #include "benchmarks/calibrate/measure.h"
 #include "sim/cluster_spec.h"
@@ -111,6 +116,24 @@ TEST(Calibrate, CopiesPutTheInputsAtTheirReuseDistance) {
   EXPECT_EQ(copies_for(1 << 20, 1 << 22), 1u);
   EXPECT_EQ(copies_for(1e12, 8), kMaxCopies);
   EXPECT_EQ(copies_for(-1, 1024), 2 * private_cache_bytes() / 1024);
+}
+
+// P is the core's L2 (or L1, whichever is larger) as sysfs gives it, else as CPUID gives it (a
+// virtual machine without sysfs cache folders), never the 2 MiB fallback where either knows.
+TEST(Calibrate, PrivateCacheIsTheCoresLevel2) {
+  std::ifstream sysfs_l2("/sys/devices/system/cpu/cpu0/cache/index2/size");
+  std::string text;
+  const long cpuid_l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  if (sysfs_l2 >> text) {
+    size_t v = std::strtoull(text.c_str(), nullptr, 10);
+    if (text.back() == 'K') v <<= 10;
+    if (text.back() == 'M') v <<= 20;
+    EXPECT_GE(private_cache_bytes(), v);
+  } else if (cpuid_l2 > 0) {
+    EXPECT_EQ(private_cache_bytes(), static_cast<size_t>(cpuid_l2));
+  } else {
+    GTEST_SKIP() << "neither sysfs nor CPUID gives this machine's L2 size";
+  }
 }
 
 // The oversubscription table from the two loops (share.cpp): per grain of the 4 KiB sweep, the
