@@ -295,20 +295,34 @@ TrainStepResult run_training(const parallel::StepGraph& program, const TrainStep
     std::vector<Value> args(local.begin(), local.end());
     const Value out = interp.call(part.graph, std::move(args));
     r.losses.push_back(out.items()[0].tensor.item());
+    // The update is outside the interpreter: the profile gets its spans from here, a leaf
+    // "update" per parameter and a leaf "all_gather" per ZeRO-1 gather.
+    const auto span = [&](const char* name, std::chrono::steady_clock::time_point start) {
+      if (profiler)
+        profiler->add_span(
+            name, start,
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 0,
+            true);
+    };
     for (size_t i = 0; i < nparams; ++i) {
       const Tensor& g = out.items()[i + 1].tensor;
+      auto t_update = std::chrono::steady_clock::now();
       if (piece_shape[i].empty()) {
         local[i] = optimizer_update(o.optimizer, local[i], g, state[i], o.lr, it + 1);
+        span("update", t_update);
         continue;
       }
       // ZeRO-1: update this rank's piece, then all-gather the pieces into the shard.
       const Tensor piece = parallel::slice_block(local[i], piece_offset[i], piece_shape[i]);
       const Tensor updated = optimizer_update(o.optimizer, piece, g, state[i], o.lr, it + 1);
+      span("update", t_update);
       sem::Attrs a;
       a.set("dim", int64_t{part.optimizer_shards[i].dim});
       a.set("axis", int64_t{zero_axis});
       a.set("mesh", mesh.shape);
+      const auto t_gather = std::chrono::steady_clock::now();
       local[i] = sem::kernel_for(*all_gather)({Value(updated)}, a).tensor;
+      span("all_gather", t_gather);
     }
     r.step_seconds.push_back(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());

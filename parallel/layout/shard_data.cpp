@@ -13,23 +13,34 @@ using sem::Tensor;
 
 namespace {
 
-// Calls f(src_flat, dst_flat) for every element of the block `shape` at `offset` within a
-// tensor of shape `outer` (dst = the block's own row-major index).
+// Calls f(outer_flat, block_flat, run) for every contiguous run of the block `shape` at
+// `offset` within a tensor of shape `outer`, in the block's row-major order: `run` elements
+// that are consecutive in both. Trailing dimensions the block spans whole merge into one run.
 template <class F>
-void for_block(const std::vector<int64_t>& outer, const std::vector<int64_t>& offset,
-               const std::vector<int64_t>& shape, F f) {
+void for_block_runs(const std::vector<int64_t>& outer, const std::vector<int64_t>& offset,
+                    const std::vector<int64_t>& shape, F f) {
   const size_t r = shape.size();
   int64_t n = 1;
   for (int64_t s : shape) n *= s;
   if (n == 0) return;
-  std::vector<int64_t> idx(r, 0);
+  // Dimensions [k, r) form one run: each after the first one spanned whole.
+  size_t k = r;
+  int64_t run = 1;
+  while (k > 0) {
+    run *= shape[k - 1];
+    --k;
+    if (shape[k] != outer[k]) break;
+  }
   std::vector<int64_t> ostride(r, 1);
   for (size_t d = r; d-- > 1;) ostride[d - 1] = ostride[d] * outer[d];
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t src = 0;
-    for (size_t d = 0; d < r; ++d) src += (idx[d] + offset[d]) * ostride[d];
-    f(src, i);
-    for (size_t d = r; d-- > 0;) {
+  int64_t base = 0;
+  for (size_t d = 0; d < r; ++d) base += offset[d] * ostride[d];
+  std::vector<int64_t> idx(k, 0);
+  for (int64_t i = 0; i < n; i += run) {
+    int64_t src = base;
+    for (size_t d = 0; d < k; ++d) src += idx[d] * ostride[d];
+    f(src, i, run);
+    for (size_t d = k; d-- > 0;) {
       if (++idx[d] < shape[d]) break;
       idx[d] = 0;
     }
@@ -47,10 +58,10 @@ void check_block(const std::vector<int64_t>& outer, const std::vector<int64_t>& 
                                       sem::shape_str(outer)));
 }
 
-void copy_elem(const Tensor& src, int64_t si, Tensor& dst, int64_t di) {
-  const size_t b = dtype_size(src.dtype());
-  std::memcpy(static_cast<uint8_t*>(dst.raw()) + di * static_cast<int64_t>(b),
-              static_cast<const uint8_t*>(src.raw()) + si * static_cast<int64_t>(b), b);
+void copy_run(const Tensor& src, int64_t si, Tensor& dst, int64_t di, int64_t n) {
+  const int64_t b = static_cast<int64_t>(dtype_size(src.dtype()));
+  std::memcpy(static_cast<uint8_t*>(dst.raw()) + di * b,
+              static_cast<const uint8_t*>(src.raw()) + si * b, static_cast<size_t>(n * b));
 }
 
 }  // namespace
@@ -59,15 +70,16 @@ Tensor slice_block(const Tensor& t, const std::vector<int64_t>& offset,
                    const std::vector<int64_t>& shape) {
   check_block(t.shape(), offset, shape);
   Tensor out = Tensor::empty(t.dtype(), shape);
-  for_block(t.shape(), offset, shape, [&](int64_t s, int64_t d) { copy_elem(t, s, out, d); });
+  for_block_runs(t.shape(), offset, shape,
+                 [&](int64_t s, int64_t d, int64_t n) { copy_run(t, s, out, d, n); });
   return out;
 }
 
 void write_block(Tensor& t, const Tensor& block, const std::vector<int64_t>& offset) {
   check_block(t.shape(), offset, block.shape());
   if (block.dtype() != t.dtype()) throw InternalError("write_block: dtypes differ");
-  for_block(t.shape(), offset, block.shape(),
-            [&](int64_t s, int64_t d) { copy_elem(block, d, t, s); });
+  for_block_runs(t.shape(), offset, block.shape(),
+                 [&](int64_t s, int64_t d, int64_t n) { copy_run(block, d, t, s, n); });
 }
 
 Tensor concat_tensors(const std::vector<Tensor>& parts, int dim) {

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "lang/diagnostics.h"
 #include "parallel/layout/shard_data.h"
 
@@ -178,6 +180,55 @@ TEST(ShardData, ShardTakesEachRanksBlockAndUnshardReassembles) {
   ps[0].set(0, -5);
   sem::Tensor back2 = unshard(ps, p, m);
   for (int64_t i = 0; i < g.numel(); ++i) EXPECT_EQ(back2.get(i), g.get(i));
+}
+
+// Every block of every position in tensors of rank 0 to 4 (whole trailing dimensions, which
+// copy as one run, and partial ones): slice_block reads, and write_block writes, the elements
+// the row-major index arithmetic names, and nothing else.
+TEST(ShardData, BlocksReadAndWriteExactlyTheirElements) {
+  const std::vector<std::vector<int64_t>> shapes = {{}, {7}, {3, 5}, {4, 1, 6}, {2, 3, 4, 5}};
+  for (const auto& outer : shapes) {
+    const size_t r = outer.size();
+    const sem::Tensor t = iota(outer);
+    // Blocks: for each dimension a (offset, extent) from {whole, first part, interior, last}.
+    std::vector<std::vector<std::pair<int64_t, int64_t>>> choices(r);
+    for (size_t d = 0; d < r; ++d) {
+      const int64_t n = outer[d];
+      choices[d] = {{0, n}, {0, (n + 1) / 2}, {n / 3, n - n / 3 - n / 4}, {n - 1, 1}, {n / 2, 0}};
+    }
+    std::vector<size_t> pick(r, 0);
+    for (;;) {
+      std::vector<int64_t> off(r), shape(r);
+      for (size_t d = 0; d < r; ++d) std::tie(off[d], shape[d]) = choices[d][pick[d]];
+      std::vector<int64_t> stride(r, 1);
+      for (size_t d = r; d-- > 1;) stride[d - 1] = stride[d] * outer[d];
+      const sem::Tensor b = slice_block(t, off, shape);
+      ASSERT_EQ(b.shape(), shape);
+      sem::Tensor w = sem::Tensor::zeros(DType::f64, outer);
+      sem::Tensor marks = sem::Tensor::zeros(DType::f64, shape);
+      for (int64_t i = 0; i < marks.numel(); ++i) marks.set(i, -1.0 - static_cast<double>(i));
+      write_block(w, marks, off);
+      std::vector<int64_t> idx(r, 0);
+      int64_t inside = 0;
+      for (int64_t i = 0; i < b.numel(); ++i) {
+        int64_t flat = 0;
+        for (size_t d = 0; d < r; ++d) flat += (off[d] + idx[d]) * stride[d];
+        ASSERT_EQ(b.get(i), t.get(flat)) << "element " << i;
+        ASSERT_EQ(w.get(flat), -1.0 - static_cast<double>(i));
+        ++inside;
+        for (size_t d = r; d-- > 0;) {
+          if (++idx[d] < shape[d]) break;
+          idx[d] = 0;
+        }
+      }
+      int64_t written = 0;
+      for (int64_t i = 0; i < w.numel(); ++i) written += w.get(i) != 0;
+      EXPECT_EQ(written, inside) << "write_block touched elements outside the block";
+      size_t d = r;
+      while (d > 0 && ++pick[d - 1] == choices[d - 1].size()) pick[--d] = 0;
+      if (d == 0) break;
+    }
+  }
 }
 
 }  // namespace
