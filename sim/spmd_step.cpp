@@ -69,7 +69,8 @@ struct Sim {
   double call_overhead = 0;         // ClusterSpec::collective_overhead, per collective and rank
   double share = 0;                 // of a device a running collective holds (interference.h)
   // More ranks than cores (cost_model.h): the collectives' copies take turns on the cores too
-  // (oversub = ranks / cores scales their bytes and the per-call overhead), and each
+  // (oversub = ranks / cores scales their bytes, the per-call overhead and the measured
+  // collectives' times), and each
   // synchronisation costs sync->extra_at(the rank's compute since its last one, unshared).
   double oversub = 1;
   const SyncTable* sync = nullptr;
@@ -131,8 +132,10 @@ struct Sim {
       if (!barrier) barrier = sg4::Barrier::create(static_cast<unsigned>(p));
       barrier->wait();
       // The table's bytes are the whole tensor's: an all_gather's input is one piece of it.
+      // It was measured with a core per rank; beyond the cores its copies take turns on them
+      // like the ring's below (oversub), and the synchronisation adds the measured extra.
       const double whole = op.kind == CollectiveKind::AllGather ? op.bytes * p : op.bytes;
-      const double seconds = t->seconds_at(whole) + extra;  // with the correction, >= 0
+      const double seconds = t->seconds_at(whole) * oversub + extra;  // with the extra, >= 0
       if (seconds > 0) sg4::this_actor::sleep_for(seconds);
       ++events;
       return;

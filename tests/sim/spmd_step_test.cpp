@@ -160,7 +160,8 @@ TEST(SpmdStep, CollectiveOverheadOncePerCall) {
 
 // Measured collectives (device.measured.collectives, written by `spora calibrate`): a group of a
 // measured size takes the table's time, interpolated in log2 of the bytes, from its last rank's
-// arrival, instead of the ring model and its per-call overhead; other sizes keep the ring.
+// arrival, instead of the ring model and its per-call overhead (times the share where ranks
+// outnumber the cores); other sizes keep the ring.
 TEST(SpmdStep, MeasuredCollectivesTakeTheTablesTime) {
   Case c = partitioned(R"J({"mesh": [4], "layouts": {"x": "(4, 1)", "y": "(4)"}})J", 16);
   ClusterSpec spec = switch16();
@@ -183,6 +184,16 @@ TEST(SpmdStep, MeasuredCollectivesTakeTheTablesTime) {
     total += rec.seconds;
   }
   EXPECT_NEAR(r.step_seconds, r.compute_seconds + total, 1e-8);
+  // Ranks beyond the cores (4 on 2): the table was measured with a core per rank, so each
+  // call takes the share (2) times its time, plus the measured sync extra (here 15 us).
+  spec.device.measured.cores = 2;
+  spec.device.measured.oversubscribed = SyncTable::from_rows(4, {{0, 15e-6}, {1, 15e-6}});
+  const SpmdSimResult shared = simulate_spmd_step(spec, c.spmd);
+  ASSERT_EQ(shared.collectives.size(), r.collectives.size());
+  for (std::size_t i = 0; i < r.collectives.size(); ++i)
+    EXPECT_NEAR(shared.collectives[i].seconds, 2 * r.collectives[i].seconds + 15e-6, 1e-12);
+  spec.device.measured.cores = 0;
+  spec.device.measured.oversubscribed = {};
   // A table for another group size changes nothing.
   spec.device.measured.collectives["all_reduce"].erase(4);
   spec.device.measured.collectives["all_reduce"][2] = CollectiveTable::from_rows({{256, 1e-4}});
