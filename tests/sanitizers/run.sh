@@ -37,6 +37,22 @@ case "$mode" in
     export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:ignore_noninstrumented_modules=1"
     export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS="${OMP_NUM_THREADS:-4}"
     cd "$here/../.."
+    # The probe first: these settings must report a race of plain threads and one in OpenMP,
+    # and nothing in correctly synchronised OpenMP code, or a silent run below means nothing.
+    probe="$build/bin/race_probe"
+    for mode in threads omp-race omp-clean; do
+      out="$("$probe" "$mode" 2>&1)" && rc=0 || rc=$?
+      reported=0
+      grep -q "WARNING: ThreadSanitizer: data race" <<<"$out" && reported=1
+      if { [ "$mode" = omp-clean ] && { [ $rc -ne 0 ] || [ $reported -ne 0 ]; }; } ||
+        { [ "$mode" != omp-clean ] && [ $reported -ne 1 ]; }; then
+        echo "run.sh: race_probe $mode: exit $rc, race reported: $reported (want:" \
+          "$([ "$mode" = omp-clean ] && echo 'exit 0, none' || echo 'a race'))" >&2
+        echo "$out" >&2
+        exit 1
+      fi
+      echo "run.sh: race_probe $mode: $([ $reported -eq 1 ] && echo 'race reported' || echo 'clean'), as it must be"
+    done
     failed=0
     # The in-process communicator (every collective schedule over threads), the runtime with
     # the data pipeline's prefetch thread, and every CPU kernel with OpenMP's threads.

@@ -15,3 +15,11 @@ if(SPORA_SANITIZE AND MPI_CXX_FOUND AND SPORA_MPIRUN)
                    $<TARGET_FILE:spora_keep_mpi_plugins>)
   set_tests_properties(sanitizer_leak_suppressions PROPERTIES TIMEOUT 120)
 endif()
+
+# The TSan run's probe (race_probe.cpp): run.sh tsan checks that its settings report a race of
+# plain threads and one of OpenMP, and none in correctly synchronised OpenMP code.
+if(SPORA_TSAN)
+  add_executable(race_probe ${CMAKE_CURRENT_LIST_DIR}/race_probe.cpp)
+  find_package(Threads REQUIRED)
+  target_link_libraries(race_probe PRIVATE OpenMP::OpenMP_CXX Threads::Threads)
+endif()
