@@ -3,6 +3,7 @@
 #include "semantics/ir/printer.h"
 
 #include <cstdio>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace spora::ir {
@@ -138,6 +139,7 @@ class Printer {
 
  private:
   std::unordered_set<std::string> used_;
+  std::unordered_map<std::string, int> next_suffix_;  // param_name's last suffix per base
   std::unordered_set<const Graph*> printed_;
   int counter_ = 0;
 
@@ -147,12 +149,14 @@ class Printer {
     return n;
   }
 
+  // `base`, else the first of base.1, base.2, ... not yet used. The search for a base starts
+  // where its last one ended (every suffix below it is used, and names are never freed), so
+  // many parameters of one name cost linear time, not quadratic.
   std::string param_name(const std::string& base) {
     if (base.empty()) return number();
-    std::string candidate = all_digits(base) ? base + ".1" : base;
-    for (int i = 1; used_.count(quote_name('%', candidate)); ++i)
-      candidate = base + "." + std::to_string(i);
-    std::string name = quote_name('%', candidate);
+    std::string name = quote_name('%', all_digits(base) ? base + ".1" : base);
+    for (int& i = next_suffix_[base]; used_.count(name);)
+      name = quote_name('%', base + "." + std::to_string(++i));
     used_.insert(name);
     return name;
   }
