@@ -17,7 +17,9 @@ case "$mode" in
     # The preloaded library comes before libasan in the link order, which ASan accepts when told.
     # Open MPI's libraries keep no frame pointers: the default unwinder stops one frame into
     # them ("<unknown module>"), so leaks are unwound with the slow (DWARF) unwinder.
-    export ASAN_OPTIONS="detect_leaks=1:fast_unwind_on_malloc=0:verify_asan_link_order=0:check_initialization_order=1:strict_init_order=1"
+    # A request larger than memory returns null, as the system allocator's does, so that a
+    # program's "out of memory" error (golden d20_out_of_memory) is what the test sees.
+    export ASAN_OPTIONS="detect_leaks=1:fast_unwind_on_malloc=0:verify_asan_link_order=0:check_initialization_order=1:strict_init_order=1:allocator_may_return_null=1"
     export LSAN_OPTIONS="suppressions=$here/lsan_openmpi.supp"
     export LD_PRELOAD="$build/lib/libspora_keep_mpi_plugins.so${LD_PRELOAD:+:$LD_PRELOAD}"
     cd "$build"
