@@ -20,7 +20,8 @@ case "$mode" in
     # A request larger than memory returns null, as the system allocator's does, so that a
     # program's "out of memory" error (golden d20_out_of_memory) is what the test sees.
     export ASAN_OPTIONS="detect_leaks=1:fast_unwind_on_malloc=0:verify_asan_link_order=0:check_initialization_order=1:strict_init_order=1:allocator_may_return_null=1"
-    export LSAN_OPTIONS="suppressions=$here/lsan_openmpi.supp"
+    # The list of suppressions used is not printed: it would join the output that tests compare.
+    export LSAN_OPTIONS="suppressions=$here/lsan_openmpi.supp:print_suppressions=0"
     export LD_PRELOAD="$build/lib/libspora_keep_mpi_plugins.so${LD_PRELOAD:+:$LD_PRELOAD}"
     cd "$build"
     exec ctest --output-on-failure -j "${SPORA_JOBS:-$(nproc)}" "$@"
