@@ -70,8 +70,8 @@ struct Sim {
   double share = 0;                 // of a device a running collective holds (interference.h)
   // More ranks than cores (cost_model.h): the collectives' copies take turns on the cores too
   // (oversub = ranks / cores scales their bytes, the per-call overhead and the measured
-  // collectives' times), and each
-  // synchronisation costs sync->extra_at(the rank's compute since its last one, unshared).
+  // collectives' times), and each synchronisation costs sync->extra_at(the rank's compute
+  // since its last one, unshared).
   double oversub = 1;
   const SyncTable* sync = nullptr;
   // Measured collectives (measured_tables.h): a group of a measured size waits for its last

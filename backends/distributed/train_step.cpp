@@ -306,7 +306,7 @@ TrainStepResult run_training(const parallel::StepGraph& program, const TrainStep
     };
     for (size_t i = 0; i < nparams; ++i) {
       const Tensor& g = out.items()[i + 1].tensor;
-      auto t_update = std::chrono::steady_clock::now();
+      const auto t_update = std::chrono::steady_clock::now();
       if (piece_shape[i].empty()) {
         local[i] = optimizer_update(o.optimizer, local[i], g, state[i], o.lr, it + 1);
         span("update", t_update);
