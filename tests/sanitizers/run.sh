@@ -45,19 +45,17 @@ case "$mode" in
     cd "$here/../.."
     # The probe first: these settings must report a race of plain threads and one in OpenMP,
     # and nothing in correctly synchronised OpenMP code, or a silent run below means nothing.
-    probe="$build/bin/race_probe"
-    for mode in threads omp-race omp-clean; do
-      out="$("$probe" "$mode" 2>&1)" && rc=0 || rc=$?
-      reported=0
-      grep -q "WARNING: ThreadSanitizer: data race" <<<"$out" && reported=1
-      if { [ "$mode" = omp-clean ] && { [ $rc -ne 0 ] || [ $reported -ne 0 ]; }; } ||
-        { [ "$mode" != omp-clean ] && [ $reported -ne 1 ]; }; then
-        echo "run.sh: race_probe $mode: exit $rc, race reported: $reported (want:" \
-          "$([ "$mode" = omp-clean ] && echo 'exit 0, none' || echo 'a race'))" >&2
+    for probe in threads:race omp-race:race omp-clean:clean; do
+      out="$("$build/bin/race_probe" "${probe%%:*}" 2>&1)" && rc=0 || rc=$?
+      got=clean
+      grep -q "WARNING: ThreadSanitizer: data race" <<<"$out" && got=race
+      [ "$got" = clean ] && [ $rc -ne 0 ] && got="exit $rc"
+      if [ "$got" != "${probe#*:}" ]; then
+        echo "run.sh: race_probe ${probe%%:*}: $got, not ${probe#*:}" >&2
         echo "$out" >&2
         exit 1
       fi
-      echo "run.sh: race_probe $mode: $([ $reported -eq 1 ] && echo 'race reported' || echo 'clean'), as it must be"
+      echo "run.sh: race_probe ${probe%%:*}: $got, as it must be"
     done
     failed=0
     # The in-process communicator (every collective schedule over threads), the runtime with
