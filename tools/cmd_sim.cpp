@@ -15,6 +15,7 @@
 #include "backends/runtime/data/files.h"
 #include "parallel/collectives/algorithms.h"
 #include "parallel/collectives/checker.h"
+#include "parallel/collectives/text.h"
 #include "sim/cluster_spec.h"
 #include "sim/collectives.h"
 #include "sim/isolation.h"
@@ -31,7 +32,7 @@ using parallel::Schedule;
 
 struct Options {
   std::string cluster, op = "all-reduce", algo = "ring", dtype = "f32", redop = "sum",
-                       sizes = "8:64M", recv_reduce = "fused", log_file;
+                       sizes = "8:64M", recv_reduce = "fused", log_file, schedule_file;
   int ranks = 0, root = 0, chunks = 1, ranks_per_node = 0, channels = 0;
   double factor = 2;
   bool json = false, unordered = false;
@@ -93,25 +94,6 @@ int run(const Options& o) {
   }
   const sim::ClusterSpec cluster = sim::load_cluster_spec(o.cluster);
 
-  const auto collective = parallel::parse_collective(o.op);
-  if (!collective)
-    throw UsageError(
-        fmt::format("unknown --op '{}' (broadcast, scatter, gather, reduce, "
-                    "all-reduce, all-gather, reduce-scatter, all-to-all)",
-                    o.op));
-  const auto algorithm = parallel::parse_algorithm(o.algo);
-  if (!algorithm || *algorithm == Algorithm::Native)
-    throw UsageError(
-        fmt::format("unknown --algo '{}' (ring, tree, binomial, halving-doubling, "
-                    "recursive-doubling, bruck, pairwise, hierarchical)",
-                    o.algo));
-  if (!parallel::supports(*algorithm, *collective)) {
-    std::string list;
-    for (Collective s : parallel::supported_collectives(*algorithm))
-      list += (list.empty() ? "" : ", ") + std::string(parallel::collective_name(s));
-    throw UsageError(
-        fmt::format("--algo {} does not implement {} (it implements: {})", o.algo, o.op, list));
-  }
   const auto redop = parallel::parse_reduce_op(o.redop);
   if (!redop) throw UsageError(fmt::format("unknown --redop '{}' (sum, max, min, prod)", o.redop));
   const DType* dtype = nullptr;
@@ -123,35 +105,85 @@ int run(const Options& o) {
   if (o.recv_reduce != "fused" && o.recv_reduce != "staged")
     throw UsageError(fmt::format("unknown --recv-reduce '{}' (fused, staged)", o.recv_reduce));
 
-  const int ranks = o.ranks > 0 ? o.ranks : cluster.device_count();
-  if (ranks > cluster.device_count())
-    throw UsageError(fmt::format("--ranks {} but {} has {} devices", ranks, cluster.name,
-                                 cluster.device_count()));
-  if (o.root < 0 || o.root >= ranks)
-    throw UsageError(fmt::format("--root {} is not a rank", o.root));
-  const bool layered = *algorithm == Algorithm::Hierarchical || *algorithm == Algorithm::Ring;
-  const int ranks_per_node =
-      o.ranks_per_node > 0 || !layered
-          ? o.ranks_per_node
-          : (ranks % cluster.devices_per_node == 0 ? cluster.devices_per_node : 0);
-  if (o.channels < 0) throw UsageError(fmt::format("--channels {} is negative", o.channels));
-  if (o.channels > 1 && *algorithm != Algorithm::Ring)
-    throw UsageError(fmt::format("--channels {}: channels apply to --algo ring only", o.channels));
-  const int channels = o.channels > 0                  ? o.channels
-                       : *algorithm == Algorithm::Ring ? sim::default_ring_channels(cluster, ranks)
-                                                       : 1;
-
   std::vector<Schedule> schedules;
   std::vector<Row> rows;
-  for (std::int64_t bytes : parse_sizes(o.sizes, o.factor)) {
-    CollectiveSpec spec{*collective, *redop, ranks, bytes / dtype->bytes, o.root};
-    if (!whole_buffer(*collective)) spec.count /= ranks;
-    schedules.push_back(
-        parallel::build_schedule(*algorithm, spec, {o.chunks, ranks_per_node, channels}));
+  Collective c = Collective::AllReduce;
+  int ranks = 0, chunks = o.chunks, channels = 1;
+  std::string algo = o.algo, checked;
+  if (!o.schedule_file.empty()) {
+    // A schedule file fixes the collective, the ranks and the count: one row.
+    const runtime::data::Bytes bytes = runtime::data::read_file(o.schedule_file);
+    Schedule s = parallel::parse_schedule(std::string(bytes.begin(), bytes.end()), o.schedule_file);
+    if (parallel::fits_symbolic_check(s)) {
+      const parallel::CheckResult check = parallel::check_schedule(s);
+      if (!check.ok()) throw UsageError(o.schedule_file + ": the schedule is wrong: " + check.error);
+      checked = "proven by the symbolic checker";
+    } else {
+      parallel::validate_schedule(s);
+      checked = "validated (too large for the symbolic checker)";
+    }
+    if (s.spec.ranks > cluster.device_count())
+      throw UsageError(fmt::format("the schedule is for {} ranks but {} has {} devices",
+                                   s.spec.ranks, cluster.name, cluster.device_count()));
+    s.spec.op = *redop;
+    c = s.spec.collective;
+    ranks = s.spec.ranks;
+    algo = s.algorithm;
+    chunks = s.options.chunks;
+    channels = s.options.channels;
     Row row;
-    row.count = spec.count;
-    row.bytes = spec.count * dtype->bytes * (whole_buffer(*collective) ? 1 : ranks);
+    row.count = s.spec.count;
+    row.bytes = s.spec.count * dtype->bytes * (whole_buffer(c) ? 1 : ranks);
     rows.push_back(row);
+    schedules.push_back(std::move(s));
+  } else {
+    const auto collective = parallel::parse_collective(o.op);
+    if (!collective)
+      throw UsageError(
+          fmt::format("unknown --op '{}' (broadcast, scatter, gather, reduce, "
+                      "all-reduce, all-gather, reduce-scatter, all-to-all)",
+                      o.op));
+    c = *collective;
+    const auto algorithm = parallel::parse_algorithm(o.algo);
+    if (!algorithm || *algorithm == Algorithm::Native)
+      throw UsageError(
+          fmt::format("unknown --algo '{}' (ring, tree, binomial, halving-doubling, "
+                      "recursive-doubling, bruck, pairwise, hierarchical)",
+                      o.algo));
+    if (!parallel::supports(*algorithm, c)) {
+      std::string list;
+      for (Collective s : parallel::supported_collectives(*algorithm))
+        list += (list.empty() ? "" : ", ") + std::string(parallel::collective_name(s));
+      throw UsageError(
+          fmt::format("--algo {} does not implement {} (it implements: {})", o.algo, o.op, list));
+    }
+    ranks = o.ranks > 0 ? o.ranks : cluster.device_count();
+    if (ranks > cluster.device_count())
+      throw UsageError(fmt::format("--ranks {} but {} has {} devices", ranks, cluster.name,
+                                   cluster.device_count()));
+    if (o.root < 0 || o.root >= ranks)
+      throw UsageError(fmt::format("--root {} is not a rank", o.root));
+    const bool layered = *algorithm == Algorithm::Hierarchical || *algorithm == Algorithm::Ring;
+    const int ranks_per_node =
+        o.ranks_per_node > 0 || !layered
+            ? o.ranks_per_node
+            : (ranks % cluster.devices_per_node == 0 ? cluster.devices_per_node : 0);
+    if (o.channels < 0) throw UsageError(fmt::format("--channels {} is negative", o.channels));
+    if (o.channels > 1 && *algorithm != Algorithm::Ring)
+      throw UsageError(fmt::format("--channels {}: channels apply to --algo ring only", o.channels));
+    channels = o.channels > 0                  ? o.channels
+               : *algorithm == Algorithm::Ring ? sim::default_ring_channels(cluster, ranks)
+                                               : 1;
+    for (std::int64_t bytes : parse_sizes(o.sizes, o.factor)) {
+      CollectiveSpec spec{c, *redop, ranks, bytes / dtype->bytes, o.root};
+      if (!whole_buffer(c)) spec.count /= ranks;
+      schedules.push_back(
+          parallel::build_schedule(*algorithm, spec, {o.chunks, ranks_per_node, channels}));
+      Row row;
+      row.count = spec.count;
+      row.bytes = spec.count * dtype->bytes * (whole_buffer(c) ? 1 : ranks);
+      rows.push_back(row);
+    }
   }
 
   sim::SimOptions options;
@@ -177,7 +209,6 @@ int run(const Options& o) {
       runtime::data::write_file_atomic(o.log_file, text);
   }
 
-  const Collective c = *collective;
   auto algbw = [](const Row& r) { return r.seconds > 0 ? r.bytes / r.seconds / 1e9 : 0; };
   auto busbw = [&](const Row& r) { return algbw(r) * bus_factor(c, ranks); };
   double sum = 0;
@@ -191,8 +222,8 @@ int run(const Options& o) {
         "\"{}\", \"ranks\": {}, \"dtype\": \"{}\", \"redop\": \"{}\", \"root\": {}, \"chunks\": "
         "{}, \"channels\": {}, \"ranks_per_node\": {}, \"ordered_pairs\": {}, \"recv_reduce\": "
         "\"{}\", \"simulated\": true, \"results\": [",
-        parallel::collective_name(c), o.algo, cluster.name, ranks, o.dtype, o.redop, o.root,
-        o.chunks, channels, ranks_per_node, !o.unordered, o.recv_reduce);
+        parallel::collective_name(c), algo, cluster.name, ranks, o.dtype, o.redop, o.root,
+        chunks, channels, schedules.front().options.ranks_per_node, !o.unordered, o.recv_reduce);
     for (std::size_t i = 0; i < rows.size(); ++i)
       out += fmt::format(
           "{}\n  {{\"size_bytes\": {}, \"count\": {}, \"time_us\": {:.3f}, \"algbw_gbps\": {:.4f}, "
@@ -206,8 +237,9 @@ int run(const Options& o) {
   std::printf(
       "# spora sim-coll: %s, algorithm %s, %d ranks on %s, %s, %s, chunks %d, channels %d, "
       "simulated\n",
-      std::string(parallel::collective_name(c)).c_str(), o.algo.c_str(), ranks,
-      cluster.summary().c_str(), o.dtype.c_str(), o.redop.c_str(), o.chunks, channels);
+      std::string(parallel::collective_name(c)).c_str(), algo.c_str(), ranks,
+      cluster.summary().c_str(), o.dtype.c_str(), o.redop.c_str(), chunks, channels);
+  if (!checked.empty()) std::printf("# schedule %s: %s\n", o.schedule_file.c_str(), checked.c_str());
   std::printf("# network model: SimGrid CM02, alpha-beta; pairs %s, receive-reduce %s\n",
               o.unordered ? "unordered" : "ordered", o.recv_reduce.c_str());
   std::printf("#\n");
@@ -269,6 +301,9 @@ int run_sim_coll_command(int argc, char** argv) {
   app.add_option("--simgrid-arg", o.simgrid_args,
                  "pass an argument to SimGrid (e.g. --simgrid-arg=--cfg=network/model:LV08)");
   app.add_flag("--json", o.json, "print one JSON object instead of the table");
+  app.add_option("--schedule", o.schedule_file,
+                 "simulate a schedule file (text form, e.g. from spora synth): it fixes the "
+                 "collective, ranks and count");
   try {
     app.parse(static_cast<int>(args.size()), args.data());
   } catch (const CLI::ParseError& e) {

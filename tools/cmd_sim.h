@@ -25,6 +25,11 @@ int run_sim_coll_command(int argc, char** argv);
 CLI::App* add_sim_coll_subcommand(CLI::App& app);
 int run_sim_coll_subcommand(CLI::App& sim_coll);
 
+// `spora synth` (tools/cmd_synth.cpp): search a collective schedule for a cluster with the
+// simulator (sim/synth.h), prove it and write it in the text form.
+CLI::App* add_synth_subcommand(CLI::App& app);
+int run_synth_subcommand();
+
 // `spora sim` (tools/cmd_sim_step.cpp): one data-parallel training step on a cluster spec.
 //   spora sim model.sp --cluster examples/clusters/dgx-a100.yaml --strategy dp --batch 256
 //             [--fn main] [--optimizer sgd] [--bucket-mb 25] [--algo auto] [--comm-model auto]

@@ -11,6 +11,7 @@ namespace spora::tools {
 namespace {
 CLI::App* g_coll = nullptr;
 CLI::App* g_sim_coll = nullptr;
+CLI::App* g_synth = nullptr;
 CLI::App* g_sim = nullptr;
 CLI::App* g_calibrate = nullptr;
 CLI::App* g_run_dp = nullptr;
@@ -24,6 +25,7 @@ CLI::App* g_jupyter = nullptr;
 void register_extra_commands(CLI::App& app) {
   g_coll = add_coll_subcommand(app);
   g_sim_coll = add_sim_coll_subcommand(app);
+  g_synth = add_synth_subcommand(app);
   g_sim = add_sim_subcommand(app);
   g_calibrate = add_calibrate_subcommand(app);
   g_run_dp = add_run_dp_subcommand(app);
@@ -38,6 +40,7 @@ int run_extra_commands(CLI::App& app) {
   (void)app;
   if (g_coll && g_coll->parsed()) return run_coll_subcommand(*g_coll);
   if (g_sim_coll && g_sim_coll->parsed()) return run_sim_coll_subcommand(*g_sim_coll);
+  if (g_synth && g_synth->parsed()) return run_synth_subcommand();
   if (g_sim && g_sim->parsed()) return run_sim_subcommand();
   if (g_calibrate && g_calibrate->parsed()) return run_calibrate_subcommand();
   if (g_run_dp && g_run_dp->parsed()) return run_run_dp_subcommand();

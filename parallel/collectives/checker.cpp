@@ -434,15 +434,26 @@ std::vector<std::vector<int>> lockstep_rounds(const Schedule& s) {
   return run.rounds();
 }
 
+namespace {
+std::int64_t buffer_elements(const Schedule& s) {
+  std::int64_t elements = 0;
+  for (int r = 0; r < s.spec.ranks && r < static_cast<int>(s.ranks.size()); ++r)
+    elements += s.input_count(r) + s.output_count(r) + s.ranks[r].scratch_count;
+  return elements;
+}
+}  // namespace
+
+bool fits_symbolic_check(const Schedule& s) {
+  return s.spec.ranks <= kMaxSymbolicRanks && buffer_elements(s) <= kMaxSymbolicElements;
+}
+
 CheckResult check_schedule(const Schedule& s) {
   try {
     check_form(s);
     if (s.spec.ranks > kMaxSymbolicRanks)
       fail(fmt::format("the symbolic checker handles at most {} ranks, not {}", kMaxSymbolicRanks,
                        s.spec.ranks));
-    std::int64_t elements = 0;
-    for (int r = 0; r < s.spec.ranks; ++r)
-      elements += s.input_count(r) + s.output_count(r) + s.ranks[r].scratch_count;
+    const std::int64_t elements = buffer_elements(s);
     if (elements > kMaxSymbolicElements)
       fail(fmt::format("the symbolic checker handles at most {} buffer elements in all, not {}",
                        kMaxSymbolicElements, elements));

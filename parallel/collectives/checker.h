@@ -39,6 +39,10 @@ struct CheckResult {
 
 CheckResult check_schedule(const Schedule& schedule);
 
+// Whether check_schedule can hold the schedule: at most 64 ranks and 2^26 buffer elements over
+// all ranks' input, output and scratch.
+bool fits_symbolic_check(const Schedule& schedule);
+
 // An invalid schedule handed to an analysis below (the message is the checker's).
 class ScheduleError : public std::runtime_error {
  public:

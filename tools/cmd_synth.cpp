@@ -1,0 +1,265 @@
+// `spora synth`: search a collective schedule for a cluster (sim/synth.h), prove it, write it.
+//
+//   spora synth --cluster examples/clusters/tpu-v4-4x4x4.yaml --op all-reduce --sizes 64M
+//               -o allreduce.sched [--time-limit 60] [--no-cache] [--json]
+//
+// Per size: the best built-in algorithm tried and the schedule found, their simulated times
+// and bus bandwidths (nccl-tests' factors), the speed-up, and the search's own time. With -o
+// the schedule is written in the text form (parallel/collectives/text.h) behind comment lines
+// that say what it is; with several sizes each gets its own file, FILE with ".<bytes>B"
+// before the extension. `spora sim-coll --schedule` and `spora coll --schedule` run it.
+//
+// Results are cached per (cluster file, collective, ranks, dtype size, size class =
+// floor(log2(bytes))) in $SPORA_SYNTH_CACHE, else $XDG_CACHE_HOME/spora/synth, else
+// ~/.cache/spora/synth: a private directory (backends/codegen/cache.h's checks) whose entries
+// hold the winner's label and carry a digest; a hit rebuilds the winner for the exact size,
+// proves and simulates it again, and skips the search. --no-cache searches anyway (and
+// refreshes the entry).
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "backends/codegen/cache.h"
+#include "backends/runtime/data/files.h"
+#include "parallel/collectives/text.h"
+#include "sim/cluster_spec.h"
+#include "sim/synth.h"
+#include "tools/cmd_sim.h"
+#include "tools/size_args.h"
+
+namespace spora::tools {
+
+namespace {
+
+using parallel::Collective;
+using parallel::CollectiveSpec;
+
+struct SynthArgs {
+  std::string cluster, op = "all-reduce", sizes = "64M", dtype = "f32", out;
+  int ranks = 0;
+  double factor = 2, time_limit = 60;
+  bool no_cache = false, json = false;
+};
+SynthArgs g_args;
+
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+int dtype_bytes(const std::string& name) {
+  if (name == "f64" || name == "i64") return 8;
+  if (name == "f32" || name == "i32") return 4;
+  if (name == "f16" || name == "bf16") return 2;
+  if (name == "i8" || name == "u8") return 1;
+  throw UsageError(fmt::format("unknown --dtype '{}' (f64, f32, f16, bf16, i64, i32, i8, u8)", name));
+}
+
+bool whole_buffer(Collective c) {
+  return c == Collective::AllReduce || c == Collective::Broadcast || c == Collective::Reduce;
+}
+
+double bus_factor(Collective c, int ranks) {
+  const double n = ranks;
+  if (c == Collective::AllReduce) return 2 * (n - 1) / n;
+  if (c == Collective::Broadcast || c == Collective::Reduce) return 1;
+  return (n - 1) / n;
+}
+
+// FNV-1a: a digest of the cache key that is the same on every run and machine.
+std::uint64_t fnv1a(const std::string& text) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char ch : text) {
+    h ^= ch;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+std::string cache_dir() {
+  if (const char* d = std::getenv("SPORA_SYNTH_CACHE"); d && *d) return d;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/spora/synth";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/spora/synth";
+  return codegen::fallback_cache_dir() + "/synth";
+}
+
+std::string with_size(const std::string& path, std::int64_t bytes) {
+  const std::filesystem::path p(path);
+  return (p.parent_path() / (p.stem().string() + fmt::format(".{}B", bytes) + p.extension().string()))
+      .string();
+}
+
+struct Outcome {
+  std::int64_t bytes = 0;
+  sim::SynthResult result;
+  bool cached = false;
+};
+
+int run(const SynthArgs& a) {
+  if (a.cluster.empty()) throw UsageError("--cluster is required (e.g. examples/clusters/dgx-a100.yaml)");
+  const sim::ClusterSpec cluster = sim::load_cluster_spec(a.cluster);
+  const auto collective = parallel::parse_collective(a.op);
+  if (!collective)
+    throw UsageError(fmt::format("unknown --op '{}' (all-reduce, all-gather, reduce-scatter, all-to-all, "
+                                 "broadcast, reduce, gather, scatter)",
+                                 a.op));
+  const int esize = dtype_bytes(a.dtype);
+  const int ranks = a.ranks > 0 ? a.ranks : cluster.device_count();
+  if (ranks > cluster.device_count())
+    throw UsageError(fmt::format("--ranks {} but {} has {} devices", ranks, cluster.name,
+                                 cluster.device_count()));
+  if (a.time_limit <= 0) throw UsageError(fmt::format("--time-limit {} must be positive", a.time_limit));
+  const std::vector<std::int64_t> sizes = parse_sizes(a.sizes, a.factor);
+
+  // The cache: its key starts with the cluster file's bytes.
+  const runtime::data::Bytes cluster_bytes = runtime::data::read_file(a.cluster);
+  const std::string cluster_text(cluster_bytes.begin(), cluster_bytes.end());
+  std::string dir, dir_error;
+  const bool cache_ok = codegen::private_cache_dir(dir = cache_dir(), &dir_error);
+  if (!cache_ok && !a.no_cache)
+    std::fprintf(stderr, "spora synth: not caching: %s\n", dir_error.c_str());
+
+  sim::SynthOptions options;
+  options.time_limit = a.time_limit;
+  options.sim.element_bytes = esize;
+  std::vector<Outcome> outcomes;
+  for (std::int64_t bytes : sizes) {
+    CollectiveSpec spec{*collective, parallel::ReduceOp::Sum, ranks, bytes / esize, 0};
+    if (!whole_buffer(*collective)) spec.count /= ranks;
+    const int size_class = bytes > 0 ? static_cast<int>(std::floor(std::log2(double(bytes)))) : -1;
+    const std::string key = fmt::format("{}\n{} {} {} {}", cluster_text, a.op, ranks, esize, size_class);
+    const std::filesystem::path entry =
+        std::filesystem::path(dir) / fmt::format("{:016x}.txt", fnv1a(key));
+    Outcome out;
+    out.bytes = spec.count * esize * (whole_buffer(*collective) ? 1 : ranks);
+    if (cache_ok && !a.no_cache) {
+      const codegen::CacheEntry hit(entry);
+      if (hit.valid) {
+        try {
+          const sim::SynthCandidate c = sim::parse_synth_candidate(hit.bytes.substr(0, hit.bytes.find('\n')));
+          std::string proof, error;
+          if (sim::prove_candidate(c, spec, &proof, &error)) {
+            sim::SynthResult& r = out.result;
+            r.candidate = c;
+            r.schedule = c.build(spec);
+            r.label = c.label();
+            r.seconds = sim::simulate_collective(cluster, r.schedule, options.sim).seconds;
+            r.proof = proof;
+            out.cached = true;
+          }
+        } catch (const std::invalid_argument&) {
+          // An entry that does not read back is searched again and replaced.
+        }
+      }
+    }
+    if (!out.cached) {
+      out.result = sim::synthesize(cluster, spec, options);
+      if (cache_ok) {
+        const std::string text = out.result.label + "\n";
+        if (codegen::write_file_atomic(entry, text)) codegen::record_digest(entry, text);
+      }
+    }
+    outcomes.push_back(std::move(out));
+  }
+
+  auto busbw = [&](std::int64_t bytes, double seconds) {
+    return seconds > 0 ? bytes / seconds / 1e9 * bus_factor(*collective, ranks) : 0.0;
+  };
+  if (!a.out.empty())
+    for (const Outcome& o : outcomes) {
+      const sim::SynthResult& r = o.result;
+      std::string text = fmt::format(
+          "# spora synth: {}, {} ranks on {}, {} B ({} x {} B elements)\n"
+          "# schedule: {}\n"
+          "# simulated: {:.2f} us, busbw {:.2f} GB/s{}\n",
+          parallel::collective_name(*collective), ranks, cluster.summary(), o.bytes,
+          r.schedule.spec.count, esize, r.label, r.seconds * 1e6, busbw(o.bytes, r.seconds),
+          o.cached ? " (from the cache)" : "");
+      if (!o.cached)
+        text += fmt::format("# best built-in tried: {} ({:.2f} us, busbw {:.2f} GB/s)\n",
+                            r.baseline_label, r.baseline_seconds * 1e6, busbw(o.bytes, r.baseline_seconds));
+      text += "# " + r.proof + "\n" + parallel::print_schedule(r.schedule);
+      const std::string path = outcomes.size() == 1 ? a.out : with_size(a.out, o.bytes);
+      runtime::data::write_file_atomic(path, text);
+    }
+
+  if (a.json) {
+    std::string s = fmt::format("{{\"collective\": \"{}\", \"cluster\": \"{}\", \"ranks\": {}, \"dtype\": \"{}\", "
+                                "\"time_limit_s\": {}, \"results\": [",
+                                parallel::collective_name(*collective), cluster.name, ranks, a.dtype,
+                                a.time_limit);
+    for (std::size_t i = 0; i < outcomes.size(); ++i) {
+      const sim::SynthResult& r = outcomes[i].result;
+      const std::int64_t b = outcomes[i].bytes;
+      s += fmt::format(
+          "{}\n  {{\"size_bytes\": {}, \"schedule\": \"{}\", \"time_us\": {:.3f}, \"busbw_gbps\": {:.4f}, "
+          "\"builtin\": \"{}\", \"builtin_time_us\": {:.3f}, \"builtin_busbw_gbps\": {:.4f}, "
+          "\"cached\": {}, \"evaluated\": {}, \"generated\": {}, \"skipped\": {}, \"search_s\": {:.3f}, "
+          "\"proof\": \"{}\"}}",
+          i ? "," : "", b, r.label, r.seconds * 1e6, busbw(b, r.seconds), r.baseline_label,
+          r.baseline_seconds * 1e6, busbw(b, r.baseline_seconds), outcomes[i].cached, r.evaluated.size(),
+          r.generated, r.skipped, r.search_seconds, r.proof);
+    }
+    s += "\n]}\n";
+    std::fputs(s.c_str(), stdout);
+    return 0;
+  }
+  std::printf("# spora synth: %s, %d ranks on %s, %s, time limit %g s per size\n",
+              std::string(parallel::collective_name(*collective)).c_str(), ranks,
+              cluster.summary().c_str(), a.dtype.c_str(), a.time_limit);
+  std::printf("# %10s  %9s  %7s  %9s  %7s  %7s  %8s  %s\n", "size", "built-in", "busbw", "synth", "busbw",
+              "speedup", "search", "tried");
+  std::printf("# %10s  %9s  %7s  %9s  %7s  %7s  %8s\n", "(B)", "(us)", "(GB/s)", "(us)", "(GB/s)", "", "(s)");
+  for (const Outcome& o : outcomes) {
+    const sim::SynthResult& r = o.result;
+    if (o.cached) {
+      std::printf("  %10lld  %9s  %7s  %9.2f  %7.2f  %7s  %8s  cached\n", static_cast<long long>(o.bytes), "-",
+                  "-", r.seconds * 1e6, busbw(o.bytes, r.seconds), "-", "-");
+    } else {
+      std::printf("  %10lld  %9.2f  %7.2f  %9.2f  %7.2f  %7.2f  %8.1f  %zu (%d + refined)%s\n",
+                  static_cast<long long>(o.bytes), r.baseline_seconds * 1e6,
+                  busbw(o.bytes, r.baseline_seconds), r.seconds * 1e6, busbw(o.bytes, r.seconds),
+                  r.seconds > 0 ? r.baseline_seconds / r.seconds : 0.0, r.search_seconds,
+                  r.evaluated.size(), r.generated,
+                  r.skipped ? fmt::format(", {} skipped at the limit", r.skipped).c_str() : "");
+    }
+    std::printf("#   %s: %s\n", r.label.c_str(), o.cached ? "from the cache" : ("built-in: " + r.baseline_label).c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+CLI::App* add_synth_subcommand(CLI::App& app) {
+  CLI::App* s = app.add_subcommand("synth", "Search a collective schedule for a cluster with the simulator");
+  s->add_option("--cluster,-c", g_args.cluster, "cluster spec (YAML)");
+  s->add_option("--op", g_args.op, "all-reduce, all-gather, reduce-scatter, all-to-all, ...")
+      ->capture_default_str();
+  s->add_option("--ranks,-n", g_args.ranks, "number of ranks (default: every device)");
+  s->add_option("--sizes", g_args.sizes, "MIN:MAX bytes, or one size; K, M, G suffixes")
+      ->capture_default_str();
+  s->add_option("--factor,-f", g_args.factor, "size step factor")->capture_default_str();
+  s->add_option("--dtype", g_args.dtype, "element type (its size sets the bytes)")->capture_default_str();
+  s->add_option("--time-limit", g_args.time_limit, "seconds of search per size")->capture_default_str();
+  s->add_option("-o,--output", g_args.out, "write the schedule (text form) to FILE");
+  s->add_flag("--no-cache", g_args.no_cache, "search even when the cache has an answer");
+  s->add_flag("--json", g_args.json, "print one JSON object instead of the table");
+  return s;
+}
+
+int run_synth_subcommand() {
+  try {
+    return run(g_args);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "spora synth: error: %s\n", e.what());
+    return 1;
+  }
+}
+
+}  // namespace spora::tools
