@@ -467,7 +467,7 @@ std::vector<SimResult> simulate_collectives(const ClusterSpec& cluster,
     std::vector<SimResult> results;
     for (const Schedule& s : schedules) results.push_back(run_schedule(platform, s, options));
     return serialize(results);
-  });
+  }, options.timeout);
   return deserialize(answer);
 }
 

@@ -62,6 +62,7 @@ struct SimOptions {
   RecvReduceModel recv_reduce = RecvReduceModel::Fused;
   bool log = false;
   std::vector<std::string> simgrid_args;  // extra engine arguments: "--cfg=...", "--log=..."
+  double timeout = 0;  // simulate_collectives: seconds of wall clock before SimulationTimeout; 0: none
 };
 
 struct SimResult {

@@ -1,10 +1,13 @@
 #include "sim/isolation.h"
 
 #include <fmt/format.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -25,21 +28,31 @@ void write_all(int fd, const std::string& data) {
   }
 }
 
-std::string read_all(int fd) {
-  std::string out;
+// Reads until the end of the pipe; false when `timeout_seconds` (> 0) passed first.
+bool read_all(int fd, double timeout_seconds, std::string& out) {
+  using clock = std::chrono::steady_clock;
+  const auto deadline = clock::now() + std::chrono::duration<double>(timeout_seconds);
   char buffer[65536];
   for (;;) {
+    if (timeout_seconds > 0) {
+      const double left = std::chrono::duration<double>(deadline - clock::now()).count();
+      if (left <= 0) return false;
+      pollfd p{fd, POLLIN, 0};
+      const int ready = ::poll(&p, 1, static_cast<int>(left * 1000) + 1);
+      if (ready < 0 && errno == EINTR) continue;
+      if (ready == 0) continue;  // the loop's clock check decides
+    }
     const ssize_t n = ::read(fd, buffer, sizeof buffer);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     out.append(buffer, static_cast<std::size_t>(n));
   }
-  return out;
+  return true;
 }
 
 }  // namespace
 
-std::string run_isolated(const std::function<std::string()>& body) {
+std::string run_isolated(const std::function<std::string()>& body, double timeout_seconds) {
   int fds[2];
   if (::pipe(fds) != 0)
     throw SimulationError(fmt::format("cannot create a pipe: {}", std::strerror(errno)));
@@ -66,9 +79,17 @@ std::string run_isolated(const std::function<std::string()>& body) {
     ::_exit(0);
   }
   ::close(fds[1]);
-  const std::string answer = read_all(fds[0]);
+  std::string answer;
+  const bool in_time = read_all(fds[0], timeout_seconds, answer);
   ::close(fds[0]);
   int status = 0;
+  if (!in_time) {
+    ::kill(pid, SIGKILL);
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    throw SimulationTimeout(
+        fmt::format("the simulation did not finish within {:.3g} s", timeout_seconds));
+  }
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (WIFSIGNALED(status))

@@ -21,10 +21,17 @@ class SimulationError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A simulation stopped at its time limit.
+class SimulationTimeout : public SimulationError {
+ public:
+  using SimulationError::SimulationError;
+};
+
 // Runs `body` in a forked child and returns the string it returned. An exception in the child
 // comes back as a SimulationError with the same message; a child that dies (a signal, an abort
-// inside SimGrid) gives a SimulationError saying so. Flushes stdio before forking.
-std::string run_isolated(const std::function<std::string()>& body);
+// inside SimGrid) gives a SimulationError saying so. With `timeout_seconds` > 0, a child still
+// running after that long is killed and SimulationTimeout thrown. Flushes stdio before forking.
+std::string run_isolated(const std::function<std::string()>& body, double timeout_seconds = 0);
 
 // The next number of an answer: children write doubles as hex floats ("{:a}"), so they come
 // back bit for bit (operator>> does not read hex floats; strtod does).

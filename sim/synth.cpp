@@ -229,20 +229,27 @@ SynthResult synthesize(const ClusterSpec& cluster, const CollectiveSpec& spec,
     throw std::invalid_argument(fmt::format("synth: nothing implements {}",
                                             parallel::collective_name(spec.collective)));
   result.generated = static_cast<int>(stage1.size());
-  double longest = 0;
   std::set<std::string> seen;
-  // Simulates one candidate if the clock allows; false when it does not.
+  // Simulates one candidate within the time left; a candidate the clock stops is skipped.
   auto evaluate = [&](const SynthCandidate& c) {
-    if (!seen.insert(c.label()).second) return true;
-    const double t0 = now_seconds();
-    if (t0 - start + longest > options.time_limit) {
+    if (!seen.insert(c.label()).second) return;
+    const double left = options.time_limit - (now_seconds() - start);
+    if (left <= 0) {
       ++result.skipped;
-      return false;
+      return;
     }
-    const SimResult r = simulate_collective(cluster, c.build(spec), options.sim);
-    longest = std::max(longest, now_seconds() - t0);
-    result.evaluated.push_back({c, r.seconds});
-    return true;
+    SimOptions sim = options.sim;
+    sim.timeout = left;
+    try {
+      const Schedule schedule = c.build(spec);
+      if (now_seconds() - start >= options.time_limit) {
+        ++result.skipped;
+        return;
+      }
+      result.evaluated.push_back({c, simulate_collective(cluster, schedule, sim).seconds});
+    } catch (const SimulationTimeout&) {
+      ++result.skipped;
+    }
   };
   for (const SynthCandidate& c : stage1) evaluate(c);
 

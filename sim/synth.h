@@ -18,9 +18,9 @@
 //     dimension.
 // The search runs in three stages: (1) every candidate unchunked, built-ins first; (2) the
 // best few with 2, 4 and 8 chunks; (3) each remaining choice of chunk count for the winner.
-// Before each simulation it checks the clock: a candidate starts only while the time spent
-// plus the longest simulation so far fits the limit, so the limit holds up to one simulation's
-// error in that estimate. What was not tried is counted (SynthResult::skipped).
+// Each simulation runs with the time left as its timeout (SimOptions::timeout: the forked
+// simulation is killed at the deadline), so the search ends within the limit; the winner's
+// proof comes after it. What was not tried, or was stopped, is counted (SynthResult::skipped).
 //
 // The winner is proven by the symbolic checker before it is returned: at its own count when
 // the checker can hold it (64 ranks, 2^26 buffer elements), else the same construction at two
@@ -76,7 +76,7 @@ struct SynthResult {
   std::vector<SynthEvaluation> evaluated;   // in the order they were simulated
   int generated = 0;                        // candidates of stage 1
   int skipped = 0;                          // candidates left untried at the time limit
-  double search_seconds = 0;                // wall clock of the whole call
+  double search_seconds = 0;                // wall clock of the whole call, proof included
   std::string proof;                        // how the winner was proven
 };
 

@@ -18,6 +18,14 @@ if(TARGET spora_cli)
                      $<TARGET_FILE:spora_cli> ${kind}
              WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
   endforeach()
+  # spora synth end to end: the schedule it writes simulated, cached, run over threads and
+  # (where mpirun is) 4 MPI ranks (issue 27).
+  find_program(SPORA_SYNTH_MPIRUN NAMES mpirun mpiexec HINTS ${MPIEXEC_EXECUTABLE})
+  add_test(NAME synth_cli
+           COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/sim/synth_cli_test.sh $<TARGET_FILE:spora_cli>
+                   "$<$<BOOL:${SPORA_SYNTH_MPIRUN}>:${SPORA_SYNTH_MPIRUN}>"
+           WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  spora_mpi_test_properties(synth_cli)
   foreach(command sim-coll sim-gpt search)
     add_test(NAME sim_outputs_cli_${command}
              COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/sim/sim_commands_outputs_test.sh

@@ -261,7 +261,7 @@ int run(const Options& o, bool ranks_given) {
   std::optional<Algorithm> algorithm;
   if (!o.schedule_file.empty()) {
     loaded = parallel::parse_schedule(read_file(o.schedule_file), o.schedule_file);
-    if (loaded->spec.ranks <= 64) {
+    if (parallel::fits_symbolic_check(*loaded)) {
       const parallel::CheckResult check = parallel::check_schedule(*loaded);
       if (!check.ok())
         throw UsageError(o.schedule_file + ": the schedule is wrong: " + check.error);

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# `spora synth` end to end (issue 27): it writes a schedule that `spora sim-coll --schedule`
+# simulates at the time synth reported, that `spora coll --schedule` runs over threads and over
+# 4 MPI ranks with every element right, the cache answers the second run and a corrupted entry
+# is searched again; bad arguments stop with an error that says why.
+#   synth_cli_test.sh SPORA [MPIRUN]
+set -euo pipefail
+spora=$1 mpirun=${2:-}
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+export SPORA_SYNTH_CACHE="$dir/cache"
+fail() { echo "FAIL: $*"; exit 1; }
+json() {  # FILE PYTHON-EXPRESSION on d: prints its value
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"
+}
+
+# A 4x4 torus: the schedule found is a composition, faster than the best built-in.
+"$spora" synth --cluster tests/sim/data/torus-4x4.yaml --sizes 1M -o "$dir/ar.sched" --json \
+  > "$dir/synth.json"
+schedule=$(json "$dir/synth.json" "d['results'][0]['schedule']")
+case $schedule in composed*) ;; *) fail "torus all-reduce: not a composition: $schedule" ;; esac
+python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['results'][0]; assert r['time_us'] < r['builtin_time_us'], r" \
+  "$dir/synth.json" || fail "no faster than the built-in"
+grep -q "^# schedule: $schedule\$" "$dir/ar.sched" || fail "the file does not say what it holds"
+grep -q '^# proven by the symbolic checker' "$dir/ar.sched" || fail "the file does not say how it was proven"
+
+# sim-coll --schedule simulates it at the time synth reported.
+"$spora" sim-coll --cluster tests/sim/data/torus-4x4.yaml --schedule "$dir/ar.sched" --json > "$dir/sim.json"
+python3 - "$dir/synth.json" "$dir/sim.json" <<'EOF' || fail "sim-coll --schedule disagrees with synth"
+import json, sys
+a = json.load(open(sys.argv[1]))["results"][0]["time_us"]
+b = json.load(open(sys.argv[2]))["results"][0]["time_us"]
+assert abs(a - b) < 1e-3, (a, b)
+EOF
+
+# The second run comes from the cache, with the same schedule.
+"$spora" synth --cluster tests/sim/data/torus-4x4.yaml --sizes 1M -o "$dir/again.sched" > "$dir/again.txt"
+grep -q 'cached' "$dir/again.txt" || fail "second run not answered by the cache: $(cat "$dir/again.txt")"
+diff <(grep -v '^#' "$dir/ar.sched") <(grep -v '^#' "$dir/again.sched") > /dev/null ||
+  fail "the cached schedule differs"
+# A corrupted entry is searched again (its digest no longer matches).
+for entry in "$SPORA_SYNTH_CACHE"/*.txt; do echo "ring chunks=1" > "$entry"; done
+"$spora" synth --cluster tests/sim/data/torus-4x4.yaml --sizes 1M > "$dir/third.txt"
+grep -q 'cached' "$dir/third.txt" && fail "a corrupted cache entry was used"
+[ "$(stat -c %a "$SPORA_SYNTH_CACHE")" = 700 ] || fail "the cache directory is not private"
+
+# Real runs: every collective synthesized for 4 ranks, run over threads and 4 MPI ranks.
+for op in all-reduce reduce-scatter all-gather; do
+  "$spora" synth --cluster tests/sim/data/tiny-2x2-nics.yaml --op $op --sizes 4K --no-cache \
+    -o "$dir/$op.sched" > /dev/null
+  "$spora" coll --schedule "$dir/$op.sched" --backend threads > "$dir/threads.txt"
+  grep -q '^# Wrong elements *: 0 OK' "$dir/threads.txt" || fail "$op over threads: $(cat "$dir/threads.txt")"
+  if [ -n "$mpirun" ]; then
+    "$mpirun" --oversubscribe --allow-run-as-root -np 4 "$spora" coll --schedule "$dir/$op.sched" \
+      --backend mpi > "$dir/mpi.txt"
+    grep -q '^# Wrong elements *: 0 OK' "$dir/mpi.txt" || fail "$op over MPI: $(cat "$dir/mpi.txt")"
+  fi
+done
+
+# Errors say why.
+refused() {
+  local expected=$1
+  shift
+  if "$spora" synth "$@" > "$dir/out.txt" 2> "$dir/err.txt"; then fail "$* was accepted"; fi
+  grep -qF -- "$expected" "$dir/err.txt" || fail "$*: expected '$expected', got: $(cat "$dir/err.txt")"
+}
+refused "--cluster is required" --sizes 1M
+refused "unknown --op 'all-sum'" --cluster tests/sim/data/torus-4x4.yaml --op all-sum
+refused "--ranks 17 but torus-4x4 has 16 devices" --cluster tests/sim/data/torus-4x4.yaml --ranks 17
+refused "--time-limit 0 must be positive" --cluster tests/sim/data/torus-4x4.yaml --time-limit 0
+# sim-coll --schedule refuses a wrong schedule with the checker's reason.
+if "$spora" sim-coll --cluster tests/sim/data/torus-4x4.yaml --schedule tests/collectives/bad/double_count.sched \
+  > "$dir/out.txt" 2> "$dir/err.txt"; then fail "sim-coll simulated a wrong schedule"; fi
+grep -q 'the schedule is wrong' "$dir/err.txt" || fail "sim-coll --schedule: $(cat "$dir/err.txt")"
+echo "synth CLI: OK"
