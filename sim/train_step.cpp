@@ -20,6 +20,7 @@
 #include "sim/cost_model.h"
 #include "sim/interference.h"
 #include "sim/isolation.h"
+#include "sim/synth.h"
 #include "sim/platform.h"
 #include "sim/reuse.h"
 
@@ -236,7 +237,7 @@ void comm_actor(Sim& sim, int rank) {
     if (sim.options.log)
       sim.note(rank, "comm",
                fmt::format("bucket {} all-reduce of {} ({}) started", b, bytes_text(bytes),
-                           parallel::algorithm_name(sim.algorithm)));
+                           sim.plan.algorithm));
     const double t1 = sim.now();
     if (sim.runs.empty()) {
       bulk_all_reduce(sim, rank, static_cast<int>(b), bytes);
@@ -444,7 +445,11 @@ TrainSimResult simulate_train_step(const ClusterSpec& cluster, const StepProgram
   std::string algo = options.algorithm;
   if (algo == "auto")
     algo = r.ranks > per_node && r.ranks % per_node == 0 && per_node > 1 ? "hierarchical" : "ring";
-  const auto algorithm = parallel::parse_algorithm(algo);
+  // Synthesized schedules run in the steps model; `algorithm` is then only the log's name.
+  const bool synthesized = algo == "synth";
+  if (synthesized && options.comm_model == CommModel::Bulk)
+    throw std::invalid_argument("the bulk communication model has no synthesized schedules");
+  const auto algorithm = parallel::parse_algorithm(synthesized ? "ring" : algo);
   if (!algorithm || !parallel::supports(*algorithm, parallel::Collective::AllReduce) ||
       *algorithm == parallel::Algorithm::Native)
     throw std::invalid_argument(fmt::format(
@@ -456,7 +461,7 @@ TrainSimResult simulate_train_step(const ClusterSpec& cluster, const StepProgram
         "hierarchical all-reduce needs whole nodes: {} ranks on nodes of {}", r.ranks, per_node));
   r.algorithm = algo;
   r.comm_model = options.comm_model == CommModel::Auto
-                     ? (r.ranks <= 64 ? CommModel::Steps : CommModel::Bulk)
+                     ? (r.ranks <= 64 || synthesized ? CommModel::Steps : CommModel::Bulk)
                      : options.comm_model;
   if (r.comm_model == CommModel::Bulk && *algorithm != parallel::Algorithm::Ring &&
       *algorithm != parallel::Algorithm::Hierarchical)
@@ -498,7 +503,12 @@ TrainSimResult simulate_train_step(const ClusterSpec& cluster, const StepProgram
         ao.ranks_per_node = per_node;  // across nodes: one channel per NIC, as NCCL
         ao.channels = default_ring_channels(cluster, r.ranks);
       }
-      schedules.push_back(parallel::build_schedule(*algorithm, spec, ao));
+      if (!synthesized)
+        schedules.push_back(parallel::build_schedule(*algorithm, spec, ao));
+      else if (options.schedule_for)
+        schedules.push_back(options.schedule_for(spec, sim_options));
+      else
+        schedules.push_back(synthesize(cluster, spec, {20, sim_options, 3}).schedule);
       if (!checked[spec.count]) {
         check_for_simulation(schedules.back(), cluster.device_count(), sim_options);
         checked[spec.count] = true;

@@ -27,6 +27,7 @@
 #include "sim/timeline_svg.h"
 #include "sim/train_step.h"
 #include "tools/cmd_sim.h"
+#include "tools/synth_cache.h"
 
 namespace spora::tools {
 
@@ -38,7 +39,7 @@ struct Options {
                              trace, svg, log_file, recv_reduce = "fused";
   long batch = 0;
   int ranks = 0, trace_ranks = 16;
-  double lr = 0.01, bucket_mb = 25, first_bucket_mb = 1, comm_sm_share = -1;
+  double lr = 0.01, bucket_mb = 25, first_bucket_mb = 1, comm_sm_share = -1, synth_time_limit = 20;
   bool json = false, no_copies = false, log_collectives = false, profile = false;
   std::vector<std::string> simgrid_args;
 };
@@ -365,6 +366,18 @@ int run(const Options& o) {
   to.log = !o.log_file.empty();
   to.log_collectives = o.log_collectives;
   to.simgrid_args = o.simgrid_args;
+  // --algo synth: each bucket's all-reduce synthesized for its size (or taken from the cache).
+  std::optional<SynthCache> synth_cache;
+  if (o.algo == "synth") {
+    synth_cache.emplace(o.cluster);
+    to.schedule_for = [&](const parallel::CollectiveSpec& spec, const sim::SimOptions& sim_options) {
+      sim::SynthOptions synth_options;
+      synth_options.time_limit = o.synth_time_limit;
+      synth_options.sim = sim_options;
+      synth_options.sim.log = false;
+      return synth_cache->get(cluster, spec, synth_options).result.schedule;
+    };
+  }
   sim::TrainSimResult r = sim::simulate_train_step(cluster, program, to);
 
   if (to.log) {
@@ -414,7 +427,11 @@ CLI::App* add_sim_subcommand(CLI::App& app) {
                 "all-reduce gradients in place (DDP's gradient_as_bucket_view)");
   sim->add_option("--algo", o.algo,
                   "all-reduce: auto (hierarchical across nodes, else ring), ring, hierarchical, "
-                  "tree, halving-doubling, binomial")
+                  "tree, halving-doubling, binomial, synth (spora synth's schedule per bucket "
+                  "size, cached)")
+      ->capture_default_str();
+  sim->add_option("--synth-time-limit", o.synth_time_limit,
+                  "--algo synth: seconds of search per bucket size not in the cache")
       ->capture_default_str();
   sim->add_option("--comm-model", o.comm_model,
                   "auto (steps up to 64 ranks), steps (every step of the schedule) or bulk "

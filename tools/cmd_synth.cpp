@@ -9,10 +9,7 @@
 // that say what it is; with several sizes each gets its own file, FILE with ".<bytes>B"
 // before the extension. `spora sim-coll --schedule` and `spora coll --schedule` run it.
 //
-// Results are cached per (cluster file, collective, ranks, dtype size, size class =
-// floor(log2(bytes))) in $SPORA_SYNTH_CACHE, else $XDG_CACHE_HOME/spora/synth, else
-// ~/.cache/spora/synth: a private directory (backends/codegen/cache.h's checks) whose entries
-// hold the winner's label and carry a digest; a hit rebuilds the winner for the exact size,
+// Results are cached (tools/synth_cache.h): a hit rebuilds the winner for the exact size,
 // proves and simulates it again, and skips the search. --no-cache searches anyway (and
 // refreshes the entry).
 #include <fmt/format.h>
@@ -25,13 +22,13 @@
 #include <string>
 #include <vector>
 
-#include "backends/codegen/cache.h"
 #include "backends/runtime/data/files.h"
 #include "parallel/collectives/text.h"
 #include "sim/cluster_spec.h"
 #include "sim/synth.h"
 #include "tools/cmd_sim.h"
 #include "tools/size_args.h"
+#include "tools/synth_cache.h"
 
 namespace spora::tools {
 
@@ -72,23 +69,6 @@ double bus_factor(Collective c, int ranks) {
   return (n - 1) / n;
 }
 
-// FNV-1a: a digest of the cache key that is the same on every run and machine.
-std::uint64_t fnv1a(const std::string& text) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (unsigned char ch : text) {
-    h ^= ch;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
-std::string cache_dir() {
-  if (const char* d = std::getenv("SPORA_SYNTH_CACHE"); d && *d) return d;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/spora/synth";
-  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/spora/synth";
-  return codegen::fallback_cache_dir() + "/synth";
-}
-
 std::string with_size(const std::string& path, std::int64_t bytes) {
   const std::filesystem::path p(path);
   return (p.parent_path() / (p.stem().string() + fmt::format(".{}B", bytes) + p.extension().string()))
@@ -117,13 +97,9 @@ int run(const SynthArgs& a) {
   if (a.time_limit <= 0) throw UsageError(fmt::format("--time-limit {} must be positive", a.time_limit));
   const std::vector<std::int64_t> sizes = parse_sizes(a.sizes, a.factor);
 
-  // The cache: its key starts with the cluster file's bytes.
-  const runtime::data::Bytes cluster_bytes = runtime::data::read_file(a.cluster);
-  const std::string cluster_text(cluster_bytes.begin(), cluster_bytes.end());
-  std::string dir, dir_error;
-  const bool cache_ok = codegen::private_cache_dir(dir = cache_dir(), &dir_error);
-  if (!cache_ok && !a.no_cache)
-    std::fprintf(stderr, "spora synth: not caching: %s\n", dir_error.c_str());
+  SynthCache cache(a.cluster);
+  if (!cache.enabled() && !a.no_cache)
+    std::fprintf(stderr, "spora synth: not caching: %s\n", cache.error().c_str());
 
   sim::SynthOptions options;
   options.time_limit = a.time_limit;
@@ -132,39 +108,11 @@ int run(const SynthArgs& a) {
   for (std::int64_t bytes : sizes) {
     CollectiveSpec spec{*collective, parallel::ReduceOp::Sum, ranks, bytes / esize, 0};
     if (!whole_buffer(*collective)) spec.count /= ranks;
-    const int size_class = bytes > 0 ? static_cast<int>(std::floor(std::log2(double(bytes)))) : -1;
-    const std::string key = fmt::format("{}\n{} {} {} {}", cluster_text, a.op, ranks, esize, size_class);
-    const std::filesystem::path entry =
-        std::filesystem::path(dir) / fmt::format("{:016x}.txt", fnv1a(key));
     Outcome out;
     out.bytes = spec.count * esize * (whole_buffer(*collective) ? 1 : ranks);
-    if (cache_ok && !a.no_cache) {
-      const codegen::CacheEntry hit(entry);
-      if (hit.valid) {
-        try {
-          const sim::SynthCandidate c = sim::parse_synth_candidate(hit.bytes.substr(0, hit.bytes.find('\n')));
-          std::string proof, error;
-          if (sim::prove_candidate(c, spec, &proof, &error)) {
-            sim::SynthResult& r = out.result;
-            r.candidate = c;
-            r.schedule = c.build(spec);
-            r.label = c.label();
-            r.seconds = sim::simulate_collective(cluster, r.schedule, options.sim).seconds;
-            r.proof = proof;
-            out.cached = true;
-          }
-        } catch (const std::invalid_argument&) {
-          // An entry that does not read back is searched again and replaced.
-        }
-      }
-    }
-    if (!out.cached) {
-      out.result = sim::synthesize(cluster, spec, options);
-      if (cache_ok) {
-        const std::string text = out.result.label + "\n";
-        if (codegen::write_file_atomic(entry, text)) codegen::record_digest(entry, text);
-      }
-    }
+    SynthCache::Answer answer = cache.get(cluster, spec, options, a.no_cache);
+    out.result = std::move(answer.result);
+    out.cached = answer.cached;
     outcomes.push_back(std::move(out));
   }
 

@@ -44,6 +44,19 @@ for entry in "$SPORA_SYNTH_CACHE"/*.txt; do echo "ring chunks=1" > "$entry"; don
 grep -q 'cached' "$dir/third.txt" && fail "a corrupted cache entry was used"
 [ "$(stat -c %a "$SPORA_SYNTH_CACHE")" = 700 ] || fail "the cache directory is not private"
 
+# spora sim --algo synth: the training step's all-reduce synthesized (cached), faster than the
+# ring's step on two meshes of 4.
+for algo in ring synth; do
+  "$spora" sim tests/sim/data/tiny_mlp.sp --cluster tests/sim/data/mesh-2x4.yaml --batch 64 \
+    --algo $algo --json > "$dir/step_$algo.json"
+done
+python3 - "$dir/step_ring.json" "$dir/step_synth.json" <<'EOF' || fail "spora sim --algo synth"
+import json, sys
+ring, synth = (json.load(open(f)) for f in sys.argv[1:3])
+assert synth["algorithm"] == "synth", synth["algorithm"]
+assert synth["step_seconds"] < ring["step_seconds"], (synth["step_seconds"], ring["step_seconds"])
+EOF
+
 # Real runs: every collective synthesized for 4 ranks, run over threads and 4 MPI ranks.
 for op in all-reduce reduce-scatter all-gather; do
   "$spora" synth --cluster tests/sim/data/tiny-2x2-nics.yaml --op $op --sizes 4K --no-cache \
