@@ -391,6 +391,16 @@ void check_for_simulation(const Schedule& schedule, int devices, const SimOption
     throw std::invalid_argument(fmt::format(
         "the schedule has {} ranks but the cluster has {} devices", schedule.spec.ranks, devices));
   if (options.element_bytes <= 0) throw std::invalid_argument("element size must be positive");
+  if (!options.devices.empty()) {
+    if (static_cast<int>(options.devices.size()) != schedule.spec.ranks)
+      throw std::invalid_argument(fmt::format("{} devices for a schedule of {} ranks",
+                                              options.devices.size(), schedule.spec.ranks));
+    std::vector<int> sorted = options.devices;
+    std::sort(sorted.begin(), sorted.end());
+    if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end() || sorted.front() < 0 ||
+        sorted.back() >= devices)
+      throw std::invalid_argument("the ranks' devices must be distinct devices of the cluster");
+  }
   parallel::validate_schedule(schedule);
   parallel::lockstep_rounds(schedule);  // throws on a deadlock under rendezvous semantics
 }
@@ -401,7 +411,9 @@ SimResult run_schedule(const Platform& platform, const Schedule& schedule,
   Run run(schedule, platform, options, runs++);
   run.start = sg4::Engine::get_clock();
   for (int r = 0; r < schedule.spec.ranks; ++r)
-    sg4::Actor::create(fmt::format("rank{}", r), platform.devices[static_cast<std::size_t>(r)],
+    sg4::Actor::create(fmt::format("rank{}", r),
+                       platform.devices[static_cast<std::size_t>(
+                           options.devices.empty() ? r : options.devices[static_cast<std::size_t>(r)])],
                        [&run, r] { RankActor(run, r)(); });
   sg4::Engine::get_instance()->run();
 

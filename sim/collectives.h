@@ -5,7 +5,8 @@
 //   SimResult r = simulate_collective(load_cluster_spec("examples/clusters/dgx-a100.yaml"), s);
 //   r.seconds                                 // simulated time of the slowest rank
 //
-// Rank r runs on device r (node-major) as one actor, "rank<r>", that executes its step DAG as
+// Rank r runs on device r (node-major; SimOptions::devices maps them otherwise) as one actor,
+// "rank<r>", that executes its step DAG as
 // a dataflow loop, like the host executors of backends/comm:
 //   1. every step whose dependencies are done starts:
 //        Send         put_async of count x element_bytes on mailbox "<run>:<src>><dst>#<k>" (the
@@ -63,6 +64,9 @@ struct SimOptions {
   bool log = false;
   std::vector<std::string> simgrid_args;  // extra engine arguments: "--cfg=...", "--log=..."
   double timeout = 0;  // simulate_collectives: seconds of wall clock before SimulationTimeout; 0: none
+  // The device of each rank (indices into the platform's devices, node-major); empty: rank r
+  // on device r. A group of a mesh axis runs where its ranks are.
+  std::vector<int> devices;
 };
 
 struct SimResult {

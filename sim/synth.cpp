@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <numeric>
 #include <set>
 #include <sstream>
@@ -75,7 +76,20 @@ std::vector<int> without_ones(std::vector<int> dims) {
   return dims;
 }
 
-std::vector<std::vector<int>> grids(const ClusterSpec& cluster, int ranks) {
+// Ranks per node of a group on `devices` (node-major, the same number on every node it
+// touches), or 0 when they are spread unevenly; the whole node's devices when there is no map.
+int group_per_node(const ClusterSpec& cluster, int ranks, const std::vector<int>& devices) {
+  if (devices.empty()) return cluster.devices_per_node;
+  std::map<int, int> per_node;
+  for (int d : devices) ++per_node[d / cluster.devices_per_node];
+  const int c = per_node.begin()->second;
+  for (const auto& [node, count] : per_node)
+    if (count != c) return 0;
+  return per_node.size() == 1 && ranks < cluster.devices_per_node ? ranks : c;
+}
+
+std::vector<std::vector<int>> grids(const ClusterSpec& cluster, int ranks,
+                                    const std::vector<int>& devices) {
   std::vector<std::vector<int>> out;
   auto add = [&](std::vector<int> dims) {
     dims = without_ones(std::move(dims));
@@ -84,15 +98,18 @@ std::vector<std::vector<int>> grids(const ClusterSpec& cluster, int ranks) {
     if (std::find(out.begin(), out.end(), dims) == out.end()) out.push_back(dims);
   };
   add({ranks});
-  const int g = cluster.devices_per_node;
-  const int groups = cluster.interconnect.kind == InterconnectKind::Mesh ? cluster.interconnect.groups : 1;
-  if (ranks > g && ranks % g == 0) {
+  const int g = group_per_node(cluster, ranks, devices);
+  // Mesh groups are the node's: only a group of whole nodes sees them.
+  const int groups = cluster.interconnect.kind == InterconnectKind::Mesh && g == cluster.devices_per_node
+                         ? cluster.interconnect.groups
+                         : 1;
+  if (g > 0 && ranks > g && ranks % g == 0) {
     add({g, ranks / g});
     if (groups > 1 && g % groups == 0) add({g / groups, groups, ranks / g});
   }
   if (ranks == g && groups > 1 && g % groups == 0) add({g / groups, groups});
-  if (cluster.network && cluster.network->topology.kind == TopologyKind::Torus && g == 1 &&
-      ranks == cluster.nodes) {
+  if (cluster.network && cluster.network->topology.kind == TopologyKind::Torus &&
+      cluster.devices_per_node == 1 && ranks == cluster.nodes && devices.empty()) {
     std::vector<int> dims;
     for (unsigned long d : cluster.network->topology.dims) dims.push_back(static_cast<int>(d));
     add(dims);
@@ -139,17 +156,18 @@ std::vector<std::int64_t> proof_counts(const SynthCandidate& c, const Collective
 }  // namespace
 
 std::vector<SynthCandidate> synth_candidates(const ClusterSpec& cluster, Collective collective,
-                                             int ranks) {
+                                             int ranks, const std::vector<int>& devices) {
   std::vector<SynthCandidate> out;
-  const int g = cluster.devices_per_node;
+  const int g = group_per_node(cluster, ranks, devices);
   const int nics = cluster.network ? cluster.network->nics_per_node : 0;
-  const int rpn = ranks > g && ranks % g == 0 ? g : 0;
+  const int rpn = g > 0 && ranks > g && ranks % g == 0 ? g : 0;
   for (Algorithm a : parallel::all_algorithms()) {
     if (a == Algorithm::Native || !parallel::supports(a, collective)) continue;
     SynthCandidate c;
     c.algorithm = a;
     if (a == Algorithm::Ring) {
-      std::set<int> channels{1, default_ring_channels(cluster, ranks)};
+      std::set<int> channels{1};
+      if (devices.empty()) channels.insert(default_ring_channels(cluster, ranks));
       if (rpn > 0 && nics > 0) channels.insert({nics, 2 * nics});
       for (int ch : channels) {
         c.options = {1, ch > 1 ? rpn : 0, ch};
@@ -161,7 +179,7 @@ std::vector<SynthCandidate> synth_candidates(const ClusterSpec& cluster, Collect
     out.push_back(c);
   }
   if (!parallel::composable(collective) || ranks < 2) return out;
-  for (const std::vector<int>& dims : grids(cluster, ranks)) {
+  for (const std::vector<int>& dims : grids(cluster, ranks, devices)) {
     const int k = static_cast<int>(dims.size());
     std::vector<int> order(k);
     std::iota(order.begin(), order.end(), 0);
@@ -222,9 +240,13 @@ SynthResult synthesize(const ClusterSpec& cluster, const CollectiveSpec& spec,
   if (spec.ranks > cluster.device_count())
     throw std::invalid_argument(fmt::format("synth: {} ranks but {} has {} devices", spec.ranks,
                                             cluster.name, cluster.device_count()));
+  if (!options.sim.devices.empty() && static_cast<int>(options.sim.devices.size()) != spec.ranks)
+    throw std::invalid_argument(fmt::format("synth: {} devices for {} ranks",
+                                            options.sim.devices.size(), spec.ranks));
   const double start = now_seconds();
   SynthResult result;
-  std::vector<SynthCandidate> stage1 = synth_candidates(cluster, spec.collective, spec.ranks);
+  std::vector<SynthCandidate> stage1 =
+      synth_candidates(cluster, spec.collective, spec.ranks, options.sim.devices);
   if (stage1.empty())
     throw std::invalid_argument(fmt::format("synth: nothing implements {}",
                                             parallel::collective_name(spec.collective)));
@@ -259,11 +281,21 @@ SynthResult synthesize(const ClusterSpec& cluster, const CollectiveSpec& spec,
                      [](const SynthEvaluation& a, const SynthEvaluation& b) { return a.seconds < b.seconds; });
     return v;
   };
-  // Stage 2: the best few with more chunks.
+  // Stage 2: the best few, and the best built-in (so the baseline is the built-ins' best
+  // chunking too), with more chunks.
   const std::vector<SynthEvaluation> first = ranked();
+  std::vector<SynthCandidate> refine;
   for (int i = 0; i < options.refine && i < static_cast<int>(first.size()); ++i)
+    refine.push_back(first[i].candidate);
+  for (const SynthEvaluation& e : first)
+    if (e.candidate.builtin) {
+      if (std::find(refine.begin(), refine.end(), e.candidate) == refine.end())
+        refine.push_back(e.candidate);
+      break;
+    }
+  for (const SynthCandidate& best : refine)
     for (int chunks : {2, 4, 8}) {
-      SynthCandidate c = first[i].candidate;
+      SynthCandidate c = best;
       (c.builtin ? c.options.chunks : c.composition.chunks) = chunks;
       evaluate(c);
     }

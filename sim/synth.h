@@ -17,7 +17,8 @@
 //     (rotations), one or both ring directions, and every choice of ring or direct per
 //     dimension.
 // The search runs in three stages: (1) every candidate unchunked, built-ins first; (2) the
-// best few with 2, 4 and 8 chunks; (3) each remaining choice of chunk count for the winner.
+// best few and the best built-in with 2, 4 and 8 chunks; (3) while the winner has the most
+// chunks tried (8 or more), twice as many, up to 64.
 // Each simulation runs with the time left as its timeout (SimOptions::timeout: the forked
 // simulation is killed at the deadline), so the search ends within the limit; the winner's
 // proof comes after it. What was not tried, or was stopped, is counted (SynthResult::skipped).
@@ -57,8 +58,9 @@ SynthCandidate parse_synth_candidate(const std::string& label);
 
 struct SynthOptions {
   double time_limit = 60;  // seconds of wall clock for the search
-  SimOptions sim;          // element size and network model of every simulation
-  int refine = 3;          // candidates of stage 1 tried with more chunks in stage 2
+  SimOptions sim;          // element size, network model and the ranks' devices (a group's)
+  int refine = 3;          // candidates of stage 1 tried with more chunks in stage 2 (and the
+                           // best built-in)
 };
 
 struct SynthEvaluation {
@@ -80,9 +82,11 @@ struct SynthResult {
   std::string proof;                        // how the winner was proven
 };
 
-// The candidates of stage 1 for a collective on `ranks` ranks of `cluster`, built-ins first.
+// The candidates of stage 1 for a collective on `ranks` ranks of `cluster` (on `devices`,
+// node-major, when given: a mesh axis' group), built-ins first.
 std::vector<SynthCandidate> synth_candidates(const ClusterSpec& cluster,
-                                             parallel::Collective collective, int ranks);
+                                             parallel::Collective collective, int ranks,
+                                             const std::vector<int>& devices = {});
 
 // Throws std::invalid_argument (a collective neither built-ins nor compositions implement,
 // more ranks than devices, a time limit <= 0) or SimulationError.

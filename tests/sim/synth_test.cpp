@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "parallel/collectives/algorithms.h"
 #include "parallel/collectives/checker.h"
 #include "sim/isolation.h"
 #include "sim/synth.h"
@@ -99,6 +100,34 @@ TEST(Synth, ASimulationPastItsTimeoutIsKilled) {
                SimulationTimeout);
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 2.0);
   EXPECT_EQ(run_isolated([] { return std::string("in time"); }, 5), "in time");
+}
+
+// A mesh axis' group runs on its own devices: two ranks on the devices of one node are faster
+// than on one device of each node (tiny-2x2: the network path has two more hops), and the log
+// names the devices; the synthesizer searches on them too.
+TEST(Synth, AGroupRunsOnItsDevices) {
+  const ClusterSpec cluster = load_cluster_spec(kData + "tiny-2x2.yaml");
+  const CollectiveSpec spec{Collective::AllReduce, ReduceOp::Sum, 2, 1024};
+  const parallel::Schedule ring = parallel::build_schedule(parallel::Algorithm::Ring, spec);
+  SimOptions inside, across;
+  inside.devices = {0, 1};
+  across.devices = {0, 2};
+  across.log = true;
+  const SimResult a = simulate_collective(cluster, ring, inside);
+  const SimResult b = simulate_collective(cluster, ring, across);
+  EXPECT_LT(a.seconds, b.seconds);
+  EXPECT_EQ(a.seconds, simulate_collective(cluster, ring, {}).seconds);
+  EXPECT_NE(b.log.back().find("rank1@node1-gpu0"), std::string::npos) << b.log.back();
+  SimOptions wrong;
+  wrong.devices = {0, 0};
+  EXPECT_THROW(simulate_collective(cluster, ring, wrong), std::invalid_argument);
+  wrong.devices = {0, 4};
+  EXPECT_THROW(simulate_collective(cluster, ring, wrong), std::invalid_argument);
+  SynthOptions options;
+  options.sim = across;
+  options.sim.log = false;
+  const SynthResult r = synthesize(cluster, spec, options);
+  EXPECT_LE(r.seconds, b.seconds);
 }
 
 TEST(Synth, LabelsReadBack) {
