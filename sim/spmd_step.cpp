@@ -77,6 +77,8 @@ struct Sim {
   // Measured collectives (measured_tables.h): a group of a measured size waits for its last
   // rank, then takes the table's time; barriers by (collective #, the group's first rank).
   const MeasuredTables* tables = nullptr;
+  // SpmdSimOptions::collective_seconds' answers by collective # (-1: none), used as the tables.
+  std::vector<double> given;
   std::map<std::pair<int, int>, sg4::BarrierPtr> barriers;
   std::vector<double> work, work_at_sync;  // [rank]: compute seconds so far, at the last sync
   std::vector<std::vector<sg4::SemaphorePtr>> ready, done;  // [rank][collective #]
@@ -126,8 +128,10 @@ struct Sim {
     const double extra =
         sync && oversub > 1 ? sync->extra_at((work[r] - work_at_sync[r]) / oversub) : 0;
     work_at_sync[r] = work[r];
-    if (const CollectiveTable* t =
-            tables ? tables->collective(std::string(collective_kind_name(op.kind)), p) : nullptr) {
+    const CollectiveTable* t =
+        tables ? tables->collective(std::string(collective_kind_name(op.kind)), p) : nullptr;
+    const double given_seconds = given.empty() ? -1 : given[static_cast<std::size_t>(k)];
+    if (t || given_seconds >= 0) {
       auto& barrier = barriers[{k, group.front()}];
       if (!barrier) barrier = sg4::Barrier::create(static_cast<unsigned>(p));
       barrier->wait();
@@ -135,7 +139,8 @@ struct Sim {
       // It was measured with a core per rank; beyond the cores its copies take turns on them
       // like the ring's below (oversub), and the synchronisation adds the measured extra.
       const double whole = op.kind == CollectiveKind::AllGather ? op.bytes * p : op.bytes;
-      const double seconds = t->seconds_at(whole) * oversub + extra;  // with the extra, >= 0
+      const double base = given_seconds >= 0 ? given_seconds : t->seconds_at(whole);
+      const double seconds = base * oversub + extra;  // with the extra, >= 0
       if (seconds > 0) sg4::this_actor::sleep_for(seconds);
       ++events;
       return;
@@ -446,6 +451,19 @@ SpmdSimResult simulate_spmd_step(const ClusterSpec& cluster, const SpmdProgram& 
 
   const std::size_t n_coll = program.collectives.size();
   const std::size_t n_all = n_coll + program.gathers.size();  // with ZeRO-1's all_gathers
+  std::vector<double> given;
+  if (options.collective_seconds) {
+    given.assign(n_all, -1);
+    for (std::size_t c = 0; c < n_all; ++c) {
+      const SpmdOp& op = program.ops[static_cast<std::size_t>(
+          c < n_coll ? program.collectives[c] : program.gathers[c - n_coll])];
+      const std::vector<int> group = group_of(program.mesh, 0, op.axes);
+      const double p = static_cast<double>(group.size());
+      if (group.size() > 1)
+        given[c] = options.collective_seconds(
+            op.kind, group, op.kind == CollectiveKind::AllGather ? op.bytes * p : op.bytes);
+    }
+  }
   const std::string answer = run_isolated([&] {
     SimEngine sim_engine(options.simgrid_args);
     sg4::Engine& engine = sim_engine.get();
@@ -459,6 +477,7 @@ SpmdSimResult simulate_spmd_step(const ClusterSpec& cluster, const SpmdProgram& 
     if (!cluster.device.measured.oversubscribed.empty())
       sim.sync = &cluster.device.measured.oversubscribed;
     if (!cluster.device.measured.collectives.empty()) sim.tables = &cluster.device.measured;
+    sim.given = given;
     for (std::size_t c = 0; c < n_coll; ++c) {
       sim.coll_index[program.collectives[c]] = static_cast<int>(c);
       sim.issue[program.issue_after[c]].push_back(static_cast<int>(c));

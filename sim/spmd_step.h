@@ -48,6 +48,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -122,6 +123,14 @@ struct SpmdSimOptions {
   int ranks_on_node = 0;     // CostModel's time sharing (sim/cost_model.h); 0: the step's ranks
   bool log = false;
   std::vector<std::string> simgrid_args;
+  // A collective's time from elsewhere than the ring model and the measured tables (`spora
+  // search` / `spora sim --collectives synth`: the synthesizer's schedule for the group,
+  // simulated on its devices). Called before the simulation, once per collective of the step
+  // with rank 0's group (its devices in rank order) and the bytes of the whole tensor (an
+  // all_gather's gathered one); every group of that collective then takes that time, after
+  // waiting for its last rank (the groups of one mesh axis are alike on a homogeneous cluster).
+  std::function<double(CollectiveKind, const std::vector<int>& group, double whole_bytes)>
+      collective_seconds;
 };
 
 struct SpmdSimResult {

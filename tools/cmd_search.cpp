@@ -1,5 +1,6 @@
 // `spora search`: see tools/cmd_search.h.
 #include "tools/cmd_search.h"
+#include "tools/synth_cache.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -47,8 +48,23 @@ struct Options {
   int explain_rows = 30;
   std::string evaluate;  // a strategy file to price instead of searching
   std::string schedule = "1f1b";
+  std::string collectives = "ring";  // the simulator's collectives: ring (model/tables) | synth
+  double synth_time_limit = 20;
 };
 Options g_options;
+
+// The simulator's options: with --collectives synth, each collective of a candidate takes the
+// synthesizer's time for its group (tools/synth_cache.h; searched once per group and size
+// class, then cached).
+sim::SpmdSimOptions spmd_options(const Options& o, const sim::ClusterSpec& cluster) {
+  sim::SpmdSimOptions opts;
+  if (o.collectives == "synth") {
+    static std::optional<SynthCache> cache;
+    if (!cache) cache.emplace(o.cluster);
+    opts.collective_seconds = synthesized_collective_seconds(*cache, cluster, o.synth_time_limit);
+  }
+  return opts;
+}
 
 class UsageError : public std::runtime_error {
  public:
@@ -200,7 +216,9 @@ int run_evaluate(const Options& o, const sim::ClusterSpec& cluster, const sim::S
   std::optional<double> simulated;
   if (!o.no_simulate)
     simulated =
-        sim::simulate_spmd_step(cluster, sim::spmd_program(program, s, o.optimizer)).step_seconds;
+        sim::simulate_spmd_step(cluster, sim::spmd_program(program, s, o.optimizer),
+                                spmd_options(o, cluster))
+            .step_seconds;
   std::printf("spora search --evaluate %s: %s on %s, mesh %s\n", o.evaluate.c_str(), o.file.c_str(),
               cluster.name.c_str(), g.mesh.to_string().c_str());
   std::printf("%-16s %-16s %-14s %s\n", "step (analytic)", "step (simulated)", "memory/device",
@@ -328,8 +346,9 @@ std::optional<Simulated> simulate_candidate(const Options& o, const sim::Cluster
     }
     const parallel::Strategy s =
         parallel::parse_strategy(ps::strategy_json(g, a), *program.step, "candidate");
-    return Simulated{
-        sim::simulate_spmd_step(cluster, sim::spmd_program(program, s, o.optimizer)).step_seconds};
+    return Simulated{sim::simulate_spmd_step(cluster, sim::spmd_program(program, s, o.optimizer),
+                                             spmd_options(o, cluster))
+                         .step_seconds};
   } catch (const std::exception& e) {
     std::fprintf(stderr, "spora search: the simulator could not run a candidate: %s\n", e.what());
     return std::nullopt;
@@ -629,6 +648,14 @@ CLI::App* add_search_subcommand(CLI::App& app) {
                 "price this strategy file instead of searching: its analytic step (the "
                 "partitioner's operator choices, or the file's \"ops\"), the simulated one and "
                 "the largest terms");
+  s->add_option("--collectives", o.collectives,
+                "the simulator's collectives: ring (the ring model, or the cluster's measured "
+                "tables) or synth (spora synth's schedule per group and size, cached)")
+      ->check(CLI::IsMember({"ring", "synth"}))
+      ->capture_default_str();
+  s->add_option("--synth-time-limit", o.synth_time_limit,
+                "--collectives synth: seconds of search per group and size not in the cache")
+      ->capture_default_str();
   s->add_flag("--no-simulate", o.no_simulate,
               "skip the simulator's score of the top strategies (the analytic oracle only)");
   s->add_option("--fix", o.fix,

@@ -36,7 +36,7 @@ namespace {
 struct Options {
   std::string file, cluster, strategy = "dp", entry = "main", batch_name = "batch",
                              optimizer = "sgd", algo = "auto", comm_model = "auto", matmul_dtype,
-                             trace, svg, log_file, recv_reduce = "fused";
+                             trace, svg, log_file, recv_reduce = "fused", collectives = "ring";
   long batch = 0;
   int ranks = 0, trace_ranks = 16;
   double lr = 0.01, bucket_mb = 25, first_bucket_mb = 1, comm_sm_share = -1, synth_time_limit = 20;
@@ -261,6 +261,12 @@ int run_spmd(const Options& o, const sim::ClusterSpec& cluster) {
   opts.matmul_dtype = o.matmul_dtype;
   opts.log = !o.log_file.empty();
   opts.simgrid_args = o.simgrid_args;
+  std::optional<SynthCache> synth_cache;
+  if (o.collectives == "synth") {
+    synth_cache.emplace(o.cluster);
+    opts.collective_seconds =
+        synthesized_collective_seconds(*synth_cache, cluster, o.synth_time_limit);
+  }
   const sim::SpmdSimResult r = sim::simulate_spmd_step(cluster, sp, opts);
   if (opts.log) {
     std::string text;
@@ -327,6 +333,9 @@ int run(const Options& o) {
         "unknown --strategy '{}' (dp: data parallelism, or a strategy file FILE.json)",
         o.strategy));
   check_options(RunKind::DataParallel);
+  if (o.collectives != "ring")
+    throw UsageError("--collectives prices a strategy file's collectives; the data-parallel "
+                     "step's all-reduce is chosen with --algo (--algo synth)");
   const int ranks = o.ranks > 0 ? o.ranks : cluster.device_count();
   if (ranks > cluster.device_count())
     throw UsageError(fmt::format("--ranks {} but {} has {} devices", ranks, cluster.name,
@@ -430,8 +439,15 @@ CLI::App* add_sim_subcommand(CLI::App& app) {
                   "tree, halving-doubling, binomial, synth (spora synth's schedule per bucket "
                   "size, cached)")
       ->capture_default_str();
+  sim->add_option("--collectives", o.collectives,
+                  "--strategy FILE: the collectives' times from the ring model (or the "
+                  "cluster's measured tables), or synth: spora synth's schedule per group and "
+                  "size, cached")
+      ->check(CLI::IsMember({"ring", "synth"}))
+      ->capture_default_str();
   sim->add_option("--synth-time-limit", o.synth_time_limit,
-                  "--algo synth: seconds of search per bucket size not in the cache")
+                  "--algo synth, --collectives synth: seconds of search per size (and group) "
+                  "not in the cache")
       ->capture_default_str();
   sim->add_option("--comm-model", o.comm_model,
                   "auto (steps up to 64 ranks), steps (every step of the schedule) or bulk "

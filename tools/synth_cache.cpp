@@ -1,6 +1,7 @@
 #include "tools/synth_cache.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -47,9 +48,10 @@ SynthCache::Answer SynthCache::get(const sim::ClusterSpec& cluster,
   const std::int64_t bytes = spec.count * options.sim.element_bytes *
                              (spec.collective == parallel::Collective::AllReduce ? 1 : spec.ranks);
   const int size_class = bytes > 0 ? static_cast<int>(std::floor(std::log2(double(bytes)))) : -1;
-  const std::string key = fmt::format("{}\n{} {} {} {}", cluster_text_,
-                                      parallel::collective_name(spec.collective), spec.ranks,
-                                      options.sim.element_bytes, size_class);
+  std::string key = fmt::format("{}\n{} {} {} {}", cluster_text_,
+                                parallel::collective_name(spec.collective), spec.ranks,
+                                options.sim.element_bytes, size_class);
+  if (!options.sim.devices.empty()) key += fmt::format(" on {}", fmt::join(options.sim.devices, ","));
   const std::filesystem::path entry = std::filesystem::path(dir_) / fmt::format("{:016x}.txt", fnv1a(key));
   Answer out;
   if (enabled() && !search_anyway) {
@@ -80,6 +82,40 @@ SynthCache::Answer SynthCache::get(const sim::ClusterSpec& cluster,
     if (codegen::write_file_atomic(entry, text)) codegen::record_digest(entry, text);
   }
   return out;
+}
+
+std::function<double(sim::CollectiveKind, const std::vector<int>&, double)>
+synthesized_collective_seconds(SynthCache& cache, const sim::ClusterSpec& cluster,
+                               double time_limit) {
+  return [&cache, &cluster, time_limit](sim::CollectiveKind kind, const std::vector<int>& group,
+                                        double whole_bytes) {
+    constexpr int kElement = 4;
+    const int p = static_cast<int>(group.size());
+    parallel::CollectiveSpec spec{parallel::Collective::AllReduce, parallel::ReduceOp::Sum, p, 0};
+    const auto elements = static_cast<std::int64_t>(whole_bytes / kElement);
+    switch (kind) {
+      case sim::CollectiveKind::AllReduce:
+        spec.count = elements;
+        break;
+      case sim::CollectiveKind::AllGather:
+        spec.collective = parallel::Collective::AllGather;
+        spec.count = elements / p;
+        break;
+      case sim::CollectiveKind::ReduceScatter:
+        spec.collective = parallel::Collective::ReduceScatter;
+        spec.count = elements / p;
+        break;
+      case sim::CollectiveKind::AllToAll:
+        spec.collective = parallel::Collective::AllToAll;
+        spec.count = elements / p;
+        break;
+    }
+    sim::SynthOptions options;
+    options.time_limit = time_limit;
+    options.sim.element_bytes = kElement;
+    options.sim.devices = group;
+    return cache.get(cluster, spec, options).result.seconds;
+  };
 }
 
 }  // namespace spora::tools

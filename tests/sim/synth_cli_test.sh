@@ -57,6 +57,34 @@ assert synth["algorithm"] == "synth", synth["algorithm"]
 assert synth["step_seconds"] < ring["step_seconds"], (synth["step_seconds"], ring["step_seconds"])
 EOF
 
+# --collectives synth: a strategy's collectives priced by synthesized schedules for their
+# groups. Data parallelism over a 4x4 torus: its all-reduces over 16 chips take the torus'
+# composed schedule, and the step is faster than under the ring model, in spora sim and in
+# spora search --evaluate.
+printf '{"mesh": [16], "layouts": {"x": "(16, 1)", "y": "(16)"}}\n' > "$dir/dp16.json"
+step_of() { sed -n 's/^step time *\([0-9.]*\) ms$/\1/p' "$1"; }
+for c in ring synth; do
+  "$spora" sim benchmarks/sim/w2_mlp.sp --cluster tests/sim/data/torus-4x4.yaml --batch 256 \
+    --strategy "$dir/dp16.json" --collectives $c --synth-time-limit 5 > "$dir/spmd_$c.txt"
+  "$spora" search benchmarks/sim/w2_mlp.sp --cluster tests/sim/data/torus-4x4.yaml --mesh 16 \
+    --batch 256 --evaluate "$dir/dp16.json" --collectives $c --synth-time-limit 5 |
+    sed -n 3p | awk '{print $3 " " $4}' > "$dir/search_$c.txt"
+done
+python3 - "$(step_of "$dir/spmd_ring.txt")" "$(step_of "$dir/spmd_synth.txt")" <<'EOF' || fail "spora sim --collectives synth: $(cat "$dir/spmd_synth.txt")"
+import sys
+ring, synth = float(sys.argv[1]), float(sys.argv[2])
+assert synth < ring / 2, (synth, ring)
+EOF
+python3 - "$(cat "$dir/search_ring.txt")" "$(cat "$dir/search_synth.txt")" <<'EOF' || fail "spora search --collectives synth"
+import sys
+scale = {"s": 1, "ms": 1e-3, "us": 1e-6}
+ring, synth = (float(a.split()[0]) * scale[a.split()[1]] for a in sys.argv[1:3])
+assert synth < ring / 2, (synth, ring)
+EOF
+if "$spora" sim benchmarks/sim/w2_mlp.sp --cluster tests/sim/data/torus-4x4.yaml --batch 256 \
+  --collectives synth > /dev/null 2> "$dir/err.txt"; then fail "--collectives synth with dp accepted"; fi
+grep -q -- '--algo synth' "$dir/err.txt" || fail "--collectives with dp: $(cat "$dir/err.txt")"
+
 # Real runs: every collective synthesized for 4 ranks, run over threads and 4 MPI ranks.
 for op in all-reduce reduce-scatter all-gather; do
   "$spora" synth --cluster tests/sim/data/tiny-2x2-nics.yaml --op $op --sizes 4K --no-cache \
