@@ -57,7 +57,7 @@ struct SynthCandidate {
 SynthCandidate parse_synth_candidate(const std::string& label);
 
 struct SynthOptions {
-  double time_limit = 60;  // seconds of wall clock for the search
+  double time_limit = 50;  // seconds of wall clock for the search (the proof comes after)
   SimOptions sim;          // element size, network model and the ranks' devices (a group's)
   int refine = 3;          // candidates of stage 1 tried with more chunks in stage 2 (and the
                            // best built-in)

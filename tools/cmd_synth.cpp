@@ -40,7 +40,7 @@ using parallel::CollectiveSpec;
 struct SynthArgs {
   std::string cluster, op = "all-reduce", sizes = "64M", dtype = "f32", out;
   int ranks = 0;
-  double factor = 2, time_limit = 60;
+  double factor = 2, time_limit = 50;
   bool no_cache = false, json = false;
 };
 SynthArgs g_args;
