@@ -179,6 +179,15 @@ std::vector<SynthCandidate> synth_candidates(const ClusterSpec& cluster, Collect
     out.push_back(c);
   }
   if (!parallel::composable(collective) || ranks < 2) return out;
+  if (collective == Collective::AllReduce)
+    for (parallel::TreeShape shape : {parallel::TreeShape::Binary, parallel::TreeShape::Chain})
+      for (int k : {1, 2, 4, 8})
+        if (k <= ranks) {
+          SynthCandidate c;
+          c.builtin = false;
+          c.composition = {{ranks}, {}, {}, 1, shape, k};
+          out.push_back(c);
+        }
   for (const std::vector<int>& dims : grids(cluster, ranks, devices)) {
     const int k = static_cast<int>(dims.size());
     std::vector<int> order(k);

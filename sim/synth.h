@@ -15,7 +15,9 @@
 //     dimensions (one device per node); the factorisations of the rank count into two and
 //     three near-equal factors. On each grid: one lane or one per starting dimension
 //     (rotations), one or both ring directions, and every choice of ring or direct per
-//     dimension.
+//     dimension;
+//   - all-reduce: tree packings of 1, 2, 4 and 8 binary trees or chains over rotations of the
+//     rank order (Blink-style spanning trees, pipelined by the chunks).
 // The search runs in three stages: (1) every candidate unchunked, built-ins first; (2) the
 // best few and the best built-in with 2, 4 and 8 chunks; (3) while the winner has the most
 // chunks tried (8 or more), twice as many, up to 64.

@@ -44,8 +44,18 @@ void validate(const CollectiveSpec& spec, const Composition& c) {
     std::iota(identity.begin(), identity.end(), 0);
     if (sorted != identity) invalid("perm is not a permutation of the ranks");
   }
-  if (c.lanes.empty()) invalid("no lane");
   if (c.chunks < 1) invalid("chunks " + std::to_string(c.chunks));
+  if (c.tree_shape != TreeShape::None) {
+    if (spec.collective != Collective::AllReduce)
+      invalid("a tree packing implements all-reduce, not " +
+              std::string(collective_name(spec.collective)));
+    if (c.trees < 1 || c.trees > spec.ranks)
+      invalid("a tree packing of " + std::to_string(c.trees) + " trees over " +
+              std::to_string(spec.ranks) + " ranks");
+    if (!c.lanes.empty()) invalid("a tree packing has no lanes");
+    return;
+  }
+  if (c.lanes.empty()) invalid("no lane");
   for (const ComposedLane& lane : c.lanes) {
     std::vector<int> seen(c.dims.size(), 0);
     for (const ComposedPhase& ph : lane.phases) {
@@ -336,6 +346,25 @@ Schedule build_composed(const CollectiveSpec& spec, const Composition& compositi
     b.copy(0, detail::input(0, n), detail::output(0, n));
     return std::move(b).finish();
   }
+  if (composition.tree_shape != TreeShape::None) {
+    const int k = composition.trees;
+    for (int t = 0; t < k; ++t) {
+      // Tree t over the order rotated to start at position t p / k.
+      const int offset = static_cast<int>(std::int64_t{t} * p / k);
+      auto rank_at = [&](int pos) {
+        const int v = (pos + offset) % p;
+        return composition.perm.empty() ? v : composition.perm[v];
+      };
+      std::vector<int> parent(p, -1);
+      for (int pos = 1; pos < p; ++pos)
+        parent[rank_at(pos)] = rank_at(composition.tree_shape == TreeShape::Chain
+                                           ? pos - 1
+                                           : detail::binary_tree_parent(p, pos));
+      const std::int64_t lo = block_offset(n, k, t);
+      detail::tree_all_reduce_range(b, parent, lo, lo + block_size(n, k, t));
+    }
+    return std::move(b).finish();
+  }
   for (std::size_t l = 0; l < composition.lanes.size(); ++l) {
     LaneBuilder lane(b, spec, composition, composition.lanes[l], static_cast<int>(l), work_base);
     switch (spec.collective) {
@@ -357,7 +386,11 @@ std::string describe_composition(const Composition& c) {
   std::string out = "dims ";
   for (std::size_t d = 0; d < c.dims.size(); ++d)
     out += (d ? "x" : "") + std::to_string(c.dims[d]);
-  out += " lanes ";
+  if (c.tree_shape != TreeShape::None)
+    out += std::string(" trees ") + (c.tree_shape == TreeShape::Binary ? "binary " : "chain ") +
+           std::to_string(c.trees);
+  else
+    out += " lanes ";
   for (std::size_t l = 0; l < c.lanes.size(); ++l) {
     if (l) out += ",";
     const auto& phases = c.lanes[l].phases;
@@ -427,6 +460,17 @@ Composition parse_composition(const std::string& text) {
         c.lanes.push_back(l);
       }
       has_lanes = true;
+    } else if (key == "trees") {
+      if (value == "binary")
+        c.tree_shape = TreeShape::Binary;
+      else if (value == "chain")
+        c.tree_shape = TreeShape::Chain;
+      else
+        invalid("unknown tree shape '" + value + "' (binary, chain)");
+      std::string count;
+      if (!(in >> count)) invalid("'trees " + value + "' has no count");
+      c.trees = parse_int(count, "trees");
+      has_lanes = true;
     } else if (key == "chunks") {
       c.chunks = parse_int(value, "chunks");
     } else if (key == "perm") {
@@ -435,7 +479,7 @@ Composition parse_composition(const std::string& text) {
       invalid("unknown key '" + key + "'");
     }
   }
-  if (!has_dims || !has_lanes) invalid("a composition needs dims and lanes");
+  if (!has_dims || !has_lanes) invalid("a composition needs dims and lanes (or trees)");
   return c;
 }
 

@@ -51,11 +51,21 @@ struct ComposedLane {
   friend bool operator==(const ComposedLane&, const ComposedLane&) = default;
 };
 
+// A tree packing (all-reduce only), Blink's idea with trees of one shape: `count` spanning
+// trees over rotations of the (virtual) rank order, tree t starting at position t p / count;
+// each reduces its share of the data to its root and broadcasts it back, every transfer cut
+// into `chunks` pieces so the trees stream. Binary: NCCL's binary tree over the rotated order
+// (count 2 with p even is close to its double binary tree); chain: a pipeline through the
+// rotated order, rooted at its first rank.
+enum class TreeShape : std::uint8_t { None, Binary, Chain };
+
 struct Composition {
   std::vector<int> dims;           // product = ranks; dims[0] fastest
   std::vector<int> perm;           // virtual -> physical rank; empty = identity
   std::vector<ComposedLane> lanes;  // the data is split evenly among them
   int chunks = 1;
+  TreeShape tree_shape = TreeShape::None;  // a tree packing instead of lanes (dims: {ranks})
+  int trees = 0;
   friend bool operator==(const Composition&, const Composition&) = default;
 };
 
@@ -69,8 +79,8 @@ bool composable(Collective collective);
 Schedule build_composed(const CollectiveSpec& spec, const Composition& composition);
 
 // One line: "dims 4x4x4 lanes 0.1.2,1r.2r.0r chunks 2": a lane is its phases' dimensions in
-// order, each followed by 'd' when direct and 'r' when a reversed ring; " perm 3,0,1,2" follows
-// when there is a permutation. parse_composition reads it back (throws std::invalid_argument
+// order, each followed by 'd' when direct and 'r' when a reversed ring; a tree packing is
+// "dims 16 trees binary 4 chunks 8"; " perm 3,0,1,2" follows when there is a permutation. parse_composition reads it back (throws std::invalid_argument
 // with the reason).
 std::string describe_composition(const Composition& composition);
 Composition parse_composition(const std::string& text);

@@ -29,6 +29,14 @@ void ring_reduce_scatter_inplace(ScheduleBuilder& b, const std::vector<int>& gro
 void ring_all_gather_inplace(ScheduleBuilder& b, const std::vector<int>& group, std::int64_t lo,
                              std::int64_t hi);
 
+// All-reduce of output elements [lo, hi) over one rooted spanning tree (`parent[r]` is r's
+// parent, -1 at the root): reduce to the root, then broadcast back (tree.cpp). Several trees
+// on disjoint ranges run side by side (a tree packing).
+void tree_all_reduce_range(ScheduleBuilder& b, const std::vector<int>& parent, std::int64_t lo,
+                           std::int64_t hi);
+// NCCL's binary tree over positions 0..p-1 rooted at 0: the parent of position r, -1 at 0.
+int binary_tree_parent(int p, int r);
+
 // All-to-all by store-and-forward of (source, destination) blocks; shared by bruck and
 // recursive-doubling (bruck.cpp).
 class BlockRouter {

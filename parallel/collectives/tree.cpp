@@ -247,6 +247,15 @@ void tree_scatter(ScheduleBuilder& b, const Tree& t, std::int64_t n, std::int64_
 
 }  // namespace
 
+int binary_tree_parent(int p, int r) { return btree_parent(p, r); }
+
+void tree_all_reduce_range(ScheduleBuilder& b, const std::vector<int>& parent, std::int64_t lo,
+                           std::int64_t hi) {
+  const Tree t = Tree::from_parents(parent);
+  tree_reduce(b, t, lo, hi, /*inner_have_output=*/true);
+  tree_broadcast(b, t, lo, hi, /*from_input=*/false);
+}
+
 Schedule tree_schedule(const CollectiveSpec& spec, const AlgorithmOptions& options,
                        bool double_binary) {
   ScheduleBuilder b(spec, double_binary ? "tree" : "binomial", options);

@@ -90,6 +90,49 @@ TEST(Composed, TorusLanesAreProvedAt64Ranks) {
   }
 }
 
+// Tree packings: binary trees and chains over rotations of the order, 1-4 of them, permuted or
+// not, proved for 1-12 ranks; each tree reduces to its root and broadcasts back.
+TEST(Composed, TreePackingsAreProved) {
+  int proved = 0;
+  for (int p = 1; p <= 12; ++p)
+    for (TreeShape shape : {TreeShape::Binary, TreeShape::Chain})
+      for (int k = 1; k <= std::min(p, 4); ++k)
+        for (bool reversed : {false, true}) {
+          std::vector<int> perm;
+          if (reversed)
+            for (int r = 0; r < p; ++r) perm.push_back(p - 1 - r);
+          Composition c{{p}, perm, {}, 1, shape, k};
+          for (std::int64_t count : {std::int64_t{0}, std::int64_t{1}, std::int64_t{5 * k + 3}})
+            for (int chunks : {1, 3}) {
+              c.chunks = chunks;
+              const CollectiveSpec spec{Collective::AllReduce, ReduceOp::Sum, p, count};
+              const CheckResult r = check_schedule(build_composed(spec, c));
+              ASSERT_TRUE(r.ok()) << describe_composition(c) << " count " << count << ": " << r.error;
+              ++proved;
+            }
+        }
+  EXPECT_GT(proved, 500);
+  // A chain of 4 ranks rooted at 0: rank 3 sends once (up), rank 0 once (down), the others twice.
+  const Schedule chain = build_composed({Collective::AllReduce, ReduceOp::Sum, 4, 8},
+                                        {{4}, {}, {}, 1, TreeShape::Chain, 1});
+  std::vector<int> sends;
+  for (const RankProgram& prog : chain.ranks) {
+    int n = 0;
+    for (const Step& st : prog.steps) n += st.kind == StepKind::Send;
+    sends.push_back(n);
+  }
+  EXPECT_EQ(sends, (std::vector<int>{1, 2, 2, 1}));
+  const Composition trees{{8}, {}, {}, 8, TreeShape::Binary, 4};
+  EXPECT_EQ(describe_composition(trees), "dims 8 trees binary 4 chunks 8");
+  EXPECT_EQ(parse_composition("dims 8 trees binary 4 chunks 8"), trees);
+  EXPECT_THROW(parse_composition("dims 8 trees star 4"), std::invalid_argument);
+  EXPECT_THROW(build_composed({Collective::AllGather, ReduceOp::Sum, 8, 8}, trees),
+               std::invalid_argument);
+  EXPECT_THROW(build_composed({Collective::AllReduce, ReduceOp::Sum, 8, 8},
+                              {{8}, {}, {}, 1, TreeShape::Chain, 9}),
+               std::invalid_argument);
+}
+
 // A one-dimensional composition with one lane is the built-in ring: the same message count and
 // sizes per rank (all-reduce: 2 (p - 1) messages of n / p).
 TEST(Composed, OneLaneRingMovesWhatTheBuiltInRingMoves) {
