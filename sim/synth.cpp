@@ -326,6 +326,7 @@ SynthResult synthesize(const ClusterSpec& cluster, const CollectiveSpec& spec,
       result.baseline_seconds = e.seconds;
       result.baseline_label = e.candidate.label();
     }
+  const double proof_start = now_seconds();
   for (const SynthEvaluation& e : ranked()) {
     std::string proof, error;
     if (!prove_candidate(e.candidate, spec, &proof, &error)) continue;
@@ -339,6 +340,7 @@ SynthResult synthesize(const ClusterSpec& cluster, const CollectiveSpec& spec,
   if (result.label.empty())
     throw std::invalid_argument("synth: no candidate passed the symbolic checker");
   result.search_seconds = now_seconds() - start;
+  result.proof_seconds = now_seconds() - proof_start;
   return result;
 }
 

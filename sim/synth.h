@@ -81,6 +81,7 @@ struct SynthResult {
   int generated = 0;                        // candidates of stage 1
   int skipped = 0;                          // candidates left untried at the time limit
   double search_seconds = 0;                // wall clock of the whole call, proof included
+  double proof_seconds = 0;                 // of which the winner's proof
   std::string proof;                        // how the winner was proven
 };
 

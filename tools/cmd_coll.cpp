@@ -80,19 +80,6 @@ std::int64_t bytes_for(Collective c, std::int64_t count, int ranks, std::size_t 
   }
 }
 
-double bus_factor(Collective c, int ranks) {
-  const double n = ranks;
-  switch (c) {
-    case Collective::AllReduce:
-      return 2 * (n - 1) / n;
-    case Collective::Broadcast:
-    case Collective::Reduce:
-      return 1;
-    default:
-      return (n - 1) / n;
-  }
-}
-
 std::string_view nccl_type_name(DType t) {
   switch (t) {
     case DType::F32:

@@ -58,17 +58,6 @@ constexpr DType kDTypes[] = {{"f64", "double", 8},    {"f32", "float", 4}, {"f16
 using spora::tools::parse_size;
 using spora::tools::parse_sizes;
 
-bool whole_buffer(Collective c) {
-  return c == Collective::AllReduce || c == Collective::Broadcast || c == Collective::Reduce;
-}
-
-double bus_factor(Collective c, int ranks) {
-  const double n = ranks;
-  if (c == Collective::AllReduce) return 2 * (n - 1) / n;
-  if (c == Collective::Broadcast || c == Collective::Reduce) return 1;
-  return (n - 1) / n;
-}
-
 std::string format_time(double us) {
   if (us >= 10000) return fmt::format("{:7.0f}", us);
   if (us >= 100) return fmt::format("{:7.1f}", us);

@@ -58,17 +58,6 @@ int dtype_bytes(const std::string& name) {
   throw UsageError(fmt::format("unknown --dtype '{}' (f64, f32, f16, bf16, i64, i32, i8, u8)", name));
 }
 
-bool whole_buffer(Collective c) {
-  return c == Collective::AllReduce || c == Collective::Broadcast || c == Collective::Reduce;
-}
-
-double bus_factor(Collective c, int ranks) {
-  const double n = ranks;
-  if (c == Collective::AllReduce) return 2 * (n - 1) / n;
-  if (c == Collective::Broadcast || c == Collective::Reduce) return 1;
-  return (n - 1) / n;
-}
-
 std::string with_size(const std::string& path, std::int64_t bytes) {
   const std::filesystem::path p(path);
   return (p.parent_path() / (p.stem().string() + fmt::format(".{}B", bytes) + p.extension().string()))
@@ -149,10 +138,10 @@ int run(const SynthArgs& a) {
           "{}\n  {{\"size_bytes\": {}, \"schedule\": \"{}\", \"time_us\": {:.3f}, \"busbw_gbps\": {:.4f}, "
           "\"builtin\": \"{}\", \"builtin_time_us\": {:.3f}, \"builtin_busbw_gbps\": {:.4f}, "
           "\"cached\": {}, \"evaluated\": {}, \"generated\": {}, \"skipped\": {}, \"search_s\": {:.3f}, "
-          "\"proof\": \"{}\"}}",
+          "\"proof_s\": {:.3f}, \"proof\": \"{}\"}}",
           i ? "," : "", b, r.label, r.seconds * 1e6, busbw(b, r.seconds), r.baseline_label,
           r.baseline_seconds * 1e6, busbw(b, r.baseline_seconds), outcomes[i].cached, r.evaluated.size(),
-          r.generated, r.skipped, r.search_seconds, r.proof);
+          r.generated, r.skipped, r.search_seconds, r.proof_seconds, r.proof);
     }
     s += "\n]}\n";
     std::fputs(s.c_str(), stdout);

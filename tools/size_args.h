@@ -1,6 +1,7 @@
 // Message sizes on the command line, nccl-tests style (`8`, `1K`, `64M`, `1G`, ranges `8:64M`
-// stepped by a factor), shared by `spora coll` and `spora sim-coll`. Errors throw
-// std::invalid_argument with a message for the user.
+// stepped by a factor), shared by `spora coll`, `spora sim-coll` and `spora synth`, and
+// nccl-tests' size and bus-bandwidth conventions. Errors throw std::invalid_argument with a
+// message for the user.
 #pragma once
 
 #include <fmt/format.h>
@@ -9,6 +10,8 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "parallel/collectives/schedule.h"
 
 namespace spora::tools {
 
@@ -47,6 +50,21 @@ inline std::vector<std::int64_t> parse_sizes(const std::string& text, double fac
     if (lo == 0 || hi == lo) break;
   }
   return out;
+}
+
+// nccl-tests' sizes: the whole buffer for all-reduce, broadcast and reduce, all ranks' blocks
+// together for the others.
+inline bool whole_buffer(parallel::Collective c) {
+  return c == parallel::Collective::AllReduce || c == parallel::Collective::Broadcast ||
+         c == parallel::Collective::Reduce;
+}
+
+// nccl-tests' bus bandwidth = algorithm bandwidth x this factor.
+inline double bus_factor(parallel::Collective c, int ranks) {
+  const double n = ranks;
+  if (c == parallel::Collective::AllReduce) return 2 * (n - 1) / n;
+  if (c == parallel::Collective::Broadcast || c == parallel::Collective::Reduce) return 1;
+  return (n - 1) / n;
 }
 
 }  // namespace spora::tools

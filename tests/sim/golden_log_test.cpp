@@ -12,6 +12,7 @@
 
 #include "parallel/collectives/algorithms.h"
 #include "sim/collectives.h"
+#include "tests/sim/golden.h"
 
 namespace spora::sim {
 namespace {
@@ -32,23 +33,7 @@ std::vector<std::string> simulate_log(const std::string& cluster, Algorithm algo
       .log;
 }
 
-void compare_with_golden(const std::vector<std::string>& log, const std::string& file) {
-  const std::string path = kData + file;
-  if (std::getenv("SPORA_UPDATE_GOLDEN")) {
-    std::ofstream out(path);
-    for (const std::string& line : log) out << line << "\n";
-    GTEST_SKIP() << "rewrote " << path;
-  }
-  std::ifstream in(path);
-  ASSERT_TRUE(in) << "missing golden file " << path;
-  std::vector<std::string> expected;
-  for (std::string line; std::getline(in, line);) expected.push_back(line);
-  for (std::size_t i = 0; i < std::max(log.size(), expected.size()); ++i) {
-    const std::string got = i < log.size() ? log[i] : "(end of log)";
-    const std::string want = i < expected.size() ? expected[i] : "(end of golden file)";
-    ASSERT_EQ(got, want) << file << ":" << i + 1;
-  }
-}
+using testing::compare_with_golden;
 
 // Ring all-reduce of 8 floats over 2 nodes x 2 devices: 2-element (8-byte) blocks. Hops
 // 0 -> 1 stay in node0 (1 us + 8 ns); 1 -> 2 crosses the fabric (NIC, 2 switch links, NIC:

@@ -19,6 +19,7 @@
 #include "sim/report.h"
 #include "sim/step_program.h"
 #include "sim/train_step.h"
+#include "tests/sim/golden.h"
 
 namespace spora::sim {
 namespace {
@@ -236,23 +237,7 @@ TEST(TrainStep, Deterministic) {
   EXPECT_EQ(trace.find("rank2@"), std::string::npos);
 }
 
-void compare_with_golden(const std::vector<std::string>& log, const std::string& file) {
-  const std::string path = kData + file;
-  if (std::getenv("SPORA_UPDATE_GOLDEN")) {
-    std::ofstream out(path);
-    for (const std::string& line : log) out << line << "\n";
-    GTEST_SKIP() << "rewrote " << path;
-  }
-  std::ifstream in(path);
-  ASSERT_TRUE(in) << "missing golden file " << path;
-  std::vector<std::string> expected;
-  for (std::string line; std::getline(in, line);) expected.push_back(line);
-  for (std::size_t i = 0; i < std::max(log.size(), expected.size()); ++i) {
-    const std::string got = i < log.size() ? log[i] : "(end of log)";
-    const std::string want = i < expected.size() ? expected[i] : "(end of golden file)";
-    ASSERT_EQ(got, want) << file << ":" << i + 1;
-  }
-}
+using testing::compare_with_golden;
 
 // The tiny MLP on 2 nodes x 2 devices (tiny-2x2.yaml: 1 GFLOP/s, 1 GB/s everywhere):
 // hierarchical all-reduce of one 268-byte bucket, with the steps of the all-reduce.
