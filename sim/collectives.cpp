@@ -411,10 +411,11 @@ SimResult run_schedule(const Platform& platform, const Schedule& schedule,
   Run run(schedule, platform, options, runs++);
   run.start = sg4::Engine::get_clock();
   for (int r = 0; r < schedule.spec.ranks; ++r)
-    sg4::Actor::create(fmt::format("rank{}", r),
-                       platform.devices[static_cast<std::size_t>(
-                           options.devices.empty() ? r : options.devices[static_cast<std::size_t>(r)])],
-                       [&run, r] { RankActor(run, r)(); });
+    sg4::Actor::create(
+        fmt::format("rank{}", r),
+        platform.devices[static_cast<std::size_t>(
+            options.devices.empty() ? r : options.devices[static_cast<std::size_t>(r)])],
+        [&run, r] { RankActor(run, r)(); });
   sg4::Engine::get_instance()->run();
 
   SimResult result;
@@ -473,13 +474,15 @@ std::vector<SimResult> simulate_collectives(const ClusterSpec& cluster,
                                             const std::vector<Schedule>& schedules,
                                             const SimOptions& options) {
   for (const Schedule& s : schedules) check_for_simulation(s, cluster.device_count(), options);
-  const std::string answer = run_isolated([&] {
-    SimEngine engine(options.simgrid_args);  // run_schedule runs it
-    const Platform platform = build_platform(cluster);
-    std::vector<SimResult> results;
-    for (const Schedule& s : schedules) results.push_back(run_schedule(platform, s, options));
-    return serialize(results);
-  }, options.timeout);
+  const std::string answer = run_isolated(
+      [&] {
+        SimEngine engine(options.simgrid_args);  // run_schedule runs it
+        const Platform platform = build_platform(cluster);
+        std::vector<SimResult> results;
+        for (const Schedule& s : schedules) results.push_back(run_schedule(platform, s, options));
+        return serialize(results);
+      },
+      options.timeout);
   return deserialize(answer);
 }
 

@@ -63,7 +63,8 @@ struct SimOptions {
   RecvReduceModel recv_reduce = RecvReduceModel::Fused;
   bool log = false;
   std::vector<std::string> simgrid_args;  // extra engine arguments: "--cfg=...", "--log=..."
-  double timeout = 0;  // simulate_collectives: seconds of wall clock before SimulationTimeout; 0: none
+  double timeout =
+      0;  // simulate_collectives: seconds of wall clock before SimulationTimeout; 0: none
   // The device of each rank (indices into the platform's devices, node-major); empty: rank r
   // on device r. A group of a mesh axis runs where its ranks are.
   std::vector<int> devices;

@@ -25,7 +25,8 @@ using parallel::Schedule;
 
 std::string SynthCandidate::label() const {
   if (!builtin) return "composed " + parallel::describe_composition(composition);
-  std::string out = fmt::format("{} chunks={}", parallel::algorithm_name(algorithm), options.chunks);
+  std::string out =
+      fmt::format("{} chunks={}", parallel::algorithm_name(algorithm), options.chunks);
   if (options.channels > 1) out += fmt::format(" channels={}", options.channels);
   if (options.ranks_per_node > 0) out += fmt::format(" ranks-per-node={}", options.ranks_per_node);
   return out;
@@ -52,7 +53,8 @@ SynthCandidate parse_synth_candidate(const std::string& label) {
   c.algorithm = *algorithm;
   while (in >> field) {
     const auto eq = field.find('=');
-    const std::string key = field.substr(0, eq), value = eq == std::string::npos ? "" : field.substr(eq + 1);
+    const std::string key = field.substr(0, eq),
+                      value = eq == std::string::npos ? "" : field.substr(eq + 1);
     if (value.empty() || value.size() > 6 || !std::all_of(value.begin(), value.end(), ::isdigit))
       throw std::invalid_argument("synthesized schedule label: bad field '" + field + "'");
     const int v = std::stoi(value);
@@ -100,9 +102,10 @@ std::vector<std::vector<int>> grids(const ClusterSpec& cluster, int ranks,
   add({ranks});
   const int g = group_per_node(cluster, ranks, devices);
   // Mesh groups are the node's: only a group of whole nodes sees them.
-  const int groups = cluster.interconnect.kind == InterconnectKind::Mesh && g == cluster.devices_per_node
-                         ? cluster.interconnect.groups
-                         : 1;
+  const int groups =
+      cluster.interconnect.kind == InterconnectKind::Mesh && g == cluster.devices_per_node
+          ? cluster.interconnect.groups
+          : 1;
   if (g > 0 && ranks > g && ranks % g == 0) {
     add({g, ranks / g});
     if (groups > 1 && g % groups == 0) add({g / groups, groups, ranks / g});
@@ -149,7 +152,8 @@ std::vector<std::int64_t> proof_counts(const SynthCandidate& c, const Collective
                                        : static_cast<std::int64_t>(c.composition.lanes.size());
   const std::int64_t chunks = c.builtin ? c.options.chunks : c.composition.chunks;
   // All-reduce cuts each lane into p parts; the others cut each rank's block into lanes.
-  const std::int64_t unit = lanes * chunks * (spec.collective == Collective::AllReduce ? spec.ranks : 1);
+  const std::int64_t unit =
+      lanes * chunks * (spec.collective == Collective::AllReduce ? spec.ranks : 1);
   return {2 * unit + 1, 3 * unit + std::max<std::int64_t>(lanes, 2) - 1};
 }
 
@@ -250,15 +254,15 @@ SynthResult synthesize(const ClusterSpec& cluster, const CollectiveSpec& spec,
     throw std::invalid_argument(fmt::format("synth: {} ranks but {} has {} devices", spec.ranks,
                                             cluster.name, cluster.device_count()));
   if (!options.sim.devices.empty() && static_cast<int>(options.sim.devices.size()) != spec.ranks)
-    throw std::invalid_argument(fmt::format("synth: {} devices for {} ranks",
-                                            options.sim.devices.size(), spec.ranks));
+    throw std::invalid_argument(
+        fmt::format("synth: {} devices for {} ranks", options.sim.devices.size(), spec.ranks));
   const double start = now_seconds();
   SynthResult result;
   std::vector<SynthCandidate> stage1 =
       synth_candidates(cluster, spec.collective, spec.ranks, options.sim.devices);
   if (stage1.empty())
-    throw std::invalid_argument(fmt::format("synth: nothing implements {}",
-                                            parallel::collective_name(spec.collective)));
+    throw std::invalid_argument(
+        fmt::format("synth: nothing implements {}", parallel::collective_name(spec.collective)));
   result.generated = static_cast<int>(stage1.size());
   std::set<std::string> seen;
   // Simulates one candidate within the time left; a candidate the clock stops is skipped.
@@ -286,8 +290,9 @@ SynthResult synthesize(const ClusterSpec& cluster, const CollectiveSpec& spec,
 
   auto ranked = [&] {
     std::vector<SynthEvaluation> v = result.evaluated;
-    std::stable_sort(v.begin(), v.end(),
-                     [](const SynthEvaluation& a, const SynthEvaluation& b) { return a.seconds < b.seconds; });
+    std::stable_sort(v.begin(), v.end(), [](const SynthEvaluation& a, const SynthEvaluation& b) {
+      return a.seconds < b.seconds;
+    });
     return v;
   };
   // Stage 2: the best few, and the best built-in (so the baseline is the built-ins' best
@@ -322,7 +327,8 @@ SynthResult synthesize(const ClusterSpec& cluster, const CollectiveSpec& spec,
         "synth: the time limit of {} s did not allow a single simulation", options.time_limit));
 
   for (const SynthEvaluation& e : result.evaluated)
-    if (e.candidate.builtin && (result.baseline_seconds == 0 || e.seconds < result.baseline_seconds)) {
+    if (e.candidate.builtin &&
+        (result.baseline_seconds == 0 || e.seconds < result.baseline_seconds)) {
       result.baseline_seconds = e.seconds;
       result.baseline_label = e.candidate.label();
     }

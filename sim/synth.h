@@ -76,13 +76,13 @@ struct SynthResult {
   std::string label;
   double seconds = 0;  // simulated time of the winner
   std::string baseline_label;
-  double baseline_seconds = 0;              // the best built-in tried (0: none was tried)
-  std::vector<SynthEvaluation> evaluated;   // in the order they were simulated
-  int generated = 0;                        // candidates of stage 1
-  int skipped = 0;                          // candidates left untried at the time limit
-  double search_seconds = 0;                // wall clock of the whole call, proof included
-  double proof_seconds = 0;                 // of which the winner's proof
-  std::string proof;                        // how the winner was proven
+  double baseline_seconds = 0;             // the best built-in tried (0: none was tried)
+  std::vector<SynthEvaluation> evaluated;  // in the order they were simulated
+  int generated = 0;                       // candidates of stage 1
+  int skipped = 0;                         // candidates left untried at the time limit
+  double search_seconds = 0;               // wall clock of the whole call, proof included
+  double proof_seconds = 0;                // of which the winner's proof
+  std::string proof;                       // how the winner was proven
 };
 
 // The candidates of stage 1 for a collective on `ranks` ranks of `cluster` (on `devices`,

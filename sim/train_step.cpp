@@ -20,9 +20,9 @@
 #include "sim/cost_model.h"
 #include "sim/interference.h"
 #include "sim/isolation.h"
-#include "sim/synth.h"
 #include "sim/platform.h"
 #include "sim/reuse.h"
+#include "sim/synth.h"
 
 namespace spora::sim {
 

@@ -57,9 +57,9 @@ struct TrainSimOptions {
   int ranks = 0;                             // 0: every device of the cluster
   double bucket_bytes = 25.0 * (1 << 20);    // DDP's bucket_cap_mb = 25
   double first_bucket_bytes = 1.0 * (1 << 20);
-  std::string algorithm = "auto";            // ring | hierarchical | tree | halving-doubling |
-                                             // synth (a schedule per bucket size from
-                                             // schedule_for, else from synthesize(): sim/synth.h)
+  std::string algorithm = "auto";  // ring | hierarchical | tree | halving-doubling |
+                                   // synth (a schedule per bucket size from
+                                   // schedule_for, else from synthesize(): sim/synth.h)
   CommModel comm_model = CommModel::Auto;
   bool bucket_copies = true;                 // copy gradients into and out of the buckets
   RecvReduceModel recv_reduce = RecvReduceModel::Fused;  // steps model (sim/collectives.h)
@@ -69,7 +69,8 @@ struct TrainSimOptions {
   std::vector<std::string> simgrid_args;
   // With algorithm "synth": the schedule of an all-reduce (`spora sim` passes the cached
   // synthesizer of tools/synth_cache.h); empty: synthesize() with a 20 s limit per size.
-  std::function<parallel::Schedule(const parallel::CollectiveSpec&, const SimOptions&)> schedule_for;
+  std::function<parallel::Schedule(const parallel::CollectiveSpec&, const SimOptions&)>
+      schedule_for;
 };
 
 struct Bucket {

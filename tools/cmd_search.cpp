@@ -1,6 +1,5 @@
 // `spora search`: see tools/cmd_search.h.
 #include "tools/cmd_search.h"
-#include "tools/synth_cache.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -25,6 +24,7 @@
 #include "sim/pipeline_program.h"
 #include "sim/spmd_step.h"
 #include "sim/step_program.h"
+#include "tools/synth_cache.h"
 
 namespace spora::tools {
 
@@ -215,10 +215,9 @@ int run_evaluate(const Options& o, const sim::ClusterSpec& cluster, const sim::S
       ps::assignment_of(g, *program.step, part.param_layouts, part.strategies, &unmatched);
   std::optional<double> simulated;
   if (!o.no_simulate)
-    simulated =
-        sim::simulate_spmd_step(cluster, sim::spmd_program(program, s, o.optimizer),
-                                spmd_options(o, cluster))
-            .step_seconds;
+    simulated = sim::simulate_spmd_step(cluster, sim::spmd_program(program, s, o.optimizer),
+                                        spmd_options(o, cluster))
+                    .step_seconds;
   std::printf("spora search --evaluate %s: %s on %s, mesh %s\n", o.evaluate.c_str(), o.file.c_str(),
               cluster.name.c_str(), g.mesh.to_string().c_str());
   std::printf("%-16s %-16s %-14s %s\n", "step (analytic)", "step (simulated)", "memory/device",

@@ -105,7 +105,8 @@ int run(const Options& o) {
     Schedule s = parallel::parse_schedule(std::string(bytes.begin(), bytes.end()), o.schedule_file);
     if (parallel::fits_symbolic_check(s)) {
       const parallel::CheckResult check = parallel::check_schedule(s);
-      if (!check.ok()) throw UsageError(o.schedule_file + ": the schedule is wrong: " + check.error);
+      if (!check.ok())
+        throw UsageError(o.schedule_file + ": the schedule is wrong: " + check.error);
       checked = "proven by the symbolic checker";
     } else {
       parallel::validate_schedule(s);
@@ -159,7 +160,8 @@ int run(const Options& o) {
             : (ranks % cluster.devices_per_node == 0 ? cluster.devices_per_node : 0);
     if (o.channels < 0) throw UsageError(fmt::format("--channels {} is negative", o.channels));
     if (o.channels > 1 && *algorithm != Algorithm::Ring)
-      throw UsageError(fmt::format("--channels {}: channels apply to --algo ring only", o.channels));
+      throw UsageError(
+          fmt::format("--channels {}: channels apply to --algo ring only", o.channels));
     channels = o.channels > 0                  ? o.channels
                : *algorithm == Algorithm::Ring ? sim::default_ring_channels(cluster, ranks)
                                                : 1;
@@ -211,8 +213,8 @@ int run(const Options& o) {
         "\"{}\", \"ranks\": {}, \"dtype\": \"{}\", \"redop\": \"{}\", \"root\": {}, \"chunks\": "
         "{}, \"channels\": {}, \"ranks_per_node\": {}, \"ordered_pairs\": {}, \"recv_reduce\": "
         "\"{}\", \"simulated\": true, \"results\": [",
-        parallel::collective_name(c), algo, cluster.name, ranks, o.dtype, o.redop, o.root,
-        chunks, channels, schedules.front().options.ranks_per_node, !o.unordered, o.recv_reduce);
+        parallel::collective_name(c), algo, cluster.name, ranks, o.dtype, o.redop, o.root, chunks,
+        channels, schedules.front().options.ranks_per_node, !o.unordered, o.recv_reduce);
     for (std::size_t i = 0; i < rows.size(); ++i)
       out += fmt::format(
           "{}\n  {{\"size_bytes\": {}, \"count\": {}, \"time_us\": {:.3f}, \"algbw_gbps\": {:.4f}, "
@@ -228,7 +230,8 @@ int run(const Options& o) {
       "simulated\n",
       std::string(parallel::collective_name(c)).c_str(), algo.c_str(), ranks,
       cluster.summary().c_str(), o.dtype.c_str(), o.redop.c_str(), chunks, channels);
-  if (!checked.empty()) std::printf("# schedule %s: %s\n", o.schedule_file.c_str(), checked.c_str());
+  if (!checked.empty())
+    std::printf("# schedule %s: %s\n", o.schedule_file.c_str(), checked.c_str());
   std::printf("# network model: SimGrid CM02, alpha-beta; pairs %s, receive-reduce %s\n",
               o.unordered ? "unordered" : "ordered", o.recv_reduce.c_str());
   std::printf("#\n");

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -10,7 +11,6 @@
 #include <sstream>
 #include <string>
 #include <vector>
-#include <algorithm>
 
 #include "backends/runtime/data/files.h"
 #include "lang/diagnostics.h"
@@ -334,8 +334,9 @@ int run(const Options& o) {
         o.strategy));
   check_options(RunKind::DataParallel);
   if (o.collectives != "ring")
-    throw UsageError("--collectives prices a strategy file's collectives; the data-parallel "
-                     "step's all-reduce is chosen with --algo (--algo synth)");
+    throw UsageError(
+        "--collectives prices a strategy file's collectives; the data-parallel "
+        "step's all-reduce is chosen with --algo (--algo synth)");
   const int ranks = o.ranks > 0 ? o.ranks : cluster.device_count();
   if (ranks > cluster.device_count())
     throw UsageError(fmt::format("--ranks {} but {} has {} devices", ranks, cluster.name,
@@ -379,7 +380,8 @@ int run(const Options& o) {
   std::optional<SynthCache> synth_cache;
   if (o.algo == "synth") {
     synth_cache.emplace(o.cluster);
-    to.schedule_for = [&](const parallel::CollectiveSpec& spec, const sim::SimOptions& sim_options) {
+    to.schedule_for = [&](const parallel::CollectiveSpec& spec,
+                          const sim::SimOptions& sim_options) {
       sim::SynthOptions synth_options;
       synth_options.time_limit = o.synth_time_limit;
       synth_options.sim = sim_options;

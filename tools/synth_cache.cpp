@@ -27,7 +27,8 @@ std::uint64_t fnv1a(const std::string& text) {
 
 std::string cache_dir() {
   if (const char* d = std::getenv("SPORA_SYNTH_CACHE"); d && *d) return d;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/spora/synth";
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
+    return std::string(x) + "/spora/synth";
   if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/spora/synth";
   return codegen::fallback_cache_dir() + "/synth";
 }
@@ -48,11 +49,13 @@ SynthCache::Answer SynthCache::get(const sim::ClusterSpec& cluster,
   const std::int64_t bytes = spec.count * options.sim.element_bytes *
                              (spec.collective == parallel::Collective::AllReduce ? 1 : spec.ranks);
   const int size_class = bytes > 0 ? static_cast<int>(std::floor(std::log2(double(bytes)))) : -1;
-  std::string key = fmt::format("{}\n{} {} {} {}", cluster_text_,
-                                parallel::collective_name(spec.collective), spec.ranks,
-                                options.sim.element_bytes, size_class);
-  if (!options.sim.devices.empty()) key += fmt::format(" on {}", fmt::join(options.sim.devices, ","));
-  const std::filesystem::path entry = std::filesystem::path(dir_) / fmt::format("{:016x}.txt", fnv1a(key));
+  std::string key =
+      fmt::format("{}\n{} {} {} {}", cluster_text_, parallel::collective_name(spec.collective),
+                  spec.ranks, options.sim.element_bytes, size_class);
+  if (!options.sim.devices.empty())
+    key += fmt::format(" on {}", fmt::join(options.sim.devices, ","));
+  const std::filesystem::path entry =
+      std::filesystem::path(dir_) / fmt::format("{:016x}.txt", fnv1a(key));
   Answer out;
   if (enabled() && !search_anyway) {
     const codegen::CacheEntry hit(entry);

@@ -107,7 +107,8 @@ class LaneBuilder {
   }
 
   void all_gather() {
-    for (int r = 0; r < p_; ++r) b_.copy(r, detail::input(lo_, len_), work(r, atom(position_of(r))));
+    for (int r = 0; r < p_; ++r)
+      b_.copy(r, detail::input(lo_, len_), work(r, atom(position_of(r))));
     all_gather_phases();
   }
 
@@ -182,7 +183,8 @@ class LaneBuilder {
   }
   Region input(int rank, Region logical) const {
     logical.buffer = BufferKind::Input;
-    if (spec_.collective == Collective::AllGather) logical.offset -= std::int64_t{rank} * spec_.count;
+    if (spec_.collective == Collective::AllGather)
+      logical.offset -= std::int64_t{rank} * spec_.count;
     return logical;
   }
 
@@ -311,7 +313,8 @@ class LaneBuilder {
     const std::vector<int> m = group(leader, j);
     const int g = static_cast<int>(m.size());
     for (int s = 1; s < g; ++s)
-      for (int x = 0; x < g; ++x) transfer_part(m[x], m[(x + s) % g], j, x, own_from_input(j), false);
+      for (int x = 0; x < g; ++x)
+        transfer_part(m[x], m[(x + s) % g], j, x, own_from_input(j), false);
   }
 
   ScheduleBuilder& b_;
@@ -384,8 +387,7 @@ Schedule build_composed(const CollectiveSpec& spec, const Composition& compositi
 
 std::string describe_composition(const Composition& c) {
   std::string out = "dims ";
-  for (std::size_t d = 0; d < c.dims.size(); ++d)
-    out += (d ? "x" : "") + std::to_string(c.dims[d]);
+  for (std::size_t d = 0; d < c.dims.size(); ++d) out += (d ? "x" : "") + std::to_string(c.dims[d]);
   if (c.tree_shape != TreeShape::None)
     out += std::string(" trees ") + (c.tree_shape == TreeShape::Binary ? "binary " : "chain ") +
            std::to_string(c.trees);

@@ -60,8 +60,8 @@ struct ComposedLane {
 enum class TreeShape : std::uint8_t { None, Binary, Chain };
 
 struct Composition {
-  std::vector<int> dims;           // product = ranks; dims[0] fastest
-  std::vector<int> perm;           // virtual -> physical rank; empty = identity
+  std::vector<int> dims;            // product = ranks; dims[0] fastest
+  std::vector<int> perm;            // virtual -> physical rank; empty = identity
   std::vector<ComposedLane> lanes;  // the data is split evenly among them
   int chunks = 1;
   TreeShape tree_shape = TreeShape::None;  // a tree packing instead of lanes (dims: {ranks})
@@ -80,8 +80,8 @@ Schedule build_composed(const CollectiveSpec& spec, const Composition& compositi
 
 // One line: "dims 4x4x4 lanes 0.1.2,1r.2r.0r chunks 2": a lane is its phases' dimensions in
 // order, each followed by 'd' when direct and 'r' when a reversed ring; a tree packing is
-// "dims 16 trees binary 4 chunks 8"; " perm 3,0,1,2" follows when there is a permutation. parse_composition reads it back (throws std::invalid_argument
-// with the reason).
+// "dims 16 trees binary 4 chunks 8"; " perm 3,0,1,2" follows when there is a permutation.
+// parse_composition reads it back (throws std::invalid_argument with the reason).
 std::string describe_composition(const Composition& composition);
 Composition parse_composition(const std::string& text);
 

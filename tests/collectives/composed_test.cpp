@@ -1,6 +1,8 @@
 // Composed schedules (composed.h): the symbolic checker proves every grid, lane set, phase kind
 // and direction the synthesizer can pick, for all three collectives; the description round
 // trips; wrong compositions are refused with the reason.
+#include "parallel/collectives/composed.h"
+
 #include <gtest/gtest.h>
 
 #include <numeric>
@@ -8,7 +10,6 @@
 
 #include "parallel/collectives/algorithms.h"
 #include "parallel/collectives/checker.h"
-#include "parallel/collectives/composed.h"
 
 namespace spora::parallel {
 namespace {
@@ -42,17 +43,17 @@ TEST(Composed, CheckerProvesEveryGridLaneSetAndPhaseKind) {
             for (bool both : {false, true}) {
               std::vector<bool> direct;
               for (std::size_t d = 0; d < dims.size(); ++d) direct.push_back(kinds >> d & 1);
-              Composition c{dims, {}, rotated_lanes(identity_order(dims.size()), rotate, both, direct),
-                            1};
+              Composition c{
+                  dims, {}, rotated_lanes(identity_order(dims.size()), rotate, both, direct), 1};
               for (std::int64_t count : {std::int64_t{0}, std::int64_t{1}, std::int64_t{3 * p + 2}})
                 for (int chunks : {1, 2}) {
                   c.chunks = chunks;
                   const CollectiveSpec spec{collective, ReduceOp::Sum, p, count};
                   const Schedule s = build_composed(spec, c);
                   const CheckResult result = check_schedule(s);
-                  ASSERT_TRUE(result.ok()) << collective_name(collective) << " ranks=" << p
-                                           << " count=" << count << " "
-                                           << describe_composition(c) << ": " << result.error;
+                  ASSERT_TRUE(result.ok())
+                      << collective_name(collective) << " ranks=" << p << " count=" << count << " "
+                      << describe_composition(c) << ": " << result.error;
                   ++proved;
                 }
             }
@@ -71,8 +72,8 @@ TEST(Composed, PermutedRanksAreProved) {
       const CheckResult r = check_schedule(build_composed(spec, one));
       ASSERT_TRUE(r.ok()) << collective_name(collective) << " channel " << ch << ": " << r.error;
     }
-    Composition shuffled{{2, 4}, {5, 2, 7, 0, 3, 6, 1, 4},
-                         rotated_lanes({0, 1}, true, true, {false, true}), 1};
+    Composition shuffled{
+        {2, 4}, {5, 2, 7, 0, 3, 6, 1, 4}, rotated_lanes({0, 1}, true, true, {false, true}), 1};
     const CollectiveSpec spec{collective, ReduceOp::Sum, 8, 29};
     const CheckResult r = check_schedule(build_composed(spec, shuffled));
     ASSERT_TRUE(r.ok()) << collective_name(collective) << ": " << r.error;
@@ -107,7 +108,8 @@ TEST(Composed, TreePackingsAreProved) {
               c.chunks = chunks;
               const CollectiveSpec spec{Collective::AllReduce, ReduceOp::Sum, p, count};
               const CheckResult r = check_schedule(build_composed(spec, c));
-              ASSERT_TRUE(r.ok()) << describe_composition(c) << " count " << count << ": " << r.error;
+              ASSERT_TRUE(r.ok()) << describe_composition(c) << " count " << count << ": "
+                                  << r.error;
               ++proved;
             }
         }
@@ -167,8 +169,8 @@ TEST(Composed, DirectPhaseSendsToEveryPeer) {
 }
 
 TEST(Composed, DescriptionRoundTrips) {
-  const Composition c{{4, 2}, {1, 0, 3, 2, 5, 4, 7, 6},
-                      rotated_lanes({0, 1}, true, true, {true, false}), 4};
+  const Composition c{
+      {4, 2}, {1, 0, 3, 2, 5, 4, 7, 6}, rotated_lanes({0, 1}, true, true, {true, false}), 4};
   const std::string text = describe_composition(c);
   EXPECT_EQ(text, "dims 4x2 lanes 0d.1,0d.1r,1.0d,1r.0d chunks 4 perm 1,0,3,2,5,4,7,6");
   EXPECT_EQ(parse_composition(text), c);

@@ -4,8 +4,9 @@
 //
 // To regenerate the golden logs after an intended change of the model or the log format:
 //   SPORA_UPDATE_GOLDEN=1 build/bin/test_sim --gtest_filter='SynthGolden.*'
-#include <gtest/gtest.h>
+#include "sim/synth.h"
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -15,7 +16,6 @@
 #include "parallel/collectives/algorithms.h"
 #include "parallel/collectives/checker.h"
 #include "sim/isolation.h"
-#include "sim/synth.h"
 #include "tests/sim/golden.h"
 
 namespace spora::sim {
@@ -73,8 +73,8 @@ TEST(Synth, CompositionsBeatTheBuiltInsWhereRingsLeaveLinksIdle) {
     unlimited.time_limit = 1e9;
     const SynthResult r = synthesize(cluster, spec, unlimited);
     EXPECT_FALSE(r.candidate.builtin) << file << ": " << r.label;
-    EXPECT_GT(r.baseline_seconds / r.seconds, 1.5) << file << ": " << r.label << " against "
-                                                   << r.baseline_label;
+    EXPECT_GT(r.baseline_seconds / r.seconds, 1.5)
+        << file << ": " << r.label << " against " << r.baseline_label;
   }
 }
 
@@ -82,7 +82,8 @@ TEST(Synth, CompositionsBeatTheBuiltInsWhereRingsLeaveLinksIdle) {
 // milliseconds to seconds) stops with candidates left, within the limit (the winner's proof,
 // timed apart, comes after it; a sanitizer build's proof takes seconds).
 TEST(Synth, TimeLimitIsHonoured) {
-  const ClusterSpec cluster = load_cluster_spec(SPORA_SOURCE_DIR "/examples/clusters/tpu-v4-4x4x4.yaml");
+  const ClusterSpec cluster =
+      load_cluster_spec(SPORA_SOURCE_DIR "/examples/clusters/tpu-v4-4x4x4.yaml");
   const CollectiveSpec spec{Collective::AllReduce, ReduceOp::Sum, 64, 4 << 20};
   SynthOptions options;
   options.time_limit = 1.5;
@@ -190,9 +191,9 @@ TEST(SynthGolden, TwoLaneAllReduceOnTwoNodes) {
 // Direct all-gather in the mesh groups of four, then a ring across the two groups: every
 // member sends its 2 floats to its three mesh peers at once.
 TEST(SynthGolden, DirectAllGatherOnTwoMeshes) {
-  compare_with_golden(log_of("mesh-2x4.yaml", Collective::AllGather, 8, 2,
-                             "composed dims 4x2 lanes 0d.1 chunks 1"),
-                      "synth_allgather_mesh_direct.log");
+  compare_with_golden(
+      log_of("mesh-2x4.yaml", Collective::AllGather, 8, 2, "composed dims 4x2 lanes 0d.1 chunks 1"),
+      "synth_allgather_mesh_direct.log");
 }
 
 }  // namespace

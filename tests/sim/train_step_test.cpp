@@ -5,6 +5,8 @@
 //
 // To regenerate the golden log after an intended change:
 //   SPORA_UPDATE_GOLDEN=1 build/bin/test_sim --gtest_filter='TrainStep.GoldenLog*'
+#include "sim/train_step.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -18,7 +20,6 @@
 #include "sim/cost_model.h"
 #include "sim/report.h"
 #include "sim/step_program.h"
-#include "sim/train_step.h"
 #include "tests/sim/golden.h"
 
 namespace spora::sim {
