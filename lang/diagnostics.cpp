@@ -99,20 +99,34 @@ std::string_view SourceManager::line_text(int file, int line) const {
 
 // ---------------------------------------------------------------- DiagnosticEngine
 
+static bool same_place(const SourceRange& a, const SourceRange& b) {
+  return a.begin.file == b.begin.file && a.begin.line == b.begin.line && a.begin.col == b.begin.col &&
+         a.end.file == b.end.file && a.end.line == b.end.line && a.end.col == b.end.col;
+}
+
 void DiagnosticEngine::error(SourceRange range, std::string message) {
   if (quiet_ > 0) return;
   ++error_count_;
-  if (error_count_ > error_limit_) return;
+  const auto same = [&](const Diagnostic& d) {
+    return d.severity == Severity::Error && d.message == message && same_place(d.range, range);
+  };
+  dropping_notes_ = std::any_of(diags_.begin(), diags_.end(), same);
+  if (dropping_notes_) {
+    ++repeated_;
+    return;
+  }
+  if (error_count_ - repeated_ > error_limit_) return;
   diags_.push_back({Severity::Error, range, std::move(message)});
 }
 
 void DiagnosticEngine::warning(SourceRange range, std::string message) {
+  dropping_notes_ = false;
   diags_.push_back({Severity::Warning, range, std::move(message)});
 }
 
 void DiagnosticEngine::note(SourceRange range, std::string message) {
   // Past the limit every error is dropped, and so are the notes that explain them.
-  if (quiet_ > 0 || error_count_ > error_limit_) return;
+  if (quiet_ > 0 || dropping_notes_ || distinct_error_count() > error_limit_) return;
   diags_.push_back({Severity::Note, range, std::move(message)});
 }
 
@@ -149,8 +163,8 @@ std::string DiagnosticEngine::format(const Diagnostic& d) const {
 
 void DiagnosticEngine::print(std::ostream& os) const {
   for (const Diagnostic& d : diags_) os << format(d);
-  if (error_count_ > error_limit_) {
-    os << "error: too many errors (" << error_limit_ << " shown, " << error_count_
+  if (distinct_error_count() > error_limit_) {
+    os << "error: too many errors (" << error_limit_ << " shown, " << distinct_error_count()
        << " in total)\n";
   }
 }

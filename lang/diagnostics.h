@@ -80,7 +80,12 @@ class DiagnosticEngine {
   void note(SourceRange range, std::string message);
 
   bool has_errors() const { return error_count_ > 0; }
+  // Every error reported, repeats included (a phase compares it before and after a step).
   int error_count() const { return error_count_; }
+  // Errors a reader sees: an error repeated at the same place with the same message (a
+  // function lowered twice, say for a call and for grad) is stored and counted once, and the
+  // notes that follow a repeat are dropped with it.
+  int distinct_error_count() const { return error_count_ - repeated_; }
   const std::vector<Diagnostic>& diagnostics() const { return diags_; }
   // Stops accepting errors after this many (the rest are counted, not stored).
   void set_error_limit(int limit) { error_limit_ = limit; }
@@ -108,6 +113,8 @@ class DiagnosticEngine {
   const SourceManager& sources_;
   std::vector<Diagnostic> diags_;
   int error_count_ = 0;
+  int repeated_ = 0;
+  bool dropping_notes_ = false;
   int error_limit_ = 50;
   int quiet_ = 0;
 };

@@ -242,7 +242,8 @@ int cmd_check(const std::string& path) {
   sem::Compiled c = sem::compile_file(sources, diags, path, options);
   diags.print(std::cerr);
   if (diags.has_errors()) {
-    std::cerr << fmt::format("{} error{} generated\n", diags.error_count(), diags.error_count() == 1 ? "" : "s");
+    std::cerr << fmt::format("{} error{} generated\n", diags.distinct_error_count(),
+                             diags.distinct_error_count() == 1 ? "" : "s");
     return 1;
   }
   return 0;

@@ -27,6 +27,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -285,11 +286,13 @@ TEST_P(Negative, Diagnostics) {
   static const std::regex diag(R"(^(.*):(\d+):(\d+): error: (.*)$)");
   static const std::regex total(R"(^(\d+) errors? generated$)");
   int printed = 0, counted = -1;
+  std::set<std::string> seen_lines;
   for (const auto& l : lines_of(r.err)) {
     std::smatch m;
     if (std::regex_match(l, m, total)) counted = std::stoi(m[1].str());
     if (!std::regex_match(l, m, diag)) continue;
     ++printed;
+    EXPECT_TRUE(seen_lines.insert(l).second) << "error printed twice: " << l;
     const int line = std::stoi(m[2].str());
     bool matched = false;
     for (auto& e : expects) {

@@ -149,6 +149,35 @@ TEST(Diagnostics, ErrorLimitCountsButStopsStoring) {
   EXPECT_NE(os.str().find("error: too many errors (2 shown, 5 in total)\n"), std::string::npos);
 }
 
+// The same error at the same place (a function lowered twice, for a call and for grad) is
+// stored once, with its notes; error_count() still sees every report, so that a phase that
+// compares it before and after a step stops as it did.
+TEST(Diagnostics, RepeatedErrorsAreShownOnce) {
+  SourceManager sm;
+  int f = sm.add("r.sp", "let x = y\n");
+  DiagnosticEngine d(sm);
+  for (int i = 0; i < 3; ++i) {
+    d.error(range(f, 1, 9, 1, 10), "unknown name 'y'");
+    d.note(range(f, 1, 1, 1, 4), "in this let");
+  }
+  d.error(range(f, 1, 9, 1, 10), "another message");    // same place, another error
+  d.error(range(f, 1, 1, 1, 4), "unknown name 'y'");    // same message, another place
+  EXPECT_EQ(d.error_count(), 5);
+  EXPECT_EQ(d.distinct_error_count(), 3);
+  ASSERT_EQ(d.diagnostics().size(), 4u);  // the first error and its note, then the two others
+  EXPECT_EQ(d.diagnostics()[1].message, "in this let");
+  EXPECT_EQ(d.diagnostics()[2].message, "another message");
+  // Past the limit, the total printed counts distinct errors too.
+  DiagnosticEngine limited(sm);
+  limited.set_error_limit(1);
+  for (int i = 0; i < 3; ++i) limited.error(range(f, 1, 9, 1, 10), "unknown name 'y'");
+  limited.error(range(f, 1, 9, 1, 10), "another message");
+  EXPECT_EQ(limited.diagnostics().size(), 1u);
+  std::ostringstream os;
+  limited.print(os);
+  EXPECT_NE(os.str().find("error: too many errors (1 shown, 2 in total)\n"), std::string::npos);
+}
+
 // A probe's errors (a type that may not resolve yet) are neither stored nor counted, so that
 // the count printed after them ("N errors generated") is the count printed.
 TEST(Diagnostics, QuietProbesLeaveNoCount) {
