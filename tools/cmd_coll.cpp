@@ -258,26 +258,8 @@ int run(const Options& o, bool ranks_given) {
     collective = loaded->spec.collective;
     algorithm_label = loaded->algorithm;
   } else {
-    const auto c = parallel::parse_collective(o.op);
-    if (!c)
-      throw UsageError(
-          fmt::format("unknown --op '{}' (broadcast, scatter, gather, reduce, "
-                      "all-reduce, all-gather, reduce-scatter, all-to-all)",
-                      o.op));
-    collective = *c;
-    algorithm = parallel::parse_algorithm(o.algo);
-    if (!algorithm)
-      throw UsageError(
-          fmt::format("unknown --algo '{}' (ring, tree, binomial, halving-doubling, "
-                      "recursive-doubling, bruck, pairwise, hierarchical, native)",
-                      o.algo));
-    if (!parallel::supports(*algorithm, collective)) {
-      std::string list;
-      for (Collective s : parallel::supported_collectives(*algorithm))
-        list += (list.empty() ? "" : ", ") + std::string(parallel::collective_name(s));
-      throw UsageError(
-          fmt::format("--algo {} does not implement {} (it implements: {})", o.algo, o.op, list));
-    }
+    collective = spora::tools::collective_arg(o.op);
+    algorithm = spora::tools::algorithm_arg(o.algo, collective, true);
     algorithm_label = o.algo;
   }
 

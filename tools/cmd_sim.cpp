@@ -127,49 +127,31 @@ int run(const Options& o) {
     rows.push_back(row);
     schedules.push_back(std::move(s));
   } else {
-    const auto collective = parallel::parse_collective(o.op);
-    if (!collective)
-      throw UsageError(
-          fmt::format("unknown --op '{}' (broadcast, scatter, gather, reduce, "
-                      "all-reduce, all-gather, reduce-scatter, all-to-all)",
-                      o.op));
-    c = *collective;
-    const auto algorithm = parallel::parse_algorithm(o.algo);
-    if (!algorithm || *algorithm == Algorithm::Native)
-      throw UsageError(
-          fmt::format("unknown --algo '{}' (ring, tree, binomial, halving-doubling, "
-                      "recursive-doubling, bruck, pairwise, hierarchical)",
-                      o.algo));
-    if (!parallel::supports(*algorithm, c)) {
-      std::string list;
-      for (Collective s : parallel::supported_collectives(*algorithm))
-        list += (list.empty() ? "" : ", ") + std::string(parallel::collective_name(s));
-      throw UsageError(
-          fmt::format("--algo {} does not implement {} (it implements: {})", o.algo, o.op, list));
-    }
+    c = spora::tools::collective_arg(o.op);
+    const Algorithm algorithm = spora::tools::algorithm_arg(o.algo, c, false);
     ranks = o.ranks > 0 ? o.ranks : cluster.device_count();
     if (ranks > cluster.device_count())
       throw UsageError(fmt::format("--ranks {} but {} has {} devices", ranks, cluster.name,
                                    cluster.device_count()));
     if (o.root < 0 || o.root >= ranks)
       throw UsageError(fmt::format("--root {} is not a rank", o.root));
-    const bool layered = *algorithm == Algorithm::Hierarchical || *algorithm == Algorithm::Ring;
+    const bool layered = algorithm == Algorithm::Hierarchical || algorithm == Algorithm::Ring;
     const int ranks_per_node =
         o.ranks_per_node > 0 || !layered
             ? o.ranks_per_node
             : (ranks % cluster.devices_per_node == 0 ? cluster.devices_per_node : 0);
     if (o.channels < 0) throw UsageError(fmt::format("--channels {} is negative", o.channels));
-    if (o.channels > 1 && *algorithm != Algorithm::Ring)
+    if (o.channels > 1 && algorithm != Algorithm::Ring)
       throw UsageError(
           fmt::format("--channels {}: channels apply to --algo ring only", o.channels));
     channels = o.channels > 0                  ? o.channels
-               : *algorithm == Algorithm::Ring ? sim::default_ring_channels(cluster, ranks)
+               : algorithm == Algorithm::Ring ? sim::default_ring_channels(cluster, ranks)
                                                : 1;
     for (std::int64_t bytes : parse_sizes(o.sizes, o.factor)) {
       CollectiveSpec spec{c, *redop, ranks, bytes / dtype->bytes, o.root};
       if (!whole_buffer(c)) spec.count /= ranks;
       schedules.push_back(
-          parallel::build_schedule(*algorithm, spec, {o.chunks, ranks_per_node, channels}));
+          parallel::build_schedule(algorithm, spec, {o.chunks, ranks_per_node, channels}));
       Row row;
       row.count = spec.count;
       row.bytes = spec.count * dtype->bytes * (whole_buffer(c) ? 1 : ranks);

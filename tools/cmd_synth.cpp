@@ -15,9 +15,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
-#include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -76,12 +74,7 @@ int run(const SynthArgs& a) {
   if (a.cluster.empty())
     throw UsageError("--cluster is required (e.g. examples/clusters/dgx-a100.yaml)");
   const sim::ClusterSpec cluster = sim::load_cluster_spec(a.cluster);
-  const auto collective = parallel::parse_collective(a.op);
-  if (!collective)
-    throw UsageError(
-        fmt::format("unknown --op '{}' (all-reduce, all-gather, reduce-scatter, all-to-all, "
-                    "broadcast, reduce, gather, scatter)",
-                    a.op));
+  const Collective collective = collective_arg(a.op);
   const int esize = dtype_bytes(a.dtype);
   const int ranks = a.ranks > 0 ? a.ranks : cluster.device_count();
   if (ranks > cluster.device_count())
@@ -100,10 +93,10 @@ int run(const SynthArgs& a) {
   options.sim.element_bytes = esize;
   std::vector<Outcome> outcomes;
   for (std::int64_t bytes : sizes) {
-    CollectiveSpec spec{*collective, parallel::ReduceOp::Sum, ranks, bytes / esize, 0};
-    if (!whole_buffer(*collective)) spec.count /= ranks;
+    CollectiveSpec spec{collective, parallel::ReduceOp::Sum, ranks, bytes / esize, 0};
+    if (!whole_buffer(collective)) spec.count /= ranks;
     Outcome out;
-    out.bytes = spec.count * esize * (whole_buffer(*collective) ? 1 : ranks);
+    out.bytes = spec.count * esize * (whole_buffer(collective) ? 1 : ranks);
     SynthCache::Answer answer = cache.get(cluster, spec, options, a.no_cache);
     out.result = std::move(answer.result);
     out.cached = answer.cached;
@@ -111,7 +104,7 @@ int run(const SynthArgs& a) {
   }
 
   auto busbw = [&](std::int64_t bytes, double seconds) {
-    return seconds > 0 ? bytes / seconds / 1e9 * bus_factor(*collective, ranks) : 0.0;
+    return seconds > 0 ? bytes / seconds / 1e9 * bus_factor(collective, ranks) : 0.0;
   };
   if (!a.out.empty())
     for (const Outcome& o : outcomes) {
@@ -120,7 +113,7 @@ int run(const SynthArgs& a) {
           "# spora synth: {}, {} ranks on {}, {} B ({} x {} B elements)\n"
           "# schedule: {}\n"
           "# simulated: {:.2f} us, busbw {:.2f} GB/s{}\n",
-          parallel::collective_name(*collective), ranks, cluster.summary(), o.bytes,
+          parallel::collective_name(collective), ranks, cluster.summary(), o.bytes,
           r.schedule.spec.count, esize, r.label, r.seconds * 1e6, busbw(o.bytes, r.seconds),
           o.cached ? " (from the cache)" : "");
       if (!o.cached)
@@ -136,7 +129,7 @@ int run(const SynthArgs& a) {
     std::string s = fmt::format(
         "{{\"collective\": \"{}\", \"cluster\": \"{}\", \"ranks\": {}, \"dtype\": \"{}\", "
         "\"time_limit_s\": {}, \"results\": [",
-        parallel::collective_name(*collective), cluster.name, ranks, a.dtype, a.time_limit);
+        parallel::collective_name(collective), cluster.name, ranks, a.dtype, a.time_limit);
     for (std::size_t i = 0; i < outcomes.size(); ++i) {
       const sim::SynthResult& r = outcomes[i].result;
       const std::int64_t b = outcomes[i].bytes;
@@ -156,7 +149,7 @@ int run(const SynthArgs& a) {
     return 0;
   }
   std::printf("# spora synth: %s, %d ranks on %s, %s, time limit %g s per size\n",
-              std::string(parallel::collective_name(*collective)).c_str(), ranks,
+              std::string(parallel::collective_name(collective)).c_str(), ranks,
               cluster.summary().c_str(), a.dtype.c_str(), a.time_limit);
   std::printf("# %10s  %9s  %7s  %9s  %7s  %7s  %8s  %s\n", "size", "built-in", "busbw", "synth",
               "busbw", "speedup", "search", "tried");

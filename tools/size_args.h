@@ -1,7 +1,7 @@
-// Message sizes on the command line, nccl-tests style (`8`, `1K`, `64M`, `1G`, ranges `8:64M`
-// stepped by a factor), shared by `spora coll`, `spora sim-coll` and `spora synth`, and
-// nccl-tests' size and bus-bandwidth conventions. Errors throw std::invalid_argument with a
-// message for the user.
+// The collective commands' arguments, shared by `spora coll`, `spora sim-coll` and `spora
+// synth`: message sizes nccl-tests style (`8`, `1K`, `64M`, `1G`, ranges `8:64M` stepped by a
+// factor), `--op` and `--algo`, and nccl-tests' size and bus-bandwidth conventions. Errors
+// throw std::invalid_argument with a message for the user.
 #pragma once
 
 #include <fmt/format.h>
@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "parallel/collectives/algorithms.h"
 #include "parallel/collectives/schedule.h"
 
 namespace spora::tools {
@@ -50,6 +51,35 @@ inline std::vector<std::int64_t> parse_sizes(const std::string& text, double fac
     if (lo == 0 || hi == lo) break;
   }
   return out;
+}
+
+// --op NAME.
+inline parallel::Collective collective_arg(const std::string& op) {
+  const auto c = parallel::parse_collective(op);
+  if (!c)
+    throw std::invalid_argument(fmt::format(
+        "unknown --op '{}' (all-reduce, all-gather, reduce-scatter, all-to-all, broadcast, reduce, "
+        "gather, scatter)",
+        op));
+  return *c;
+}
+
+// --algo NAME for collective c; `native` (the backend's own implementation) only where allowed.
+inline parallel::Algorithm algorithm_arg(const std::string& algo, parallel::Collective c, bool allow_native) {
+  const auto a = parallel::parse_algorithm(algo);
+  if (!a || (*a == parallel::Algorithm::Native && !allow_native))
+    throw std::invalid_argument(fmt::format(
+        "unknown --algo '{}' (ring, tree, binomial, halving-doubling, recursive-doubling, bruck, "
+        "pairwise, hierarchical{})",
+        algo, allow_native ? ", native" : ""));
+  if (!parallel::supports(*a, c)) {
+    std::string list;
+    for (parallel::Collective s : parallel::supported_collectives(*a))
+      list += (list.empty() ? "" : ", ") + std::string(parallel::collective_name(s));
+    throw std::invalid_argument(fmt::format("--algo {} does not implement {} (it implements: {})", algo,
+                                            parallel::collective_name(c), list));
+  }
+  return *a;
 }
 
 // nccl-tests' sizes: the whole buffer for all-reduce, broadcast and reduce, all ranks' blocks
