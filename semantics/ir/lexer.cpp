@@ -196,8 +196,21 @@ const Token& TokenStream::peek(size_t ahead) const {
 
 const Token& TokenStream::next() {
   const Token& t = peek();
+  if (t.punct('(') || t.punct('[') || t.punct('{')) {
+    if (++depth_ > kMaxIrBracketDepth)
+      fail(t, "brackets nested deeper than " + std::to_string(kMaxIrBracketDepth) + " levels");
+  } else if ((t.punct(')') || t.punct(']') || t.punct('}')) && depth_ > 0) {
+    --depth_;
+  }
   if (pos_ < tokens_.size() && t.kind != Token::Kind::End) ++pos_;
   return t;
+}
+
+void TokenStream::enter(const Token& at) {
+  if (++levels_ > kMaxIrBracketDepth) {
+    levels_ = 0;
+    fail(at, "a type nested deeper than " + std::to_string(kMaxIrBracketDepth) + " levels");
+  }
 }
 
 bool TokenStream::accept_punct(char c) {
@@ -266,7 +279,22 @@ sem::TypeP record_body(TokenStream& ts, std::string name) {
 
 }  // namespace
 
+namespace {
+
+sem::TypeP parse_type_at_level(TokenStream& ts);
+
+}  // namespace
+
 sem::TypeP parse_type(TokenStream& ts) {
+  ts.enter(ts.peek());
+  sem::TypeP type = parse_type_at_level(ts);
+  ts.leave();
+  return type;
+}
+
+namespace {
+
+sem::TypeP parse_type_at_level(TokenStream& ts) {
   const Token& t = ts.peek();
   bool comma = false;
   if (t.punct('(')) {
@@ -321,6 +349,8 @@ sem::TypeP parse_type(TokenStream& ts) {
   if (ts.peek().punct('{')) return record_body(ts, word.text);
   ts.fail(word, "unknown type '" + word.text + "'");
 }
+
+}  // namespace
 
 Lit parse_literal(TokenStream& ts) {
   Lit lit;

@@ -38,6 +38,10 @@ struct Token {
 
 std::vector<Token> lex(std::string_view source, int file);
 
+// Brackets ('(', '[', '{') open at once past this are an error, before the recursive parse of
+// types and literals can exhaust the stack (the front end's limit, lang/token_source.h).
+inline constexpr int kMaxIrBracketDepth = 200;
+
 class TokenStream {
  public:
   explicit TokenStream(std::vector<Token> tokens) : tokens_(std::move(tokens)) {}
@@ -54,10 +58,16 @@ class TokenStream {
   const Token& expect_ident(std::string_view word);  // "" = any identifier
   const Token& expect(Token::Kind kind, const char* what);
   [[noreturn]] void fail(const Token& at, const std::string& message) const;
+  // A recursive rule's levels (types written `fn() -> fn() -> ...` or `list<list<...>>` nest
+  // without brackets): past kMaxIrBracketDepth levels, an error at `at`.
+  void enter(const Token& at);
+  void leave() { --levels_; }
 
  private:
   std::vector<Token> tokens_;
   size_t pos_ = 0;
+  int depth_ = 0;   // brackets open
+  int levels_ = 0;  // recursive rules entered
 };
 
 sem::TypeP parse_type(TokenStream& ts);

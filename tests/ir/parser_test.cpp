@@ -221,6 +221,20 @@ const std::string kShapeRuleArity = with_body("  %0 = reciprocal() : f32\n  retu
 // Found by tests/fuzz/fuzz_ir: std::stoll's out_of_range escaped.
 const std::string kHugeDim =
     with_body("  %0 = constant 1.0 : f32[99999999999999999999]\n  return %x\n}\n");
+// Found by tests/fuzz/fuzz_ir: a literal nested thousands of brackets deep overflowed the
+// stack; brackets (and types nested without them) are limited to 200 levels.
+const std::string kDeepLiteral =
+    with_body("  %0 = constant " + std::string(5000, '[') + "1.0" + std::string(5000, ']') +
+              " : f32\n  return %x\n}\n");
+std::string repeated(const std::string& s, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += s;
+  return out;
+}
+const std::string kDeepFunctionType =
+    "graph @f(%a: " + repeated("fn() -> ", 5000) + "f32) -> f32 {\n  return %a\n}\n";
+const std::string kDeepListType =
+    "graph @f(%a: " + repeated("list<", 5000) + "f32" + std::string(5000, '>') + ") -> f32 {\n  return %a\n}\n";
 const std::string kBadReturn = with_body("  return %v\n}\n");
 const std::string kNoReturnValue = with_body("  return\n}\n");
 const std::string kUnknownGraph = with_body("  %0 = call @nope(%x) : f32\n  return %0\n}\n");
@@ -271,6 +285,12 @@ INSTANTIATE_TEST_SUITE_P(
               "bad.ir:2:8: error: reciprocal: expected 1..1 inputs, got 0"},
         BadIr{"DimensionPast64Bits", kHugeDim.c_str(),
               "bad.ir:2:27: error: dimension 99999999999999999999 does not fit in 64 bits"},
+        BadIr{"LiteralNestedTooDeep", kDeepLiteral.c_str(),
+              "bad.ir:2:216: error: brackets nested deeper than 200 levels"},
+        BadIr{"FunctionTypeNestedTooDeep", kDeepFunctionType.c_str(),
+              "bad.ir:1:1614: error: a type nested deeper than 200 levels"},
+        BadIr{"ListTypeNestedTooDeep", kDeepListType.c_str(),
+              "bad.ir:1:1014: error: a type nested deeper than 200 levels"},
         BadIr{"OutputTypeDiffersFromHeader", kBadReturn.c_str(),
               "bad.ir:2:10: error: @main returns a value of type f32[3] but its header says f32"},
         BadIr{"MissingOutput", kNoReturnValue.c_str(),
