@@ -196,6 +196,22 @@ std::vector<SynthCandidate> synth_candidates(const ClusterSpec& cluster, Collect
     const int k = static_cast<int>(dims.size());
     std::vector<int> order(k);
     std::iota(order.begin(), order.end(), 0);
+    if (collective == Collective::AllToAll) {
+      // Dimension-wise exchanges (direct phases only): one lane from the first dimension or from
+      // the last, or a lane starting at each dimension. One dimension is the built-ins' direct.
+      if (k < 2) continue;
+      const std::vector<bool> direct(k, true);
+      const std::vector<int> backward(order.rbegin(), order.rend());
+      for (const auto& lanes : {parallel::rotated_lanes(order, false, false, direct),
+                                parallel::rotated_lanes(backward, false, false, direct),
+                                parallel::rotated_lanes(order, true, false, direct)}) {
+        SynthCandidate c;
+        c.builtin = false;
+        c.composition = {dims, {}, lanes, 1};
+        out.push_back(c);
+      }
+      continue;
+    }
     for (int rotate = 0; rotate < (k > 1 ? 2 : 1); ++rotate)
       for (int both = 0; both < 2; ++both)
         for (int mask = 0; mask < (1 << k); ++mask) {

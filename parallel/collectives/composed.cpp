@@ -65,6 +65,9 @@ void validate(const CollectiveSpec& spec, const Composition& c) {
     }
     for (std::size_t d = 0; d < c.dims.size(); ++d)
       if (c.dims[d] > 1 && !seen[d]) invalid("a lane misses dimension " + std::to_string(d));
+    if (spec.collective == Collective::AllToAll)
+      for (const ComposedPhase& ph : lane.phases)
+        if (!ph.direct && c.dims[ph.dim] > 1) invalid("an all-to-all phase is a direct exchange, not a ring");
   }
 }
 
@@ -329,9 +332,182 @@ class LaneBuilder {
 
 }  // namespace
 
+namespace {
+
+// One lane of a composed all-to-all. An item is the lane's share of one block; item m on
+// virtual rank v is named by a virtual rank whose coordinates are, in the dimensions done, the
+// source's and, in the others, the destination's: before the first phase item m is v's block
+// for m, after the last it is m's block for v. A phase in dimension k sends every group member
+// the items whose coordinate k is its own (p / g items, one message), and each arrives as the
+// item with the sender's coordinate. Before a phase the items sit in a layout with k most
+// significant (then the other dimensions, last first), so a message is one region: where they
+// do not (the input when lanes split its blocks or k is not the last dimension, received items
+// of the previous phase), they are first copied into fresh scratch in that layout. Received
+// items land in fresh scratch per phase, or in the output when they are contiguous there (the
+// last phase in the last dimension, one lane). Scratch: up to 2 p n per phase.
+class AllToAllLane {
+ public:
+  AllToAllLane(ScheduleBuilder& b, const CollectiveSpec& spec, const Composition& c,
+               const ComposedLane& lane, int lane_index)
+      : b_(b), c_(c), p_(spec.ranks), n_(spec.count) {
+    for (const ComposedPhase& ph : lane.phases)
+      if (c.dims[ph.dim] > 1) phases_.push_back(ph.dim);
+    stride_.assign(c.dims.size(), 1);
+    for (std::size_t d = 1; d < c.dims.size(); ++d) stride_[d] = stride_[d - 1] * c.dims[d - 1];
+    perm_ = c.perm;
+    if (perm_.empty()) {
+      perm_.resize(p_);
+      std::iota(perm_.begin(), perm_.end(), 0);
+    }
+    const int lanes = static_cast<int>(c.lanes.size());
+    lo_ = block_offset(n_, lanes, lane_index);
+    len_ = block_size(n_, lanes, lane_index);
+  }
+
+  void build() {
+    if (len_ == 0) return;
+    // loc[v][m]: where item m of virtual rank v is now.
+    std::vector<std::vector<Region>> loc(p_, std::vector<Region>(p_));
+    for (int v = 0; v < p_; ++v)
+      for (int m = 0; m < p_; ++m) loc[v][m] = detail::input(std::int64_t{perm_[m]} * n_ + lo_, len_);
+    for (std::size_t t = 0; t < phases_.size(); ++t) {
+      const int k = phases_[t], g = c_.dims[k];
+      const std::vector<int> order = layout(k);  // items by position in the phase's layout
+      const int per = p_ / g;                    // items per message
+      const bool last = t + 1 == phases_.size();
+      for (int v = 0; v < p_; ++v) {
+        bool contiguous = true;
+        for (int x = 0; x < g && contiguous; ++x)
+          if (x != coordinate(v, k)) contiguous = runs(loc[v], order, x * per, (x + 1) * per).size() == 1;
+        if (contiguous) continue;
+        const Region area = b_.allocate_scratch(perm_[v], std::int64_t{p_} * len_);
+        std::vector<std::pair<int, Region>> moves;
+        for (int i = 0; i < p_; ++i)
+          if (coordinate(order[i], k) != coordinate(v, k))
+            moves.emplace_back(order[i], detail::scratch(area.offset + i * len_, len_));
+        move(v, loc[v], moves);
+      }
+      std::vector<std::vector<Region>> next = loc;
+      std::vector<Region> received(p_);  // per rank, this phase's scratch (allocated when needed)
+      for (int v = 0; v < p_; ++v)
+        for (int x = 0; x < g; ++x) {
+          const int own = coordinate(v, k);
+          if (x == own) continue;
+          const int u = v + (x - own) * stride_[k];
+          const std::vector<Region> src = runs(loc[v], order, x * per, (x + 1) * per);
+          // At u these are the items with coordinate k = own, in the same order.
+          std::vector<Region> out;
+          for (int i = own * per; i < (own + 1) * per; ++i)
+            out.push_back(detail::output(std::int64_t{perm_[order[i]]} * n_ + lo_, len_));
+          Region dst;
+          if (last && merged(out).size() == 1) {
+            dst = merged(out)[0];
+          } else {
+            if (received[u].count == 0) received[u] = b_.allocate_scratch(perm_[u], std::int64_t{p_} * len_);
+            dst = detail::scratch(received[u].offset + std::int64_t{own} * per * len_, std::int64_t{per} * len_);
+          }
+          b_.transfer(perm_[v], src[0], perm_[u], dst);
+          for (int i = 0; i < per; ++i) {
+            Region r = dst;
+            r.offset += std::int64_t{i} * len_;
+            r.count = len_;
+            next[u][order[own * per + i]] = r;
+          }
+        }
+      loc = std::move(next);
+    }
+    for (int v = 0; v < p_; ++v) {
+      std::vector<int> by_source(p_);
+      std::iota(by_source.begin(), by_source.end(), 0);
+      std::sort(by_source.begin(), by_source.end(), [&](int a, int b) { return perm_[a] < perm_[b]; });
+      std::vector<std::pair<int, Region>> moves;
+      for (int m : by_source) moves.emplace_back(m, detail::output(std::int64_t{perm_[m]} * n_ + lo_, len_));
+      move(v, loc[v], moves);
+    }
+  }
+
+ private:
+  int coordinate(int v, int d) const { return v / stride_[d] % c_.dims[d]; }
+
+  // The items in the order of a layout with dimension k most significant, then the other
+  // dimensions from the last to the first.
+  std::vector<int> layout(int k) const {
+    std::vector<int> dims{k};
+    for (int d = static_cast<int>(c_.dims.size()) - 1; d >= 0; --d)
+      if (d != k && c_.dims[d] > 1) dims.push_back(d);
+    std::vector<std::pair<std::int64_t, int>> keyed;
+    for (int m = 0; m < p_; ++m) {
+      std::int64_t key = 0;
+      for (int d : dims) key = key * c_.dims[d] + coordinate(m, d);
+      keyed.emplace_back(key, m);
+    }
+    std::sort(keyed.begin(), keyed.end());
+    std::vector<int> out;
+    for (const auto& km : keyed) out.push_back(km.second);
+    return out;
+  }
+
+  // Adjacent regions of one buffer merged, in the order given.
+  static std::vector<Region> merged(const std::vector<Region>& regions) {
+    std::vector<Region> out;
+    for (const Region& r : regions) {
+      if (!out.empty() && out.back().buffer == r.buffer && out.back().end() == r.offset)
+        out.back().count += r.count;
+      else
+        out.push_back(r);
+    }
+    return out;
+  }
+
+  // Where items order[s, e) are, as merged regions.
+  static std::vector<Region> runs(const std::vector<Region>& loc, const std::vector<int>& order, int s, int e) {
+    std::vector<Region> regions;
+    for (int i = s; i < e; ++i) regions.push_back(loc[order[i]]);
+    return merged(regions);
+  }
+
+  // Copies items to their targets on virtual rank v (in the order given), a run of items
+  // adjacent at both ends as one copy, and records where they are.
+  void move(int v, std::vector<Region>& loc, const std::vector<std::pair<int, Region>>& moves) {
+    Region src, dst;
+    auto flush = [&] {
+      if (dst.count > 0) b_.copy(perm_[v], src, dst);
+      src = dst = Region{};
+    };
+    for (const auto& [m, target] : moves) {
+      const Region from = loc[m];
+      loc[m] = target;
+      if (from == target) {
+        flush();
+        continue;
+      }
+      if (dst.count > 0 && src.buffer == from.buffer && src.end() == from.offset && dst.buffer == target.buffer &&
+          dst.end() == target.offset) {
+        src.count += from.count;
+        dst.count += target.count;
+        continue;
+      }
+      flush();
+      src = from;
+      dst = target;
+    }
+    flush();
+  }
+
+  ScheduleBuilder& b_;
+  const Composition& c_;
+  const int p_;
+  const std::int64_t n_;
+  std::vector<int> phases_;  // the lane's dimensions of size > 1, in order
+  std::vector<int> stride_, perm_;
+  std::int64_t lo_ = 0, len_ = 0;
+};
+
+}  // namespace
+
 bool composable(Collective collective) {
   return collective == Collective::AllReduce || collective == Collective::ReduceScatter ||
-         collective == Collective::AllGather;
+         collective == Collective::AllGather || collective == Collective::AllToAll;
 }
 
 Schedule build_composed(const CollectiveSpec& spec, const Composition& composition) {
@@ -369,6 +545,10 @@ Schedule build_composed(const CollectiveSpec& spec, const Composition& compositi
     return std::move(b).finish();
   }
   for (std::size_t l = 0; l < composition.lanes.size(); ++l) {
+    if (spec.collective == Collective::AllToAll) {
+      AllToAllLane(b, spec, composition, composition.lanes[l], static_cast<int>(l)).build();
+      continue;
+    }
     LaneBuilder lane(b, spec, composition, composition.lanes[l], static_cast<int>(l), work_base);
     switch (spec.collective) {
       case Collective::AllReduce:

@@ -11,6 +11,11 @@
 //   all-gather       the lane's phases in reverse order: each member ends with what the whole
 //                    group held
 //   all-reduce       the reduce-scatter phases, then the all-gather phases
+//   all-to-all       the lane's phases in order, each direct: a member sends each other
+//                    member, in one message, what it holds for ranks of that member's
+//                    coordinate (a dimension-wise all-to-all: g - 1 messages per phase instead
+//                    of p - 1 in all, each item moved once per phase, repacked in scratch
+//                    between phases)
 //
 // A phase is a ring (g - 1 hops to the next member by coordinate, or to the previous one when
 // `reversed`) or direct (every member sends each other member its part at once: g - 1
@@ -69,7 +74,8 @@ struct Composition {
   friend bool operator==(const Composition&, const Composition&) = default;
 };
 
-// The collectives a Composition implements: all-reduce, reduce-scatter, all-gather.
+// The collectives a Composition implements: all-reduce, reduce-scatter, all-gather, and
+// all-to-all with direct phases only.
 bool composable(Collective collective);
 
 // Builds the schedule (algorithm name "composed"). Throws std::invalid_argument when the

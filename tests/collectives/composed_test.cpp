@@ -1,5 +1,5 @@
 // Composed schedules (composed.h): the symbolic checker proves every grid, lane set, phase kind
-// and direction the synthesizer can pick, for all three collectives; the description round
+// and direction the synthesizer can pick, for all four collectives; the description round
 // trips; wrong compositions are refused with the reason.
 #include "parallel/collectives/composed.h"
 
@@ -168,6 +168,58 @@ TEST(Composed, DirectPhaseSendsToEveryPeer) {
   }
 }
 
+// All-to-all as dimension-wise direct exchanges: every grid of 1-12 ranks, one lane in either
+// order or lanes rotated, permuted or not, chunked, at counts that leave lanes empty or uneven.
+TEST(Composed, AllToAllGridsAreProved) {
+  int proved = 0;
+  for (int p : {1, 2, 3, 4, 6, 8, 12})
+    for (const std::vector<int>& dims : grids(p)) {
+      const std::vector<int> forward = identity_order(dims.size());
+      const std::vector<int> backward(forward.rbegin(), forward.rend());
+      const std::vector<bool> direct(dims.size(), true);
+      std::vector<int> shuffled(p);
+      for (int r = 0; r < p; ++r) shuffled[r] = (r * 5 + 3) % p;
+      if (p % 5 == 0) std::iota(shuffled.begin(), shuffled.end(), 0);
+      for (const auto& lanes : {rotated_lanes(forward, false, false, direct),
+                                rotated_lanes(backward, false, false, direct),
+                                rotated_lanes(forward, true, false, direct)})
+        for (const std::vector<int>& perm : {std::vector<int>{}, shuffled})
+          for (std::int64_t count : {std::int64_t{0}, std::int64_t{1}, std::int64_t{7}})
+            for (int chunks : {1, 2}) {
+              const Composition c{dims, perm, lanes, chunks};
+              const CollectiveSpec spec{Collective::AllToAll, ReduceOp::Sum, p, count};
+              const CheckResult result = check_schedule(build_composed(spec, c));
+              ASSERT_TRUE(result.ok()) << "ranks=" << p << " count=" << count << " "
+                                       << describe_composition(c) << ": " << result.error;
+              ++proved;
+            }
+    }
+  EXPECT_GT(proved, 300);
+  const Composition torus{{4, 4, 4}, {}, rotated_lanes({0, 1, 2}, true, false, {true, true, true}), 1};
+  const CheckResult r = check_schedule(build_composed({Collective::AllToAll, ReduceOp::Sum, 64, 5}, torus));
+  EXPECT_TRUE(r.ok()) << r.error;
+}
+
+// A 4 x 2 all-to-all in one lane: 3 messages in the groups of 4, then 1 across, each carrying
+// the items for that member's coordinate (4 blocks, then 4); the last phase, in the last
+// dimension, lands in the output; the direct built-in sends 7 messages of one block.
+TEST(Composed, AllToAllSendsOneMessagePerGroupMember) {
+  const std::int64_t n = 10;
+  const CollectiveSpec spec{Collective::AllToAll, ReduceOp::Sum, 8, n};
+  const Schedule s = build_composed(spec, {{4, 2}, {}, {{{{0, true, false}, {1, true, false}}}}, 1});
+  ASSERT_TRUE(check_schedule(s).ok());
+  for (const RankProgram& prog : s.ranks) {
+    std::vector<std::int64_t> sizes;
+    for (const Step& st : prog.steps)
+      if (st.kind == StepKind::Send) sizes.push_back(st.src.count);
+    EXPECT_EQ(sizes, (std::vector<std::int64_t>{2 * n, 2 * n, 2 * n, 4 * n}));
+    int to_output = 0;
+    for (const Step& st : prog.steps)
+      if (st.kind == StepKind::Recv && st.dst.buffer == BufferKind::Output) ++to_output;
+    EXPECT_EQ(to_output, 1);
+  }
+}
+
 TEST(Composed, DescriptionRoundTrips) {
   const Composition c{
       {4, 2}, {1, 0, 3, 2, 5, 4, 7, 6}, rotated_lanes({0, 1}, true, true, {true, false}), 4};
@@ -200,7 +252,9 @@ TEST(Composed, WrongCompositionsAreRefusedWithTheReason) {
   EXPECT_EQ(message({{8}, {}, {}, 1}, spec), "composed schedule: no lane");
   EXPECT_EQ(message({{8}, {}, {{{{0}}}}, 0}, spec), "composed schedule: chunks 0");
   EXPECT_EQ(message({{8}, {}, {{{{0}}}}, 1}, {Collective::AllToAll, ReduceOp::Sum, 8, 8}),
-            "composed schedule: all-to-all is not composable");
+            "composed schedule: an all-to-all phase is a direct exchange, not a ring");
+  EXPECT_EQ(message({{8}, {}, {{{{0}}}}, 1}, {Collective::Broadcast, ReduceOp::Sum, 8, 8}),
+            "composed schedule: broadcast is not composable");
 }
 
 }  // namespace
