@@ -1,8 +1,8 @@
 #include "autodiff/copy.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "lang/diagnostics.h"
 
@@ -62,9 +62,10 @@ ir::Node* copy_body(ir::Module& m, ir::Graph* dst, const ir::Graph& src, const s
   // A graph still being lowered has no output yet: a derivative taken inside the function's own
   // body (grad(f) within f) would need the derivative of itself to every order.
   if (!src.output)
-    throw lang::UserError(fmt::format("cannot differentiate '{}' inside its own definition: its derivative "
-                                      "would contain the derivative of itself, to every order",
-                                      src.name));
+    throw lang::UserError(
+        fmt::format("cannot differentiate '{}' inside its own definition: its derivative "
+                    "would contain the derivative of itself, to every order",
+                    src.name));
   for (size_t i = 0; i < args.size(); ++i) map.nodes[src.params[i]] = args[i];
   stack.push_back(&src);
   for (ir::Node* n : src.nodes) {

@@ -100,8 +100,9 @@ std::string_view SourceManager::line_text(int file, int line) const {
 // ---------------------------------------------------------------- DiagnosticEngine
 
 static bool same_place(const SourceRange& a, const SourceRange& b) {
-  return a.begin.file == b.begin.file && a.begin.line == b.begin.line && a.begin.col == b.begin.col &&
-         a.end.file == b.end.file && a.end.line == b.end.line && a.end.col == b.end.col;
+  return a.begin.file == b.begin.file && a.begin.line == b.begin.line &&
+         a.begin.col == b.begin.col && a.end.file == b.end.file && a.end.line == b.end.line &&
+         a.end.col == b.end.col;
 }
 
 void DiagnosticEngine::error(SourceRange range, std::string message) {

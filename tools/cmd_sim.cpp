@@ -144,9 +144,9 @@ int run(const Options& o) {
     if (o.channels > 1 && algorithm != Algorithm::Ring)
       throw UsageError(
           fmt::format("--channels {}: channels apply to --algo ring only", o.channels));
-    channels = o.channels > 0                  ? o.channels
+    channels = o.channels > 0                 ? o.channels
                : algorithm == Algorithm::Ring ? sim::default_ring_channels(cluster, ranks)
-                                               : 1;
+                                              : 1;
     for (std::int64_t bytes : parse_sizes(o.sizes, o.factor)) {
       CollectiveSpec spec{c, *redop, ranks, bytes / dtype->bytes, o.root};
       if (!whole_buffer(c)) spec.count /= ranks;

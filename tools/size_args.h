@@ -65,7 +65,8 @@ inline parallel::Collective collective_arg(const std::string& op) {
 }
 
 // --algo NAME for collective c; `native` (the backend's own implementation) only where allowed.
-inline parallel::Algorithm algorithm_arg(const std::string& algo, parallel::Collective c, bool allow_native) {
+inline parallel::Algorithm algorithm_arg(const std::string& algo, parallel::Collective c,
+                                         bool allow_native) {
   const auto a = parallel::parse_algorithm(algo);
   if (!a || (*a == parallel::Algorithm::Native && !allow_native))
     throw std::invalid_argument(fmt::format(
@@ -76,8 +77,8 @@ inline parallel::Algorithm algorithm_arg(const std::string& algo, parallel::Coll
     std::string list;
     for (parallel::Collective s : parallel::supported_collectives(*a))
       list += (list.empty() ? "" : ", ") + std::string(parallel::collective_name(s));
-    throw std::invalid_argument(fmt::format("--algo {} does not implement {} (it implements: {})", algo,
-                                            parallel::collective_name(c), list));
+    throw std::invalid_argument(fmt::format("--algo {} does not implement {} (it implements: {})",
+                                            algo, parallel::collective_name(c), list));
   }
   return *a;
 }

@@ -5,8 +5,8 @@ measured order match the simulated one wherever the measurements separate them?
     papers/collective_synthesis/real_runs.py [--spora build/bin/spora] [--rounds 3]
 
 For 2 and 4 ranks (4 oversubscribed on a 2-core machine) on examples/clusters/this-machine.yaml
-(what `spora calibrate` measured here), all-reduce, reduce-scatter and all-gather at 64 KiB and
-4 MiB: `spora synth` picks a schedule; it and every built-in that implements the collective
+(what `spora calibrate` measured here), all-reduce, reduce-scatter, all-gather and all-to-all at 64 KiB
+and 4 MiB: `spora synth` picks a schedule; it and every built-in that implements the collective
 (chunks 1) are simulated (`spora sim-coll`) and measured (`mpirun -np N spora coll --backend
 mpi`, 20 timed iterations after 5 warm-up ones, every element checked) in `--rounds`
 interleaved rounds. A pair is separated when the measured ranges (min..max over the rounds) do
@@ -30,6 +30,7 @@ BUILTINS = {
     "all-reduce": ["ring", "tree", "binomial", "halving-doubling", "hierarchical"],
     "reduce-scatter": ["ring"],
     "all-gather": ["ring", "recursive-doubling", "bruck"],
+    "all-to-all": ["pairwise", "bruck", "recursive-doubling"],
 }
 RANKS = [2, 4]
 SIZES = ["64K", "4M"]

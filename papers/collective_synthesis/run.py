@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Collective synthesis against the built-in algorithms on the repository's cluster specs.
 
-    papers/collective_synthesis/run.py [--spora build/bin/spora] [--only CLUSTER,...]
+    papers/collective_synthesis/run.py [--spora build/bin/spora] [--only CLUSTER,...] [--ops OP,...]
 
 Runs `spora synth --json --no-cache` for every (cluster, collective) of the protocol in
 README.md over its sizes, and writes results.json (every answer, the command, the CPU) and
@@ -96,22 +96,29 @@ def main():
     parser.add_argument("--spora", default=os.path.join(ROOT, "build/bin/spora"))
     parser.add_argument("--only", default="",
                         help="comma-separated cluster names (the others' results are kept)")
+    parser.add_argument("--ops", default="",
+                        help="comma-separated collectives (the others' results are kept)")
     args = parser.parse_args()
     only = set(filter(None, args.only.split(",")))
+    ops = set(filter(None, args.ops.split(",")))
+    chosen = lambda cluster, op: ((not only or cluster.split(" ")[0] in only) and
+                                  (not ops or op in ops))
     runs = []
     for name, spec, ranks in CLUSTERS:
-        if only and name.split(" ")[0] not in only:
-            continue
         for op in OPS:
+            if not chosen(name, op):
+                continue
             run = synth(args.spora, spec, ranks, op)
-            run.update(cluster=name, op=op, ranks=run["result"]["ranks"])
+            run.update(cluster=name, op=op, ranks=run["result"]["ranks"],
+                       date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                       load_after=round(os.getloadavg()[0], 1), time_limit_s=TIME_LIMIT)
             runs.append(run)
             print(f"{name} {op}: {run['wall_s']:.1f} s", flush=True)
     cpu = study.cpu_model()
     path = os.path.join(HERE, "results.json")
-    if only and os.path.exists(path):  # the other clusters' runs stay as they were
+    if (only or ops) and os.path.exists(path):  # the runs not chosen stay as they were
         with open(path) as f:
-            kept = [r for r in json.load(f)["runs"] if r["cluster"].split(" ")[0] not in only]
+            kept = [r for r in json.load(f)["runs"] if not chosen(r["cluster"], r["op"])]
         order = [name for name, _, _ in CLUSTERS]
         runs = sorted(kept + runs, key=lambda r: (order.index(r["cluster"]), OPS.index(r["op"])))
     study.write_json(path, {"cpu": cpu, "runs": runs})

@@ -67,7 +67,8 @@ void validate(const CollectiveSpec& spec, const Composition& c) {
       if (c.dims[d] > 1 && !seen[d]) invalid("a lane misses dimension " + std::to_string(d));
     if (spec.collective == Collective::AllToAll)
       for (const ComposedPhase& ph : lane.phases)
-        if (!ph.direct && c.dims[ph.dim] > 1) invalid("an all-to-all phase is a direct exchange, not a ring");
+        if (!ph.direct && c.dims[ph.dim] > 1)
+          invalid("an all-to-all phase is a direct exchange, not a ring");
   }
 }
 
@@ -369,7 +370,8 @@ class AllToAllLane {
     // loc[v][m]: where item m of virtual rank v is now.
     std::vector<std::vector<Region>> loc(p_, std::vector<Region>(p_));
     for (int v = 0; v < p_; ++v)
-      for (int m = 0; m < p_; ++m) loc[v][m] = detail::input(std::int64_t{perm_[m]} * n_ + lo_, len_);
+      for (int m = 0; m < p_; ++m)
+        loc[v][m] = detail::input(std::int64_t{perm_[m]} * n_ + lo_, len_);
     for (std::size_t t = 0; t < phases_.size(); ++t) {
       const int k = phases_[t], g = c_.dims[k];
       const std::vector<int> order = layout(k);  // items by position in the phase's layout
@@ -378,7 +380,8 @@ class AllToAllLane {
       for (int v = 0; v < p_; ++v) {
         bool contiguous = true;
         for (int x = 0; x < g && contiguous; ++x)
-          if (x != coordinate(v, k)) contiguous = runs(loc[v], order, x * per, (x + 1) * per).size() == 1;
+          if (x != coordinate(v, k))
+            contiguous = runs(loc[v], order, x * per, (x + 1) * per).size() == 1;
         if (contiguous) continue;
         const Region area = b_.allocate_scratch(perm_[v], std::int64_t{p_} * len_);
         std::vector<std::pair<int, Region>> moves;
@@ -403,8 +406,10 @@ class AllToAllLane {
           if (last && merged(out).size() == 1) {
             dst = merged(out)[0];
           } else {
-            if (received[u].count == 0) received[u] = b_.allocate_scratch(perm_[u], std::int64_t{p_} * len_);
-            dst = detail::scratch(received[u].offset + std::int64_t{own} * per * len_, std::int64_t{per} * len_);
+            if (received[u].count == 0)
+              received[u] = b_.allocate_scratch(perm_[u], std::int64_t{p_} * len_);
+            dst = detail::scratch(received[u].offset + std::int64_t{own} * per * len_,
+                                  std::int64_t{per} * len_);
           }
           b_.transfer(perm_[v], src[0], perm_[u], dst);
           for (int i = 0; i < per; ++i) {
@@ -419,9 +424,11 @@ class AllToAllLane {
     for (int v = 0; v < p_; ++v) {
       std::vector<int> by_source(p_);
       std::iota(by_source.begin(), by_source.end(), 0);
-      std::sort(by_source.begin(), by_source.end(), [&](int a, int b) { return perm_[a] < perm_[b]; });
+      std::sort(by_source.begin(), by_source.end(),
+                [&](int a, int b) { return perm_[a] < perm_[b]; });
       std::vector<std::pair<int, Region>> moves;
-      for (int m : by_source) moves.emplace_back(m, detail::output(std::int64_t{perm_[m]} * n_ + lo_, len_));
+      for (int m : by_source)
+        moves.emplace_back(m, detail::output(std::int64_t{perm_[m]} * n_ + lo_, len_));
       move(v, loc[v], moves);
     }
   }
@@ -460,7 +467,8 @@ class AllToAllLane {
   }
 
   // Where items order[s, e) are, as merged regions.
-  static std::vector<Region> runs(const std::vector<Region>& loc, const std::vector<int>& order, int s, int e) {
+  static std::vector<Region> runs(const std::vector<Region>& loc, const std::vector<int>& order,
+                                  int s, int e) {
     std::vector<Region> regions;
     for (int i = s; i < e; ++i) regions.push_back(loc[order[i]]);
     return merged(regions);
@@ -481,8 +489,8 @@ class AllToAllLane {
         flush();
         continue;
       }
-      if (dst.count > 0 && src.buffer == from.buffer && src.end() == from.offset && dst.buffer == target.buffer &&
-          dst.end() == target.offset) {
+      if (dst.count > 0 && src.buffer == from.buffer && src.end() == from.offset &&
+          dst.buffer == target.buffer && dst.end() == target.offset) {
         src.count += from.count;
         dst.count += target.count;
         continue;

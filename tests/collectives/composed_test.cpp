@@ -195,8 +195,10 @@ TEST(Composed, AllToAllGridsAreProved) {
             }
     }
   EXPECT_GT(proved, 300);
-  const Composition torus{{4, 4, 4}, {}, rotated_lanes({0, 1, 2}, true, false, {true, true, true}), 1};
-  const CheckResult r = check_schedule(build_composed({Collective::AllToAll, ReduceOp::Sum, 64, 5}, torus));
+  const Composition torus{
+      {4, 4, 4}, {}, rotated_lanes({0, 1, 2}, true, false, {true, true, true}), 1};
+  const CheckResult r =
+      check_schedule(build_composed({Collective::AllToAll, ReduceOp::Sum, 64, 5}, torus));
   EXPECT_TRUE(r.ok()) << r.error;
 }
 
@@ -206,7 +208,8 @@ TEST(Composed, AllToAllGridsAreProved) {
 TEST(Composed, AllToAllSendsOneMessagePerGroupMember) {
   const std::int64_t n = 10;
   const CollectiveSpec spec{Collective::AllToAll, ReduceOp::Sum, 8, n};
-  const Schedule s = build_composed(spec, {{4, 2}, {}, {{{{0, true, false}, {1, true, false}}}}, 1});
+  const Schedule s =
+      build_composed(spec, {{4, 2}, {}, {{{{0, true, false}, {1, true, false}}}}, 1});
   ASSERT_TRUE(check_schedule(s).ok());
   for (const RankProgram& prog : s.ranks) {
     std::vector<std::int64_t> sizes;

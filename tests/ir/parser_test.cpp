@@ -223,9 +223,8 @@ const std::string kHugeDim =
     with_body("  %0 = constant 1.0 : f32[99999999999999999999]\n  return %x\n}\n");
 // Found by tests/fuzz/fuzz_ir: a literal nested thousands of brackets deep overflowed the
 // stack; brackets (and types nested without them) are limited to 200 levels.
-const std::string kDeepLiteral =
-    with_body("  %0 = constant " + std::string(5000, '[') + "1.0" + std::string(5000, ']') +
-              " : f32\n  return %x\n}\n");
+const std::string kDeepLiteral = with_body("  %0 = constant " + std::string(5000, '[') + "1.0" +
+                                           std::string(5000, ']') + " : f32\n  return %x\n}\n");
 std::string repeated(const std::string& s, int n) {
   std::string out;
   for (int i = 0; i < n; ++i) out += s;
@@ -233,8 +232,8 @@ std::string repeated(const std::string& s, int n) {
 }
 const std::string kDeepFunctionType =
     "graph @f(%a: " + repeated("fn() -> ", 5000) + "f32) -> f32 {\n  return %a\n}\n";
-const std::string kDeepListType =
-    "graph @f(%a: " + repeated("list<", 5000) + "f32" + std::string(5000, '>') + ") -> f32 {\n  return %a\n}\n";
+const std::string kDeepListType = "graph @f(%a: " + repeated("list<", 5000) + "f32" +
+                                  std::string(5000, '>') + ") -> f32 {\n  return %a\n}\n";
 const std::string kBadReturn = with_body("  return %v\n}\n");
 const std::string kNoReturnValue = with_body("  return\n}\n");
 const std::string kUnknownGraph = with_body("  %0 = call @nope(%x) : f32\n  return %0\n}\n");

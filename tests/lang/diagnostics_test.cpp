@@ -160,8 +160,8 @@ TEST(Diagnostics, RepeatedErrorsAreShownOnce) {
     d.error(range(f, 1, 9, 1, 10), "unknown name 'y'");
     d.note(range(f, 1, 1, 1, 4), "in this let");
   }
-  d.error(range(f, 1, 9, 1, 10), "another message");    // same place, another error
-  d.error(range(f, 1, 1, 1, 4), "unknown name 'y'");    // same message, another place
+  d.error(range(f, 1, 9, 1, 10), "another message");  // same place, another error
+  d.error(range(f, 1, 1, 1, 4), "unknown name 'y'");  // same message, another place
   EXPECT_EQ(d.error_count(), 5);
   EXPECT_EQ(d.distinct_error_count(), 3);
   ASSERT_EQ(d.diagnostics().size(), 4u);  // the first error and its note, then the two others

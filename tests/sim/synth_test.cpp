@@ -76,8 +76,8 @@ TEST(Synth, CompositionsBeatTheBuiltInsWhereRingsLeaveLinksIdle) {
       unlimited.time_limit = 1e9;
       const SynthResult r = synthesize(cluster, spec, unlimited);
       EXPECT_FALSE(r.candidate.builtin) << file << ": " << r.label;
-      EXPECT_GT(r.baseline_seconds / r.seconds, 1.5)
-          << file << " " << collective_name(c) << ": " << r.label << " against " << r.baseline_label;
+      EXPECT_GT(r.baseline_seconds / r.seconds, 1.5) << file << " " << collective_name(c) << ": "
+                                                     << r.label << " against " << r.baseline_label;
     }
 }
 
