@@ -85,30 +85,30 @@ if "$spora" sim benchmarks/sim/w2_mlp.sp --cluster tests/sim/data/torus-4x4.yaml
   --collectives synth > /dev/null 2> "$dir/err.txt"; then fail "--collectives synth with dp accepted"; fi
 grep -q -- '--algo synth' "$dir/err.txt" || fail "--collectives with dp: $(cat "$dir/err.txt")"
 
-# Real runs: every collective synthesized for 4 ranks, run over threads and 4 MPI ranks.
+# Real runs: SCHEDULE over threads and over RANKS MPI ranks, every element checked.
+runs_right() {  # NAME SCHEDULE RANKS
+  "$spora" coll --schedule "$2" --backend threads > "$dir/threads.txt"
+  grep -q '^# Wrong elements *: 0 OK' "$dir/threads.txt" || fail "$1 over threads: $(cat "$dir/threads.txt")"
+  if [ -n "$mpirun" ]; then
+    "$mpirun" --oversubscribe --allow-run-as-root -np "$3" "$spora" coll --schedule "$2" --backend mpi \
+      > "$dir/mpi.txt"
+    grep -q '^# Wrong elements *: 0 OK' "$dir/mpi.txt" || fail "$1 over MPI: $(cat "$dir/mpi.txt")"
+  fi
+}
+
+# Every collective synthesized for 4 ranks.
 for op in all-reduce reduce-scatter all-gather; do
   "$spora" synth --cluster tests/sim/data/tiny-2x2-nics.yaml --op $op --sizes 4K --no-cache \
     -o "$dir/$op.sched" > /dev/null
-  "$spora" coll --schedule "$dir/$op.sched" --backend threads > "$dir/threads.txt"
-  grep -q '^# Wrong elements *: 0 OK' "$dir/threads.txt" || fail "$op over threads: $(cat "$dir/threads.txt")"
-  if [ -n "$mpirun" ]; then
-    "$mpirun" --oversubscribe --allow-run-as-root -np 4 "$spora" coll --schedule "$dir/$op.sched" \
-      --backend mpi > "$dir/mpi.txt"
-    grep -q '^# Wrong elements *: 0 OK' "$dir/mpi.txt" || fail "$op over MPI: $(cat "$dir/mpi.txt")"
-  fi
+  runs_right "$op" "$dir/$op.sched" 4
 done
 
-# A composed all-to-all (two meshes of 4: dimension-wise exchanges), over threads and 8 MPI ranks.
+# A composed all-to-all (two meshes of 4: dimension-wise exchanges), over 8 ranks.
 "$spora" synth --cluster tests/sim/data/mesh-2x4.yaml --op all-to-all --sizes 64K --no-cache \
   -o "$dir/all-to-all.sched" > /dev/null
-grep -q '^# schedule: composed dims' "$dir/all-to-all.sched" || fail "all-to-all not composed: $(head -3 "$dir/all-to-all.sched")"
-"$spora" coll --schedule "$dir/all-to-all.sched" --backend threads > "$dir/threads.txt"
-grep -q '^# Wrong elements *: 0 OK' "$dir/threads.txt" || fail "all-to-all over threads: $(cat "$dir/threads.txt")"
-if [ -n "$mpirun" ]; then
-  "$mpirun" --oversubscribe --allow-run-as-root -np 8 "$spora" coll --schedule "$dir/all-to-all.sched" \
-    --backend mpi > "$dir/mpi.txt"
-  grep -q '^# Wrong elements *: 0 OK' "$dir/mpi.txt" || fail "all-to-all over MPI: $(cat "$dir/mpi.txt")"
-fi
+grep -q '^# schedule: composed dims' "$dir/all-to-all.sched" ||
+  fail "all-to-all not composed: $(head -3 "$dir/all-to-all.sched")"
+runs_right all-to-all "$dir/all-to-all.sched" 8
 
 # Errors say why.
 refused() {
