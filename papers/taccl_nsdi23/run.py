@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """TACCL (NSDI'23) topologies: `spora synth` against the best built-in algorithm.
 
-    papers/taccl_nsdi23/run.py [--spora build/bin/spora] [--only CLUSTER,...] [--replot]
+    papers/taccl_nsdi23/run.py [--spora build/bin/spora] [--only CLUSTER,...] [--ops OP,...] [--replot]
 
 For every (cluster, collective) of the protocol in README.md it runs
 `spora synth --json --no-cache` over the protocol's sizes, and writes next to this script:
@@ -9,7 +9,9 @@ results.json (every answer, its command and wall time, the CPU), results.md (one
 the best built-in and the synthesized schedule, their bus bandwidths, our speed-up and TACCL's
 published speed-up where one was retrieved; then a summary per case) and speedup.svg (our
 speed-up against size, one line per case). Nothing in them is edited by hand; --replot
-rewrites results.md and speedup.svg from results.json without searching again.
+rewrites results.md and speedup.svg from results.json without searching again. With --only
+or --ops the runs not chosen are kept from results.json (each run records its binary and
+date).
 """
 import argparse
 import hashlib
@@ -177,6 +179,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--spora", default=os.path.join(ROOT, "build/bin/spora"))
     parser.add_argument("--only", default="", help="comma-separated cluster names")
+    parser.add_argument("--ops", default="", help="comma-separated collectives")
     parser.add_argument("--replot", action="store_true",
                         help="no search: rewrite results.md and speedup.svg from results.json")
     args = parser.parse_args()
@@ -189,19 +192,32 @@ def main():
         print(text)
         return
     only = set(filter(None, args.only.split(",")))
+    ops = set(filter(None, args.ops.split(",")))
+    chosen = lambda name, op: (not only or name in only) and (not ops or op in ops)
     binary = binary_info(os.path.abspath(args.spora))
     runs, t0 = [], time.time()
     for name, spec, system in CLUSTERS:
-        if only and name not in only:
-            continue
         for op in OPS:
+            if not chosen(name, op):
+                continue
             run = synth(args.spora, spec, op)
-            run.update(cluster=name, system=system, op=op, ranks=run["result"]["ranks"])
+            run.update(cluster=name, system=system, op=op, ranks=run["result"]["ranks"],
+                       binary=binary, date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
             runs.append(run)
             print(f"{name} {op}: {run['wall_s']:.1f} s", flush=True)
     total = time.time() - t0
+    path = os.path.join(HERE, "results.json")
+    if (only or ops) and os.path.exists(path):  # the runs not chosen stay as they were
+        with open(path) as f:
+            saved = json.load(f)
+        kept = [r for r in saved["runs"] if not chosen(r["cluster"], r["op"])]
+        for r in kept:
+            r.setdefault("binary", saved["binary"])
+        total += sum(r["wall_s"] for r in kept)
+        order = [name for name, _, _ in CLUSTERS]
+        runs = sorted(kept + runs, key=lambda r: (order.index(r["cluster"]), OPS.index(r["op"])))
     cpu = study.cpu_model()
-    study.write_json(os.path.join(HERE, "results.json"),
+    study.write_json(path,
                      {"cpu": cpu, "binary": binary, "total_wall_s": round(total, 1), "sizes": SIZES,
                       "factor": FACTOR, "time_limit_s": TIME_LIMIT,
                       "commands": [r["command"] for r in runs], "runs": runs})
