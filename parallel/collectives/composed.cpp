@@ -403,8 +403,9 @@ class AllToAllLane {
           for (int i = own * per; i < (own + 1) * per; ++i)
             out.push_back(detail::output(std::int64_t{perm_[order[i]]} * n_ + lo_, len_));
           Region dst;
-          if (last && merged(out).size() == 1) {
-            dst = merged(out)[0];
+          const std::vector<Region> in_output = merged(out);
+          if (last && in_output.size() == 1) {
+            dst = in_output[0];
           } else {
             if (received[u].count == 0)
               received[u] = b_.allocate_scratch(perm_[u], std::int64_t{p_} * len_);

@@ -207,10 +207,8 @@ const Token& TokenStream::next() {
 }
 
 void TokenStream::enter(const Token& at) {
-  if (++levels_ > kMaxIrBracketDepth) {
-    levels_ = 0;
+  if (++levels_ > kMaxIrBracketDepth)
     fail(at, "a type nested deeper than " + std::to_string(kMaxIrBracketDepth) + " levels");
-  }
 }
 
 bool TokenStream::accept_punct(char c) {
