@@ -152,18 +152,43 @@ std::vector<char> bytes_of(const Tensor& x) {
 }
 
 // Sends send[j] (send_bytes[j] bytes) to group[j] and receives recv[j] (recv_bytes[j]) from
-// group[j] for every member but this rank, whose own piece the caller copies.
+// group[j] for every member but this rank, whose own piece the caller copies. A device-memory
+// communicator (NCCL) takes only its own buffers: the pieces are staged through one block each
+// way (upload, messages, download). Every message is posted inside one group_start /
+// group_end, which NCCL needs for a send and a receive between the same two ranks; for host
+// communicators the pair does nothing.
 void exchange(comm::Communicator& c, const std::vector<int64_t>& group, size_t me,
               const std::vector<const char*>& send, const std::vector<size_t>& send_bytes,
               const std::vector<char*>& recv, const std::vector<size_t>& recv_bytes) {
   const int tag = 100 + static_cast<int>(comm::next_collective_call() % 30000);
+  const bool device = c.memory_space() == comm::MemorySpace::Device;
+  std::vector<const char*> sp = send;
+  std::vector<char*> rp = recv;
+  comm::Buffer dsend, drecv;
+  if (device) {
+    size_t ns = 0, nr = 0;
+    for (size_t j = 0; j < group.size(); ++j)
+      if (j != me) ns += send_bytes[j], nr += recv_bytes[j];
+    dsend = comm::Buffer(c, ns);
+    drecv = comm::Buffer(c, nr);
+    for (size_t j = 0, os = 0, orr = 0; j < group.size(); ++j) {
+      if (j == me) continue;
+      sp[j] = static_cast<const char*>(dsend.data()) + os;
+      rp[j] = static_cast<char*>(drecv.data()) + orr;
+      c.upload(const_cast<char*>(sp[j]), send[j], send_bytes[j]);
+      os += send_bytes[j];
+      orr += recv_bytes[j];
+    }
+  }
   std::vector<comm::Request> reqs;
+  c.group_start();
   for (size_t j = 0; j < group.size(); ++j) {
     if (j == me) continue;
     const int peer = static_cast<int>(group[j]);
-    reqs.push_back(c.irecv(recv[j], recv_bytes[j], peer, tag));
-    reqs.push_back(c.isend(send[j], send_bytes[j], peer, tag));
+    reqs.push_back(c.irecv(rp[j], recv_bytes[j], peer, tag));
+    reqs.push_back(c.isend(sp[j], send_bytes[j], peer, tag));
   }
+  c.group_end();
   size_t done = 0;
   std::vector<bool> finished(reqs.size(), false);
   while (done < reqs.size()) {
@@ -179,6 +204,9 @@ void exchange(comm::Communicator& c, const std::vector<int64_t>& group, size_t m
       ++done;
     }
   }
+  if (device)
+    for (size_t j = 0; j < group.size(); ++j)
+      if (j != me) c.download(recv[j], rp[j], recv_bytes[j]);
 }
 
 // The same with vectors: recv[j] sized by the caller, recv[me] = send[me].
@@ -244,13 +272,26 @@ bool ring_eligible(const Tensor& x, int64_t p) {
   return p > 1 && x.numel() >= p && (x.dtype() == DType::f32 || x.dtype() == DType::f64);
 }
 
+// `in` and `out` are host memory; a device-memory communicator (NCCL) runs the schedule on
+// its own copies of them.
 void run_ring(parallel::Collective c, const GroupInfo& g, DType dtype, int64_t count,
               const void* in, void* out) {
   comm::GroupView view(*g.comm, g.group);
+  const int n = static_cast<int>(g.group.size());
   const parallel::Schedule s =
-      parallel::build_schedule(parallel::Algorithm::Ring,
-                               {c, parallel::ReduceOp::Sum, static_cast<int>(g.group.size()), count});
-  comm::execute(s, view, dtype == DType::f32 ? comm::DType::F32 : comm::DType::F64, in, out);
+      parallel::build_schedule(parallel::Algorithm::Ring, {c, parallel::ReduceOp::Sum, n, count});
+  const comm::DType t = dtype == DType::f32 ? comm::DType::F32 : comm::DType::F64;
+  if (g.comm->memory_space() == comm::MemorySpace::Host) {
+    comm::execute(s, view, t, in, out);
+    return;
+  }
+  const size_t es = comm::dtype_size(t), unit = static_cast<size_t>(count) * es;
+  const size_t in_bytes = c == parallel::Collective::ReduceScatter ? unit * n : unit;
+  const size_t out_bytes = c == parallel::Collective::AllGather ? unit * n : unit;
+  comm::Buffer din(*g.comm, in_bytes), dout(*g.comm, out_bytes);
+  g.comm->upload(din.data(), in, in_bytes);
+  comm::execute(s, view, t, din.data(), dout.data());
+  g.comm->download(out, dout.data(), out_bytes);
 }
 
 Tensor from_bytes(DType dtype, const Shape& shape, const std::vector<char>& bytes) {

@@ -10,10 +10,12 @@ target_link_libraries(test_collectives PRIVATE spora_collectives GTest::gtest_ma
 target_compile_definitions(test_collectives PRIVATE SPORA_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
 gtest_discover_tests(test_collectives WORKING_DIRECTORY ${CMAKE_SOURCE_DIR} DISCOVERY_TIMEOUT 60)
 
-# Communicators and the executor, over threads (and NCCL, which skips without a GPU).
+# Communicators and the executor, over threads (and NCCL, which skips without a GPU; and the
+# device-memory contract NCCL keeps, checked over threads).
 add_executable(test_comm
   ${CMAKE_CURRENT_SOURCE_DIR}/comm/threads_test.cpp
-  ${CMAKE_CURRENT_SOURCE_DIR}/comm/nccl_test.cpp)
+  ${CMAKE_CURRENT_SOURCE_DIR}/comm/nccl_test.cpp
+  ${CMAKE_CURRENT_SOURCE_DIR}/comm/device_check_test.cpp)
 target_link_libraries(test_comm PRIVATE spora_comm GTest::gtest_main)
 gtest_discover_tests(test_comm WORKING_DIRECTORY ${CMAKE_SOURCE_DIR} DISCOVERY_TIMEOUT 60)
 

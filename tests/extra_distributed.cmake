@@ -278,3 +278,32 @@ if(TARGET spora_cli AND MPI_CXX_FOUND AND SPORA_MPIRUN)
   spora_mpi_test_properties(distributed_two_hosts)
   set_tests_properties(distributed_two_hosts PROPERTIES SKIP_RETURN_CODE 77)
 endif()
+
+# The code path of GPU ranks without a GPU: SPORA_COMM_DEVICE_CHECK=1 makes the collectives'
+# communicator a device-memory one over MPI (backends/comm/device_check.h: NCCL's contract,
+# checked), so every collective stages its data through the communicator's own buffers and
+# posts its messages in groups, as over NCCL. The same lines and checkpoint as one device.
+if(TARGET spora_cli AND MPI_CXX_FOUND AND SPORA_MPIRUN)
+  set(dist ${CMAKE_CURRENT_SOURCE_DIR}/distributed)
+  foreach(run "mlp_f64_dp;4;mlp_f64.sp;1e-6;--strategy;dp;mlp_f64.ckpt;compare_ckpt.sp;1e-10"
+          "mlp_f64_dp2tp2_zero3;4;mlp_f64.sp;1e-6;--strategy;${dist}/dp2tp2_zero3.json;mlp_f64.ckpt;compare_ckpt.sp;1e-10"
+          "mlp_f64_tp4;4;mlp_f64.sp;1e-6;--strategy;${dist}/tp4.json;mlp_f64.ckpt;compare_ckpt.sp;1e-10"
+          "w4_tp4_sp;4;w4_block_train.sp;1e-5;--strategy;${dist}/w4_tp4_sp.json;w4.ckpt;compare_w4.sp;1e-5")
+    list(GET run 0 name)
+    list(GET run 1 ranks)
+    list(GET run 2 prog)
+    list(GET run 3 tol)
+    list(GET run 4 flag)
+    list(GET run 5 value)
+    list(GET run 6 ckpt_file)
+    list(GET run 7 compare)
+    list(GET run 8 ckpt_tol)
+    add_test(NAME distributed_device_check_${name}
+             COMMAND ${dist}/run_test.sh $<TARGET_FILE:spora_cli> ${dist}/${prog} ${tol} ${ranks}
+                     ${flag} ${value} -- ${ckpt_file} ${dist}/${compare} ${ckpt_tol}
+             WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+    spora_mpi_test_properties(distributed_device_check_${name})
+    set_tests_properties(distributed_device_check_${name} PROPERTIES ENVIRONMENT
+                         "OMPI_MCA_rmaps_base_oversubscribe=1;SPORA_COMM_DEVICE_CHECK=1")
+  endforeach()
+endif()

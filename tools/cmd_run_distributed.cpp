@@ -16,6 +16,9 @@
 
 #include "backends/comm/collective_context.h"
 #include "backends/comm/communicator.h"
+#include "backends/comm/device_check.h"
+#include "backends/comm/nccl_comm.h"
+#include "backends/cuda/cuda.h"
 #include "backends/distributed/batch_cut.h"
 #include "backends/distributed/launch.h"
 #include "backends/distributed/plan.h"
@@ -188,6 +191,31 @@ bool apply_set_parallel(const std::string& path, DistributedArgs& d) {
   return false;
 }
 
+// This rank's place among the ranks of its host (Open MPI's environment; else the world's).
+static int local_rank_of(const comm::Communicator& world) {
+  if (const char* v = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK")) return std::atoi(v);
+  return world.rank();
+}
+static int local_size_of(const comm::Communicator& world) {
+  if (const char* v = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE")) return std::atoi(v);
+  return world.size();
+}
+
+// GPU ranks: NCCL runs one rank per GPU (it refuses two ranks on one GPU).
+static void gpus_for_ranks(int ranks, const char* where) {
+  std::string why;
+  const int gpus = comm::cuda_device_count(&why);
+  if (gpus == 0)
+    throw lang::UserError(fmt::format("--device cuda with {} rank{} needs a GPU per rank: {}",
+                                      ranks, ranks == 1 ? "" : "s",
+                                      why.empty() ? "no GPU found" : why));
+  if (gpus < ranks)
+    throw lang::UserError(fmt::format(
+        "--device cuda runs one rank per GPU (NCCL refuses two ranks on one GPU): {} ranks on "
+        "{} need {} GPUs, and it has {}",
+        ranks, where, ranks, gpus));
+}
+
 int cmd_run_distributed(const std::string& path, RunOptions opts, const DistributedArgs& d,
                         const std::vector<std::string>& argv) {
   distributed::SpmdPlan plan;
@@ -198,11 +226,8 @@ int cmd_run_distributed(const std::string& path, RunOptions opts, const Distribu
           "{} runs a program in graph mode: eager mode runs each operation as the program is "
           "lowered, with no whole program to shard; drop --mode eager",
           d.origin));
-    if (opts.device != "cpu")
-      throw lang::UserError(fmt::format(
-          "{} runs on CPU ranks over MPI; GPU ranks (NCCL) need one GPU per rank, which this "
-          "command does not place yet",
-          d.origin));
+    if (opts.device != "cpu" && opts.device != "cuda")
+      throw lang::UserError(fmt::format("--device must be cpu or cuda, got '{}'", opts.device));
     if (d.ranks < 0)
       throw lang::UserError(fmt::format("--ranks must be positive, got {}", d.ranks));
     std::vector<std::string> rank_argv = argv;
@@ -245,6 +270,7 @@ int cmd_run_distributed(const std::string& path, RunOptions opts, const Distribu
                                         ranks));
     if (!distributed::under_mpi()) {
       if (ranks == 1) return cmd_run(path, opts);
+      if (opts.device == "cuda" && d.hostfile.empty()) gpus_for_ranks(ranks, "this machine");
       if (!check_before_launch(path, plan)) return 1;
       distributed::LaunchOptions lo;
       lo.tag_output = d.tag_ranks;
@@ -266,15 +292,47 @@ int cmd_run_distributed(const std::string& path, RunOptions opts, const Distribu
       throw lang::UserError(fmt::format("mpirun started {} processes, but the mesh {} of {} has {} devices",
                                         world.size(), plan.mesh.to_string(), plan.origin,
                                         plan.mesh.size()));
+    // The collectives' communicator: MPI between CPU ranks; NCCL between GPU ranks, one GPU
+    // per rank (its local rank on its host), its id sent over MPI; under
+    // SPORA_COMM_DEVICE_CHECK=1, MPI seen as a device-memory communicator (DeviceCheck).
+    std::unique_ptr<comm::Communicator> collectives_comm;
+    if (opts.device == "cuda") {
+      const int local = local_rank_of(world);
+      gpus_for_ranks(local_size_of(world), "this host");
+      cuda::select_device(local);
+      std::string id(128, '\0');  // NCCL_UNIQUE_ID_BYTES
+      if (world.rank() == 0) id = comm::nccl_unique_id();
+      std::string got(id.size(), '\0');
+      comm::CollectiveCall b{comm::Collective::Broadcast,
+                             comm::ReduceOp::Sum,
+                             comm::DType::I32,
+                             static_cast<std::int64_t>(id.size() / 4),
+                             0,
+                             id.data(),
+                             got.data()};
+      world.native(b);
+      collectives_comm = comm::make_nccl_communicator(got, world.size(), world.rank(), local);
+    } else if (const char* v = std::getenv("SPORA_COMM_DEVICE_CHECK"); v && std::string(v) == "1") {
+      collectives_comm = std::make_unique<comm::DeviceCheck>(world);
+    }
+    comm::Communicator& collectives = collectives_comm ? *collectives_comm : world;
     distributed::SpmdRuntime rt(world, plan);
     if (!plan.pipeline.empty())
       rt.set_pipeline(distributed::program_pipeline_setup(path, plan.pipeline, plan.origin));
-    comm::CollectiveScope scope(&world, plan.mesh.shape);
+    comm::CollectiveScope scope(&collectives, plan.mesh.shape);
     opts.spmd = &rt;
     opts.quiet = world.rank() != 0 && !d.tag_ranks;
     if (!opts.profile.empty() && world.rank() != 0)
       opts.profile += fmt::format(".rank{}", world.rank());
-    const int rc = cmd_run(path, opts);
+    int rc = cmd_run(path, opts);
+    if (auto* checked = dynamic_cast<comm::DeviceCheck*>(collectives_comm.get());
+        checked && checked->ungrouped_messages() > 0) {
+      std::cerr << fmt::format(
+          "spora run: error: device-check: {} messages were posted outside a group_start / "
+          "group_end pair (NCCL would deadlock)\n",
+          checked->ungrouped_messages());
+      rc = rc ? rc : 1;
+    }
     if (opts.stats && world.rank() == 0) {
       const distributed::SpmdStats& s = rt.stats();
       std::cerr << fmt::format(

@@ -113,12 +113,20 @@ class NcclCommunicator final : public Communicator {
     return p;
   }
   void deallocate(void* p) override { cudaFree(p); }
+  // Copies go on the rank's stream, which does not synchronise with the legacy default stream
+  // (cudaStreamNonBlocking): a plain cudaMemcpy from pageable memory may return before its DMA
+  // has landed, and a collective queued next on the stream would read the old contents.
   void upload(void* dst, const void* host_src, std::size_t bytes) override {
-    if (bytes) check_cuda(cudaMemcpy(dst, host_src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
+    if (!bytes) return;
+    check_cuda(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, stream_),
+               "cudaMemcpyAsync");
+    synchronize();  // the host buffer may be gone once this returns
   }
   void download(void* host_dst, const void* src, std::size_t bytes) override {
+    if (!bytes) return;
+    check_cuda(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, stream_),
+               "cudaMemcpyAsync");
     synchronize();
-    if (bytes) check_cuda(cudaMemcpy(host_dst, src, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
   }
 
   void native(const CollectiveCall& c) override {

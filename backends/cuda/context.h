@@ -35,7 +35,17 @@ struct Context {
 };
 // Created on first use (after cuda_available() said yes); throws lang::UserError otherwise.
 Context& context();
-inline cudaStream_t stream() { return context().stream; }
+// The stream, with the backend's GPU current on the calling thread (a thread starts on GPU 0;
+// the interpreter's deep-recursion threads and a rank that uses GPU k both need this).
+inline cudaStream_t stream() {
+  Context& c = context();
+  thread_local int current = -1;
+  if (current != c.device) {
+    cudaSetDevice(c.device);
+    current = c.device;
+  }
+  return c.stream;
+}
 
 // A grid for n elements with `threads` per block (grid-stride loops cover the rest).
 inline unsigned grid_for(int64_t n, int threads = 256) {

@@ -31,6 +31,11 @@ bool cuda_available(std::string* why = nullptr);
 // Whether Spora was built with the CUDA parts (the toolkit was found).
 bool built_with_cuda();
 
+// The GPU this process uses (default 0), chosen before the backend starts: a distributed run
+// gives each rank of a host its own (its local rank). Throws lang::UserError when the index is
+// not a device, or when the backend already runs on another one.
+void select_device(int index);
+
 // Installs the CUDA caching allocator for Device::Kind::cuda (sem::set_allocator). Needs
 // cuda_available(); throws lang::UserError with the reason otherwise. Idempotent.
 void install();

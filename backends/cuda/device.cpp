@@ -1,4 +1,5 @@
 // Device probe, context, caching allocator and copies of the CUDA backend (context.h).
+#include <atomic>
 #include <mutex>
 #include <new>
 #include <unordered_map>
@@ -63,11 +64,32 @@ bool cuda_available(std::string* why) {
   return p.ok;
 }
 
+namespace {
+std::atomic<int> g_selected{0};
+std::atomic<bool> g_started{false};
+}  // namespace
+
+void select_device(int index) {
+  std::string why;
+  if (!cuda_available(&why)) throw lang::UserError("the CUDA backend cannot start: " + why);
+  int count = 0;
+  SPORA_CUDA_CHECK(cudaGetDeviceCount(&count));
+  if (index < 0 || index >= count)
+    throw lang::UserError("GPU " + std::to_string(index) + " does not exist: this machine has " +
+                          std::to_string(count));
+  if (g_started.load() && context().device != index)
+    throw lang::UserError("the CUDA backend already runs on GPU " +
+                          std::to_string(context().device) + ", not " + std::to_string(index));
+  g_selected = index;
+}
+
 Context& context() {
   static Context* ctx = [] {
     std::string why;
     if (!cuda_available(&why)) throw lang::UserError("the CUDA backend cannot start: " + why);
     auto* c = new Context();  // never destroyed: tensors may outlive main
+    c->device = g_selected.load();
+    g_started = true;
     SPORA_CUDA_CHECK(cudaSetDevice(c->device));
     SPORA_CUDA_CHECK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
     SPORA_CUDA_CHECK(

@@ -69,9 +69,16 @@ bool signature(const sem::Value& v, std::string& key, std::vector<sem::Tensor>* 
     }
     case sem::Value::Kind::Tuple:
     case sem::Value::Kind::Record:
-      key += v.kind == sem::Value::Kind::Tuple
-                 ? "("
-                 : "R" + std::to_string(reinterpret_cast<uintptr_t>(v.record_type.get())) + "(";
+      // A record by its model name and field names: a record a step returns (the updated
+      // parameters) has a type object of its own but the same structure as its argument.
+      if (v.kind == sem::Value::Kind::Tuple) {
+        key += "(";
+      } else {
+        key += "R" + (v.record_type ? v.record_type->name : std::string()) + "{";
+        if (v.record_type)
+          for (const std::string& f : v.record_type->names) key += f + ",";
+        key += "}(";
+      }
       for (const sem::Value& e : v.items())
         if (!signature(e, key, leaves)) return false;
       key += ")";

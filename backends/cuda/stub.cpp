@@ -20,6 +20,7 @@ bool cuda_available(std::string* why) {
 }
 bool built_with_cuda() { return false; }
 void install() { unavailable(); }
+void select_device(int) { unavailable(); }
 void register_kernels() {}
 sem::Tensor to_device(const sem::Tensor& t, int) {
   if (!t.defined() || !t.device().is_cpu()) return t;

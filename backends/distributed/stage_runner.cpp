@@ -106,8 +106,10 @@ std::vector<Tensor> StageRunner::step(const std::vector<Tensor>& local,
   std::map<int, Tensor> acts;  // received activations kept for the backward
   std::vector<Tensor> sent;
   std::vector<comm::Request> sends;
+  // Messages go over the world (MPI) from host memory: a GPU rank's tensor is sent from its
+  // host copy, and what arrives stays on the host until a device kernel takes it.
   auto send = [&](const Tensor& x, int peer, int tg) {
-    sent.push_back(x);
+    sent.push_back(sem::host_tensor(x));
     sends.push_back(world.isend(sent.back().raw(), x.nbytes(), peer, tg));
   };
   loss = 0;

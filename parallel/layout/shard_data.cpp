@@ -66,20 +66,25 @@ void copy_run(const Tensor& src, int64_t si, Tensor& dst, int64_t di, int64_t n)
 
 }  // namespace
 
+// A tensor on a device (a GPU rank's values) is read through its host copy; blocks are made
+// on the host, where the device backend's kernels take them as inputs.
 Tensor slice_block(const Tensor& t, const std::vector<int64_t>& offset,
                    const std::vector<int64_t>& shape) {
   check_block(t.shape(), offset, shape);
+  const Tensor h = sem::host_tensor(t);
   Tensor out = Tensor::empty(t.dtype(), shape);
   for_block_runs(t.shape(), offset, shape,
-                 [&](int64_t s, int64_t d, int64_t n) { copy_run(t, s, out, d, n); });
+                 [&](int64_t s, int64_t d, int64_t n) { copy_run(h, s, out, d, n); });
   return out;
 }
 
 void write_block(Tensor& t, const Tensor& block, const std::vector<int64_t>& offset) {
   check_block(t.shape(), offset, block.shape());
   if (block.dtype() != t.dtype()) throw InternalError("write_block: dtypes differ");
+  if (!t.device().is_cpu()) throw InternalError("write_block: the destination is not on the host");
+  const Tensor b = sem::host_tensor(block);
   for_block_runs(t.shape(), offset, block.shape(),
-                 [&](int64_t s, int64_t d, int64_t n) { copy_run(block, d, t, s, n); });
+                 [&](int64_t s, int64_t d, int64_t n) { copy_run(b, d, t, s, n); });
 }
 
 Tensor concat_tensors(const std::vector<Tensor>& parts, int dim) {

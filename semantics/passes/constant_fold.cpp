@@ -98,7 +98,10 @@ class Folder {
   static std::optional<sem::Value> evaluate(const Node& n, const std::vector<sem::Value>& in) {
     try {
       sem::Value v = sem::kernel_for(*n.prim)(in, n.attrs);
-      if (v.is_tensor() && sem::same_type(v.type(), n.type)) return v;
+      // A constant of the IR is host data (printed, hashed, serialised); the backend moves it
+      // to its device where it is used.
+      if (v.is_tensor() && sem::same_type(v.type(), n.type))
+        return sem::Value(sem::host_tensor(v.tensor));
     } catch (const std::exception&) {
       // Raised again at run time, where it has a location and a call stack.
     }

@@ -32,7 +32,7 @@ size_t hash_value(const sem::Value& v) {
   size_t h = static_cast<size_t>(v.kind);
   switch (v.kind) {
     case sem::Value::Kind::Tensor: {
-      const sem::Tensor& t = v.tensor;
+      const sem::Tensor t = sem::host_tensor(v.tensor);  // a device constant: its host copy
       std::string_view bytes(static_cast<const char*>(t.raw()), t.raw() ? t.nbytes() : 0);
       mix(h, std::hash<std::string_view>{}(bytes));
       break;
@@ -55,8 +55,9 @@ bool same_value(const sem::Value& a, const sem::Value& b) {
   if (a.kind != b.kind) return false;
   switch (a.kind) {
     case sem::Value::Kind::Tensor: {
-      const sem::Tensor &x = a.tensor, &y = b.tensor;
-      if (x.dtype() != y.dtype() || x.shape() != y.shape()) return false;
+      if (a.tensor.dtype() != b.tensor.dtype() || a.tensor.shape() != b.tensor.shape())
+        return false;
+      const sem::Tensor x = sem::host_tensor(a.tensor), y = sem::host_tensor(b.tensor);
       return x.nbytes() == 0 || std::memcmp(x.raw(), y.raw(), x.nbytes()) == 0;
     }
     case sem::Value::Kind::String:

@@ -12,10 +12,10 @@ set -euo pipefail
 BUILD=${1:-build}
 DEST=.gpu-carry
 LIMIT_MB=${SPORA_PACK_LIMIT_MB:-60}
-ninja -C "$BUILD" -j2 test_gpu spora_cli bench_gpu
+ninja -C "$BUILD" -j2 test_gpu spora_cli bench_gpu test_comm
 rm -rf "$DEST"
 mkdir -p "$DEST/bin" "$DEST/lib"
-for b in test_gpu spora bench_gpu; do
+for b in test_gpu spora bench_gpu test_comm; do
   cp "$BUILD/bin/$b" "$DEST/bin/$b"
   strip --strip-debug "$DEST/bin/$b"
 done
@@ -30,6 +30,20 @@ done | sort -u | while read -r lib; do
     strip --strip-unneeded "$DEST/lib/$name" 2>/dev/null || true
   fi
 done
+# Open MPI's components and the libraries they load, for run.sh's GPU rank (an MPI singleton
+# over NCCL): the device image has no Open MPI.
+mpi_pack=$(mktemp -d)
+mkdir -p "$mpi_pack/lib" "$mpi_pack/openmpi3"
+ompi=/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3
+if [ -d "$ompi" ]; then
+  cp -L "$ompi"/*.so "$mpi_pack/openmpi3/"
+  [ -d /usr/lib/x86_64-linux-gnu/pmix2 ] && cp -rL /usr/lib/x86_64-linux-gnu/pmix2 "$mpi_pack/pmix2"
+  for f in "$ompi"/*.so; do ldd "$f" | awk '/=> \//{print $3}'; done | sort -u |
+    grep -Ev '/(libc|libm|libpthread|libdl|librt|libstdc\+\+|libgcc_s)\.so' |
+    while read -r lib; do cp -L "$lib" "$mpi_pack/lib/"; done
+  tar -C "$mpi_pack" -cf - . | xz -T2 -6 >"$DEST/mpi.tar.xz"
+fi
+rm -rf "$mpi_pack"
 # Shared libraries compress about 4x: one archive travels, run.sh unpacks it.
 tar -C "$DEST" -cf - bin lib | xz -T2 -6 >"$DEST/pack.tar.xz"
 rm -rf "$DEST/bin" "$DEST/lib"

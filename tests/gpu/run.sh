@@ -9,6 +9,8 @@
 #   2. nvidia-smi, then test_gpu (every CUDA kernel against the reference kernels; fused ==
 #      unfused on W1-W5; CUDA graphs replayed == uncaptured over W2 steps, launch counts;
 #      f16/bf16 kernels)
+#   2b. test_comm's NCCL cases (the comm matrix over NCCL on as many GPUs as there are; one GPU
+#      runs the 1-rank cases)
 #   3. bench_gpu: the HBM bound (a device-to-device copy) and the SGEMM rate measured in this
 #      run; W5 fused against the copy bound (the issue asks within 2x), W2/W4 step time
 #      against their GEMM FLOPs at the SGEMM rate; plain, fused and graph-replayed steps
@@ -17,6 +19,7 @@
 #      (SPORA_CUDA_GRAPHS=0), --verbose says what was captured
 #   5. examples/fashion_mlp.sp on the GPU when the Fashion-MNIST files are there
 #      (.gpu-carry/fashion-mnist or /usr/share/datasets/fashion-mnist), else skipped
+#   6. a GPU rank over NCCL (an MPI singleton): tests/gpu/nccl_rank.sp's losses equal one device's
 # Every step logs to $OUT/*.log; $OUT/summary.txt says what passed. Exit status: test_gpu's.
 set -u
 OUT=${OUT:-/tmp/spora-gpu-out-$$}
@@ -27,6 +30,14 @@ SUMMARY="$OUT/summary.txt"
 say() { echo "$*" | tee -a "$SUMMARY"; }
 START=$(date +%s)
 elapsed() { echo $(($(date +%s) - START)); }
+# Every step's timeout is capped by what is left of the budget (SPORA_GPU_BUDGET seconds, default
+# 460), so the script ends inside the device call's limit and $OUT still comes back.
+BUDGET=${SPORA_GPU_BUDGET:-460}
+cap() {
+  local left=$((BUDGET - $(elapsed) - 5))
+  [ "$left" -lt 1 ] && left=1
+  [ "$1" -lt "$left" ] && echo "$1" || echo "$left"
+}
 
 # The CUDA libraries of the image: the toolkit's, and the pip wheels' (nvidia-cublas ...).
 LIBS=/usr/local/cuda/lib64:/usr/local/nvidia/lib64
@@ -59,7 +70,7 @@ else
     tail -20 "$OUT/configure.log"
     exit 1
   fi
-  if ! timeout 300 ninja -C "$BUILD" -j16 test_gpu spora_cli bench_gpu >"$OUT/build.log" 2>&1; then
+  if ! timeout $(cap 300) ninja -C "$BUILD" -j16 test_gpu spora_cli bench_gpu >"$OUT/build.log" 2>&1; then
     say "FAIL build (see build.log)"
     tail -30 "$OUT/build.log"
     exit 1
@@ -73,7 +84,7 @@ export SPORA_CACHE_DIR="/tmp/spora-kernel-cache-$$"
 mkdir -p "$SPORA_CACHE_DIR"
 
 # ---- 2. test_gpu ---------------------------------------------------------------------------
-timeout 200 "$BIN/test_gpu" --gtest_color=no >"$OUT/test_gpu.log" 2>&1
+timeout $(cap 200) "$BIN/test_gpu" --gtest_color=no >"$OUT/test_gpu.log" 2>&1
 TEST_RC=$?
 say "test_gpu: exit $TEST_RC; $(grep -E '^\[  (PASSED|FAILED|SKIPPED) +\] [0-9]+ test' "$OUT/test_gpu.log" | tr '\n' ' ')"
 grep -E '^\[  FAILED  \] [A-Z]|cuda coverage' "$OUT/test_gpu.log" | sort -u | head -20 | tee -a "$SUMMARY"
@@ -83,11 +94,22 @@ if nvidia-smi -L >/dev/null 2>&1 && grep -q "no CUDA device" "$OUT/test_gpu.log"
 fi
 tail -5 "$OUT/test_gpu.log"
 # The numbers the GPU tests print (fused vs unfused differences, launch counts, losses).
-grep -E '^(fused vs unfused|W2, |losses |nvrtc: |cuda coverage)' "$OUT/test_gpu.log" | tee -a "$SUMMARY"
+grep -E '^(fused vs unfused|W2, |losses |nvrtc: |cuda coverage|group |groups checked)' "$OUT/test_gpu.log" | tee -a "$SUMMARY"
+
+# ---- 2b. NCCL: the comm matrix on this machine's GPUs ---------------------------------------
+if [ -x "$BIN/test_comm" ]; then
+  timeout $(cap 120) "$BIN/test_comm" --gtest_color=no --gtest_filter='*Nccl*' >"$OUT/test_nccl.log" 2>&1
+  NCCL_RC=$?
+  say "test_comm (NCCL): exit $NCCL_RC; $(grep -E '^\[  (PASSED|FAILED|SKIPPED) +\] [0-9]+ test' "$OUT/test_nccl.log" | tr '\n' ' ')"
+  grep -E '^\[  FAILED  \] [A-Z]|NCCL WARN|skipped' "$OUT/test_nccl.log" | sort -u | head -10 | tee -a "$SUMMARY"
+  [ "$NCCL_RC" -ne 0 ] && TEST_RC=1
+else
+  say "test_comm (NCCL): SKIPPED (not built or not carried)"
+fi
 
 # ---- 3. bench_gpu: limits and steps measured in the same run -------------------------------
 if [ -x "$BIN/bench_gpu" ]; then
-  timeout 150 "$BIN/bench_gpu" --benchmark_counters_tabular=true >"$OUT/bench_gpu.log" 2>&1
+  timeout $(cap 150) "$BIN/bench_gpu" --benchmark_counters_tabular=true >"$OUT/bench_gpu.log" 2>&1
   say "bench_gpu: exit $? (bench_gpu.log)"
   grep -E '^Gpu' "$OUT/bench_gpu.log" | tee -a "$SUMMARY"
   say "  (W5 hbm_ratio >= 0.5 is within 2x of the copy bound; gemm_ratio = step / GEMM-only time)"
@@ -106,7 +128,7 @@ for w in "$ROOT"/benchmarks/workloads/w[1-5]_*.sp; do
       nofuse) args=(--device cuda --no-fuse) ;;
     esac
     t0=$(date +%s.%N)
-    timeout 60 "$BIN/spora" run "$w" "${args[@]}" --stats >"$OUT/$name.$v.out" 2>"$OUT/$name.$v.err"
+    timeout $(cap 60) "$BIN/spora" run "$w" "${args[@]}" --stats >"$OUT/$name.$v.out" 2>"$OUT/$name.$v.err"
     rc=$?
     t1=$(date +%s.%N)
     echo "$rc $(echo "$t1 - $t0" | bc 2>/dev/null || echo '?')" >"$OUT/$name.$v.rc"
@@ -124,7 +146,7 @@ if [ -f "$W2" ]; then
   sed -e 's/^def main()/def main_one_step()/' -e 's/^def step(/@noinline\ndef step(/' "$W2" >"$PROG"
   printf '\ndef main() {\n    run_steps(5, true)\n}\n' >>"$PROG"
   for g in 1 0; do
-    SPORA_CUDA_GRAPHS=$g timeout 60 "$BIN/spora" run "$PROG" --device cuda --verbose --stats \
+    SPORA_CUDA_GRAPHS=$g timeout $(cap 60) "$BIN/spora" run "$PROG" --device cuda --verbose --stats \
       >"$OUT/w2_steps.$g.out" 2>"$OUT/w2_steps.$g.err"
     say "w2 5 steps, SPORA_CUDA_GRAPHS=$g: exit $?; losses '$(tr '\n' ' ' <"$OUT/w2_steps.$g.out")'"
     grep -h "cuda graphs\|stats: cuda\|warning\|error" "$OUT/w2_steps.$g.err" | sort -u | head -6 | tee -a "$SUMMARY"
@@ -151,7 +173,7 @@ if [ ! -f "$ROOT/examples/fashion_mlp.sp" ]; then
 elif [ -z "$DATA" ]; then
   say "fashion_mlp: SKIPPED (no Fashion-MNIST files: neither .gpu-carry/fashion-mnist nor /usr/share/datasets/fashion-mnist exists here)"
 else
-  left=$((460 - $(elapsed)))
+  left=$((BUDGET - $(elapsed) - 5))
   if [ "$left" -lt 60 ]; then
     say "fashion_mlp: SKIPPED (only $left s of the budget left)"
   else
@@ -162,6 +184,32 @@ else
     say "fashion_mlp (cuda): exit $? after $(elapsed) s; $(grep -i 'acc' "$OUT/fashion_mlp.log" | tail -2 | tr '\n' ' ')"
     rm -rf "$PROG" "$OUT"/runs
   fi
+fi
+# ---- 6. a GPU rank over NCCL ---------------------------------------------------------------
+# `spora run --device cuda` under MPI: the rank picks its GPU, gets NCCL's id over MPI and runs
+# the collectives over NCCL. One GPU makes a one-rank world (an MPI singleton: Open MPI's
+# components carried in .gpu-carry/mpi.tar.xz, no mpirun); its losses must equal the
+# single-device run on the same GPU.
+if [ -f "$ROOT/.gpu-carry/mpi.tar.xz" ]; then
+  MPI_DIR=/tmp/spora-gpu-mpi-$$
+  mkdir -p "$MPI_DIR" && xz -dc "$ROOT/.gpu-carry/mpi.tar.xz" | tar -C "$MPI_DIR" -xf -
+  one=$(timeout $(cap 60) "$BIN/spora" run "$ROOT/tests/gpu/nccl_rank.sp" --device cuda 2>"$OUT/nccl_rank.err")
+  rank=$(env LD_LIBRARY_PATH="$MPI_DIR/lib:$LD_LIBRARY_PATH" \
+    OMPI_MCA_mca_base_component_path="$MPI_DIR/openmpi3" \
+    PMIX_MCA_mca_base_component_path="$MPI_DIR/pmix2/lib/pmix" OMPI_MCA_ess_singleton_isolated=1 \
+    OMPI_COMM_WORLD_SIZE=1 OMPI_COMM_WORLD_LOCAL_RANK=0 OMPI_COMM_WORLD_LOCAL_SIZE=1 \
+    timeout $(cap 90) "$BIN/spora" run "$ROOT/tests/gpu/nccl_rank.sp" \
+    --strategy dp --device cuda --stats 2>>"$OUT/nccl_rank.err")
+  rc=$?
+  say "gpu rank over nccl: exit $rc; one device '$(echo $one)', the rank '$(echo $rank)'"
+  grep -E "error|NCCL WARN|stats: rank" "$OUT/nccl_rank.err" | head -5 | tee -a "$SUMMARY"
+  if [ "$rc" -ne 0 ] || [ -z "$one" ] || [ "$one" != "$rank" ]; then
+    say "FAIL: the GPU rank's losses differ from the single-device run's"
+    TEST_RC=1
+  fi
+  rm -rf "$MPI_DIR"
+else
+  say "gpu rank over nccl: SKIPPED (no .gpu-carry/mpi.tar.xz)"
 fi
 say "total: $(elapsed) s"
 exit $TEST_RC
