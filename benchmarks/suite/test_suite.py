@@ -178,6 +178,36 @@ class FigureTest(unittest.TestCase):
         self.assertEqual(figs["workloads/W6/graph/vs_peer_fastest"]["verdict"], "miss")  # <= 1.0
 
 
+class CompareRoundsTest(unittest.TestCase):
+    """benchmarks/compare.py --rounds N: each ratio's median and min-max over the rounds."""
+
+    def test_median_min_max_over_rounds(self):
+        sys.path.insert(0, os.path.dirname(HERE))
+        import compare  # benchmarks/compare.py
+        def rnd(ours, peer, fused, unfused):
+            return [dict(workload="W2", mode="graph", ours_ms=ours, peer_ms=peer, ratio=ours / peer,
+                         target=0.8),
+                    dict(workload="W2", mode="fused / unfused", ours_ms=fused, unfused_ms=unfused,
+                         ratio=fused / unfused, target=1.0),
+                    dict(workload="W5", mode="fused vs unfused", ours_ms=1.0, unfused_ms=3.2,
+                         speedup=3.2, target=3.0)]
+        rows = {(r["workload"], r["mode"]): r for r in compare.aggregate(
+            [rnd(2.0, 2.4, 2.0, 2.1), rnd(2.2, 2.4, 2.2, 2.0), rnd(1.8, 2.5, 1.8, 1.9)])}
+        w2 = rows[("W2", "graph")]
+        self.assertEqual(w2["rounds"], 3)
+        self.assertEqual((w2["ours_ms"], w2["peer_ms"]), (2.0, 2.4))
+        self.assertAlmostEqual(w2["ratio_median"], 2.0 / 2.4)
+        self.assertAlmostEqual(w2["ratio_min"], 1.8 / 2.5)
+        self.assertAlmostEqual(w2["ratio_max"], 2.2 / 2.4)
+        self.assertEqual(w2["result"], "MISS")  # 0.833 > 0.8
+        fu = rows[("W2", "fused / unfused")]
+        self.assertAlmostEqual(fu["ratio_median"], 2.0 / 2.1)
+        self.assertAlmostEqual(fu["ratio_max"], 2.2 / 2.0)
+        self.assertEqual(fu["result"], "pass")
+        self.assertEqual(rows[("W5", "fused vs unfused")]["result"], "pass")  # speedup 3.2 >= 3
+        self.assertIn("0.72-0.92", compare.aggregate_table(list(rows.values())))
+
+
 class HtmlTest(unittest.TestCase):
     def test_self_contained_with_history(self):
         old = synthetic_report(BASE, created="2026-11-30T10:00:00+00:00")
