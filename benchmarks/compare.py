@@ -30,6 +30,7 @@ import os
 import re
 import subprocess
 import sys
+from statistics import median
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -301,12 +302,6 @@ def main():
                            machine=machine.describe(ROOT, a.build),
                            command=" ".join([os.path.basename(sys.executable)] + sys.argv)), f, indent=1)
         print(f"# wrote {a.out}")
-
-
-def median(xs):
-    xs = sorted(xs)
-    n = len(xs)
-    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
 
 
 def aggregate(per_round):

@@ -191,16 +191,6 @@ bool apply_set_parallel(const std::string& path, DistributedArgs& d) {
   return false;
 }
 
-// This rank's place among the ranks of its host (Open MPI's environment; else the world's).
-static int local_rank_of(const comm::Communicator& world) {
-  if (const char* v = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK")) return std::atoi(v);
-  return world.rank();
-}
-static int local_size_of(const comm::Communicator& world) {
-  if (const char* v = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE")) return std::atoi(v);
-  return world.size();
-}
-
 // GPU ranks: NCCL runs one rank per GPU (it refuses two ranks on one GPU).
 static void gpus_for_ranks(int ranks, const char* where) {
   std::string why;
@@ -297,8 +287,12 @@ int cmd_run_distributed(const std::string& path, RunOptions opts, const Distribu
     // SPORA_COMM_DEVICE_CHECK=1, MPI seen as a device-memory communicator (DeviceCheck).
     std::unique_ptr<comm::Communicator> collectives_comm;
     if (opts.device == "cuda") {
-      const int local = local_rank_of(world);
-      gpus_for_ranks(local_size_of(world), "this host");
+      // Without Open MPI's local numbering, all ranks are taken to share one host.
+      const int local =
+          distributed::mpi_local_rank() >= 0 ? distributed::mpi_local_rank() : world.rank();
+      gpus_for_ranks(
+          distributed::mpi_local_size() > 0 ? distributed::mpi_local_size() : world.size(),
+          "this host");
       cuda::select_device(local);
       std::string id(128, '\0');  // NCCL_UNIQUE_ID_BYTES
       if (world.rank() == 0) id = comm::nccl_unique_id();

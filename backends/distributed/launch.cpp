@@ -30,6 +30,16 @@ int mpi_world_size() {
   return 0;
 }
 
+namespace {
+int env_int(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::atoi(v) : -1;
+}
+}  // namespace
+
+int mpi_local_rank() { return env_int("OMPI_COMM_WORLD_LOCAL_RANK"); }
+int mpi_local_size() { return env_int("OMPI_COMM_WORLD_LOCAL_SIZE"); }
+
 int spawn_mpirun(int ranks, const std::vector<std::string>& args, const LaunchOptions& o) {
   char self[4096];
   const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);

@@ -19,6 +19,10 @@ namespace spora::distributed {
 bool under_mpi();
 // The number of processes mpirun started (from its environment), or 0 when unknown.
 int mpi_world_size();
+// This rank's place among the ranks mpirun started on its host, and their number (Open MPI's
+// environment); -1 when unknown (not under Open MPI's mpirun).
+int mpi_local_rank();
+int mpi_local_size();
 
 struct LaunchOptions {
   bool tag_output = false;  // mpirun --tag-output: every line prefixed with its rank

@@ -78,11 +78,16 @@ std::unique_ptr<ir::Module> compile_text(const TempDir& dir, const std::string& 
   return compile_path(p.string(), /*optimize=*/false);
 }
 
+// W1-W5 (benchmarks/workloads/): the workloads the fused-kernel tests on a GPU run.
+const char* const kWorkloads[] = {"w1_mlp_forward", "w2_mlp_train", "w3_lenet5_train",
+                                  "w4_transformer_block", "w5_elementwise_chain"};
+std::string workload_path(const char* w) {
+  return std::string(SPORA_SOURCE_DIR) + "/benchmarks/workloads/" + w + ".sp";
+}
 std::vector<std::string> workload_paths(bool with_examples) {
   std::vector<std::string> out;
-  for (const char* w : {"w1_mlp_forward", "w2_mlp_train", "w3_lenet5_train", "w4_transformer_block",
-                        "w5_elementwise_chain", "w6_rnn_unrolled"})
-    out.push_back(std::string(SPORA_SOURCE_DIR) + "/benchmarks/workloads/" + w + ".sp");
+  for (const char* w : kWorkloads) out.push_back(workload_path(w));
+  out.push_back(workload_path("w6_rnn_unrolled"));
   if (with_examples)
     for (const auto& e : fs::directory_iterator(std::string(SPORA_SOURCE_DIR) + "/examples"))
       if (e.path().extension() == ".sp") out.push_back(e.path().string());
@@ -240,7 +245,7 @@ TEST(GpuGraphsHost, TheWorkloadStepsQualify) {
   if (!built_with_cuda()) GTEST_SKIP() << "no CUDA device: Spora was built without CUDA";
   for (const char* w :
        {"w1_mlp_forward", "w2_mlp_train", "w4_transformer_block", "w5_elementwise_chain"}) {
-    auto m = compile_path(std::string(SPORA_SOURCE_DIR) + "/benchmarks/workloads/" + w + ".sp",
+    auto m = compile_path(workload_path(w),
                           /*optimize=*/false);
     ASSERT_TRUE(m) << w;
     const ir::Graph* step = m->find_graph("step");
@@ -310,6 +315,17 @@ double max_rel(const Value& a, const Value& b, size_t* worst_leaf = nullptr) {
   return worst;
 }
 
+// Every group compiled (no size threshold), on the GPU or as C++.
+codegen::FusedOptions all_groups(bool gpu) {
+  codegen::FusedOptions o = codegen::default_fused_options();
+  o.min_elements = 0;
+  if (gpu) {
+    o.gpu = make_fused_gpu();
+    EXPECT_NE(o.gpu, nullptr);
+  }
+  return o;
+}
+
 // W<n>'s step on its inputs, on the GPU, with or without fused kernels: inputs() of the
 // module as lowered, then @step as the entry, optimised (and fused) as `spora run` does.
 Value run_step(const std::string& path, bool fused, size_t* launches) {
@@ -323,11 +339,7 @@ Value run_step(const std::string& path, bool fused, size_t* launches) {
   std::unique_ptr<codegen::FusedRuntime> rt;
   if (fused) {
     passes::fuse_operators(*m);
-    codegen::FusedOptions o = codegen::default_fused_options();
-    o.min_elements = 0;
-    o.gpu = make_fused_gpu();
-    EXPECT_NE(o.gpu, nullptr);
-    rt = std::make_unique<codegen::FusedRuntime>(*m, o);
+    rt = std::make_unique<codegen::FusedRuntime>(*m, all_groups(/*gpu=*/true));
     EXPECT_TRUE(rt->error().empty()) << rt->error();
   }
   sem::Interpreter interp(*m);
@@ -342,9 +354,8 @@ TEST(GpuFused, FusedEqualsUnfusedOnTheWorkloads) {
   setup();
   const sem::Backend saved = sem::backend();
   sem::set_backend(sem::Backend::Cuda);
-  for (const char* w : {"w1_mlp_forward", "w2_mlp_train", "w3_lenet5_train", "w4_transformer_block",
-                        "w5_elementwise_chain"}) {
-    const std::string path = std::string(SPORA_SOURCE_DIR) + "/benchmarks/workloads/" + w + ".sp";
+  for (const char* w : kWorkloads) {
+    const std::string path = workload_path(w);
     size_t launches = 0;
     const Value plain = run_step(path, false, nullptr);
     const Value fused = run_step(path, true, &launches);
@@ -369,19 +380,15 @@ TEST(GpuFused, FusedEqualsUnfusedOnTheWorkloads) {
 int check_groups_alone(bool gpu, double tol) {
   const sem::Backend saved = sem::backend();
   int checked = 0;
-  for (const char* w : {"w1_mlp_forward", "w2_mlp_train", "w3_lenet5_train", "w4_transformer_block",
-                        "w5_elementwise_chain"}) {
-    const std::string path = std::string(SPORA_SOURCE_DIR) + "/benchmarks/workloads/" + w + ".sp";
+  for (const char* w : kWorkloads) {
+    const std::string path = workload_path(w);
     auto m = compile_path(path, /*optimize=*/false);
     EXPECT_TRUE(m) << path;
     if (!m) continue;
     m->entry = m->find_graph("step");
     passes::optimize(*m);
     passes::fuse_operators(*m);
-    codegen::FusedOptions o = codegen::default_fused_options();
-    o.min_elements = 0;
-    if (gpu) o.gpu = make_fused_gpu();
-    codegen::FusedRuntime rt(*m, o);
+    codegen::FusedRuntime rt(*m, all_groups(gpu));
     EXPECT_TRUE(rt.error().empty()) << rt.error();
     for (const auto& g : m->graphs()) {
       if (g->name.rfind("fused", 0) != 0) continue;
