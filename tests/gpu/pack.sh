@@ -30,15 +30,19 @@ done | sort -u | while read -r lib; do
     strip --strip-unneeded "$DEST/lib/$name" 2>/dev/null || true
   fi
 done
-# Open MPI's components and the libraries they load, for run.sh's GPU rank (an MPI singleton
-# over NCCL): the device image has no Open MPI.
+# Open MPI for the device image, which has none (tests/gpu/mpi_env.sh sets it up there): its
+# launcher (orterun, as mpirun, and orted), its components, its help texts and the libraries they
+# load. run.sh's GPU rank is an MPI singleton; benchmarks/sim/validate/device.sh runs mpirun.
 mpi_pack=$(mktemp -d)
-mkdir -p "$mpi_pack/lib" "$mpi_pack/openmpi3"
+mkdir -p "$mpi_pack/lib" "$mpi_pack/openmpi3" "$mpi_pack/bin"
 ompi=/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3
 if [ -d "$ompi" ]; then
   cp -L "$ompi"/*.so "$mpi_pack/openmpi3/"
   [ -d /usr/lib/x86_64-linux-gnu/pmix2 ] && cp -rL /usr/lib/x86_64-linux-gnu/pmix2 "$mpi_pack/pmix2"
-  for f in "$ompi"/*.so; do ldd "$f" | awk '/=> \//{print $3}'; done | sort -u |
+  cp -L /usr/bin/orterun "$mpi_pack/bin/mpirun"
+  cp -L /usr/bin/orted "$mpi_pack/bin/orted"
+  [ -d /usr/share/openmpi ] && cp -rL /usr/share/openmpi "$mpi_pack/share"
+  for f in "$ompi"/*.so "$mpi_pack"/bin/*; do ldd "$f" | awk '/=> \//{print $3}'; done | sort -u |
     grep -Ev '/(libc|libm|libpthread|libdl|librt|libstdc\+\+|libgcc_s)\.so' |
     while read -r lib; do cp -L "$lib" "$mpi_pack/lib/"; done
   tar -C "$mpi_pack" -cf - . | xz -T2 -6 >"$DEST/mpi.tar.xz"

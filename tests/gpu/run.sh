@@ -39,19 +39,9 @@ cap() {
   [ "$1" -lt "$left" ] && echo "$1" || echo "$left"
 }
 
-# The CUDA libraries of the image: the toolkit's, and the pip wheels' (nvidia-cublas ...).
-LIBS=/usr/local/cuda/lib64:/usr/local/nvidia/lib64
-for d in $(find /opt /usr/local /usr/lib -type d -path '*/nvidia/*/lib' 2>/dev/null | head -20); do
-  LIBS="$LIBS:$d"
-done
 # The binaries and libraries tests/gpu/pack.sh carried, unpacked outside the tree.
-PACK=""
-if [ -f "$ROOT/.gpu-carry/pack.tar.xz" ]; then
-  PACK=/tmp/spora-gpu-pack-$$
-  mkdir -p "$PACK" && xz -dc "$ROOT/.gpu-carry/pack.tar.xz" | tar -C "$PACK" -xf - || PACK=""
-fi
-[ -n "$PACK" ] && LIBS="$PACK/lib:$LIBS"
-export LD_LIBRARY_PATH="$LIBS:${LD_LIBRARY_PATH:-}"
+. "$ROOT/tests/gpu/carry_env.sh"
+spora_carry_binaries "$ROOT"
 
 { nvidia-smi; nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv; } >"$OUT/nvidia-smi.log" 2>&1
 say "gpu: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
@@ -190,13 +180,11 @@ fi
 # the collectives over NCCL. One GPU makes a one-rank world (an MPI singleton: Open MPI's
 # components carried in .gpu-carry/mpi.tar.xz, no mpirun); its losses must equal the
 # single-device run on the same GPU.
+MPI_DIR=/tmp/spora-gpu-mpi-$$
 if [ -f "$ROOT/.gpu-carry/mpi.tar.xz" ]; then
-  MPI_DIR=/tmp/spora-gpu-mpi-$$
-  mkdir -p "$MPI_DIR" && xz -dc "$ROOT/.gpu-carry/mpi.tar.xz" | tar -C "$MPI_DIR" -xf -
   one=$(timeout $(cap 60) "$BIN/spora" run "$ROOT/tests/gpu/nccl_rank.sp" --device cuda 2>"$OUT/nccl_rank.err")
-  rank=$(env LD_LIBRARY_PATH="$MPI_DIR/lib:$LD_LIBRARY_PATH" \
-    OMPI_MCA_mca_base_component_path="$MPI_DIR/openmpi3" \
-    PMIX_MCA_mca_base_component_path="$MPI_DIR/pmix2/lib/pmix" OMPI_MCA_ess_singleton_isolated=1 \
+  # In the command substitution's subshell: Open MPI's environment stays out of the other steps.
+  rank=$(spora_carry_mpi "$ROOT" "$MPI_DIR" && env OMPI_MCA_ess_singleton_isolated=1 \
     OMPI_COMM_WORLD_SIZE=1 OMPI_COMM_WORLD_LOCAL_RANK=0 OMPI_COMM_WORLD_LOCAL_SIZE=1 \
     timeout $(cap 90) "$BIN/spora" run "$ROOT/tests/gpu/nccl_rank.sp" \
     --strategy dp --device cuda --stats 2>>"$OUT/nccl_rank.err")
