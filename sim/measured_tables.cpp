@@ -164,7 +164,10 @@ CollectiveTable CollectiveTable::from_rows(const std::vector<std::array<double, 
   return {std::move(bytes), std::move(seconds)};
 }
 
-const CollectiveTable* MeasuredTables::collective(const std::string& primitive, int ranks) const {
+const CollectiveTable* MeasuredTables::collective(const std::string& primitive, int ranks,
+                                                  bool contiguous) const {
+  if (contiguous && primitive != "all_reduce")
+    if (const CollectiveTable* t = collective(primitive + "_contiguous", ranks)) return t;
   const auto p = collectives.find(primitive);
   if (p == collectives.end()) return nullptr;
   const auto r = p->second.find(ranks);
@@ -282,8 +285,11 @@ MeasuredTables read_measured_tables(
           fail(key, "expected a map: primitive -> rows [ranks, bytes, seconds]");
         for (const auto& prim : item.second) {
           const std::string name = prim.first.Scalar(), where = key + "." + name;
-          if (name != "all_reduce" && name != "reduce_scatter" && name != "all_gather")
-            fail(where, "unknown primitive (known: all_reduce, reduce_scatter, all_gather)");
+          if (name != "all_reduce" && name != "reduce_scatter" && name != "all_gather" &&
+              name != "reduce_scatter_contiguous" && name != "all_gather_contiguous")
+            fail(where,
+                 "unknown primitive (known: all_reduce, reduce_scatter, all_gather, "
+                 "reduce_scatter_contiguous, all_gather_contiguous)");
           std::map<int, std::vector<std::array<double, 2>>> by_ranks;
           for (const auto& r : rows.template operator()<3>(prim.second, where)) {
             if (r[0] < 2 || r[0] != std::floor(r[0]))

@@ -22,6 +22,10 @@
 //       collectives:                  # per primitive: rows [ranks, bytes, seconds per call]
 //         all_reduce: [[2, 512, 2.6e-5], [2, 4096, 3.2e-5], ..., [4, 512, 6.1e-5], ...]
 //         all_gather: [...]           #   bytes: the whole tensor (all_gather: the gathered one)
+//         all_gather_contiguous: [...]  # split along a leading dimension: every piece is one
+//         reduce_scatter_contiguous: [...]  # block of the tensor, no piece is copied to or from
+//                                     #   a staging buffer (ops/collective.cpp); the plain rows
+//                                     #   are pieces of a later dimension, strided
 //
 // Interpolation (exact at the measured points, clamped to the edge beyond them):
 //   GemmTable   trilinear in (log2 m, log2 n, log2 k) of the FLOP rate: between grid values
@@ -134,8 +138,11 @@ struct MeasuredTables : ComputeTables {
   // Every set of compute tables by its operands' reuse distance, ascending (the inherited
   // tables only, at distance 0, when no distance is stated).
   std::vector<std::pair<double, const ComputeTables*>> by_reuse_distance() const;
-  // The measured table of `primitive` over `ranks`, or nullptr.
-  const CollectiveTable* collective(const std::string& primitive, int ranks) const;
+  // The measured table of `primitive` over `ranks`, or nullptr. `contiguous`: the pieces are
+  // blocks of the tensor (split along a leading dimension); its table when measured, else the
+  // strided one.
+  const CollectiveTable* collective(const std::string& primitive, int ranks,
+                                    bool contiguous = false) const;
 };
 
 // Reads the `measured:` block; `fail(field, message)` reports an error (it must throw), with

@@ -129,7 +129,8 @@ struct Sim {
         sync && oversub > 1 ? sync->extra_at((work[r] - work_at_sync[r]) / oversub) : 0;
     work_at_sync[r] = work[r];
     const CollectiveTable* t =
-        tables ? tables->collective(std::string(collective_kind_name(op.kind)), p) : nullptr;
+        tables ? tables->collective(std::string(collective_kind_name(op.kind)), p, op.contiguous)
+               : nullptr;
     const double given_seconds = given.empty() ? -1 : given[static_cast<std::size_t>(k)];
     if (t || given_seconds >= 0) {
       auto& barrier = barriers[{k, group.front()}];
@@ -170,6 +171,16 @@ struct Sim {
     }
   }
 };
+
+}  // namespace
+
+bool pieces_are_blocks(const sem::Type& t, int64_t dim) {
+  for (int64_t d = 0; d < dim && d < t.rank(); ++d)
+    if (t.shape[static_cast<std::size_t>(d)] != 1) return false;
+  return true;
+}
+
+namespace {
 
 void compute_actor(Sim& sim, int rank) {
   const auto r = static_cast<std::size_t>(rank);
@@ -321,6 +332,9 @@ SpmdProgram spmd_program(const ir::Graph& g, std::vector<int64_t> mesh, std::siz
       op.kind = *kind;
       op.axes = group_axes(n->attrs);
       op.bytes = in.empty() ? 0 : sem::type_bytes(in[0]);
+      if ((op.kind == CollectiveKind::AllGather || op.kind == CollectiveKind::ReduceScatter) &&
+          !in.empty() && in[0] && in[0]->is_tensor() && n->attrs.has("dim"))
+        op.contiguous = pieces_are_blocks(*in[0], n->attrs.get_int("dim"));
       collective_of[n] = static_cast<int>(p.ops.size());
       p.collectives.push_back(static_cast<int>(p.ops.size()));
       // It may start once its input exists: after the compute op that made it, or with the

@@ -69,8 +69,16 @@ struct SpmdOp {
   CollectiveKind kind = CollectiveKind::AllReduce;
   std::vector<int64_t> axes;          // mesh axes of the group
   double bytes = 0;                   // the local input's bytes
+  // all_gather / reduce_scatter split along a leading dimension (every dimension before it has
+  // extent 1): each piece is one block of the tensor, and the runtime copies none through a
+  // staging buffer (ops/collective.cpp), so the measured contiguous table prices it.
+  bool contiguous = false;
   std::vector<int> waits;             // compute ops: collectives (op indices) whose results it reads
 };
+
+// Whether the pieces of `t` split along `dim` are blocks of its bytes (every dimension before
+// `dim` has extent 1).
+bool pieces_are_blocks(const sem::Type& t, int64_t dim);
 
 struct SpmdProgram {
   std::vector<int64_t> mesh;

@@ -9,7 +9,10 @@
 //
 // The collectives: the all_reduce, reduce_scatter and all_gather primitives (ops/collective.cpp:
 // their piece copies, the ring schedule over MPI, the result tensor) on f32 [64, n] tensors of
-// 512 B to 4 MiB (the whole tensor; an all_gather's input is 1/K of it). Each call comes after
+// 512 B to 4 MiB (the whole tensor; an all_gather's input is 1/K of it), split along dimension 1:
+// strided pieces, copied through a staging buffer. `reduce_scatter_contiguous` and
+// `all_gather_contiguous` are the same primitives on [n, 64] tensors split along dimension 0, as
+// ZeRO-1 splits parameters: each piece is a block of the tensor and nothing is staged. Each call comes after
 // 2 ms of computation on every rank that sweeps 32 MiB (more than this machine's caches) and then
 // multiplies matrices, as a training step's kernels do between two collectives: the transport's
 // buffers and the executor's code and data are evicted, which costs far more than calls back to
@@ -78,22 +81,26 @@ void measure_primitives(comm::Communicator& world) {
   std::vector<float> sweep(kGapBytes / sizeof(float), 0.0f);
   const sem::RefKernel& matmul = sem::kernel_for(*reg.find("matmul"));
   const sem::Attrs none;
-  for (const std::string name : {"all_reduce", "reduce_scatter", "all_gather"}) {
-    const sem::RefKernel& k = sem::kernel_for(*reg.find(name));
+  for (const std::string name : {"all_reduce", "reduce_scatter", "all_gather",
+                                 "reduce_scatter_contiguous", "all_gather_contiguous"}) {
+    const bool contiguous = name.ends_with("_contiguous");
+    const std::string prim = contiguous ? name.substr(0, name.size() - 11) : name;
+    const sem::RefKernel& k = sem::kernel_for(*reg.find(prim));
     sem::Attrs attrs;
     attrs.set("mesh", std::vector<int64_t>{ranks});
-    if (name == "all_reduce") {
+    if (prim == "all_reduce") {
       attrs.set("axes", std::vector<int64_t>{0});
     } else {
-      attrs.set("dim", int64_t{1});
+      attrs.set("dim", int64_t{contiguous ? 0 : 1});
       attrs.set("axis", int64_t{0});
     }
     for (const int64_t bytes : {int64_t{512}, int64_t{4} << 10, int64_t{32} << 10,
                                 int64_t{256} << 10, int64_t{1} << 20, int64_t{4} << 20}) {
       const int64_t cols = bytes / 4 / 64;  // the full tensor is [64, cols]
       if (cols % ranks != 0) continue;
-      const sem::Tensor x =
-          sem::Tensor::full(DType::f32, {64, name == "all_gather" ? cols / ranks : cols}, 1.0);
+      const int64_t split = prim == "all_gather" ? cols / ranks : cols;
+      const sem::Tensor x = contiguous ? sem::Tensor::full(DType::f32, {split, 64}, 1.0)
+                                       : sem::Tensor::full(DType::f32, {64, split}, 1.0);
       for (const bool gap : {true, false}) {
         const int calls = 40;
         std::vector<double> mine(2 * calls);  // starts, then ends

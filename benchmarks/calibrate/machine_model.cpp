@@ -98,6 +98,10 @@ void write_atomically(const std::string& path, const std::string& text) {
 
 int ring_steps(const std::string& primitive) { return primitive == "all_reduce" ? 2 : 1; }
 
+// The strided pieces' rows and all_reduce's: the ring model is fitted to these (the contiguous
+// rows, measured beside them, are the same messages without the staging copies).
+bool strided_or_whole(const CollectivePoint& p) { return !p.primitive.ends_with("_contiguous"); }
+
 std::vector<std::pair<int, int64_t>> share_cases() {
   std::vector<std::pair<int, int64_t>> cases;
   for (const int n : {0, 1, 4, 16, 64, 256, 1024, 4096}) cases.push_back({n, int64_t{4} << 10});
@@ -314,7 +318,7 @@ int calibrate_machine(const CalibrateOptions& o) {
       m.back_to_back = mpi->coll_b2b;
       std::vector<CollectivePoint> two;
       for (const CollectivePoint& p : m.collectives)
-        if (p.ranks == 2) two.push_back(p);
+        if (p.ranks == 2 && strided_or_whole(p)) two.push_back(p);
       m.link = fit_collectives(two, m.latency);
     } else {
       std::fprintf(stderr, "calibrate: mpirun failed; transfers are taken to be memory copies\n");

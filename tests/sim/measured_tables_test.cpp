@@ -196,6 +196,7 @@ TEST(MeasuredTables, CollectiveTableInterpolatesAndExtrapolatesByBandwidth) {
   MeasuredTables m;
   m.collectives["all_reduce"][2] = t;
   m.collectives["all_gather"][4] = CollectiveTable::from_rows({{512, 2e-5}});
+  m.collectives["all_gather_contiguous"][4] = CollectiveTable::from_rows({{512, 1e-5}});
   const std::string yaml = std::string(kSpec) + measured_tables_yaml(m, 2) +
                            "interconnect: {kind: switch, bandwidth: 1 GB/s, latency: 1 us}\n";
   const ClusterSpec back = parse_cluster_spec(yaml, "m.yaml");
@@ -206,13 +207,18 @@ TEST(MeasuredTables, CollectiveTableInterpolatesAndExtrapolatesByBandwidth) {
   EXPECT_DOUBLE_EQ(b.collective("all_gather", 4)->seconds_at(512), 2e-5);
   EXPECT_EQ(b.collective("all_reduce", 4), nullptr);
   EXPECT_EQ(b.collective("reduce_scatter", 2), nullptr);
+  // Pieces that are blocks of the tensor take the contiguous table where there is one.
+  EXPECT_DOUBLE_EQ(b.collective("all_gather", 4, true)->seconds_at(512), 1e-5);
+  EXPECT_DOUBLE_EQ(b.collective("all_gather", 4, false)->seconds_at(512), 2e-5);
+  EXPECT_EQ(b.collective("all_reduce", 2, true), b.collective("all_reduce", 2));
+  EXPECT_EQ(b.collective("reduce_scatter", 2, true), nullptr);
 
   const auto error = [](const std::string& block) {
     return spec_error("  measured:\n    collectives:\n" + block);
   };
   EXPECT_EQ(error("      broadcast: [[2, 64, 1e-5]]\n"),
             "m.yaml: device.measured.collectives.broadcast: unknown primitive (known: all_reduce, "
-            "reduce_scatter, all_gather)");
+            "reduce_scatter, all_gather, reduce_scatter_contiguous, all_gather_contiguous)");
   EXPECT_EQ(error("      all_reduce: [[1, 64, 1e-5]]\n"),
             "m.yaml: device.measured.collectives.all_reduce: expected ranks to be an integer of at "
             "least 2, got 1");

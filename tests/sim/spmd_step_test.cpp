@@ -200,6 +200,49 @@ TEST(SpmdStep, MeasuredCollectivesTakeTheTablesTime) {
   EXPECT_DOUBLE_EQ(simulate_spmd_step(spec, c.spmd).step_seconds, ring.step_seconds);
 }
 
+// ZeRO-1 splits parameters along their first dimension: every piece of its reduce_scatters and
+// all_gathers is one block, which the runtime sends without staging copies, so the measured
+// contiguous tables price them; pieces of a later dimension (with a leading extent > 1) keep the
+// strided tables.
+TEST(SpmdStep, CollectivesOfBlocksTakeTheContiguousTables) {
+  Case c = partitioned(
+      R"J({"mesh": [4], "layouts": {"x": "(4, 1)", "y": "(4)"}, "optimizer_shard": 0})J", 16);
+  int blocks = 0;
+  for (const SpmdOp& op : c.spmd.ops)
+    if (op.collective && op.kind != CollectiveKind::AllReduce) blocks += op.contiguous ? 1 : 0;
+  ASSERT_GT(blocks, 0);
+  ClusterSpec spec = switch16();
+  spec.overlap_collectives = false;
+  auto& tables = spec.device.measured.collectives;
+  for (const char* name : {"all_gather", "reduce_scatter"}) {
+    tables[name][4] = CollectiveTable::from_rows({{64, 5e-4}});
+    tables[std::string(name) + "_contiguous"][4] = CollectiveTable::from_rows({{64, 1e-4}});
+  }
+  const SpmdSimResult r = simulate_spmd_step(spec, c.spmd);
+  int priced = 0;
+  for (const SpmdCollectiveRecord& rec : r.collectives) {
+    const SpmdOp& op = c.spmd.ops[static_cast<std::size_t>(rec.op)];
+    if (rec.kind == CollectiveKind::AllReduce) continue;
+    EXPECT_NEAR(rec.seconds, op.contiguous ? 1e-4 : 5e-4, 1e-12) << rec.op;
+    ++priced;
+  }
+  EXPECT_GT(priced, 0);
+  // Without the contiguous tables every piece takes the strided one.
+  tables.erase("all_gather_contiguous");
+  tables.erase("reduce_scatter_contiguous");
+  for (const SpmdCollectiveRecord& rec : simulate_spmd_step(spec, c.spmd).collectives) {
+    if (rec.kind != CollectiveKind::AllReduce) {
+      EXPECT_NEAR(rec.seconds, 5e-4, 1e-12) << rec.op;
+    }
+  }
+  // Pieces of a later dimension are blocks only where every dimension before it has extent 1.
+  const auto t = [](sem::Shape s) { return sem::Type::tensor(DType::f32, std::move(s)); };
+  EXPECT_TRUE(pieces_are_blocks(*t({8, 16}), 0));
+  EXPECT_FALSE(pieces_are_blocks(*t({8, 16}), 1));
+  EXPECT_TRUE(pieces_are_blocks(*t({1, 8, 16}), 1));
+  EXPECT_FALSE(pieces_are_blocks(*t({8, 1, 16}), 2));
+}
+
 // Megatron-style tensor parallelism (column then row split): the forward all-reduce after the
 // row-split matmul blocks the ops after it, so the step exceeds compute + exposed comm > 0;
 // parameters are split 4 ways in memory.
