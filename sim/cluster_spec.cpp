@@ -202,10 +202,19 @@ void read_op_classes(const Reader& r, const Fields& device, DeviceSpec& d) {
   }
 }
 
+}  // namespace
+
+const std::vector<std::string>& kernel_rate_names() {
+  static const std::vector<std::string> names = {"gemm_ceiling", "softmax", "softmax-grad"};
+  return names;
+}
+
+namespace {
+
 DeviceSpec read_device(const Reader& r, const YAML::Node& node) {
   const Fields f(r, node, "device",
                  {"kind", "model", "peak_flops", "memory", "memory_bandwidth", "launch_overhead",
-                  "op_classes", "comm_sm_share", "measured"});
+                  "op_classes", "comm_sm_share", "measured", "kernels"});
   DeviceSpec d;
   d.kind = f.has("kind") ? f.choice("kind", {"gpu", "npu", "tpu", "cpu"}) : "gpu";
   d.model = f.text_or("model", "");
@@ -221,6 +230,11 @@ DeviceSpec read_device(const Reader& r, const YAML::Node& node) {
       f.quantity("memory_bandwidth", parse_bandwidth, "a bandwidth", "\"2039 GB/s\"");
   read_op_classes(r, f, d);
   d.comm_sm_share = f.fraction_or("comm_sm_share", 0);
+  if (f.has("kernels")) {
+    const Fields k(r, f.get("kernels"), "device.kernels", kernel_rate_names());
+    for (const std::string& name : kernel_rate_names())
+      if (k.has(name)) d.kernels[name] = k.fraction_or(name, 1);
+  }
   // device.measured: the tables of `spora calibrate` (sim/measured_tables.h).
   if (f.has("measured"))
     d.measured = read_measured_tables(f.get("measured"), [&](const std::string& field,

@@ -54,9 +54,17 @@ struct DeviceSpec {
   // `device.measured`: tables `spora calibrate` measured (sim/measured_tables.h). Where a table
   // covers an op, the cost model uses it instead of the roofline and the class's efficiency.
   MeasuredTables measured;
+  // `device.kernels`: measured rates of named kernels of the GPT model (sim/transformer/
+  // kernels.h), each a fraction: `gemm_ceiling` the best fraction of peak a GEMM reaches (instead
+  // of the built-in figure for the device model), `softmax` and `softmax-grad` the fraction of
+  // memory_bandwidth the attention's softmax and its gradient reach (instead of the norm class).
+  std::map<std::string, double> kernels;
 
   double max_peak_flops() const;  // the highest entry of peak_flops
 };
+
+// The names device.kernels accepts.
+const std::vector<std::string>& kernel_rate_names();
 
 enum class InterconnectKind {
   Switch,  // every device has a port (full duplex) to a non-blocking switch (NVSwitch, HCCS-L1)

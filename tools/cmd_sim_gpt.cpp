@@ -1,8 +1,13 @@
 // `spora sim-gpt` (tools/cmd_sim_gpt.h): options in, sim::transformer out.
 #include "tools/cmd_sim_gpt.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -25,12 +30,31 @@ struct Options {
   bool no_grad_overlap = false, no_scatter_gather = false;
   double fragmentation = 0.05;
   double comm_sm_share = -1;
+  bool no_measured_kernels = false;
+  std::vector<std::string> kernel_rates;
   bool one_ring = false, no_nic_sharing = false;
   bool json = false;
 };
 
 int run(Options& o) {
-  const sim::ClusterSpec base = sim::load_cluster_spec(o.cluster);
+  sim::ClusterSpec base = sim::load_cluster_spec(o.cluster);
+  if (o.no_measured_kernels) base.device.kernels.clear();
+  for (const std::string& kv : o.kernel_rates) {
+    const auto eq = kv.find('=');
+    const std::string name = kv.substr(0, eq);
+    const auto& names = sim::kernel_rate_names();
+    double v = 0;
+    const char* text = eq == std::string::npos ? "" : kv.c_str() + eq + 1;
+    char* end = nullptr;
+    v = std::strtod(text, &end);
+    if (eq == std::string::npos || std::find(names.begin(), names.end(), name) == names.end() ||
+        end == text || *end != '\0' || !(v > 0 && v <= 1))
+      throw tr::GptConfigError(fmt::format(
+          "--kernel-rate: expected NAME=FRACTION with NAME one of {} and FRACTION in (0, 1], got "
+          "'{}'",
+          fmt::join(names, ", "), kv));
+    base.device.kernels[name] = v;
+  }
   const int64_t gpus = o.gpus ? o.gpus : base.device_count();
   const sim::ClusterSpec cluster = tr::scale_cluster(base, gpus);
   o.par.recompute = tr::parse_recompute(o.recompute);
@@ -114,6 +138,11 @@ int run_sim_gpt_command(int argc, char** argv) {
   app.add_option("--fragmentation", o.fragmentation,
                  "allocator headroom as a share of the allocated memory")
       ->capture_default_str();
+  app.add_flag("--no-measured-kernels", o.no_measured_kernels,
+               "ignore the spec's device.kernels (the built-in GEMM ceiling, the op classes' "
+               "efficiencies)");
+  app.add_option("--kernel-rate", o.kernel_rates,
+                 "NAME=FRACTION: a measured kernel rate, as device.kernels takes it (repeatable)");
   app.add_option("--comm-sm-share", o.comm_sm_share,
                  "share of a GPU a running collective's kernels hold, slowing the compute beside "
                  "it (default: the spec's device.comm_sm_share; 0: off)")

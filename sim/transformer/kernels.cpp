@@ -27,13 +27,18 @@ Kernel memory_kernel(std::string name, double bytes, std::string op_class) {
 }
 
 GemmModel gemm_model_for(const DeviceSpec& device) {
+  GemmModel m;
   if (device.model.find("A100") != std::string::npos)
-    return {108, 267.9 / 312,
-            "A100-SXM bf16 GEMM 267.9 of 312 TFLOP/s (Bekman, ml-engineering, MAMF table)"};
+    m = {108, 267.9 / 312,
+         "A100-SXM bf16 GEMM 267.9 of 312 TFLOP/s (Bekman, ml-engineering, MAMF table)"};
   if (device.model.find("H100") != std::string::npos)
-    return {132, 792.1 / 989,
-            "H100-SXM bf16 GEMM 792.1 of 989 TFLOP/s (Bekman, ml-engineering, MAMF table)"};
-  return {};
+    m = {132, 792.1 / 989,
+         "H100-SXM bf16 GEMM 792.1 of 989 TFLOP/s (Bekman, ml-engineering, MAMF table)"};
+  if (auto it = device.kernels.find("gemm_ceiling"); it != device.kernels.end() && m.sms > 0) {
+    m.ceiling = it->second;
+    m.source = "the spec's device.kernels.gemm_ceiling";
+  }
+  return m;
 }
 
 double gemm_efficiency(const GemmModel& model, double m, double n, double k, double batch) {
@@ -70,9 +75,13 @@ double KernelTimer::class_launch(const std::string& op_class) const {
 }
 
 double KernelTimer::seconds(const Kernel& k) const {
-  if (k.kind == KernelKind::Memory)
-    return k.bytes / (device_.memory_bandwidth * class_efficiency(k.op_class)) +
-           class_launch(k.op_class);
+  if (k.kind == KernelKind::Memory) {
+    // A measured rate of this kernel (device.kernels) comes before its op class's.
+    const auto measured = device_.kernels.find(k.name);
+    const double eff =
+        measured != device_.kernels.end() ? measured->second : class_efficiency(k.op_class);
+    return k.bytes / (device_.memory_bandwidth * eff) + class_launch(k.op_class);
+  }
   double eff =
       gemm_.sms ? gemm_efficiency(gemm_, k.m, k.n, k.k, k.batch) : class_efficiency("matmul");
   const double bytes = element_bytes_ * k.batch * (k.m * k.k + k.k * k.n + k.m * k.n);

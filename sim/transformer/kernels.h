@@ -7,6 +7,8 @@
 //   GEMM           max(flops / (peak[precision] x gemm_efficiency(m, n, k, batch)),
 //                      bytes / memory_bandwidth) + launch_overhead
 //   memory-bound   bytes / (memory_bandwidth x efficiency[op class]) + launch_overhead[op class]
+//                  (a kernel with a measured rate in the spec's device.kernels, by its name,
+//                  takes that rate instead of its class's efficiency)
 //
 // GEMM efficiency depends on the shape (NVIDIA, "Matrix Multiplication Background User's
 // Guide", docs.nvidia.com/deeplearning/performance/dl-performance-matrix-multiplication):
@@ -21,8 +23,9 @@
 //      TFLOP/s bf16 = 0.859, H100-SXM 792.1 of 989 = 0.801 (S. Bekman, "Machine Learning
 //      Engineering", compute/accelerator/README.md, "Maximum Achievable Matmul FLOPS
 //      comparison table", mamf-finder.py, CUDA 12.1).
-// The model is chosen by the spec's device.model (A100: 108 SMs, H100: 132 SMs); any other
-// device uses its op class `matmul` efficiency with no shape effect.
+// The model is chosen by the spec's device.model (A100: 108 SMs, H100: 132 SMs); the spec's
+// device.kernels.gemm_ceiling replaces the ceiling of step 4. Any other device uses its op class
+// `matmul` efficiency with no shape effect.
 #pragma once
 
 #include <cstdint>

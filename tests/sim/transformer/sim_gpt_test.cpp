@@ -353,6 +353,53 @@ TEST(SimGptCli, DoesNotFitSaysByHowMuch) {
   EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1);
 }
 
+// device.kernels: a measured rate of a named kernel replaces its op class's efficiency, and
+// gemm_ceiling the built-in ceiling of the GEMM model; the spec reader and --kernel-rate name
+// what is wrong.
+TEST(SimGptKernels, MeasuredRatesReplaceTheClassAndTheCeiling) {
+  ClusterSpec c = load_cluster_spec(kCluster);
+  const Kernel softmax = memory_kernel("softmax", 1e9, "norm");
+  const Kernel ln = memory_kernel("ln1", 1e9, "norm");
+  const Kernel big = gemm("fc1", 8192, 8192, 8192);
+  const double s0 = KernelTimer(c.device, "f16", 2).seconds(softmax);
+  const double l0 = KernelTimer(c.device, "f16", 2).seconds(ln);
+  const double g0 = KernelTimer(c.device, "f16", 2).seconds(big);
+  c.device.kernels["softmax"] = 0.3;
+  c.device.kernels["gemm_ceiling"] = 0.5;
+  const KernelTimer t(c.device, "f16", 2);
+  const double launch = c.device.launch_overhead;
+  EXPECT_NEAR(t.seconds(softmax), 1e9 / (c.device.memory_bandwidth * 0.3) + launch, 1e-12);
+  EXPECT_NEAR((s0 - launch) / (t.seconds(softmax) - launch), 0.3 / 0.6, 1e-9);  // the norm class
+  EXPECT_DOUBLE_EQ(t.seconds(ln), l0);  // another kernel of the class keeps it
+  // 8192^3 fills every tile and wave: the time scales with the ceiling alone.
+  EXPECT_NEAR((t.seconds(big) - launch) / (g0 - launch), (267.9 / 312) / 0.5, 1e-9);
+  EXPECT_EQ(t.gemm().source, "the spec's device.kernels.gemm_ceiling");
+
+  const std::string yaml = "name: k\nnodes: 1\ndevices_per_node: 1\ndevice:\n  model: NVIDIA A100\n"
+                           "  peak_flops: {f16: 312 TFLOP/s}\n  memory: 80 GB\n"
+                           "  memory_bandwidth: 2039 GB/s\n";
+  const std::string tail = "interconnect: {kind: switch, bandwidth: 300 GB/s, latency: 1 us}\n";
+  const ClusterSpec k =
+      parse_cluster_spec(yaml + "  kernels: {softmax: 0.5, gemm_ceiling: 0.8}\n" + tail, "k.yaml");
+  EXPECT_DOUBLE_EQ(k.device.kernels.at("softmax"), 0.5);
+  EXPECT_DOUBLE_EQ(gemm_model_for(k.device).ceiling, 0.8);
+  for (const std::string bad : {"  kernels: {softmax: 1.5}\n", "  kernels: {bias-gelu: 0.5}\n"}) {
+    try {
+      parse_cluster_spec(yaml + bad + tail, "k.yaml");
+      ADD_FAILURE() << bad;
+    } catch (const ClusterSpecError& e) {
+      EXPECT_NE(std::string(e.what()).find("device.kernels"), std::string::npos) << e.what();
+    }
+  }
+  std::string out, err;
+  auto args = base_args();
+  args.insert(args.end(), {"--kernel-rate", "softmax=2"});
+  EXPECT_EQ(cli(args, &out, &err), 1);
+  EXPECT_EQ(err,
+            "spora sim-gpt: error: --kernel-rate: expected NAME=FRACTION with NAME one of "
+            "gemm_ceiling, softmax, softmax-grad and FRACTION in (0, 1], got 'softmax=2'\n");
+}
+
 TEST(SimGptCli, GoldenReport) {
   std::string out, err;
   auto args = base_args();
