@@ -16,6 +16,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from a100_kernel_rates import RATES  # noqa: E402  (shown beside the verdict, not in it)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 CLUSTER = "benchmarks/sim/gpt/dgx-a100-64.yaml"
@@ -149,8 +152,9 @@ def main():
                             os.path.join(ROOT, "build/bin/spora"))
     raw = {"models": [], "layer_22b": []}
     t5 = ["| model | GPUs | configuration | paper s | ours s | ours / paper | within 10% | fits "
-          "(memory GB) | ours MFU | paper MFU | ours HFU | paper HFU | sim wall s |",
-          "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+          "(memory GB) | ours MFU | paper MFU | ours HFU | paper HFU | sim wall s | ours s with "
+          "the A100 kernel rates (ours / paper) |",
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     speed = ["| model | paper throughput increase | ours | present work without interleaving "
              "(s, ours / paper) |", "|---|---|---|---|"]
     goes = ["| model | configuration | GEMM TFLOP/s | memory-bound kernels | GEMMs | tensor-parallel "
@@ -159,6 +163,7 @@ def main():
     plot = []
     for m in MODELS:
         runs = {k: sim_gpt(spora, m, extra) for k, extra in CONFIGS.items()}
+        runs.update({k + "_rates": sim_gpt(spora, m, extra + RATES) for k, extra in CONFIGS.items()})
         if m[9] > 1:
             runs["present_no_interleaving"] = sim_gpt(spora, m, CONFIGS["present"], virtual=1)
         raw["models"].append({"model": m[0], "paper": {"full_seconds": m[10],
@@ -177,7 +182,9 @@ def main():
             t5.append(f"| {m[0]} | {m[6]} | {k} | {paper_s} | {s:.3f} | {ratio:.3f} | "
                       f"{verdict(ratio)} | {'yes' if r['fits'] else 'no'} "
                       f"({r['memory_per_gpu_bytes'] / 1e9:.1f}) | {mfu:.1f}% | {paper_mfu:.1f}% | "
-                      f"{hfu} | {runs[k]['wall_seconds']:.2f} |")
+                      f"{hfu} | {runs[k]['wall_seconds']:.2f} | "
+                      f"{runs[k + '_rates']['result']['step_seconds']:.3f} "
+                      f"({runs[k + '_rates']['result']['step_seconds'] / paper_s:.3f}) |")
             goes.append(f"| {m[0]} | {k} | {where(r)} |")
             plot.append((f"{m[0]} {k}", paper_s, s))
         ni = runs.get("present_no_interleaving")
@@ -186,17 +193,21 @@ def main():
         speed.append(f"| {m[0]} | {100 * (m[10] / m[11] - 1):.1f}% | "
                      f"{100 * (ours['full'] / ours['present'] - 1):.1f}% | {ni_cell} |")
     t4 = ["| experiment | paper forward ms | ours | ours / paper | paper backward ms | ours | "
-          "ours / paper | within 10% (both) |", "|---|---|---|---|---|---|---|---|"]
+          "ours / paper | within 10% (both) | with the A100 kernel rates: forward, backward "
+          "(ours / paper) |", "|---|---|---|---|---|---|---|---|---|"]
     m22 = MODELS[0]
     for name, extra, fwd, bwd in LAYER_22B:
         run = sim_gpt(spora, m22, extra)
+        rated = sim_gpt(spora, m22, extra + RATES)
         raw["layer_22b"].append({"experiment": name, "paper_forward_ms": fwd,
-                                 "paper_backward_ms": bwd, "run": run})
+                                 "paper_backward_ms": bwd, "run": run, "run_rates": rated})
+        rf = 1e3 * rated["result"]["layer_forward_seconds"]
+        rb = 1e3 * rated["result"]["layer_backward_seconds"]
         f = 1e3 * run["result"]["layer_forward_seconds"]
         b = 1e3 * run["result"]["layer_backward_seconds"]
         ok = verdict(f / fwd) == "yes" and verdict(b / bwd) == "yes"
         t4.append(f"| {name} | {fwd} | {f:.2f} | {f / fwd:.3f} | {bwd} | {b:.2f} | {b / bwd:.3f} | "
-                  f"{'yes' if ok else 'no'} |")
+                  f"{'yes' if ok else 'no'} | {rf:.2f} ({rf / fwd:.3f}), {rb:.2f} ({rb / bwd:.3f}) |")
     walls = [r["wall_seconds"] for e in raw["models"] for r in e["runs"].values()]
     walls += [e["run"]["wall_seconds"] for e in raw["layer_22b"]]
     cpu = "unknown"
