@@ -164,14 +164,35 @@ CollectiveTable CollectiveTable::from_rows(const std::vector<std::array<double, 
   return {std::move(bytes), std::move(seconds)};
 }
 
+bool known_collective_table(const std::string& name) {
+  std::string base = name;
+  auto strip = [&](const std::string& suffix) {
+    if (base.size() > suffix.size() && base.ends_with(suffix)) {
+      base.resize(base.size() - suffix.size());
+      return true;
+    }
+    return false;
+  };
+  strip("_b2b");
+  if (strip("_contiguous")) return base == "reduce_scatter" || base == "all_gather";
+  return base == "all_reduce" || base == "reduce_scatter" || base == "all_gather";
+}
+
 const CollectiveTable* MeasuredTables::collective(const std::string& primitive, int ranks,
-                                                  bool contiguous) const {
-  if (contiguous && primitive != "all_reduce")
-    if (const CollectiveTable* t = collective(primitive + "_contiguous", ranks)) return t;
-  const auto p = collectives.find(primitive);
-  if (p == collectives.end()) return nullptr;
-  const auto r = p->second.find(ranks);
-  return r == p->second.end() || r->second.empty() ? nullptr : &r->second;
+                                                  bool contiguous, bool back_to_back) const {
+  const bool blocks = contiguous && primitive != "all_reduce";
+  std::vector<std::string> names;
+  if (blocks && back_to_back) names.push_back(primitive + "_contiguous_b2b");
+  if (blocks) names.push_back(primitive + "_contiguous");
+  if (back_to_back) names.push_back(primitive + "_b2b");
+  names.push_back(primitive);
+  for (const std::string& name : names) {
+    const auto p = collectives.find(name);
+    if (p == collectives.end()) continue;
+    const auto r = p->second.find(ranks);
+    if (r != p->second.end() && !r->second.empty()) return &r->second;
+  }
+  return nullptr;
 }
 
 std::vector<std::pair<double, const ComputeTables*>> MeasuredTables::by_reuse_distance() const {
@@ -285,11 +306,10 @@ MeasuredTables read_measured_tables(
           fail(key, "expected a map: primitive -> rows [ranks, bytes, seconds]");
         for (const auto& prim : item.second) {
           const std::string name = prim.first.Scalar(), where = key + "." + name;
-          if (name != "all_reduce" && name != "reduce_scatter" && name != "all_gather" &&
-              name != "reduce_scatter_contiguous" && name != "all_gather_contiguous")
+          if (!known_collective_table(name))
             fail(where,
-                 "unknown primitive (known: all_reduce, reduce_scatter, all_gather, "
-                 "reduce_scatter_contiguous, all_gather_contiguous)");
+                 "unknown primitive (known: all_reduce, reduce_scatter, all_gather; the last "
+                 "two also with _contiguous; any of them also with _b2b)");
           std::map<int, std::vector<std::array<double, 2>>> by_ranks;
           for (const auto& r : rows.template operator()<3>(prim.second, where)) {
             if (r[0] < 2 || r[0] != std::floor(r[0]))

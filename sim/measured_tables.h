@@ -26,6 +26,9 @@
 //         reduce_scatter_contiguous: [...]  # block of the tensor, no piece is copied to or from
 //                                     #   a staging buffer (ops/collective.cpp); the plain rows
 //                                     #   are pieces of a later dimension, strided
+//         all_reduce_b2b: [...]       # any of the above + _b2b: the calls back to back, with no
+//                                     #   computation between them (the others: each after
+//                                     #   2 ms of computation over 32 MiB)
 //
 // Interpolation (exact at the measured points, clamped to the edge beyond them):
 //   GemmTable   trilinear in (log2 m, log2 n, log2 k) of the FLOP rate: between grid values
@@ -139,11 +142,16 @@ struct MeasuredTables : ComputeTables {
   // tables only, at distance 0, when no distance is stated).
   std::vector<std::pair<double, const ComputeTables*>> by_reuse_distance() const;
   // The measured table of `primitive` over `ranks`, or nullptr. `contiguous`: the pieces are
-  // blocks of the tensor (split along a leading dimension); its table when measured, else the
-  // strided one.
+  // blocks of the tensor (split along a leading dimension); `back_to_back`: no computation since
+  // the previous collective. The most specific table measured: contiguous and back to back,
+  // contiguous, back to back, then the plain one.
   const CollectiveTable* collective(const std::string& primitive, int ranks,
-                                    bool contiguous = false) const;
+                                    bool contiguous = false, bool back_to_back = false) const;
 };
+
+// Whether `name` is a key of measured.collectives: all_reduce, reduce_scatter or all_gather, the
+// last two optionally with _contiguous, any of them optionally with _b2b after that.
+bool known_collective_table(const std::string& name);
 
 // Reads the `measured:` block; `fail(field, message)` reports an error (it must throw), with
 // the field relative to the block, e.g. "gemm[3]".

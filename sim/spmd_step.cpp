@@ -81,6 +81,7 @@ struct Sim {
   std::vector<double> given;
   std::map<std::pair<int, int>, sg4::BarrierPtr> barriers;
   std::vector<double> work, work_at_sync;  // [rank]: compute seconds so far, at the last sync
+  std::vector<char> synced;                // [rank]: a collective has run on it
   std::vector<std::vector<sg4::SemaphorePtr>> ready, done;  // [rank][collective #]
   std::vector<sg4::SemaphorePtr> updated, gathered;         // [rank]: ZeRO-1's all_gathers
   std::vector<std::vector<Interval>> compute, comm;
@@ -127,9 +128,13 @@ struct Sim {
     const auto r = static_cast<std::size_t>(rank);
     const double extra =
         sync && oversub > 1 ? sync->extra_at((work[r] - work_at_sync[r]) / oversub) : 0;
+    // No computation on this rank since its previous collective: the back-to-back tables.
+    const bool back_to_back = synced[r] && work[r] == work_at_sync[r];
     work_at_sync[r] = work[r];
+    synced[r] = 1;
     const CollectiveTable* t =
-        tables ? tables->collective(std::string(collective_kind_name(op.kind)), p, op.contiguous)
+        tables ? tables->collective(std::string(collective_kind_name(op.kind)), p, op.contiguous,
+                                    back_to_back)
                : nullptr;
     const double given_seconds = given.empty() ? -1 : given[static_cast<std::size_t>(k)];
     if (t || given_seconds >= 0) {
@@ -514,6 +519,7 @@ SpmdSimResult simulate_spmd_step(const ClusterSpec& cluster, const SpmdProgram& 
     sim.end.assign(ranks, -1);
     sim.work.assign(ranks, 0);
     sim.work_at_sync.assign(ranks, 0);
+    sim.synced.assign(ranks, 0);
     for (int k = 0; k < r.ranks; ++k) {
       sg4::Host* host = platform.devices[static_cast<std::size_t>(k)];
       sg4::Actor::create(fmt::format("compute{}", k), host, [&sim, k] { compute_actor(sim, k); });

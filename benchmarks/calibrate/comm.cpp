@@ -5,7 +5,8 @@
 //   scalar mpi_pingpong_bandwidth <B/s>     K = 2: 1 MiB ping-pongs (recorded, not used)
 //   coll <primitive> <bytes> <s> <K>        the primitive as `spora run --strategy` runs it over
 //                                           the K ranks, each call after 2 ms of computation
-//   coll_b2b <primitive> <bytes> <s> <K>    the same calls back to back (recorded, not used)
+//   coll_b2b <primitive> <bytes> <s> <K>    the same calls back to back (the spec's <primitive>_b2b
+//                                           rows, for collectives with no computation between)
 //
 // The collectives: the all_reduce, reduce_scatter and all_gather primitives (ops/collective.cpp:
 // their piece copies, the ring schedule over MPI, the result tensor) on f32 [64, n] tensors of

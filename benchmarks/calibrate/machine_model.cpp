@@ -335,13 +335,23 @@ int calibrate_machine(const CalibrateOptions& o) {
                                  "'{}' calibrate --measure mpi 2>/dev/null",
                                  env, m.devices, o.self),
                      1);
-    if (mpi && !mpi->coll.empty())
+    if (mpi && !mpi->coll.empty()) {
       m.collectives.insert(m.collectives.end(), mpi->coll.begin(), mpi->coll.end());
-    else
+      m.back_to_back.insert(m.back_to_back.end(), mpi->coll_b2b.begin(), mpi->coll_b2b.end());
+    } else {
       std::fprintf(stderr, "calibrate: the collectives over %d ranks failed; ring model\n",
                    m.devices);
+    }
   }
-  if (m.have_mpi) m.tables.collectives = collective_tables(m.collectives);
+  if (m.have_mpi) {
+    // The calls after computation, and the same calls back to back as `<primitive>_b2b`.
+    std::vector<CollectivePoint> all = m.collectives;
+    for (CollectivePoint p : m.back_to_back) {
+      p.primitive += "_b2b";
+      all.push_back(p);
+    }
+    m.tables.collectives = collective_tables(all);
+  }
   if (m.have_mpi && m.link.ok && m.devices > cores) {
     auto loops = [&](int ranks) {
       std::fprintf(stderr, "calibrate: %d MPI ranks on %d cores...\n", ranks, cores);

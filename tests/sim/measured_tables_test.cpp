@@ -218,7 +218,24 @@ TEST(MeasuredTables, CollectiveTableInterpolatesAndExtrapolatesByBandwidth) {
   };
   EXPECT_EQ(error("      broadcast: [[2, 64, 1e-5]]\n"),
             "m.yaml: device.measured.collectives.broadcast: unknown primitive (known: all_reduce, "
-            "reduce_scatter, all_gather, reduce_scatter_contiguous, all_gather_contiguous)");
+            "reduce_scatter, all_gather; the last two also with _contiguous; any of them also with "
+            "_b2b)");
+  for (const char* name : {"all_reduce", "all_gather_contiguous", "reduce_scatter_b2b",
+                           "all_gather_contiguous_b2b", "all_reduce_b2b"})
+    EXPECT_TRUE(known_collective_table(name)) << name;
+  for (const char* name : {"all_reduce_contiguous", "all_gather_b2b_contiguous", "_b2b",
+                           "broadcast_b2b", "all_gather_contiguous_contiguous"})
+    EXPECT_FALSE(known_collective_table(name)) << name;
+  // The most specific table measured: contiguous and back to back, contiguous, back to back.
+  MeasuredTables look;
+  for (const char* name : {"all_gather", "all_gather_b2b", "all_gather_contiguous"})
+    look.collectives[name][2] = CollectiveTable::from_rows({{64, 1e-5}});
+  EXPECT_EQ(look.collective("all_gather", 2, true, true), look.collective("all_gather_contiguous", 2));
+  EXPECT_EQ(look.collective("all_gather", 2, false, true), look.collective("all_gather_b2b", 2));
+  look.collectives["all_gather_contiguous_b2b"][2] = CollectiveTable::from_rows({{64, 1e-5}});
+  EXPECT_EQ(look.collective("all_gather", 2, true, true),
+            look.collective("all_gather_contiguous_b2b", 2));
+  EXPECT_EQ(look.collective("all_gather", 2, false, false), look.collective("all_gather", 2));
   EXPECT_EQ(error("      all_reduce: [[1, 64, 1e-5]]\n"),
             "m.yaml: device.measured.collectives.all_reduce: expected ranks to be an integer of at "
             "least 2, got 1");

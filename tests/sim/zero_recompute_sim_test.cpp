@@ -51,6 +51,31 @@ const char* kDp4 = R"J({"mesh": [4], "layouts": {"x": "(4, 1)", "y": "(4)"}})J";
 const char* kDp4Zero =
     R"J({"mesh": [4], "layouts": {"x": "(4, 1)", "y": "(4)"}, "optimizer_shard": 0})J";
 
+// ZeRO-1's all_gathers run one after another once the update is done: the first follows the
+// update's computation, the others no computation at all, so they take the back-to-back tables;
+// the reduce_scatters each follow a gradient's computation and keep the in-place ones.
+TEST(ZeroSim, AllGathersAfterTheFirstTakeTheBackToBackTables) {
+  const SpmdProgram zero = spmd(step(kMlp, kDp4Zero), kDp4Zero, "sgd");
+  ASSERT_GT(zero.gathers.size(), 1u);
+  ClusterSpec spec = switch16();
+  spec.overlap_collectives = false;
+  auto& tables = spec.device.measured.collectives;
+  for (const std::string name : {"all_gather", "reduce_scatter", "all_reduce"}) {
+    tables[name][4] = CollectiveTable::from_rows({{64, 5e-4}});
+    tables[name + "_b2b"][4] = CollectiveTable::from_rows({{64, 1e-4}});
+  }
+  const SpmdSimResult r = simulate_spmd_step(spec, zero);
+  const std::size_t n = zero.collectives.size();
+  ASSERT_EQ(r.collectives.size(), n + zero.gathers.size());
+  int b2b = 0;
+  for (std::size_t i = 0; i < r.collectives.size(); ++i) {
+    const bool later_gather = i > n;  // the gathers after the first
+    EXPECT_NEAR(r.collectives[i].seconds, later_gather ? 1e-4 : 5e-4, 1e-12) << i;
+    b2b += later_gather ? 1 : 0;
+  }
+  EXPECT_EQ(b2b, static_cast<int>(zero.gathers.size()) - 1);
+}
+
 // The MLP 16-32-32-8 in f64 has 16*32 + 32 + 32*32 + 32 + 32*8 + 8 = 1864 parameters.
 TEST(ZeroSim, AdamsTwoMomentsPerDeviceAreAQuarterOverFourRanks) {
   const StepProgram p = step(kMlp, kDp4);
