@@ -15,6 +15,9 @@
 //                derivative on the recorded tape). run_steps prints the step index after each
 //                step; a step's time is the time between two consecutive prints (n = 1 + k gives
 //                k steps per run), the median over every step of every timed run is quoted.
+//   W<n>/ad-ratio  (W2-W4) value_and_grad of the workload's loss over the loss alone, each
+//                compiled as @step is (fused, Cpu backend) and called on step's inputs in turn:
+//                counters fwd_ms, vag_ms (medians) and ratio (their quotient).
 //   Limit/...    OpenBLAS SGEMM 1024^3, the 9 GEMMs of W2 back to back, STREAM triad, and
 //                W5Stream (x * 1.5 + 0.25 over W5's 4M floats: W5's memory traffic alone).
 //
@@ -281,16 +284,17 @@ struct GraphCase {
 
 // Lowers the workload, runs main() for step's inputs when `inputs` is given, and makes @step
 // the entry of the module (the passes then optimise it and drop main).
-StepModule compile_step(const std::string& text, bool fuse, std::vector<Value>* inputs) {
+StepModule compile_step(const std::string& text, bool fuse, std::vector<Value>* inputs,
+                        const std::string& entry = "step", const std::string& main = "main") {
   StepModule s;
-  s.module = lower(text, "main", false);
+  s.module = lower(text, main, false);
   if (inputs) {
     Value v;
     capture_prints([&] { v = spora::sem::Interpreter(*s.module).call(s.module->entry, {}); });
     *inputs = v.items();
   }
-  s.module->entry = s.module->find_graph("step");
-  if (!s.module->entry) throw std::runtime_error("no graph @step");
+  s.module->entry = s.module->find_graph(entry);
+  if (!s.module->entry) throw std::runtime_error("no graph @" + entry);
   spora::passes::optimize(*s.module);
   if (fuse) {
     spora::passes::fuse_operators(*s.module);
@@ -428,6 +432,51 @@ void BM_Graph(benchmark::State& state, const std::string& id, bool fused) {
     state.counters["fused_launches"] = static_cast<double>(s.fused->launches() - launches0) / n;
     state.counters["fused_fallbacks"] = static_cast<double>(s.fused->fallbacks() - fallbacks0) / n;
   }
+  spora::sem::set_fused_kernel_hook(nullptr);
+}
+
+// value_and_grad over forward (issue 21's autodiff target): @bench_fwd is the loss, @bench_vag
+// value_and_grad of it as the workload's step takes it (W4: with respect to the block and the
+// input), without the optimizer update; both fused as @step is, on step's inputs.
+// @bench_main builds the inputs as main does and calls both (so lowering keeps them).
+std::string ad_entries(const std::string& id) {
+  if (id == "W4")
+    return "\ndef bench_fwd(blk, x) = loss(blk, x)\n"
+           "def bench_vag(blk, x) = value_and_grad(loss, wrt=(0, 1))(blk, x)\n"
+           "def bench_main() {\n    let (blk, x) = inputs()\n    print(bench_fwd(blk, x))\n"
+           "    print(bench_vag(blk, x))\n    return (blk, x)\n}\n";
+  return "\ndef bench_fwd(net, x, y) = loss(net, x, y)\n"
+         "def bench_vag(net, x, y) = value_and_grad(loss)(net, x, y)\n"
+         "def bench_main() {\n    let (net, x, y) = inputs()\n    print(bench_fwd(net, x, y))\n"
+         "    print(bench_vag(net, x, y))\n    return (net, x, y)\n}\n";
+}
+
+void BM_AdRatio(benchmark::State& state, const std::string& id) {
+  init_spora();
+  const std::string text = read_source(workload(id)) + ad_entries(id);
+  std::vector<Value> args;
+  const StepModule fwd = compile_step(text, true, &args, "bench_fwd", "bench_main");
+  const StepModule vag = compile_step(text, true, nullptr, "bench_vag", "bench_main");
+  // The two share the loss: value_and_grad's value must be the forward's.
+  const double l0 = fwd.call(args).tensor.get(0), l1 = vag.call(args).items()[0].tensor.get(0);
+  if (std::fabs(l0 - l1) > 1e-4 * std::max(1.0, std::fabs(l0))) {
+    state.SkipWithError(fmt::format("value_and_grad's loss {} differs from the loss {}", l1, l0).c_str());
+    return;
+  }
+  std::vector<double> tf, tv;
+  for (int k = 0; k < 3; ++k) fwd.call(args), vag.call(args);  // warm-up
+  for (auto _ : state) {
+    auto t0 = Clock::now();
+    benchmark::DoNotOptimize(fwd.call(args));
+    tf.push_back(seconds_since(t0));
+    t0 = Clock::now();
+    benchmark::DoNotOptimize(vag.call(args));
+    tv.push_back(seconds_since(t0));
+    state.SetIterationTime(tf.back() + tv.back());
+  }
+  state.counters["fwd_ms"] = median(tf) * 1e3;
+  state.counters["vag_ms"] = median(tv) * 1e3;
+  state.counters["ratio"] = median(tv) / median(tf);
   spora::sem::set_fused_kernel_hook(nullptr);
 }
 
@@ -742,6 +791,11 @@ int main(int argc, char** argv) {
         ->UseManualTime()
         ->Unit(benchmark::kMillisecond)
         ->Iterations(w.eager_runs);
+    if (w.id == "W2" || w.id == "W3" || w.id == "W4")
+      benchmark::RegisterBenchmark((w.id + "/ad-ratio").c_str(), BM_AdRatio, w.id)
+          ->UseManualTime()
+          ->Unit(benchmark::kMillisecond)
+          ->MinTime(w.id == "W4" ? 3.0 : 1.0);
   }
   benchmark::RegisterBenchmark("Limit/Sgemm1024", BM_Limit_Sgemm1024)
       ->UseManualTime()
