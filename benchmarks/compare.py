@@ -100,7 +100,8 @@ def run_peer(args, env, only, out):
 
 def run_ours(args, env, ids, limits, out):
     exe = os.path.join(args.build, "bin", "bench_workloads")
-    alts = [re.escape(i) + "/" for i in ids] + (["Limit/"] if limits else [])
+    # The step benchmarks (graph, graph-nofuse, eager); W<n>/ad-ratio has no peer side here.
+    alts = [re.escape(i) + "/(graph|eager)" for i in ids] + (["Limit/"] if limits else [])
     cmd = [exe, "--benchmark_filter=^(" + "|".join(alts) + ")", f"--benchmark_out={out}",
            "--benchmark_out_format=json"]
     if args.quick:
