@@ -460,7 +460,8 @@ void BM_AdRatio(benchmark::State& state, const std::string& id) {
   // The two share the loss: value_and_grad's value must be the forward's.
   const double l0 = fwd.call(args).tensor.get(0), l1 = vag.call(args).items()[0].tensor.get(0);
   if (std::fabs(l0 - l1) > 1e-4 * std::max(1.0, std::fabs(l0))) {
-    state.SkipWithError(fmt::format("value_and_grad's loss {} differs from the loss {}", l1, l0).c_str());
+    state.SkipWithError(
+        fmt::format("value_and_grad's loss {} differs from the loss {}", l1, l0).c_str());
     return;
   }
   std::vector<double> tf, tv;

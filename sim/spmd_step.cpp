@@ -132,10 +132,10 @@ struct Sim {
     const bool back_to_back = synced[r] && work[r] == work_at_sync[r];
     work_at_sync[r] = work[r];
     synced[r] = 1;
-    const CollectiveTable* t =
-        tables ? tables->collective(std::string(collective_kind_name(op.kind)), p, op.contiguous,
-                                    back_to_back)
-               : nullptr;
+    const CollectiveTable* t = tables
+                                   ? tables->collective(std::string(collective_kind_name(op.kind)),
+                                                        p, op.contiguous, back_to_back)
+                                   : nullptr;
     const double given_seconds = given.empty() ? -1 : given[static_cast<std::size_t>(k)];
     if (t || given_seconds >= 0) {
       auto& barrier = barriers[{k, group.front()}];

@@ -89,7 +89,8 @@ SPORA_ISA_AVX2 void transpose_tiles_f32_avx2(float* dst, const float* src, int64
       int64_t r = r0;
       for (; r + 8 <= r1; r += 8) {
         int64_t c = c0;
-        for (; c + 8 <= c1; c += 8) transpose8x8_avx2(dst + r * cols + c, cols, src + c * ld + r, ld);
+        for (; c + 8 <= c1; c += 8)
+          transpose8x8_avx2(dst + r * cols + c, cols, src + c * ld + r, ld);
         for (int64_t i = r; i < r + 8; ++i)
           for (int64_t j = c; j < c1; ++j) dst[i * cols + j] = src[j * ld + i];
       }

@@ -13,12 +13,12 @@
 // 512 B to 4 MiB (the whole tensor; an all_gather's input is 1/K of it), split along dimension 1:
 // strided pieces, copied through a staging buffer. `reduce_scatter_contiguous` and
 // `all_gather_contiguous` are the same primitives on [n, 64] tensors split along dimension 0, as
-// ZeRO-1 splits parameters: each piece is a block of the tensor and nothing is staged. Each call comes after
-// 2 ms of computation on every rank that sweeps 32 MiB (more than this machine's caches) and then
-// multiplies matrices, as a training step's kernels do between two collectives: the transport's
-// buffers and the executor's code and data are evicted, which costs far more than calls back to
-// back. The cost of a call is the time from the last rank's start to the last rank's end (the
-// earlier ranks' wait is rank skew, not the collective's cost); the median over 40 calls.
+// ZeRO-1 splits parameters: each piece is a block of the tensor and nothing is staged. Each call
+// comes after 2 ms of computation on every rank that sweeps 32 MiB (more than this machine's
+// caches) and then multiplies matrices, as a training step's kernels do between two collectives:
+// the transport's buffers and the executor's code and data are evicted, which costs far more than
+// calls back to back. The cost of a call is the time from the last rank's start to the last rank's
+// end (the earlier ranks' wait is rank skew, not the collective's cost); the median over 40 calls.
 #include <fmt/format.h>
 
 #include <algorithm>

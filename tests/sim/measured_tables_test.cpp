@@ -230,7 +230,8 @@ TEST(MeasuredTables, CollectiveTableInterpolatesAndExtrapolatesByBandwidth) {
   MeasuredTables look;
   for (const char* name : {"all_gather", "all_gather_b2b", "all_gather_contiguous"})
     look.collectives[name][2] = CollectiveTable::from_rows({{64, 1e-5}});
-  EXPECT_EQ(look.collective("all_gather", 2, true, true), look.collective("all_gather_contiguous", 2));
+  EXPECT_EQ(look.collective("all_gather", 2, true, true),
+            look.collective("all_gather_contiguous", 2));
   EXPECT_EQ(look.collective("all_gather", 2, false, true), look.collective("all_gather_b2b", 2));
   look.collectives["all_gather_contiguous_b2b"][2] = CollectiveTable::from_rows({{64, 1e-5}});
   EXPECT_EQ(look.collective("all_gather", 2, true, true),

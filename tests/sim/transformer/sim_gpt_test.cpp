@@ -375,9 +375,10 @@ TEST(SimGptKernels, MeasuredRatesReplaceTheClassAndTheCeiling) {
   EXPECT_NEAR((t.seconds(big) - launch) / (g0 - launch), (267.9 / 312) / 0.5, 1e-9);
   EXPECT_EQ(t.gemm().source, "the spec's device.kernels.gemm_ceiling");
 
-  const std::string yaml = "name: k\nnodes: 1\ndevices_per_node: 1\ndevice:\n  model: NVIDIA A100\n"
-                           "  peak_flops: {f16: 312 TFLOP/s}\n  memory: 80 GB\n"
-                           "  memory_bandwidth: 2039 GB/s\n";
+  const std::string yaml =
+      "name: k\nnodes: 1\ndevices_per_node: 1\ndevice:\n  model: NVIDIA A100\n"
+      "  peak_flops: {f16: 312 TFLOP/s}\n  memory: 80 GB\n"
+      "  memory_bandwidth: 2039 GB/s\n";
   const std::string tail = "interconnect: {kind: switch, bandwidth: 300 GB/s, latency: 1 us}\n";
   const ClusterSpec k =
       parse_cluster_spec(yaml + "  kernels: {softmax: 0.5, gemm_ceiling: 0.8}\n" + tail, "k.yaml");
