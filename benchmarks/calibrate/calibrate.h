@@ -22,7 +22,9 @@
 //        latency     half the round trip of 8-byte ping-pongs (K = 2)
 //        collectives all_reduce, reduce_scatter, all_gather of 512 B to 4 MiB as `spora run`
 //                    runs them inside a step, over K ranks: the spec's `measured.collectives`
-//                    tables, which the simulator charges for groups of a measured size; the
+//                    tables, which the simulator charges for groups of a measured size
+//                    (reduce_scatter and all_gather also on blocks: `*_contiguous`; every one
+//                    also back to back: `*_b2b`); the strided and all_reduce
 //                    K = 2 points fitted by least squares to the ring model
 //                    (collective_overhead + steps x (latency + bytes/2 / bw)), which gives
 //                    interconnect.bandwidth and collective_overhead for every other group;
