@@ -18,7 +18,7 @@ def softmax_rates():
     """The softmax's and its gradient's fraction of HBM bandwidth that FlashAttention's timing
     leaves after the attention's batched GEMMs, priced as sim/transformer/kernels.h prices them
     (memory-bound at this shape, so the GEMM ceiling does not enter)."""
-    b, heads, d, s, hbm = FA["batch"] * FA["heads"], FA["heads"], FA["d"], FA["seq"], FA["hbm"]
+    b, d, s, hbm = FA["batch"] * FA["heads"], FA["d"], FA["seq"], FA["hbm"]
     gemm_bytes = 2 * b * (s * d + d * s + s * s)
     gemm_flops = 2 * b * s * s * d
     assert gemm_flops / (PEAK_F16 * GEMM_CEILING) < gemm_bytes / hbm, "the GEMMs must be memory-bound"

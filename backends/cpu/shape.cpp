@@ -77,9 +77,9 @@ SPORA_ISA_AVX2 inline void transpose8x8_avx2(float* d, int64_t ldd, const float*
 }
 
 // The tiled transpose below for 4-byte elements with AVX2: 16 x 16 tiles of 8 x 8 register
-// blocks, the ragged edges element by element. A 512 x 512 f32 transpose takes about a fifth
-// of the gathering loop's time (power-of-two strides put the loop's 32 source lines in two L1
-// sets).
+// blocks, the ragged edges element by element. A 512 x 512 f32 transpose takes about a quarter
+// of the gathering loop's time (benchmarks/results/transpose_amd_epyc.txt; power-of-two strides
+// put the loop's 32 source lines in two L1 sets).
 SPORA_ISA_AVX2 void transpose_tiles_f32_avx2(float* dst, const float* src, int64_t rows,
                                              int64_t cols, int64_t ld) {
   constexpr int64_t kTile = 16;

@@ -84,8 +84,9 @@ void measure_primitives(comm::Communicator& world) {
   const sem::Attrs none;
   for (const std::string name : {"all_reduce", "reduce_scatter", "all_gather",
                                  "reduce_scatter_contiguous", "all_gather_contiguous"}) {
-    const bool contiguous = name.ends_with("_contiguous");
-    const std::string prim = contiguous ? name.substr(0, name.size() - 11) : name;
+    const std::string_view suffix = "_contiguous";
+    const bool contiguous = name.ends_with(suffix);
+    const std::string prim = contiguous ? name.substr(0, name.size() - suffix.size()) : name;
     const sem::RefKernel& k = sem::kernel_for(*reg.find(prim));
     sem::Attrs attrs;
     attrs.set("mesh", std::vector<int64_t>{ranks});
