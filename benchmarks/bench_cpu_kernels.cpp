@@ -111,6 +111,19 @@ SPORA_PAIR(Transpose_784x512, {
   static Tensor x = random(DType::f32, {784, 512});
   run(state, "transpose", {x}, {}, cpu);
 })
+// W4's shapes: the transpose of its feed-forward activations [1024, 1024] (the second layer's
+// weight gradient), and the attention heads' permute [8, 128, 4, 64] -> [8, 4, 128, 64] (runs
+// of 64 contiguous elements).
+SPORA_PAIR(Transpose_1024x1024, {
+  static Tensor x = random(DType::f32, {1024, 1024});
+  run(state, "transpose", {x}, {}, cpu);
+})
+SPORA_PAIR(Permute_heads_8x128x4x64, {
+  static Tensor x = random(DType::f32, {8, 128, 4, 64});
+  Attrs a;
+  a.set("axes", std::vector<int64_t>{0, 2, 1, 3});
+  run(state, "permute", {x}, a, cpu);
+})
 void BM_Transpose_512x512_base_isa(benchmark::State& state) {
   static Tensor x = random(DType::f32, {512, 512});
   const cpu::Isa saved = cpu::force_isa(cpu::Isa::base);

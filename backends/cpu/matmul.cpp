@@ -1,7 +1,8 @@
 // CPU kernel of matmul (ops/matmul.cpp), NumPy semantics: 1-D operands promoted (and the
 // added axis removed), batch axes broadcast.
 //
-// f32/f64 run one OpenBLAS GEMM per batch element, or a single GEMM over every batch when the
+// f32/f64 run one OpenBLAS GEMM per batch element (in parallel over the elements and their
+// blocks), or a single GEMM over every batch when the
 // right operand has no batch axes of its own ([b..., m, k] @ [k, n] is [b... m, k] @ [k, n]).
 // BLAS accumulates in the operands' precision where the reference accumulates in double:
 // f32 results agree within f32 rounding of the sum of |a_ik b_kj|. Integers run the
@@ -46,9 +47,14 @@ void matmul_float(const Tensor& a, const Tensor& b, const MatmulShape& s, Tensor
     return;
   }
   std::vector<int64_t> ma = batch_map(ba, s.batch), mb = batch_map(bb, s.batch);
-  for (int64_t i = 0; i < nb; ++i)
-    gemm(false, false, m, n, k, T(1), pa + ma[i] * m * k, k, pb + mb[i] * k * n, n, T(0),
-         po + i * m * n, n);
+  std::vector<const T*> as(static_cast<size_t>(nb)), bs(static_cast<size_t>(nb));
+  std::vector<T*> cs(static_cast<size_t>(nb));
+  for (int64_t i = 0; i < nb; ++i) {
+    as[i] = pa + ma[i] * m * k;
+    bs[i] = pb + mb[i] * k * n;
+    cs[i] = po + i * m * n;
+  }
+  gemm_batch(false, false, nb, m, n, k, T(1), as.data(), k, bs.data(), n, T(0), cs.data(), n);
 }
 
 template <class T>

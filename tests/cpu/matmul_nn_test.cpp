@@ -2,6 +2,8 @@
 // (1-D operands, broadcast batches, empty and k = 0 shapes, integers exactly), softmax,
 // log_softmax, logsumexp and cross_entropy (including logits of 1e4), layer_norm, batch_norm
 // and dropout (the reference's mask exactly).
+#include <omp.h>
+
 #include "tests/cpu/cpu_test_util.h"
 
 namespace spora::cpu::testing {
@@ -55,6 +57,32 @@ TEST(CpuMatmul, EveryFormMatchesReference) {
   Tensor big = vec_t(DType::i32, {1, 2}, {2147483647, 2147483647});
   Tensor two = vec_t(DType::i32, {2, 1}, {3, 5});
   EXPECT_TRUE(agree("matmul", {big, two}, {}, Tol::exact));
+}
+
+// Batched products run every block of every product as one task (blas.h gemm_batch): products
+// cut into blocks with a ragged last one ([200, 70] x [70, 300]: blocks of 160 columns, then
+// 140), many small products (attention's per-head shape, smaller), and broadcast batches. Each
+// matches the reference, and the same bits come out on one thread as on the team.
+TEST(CpuMatmul, BatchedProductsInParallelMatchReferenceAndOneThread) {
+  Gen gen(23);
+  const std::pair<Shape, Shape> cases[] = {{{3, 200, 70}, {3, 70, 300}},
+                                           {{3, 300, 70}, {3, 70, 200}},
+                                           {{32, 32, 16}, {32, 16, 24}},
+                                           {{2, 1, 130, 40}, {3, 40, 129}},
+                                           {{5, 1, 33}, {5, 33, 257}}};
+  for (DType dt : {DType::f32, DType::f64}) {
+    for (const auto& [sa, sb] : cases) {
+      Tensor a = gen.tensor(dt, sa), b = gen.tensor(dt, sb);
+      EXPECT_TRUE(agree("matmul", {a, b}, {}, Tol::scaled, product_scale(a, b, sa.back())))
+          << a.type()->str() << " @ " << b.type()->str();
+      const Value team = cpu_call("matmul", {a, b});
+      const int saved = omp_get_max_threads();
+      omp_set_num_threads(1);
+      const Value one = cpu_call("matmul", {a, b});
+      omp_set_num_threads(saved);
+      EXPECT_TRUE(matches(team, one, Tol::exact)) << a.type()->str() << " @ " << b.type()->str();
+    }
+  }
 }
 
 TEST(CpuNn, SoftmaxFamilyOnEveryAxis) {

@@ -136,6 +136,33 @@ graph @main(%x: f32[16,8], %w: f32[8,4], %b: f32[4]) -> f32[16,4] {
   EXPECT_EQ(groups_of(*m), (std::vector<std::string>{"matmul add relu"}));
 }
 
+// Views and transposes alone (the attention heads' reshape + transpose, a flattened
+// activation's transpose) move data and compute nothing: they stay unfused for the backend's
+// copy engine. The same transpose feeding arithmetic fuses with it.
+TEST(FusionPass, DataMovementAloneStaysUnfused) {
+  auto m = parse(R"(
+graph @main(%x: f32[8,16,4,2], %y: f32[16,8]) -> (f32[8,4,16,2], f32[8,16]) {
+  %r = reshape(%x, shape=[8,16,4,2]) : f32[8,16,4,2]
+  %h = transpose(%r, axes=[0,2,1,3]) : f32[8,4,16,2]
+  %f = reshape(%y, shape=[16,8]) : f32[16,8]
+  %t = permute(%f, axes=[1,0]) : f32[8,16]
+  %out = make_tuple(%h, %t) : (f32[8,4,16,2], f32[8,16])
+  return %out
+}
+)");
+  const auto s = fuse_and_check(*m, args_for(*m));
+  EXPECT_EQ(s.groups, 0u) << ir::print_module(*m);
+  auto with_math = parse(R"(
+graph @main(%y: f32[16,8]) -> f32[8,16] {
+  %t = permute(%y, axes=[1,0]) : f32[8,16]
+  %e = exp(%t) : f32[8,16]
+  return %e
+}
+)");
+  fuse_and_check(*with_math, args_for(*with_math));
+  EXPECT_EQ(groups_of(*with_math), (std::vector<std::string>{"permute exp"}));
+}
+
 // An anchor whose own result is read outside the group (a pre-activation the backward pass
 // needs) stays out of it: the loop nest would only write the GEMM's result over itself. The
 // epilogue still fuses when it has two members.
