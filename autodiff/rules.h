@@ -10,7 +10,8 @@
 //
 //   facet "vjp": VjpRule   reverse mode. Given the primal inputs, the primal output and the
 //                          output's cotangent `dout`, return one cotangent per input
-//                          (nullptr = zero, or no gradient: integer/bool inputs, attributes).
+//                          (nullptr = zero, or no gradient: integer/bool inputs, attributes,
+//                          inputs the Emitter says it does not want).
 //                          Cotangents have exactly the input's type (use Emitter::unbroadcast
 //                          after broadcasting ops).
 //   facet "jvp": JvpRule   forward mode. Given the primal inputs, the primal output and one
@@ -45,6 +46,15 @@ class Emitter {
   // A scalar constant of the given dtype (broadcasts against anything).
   virtual Node* scalar(double value, DType dtype) = 0;
 
+  // While reverse mode runs a vjp rule: whether input i of the node wants a cotangent. Inputs
+  // that do not depend on the leaves being differentiated want none (an input batch, a data
+  // set), and a rule may then skip that cotangent's work and return nullptr for it; eager mode,
+  // which runs what a rule emits at once and has no dead-code pass after it, needs that (W2's
+  // step ran a [64, 512] x [512, 784] product for the images' unused cotangent). Returning it
+  // anyway is correct, only wasted. Every input is wanted outside a rule.
+  bool wants(size_t input) const { return input >= wanted_.size() || wanted_[input]; }
+  void set_wanted(std::vector<bool> wanted) { wanted_ = std::move(wanted); }
+
   // ---- helpers built on op() (defined in autodiff/emitter.cpp)
   Node* add(Node* a, Node* b) { return op("add", {a, b}); }
   Node* sub(Node* a, Node* b) { return op("sub", {a, b}); }
@@ -63,6 +73,9 @@ class Emitter {
   Node* sum(Node* x, std::vector<int64_t> axes, bool keepdims);
   Node* cast(Node* x, DType dtype);
   Node* reshape(Node* x, const Shape& shape);
+
+ private:
+  std::vector<bool> wanted_;
 };
 
 // out_value is the primal output node; node gives access to the attributes and types.

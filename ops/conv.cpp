@@ -259,8 +259,11 @@ ad::Nodes conv2d_vjp(ad::Emitter& e, const ad::Node& node, const ad::Nodes& in, 
                      ad::Node* dout) {
   ad::Node *x = in[0], *w = in[1];
   Attrs geom = conv_attrs(node.attrs);
-  ad::Nodes out{e.op("conv2d_input_grad", {dout, w}, with_shape(geom, ad::shape_of(x))),
-                e.op("conv2d_weight_grad", {x, dout}, with_shape(geom, ad::shape_of(w)))};
+  ad::Nodes out{e.wants(0) ? e.op("conv2d_input_grad", {dout, w}, with_shape(geom, ad::shape_of(x)))
+                           : nullptr,
+                e.wants(1)
+                    ? e.op("conv2d_weight_grad", {x, dout}, with_shape(geom, ad::shape_of(w)))
+                    : nullptr};
   if (in.size() > 2) out.push_back(e.sum(dout, {0, 2, 3}, false));
   return out;
 }

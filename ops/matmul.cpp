@@ -91,10 +91,10 @@ Nodes matmul_vjp(Emitter& e, const Node&, const Nodes& in, Node*, Node* dout) {
   Node* D = e.reshape(dout, d_shape);
   Node* A = e.reshape(a, s.a3);
   Node* B = e.reshape(b, s.b3);
-  Node* dA = e.op("matmul", {D, ad::swap_last2(e, B)});
-  Node* dB = e.op("matmul", {ad::swap_last2(e, A), D});
-  return {e.reshape(e.unbroadcast(dA, s.a3), ad::shape_of(a)),
-          e.reshape(e.unbroadcast(dB, s.b3), ad::shape_of(b))};
+  Node* dA = e.wants(0) ? e.op("matmul", {D, ad::swap_last2(e, B)}) : nullptr;
+  Node* dB = e.wants(1) ? e.op("matmul", {ad::swap_last2(e, A), D}) : nullptr;
+  return {dA ? e.reshape(e.unbroadcast(dA, s.a3), ad::shape_of(a)) : nullptr,
+          dB ? e.reshape(e.unbroadcast(dB, s.b3), ad::shape_of(b)) : nullptr};
 }
 
 Node* matmul_jvp(Emitter& e, const Node&, const Nodes& in, Node*, const Nodes& ts) {
