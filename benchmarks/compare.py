@@ -6,6 +6,7 @@ plus W2 against its GEMM lower bound and W5 against the triad bandwidth bound, b
 the same run.
 
 Usage:  python3 benchmarks/compare.py [--build build] [--rounds N] [--only W2,W5] [--quick] [--out results.json]
+                                     [--blas-kernels env|native]
         python3 benchmarks/compare.py --no-run --ours-json ours.json --peer-json peer.json   (table only)
 
 The peer's number is PyTorch *eager* in its best environment (the fastest of the script's
@@ -87,6 +88,17 @@ def wait_quiet(max_wait, thr=0.10):
             print(f"# WARNING: machine not quiet after {max_wait:.0f} s ({load:.2f} cores busy); measuring anyway",
                   file=sys.stderr)
             return load
+
+
+def openblas_core(env):
+    """The kernels libopenblas selects in `env` (openblas_get_corename), or '?'."""
+    probe = ("import ctypes; l = ctypes.CDLL('libopenblas.so.0'); "
+             "l.openblas_get_corename.restype = ctypes.c_char_p; print(l.openblas_get_corename().decode())")
+    try:
+        r = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=30)
+        return r.stdout.strip() or "?"
+    except (OSError, subprocess.SubprocessError):
+        return "?"
 
 
 def run_peer(args, env, only, out):
@@ -274,10 +286,21 @@ def main():
     ap.add_argument("--rounds", type=int, default=1,
                     help="interleaved rounds; the summary gives each ratio's median and min-max over them")
     ap.add_argument("--out", help="write the table rows and both raw results as JSON")
+    ap.add_argument("--blas-kernels", choices=("env", "native"), default="env",
+                    help="env (default): both sides run OpenBLAS as the environment sets it up; native: "
+                         "OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are removed from both sides' environment, so "
+                         "OpenBLAS picks its kernels for this CPU (where a machine pins older kernels, the "
+                         "GEMM limit both sides are held to is then the CPU's own)")
     a = ap.parse_args()
     if a.rounds < 1:
         sys.exit(f"compare.py: --rounds must be at least 1, got {a.rounds}")
     env = dict(os.environ, OMP_NUM_THREADS=THREADS, OPENBLAS_NUM_THREADS=THREADS)
+    if a.blas_kernels == "native":
+        for var in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
+            env.pop(var, None)
+    print(f"# OpenBLAS kernels ({a.blas_kernels}): OPENBLAS_CORETYPE="
+          f"{env.get('OPENBLAS_CORETYPE', '(unset)')} on both sides; OpenBLAS runs "
+          f"{openblas_core(env)}", flush=True)
     rounds = []
     for i in range(1 if a.no_run else a.rounds):
         if a.no_run:
@@ -300,7 +323,8 @@ def main():
         import machine  # benchmarks/suite/machine.py
         with open(a.out, "w") as f:
             json.dump(dict(rows=rows, rounds=rounds, ours=rounds[-1]["ours"], peer=rounds[-1]["peer"],
-                           machine=machine.describe(ROOT, a.build),
+                           machine=machine.describe(ROOT, a.build), blas_kernels=a.blas_kernels,
+                           openblas_coretype=env.get("OPENBLAS_CORETYPE"),
                            command=" ".join([os.path.basename(sys.executable)] + sys.argv)), f, indent=1)
         print(f"# wrote {a.out}")
 
