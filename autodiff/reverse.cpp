@@ -193,18 +193,18 @@ class Reverse {
     if (!rule || !*rule)
       throw lang::UserError(fmt::format("cannot differentiate '{}': it has no derivative rule", name));
     Node* dout = materialise(e_, a, c->type);
-    std::vector<bool> wanted(c->inputs.size(), true);
-    if (active_)
-      for (size_t i = 0; i < c->inputs.size(); ++i) wanted[i] = (*active_)(c->inputs[i]);
-    e_.set_wanted(std::move(wanted));
     std::vector<Node*> dins;
-    try {
+    {
+      std::vector<bool> wanted(c->inputs.size(), true);
+      if (active_)
+        for (size_t i = 0; i < c->inputs.size(); ++i) wanted[i] = (*active_)(c->inputs[i]);
+      e_.set_wanted(std::move(wanted));
+      struct Unset {
+        Emitter& e;
+        ~Unset() { e.set_wanted({}); }
+      } unset{e_};
       dins = (*rule)(e_, *c, c->inputs, c, dout);
-    } catch (...) {
-      e_.set_wanted({});
-      throw;
     }
-    e_.set_wanted({});
     for (size_t i = 0; i < dins.size() && i < c->inputs.size(); ++i) {
       if (!dins[i]) continue;
       if (!sem::same_type(dins[i]->type, c->inputs[i]->type))

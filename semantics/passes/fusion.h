@@ -42,7 +42,7 @@
 //   path leaves it and comes back: contracting it cannot create a cycle, so a schedule exists)
 //   and be one loop nest (plan_group in fusion_plan.h); otherwise it is not made.
 //   5. Each group of two or more members (not only views and transposes, which the backend's
-//      copy engine moves faster) becomes a fused graph and a call;
+//      copy engine moves at least as fast) becomes a fused graph and a call;
 //      the graph's node list is re-scheduled (stable topological order, effects in order).
 //
 // Assumes a module that verifies (run after optimize). Guarantees the module verifies and
