@@ -27,6 +27,7 @@
 #include "semantics/passes/pipeline.h"
 #include "semantics/pipeline.h"
 #include "semantics/registry.h"
+#include "semantics/shape_rules.h"
 
 namespace {
 
@@ -131,7 +132,8 @@ double matmul_flops(const spora::ir::Graph& g) {
     const auto& a = n->inputs[0]->type->shape;
     double out = 1;
     for (int64_t d : n->type->shape) out *= static_cast<double>(d);
-    f += 2.0 * out * static_cast<double>(a.empty() ? 1 : a.back());
+    const bool ta = spora::sem::matmul_flags(n->attrs).a && a.size() >= 2;  // [..., k, m]
+    f += 2.0 * out * static_cast<double>(a.empty() ? 1 : ta ? a[a.size() - 2] : a.back());
   }
   return f;
 }

@@ -45,6 +45,13 @@ inline ParamSpec attr(std::string name, ParamSpec::AttrKind kind,
                       std::optional<Attr> default_value = std::nullopt) {
   return {std::move(name), ParamSpec::Kind::Attr, kind, std::move(default_value)};
 }
+// A bool attribute, false when absent: the front end does not write it into calls that leave
+// it out (ParamSpec::default_written).
+inline ParamSpec flag_attr(std::string name) {
+  ParamSpec p = attr(std::move(name), ParamSpec::AttrKind::Bool, Attr{false});
+  p.default_written = false;
+  return p;
+}
 inline Attr none() { return Attr{std::monostate{}}; }
 inline Attr ints(std::vector<int64_t> v) { return Attr{std::move(v)}; }
 inline Attr int_attr(int64_t v) { return Attr{v}; }

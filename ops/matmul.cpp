@@ -3,9 +3,14 @@
 //   - a 1-D left operand [k] is a row [1,k] and a 1-D right operand [k] a column [k,1]; the
 //     added axis is removed from the result ([k] @ [k] is a scalar);
 //   - the trailing two axes multiply ([m,k] @ [k,n] -> [m,n]); the leading (batch) axes
-//     broadcast: [2,1,m,k] @ [3,k,n] -> [2,3,m,n].
-// Any mismatch is `matmul shapes do not match: f32[2,3] @ f32[4,5]`.
-// The kernel accumulates float products in double (integers in wrapping i64) and rounds once.
+//     broadcast: [2,1,m,k] @ [3,k,n] -> [2,3,m,n];
+//   - transpose_a / transpose_b (absent: false) swap the last two axes of that operand first
+//     (op(a) @ op(b), as BLAS's transa/transb): reverse mode emits them, so no transposed copy
+//     of an operand is made; a flagged operand has rank 2 or more.
+// Any mismatch is `matmul shapes do not match: f32[2,3] @ f32[4,5]` (`f32[3,2]^T` for a flagged
+// operand). The kernel accumulates float products in double (integers in wrapping i64) and
+// rounds once.
+#include <cstring>
 #include <type_traits>
 
 #include "ops/ad_util.h"
@@ -20,17 +25,39 @@ namespace spora::ops {
 
 namespace {
 
+using sem::MatmulFlags;
 using sem::MatmulShape;
 
-// The promoted shapes of a @ b (semantics/shape_rules.h); UserError when they do not fit.
-MatmulShape matmul_shape(const Type& a, const Type& b) {
+// The promoted shapes of op(a) @ op(b) (semantics/shape_rules.h); UserError when they do not
+// fit.
+MatmulShape matmul_shape(const Type& a, const Type& b, MatmulFlags t) {
+  const std::string as = a.str() + (t.a ? "^T" : ""), bs = b.str() + (t.b ? "^T" : "");
   if (a.dtype != b.dtype)
     user_error("matmul operand types do not match: " + a.str() + " and " + b.str());
   if (a.dtype == DType::boolean)
-    user_error("matmul does not accept bool operands: " + a.str() + " @ " + b.str());
-  std::optional<MatmulShape> s = sem::matmul_shape(a.shape, b.shape);
-  if (!s) user_error("matmul shapes do not match: " + a.str() + " @ " + b.str());
+    user_error("matmul does not accept bool operands: " + as + " @ " + bs);
+  if ((t.a && a.rank() < 2) || (t.b && b.rank() < 2))
+    user_error("matmul's transpose_" + std::string(t.a && a.rank() < 2 ? "a" : "b") +
+               " needs an operand of rank 2 or more: " + as + " @ " + bs);
+  std::optional<MatmulShape> s = sem::matmul_shape(a.shape, b.shape, t);
+  if (!s) user_error("matmul shapes do not match: " + as + " @ " + bs);
   return *s;
+}
+
+// x with its last two axes swapped, copied (the reference kernel's flagged operands).
+Tensor transposed_copy(const Tensor& x) {
+  const Shape& sh = x.shape();
+  const int64_t r = sh[sh.size() - 2], c = sh.back(),
+                batches = r * c != 0 ? x.numel() / (r * c) : 0;
+  Tensor out = Tensor::empty(x.dtype(), sem::swap_last2(sh));
+  const size_t e = dtype_size(x.dtype());
+  const auto* in = static_cast<const uint8_t*>(x.raw());
+  auto* o = static_cast<uint8_t*>(out.raw());
+  for (int64_t b = 0; b < batches; ++b)
+    for (int64_t i = 0; i < r; ++i)
+      for (int64_t j = 0; j < c; ++j)
+        std::memcpy(o + ((b * c + j) * r + i) * e, in + ((b * r + i) * c + j) * e, e);
+  return out;
 }
 
 template <class T>
@@ -81,26 +108,54 @@ using ad::Emitter;
 using ad::Node;
 using ad::Nodes;
 
-Nodes matmul_vjp(Emitter& e, const Node&, const Nodes& in, Node*, Node* dout) {
+// A flagged product, C = op(A) op(B), gives each cotangent as one flagged product in A's (B's)
+// own layout:
+//   dA = D op(B)^T            (A as it is)     dA = op(B) D^T   (transpose_a)
+//   dB = op(A)^T D            (B as it is)     dB = D^T op(A)   (transpose_b)
+// An unflagged product's cotangents are written with transposed operands (permute), the form
+// the strategy search and the simulator see; the fusion pass (semantics/passes/fusion.h) folds
+// such a permute into the flags for the kernels.
+
+// matmul(x, y) with the flags that are set.
+Node* flagged_matmul(Emitter& e, Node* x, Node* y, bool ta, bool tb) {
+  sem::Attrs attrs;
+  if (ta) attrs.set("transpose_a", true);
+  if (tb) attrs.set("transpose_b", true);
+  return e.op("matmul", {x, y}, std::move(attrs));
+}
+
+Nodes matmul_vjp(Emitter& e, const Node& node, const Nodes& in, Node*, Node* dout) {
   Node *a = in[0], *b = in[1];
   if (!ad::diff(a)) return {nullptr, nullptr};
-  MatmulShape s = matmul_shape(*a->type, *b->type);
+  const MatmulFlags t = sem::matmul_flags(node.attrs);
+  MatmulShape s = matmul_shape(*a->type, *b->type, t);
   Shape d_shape = s.batch;
   d_shape.push_back(s.m);
   d_shape.push_back(s.n);
+  // The operands' promoted shapes as they are stored.
+  const Shape sa = t.a ? sem::swap_last2(s.a3) : s.a3, sb = t.b ? sem::swap_last2(s.b3) : s.b3;
   Node* D = e.reshape(dout, d_shape);
-  Node* A = e.reshape(a, s.a3);
-  Node* B = e.reshape(b, s.b3);
-  Node* dA = e.wants(0) ? e.op("matmul", {D, ad::swap_last2(e, B)}) : nullptr;
-  Node* dB = e.wants(1) ? e.op("matmul", {ad::swap_last2(e, A), D}) : nullptr;
-  return {dA ? e.reshape(e.unbroadcast(dA, s.a3), ad::shape_of(a)) : nullptr,
-          dB ? e.reshape(e.unbroadcast(dB, s.b3), ad::shape_of(b)) : nullptr};
+  Node* A = e.reshape(a, sa);
+  Node* B = e.reshape(b, sb);
+  Node* dA = nullptr;
+  Node* dB = nullptr;
+  if (!t.a && !t.b) {
+    if (e.wants(0)) dA = e.op("matmul", {D, ad::swap_last2(e, B)});
+    if (e.wants(1)) dB = e.op("matmul", {ad::swap_last2(e, A), D});
+  } else {
+    if (e.wants(0))
+      dA = t.a ? flagged_matmul(e, B, D, t.b, true) : flagged_matmul(e, D, B, false, !t.b);
+    if (e.wants(1))
+      dB = t.b ? flagged_matmul(e, D, A, true, t.a) : flagged_matmul(e, A, D, !t.a, false);
+  }
+  return {dA ? e.reshape(e.unbroadcast(dA, sa), ad::shape_of(a)) : nullptr,
+          dB ? e.reshape(e.unbroadcast(dB, sb), ad::shape_of(b)) : nullptr};
 }
 
-Node* matmul_jvp(Emitter& e, const Node&, const Nodes& in, Node*, const Nodes& ts) {
+Node* matmul_jvp(Emitter& e, const Node& node, const Nodes& in, Node*, const Nodes& ts) {
   if (!ad::diff(in[0])) return nullptr;
-  Node* da = ts[0] ? e.op("matmul", {ts[0], in[1]}) : nullptr;
-  Node* db = ts[1] ? e.op("matmul", {in[0], ts[1]}) : nullptr;
+  Node* da = ts[0] ? e.op("matmul", {ts[0], in[1]}, node.attrs) : nullptr;
+  Node* db = ts[1] ? e.op("matmul", {in[0], ts[1]}, node.attrs) : nullptr;
   return ad::add_opt(e, da, db);
 }
 
@@ -111,24 +166,28 @@ namespace facets {
 using namespace facet_util;
 
 void matmul_costs(sem::Registry& r) {
-  set_cost(r, "matmul", [](const CostTypes& in, const TypeP& out, const Attrs&) {
+  set_cost(r, "matmul", [](const CostTypes& in, const TypeP& out, const Attrs& attrs) {
     // out holds batch x m x n elements (promoted axes removed), each a dot product over k.
-    const double k = in[0]->rank() > 0 ? static_cast<double>(in[0]->shape.back()) : 0;
-    OpCost c{2 * k * elements(out), input_bytes(in) + type_bytes(out), "matmul"};
-    const auto dim = [](const TypeP& t, int from_end) {
-      return t->rank() >= from_end ? static_cast<double>(t->shape[t->rank() - from_end]) : 1.0;
+    // The flags transpose the GEMM's operands, not its dimensions.
+    const sem::MatmulFlags t = sem::matmul_flags(attrs);
+    const auto dim = [](const TypeP& x, int from_end) {
+      return x->rank() >= from_end ? static_cast<double>(x->shape[x->rank() - from_end]) : 1.0;
     };
-    c.gemm = {in[0]->rank() >= 2 ? dim(in[0], 2) : 1, in[1]->rank() >= 2 ? dim(in[1], 1) : 1, k};
+    const double k = in[0]->rank() > 0 ? dim(in[0], t.a ? 2 : 1) : 0;
+    OpCost c{2 * k * elements(out), input_bytes(in) + type_bytes(out), "matmul"};
+    c.gemm = {in[0]->rank() >= 2 ? dim(in[0], t.a ? 1 : 2) : 1,
+              in[1]->rank() >= 2 ? dim(in[1], t.b ? 2 : 1) : 1, k};
     // A batched left operand times one matrix runs as one GEMM with the batches stacked as rows
     // (backends/cpu/matmul.cpp), e.g. f32[8,128,256] @ f32[256,256] as 1024 x 256 x 256.
     const double rows = elements(in[0]) / std::max(k, 1.0);
-    if (in[0]->rank() > 2 && in[1]->rank() <= 2 && rows > 0) c.gemm[0] = rows;
+    if (!t.a && in[0]->rank() > 2 && in[1]->rank() <= 2 && rows > 0) c.gemm[0] = rows;
     return c;
   });
 }
 
-// matmul with NumPy semantics: batch dims broadcast, 1-D operands promoted.
-Spec matmul_spec(const Types& in, const TypeP& out, const Attrs&) {
+// matmul with NumPy semantics: batch dims broadcast, 1-D operands promoted; a flagged operand's
+// last two dims swapped.
+Spec matmul_spec(const Types& in, const TypeP& out, const Attrs& attrs) {
   if (!is_tensor(in, 0) || !is_tensor(in, 1) || !out || !out->is_tensor()) return std::nullopt;
   const TypeP &a = in[0], &b = in[1];
   const int ra = rank(a), rb = rank(b);
@@ -157,6 +216,9 @@ Spec matmul_spec(const Types& in, const TypeP& out, const Attrs&) {
   std::vector<int> bm = rb >= 2 ? batch_map(b, 2) : std::vector<int>{};
   bm.push_back(k);
   if (rb >= 2) bm.push_back(n);
+  const sem::MatmulFlags t = sem::matmul_flags(attrs);
+  if (t.a && am.size() >= 2) std::swap(am[am.size() - 1], am[am.size() - 2]);
+  if (t.b && bm.size() >= 2) std::swap(bm[bm.size() - 1], bm[bm.size() - 2]);
   s.inputs = {am, bm};
   s.output = out_batch;
   if (m >= 0) s.output.push_back(m);
@@ -177,18 +239,20 @@ void register_matmul(sem::Registry& r) {
   p.name = "matmul";
   p.facets[passes::kFusionFacet] = passes::FusionKind::OutputFusable;
   p.family = "matmul";
-  p.doc = "matrix product a @ b (NumPy: 1-D operands, broadcast batch axes)";
-  p.params = {input("a"), input("b")};
-  p.infer = [](const std::vector<TypeP>& in, const Attrs&) -> TypeP {
+  p.doc = "matrix product a @ b (NumPy: 1-D operands, broadcast batch axes; transpose_a/_b)";
+  p.params = {input("a"), input("b"), flag_attr("transpose_a"), flag_attr("transpose_b")};
+  p.infer = [](const std::vector<TypeP>& in, const Attrs& attrs) -> TypeP {
     expect_inputs(in, 2, 2, "matmul");
     const Type& a = tensor_input(in, 0, "matmul");
     const Type& b = tensor_input(in, 1, "matmul");
-    return Type::tensor(a.dtype, matmul_shape(a, b).out);
+    return Type::tensor(a.dtype, matmul_shape(a, b, sem::matmul_flags(attrs)).out);
   };
-  p.eval = [](const std::vector<Value>& in, const Attrs&) -> Value {
-    const Tensor& a = in.at(0).tensor;
-    const Tensor& b = in.at(1).tensor;
-    MatmulShape s = matmul_shape(*a.type(), *b.type());
+  p.eval = [](const std::vector<Value>& in, const Attrs& attrs) -> Value {
+    const MatmulFlags t = sem::matmul_flags(attrs);
+    matmul_shape(*in.at(0).tensor.type(), *in.at(1).tensor.type(), t);  // the user's errors
+    const Tensor a = t.a ? transposed_copy(in.at(0).tensor) : in.at(0).tensor;
+    const Tensor b = t.b ? transposed_copy(in.at(1).tensor) : in.at(1).tensor;
+    MatmulShape s = matmul_shape(*a.type(), *b.type(), {});
     Tensor out = Tensor::empty(a.dtype(), s.out);
     dispatch(a.dtype(), "matmul", [&](auto tag) {
       using T = typename decltype(tag)::type;

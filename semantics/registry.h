@@ -67,6 +67,10 @@ struct ParamSpec {
   Kind kind = Kind::Input;
   AttrKind attr_kind = AttrKind::Int;
   std::optional<Attr> default_value;  // Attr only; nullopt = required
+  // Attr with a default: false leaves it out of a call's attributes when the call does not give
+  // it (a flag whose absence means its default, as matmul's transpose_a), so the IR of calls
+  // that do not use it does not show it.
+  bool default_written = true;
 };
 
 // A shape/type rule: the output type from the input types and attributes. Throws

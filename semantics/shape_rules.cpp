@@ -59,6 +59,21 @@ std::optional<MatmulShape> matmul_shape(const Shape& a, const Shape& b) {
   return s;
 }
 
+MatmulFlags matmul_flags(const Attrs& attrs) {
+  auto flag = [&](const char* name) { return attrs.has(name) && attrs.get_bool(name); };
+  return {flag("transpose_a"), flag("transpose_b")};
+}
+
+Shape swap_last2(Shape x) {
+  std::swap(x[x.size() - 1], x[x.size() - 2]);
+  return x;
+}
+
+std::optional<MatmulShape> matmul_shape(const Shape& a, const Shape& b, MatmulFlags t) {
+  if ((t.a && a.size() < 2) || (t.b && b.size() < 2)) return std::nullopt;
+  return matmul_shape(t.a ? swap_last2(a) : a, t.b ? swap_last2(b) : b);
+}
+
 std::pair<int64_t, int64_t> adjust_slice(int64_t start, int64_t stop, int64_t step, int64_t len) {
   const bool omit_start = start == kMax || start == kMin;
   const bool omit_stop = stop == kMax || stop == kMin;

@@ -35,6 +35,19 @@ struct MatmulShape {
 // nullopt when a scalar is an operand or the shapes do not match.
 std::optional<MatmulShape> matmul_shape(const Shape& a, const Shape& b);
 
+// matmul's transpose_a / transpose_b attributes (absent: false). The row computes op(a) @ op(b)
+// where op swaps a flagged operand's last two axes (MindSpore's MatMul, BLAS's transa/transb):
+// reverse mode emits them instead of a transposed copy of an operand.
+struct MatmulFlags {
+  bool a = false, b = false;
+};
+MatmulFlags matmul_flags(const Attrs& attrs);
+// x's shape with its last two axes swapped (x of rank 2 or more).
+Shape swap_last2(Shape x);
+// The shapes of op(a) @ op(b): a3 and b3 are op(a)'s and op(b)'s promoted shapes. nullopt also
+// when a flagged operand has rank < 2.
+std::optional<MatmulShape> matmul_shape(const Shape& a, const Shape& b, MatmulFlags t);
+
 // Python's PySlice_AdjustIndices for one axis of length len: (start, count).
 std::pair<int64_t, int64_t> adjust_slice(int64_t start, int64_t stop, int64_t step, int64_t len);
 

@@ -1,9 +1,10 @@
 // CPU kernel of matmul (ops/matmul.cpp), NumPy semantics: 1-D operands promoted (and the
-// added axis removed), batch axes broadcast.
+// added axis removed), batch axes broadcast; transpose_a / transpose_b go to BLAS as its
+// transa / transb, so a flagged operand is read where it lies.
 //
 // f32/f64 run one OpenBLAS GEMM per batch element (in parallel over the elements and their
-// blocks), or a single GEMM over every batch when the
-// right operand has no batch axes of its own ([b..., m, k] @ [k, n] is [b... m, k] @ [k, n]).
+// blocks), or a single GEMM over every batch when the right operand has no batch axes of its
+// own and the left one is not transposed ([b..., m, k] @ [k, n] is [b... m, k] @ [k, n]).
 // BLAS accumulates in the operands' precision where the reference accumulates in double:
 // f32 results agree within f32 rounding of the sum of |a_ik b_kj|. Integers run the
 // reference's loops (wrapping 64-bit accumulation, exact), parallel over rows. The shapes are
@@ -17,6 +18,7 @@ namespace spora::cpu {
 
 namespace {
 
+using sem::MatmulFlags;
 using sem::MatmulShape;
 
 // For each batch element of `out`, the batch index it reads in `in` (broadcast).
@@ -32,7 +34,8 @@ std::vector<int64_t> batch_map(const Shape& in, const Shape& out) {
 }
 
 template <class T>
-void matmul_float(const Tensor& a, const Tensor& b, const MatmulShape& s, Tensor& out) {
+void matmul_float(const Tensor& a, const Tensor& b, const MatmulShape& s, MatmulFlags t,
+                  Tensor& out) {
   const T* pa = a.data<T>();
   const T* pb = b.data<T>();
   T* po = out.data<T>();
@@ -42,8 +45,10 @@ void matmul_float(const Tensor& a, const Tensor& b, const MatmulShape& s, Tensor
     return;
   }
   Shape ba(s.a3.begin(), s.a3.end() - 2), bb(s.b3.begin(), s.b3.end() - 2);
-  if (numel_of(bb) == 1 && ba == s.batch) {  // one GEMM with the batches stacked as rows
-    gemm(false, false, nb * m, n, k, T(1), pa, k, pb, n, T(0), po, n);
+  // Leading dimensions of the operands as stored: op(A) is [m, k], op(B) [k, n].
+  const int64_t lda = t.a ? m : k, ldb = t.b ? k : n;
+  if (!t.a && numel_of(bb) == 1 && ba == s.batch) {  // one GEMM, the batches stacked as rows
+    gemm(false, t.b, nb * m, n, k, T(1), pa, lda, pb, ldb, T(0), po, n);
     return;
   }
   std::vector<int64_t> ma = batch_map(ba, s.batch), mb = batch_map(bb, s.batch);
@@ -54,7 +59,7 @@ void matmul_float(const Tensor& a, const Tensor& b, const MatmulShape& s, Tensor
     bs[i] = pb + mb[i] * k * n;
     cs[i] = po + i * m * n;
   }
-  gemm_batch(false, false, nb, m, n, k, T(1), as.data(), k, bs.data(), n, T(0), cs.data(), n);
+  gemm_batch(t.a, t.b, nb, m, n, k, T(1), as.data(), lda, bs.data(), ldb, T(0), cs.data(), n);
 }
 
 template <class T>
@@ -93,17 +98,19 @@ Value matmul_kernel(const RefKernel& ref, const std::vector<Value>& in, const At
   const DType dt = a.dtype();
   const bool ok = b.dtype() == dt &&
                   (dt == DType::f32 || dt == DType::f64 || dt == DType::i32 || dt == DType::i64);
-  const std::optional<MatmulShape> shape = sem::matmul_shape(a.shape(), b.shape());
-  if (!ok || !shape) return ref(in, attrs);  // the reference reports the error
+  const MatmulFlags t = sem::matmul_flags(attrs);
+  const std::optional<MatmulShape> shape = sem::matmul_shape(a.shape(), b.shape(), t);
+  // The reference reports the errors, and runs flagged integer products.
+  if (!ok || !shape || ((t.a || t.b) && !is_float(dt))) return ref(in, attrs);
   const MatmulShape& s = *shape;
   Tensor out = Tensor::empty(dt, s.out);
   if (out.numel() == 0) return out;
   switch (dt) {
     case DType::f32:
-      matmul_float<float>(a, b, s, out);
+      matmul_float<float>(a, b, s, t, out);
       break;
     case DType::f64:
-      matmul_float<double>(a, b, s, out);
+      matmul_float<double>(a, b, s, t, out);
       break;
     case DType::i32:
       matmul_int<int32_t>(a, b, s, out);

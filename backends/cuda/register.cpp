@@ -15,6 +15,7 @@
 #include "backends/cuda/launch.h"
 #include "lang/diagnostics.h"
 #include "semantics/registry.h"
+#include "semantics/shape_rules.h"
 
 namespace spora::cuda {
 
@@ -480,34 +481,35 @@ void register_reduction() {
 
 // ---- matmul (cuBLAS) ------------------------------------------------------------------------
 
-// Row-major C[m,n] = A[m,k] B[k,n] is column-major C^T = B^T A^T: cuBLAS multiplies the
-// operands as they lie, B first, no transposition.
-void gemm_batched(DType dt, const void* a, const void* b, void* c, int64_t m, int64_t n, int64_t kk,
-                  int64_t batch, int64_t sa, int64_t sb, int64_t sc) {
+// Row-major C[m,n] = op(A)[m,k] op(B)[k,n] is column-major C^T = op(B)^T op(A)^T: cuBLAS
+// multiplies the operands as they lie, B first; a transposed operand (matmul's transpose_a/_b)
+// is stored [k,m] (A) or [n,k] (B) and read with CUBLAS_OP_T, as gemm_t below does.
+void gemm_batched(DType dt, bool ta, bool tb, const void* a, const void* b, void* c, int64_t m,
+                  int64_t n, int64_t kk, int64_t batch, int64_t sa, int64_t sb, int64_t sc) {
   cublasHandle_t h = context().blas;
   note_launch();
   const int M = static_cast<int>(m), N = static_cast<int>(n), K = static_cast<int>(kk);
+  const int lda = ta ? M : K, ldb = tb ? K : N;
+  const cublasOperation_t oa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, ob = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
   if (dt == DType::f16 || dt == DType::bf16) {
     // f16/bf16 storage, f32 accumulation, the result rounded once (the host's rule).
     const cudaDataType_t ty = dt == DType::f16 ? CUDA_R_16F : CUDA_R_16BF;
     const float one = 1, zero = 0;
-    check(cublas().gemm_strided_batched_ex(h, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one, b, ty, N, sb, a,
-                                     ty, K, sa, &zero, c, ty, N, sc, static_cast<int>(batch),
-                                     CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+    check(cublas().gemm_strided_batched_ex(h, ob, oa, N, M, K, &one, b, ty, ldb, sb, a, ty, lda, sa,
+                                           &zero, c, ty, N, sc, static_cast<int>(batch),
+                                           CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
           "cublasGemmStridedBatchedEx");
   } else if (dt == DType::f32) {
     const float one = 1, zero = 0;
-    check(cublas().sgemm_strided_batched(h, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one,
-                                    static_cast<const float*>(b), N, sb,
-                                    static_cast<const float*>(a), K, sa, &zero,
-                                    static_cast<float*>(c), N, sc, static_cast<int>(batch)),
+    check(cublas().sgemm_strided_batched(h, ob, oa, N, M, K, &one, static_cast<const float*>(b),
+                                         ldb, sb, static_cast<const float*>(a), lda, sa, &zero,
+                                         static_cast<float*>(c), N, sc, static_cast<int>(batch)),
           "cublasSgemmStridedBatched");
   } else {
     const double one = 1, zero = 0;
-    check(cublas().dgemm_strided_batched(h, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one,
-                                    static_cast<const double*>(b), N, sb,
-                                    static_cast<const double*>(a), K, sa, &zero,
-                                    static_cast<double*>(c), N, sc, static_cast<int>(batch)),
+    check(cublas().dgemm_strided_batched(h, ob, oa, N, M, K, &one, static_cast<const double*>(b),
+                                         ldb, sb, static_cast<const double*>(a), lda, sa, &zero,
+                                         static_cast<double*>(c), N, sc, static_cast<int>(batch)),
           "cublasDgemmStridedBatched");
   }
 }
@@ -544,11 +546,15 @@ void register_matmul() {
         if (!is_float(dt) || in[1].tensor.dtype() != dt) return std::nullopt;
         const TypeP t = infer("matmul", in, attrs);
         if (is_low(dt) && t->dtype != dt) return std::nullopt;
+        const sem::MatmulFlags tr = sem::matmul_flags(attrs);
         Tensor a = dev(in[0]), b = dev(in[1]);
         Shape as = a.shape(), bs = b.shape();
         if (as.size() == 1) as.insert(as.begin(), 1);
         if (bs.size() == 1) bs.push_back(1);
-        const int64_t m = as[as.size() - 2], kk = as.back(), n = bs.back();
+        // op(A) is [m, kk], op(B) [kk, n] (infer above checked the flags' ranks).
+        const int64_t m = tr.a ? as.back() : as[as.size() - 2];
+        const int64_t kk = tr.a ? as[as.size() - 2] : as.back();
+        const int64_t n = tr.b ? bs[bs.size() - 2] : bs.back();
         const Shape ab(as.begin(), as.end() - 2), bb(bs.begin(), bs.end() - 2);
         const int64_t na = cpu::numel_of(ab), nb = cpu::numel_of(bb);
         // Batches: equal, or one side a single matrix reused (stride 0); other broadcasts go
@@ -569,12 +575,13 @@ void register_matmul() {
           launch_check(k::fill(code(dt), out.raw(), out.numel(), 0.0, stream()), "fill");
           return Value(out);
         }
-        gemm_batched(dt, a.raw(), b.raw(), out.raw(), m, n, kk, batch, na == 1 ? 0 : m * kk,
-                     nb == 1 ? 0 : kk * n, m * n);
+        gemm_batched(dt, tr.a, tr.b, a.raw(), b.raw(), out.raw(), m, n, kk, batch,
+                     na == 1 ? 0 : m * kk, nb == 1 ? 0 : kk * n, m * n);
         return Value(out);
       },
       "f32, f64 through cuBLAS, f16/bf16 through cublasGemmStridedBatchedEx with f32 "
-      "accumulation (batches equal or one side unbatched; integers: host)");
+      "accumulation, transpose_a/_b as cuBLAS's operations (batches equal or one side "
+      "unbatched; integers: host)");
 }
 
 // ---- nn -------------------------------------------------------------------------------------

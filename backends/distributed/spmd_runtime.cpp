@@ -25,6 +25,7 @@
 #include "semantics/iterable.h"
 #include "semantics/registry.h"
 #include "semantics/restore.h"
+#include "semantics/shape_rules.h"
 
 namespace spora::distributed {
 
@@ -753,7 +754,10 @@ struct SpmdRuntime::Impl {
       const TypeP global = global_type(args[k]);
       const int rank = static_cast<int>(global->rank());
       if (rank < 2) return false;
-      const int contraction = operand == 0 ? rank - 1 : rank - 2;
+      // The contraction axis as the operand is stored (matmul's transpose flags swap it).
+      const sem::MatmulFlags t = sem::matmul_flags(reader->attrs);
+      const bool flagged = operand == 0 ? t.a : t.b;
+      const int contraction = (operand == 0) != flagged ? rank - 1 : rank - 2;
       const Layout l = layout(args[k], global);
       for (int d = 0; d < rank; ++d)
         if (l.pieces(d, mesh) > 1 && d != contraction) return false;

@@ -14,6 +14,7 @@
 #include "lang/diagnostics.h"
 #include "semantics/ir/printer.h"
 #include "semantics/passes/pipeline.h"
+#include "semantics/shape_rules.h"
 
 namespace spora::parallel::pipeline {
 
@@ -260,8 +261,11 @@ double default_node_cost(const Node& n) {
   double out = 1;
   for (int64_t d : n.type->shape) out *= static_cast<double>(d);
   if (n.is_prim("matmul") && !n.inputs.empty() && n.inputs[0]->type->is_tensor() &&
-      n.inputs[0]->type->rank() > 0)
-    return 2 * out * static_cast<double>(n.inputs[0]->type->shape.back());
+      n.inputs[0]->type->rank() > 0) {
+    const sem::Shape& a = n.inputs[0]->type->shape;  // [..., k] or, transposed, [..., k, m]
+    const bool ta = sem::matmul_flags(n.attrs).a && a.size() >= 2;
+    return 2 * out * static_cast<double>(ta ? a[a.size() - 2] : a.back());
+  }
   return out;
 }
 

@@ -291,7 +291,7 @@ AV Lowerer::call_primitive(const Primitive& prim, std::vector<Arg> args, lang::S
           } else if (p.name == "seed" && init_seed) {
             attrs.set(p.name, *init_seed);
           } else if (p.default_value) {
-            attrs.set(p.name, *p.default_value);
+            if (p.default_written) attrs.set(p.name, *p.default_value);
           } else {
             fail(r, fmt::format("missing argument '{}' of {}", p.name, prim.name));
           }

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "semantics/passes/dce.h"
 #include "semantics/passes/fusion_kind.h"
 #include "semantics/passes/fusion_plan.h"
 #include "semantics/passes/util.h"
@@ -546,8 +547,50 @@ class GraphFusion {
 
 }  // namespace
 
+namespace {
+
+// Whether n transposes the last two axes of its input and keeps the others (the batched matrix
+// transpose: permute(x, [0, ..., r-1, r-2]), or transpose(x) of a matrix).
+bool swaps_last2(const Node* n) {
+  if (!n->is_apply() || !is_layout(n) || n->inputs.size() != 1) return false;
+  const sem::TypeP& t = n->inputs[0]->type;
+  if (!t || !t->is_tensor() || t->rank() < 2) return false;
+  const int64_t r = t->rank();
+  if (n->attrs.is_none("axes")) return r == 2;
+  const std::vector<int64_t>& axes = n->attrs.get_ints("axes");
+  if (static_cast<int64_t>(axes.size()) != r) return false;
+  for (int64_t i = 0; i < r; ++i) {
+    const int64_t want = i < r - 2 ? i : i == r - 2 ? r - 1 : r - 2;
+    if ((axes[i] < 0 ? axes[i] + r : axes[i]) != want) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+size_t fold_transposes_into_products(Module& m) {
+  size_t folded = 0;
+  for (const auto& g : m.graphs()) {
+    if (is_fused_graph(*g)) continue;
+    for (Node* n : g->nodes) {
+      if (!n->is_apply() || !n->is_prim("matmul") || n->inputs.size() != 2) continue;
+      for (size_t i = 0; i < 2; ++i) {
+        if (!swaps_last2(n->inputs[i])) continue;
+        const char* flag = i == 0 ? "transpose_a" : "transpose_b";
+        const bool was = n->attrs.has(flag) && n->attrs.get_bool(flag);
+        n->inputs[i] = n->inputs[i]->inputs[0];
+        n->attrs.set(flag, !was);
+        ++folded;
+      }
+    }
+  }
+  if (folded > 0) eliminate_dead_code(m);
+  return folded;
+}
+
 FusionStats fuse_operators(Module& m, const FusionOptions& options) {
   FusionStats stats;
+  if (options.fold_transposes) stats.folded_transposes = fold_transposes_into_products(m);
   Effects effects(m);
   const auto cross = cross_graph_uses(m);
   std::vector<Graph*> graphs;

@@ -21,6 +21,12 @@
 // was. Scalar constants the group reads are copied into it. The interpreter runs such a call
 // with the group's compiled kernel (backends/codegen), or node by node when there is none.
 //
+// First, every matmul whose operand is a transpose of its last two axes reads the transpose's
+// input instead, with its transpose_a / transpose_b flag toggled (fold_transposes_into_products):
+// the GEMM reads the operand where it lies (BLAS's transa / transb) and no transposed copy is
+// made; the transposes left unread are removed (dead code elimination). Reverse mode writes
+// a product's cotangents with such transposes (ops/matmul.cpp).
+//
 // Algorithm, per graph (nodes in schedule order; scalar constants take no part):
 //   1. Dataflow: the users of each node in its graph; a node read by the graph's output, by a
 //      nested graph (a closure) or by another graph escapes (its post-dominator is the exit).
@@ -62,12 +68,17 @@ inline constexpr const char* kFusedFlag = "fused";
 struct FusionOptions {
   size_t max_group_size = 64;  // members (applies) per group
   bool horizontal = true;      // phase 4: siblings and producer/consumer groups
+  bool fold_transposes = true;  // matmul(transpose(x), y) -> matmul(x, y, transpose_a=true)
 };
 
 struct FusionStats {
-  size_t groups = 0;        // fused graphs made
-  size_t fused_nodes = 0;   // applies moved into them
+  size_t groups = 0;             // fused graphs made
+  size_t fused_nodes = 0;        // applies moved into them
+  size_t folded_transposes = 0;  // matmul operands read through a flag instead of a transpose
 };
+
+// The first step of fuse_operators, on its own: the number of operands folded.
+size_t fold_transposes_into_products(ir::Module& m);
 
 FusionStats fuse_operators(ir::Module& m, const FusionOptions& options = {});
 

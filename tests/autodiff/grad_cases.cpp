@@ -94,6 +94,16 @@ void matmul(std::vector<GradCase>& cs) {
   cs.push_back(op("matmul_batch_broadcast", "matmul", {f64({2, 1, 2, 3}), f64({3, 3, 2})}));
   cs.push_back(op("matmul_batch_times_matrix", "matmul", {f64({2, 2, 3}), f64({3, 2})}));
   cs.push_back(op("matmul_vec_batched", "matmul", {f64({3}), f64({2, 3, 2})}));
+  // transpose_a / transpose_b: the operands read as stored, op(a) @ op(b).
+  const Attrs ta = attrs({{"transpose_a", true}}), tb = attrs({{"transpose_b", true}});
+  const Attrs both = attrs({{"transpose_a", true}, {"transpose_b", true}});
+  cs.push_back(op("matmul_transpose_a", "matmul", {f64({3, 2}), f64({3, 4})}, ta));
+  cs.push_back(op("matmul_transpose_b", "matmul", {f64({2, 3}), f64({4, 3})}, tb));
+  cs.push_back(op("matmul_transpose_both", "matmul", {f64({3, 2}), f64({4, 3})}, both));
+  cs.push_back(
+      op("matmul_transpose_a_broadcast", "matmul", {f64({2, 1, 3, 2}), f64({3, 3, 2})}, ta));
+  cs.push_back(op("matmul_vec_transpose_b", "matmul", {f64({3}), f64({2, 4, 3})}, tb));
+  cs.push_back(op("matmul_transpose_both_batched", "matmul", {f64({2, 3, 2}), f64({4, 3})}, both));
 }
 
 void shapes(std::vector<GradCase>& cs) {

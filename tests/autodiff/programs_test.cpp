@@ -9,13 +9,16 @@
 #include <sstream>
 
 #include "grad_check_util.h"
+#include "semantics/passes/fusion.h"
 #include "semantics/pipeline.h"
 
 namespace spora::autodiff::testing {
 namespace {
 
 // Runs a program; returns the numbers of each printed line.
-std::vector<std::vector<double>> run_program(const std::string& text, bool eager) {
+// fold: graph mode runs the module after fold_transposes_into_products (fusion.h's first step).
+std::vector<std::vector<double>> run_program(const std::string& text, bool eager,
+                                             bool fold = false) {
   setup();
   // One file per process and test: ctest runs the tests of this file as concurrent processes.
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
@@ -31,6 +34,7 @@ std::vector<std::vector<double>> run_program(const std::string& text, bool eager
   options.eager = eager;
   sem::Compiled c = sem::compile_file(sources, diags, path, options);
   for (const auto& d : diags.diagnostics()) ADD_FAILURE() << d.message;
+  if (c.module && !eager && fold) passes::fold_transposes_into_products(*c.module);
   if (c.module && !eager) sem::Interpreter(*c.module).run_entry();
   ops::set_print_stream(nullptr);
   std::remove(path.c_str());
@@ -184,7 +188,7 @@ def main() {
 }
 
 // How many applications of `prim` the compiled program (every graph) holds.
-size_t count_primitive(const std::string& text, const std::string& prim) {
+size_t count_primitive(const std::string& text, const std::string& prim, bool fold = false) {
   const std::string path =
       ::testing::TempDir() + "spora_ad_count_" + std::to_string(::getpid()) + ".sp";
   std::ofstream(path) << text;
@@ -193,6 +197,7 @@ size_t count_primitive(const std::string& text, const std::string& prim) {
   sem::Compiled c = sem::compile_file(sources, diags, path);
   std::remove(path.c_str());
   EXPECT_TRUE(c.module);
+  if (c.module && fold) passes::fold_transposes_into_products(*c.module);
   size_t count = 0;
   if (c.module)
     for (const auto& g : c.module->graphs())
@@ -256,6 +261,43 @@ def main() {
       EXPECT_EQ(lines[1], graph_lines[1]);
     }
     graph_lines = lines;
+  }
+}
+
+// A product's cotangents are written with transposed operands (permute), and the fusion
+// pass's first step folds each such transpose into matmul's transpose_a / transpose_b: the
+// kernels then read the operands where they lie and no transposed copy is made. A program may
+// write the flags itself. Values are the closed form's in graph mode (folded or not) and eager
+// mode (whose flagged products' cotangents are flagged products).
+TEST(Programs, ProductCotangentsReadTheirOperandsWhereTheyLie) {
+  setup();
+  const std::string text = R"(
+def f(a, b, c) = sum(matmul(a @ b, c, transpose_b=true) ** 2.0)
+def main() {
+    let a = [[1.0, 2.0], [3.0, -1.0]]
+    let b = [[0.5, -1.0], [0.25, 2.0]]
+    let c = [[1.0, 0.0], [2.0, 1.0], [0.0, -1.0]]
+    let (ga, gb, gc) = grad(f, wrt=(0, 1, 2))(a, b, c)
+    print(ga)
+    print(gb)
+    print(gc)
+    print(matmul(a, b, transpose_a=true))
+}
+)";
+  EXPECT_GE(count_primitive(text, "permute"), 2u);
+  EXPECT_EQ(count_primitive(text, "permute", true), 0u);
+  EXPECT_EQ(count_primitive(text, "transpose", true), 0u);
+  for (int run = 0; run < 3; ++run) {
+    const bool eager = run == 2, fold = run == 1;
+    const auto lines = run_program(text, eager, fold);
+    const char* mode = eager ? "eager" : fold ? "graph, folded" : "graph";
+    ASSERT_EQ(lines.size(), 4u) << mode;
+    // p = a b = [[1, 3], [1.25, -5]], y = p c^T = [[1, 5, -3], [1.25, -2.5, 5]], g = 2 y;
+    // dc = g^T p, dp = g c, da = dp b^T, db = a^T dp.
+    EXPECT_EQ(lines[0], (std::vector<double>{-5, 37.5, 11.25, -31.875})) << mode;
+    EXPECT_EQ(lines[1], (std::vector<double>{-0.5, -29, 51.5, 47})) << mode;
+    EXPECT_EQ(lines[2], (std::vector<double>{5.125, -6.5, 3.75, 55, 6.5, -68})) << mode;
+    EXPECT_EQ(lines[3], (std::vector<double>{1.25, 5, 0.75, -4})) << mode;
   }
 }
 

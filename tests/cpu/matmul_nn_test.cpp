@@ -85,6 +85,56 @@ TEST(CpuMatmul, BatchedProductsInParallelMatchReferenceAndOneThread) {
   }
 }
 
+// transpose_a / transpose_b go to BLAS as transa / transb, operands read where they lie: every
+// form against the reference (which multiplies transposed copies), blocked and ragged products,
+// the stacked-rows shortcut's shapes ([b, m, k] @ [n, k]^T), broadcast batches, vectors, k = 0,
+// integers (the reference's loops), and the rank errors; one thread gives the team's bits.
+TEST(CpuMatmul, TransposeFlagsMatchReferenceOnEveryPath) {
+  Gen gen(29);
+  struct Case {
+    Shape a, b;  // as stored
+    bool ta, tb;
+  };
+  const Case cases[] = {{{784, 64}, {784, 51}, true, false},
+                        {{64, 784}, {51, 784}, false, true},
+                        {{70, 200}, {300, 70}, true, true},
+                        {{3, 17, 33}, {17, 65}, true, false},
+                        {{3, 33, 17}, {65, 17}, false, true},
+                        {{3, 200, 70}, {3, 300, 200}, true, true},
+                        {{2, 1, 40, 130}, {3, 40, 129}, true, false},
+                        {{7}, {2, 5, 7}, false, true},
+                        {{7, 5}, {7}, true, false},
+                        {{0, 3}, {0, 4}, true, false},
+                        {{3, 4}, {0, 4}, false, true},
+                        {{8, 128, 256}, {8, 128, 64}, true, false}};
+  for (DType dt : {DType::f32, DType::f64, DType::i32}) {
+    for (const Case& c : cases) {
+      if (dt == DType::i32 && c.a.size() + c.b.size() > 4) continue;  // the loops are slow
+      Attrs attrs;
+      if (c.ta) attrs.set("transpose_a", true);
+      if (c.tb) attrs.set("transpose_b", true);
+      Tensor a = gen.tensor(dt, c.a, -1, 1, -50, 50), b = gen.tensor(dt, c.b, -1, 1, -50, 50);
+      const int64_t k = c.ta ? c.a[c.a.size() - 2] : c.a.back();
+      const std::string what =
+          a.type()->str() + (c.ta ? "^T @ " : " @ ") + b.type()->str() + (c.tb ? "^T" : "");
+      EXPECT_TRUE(agree("matmul", {a, b}, attrs, Tol::scaled, product_scale(a, b, k))) << what;
+      if (dt == DType::i32) continue;
+      const Value team = cpu_call("matmul", {a, b}, attrs);
+      const int saved = omp_get_max_threads();
+      omp_set_num_threads(1);
+      const Value one = cpu_call("matmul", {a, b}, attrs);
+      omp_set_num_threads(saved);
+      EXPECT_TRUE(matches(team, one, Tol::exact)) << what;
+    }
+  }
+  Attrs ta;
+  ta.set("transpose_a", true);
+  EXPECT_TRUE(agree("matmul", {gen.tensor(DType::f32, {3}), gen.tensor(DType::f32, {3, 4})}, ta,
+                    Tol::exact));
+  EXPECT_TRUE(agree("matmul", {gen.tensor(DType::f32, {3, 2}), gen.tensor(DType::f32, {2, 4})}, ta,
+                    Tol::exact));
+}
+
 TEST(CpuNn, SoftmaxFamilyOnEveryAxis) {
   Gen gen(22);
   const std::vector<Shape> shapes = {{1}, {10}, {64, 10}, {3, 4, 5}, {2, 0, 3}, {5, 1}, {8, 1031}};

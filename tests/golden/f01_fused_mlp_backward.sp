@@ -31,49 +31,46 @@ def main() {
 # CHECK-NEXT: %22 = tuple_get(%21, index=0) : f32
 # CHECK-NEXT: %23 = tuple_get(%21, index=1) : f32[2,3]
 # CHECK-NEXT: %24 = call @fused_step.2(%23) : f32[3]
-# CHECK-NEXT: %25 = permute(%16, axes=[1,0]) : f32[3,8]
-# CHECK-NEXT: %26 = call @fused_step.3(%23, %25, %19) : (f32[2,8], f32[8])
-# CHECK-NEXT: %27 = tuple_get(%26, index=0) : f32[2,8]
-# CHECK-NEXT: %28 = tuple_get(%26, index=1) : f32[8]
-# CHECK-NEXT: %29 = permute(%20, axes=[1,0]) : f32[8,2]
-# CHECK-NEXT: %30 = matmul(%29, %23) : f32[8,3]
-# CHECK-NEXT: %31 = permute(%x, axes=[1,0]) : f32[4,2]
-# CHECK-NEXT: %32 = matmul(%31, %27) : f32[4,8]
-# CHECK-NEXT: %33 = make_record(%32, %28, %30, %24, name="MLP", names="w1,b1,w2,b2") : MLP{w1: f32[4,8], b1: f32[8], w2: f32[8,3], b2: f32[3]}
-# CHECK-NEXT: %34 = make_tuple(%22, %33) : (f32, MLP{w1: f32[4,8], b1: f32[8], w2: f32[8,3], b2: f32[3]})
-# CHECK-NEXT: return %34
+# CHECK-NEXT: %25 = call @fused_step.3(%23, %16, %19) : (f32[2,8], f32[8])
+# CHECK-NEXT: %26 = tuple_get(%25, index=0) : f32[2,8]
+# CHECK-NEXT: %27 = tuple_get(%25, index=1) : f32[8]
+# CHECK-NEXT: %28 = matmul(%20, %23, transpose_a=true) : f32[8,3]
+# CHECK-NEXT: %29 = matmul(%x, %26, transpose_a=true) : f32[4,8]
+# CHECK-NEXT: %30 = make_record(%29, %27, %28, %24, name="MLP", names="w1,b1,w2,b2") : MLP{w1: f32[4,8], b1: f32[8], w2: f32[8,3], b2: f32[3]}
+# CHECK-NEXT: %31 = make_tuple(%22, %30) : (f32, MLP{w1: f32[4,8], b1: f32[8], w2: f32[8,3], b2: f32[3]})
+# CHECK-NEXT: return %31
 # CHECK-NEXT: }
 # CHECK: @fused graph @fused_step(%p0: f32[2,4], %p1: f32[4,8], %p2: f32[8]) -> (f32[2,8], f32[2,8]) {
-# CHECK-NEXT: %35 = matmul(%p0, %p1) : f32[2,8]
-# CHECK-NEXT: %36 = add(%35, %p2) : f32[2,8]
-# CHECK-NEXT: %37 = relu(%36) : f32[2,8]
-# CHECK-NEXT: %38 = make_tuple(%36, %37) : (f32[2,8], f32[2,8])
-# CHECK-NEXT: return %38
+# CHECK-NEXT: %32 = matmul(%p0, %p1) : f32[2,8]
+# CHECK-NEXT: %33 = add(%32, %p2) : f32[2,8]
+# CHECK-NEXT: %34 = relu(%33) : f32[2,8]
+# CHECK-NEXT: %35 = make_tuple(%33, %34) : (f32[2,8], f32[2,8])
+# CHECK-NEXT: return %35
 # CHECK-NEXT: }
 # CHECK: @fused graph @fused_step.1(%p0: f32[2,8], %p1: f32[8,3], %p2: f32[3], %p3: i32[2]) -> (f32, f32[2,3]) {
-# CHECK-NEXT: %39 = matmul(%p0, %p1) : f32[2,3]
-# CHECK-NEXT: %40 = add(%39, %p2) : f32[2,3]
-# CHECK-NEXT: %41 = cross_entropy(%40, %p3, reduction="mean") : f32
-# CHECK-NEXT: %42 = softmax(%40, axis=1) : f32[2,3]
-# CHECK-NEXT: %43 = one_hot(%p3, num_classes=3, dtype=f32) : f32[2,3]
-# CHECK-NEXT: %44 = sub(%42, %43) : f32[2,3]
-# CHECK-NEXT: %45 = constant 0.5 : f32
-# CHECK-NEXT: %46 = mul(%45, %44) : f32[2,3]
-# CHECK-NEXT: %47 = make_tuple(%41, %46) : (f32, f32[2,3])
-# CHECK-NEXT: return %47
+# CHECK-NEXT: %36 = matmul(%p0, %p1) : f32[2,3]
+# CHECK-NEXT: %37 = add(%36, %p2) : f32[2,3]
+# CHECK-NEXT: %38 = cross_entropy(%37, %p3, reduction="mean") : f32
+# CHECK-NEXT: %39 = softmax(%37, axis=1) : f32[2,3]
+# CHECK-NEXT: %40 = one_hot(%p3, num_classes=3, dtype=f32) : f32[2,3]
+# CHECK-NEXT: %41 = sub(%39, %40) : f32[2,3]
+# CHECK-NEXT: %42 = constant 0.5 : f32
+# CHECK-NEXT: %43 = mul(%42, %41) : f32[2,3]
+# CHECK-NEXT: %44 = make_tuple(%38, %43) : (f32, f32[2,3])
+# CHECK-NEXT: return %44
 # CHECK-NEXT: }
 # CHECK: @fused graph @fused_step.2(%p0: f32[2,3]) -> f32[3] {
-# CHECK-NEXT: %48 = sum(%p0, axis=[0], keepdims=true) : f32[1,3]
-# CHECK-NEXT: %49 = reshape(%48, shape=[3]) : f32[3]
-# CHECK-NEXT: return %49
+# CHECK-NEXT: %45 = sum(%p0, axis=[0], keepdims=true) : f32[1,3]
+# CHECK-NEXT: %46 = reshape(%45, shape=[3]) : f32[3]
+# CHECK-NEXT: return %46
 # CHECK-NEXT: }
-# CHECK: @fused graph @fused_step.3(%p0: f32[2,3], %p1: f32[3,8], %p2: f32[2,8]) -> (f32[2,8], f32[8]) {
-# CHECK-NEXT: %50 = matmul(%p0, %p1) : f32[2,8]
-# CHECK-NEXT: %51 = constant 0.0 : f32
-# CHECK-NEXT: %52 = gt(%p2, %51) : bool[2,8]
-# CHECK-NEXT: %53 = where(%52, %50, %51) : f32[2,8]
-# CHECK-NEXT: %54 = sum(%53, axis=[0], keepdims=true) : f32[1,8]
-# CHECK-NEXT: %55 = reshape(%54, shape=[8]) : f32[8]
-# CHECK-NEXT: %56 = make_tuple(%53, %55) : (f32[2,8], f32[8])
-# CHECK-NEXT: return %56
+# CHECK: @fused graph @fused_step.3(%p0: f32[2,3], %p1: f32[8,3], %p2: f32[2,8]) -> (f32[2,8], f32[8]) {
+# CHECK-NEXT: %47 = matmul(%p0, %p1, transpose_b=true) : f32[2,8]
+# CHECK-NEXT: %48 = constant 0.0 : f32
+# CHECK-NEXT: %49 = gt(%p2, %48) : bool[2,8]
+# CHECK-NEXT: %50 = where(%49, %47, %48) : f32[2,8]
+# CHECK-NEXT: %51 = sum(%50, axis=[0], keepdims=true) : f32[1,8]
+# CHECK-NEXT: %52 = reshape(%51, shape=[8]) : f32[8]
+# CHECK-NEXT: %53 = make_tuple(%50, %52) : (f32[2,8], f32[8])
+# CHECK-NEXT: return %53
 # CHECK-NEXT: }

@@ -1,4 +1,6 @@
 // Reductions and matmul.
+#include <cmath>
+
 #include "ops_test_util.h"
 
 namespace spora::ops::testing {
@@ -95,6 +97,61 @@ TEST(Matmul, OneDimensionalAndBatched) {
   EXPECT_EQ(infer("matmul", {ty(f32, {sem::kDynamicDim, 784}), ty(f32, {784, 10})})->str(),
             "f32[?,10]");
   EXPECT_EQ(infer("matmul", {ty(f32, {2, 3, 4}), ty(f32, {4})})->str(), "f32[2,3]");
+}
+
+// transpose_a / transpose_b: op(a) @ op(b), equal to the product of the transposed copies.
+TEST(Matmul, TransposeFlagsEqualTheProductOfTransposedCopies) {
+  auto flags = [](bool ta, bool tb) {
+    sem::Attrs a;
+    if (ta) a.set("transpose_a", true);
+    if (tb) a.set("transpose_b", true);
+    return a;
+  };
+  auto swapped = [](const Value& x) {
+    std::vector<int64_t> axes;
+    for (int64_t i = 0; i < x.tensor.rank(); ++i) axes.push_back(i);
+    std::swap(axes[axes.size() - 1], axes[axes.size() - 2]);
+    sem::Attrs a;
+    a.set("axes", axes);
+    return call("permute", {x}, a);
+  };
+  // The operands' shapes as stored, and the flags.
+  struct Case {
+    Shape a, b;
+    bool ta, tb;
+  };
+  const Case cases[] = {{{3, 2}, {3, 4}, true, false},    {{2, 3}, {4, 3}, false, true},
+                        {{3, 2}, {4, 3}, true, true},     {{2, 3, 2}, {3, 4}, true, false},
+                        {{2, 2, 3}, {4, 3}, false, true}, {{2, 1, 3, 2}, {3, 4, 3}, true, true},
+                        {{3}, {2, 4, 3}, false, true},    {{3, 2}, {3}, true, false}};
+  auto numel = [](const Shape& s) {
+    int64_t n = 1;
+    for (int64_t d : s) n *= d;
+    return n;
+  };
+  double seed = 1;
+  for (const Case& c : cases) {
+    std::vector<double> va, vb;
+    for (int64_t i = 0; i < numel(c.a); ++i) va.push_back(seed = std::fmod(seed * 7.3, 5) - 2);
+    for (int64_t i = 0; i < numel(c.b); ++i) vb.push_back(seed = std::fmod(seed * 3.1, 7) - 3);
+    Value a = T(c.a, va), b = T(c.b, vb);
+    const std::string want = fmt(call("matmul", {c.ta ? swapped(a) : a, c.tb ? swapped(b) : b}));
+    EXPECT_EQ(fmt(call("matmul", {a, b}, flags(c.ta, c.tb))), want)
+        << sem::shape_str(c.a) << (c.ta ? "^T" : "") << " @ " << sem::shape_str(c.b)
+        << (c.tb ? "^T" : "");
+  }
+  // Integers too (the reference's exact wrapping products).
+  EXPECT_EQ(fmt(call("matmul", {T({2, 2}, {1, 2, 3, 4}, i32), T({2, 2}, {1, 0, 1, 1}, i32)},
+                     flags(true, true))),
+            "[[1, 4], [2, 6]]");
+  EXPECT_EQ(infer("matmul", {ty(f32, {5, 1, 3, 4}), ty(f32, {6, 2, 3})}, flags(true, true))->str(),
+            "f32[5,6,4,2]");
+  EXPECT_EQ(infer_error("matmul", {ty(f32, {3, 2}), ty(f32, {4, 5})}, flags(true, false)),
+            "matmul shapes do not match: f32[3,2]^T @ f32[4,5]");
+  EXPECT_EQ(infer_error("matmul", {ty(f32, {3}), ty(f32, {3, 5})}, flags(true, false)),
+            "matmul's transpose_a needs an operand of rank 2 or more: f32[3]^T @ f32[3,5]");
+  EXPECT_EQ(infer_error("matmul", {ty(f32, {2, 3}), ty(f32, {3})}, flags(false, true)),
+            "matmul's transpose_b needs an operand of rank 2 or more: f32[2,3] @ f32[3]^T");
 }
 
 TEST(Matmul, Errors) {
