@@ -11,6 +11,7 @@ class GraphEmitter : public Emitter {
   GraphEmitter(ir::Module& m, ir::Graph* g, lang::SourceLoc loc = {}) : m_(m), g_(g), loc_(loc) {}
   Node* op(const std::string& prim, std::vector<Node*> inputs, Attrs attrs = {}) override;
   Node* scalar(double value, DType dtype) override;
+  bool runs_at_once() const override { return static_cast<bool>(m_.on_add); }  // eager mode
   ir::Module& module() { return m_; }
   ir::Graph* graph() { return g_; }
 

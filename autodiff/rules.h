@@ -54,6 +54,10 @@ class Emitter {
   // anyway is correct, only wasted. Every input is wanted outside a rule.
   bool wants(size_t input) const { return input >= wanted_.size() || wanted_[input]; }
   void set_wanted(std::vector<bool> wanted) { wanted_ = std::move(wanted); }
+  // Whether each emitted node runs as it is emitted (eager mode): no pass (dead code, fusion)
+  // sees the nodes before they run, so a rule emits the form the kernels run best (matmul's
+  // cotangents as flagged products, not products of transposed copies).
+  virtual bool runs_at_once() const { return false; }
 
   // ---- helpers built on op() (defined in autodiff/emitter.cpp)
   Node* add(Node* a, Node* b) { return op("add", {a, b}); }

@@ -114,7 +114,8 @@ using ad::Nodes;
 //   dB = op(A)^T D            (B as it is)     dB = D^T op(A)   (transpose_b)
 // An unflagged product's cotangents are written with transposed operands (permute), the form
 // the strategy search and the simulator see; the fusion pass (semantics/passes/fusion.h) folds
-// such a permute into the flags for the kernels.
+// such a permute into the flags for the kernels. Eager mode, which runs each node as it is
+// emitted (Emitter::runs_at_once), gets the flagged products at once.
 
 // matmul(x, y) with the flags that are set.
 Node* flagged_matmul(Emitter& e, Node* x, Node* y, bool ta, bool tb) {
@@ -139,7 +140,7 @@ Nodes matmul_vjp(Emitter& e, const Node& node, const Nodes& in, Node*, Node* dou
   Node* B = e.reshape(b, sb);
   Node* dA = nullptr;
   Node* dB = nullptr;
-  if (!t.a && !t.b) {
+  if (!t.a && !t.b && !e.runs_at_once()) {
     if (e.wants(0)) dA = e.op("matmul", {D, ad::swap_last2(e, B)});
     if (e.wants(1)) dB = e.op("matmul", {ad::swap_last2(e, A), D});
   } else {
