@@ -602,6 +602,8 @@ TEST(GpuLowPrecision, ElementwiseReductionsMatmulSoftmaxLayerNorm) {
     EXPECT_TRUE(agree_low("mean", {t({6, 30})}));
     EXPECT_TRUE(agree_low("matmul", {t({64, 96}, -1, 1), t({96, 48}, -1, 1)}));
     EXPECT_TRUE(agree_low("matmul", {t({3, 16, 32}, -1, 1), t({3, 32, 8}, -1, 1)}));
+    EXPECT_TRUE(agree_low("matmul", {t({3, 32, 16}, -1, 1), t({3, 8, 32}, -1, 1)},
+                          A({{"transpose_a", sem::Attr{true}}, {"transpose_b", sem::Attr{true}}})));
     EXPECT_TRUE(agree_low("softmax", {t({8, 100}, -5, 5)}));
     EXPECT_TRUE(agree_low("log_softmax", {t({8, 100}, -5, 5)}));
     EXPECT_TRUE(agree_low("layer_norm", {t({6, 64}), t({64}), t({64})}));

@@ -305,6 +305,24 @@ TEST(GpuKernels, Matmul) {
     EXPECT_TRUE(agree("matmul", {t(DType::f32, a, g), t(DType::f32, b, g)}));
     EXPECT_TRUE(agree("matmul", {t(DType::f64, a, g), t(DType::f64, b, g)}));
   }
+  // transpose_a / transpose_b as cuBLAS's operations (shapes as stored): 2-D, one side
+  // unbatched, both batched, ragged sizes.
+  struct Flagged {
+    Shape a, b;
+    bool ta, tb;
+  };
+  const Flagged flagged[] = {
+      {{7, 5}, {7, 3}, true, false},          {{5, 7}, {3, 7}, false, true},
+      {{7, 5}, {3, 7}, true, true},           {{2, 7, 5}, {7, 3}, true, false},
+      {{2, 5, 7}, {2, 3, 7}, false, true},    {{256, 128}, {96, 256}, true, true},
+      {{3, 33, 17}, {3, 33, 65}, true, false}};
+  for (const Flagged& f : flagged) {
+    Attrs attrs;
+    if (f.ta) attrs.set("transpose_a", true);
+    if (f.tb) attrs.set("transpose_b", true);
+    EXPECT_TRUE(agree("matmul", {t(DType::f32, f.a, g), t(DType::f32, f.b, g)}, attrs));
+    EXPECT_TRUE(agree("matmul", {t(DType::f64, f.a, g), t(DType::f64, f.b, g)}, attrs));
+  }
 }
 
 TEST(GpuKernels, SoftmaxCrossEntropyLayerNorm) {
