@@ -116,6 +116,9 @@ std::vector<int64_t> reduction_axes(const Attrs& attrs, const std::string& name,
 
 int64_t numel_of(const Shape& s);
 std::vector<int64_t> strides_of(const Shape& s);
+// x with its axes permuted (result axis i is x's axis perm[i]), copied: the permute row's
+// reference kernel (ops/shape.cpp), for every dtype.
+Tensor permuted(const Tensor& x, const std::vector<int64_t>& perm);
 // The broadcast shape of two shapes (NumPy rules); nullopt when incompatible.
 using sem::broadcast_shapes;
 // The type rule shared by binary elementwise ops: equal dtypes (`add operand types do not

@@ -10,7 +10,6 @@
 // Any mismatch is `matmul shapes do not match: f32[2,3] @ f32[4,5]` (`f32[3,2]^T` for a flagged
 // operand). The kernel accumulates float products in double (integers in wrapping i64) and
 // rounds once.
-#include <cstring>
 #include <type_traits>
 
 #include "ops/ad_util.h"
@@ -46,18 +45,10 @@ MatmulShape matmul_shape(const Type& a, const Type& b, MatmulFlags t) {
 
 // x with its last two axes swapped, copied (the reference kernel's flagged operands).
 Tensor transposed_copy(const Tensor& x) {
-  const Shape& sh = x.shape();
-  const int64_t r = sh[sh.size() - 2], c = sh.back(),
-                batches = r * c != 0 ? x.numel() / (r * c) : 0;
-  Tensor out = Tensor::empty(x.dtype(), sem::swap_last2(sh));
-  const size_t e = dtype_size(x.dtype());
-  const auto* in = static_cast<const uint8_t*>(x.raw());
-  auto* o = static_cast<uint8_t*>(out.raw());
-  for (int64_t b = 0; b < batches; ++b)
-    for (int64_t i = 0; i < r; ++i)
-      for (int64_t j = 0; j < c; ++j)
-        std::memcpy(o + ((b * c + j) * r + i) * e, in + ((b * r + i) * c + j) * e, e);
-  return out;
+  std::vector<int64_t> perm;
+  for (int64_t i = 0; i < x.rank(); ++i) perm.push_back(i);
+  std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+  return permuted(x, perm);
 }
 
 template <class T>

@@ -135,15 +135,7 @@ void add_transpose(sem::Registry& r, const std::string& name, bool axes_optional
   };
   p.eval = [name](const std::vector<Value>& in, const Attrs& attrs) -> Value {
     const Tensor& x = in.at(0).tensor;
-    std::vector<int64_t> perm = perm_of(*x.type(), attrs, name);
-    std::vector<int64_t> in_st = strides_of(x.shape());
-    Shape out;
-    std::vector<int64_t> st;
-    for (int64_t a : perm) {
-      out.push_back(x.shape()[a]);
-      st.push_back(in_st[a]);
-    }
-    return strided_copy(x, out, st, 0);
+    return permuted(x, perm_of(*x.type(), attrs, name));
   };
   ad::set_linear_rules(
       p, [name](ad::Emitter& e, const ad::Node& node, ad::Node* x, ad::Node* dout) {
@@ -155,6 +147,21 @@ void add_transpose(sem::Registry& r, const std::string& name, bool axes_optional
   p.facets[passes::kFusionFacet] = passes::FusionKind::Injective;
   r.add(std::move(p));
 }
+
+}  // namespace
+
+Tensor permuted(const Tensor& x, const std::vector<int64_t>& perm) {
+  const std::vector<int64_t> in_st = strides_of(x.shape());
+  Shape out;
+  std::vector<int64_t> st;
+  for (int64_t a : perm) {
+    out.push_back(x.shape()[static_cast<size_t>(a)]);
+    st.push_back(in_st[static_cast<size_t>(a)]);
+  }
+  return strided_copy(x, out, st, 0);
+}
+
+namespace {
 
 // The transpose of every op that only reshapes: reshape back.
 ad::Node* reshape_back(ad::Emitter& e, const ad::Node&, ad::Node* x, ad::Node* dout) {

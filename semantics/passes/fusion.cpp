@@ -545,10 +545,6 @@ class GraphFusion {
   }
 };
 
-}  // namespace
-
-namespace {
-
 // Whether n transposes the last two axes of its input and keeps the others (the batched matrix
 // transpose: permute(x, [0, ..., r-1, r-2]), or transpose(x) of a matrix).
 bool swaps_last2(const Node* n) {
