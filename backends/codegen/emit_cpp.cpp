@@ -3,14 +3,21 @@
 //
 //   extern "C" int spora_k<hash>(const void* const* in_, void* const* out_, int sp_threads) {
 //     const float* in0 = (const float*)in_[0]; ...   float* out0 = (float*)out_[0]; ...
-//     int err = 0; double t0 = 0;                     // totals
-//     #pragma omp parallel for num_threads(sp_threads) reduction(...)   // rows (x chunks)
+//     int sp_failed = 0; double t0 = 0;               // totals
+//     #pragma omp parallel for num_threads(sp_threads)   // rows (x chunks)
 //     for (int64_t task = 0; task < TASKS; ++task) {
-//       const int64_t r = ...; row setup
+//       int err = 0; const int64_t r = ...; row setup
 //       pre; accumulators; #pragma omp simd reduction(...) for (j ...) { body } post  // each pass
+//       if (err) { #pragma omp atomic write  sp_failed = 1; }
 //     }
-//     epilogue; return err != 0;
+//     int err = sp_failed; epilogue; return err != 0;
 //   }
+//
+// A failed check (SP_CHECK: an index out of range) sets the task's own `err`; the task then
+// raises the shared flag with an atomic write. Neither an OpenMP reduction over one shared `err`
+// nor plain writes to it: compiled by clang 14 at -O2 or -O3, both lose the failure where a
+// dynamic schedule runs on one thread, and the kernel returns 0 for an out-of-range label
+// (Codegen.AKernelsFailedCheckRunsTheGroupNodeByNode compiles with clang++ as well).
 //
 // Inner loops carry `omp simd`: iterations are independent (an output may share its buffer
 // with an input read at the same index only, fusion_plan.h in_place_ok). Reductions
@@ -510,7 +517,7 @@ KernelSource emit_cpp(const Kernel& plan) {
     const std::string t = c_buffer_type(k.outputs[i].dtype);
     body += fmt::format("{}{}* out{} = static_cast<{}*>(out_[{}]);\n", I1, t, i, t, i);
   }
-  body += I1 + "int err = 0;\n";
+  body += I1 + (k.checks ? "int sp_failed = 0;\n" : "int err = 0;\n");
   std::vector<const Accumulator*> totals;
   for (const Accumulator& t : k.totals) {
     declare(body, t, I1);
@@ -519,7 +526,7 @@ KernelSource emit_cpp(const Kernel& plan) {
   const int64_t chunk = kir::task_extent(k);
   const int64_t chunks = (k.inner + chunk - 1) / chunk;
   const int64_t tasks = k.rows * chunks;
-  const std::string err_clause = k.checks ? " reduction(|:err)" : "";
+  const std::string err_clause = k.checks ? " reduction(|:err)" : "";  // the task's own err
   // Tasks are handed out dynamically (a few per grab): on a shared machine one core often runs
   // slower than the other, and a static split waits for it (W5: medians 3-10% lower).
   // Totals are summed per fixed block of tasks, and the blocks' partials added in block order
@@ -533,9 +540,9 @@ KernelSource emit_cpp(const Kernel& plan) {
         body += fmt::format("{}int {}n_part[{}];\n", I1, c_acc_name(*t), blocks);
     }
     body += fmt::format(
-        "{}#pragma omp parallel for schedule(dynamic, 1) num_threads(sp_threads){} if(sp_threads > "
+        "{}#pragma omp parallel for schedule(dynamic, 1) num_threads(sp_threads) if(sp_threads > "
         "1)\n",
-        I1, err_clause);
+        I1);
     body += fmt::format("{}for (int64_t sp_block = 0; sp_block < {}; ++sp_block) {{\n", I1, blocks);
     for (const Accumulator* t : totals) declare(body, *t, I2);  // this block's
     body += fmt::format(
@@ -546,10 +553,11 @@ KernelSource emit_cpp(const Kernel& plan) {
                                      ? fmt::format("dynamic, {}", std::max<int64_t>(1, tasks / 64))
                                      : std::string("static");
     body += fmt::format(
-        "{}#pragma omp parallel for schedule({}) num_threads(sp_threads){} if(sp_threads > 1)\n",
-        I1, schedule, err_clause);
+        "{}#pragma omp parallel for schedule({}) num_threads(sp_threads) if(sp_threads > 1)\n", I1,
+        schedule);
     body += fmt::format("{}for (int64_t task = 0; task < {}; ++task) {{\n", I1, tasks);
   }
+  if (k.checks) body += I2 + "int err = 0;\n";
   if (chunks == 1) {
     body += I2 + "const int64_t r = task;\n";
     body += fmt::format("{}const int64_t j0 = 0, j1 = {};\n", I2, k.inner);
@@ -579,6 +587,9 @@ KernelSource emit_cpp(const Kernel& plan) {
     lines(body, pass.post, I2);
     for (size_t t : pass.post_totals) body += I2 + update(k.totals[t]) + "\n";
   }
+  if (k.checks)
+    body += I2 + "if (err) {\n" + I2 + "  #pragma omp atomic write\n" + I2 + "  sp_failed = 1;\n" +
+            I2 + "}\n";
   body += (blocks > 0 ? I2 : I1) + "}\n";
   if (blocks > 0) {
     for (const Accumulator* t : totals) {
@@ -592,6 +603,7 @@ KernelSource emit_cpp(const Kernel& plan) {
     body += I1 + "}\n";
   }
   for (const Accumulator& t : k.totals) finish(body, t, I1);
+  if (k.checks) body += I1 + "int err = sp_failed;\n";
   lines(body, k.epilogue, I1);
   body += I1 + "return err != 0;\n";
 
