@@ -34,6 +34,9 @@
 // --dump-ir=W2 prints the optimised, fused module whose entry is @step (what graph mode runs).
 #include <benchmark/benchmark.h>
 #include <cblas.h>
+#ifdef SPORA_HAVE_ONEDNN
+#include <oneapi/dnnl/dnnl.h>
+#endif
 #include <fmt/format.h>
 #include <omp.h>
 #include <sys/resource.h>
@@ -50,8 +53,8 @@
 
 #include "autodiff/install.h"
 #include "backends/codegen/fused_runtime.h"
-#include "semantics/passes/kernel_stats.h"
 #include "backends/cpu/cpu.h"
+#include "backends/cpu/gemm_choice.h"
 #include "backends/cpu/kernels.h"
 #include "backends/runtime/runtime.h"
 #include "lang/parser.h"
@@ -60,6 +63,7 @@
 #include "semantics/ir/printer.h"
 #include "semantics/lower.h"
 #include "semantics/passes/fusion.h"
+#include "semantics/passes/kernel_stats.h"
 #include "semantics/passes/pipeline.h"
 #include "semantics/registry.h"
 
@@ -557,13 +561,27 @@ struct BlasThreads {
   ~BlasThreads() { openblas_set_num_threads(1); }
 };
 
-// OpenBLAS cblas_sgemm, row-major NN, 1024^3.
-void BM_Limit_Sgemm1024(benchmark::State& state) {
+// One whole row-major SGEMM on the bench's threads: OpenBLAS (its own threads), or oneDNN
+// (the OpenMP team), the two libraries the CPU backend chooses between (gemm_choice.h).
+void limit_sgemm(bool onednn, bool ta, bool tb, int m, int n, int k, const float* a, int lda,
+                 const float* b, int ldb, float* c, int ldc) {
+#ifdef SPORA_HAVE_ONEDNN
+  if (onednn) {
+    dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.f, a, lda, b, ldb, 0.f, c, ldc);
+    return;
+  }
+#endif
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n,
+              k, 1.f, a, lda, b, ldb, 0.f, c, ldc);
+}
+
+// SGEMM, row-major NN, 1024^3, in OpenBLAS or oneDNN.
+void BM_Limit_Sgemm1024(benchmark::State& state, bool onednn) {
   BlasThreads threads;
   const int n = 1024;
   auto a = filled(size_t{n} * n, 0.01f), b = filled(size_t{n} * n, 0.02f), c = filled(size_t{n} * n, 0);
   auto gemm = [&] {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.f, a.data(), n, b.data(), n, 0.f, c.data(), n);
+    limit_sgemm(onednn, false, false, n, n, n, a.data(), n, b.data(), n, c.data(), n);
   };
   for (int k = 0; k < 3; ++k) gemm();
   std::vector<double> times;
@@ -578,12 +596,12 @@ void BM_Limit_Sgemm1024(benchmark::State& state) {
   const double flop = 2.0 * n * n * n;
   state.counters["gflops_best"] = flop / *std::min_element(times.begin(), times.end()) / 1e9;
   state.counters["gflops_median"] = flop / median(times) / 1e9;
-  state.counters["threads"] = openblas_get_num_threads();
+  state.counters["threads"] = onednn ? omp_get_max_threads() : openblas_get_num_threads();
 }
 
-// The 9 GEMMs of a W2 step (3 forward, 3 dW, 3 dX; 257 MFLOP) back to back: the GEMM-only time
-// a W2 step cannot beat with OpenBLAS (benchmarks/workloads/README.md, "Machine limits").
-void BM_Limit_W2Gemms(benchmark::State& state) {
+// The 9 GEMMs of a W2 step (3 forward, 3 dW, 3 dX; 257 MFLOP) back to back in one library: the
+// GEMM-only time a W2 step cannot beat with it (benchmarks/workloads/README.md, "Machine limits").
+void BM_Limit_W2Gemms(benchmark::State& state, bool onednn) {
   BlasThreads threads;
   const int B = 64, d[4] = {784, 512, 512, 10};
   std::vector<float> W[3], dW[3], A[4], dA[4];
@@ -591,13 +609,13 @@ void BM_Limit_W2Gemms(benchmark::State& state) {
   for (int l = 0; l < 4; ++l) A[l] = filled(size_t(B) * d[l], 0.01f), dA[l] = A[l];
   auto step = [&] {
     for (int l = 0; l < 3; ++l)
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, d[l + 1], d[l], 1.f, A[l].data(), d[l], W[l].data(),
-                  d[l], 0.f, A[l + 1].data(), d[l + 1]);
+      limit_sgemm(onednn, false, true, B, d[l + 1], d[l], A[l].data(), d[l], W[l].data(), d[l],
+                  A[l + 1].data(), d[l + 1]);
     for (int l = 2; l >= 0; --l) {
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, d[l + 1], d[l], B, 1.f, dA[l + 1].data(), d[l + 1],
-                  A[l].data(), d[l], 0.f, dW[l].data(), d[l]);
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, B, d[l], d[l + 1], 1.f, dA[l + 1].data(), d[l + 1],
-                  W[l].data(), d[l], 0.f, dA[l].data(), d[l]);
+      limit_sgemm(onednn, true, false, d[l + 1], d[l], B, dA[l + 1].data(), d[l + 1], A[l].data(),
+                  d[l], dW[l].data(), d[l]);
+      limit_sgemm(onednn, false, false, B, d[l], d[l + 1], dA[l + 1].data(), d[l + 1], W[l].data(),
+                  d[l], dA[l].data(), d[l]);
     }
   };
   for (int k = 0; k < 20; ++k) step();
@@ -798,14 +816,18 @@ int main(int argc, char** argv) {
           ->Unit(benchmark::kMillisecond)
           ->MinTime(w.id == "W4" ? 3.0 : 1.0);
   }
-  benchmark::RegisterBenchmark("Limit/Sgemm1024", BM_Limit_Sgemm1024)
-      ->UseManualTime()
-      ->Unit(benchmark::kMillisecond)
-      ->Iterations(40);
-  benchmark::RegisterBenchmark("Limit/W2Gemms", BM_Limit_W2Gemms)
-      ->UseManualTime()
-      ->Unit(benchmark::kMillisecond)
-      ->MinTime(1.0);
+  for (bool onednn : {false, true}) {
+    if (onednn && !spora::cpu::have_onednn()) continue;
+    const std::string lib = onednn ? "OneDNN" : "";
+    benchmark::RegisterBenchmark(("Limit/Sgemm1024" + lib).c_str(), BM_Limit_Sgemm1024, onednn)
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond)
+        ->Iterations(40);
+    benchmark::RegisterBenchmark(("Limit/W2Gemms" + lib).c_str(), BM_Limit_W2Gemms, onednn)
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond)
+        ->MinTime(1.0);
+  }
   benchmark::RegisterBenchmark("Limit/Triad", BM_Limit_Triad)
       ->UseManualTime()
       ->Unit(benchmark::kMillisecond)

@@ -5,6 +5,9 @@ find_package(ZLIB REQUIRED)
 find_package(OpenMP REQUIRED COMPONENTS CXX)
 set(BLA_VENDOR OpenBLAS)
 find_package(BLAS REQUIRED)
+# oneDNN (libdnnl-dev): f32 GEMM blocks where it beats OpenBLAS on the shape
+# (backends/cpu/gemm_choice.h). Optional: without it every GEMM runs in OpenBLAS.
+find_package(dnnl CONFIG QUIET)
 find_package(antlr4-runtime REQUIRED)
 find_package(fmt REQUIRED)
 find_package(nlohmann_json REQUIRED)

@@ -7,16 +7,24 @@
 #include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
+#include "backends/cpu/gemm_choice.h"
 #include "backends/cpu/kernels.h"
 
 namespace spora::cpu {
 
 namespace {
 
+// One single-threaded call of `lib` (f64 always OpenBLAS).
 template <class T>
-void blas_call(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
-               const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+void blas_call(GemmLib lib, bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
+               int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+  if constexpr (std::is_same_v<T, float>)
+    if (lib == GemmLib::onednn) {
+      onednn_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+      return;
+    }
   const auto tra = ta ? CblasTrans : CblasNoTrans, trb = tb ? CblasTrans : CblasNoTrans;
   const int M = static_cast<int>(m), N = static_cast<int>(n), K = static_cast<int>(k);
   const int LDA = static_cast<int>(lda > 0 ? lda : 1), LDB = static_cast<int>(ldb > 0 ? ldb : 1);
@@ -54,18 +62,62 @@ BlockPlan plan_blocks(int64_t m, int64_t n, int64_t k) {
   return {by_cols, block, (side + block - 1) / block};
 }
 
+// The library of the regular blocks of a plan and of its last one.
+struct BlockLibs {
+  GemmLib regular = GemmLib::openblas, last = GemmLib::openblas;
+};
+
 // Block q of one product under plan p.
 template <class T>
-void gemm_block(const BlockPlan& p, int64_t q, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
-                T alpha, const T* a, int64_t lda, const T* b, int64_t ldb, T beta, T* c,
-                int64_t ldc) {
+void gemm_block(const BlockPlan& p, const BlockLibs& libs, int64_t q, bool ta, bool tb, int64_t m,
+                int64_t n, int64_t k, T alpha, const T* a, int64_t lda, const T* b, int64_t ldb,
+                T beta, T* c, int64_t ldc) {
   const int64_t lo = q * p.block, len = std::min(p.block, (p.by_cols ? n : m) - lo);
+  const GemmLib lib = q + 1 == p.blocks ? libs.last : libs.regular;
   if (p.by_cols) {
     const T* bb = tb ? b + lo * ldb : b + lo;
-    blas_call(ta, tb, m, len, k, alpha, a, lda, bb, ldb, beta, c + lo, ldc);
+    blas_call(lib, ta, tb, m, len, k, alpha, a, lda, bb, ldb, beta, c + lo, ldc);
   } else {
     const T* aa = ta ? a + lo : a + lo * lda;
-    blas_call(ta, tb, len, n, k, alpha, aa, lda, b, ldb, beta, c + lo * ldc, ldc);
+    blas_call(lib, ta, tb, len, n, k, alpha, aa, lda, b, ldb, beta, c + lo * ldc, ldc);
+  }
+}
+
+// The library of each block of plan p: the regular blocks' and the last one's (narrower when
+// the side does not divide), chosen on the calling thread before the blocks run. A shape met for
+// the first time is timed on this product's first block of it (gemm_choice.h), writing into that
+// block of C; with beta != 0 the block's C is kept and put back after the trials.
+template <class T>
+BlockLibs block_libs(const BlockPlan& p, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                     const T* a, int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+  if constexpr (!std::is_same_v<T, float>) {
+    return {};
+  } else {
+    const int64_t side = p.by_cols ? n : m, tail = side - (p.blocks - 1) * p.block;
+    auto choose = [&](int64_t q, int64_t len) {
+      const GemmShape shape =
+          p.by_cols
+              ? GemmShape{ta, tb, m, len, k, std::max<int64_t>(1, lda), std::max<int64_t>(1, ldb),
+                          ldc}
+              : GemmShape{ta, tb, len, n, k, std::max<int64_t>(1, lda), std::max<int64_t>(1, ldb),
+                          ldc};
+      std::vector<T> kept;
+      T* block_c = p.by_cols ? c + q * p.block : c + q * p.block * ldc;
+      const auto trial = [&](GemmLib lib) {
+        if (beta != T(0) && kept.empty())
+          for (int64_t r = 0; r < shape.m; ++r)
+            kept.insert(kept.end(), block_c + r * ldc, block_c + r * ldc + shape.n);
+        gemm_block(p, BlockLibs{lib, lib}, q, ta, tb, m, n, k, T(1), a, lda, b, ldb, T(0), c, ldc);
+      };
+      const GemmLib lib = choose_gemm(shape, trial);
+      for (int64_t r = 0; !kept.empty() && r < shape.m; ++r)
+        std::copy_n(kept.data() + r * shape.n, shape.n, block_c + r * ldc);
+      return lib;
+    };
+    BlockLibs out;
+    out.last = choose(p.blocks - 1, tail);
+    out.regular = p.blocks == 1 || tail == p.block ? out.last : choose(0, p.block);
+    return out;
   }
 }
 
@@ -84,14 +136,15 @@ void gemm_many(bool ta, bool tb, int64_t batches, int64_t m, int64_t n, int64_t 
     return;
   }
   const BlockPlan p = plan_blocks(m, n, k);
+  const BlockLibs libs = block_libs<T>(p, ta, tb, m, n, k, a[0], lda, b[0], ldb, beta, c[0], ldc);
   // A multiply-add costs about an eighth of an elementwise add (parallel_work units).
   parallel_for(
       batches * p.blocks, m * n * k / p.blocks / 8 + 1,
       [&](int64_t first, int64_t last) {
         for (int64_t t = first; t < last; ++t) {
           const int64_t i = t / p.blocks;
-          gemm_block(p, t % p.blocks, ta, tb, m, n, k, alpha, a[i], lda, b[i], ldb, beta, c[i],
-                     ldc);
+          gemm_block(p, libs, t % p.blocks, ta, tb, m, n, k, alpha, a[i], lda, b[i], ldb, beta,
+                     c[i], ldc);
         }
       },
       1);

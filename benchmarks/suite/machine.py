@@ -6,7 +6,7 @@ import re
 import subprocess
 
 # Debian packages whose versions change what the suite measures.
-PACKAGES = ["libopenblas0", "libopenblas-dev", "libopenmpi-dev", "openmpi-bin", "libsimgrid-dev",
+PACKAGES = ["libopenblas0", "libopenblas-dev", "libdnnl-dev", "libopenmpi-dev", "openmpi-bin", "libsimgrid-dev",
             "libbenchmark-dev", "libantlr4-runtime-dev", "libfmt-dev", "libyaml-cpp-dev", "g++",
             "python3-torch", "dataset-fashion-mnist"]
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <cstring>
@@ -78,6 +79,16 @@ inline Value cpu_call(const std::string& name, const std::vector<Value>& in,
   if (!k) throw std::runtime_error(name + " has no cpu kernel");
   std::vector<Value> copy = in;
   return (*k)(copy, with_defaults(p, attrs));
+}
+
+// The CPU kernel's result with a team of one thread (the team's must have the same bits).
+inline Value cpu_call_one_thread(const std::string& name, const std::vector<Value>& in,
+                                 const Attrs& attrs = {}) {
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(1);
+  Value one = cpu_call(name, in, attrs);
+  omp_set_num_threads(saved);
+  return one;
 }
 
 inline const sem::RefKernel& cpu_kernel(const std::string& name) {
@@ -203,7 +214,15 @@ inline ::testing::AssertionResult agree(const std::string& name, const std::vect
   return r;
 }
 
-// The sum of |x| (the scale of f64 sums of x's elements in another order).
+// The largest sum of |a_ik b_kj| of a product bounded by max|a| max|b| k (the scale of its
+// rounding error, Tol::scaled for matmul).
+inline double product_scale(const Tensor& a, const Tensor& b, int64_t k) {
+  double ma = 0, mb = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) ma = std::max(ma, std::abs(a.get(i)));
+  for (int64_t i = 0; i < b.numel(); ++i) mb = std::max(mb, std::abs(b.get(i)));
+  return ma * mb * static_cast<double>(k);
+}
+
 inline double abs_sum(const Tensor& t) {
   double s = 0;
   for (int64_t i = 0; i < t.numel(); ++i)

@@ -9,14 +9,6 @@
 namespace spora::cpu::testing {
 namespace {
 
-// The largest sum of |a_ik b_kj| of a product (the scale of its rounding error).
-double product_scale(const Tensor& a, const Tensor& b, int64_t k) {
-  double ma = 0, mb = 0;
-  for (int64_t i = 0; i < a.numel(); ++i) ma = std::max(ma, std::abs(a.get(i)));
-  for (int64_t i = 0; i < b.numel(); ++i) mb = std::max(mb, std::abs(b.get(i)));
-  return ma * mb * static_cast<double>(k);
-}
-
 TEST(CpuMatmul, EveryFormMatchesReference) {
   Gen gen(21);
   struct Case {
@@ -76,10 +68,7 @@ TEST(CpuMatmul, BatchedProductsInParallelMatchReferenceAndOneThread) {
       EXPECT_TRUE(agree("matmul", {a, b}, {}, Tol::scaled, product_scale(a, b, sa.back())))
           << a.type()->str() << " @ " << b.type()->str();
       const Value team = cpu_call("matmul", {a, b});
-      const int saved = omp_get_max_threads();
-      omp_set_num_threads(1);
-      const Value one = cpu_call("matmul", {a, b});
-      omp_set_num_threads(saved);
+      const Value one = cpu_call_one_thread("matmul", {a, b});
       EXPECT_TRUE(matches(team, one, Tol::exact)) << a.type()->str() << " @ " << b.type()->str();
     }
   }
@@ -120,10 +109,7 @@ TEST(CpuMatmul, TransposeFlagsMatchReferenceOnEveryPath) {
       EXPECT_TRUE(agree("matmul", {a, b}, attrs, Tol::scaled, product_scale(a, b, k))) << what;
       if (dt == DType::i32) continue;
       const Value team = cpu_call("matmul", {a, b}, attrs);
-      const int saved = omp_get_max_threads();
-      omp_set_num_threads(1);
-      const Value one = cpu_call("matmul", {a, b}, attrs);
-      omp_set_num_threads(saved);
+      const Value one = cpu_call_one_thread("matmul", {a, b}, attrs);
       EXPECT_TRUE(matches(team, one, Tol::exact)) << what;
     }
   }

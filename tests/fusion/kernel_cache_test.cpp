@@ -18,6 +18,7 @@
 #include "semantics/ir/parser.h"
 #include "semantics/passes/fusion.h"
 #include "tests/fusion/fusion_testing.h"
+#include "tests/scoped_env.h"
 
 namespace spora::fusion_testing {
 namespace {
@@ -246,28 +247,6 @@ TEST(KernelCache, AWritableLinkedOrForeignDirectoryIsRefused) {
         << error;
   }
 }
-
-// Sets (or unsets, nullopt) an environment variable for a scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value)
-      ::setenv(name, value->c_str(), 1);
-    else
-      ::unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_)
-      ::setenv(name_, old_->c_str(), 1);
-    else
-      ::unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 TEST(KernelCache, WithoutHomeTheCacheIsAPrivatePerUserTempDirectory) {
   TempDir tmp("tmp");

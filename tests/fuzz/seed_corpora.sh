@@ -27,6 +27,7 @@ copy fuzz_ir $(find examples tests -name '*.ir')
 copy fuzz_strategy examples/strategies/*.json tests/parallel/*.json
 copy fuzz_cluster $(find examples tests -name '*.yaml')
 copy fuzz_schedule $(find examples tests benchmarks -name '*.sched')
+copy fuzz_gemm_choices tests/fuzz/gemm_choices_seed.tsv
 
 if [ -n "${SPORA:-}" ]; then
   for f in examples/*.sp tests/golden/*.sp; do

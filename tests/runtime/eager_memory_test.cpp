@@ -4,6 +4,11 @@
 // collection never changes what a program computes (eager vs graph mode).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+
 #include "semantics/eager.h"
 #include "tests/runtime/runtime_test_util.h"
 
@@ -72,6 +77,27 @@ std::string run_graph(const std::string& source) {
   return lowered.module ? testing::run_graph_mode(*lowered.module) : "";
 }
 
+// Whether two printed outputs have the same words, and numbers equal within `rel`.
+::testing::AssertionResult same_numbers(const std::string& a, const std::string& b, double rel) {
+  std::istringstream sa(a), sb(b);
+  std::string wa, wb;
+  while (true) {
+    const bool ra = static_cast<bool>(sa >> wa), rb = static_cast<bool>(sb >> wb);
+    if (!ra || !rb) {
+      if (ra == rb) return ::testing::AssertionSuccess();
+      return ::testing::AssertionFailure() << "one output is longer:\n" << a << "---\n" << b;
+    }
+    char* ea = nullptr;
+    char* eb = nullptr;
+    const double x = std::strtod(wa.c_str(), &ea), y = std::strtod(wb.c_str(), &eb);
+    const bool numbers = *ea == 0 && *eb == 0 && !wa.empty() && !wb.empty();
+    if (numbers ? std::abs(x - y) > rel * std::max(std::abs(x), std::abs(y)) : wa != wb)
+      return ::testing::AssertionFailure() << "'" << wa << "' vs '" << wb << "':\n"
+                                           << a << "---\n"
+                                           << b;
+  }
+}
+
 TEST(EagerMemory, TrainingLoopRunsInBoundedMemoryAndIR) {
   const EagerRun short_run = run_eager(training_program(50));
   const EagerRun long_run = run_eager(training_program(200));
@@ -86,8 +112,10 @@ TEST(EagerMemory, TrainingLoopRunsInBoundedMemoryAndIR) {
   // history of 200 steps would be tens of MB), and a graph of at most a few steps' nodes.
   EXPECT_LT(long_run.peak_bytes, 1 << 20);
   EXPECT_LT(long_run.stats.peak_graph_nodes, 2 * long_run.stats.ops_run / 200 + 100);
-  // The same numbers as graph mode.
-  EXPECT_EQ(long_run.output, run_graph(training_program(200)));
+  // The same numbers as graph mode, to f32 rounding: the two modes may run a product in
+  // different transposed forms (eager mode emits flagged products, graph mode folds transposes
+  // later), and oneDNN's bits depend on the form (backends/cpu/README.md, "GEMM").
+  EXPECT_TRUE(same_numbers(long_run.output, run_graph(training_program(200)), 1e-5));
   EXPECT_NE(long_run.output.find("final"), std::string::npos);
 }
 
