@@ -53,12 +53,19 @@ TEST(CpuGemm, EveryLibraryMatchesTheReferenceOnOddShapes) {
     bool ta, tb;
   };
   const Case cases[] = {
-      {{1000, 257}, {257, 1031}, false, false}, {{257, 1000}, {257, 1031}, true, false},
-      {{1000, 257}, {1031, 257}, false, true},  {{257, 1000}, {1031, 257}, true, true},
-      {{63, 784}, {784, 515}, false, false},    {{784, 63}, {784, 515}, true, false},
-      {{3, 129, 65}, {65, 77}, false, false},   {{2, 1, 40, 130}, {3, 130, 129}, false, false},
-      {{97}, {97, 300}, false, false},          {{300, 97}, {97}, false, false},
-      {{33, 1}, {1, 65}, false, false},         {{5, 0}, {0, 7}, false, false}};
+      {{300, 129}, {129, 520}, false, false},  // 5 blocks of columns, the last 8 wide
+      {{129, 300}, {129, 520}, true, false},
+      {{300, 129}, {520, 129}, false, true},
+      {{129, 300}, {520, 129}, true, true},
+      {{700, 97}, {97, 90}, false, false},  // blocks of rows
+      {{63, 784}, {784, 515}, false, false},
+      {{784, 63}, {784, 515}, true, false},
+      {{3, 129, 65}, {65, 77}, false, false},  // a broadcast batch
+      {{2, 1, 40, 130}, {3, 130, 129}, false, false},
+      {{97}, {97, 300}, false, false},  // vectors
+      {{300, 97}, {97}, false, false},
+      {{33, 1}, {1, 65}, false, false},  // k = 1 and k = 0
+      {{5, 0}, {0, 7}, false, false}};
   Gen gen(31);
   for (GemmPolicy p : policies) {
     ScopedPolicy scoped(p);
