@@ -197,10 +197,11 @@ if(TARGET spora_cli AND MPI_CXX_FOUND AND SPORA_MPIRUN)
     spora_mpi_test_properties(distributed_error_${t})
   endforeach()
   # A model whose update is written inline in main (tree_map) is still a record to shard: ZeRO-1
-  # places its parameter and the run prints the one-device losses.
+  # places its parameter once and its gradient at each of the 3 steps (the gradient record
+  # value_and_grad builds), and the run prints the one-device losses.
   add_test(NAME distributed_zero1_inlined_update_2
            COMMAND ${dist}/run_test.sh $<TARGET_FILE:spora_cli> ${dist}/inlined_update.sp 1e-12 2
-                   --expect "1 parameters placed" --zero 1 --stats
+                   --expect "4 parameters placed" --zero 1 --stats
            WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
   spora_mpi_test_properties(distributed_zero1_inlined_update_2)
   # A rank killed mid-run: every rank ends within 10 s, non-zero, the dead rank named once.
@@ -256,6 +257,19 @@ if(TARGET spora_cli AND MPI_CXX_FOUND AND SPORA_MPIRUN)
                    --strategy dp --stats
            WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
   spora_mpi_test_properties(distributed_fashion_mlp_local_kernels_2)
+endif()
+
+# ZeRO-1 on a program whose optimizer has a schedule (a closure: the update is inlined into the
+# loop, where no record of the optimizer's is built): its gradients are still reduce-scattered
+# onto their shards (the gradient record value_and_grad builds), not all-reduced whole, and the
+# run prints the one-device lines.
+if(TARGET spora_cli AND MPI_CXX_FOUND AND SPORA_MPIRUN)
+  add_test(NAME distributed_fashion_mlp_zero1_2
+           COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/distributed/run_test.sh $<TARGET_FILE:spora_cli>
+                   ${CMAKE_CURRENT_SOURCE_DIR}/distributed/fashion_mlp_limit.sp 2e-3 2
+                   --expect "collectives: .*reduce_scatter [1-9]" --zero 1 --stats
+           WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  spora_mpi_test_properties(distributed_fashion_mlp_zero1_2)
 endif()
 
 # --auto: the strategy search on the program's training step picks the layouts, then main() runs.

@@ -484,7 +484,16 @@ AV Lowerer::call_transform(const AVal& t, std::vector<Arg> args, lang::SourceRan
   if (grad_check_) emit_grad_checks(t.elems[0], check_args, t.wrt, primals, inputs, region, out->node, adj, r);
   std::vector<AV> grads;
   size_t pos = 0;
-  for (size_t k = 0; k < t.wrt.size(); ++k) grads.push_back(with_leaves(primals[k], adj, pos));
+  for (size_t k = 0; k < t.wrt.size(); ++k) {
+    grads.push_back(with_leaves(primals[k], adj, pos));
+    // A distributed run (LowerOptions::materialize_models) pins layouts on the fields of the model
+    // records a program builds: the gradient of a model is one too, a node even where the code
+    // around it is inlined (an optimizer whose schedule is a closure), so ZeRO can cut it.
+    AV& g = grads.back();
+    if (materialize_models_ && !eager_ && g->kind == AK::Record && !g->record_name.empty() &&
+        !g->elems.empty())
+      g = unpack(g, pack(g, r), r);
+  }
   AV g = t.wrt_tuple ? make_tuple(grads) : grads[0];
   if (t.s == "value_and_grad") return make_tuple({aux ? make_tuple({out, aux}) : out, g});
   return aux ? make_tuple({g, aux}) : g;
