@@ -15,7 +15,8 @@ namespace spora::sim {
 namespace pp = parallel::pipeline;
 
 PipelineProgram pipeline_program(const pp::PipelineSetup& s, const ClusterSpec& cluster,
-                                 const std::string& matmul_dtype, const std::string& optimizer) {
+                                 const std::string& matmul_dtype, const std::string& optimizer,
+                                 UpdateKernel update) {
   const std::vector<int64_t> mesh = s.inner.mesh.shape;
   const CostModel model(
       cluster.device, matmul_dtype,
@@ -43,7 +44,7 @@ PipelineProgram pipeline_program(const pp::PipelineSetup& s, const ClusterSpec& 
       const sem::TypeP& t = f.params[i]->type;
       st.param_bytes += sem::type_bytes(t);
       int state = 0;
-      for (const StepOp& u : update_ops(optimizer, t, state))
+      for (const StepOp& u : update_ops(optimizer, t, state, update))
         st.update_seconds += model.time(u.cost, u.dtype).seconds;
       st.optimizer_state_bytes += state * sem::type_bytes(t);
     }

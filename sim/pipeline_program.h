@@ -19,10 +19,11 @@
 
 namespace spora::sim {
 
-// `optimizer` (sgd | momentum | adam): the update each stage runs on its parameters and the
-// state it keeps.
+// `optimizer` (sgd | momentum | adam): the update each stage runs on its parameters (as
+// `update` runs it, sim/step_program.h) and the state it keeps.
 PipelineProgram pipeline_program(const parallel::pipeline::PipelineSetup& setup,
                                  const ClusterSpec& cluster, const std::string& matmul_dtype = "",
-                                 const std::string& optimizer = "sgd");
+                                 const std::string& optimizer = "sgd",
+                                 UpdateKernel update = UpdateKernel::Ops);
 
 }  // namespace spora::sim

@@ -171,7 +171,8 @@ std::string chrome_trace(const ClusterSpec& cluster, const StepProgram& program,
     for (std::size_t i = 0; i < program.ops.size(); ++i) {
       if (r.op_seconds[i] <= 0) continue;
       const StepOp& op = program.ops[i];
-      box(op.prim->name, std::string(phase_name(op.phase)), k, 0, times.start[i], r.op_seconds[i],
+      box(std::string(op.name()), std::string(phase_name(op.phase)), k, 0, times.start[i],
+          r.op_seconds[i],
           fmt::format("\"op\": {}, \"output\": \"{}\", \"flops\": {:.0f}, \"bytes\": {:.0f}", i,
                       op.output ? op.output->str() : "", op.cost.flops, op.cost.bytes));
     }
@@ -187,7 +188,7 @@ std::string chrome_trace(const ClusterSpec& cluster, const StepProgram& program,
     for (const StepParam& p : program.params)
       for (const StepOp& op : p.update) {
         const double s = seconds[next++];
-        box(op.prim->name, "update", k, 0, clock, s,
+        box(std::string(op.name()), "update", k, 0, clock, s,
             fmt::format("\"parameter\": \"{}\", \"flops\": {:.0f}, \"bytes\": {:.0f}",
                         escape(p.name), op.cost.flops, op.cost.bytes));
         clock += s;

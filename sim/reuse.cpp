@@ -103,12 +103,25 @@ void connect_update(std::vector<StepOp>& update, TensorRef param, TensorRef grad
   // The ops as update_ops lists them: each reads the tensors named by the letters of its
   // pattern and writes a new temporary, or the parameter or a state tensor in place.
   // p: the parameter, g: its gradient, m and v: the state, 0-9: the temporaries by index.
+  // A fused update (one op) reads them all and writes the parameter and the state in place.
   const char* const sgd[] = {"g>0", "p0>p"};
   const char* const momentum[] = {"m>0", "0g>m", "m>1", "p1>p"};
   const char* const adam[] = {"m>0",  "g>1", "01>m", "v>2",  "gg>3", "3>4",
                               "24>v", "v>5", "5>6",  "m6>7", "7>8",  "p8>p"};
+  const char* const fused_sgd[] = {"pg>p"};
+  const char* const fused_momentum[] = {"pgm>pm"};
+  const char* const fused_adam[] = {"pgmv>pmv"};
   const std::size_t n = update.size();
-  const char* const* pattern = n == 2 ? sgd : n == 4 ? momentum : n == 12 ? adam : nullptr;
+  const char* const* pattern = nullptr;
+  if (n == 1) {
+    const std::string_view name = update[0].label;
+    pattern = name == "fused_sgd"        ? fused_sgd
+              : name == "fused_momentum" ? fused_momentum
+              : name == "fused_adam"     ? fused_adam
+                                         : nullptr;
+  } else {
+    pattern = n == 2 ? sgd : n == 4 ? momentum : n == 12 ? adam : nullptr;
+  }
   if (!pattern) return;
   const sem::TypeP& t = update[0].output;
   std::map<char, TensorRef> named{{'p', param}, {'g', gradient}};
@@ -119,9 +132,11 @@ void connect_update(std::vector<StepOp>& update, TensorRef param, TensorRef grad
     StepOp& op = update[i];
     for (std::size_t c = 0; c < arrow; ++c)
       if (named[p[c]].id >= 0) op.reads.push_back(named[p[c]]);
-    const char out = p[arrow + 1];
-    if (out >= '0' && out <= '9') named[out] = flow.fresh(t);
-    if (named[out].id >= 0) op.writes.push_back(named[out]);
+    for (std::size_t c = arrow + 1; c < p.size(); ++c) {
+      const char out = p[c];
+      if (out >= '0' && out <= '9') named[out] = flow.fresh(t);
+      if (named[out].id >= 0) op.writes.push_back(named[out]);
+    }
   }
 }
 

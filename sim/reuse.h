@@ -57,8 +57,9 @@ class Dataflow {
 };
 
 // Fills the reads and writes of a parameter's update (update_ops' list for sgd, momentum or
-// adam): the parameter and its gradient as given, new state tensors, a new tensor per
-// temporary; the parameter and the state are written in place. Other lists are left as they are.
+// adam, or its one fused op): the parameter and its gradient as given, new state tensors, a new
+// tensor per temporary; the parameter and the state are written in place. Other lists are left as
+// they are.
 void connect_update(std::vector<StepOp>& update, TensorRef param, TensorRef gradient,
                     Dataflow& flow);
 

@@ -308,7 +308,7 @@ int64_t SpmdProgram::ranks() const {
 }
 
 SpmdProgram spmd_program(const ir::Graph& g, std::vector<int64_t> mesh, std::size_t params,
-                         const std::string& optimizer) {
+                         const std::string& optimizer, UpdateKernel update) {
   SpmdProgram p;
   p.mesh = std::move(mesh);
   std::unordered_map<const ir::Node*, int> collective_of;         // node -> op index
@@ -395,7 +395,9 @@ SpmdProgram spmd_program(const ir::Graph& g, std::vector<int64_t> mesh, std::siz
         g.output->inputs[k + 1]->type && g.output->inputs[k + 1]->type->is_tensor())
       u_type = g.output->inputs[k + 1]->type;
     int state = 0;
-    std::vector<StepOp> u = update_ops(optimizer, u_type, state);
+    const bool piece = !(*u_type == *t);  // ZeRO-1: runs node by node (.h)
+    std::vector<StepOp> u =
+        update_ops(optimizer, u_type, state, piece ? UpdateKernel::Ops : update);
     const auto& param = flow.refs(g.params[k]);
     const std::vector<TensorRef> gradient =
         g.output && g.output->is_prim("make_tuple") && k + 1 < g.output->inputs.size()
@@ -412,10 +414,11 @@ SpmdProgram spmd_program(const ir::Graph& g, std::vector<int64_t> mesh, std::siz
 }
 
 SpmdProgram spmd_program(const StepProgram& step, const parallel::Strategy& strategy,
-                         const std::string& optimizer) {
+                         const std::string& optimizer, UpdateKernel update) {
   const parallel::Partitioned part =
       parallel::partition_training_step(*step.step, step.params.size(), strategy);
-  SpmdProgram p = spmd_program(*part.graph, strategy.mesh.shape, step.params.size(), optimizer);
+  SpmdProgram p =
+      spmd_program(*part.graph, strategy.mesh.shape, step.params.size(), optimizer, update);
   // ZeRO-1: each updated piece is all-gathered over the axis back into its parameter shard.
   static const sem::Primitive* all_gather = sem::Registry::instance().find("all_gather");
   if (!all_gather) throw lang::InternalError("no primitive all_gather (ops::register_all)");

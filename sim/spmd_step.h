@@ -108,15 +108,18 @@ struct SpmdProgram {
 // are the (local shards of the) trainable parameters and whose output is (loss, gradients...).
 // The update applies `optimizer` (sgd | momentum | adam) to each local gradient's shape (the
 // parameter's shard, or with ZeRO-1 the gradient's reduce-scattered piece), and so does the
-// optimizer state.
+// optimizer state. With UpdateKernel::Fused, the update of a whole shard is one fused op and
+// the update of a ZeRO-1 piece stays the primitives' list: that is how `spora run` runs them
+// (backends/distributed/spmd_runtime.cpp runs a fusion group whose arguments are neither whole
+// nor cut as its nodes would run them, the gradient's reduce-scattered piece, node by node).
 SpmdProgram spmd_program(const ir::Graph& g, std::vector<int64_t> mesh, std::size_t params,
-                         const std::string& optimizer);
+                         const std::string& optimizer, UpdateKernel update = UpdateKernel::Ops);
 
 // A training step (sim/step_program.h, built with the global batch) partitioned by a strategy
 // (parallel::partition_training_step), and its op list; with the strategy's optimizer_shard,
 // the all_gathers of the updated pieces (`gathers`).
 SpmdProgram spmd_program(const StepProgram& step, const parallel::Strategy& strategy,
-                         const std::string& optimizer);
+                         const std::string& optimizer, UpdateKernel update = UpdateKernel::Ops);
 
 struct SpmdCollectiveRecord {
   int op = 0;  // index into SpmdProgram::ops

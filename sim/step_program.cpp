@@ -135,28 +135,50 @@ class Flattener {
 //   momentum  v = mu v + g; p - lr v                                  (one state tensor)
 //   adam      m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
 //             p - lr m / (sqrt(v) + eps)  (bias corrections folded into lr) (two state tensors)
-std::vector<StepOp> update_ops(const std::string& optimizer, const TypeP& p, int& state) {
+std::vector<StepOp> update_ops(const std::string& optimizer, const TypeP& p, int& state,
+                               UpdateKernel kernel) {
   const TypeP s = Type::scalar(p->dtype);
   auto op = [&](const char* name, std::vector<TypeP> in) {
     const sem::Primitive* prim = sem::Registry::instance().find(name);
     if (!prim) throw lang::InternalError(fmt::format("no primitive {}", name));
     return make_step_op(*prim, std::move(in), p, {}, Phase::Update);
   };
+  std::vector<StepOp> ops;
   if (optimizer == "sgd") {
     state = 0;
-    return {op("mul", {p, s}), op("sub", {p, p})};
-  }
-  if (optimizer == "momentum") {
+    ops = {op("mul", {p, s}), op("sub", {p, p})};
+  } else if (optimizer == "momentum") {
     state = 1;
-    return {op("mul", {p, s}), op("add", {p, p}), op("mul", {p, s}), op("sub", {p, p})};
-  }
-  if (optimizer == "adam") {
+    ops = {op("mul", {p, s}), op("add", {p, p}), op("mul", {p, s}), op("sub", {p, p})};
+  } else if (optimizer == "adam") {
     state = 2;
-    return {op("mul", {p, s}), op("mul", {p, s}), op("add", {p, p}), op("mul", {p, s}),
-            op("mul", {p, p}), op("mul", {p, s}), op("add", {p, p}), op("sqrt", {p}),
-            op("add", {p, s}), op("div", {p, p}),  op("mul", {p, s}), op("sub", {p, p})};
+    ops = {op("mul", {p, s}), op("mul", {p, s}), op("add", {p, p}), op("mul", {p, s}),
+           op("mul", {p, p}), op("mul", {p, s}), op("add", {p, p}), op("sqrt", {p}),
+           op("add", {p, s}), op("div", {p, p}), op("mul", {p, s}), op("sub", {p, p})};
+  } else {
+    throw lang::UserError(fmt::format("unknown optimizer '{}' (sgd, momentum, adam)", optimizer));
   }
-  throw lang::UserError(fmt::format("unknown optimizer '{}' (sgd, momentum, adam)", optimizer));
+  if (kernel == UpdateKernel::Ops) return ops;
+  // One pass: the parameter, its gradient and its state read, the parameter and its state
+  // written; the applications' FLOPs.
+  StepOp fused = ops.back();
+  fused.label = "fused_" + optimizer;
+  fused.inputs.assign(static_cast<std::size_t>(2 + state), p);
+  fused.cost = sem::OpCost{};
+  for (const StepOp& o : ops) fused.cost.flops += o.cost.flops;
+  fused.cost.bytes = static_cast<double>(3 + 2 * state) * sem::type_bytes(p);
+  fused.cost.op_class = "elementwise";
+  return {fused};
+}
+
+std::string_view update_kernel_name(UpdateKernel k) {
+  return k == UpdateKernel::Fused ? "fused" : "ops";
+}
+
+UpdateKernel parse_update_kernel(const std::string& s) {
+  if (s == "ops") return UpdateKernel::Ops;
+  if (s == "fused") return UpdateKernel::Fused;
+  throw lang::UserError(fmt::format("unknown update kernel '{}' (ops, fused)", s));
 }
 
 // Peak bytes of live intermediates of the step graph, in node order (step_program.h): an
@@ -261,7 +283,8 @@ StepOp make_step_op(const sem::Primitive& prim, std::vector<TypeP> inputs, TypeP
   return op;
 }
 
-StepProgram build_step_program(const std::string& path, const parallel::StepOptions& options) {
+StepProgram build_step_program(const std::string& path, const parallel::StepOptions& options,
+                               UpdateKernel update) {
   StepProgram result;
   static_cast<parallel::StepGraph&>(result) = parallel::build_step_graph(path, options);
   const Graph* g = result.step;
@@ -294,7 +317,7 @@ StepProgram build_step_program(const std::string& path, const parallel::StepOpti
     const Node* grad = out->inputs[i + 1];
     gradients.insert(grad);
     p.grad_op = last_op.count(grad) ? last_op.at(grad) : -1;
-    p.update = update_ops(options.optimizer, p.type, p.state_tensors);
+    p.update = update_ops(options.optimizer, p.type, p.state_tensors, update);
     const auto& param = flow.refs(g->params[i]);
     const auto& gradient = flow.refs(grad);
     if (!param.empty())

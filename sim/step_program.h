@@ -26,6 +26,18 @@ namespace spora::sim {
 enum class Phase { Forward, Backward, Update };
 std::string_view phase_name(Phase p);  // "forward", "backward", "update"
 
+// How the optimizer's update of a parameter runs:
+//   Ops    one kernel per primitive, update_ops' list: the update `spora train-step` runs
+//          (backends/distributed/train_step.cpp, optimizer_update), 12 kernels for adam
+//   Fused  one kernel: a single pass that reads the parameter, its gradient and its state and
+//          writes the parameter and its state (sgd 3, momentum 5, adam 7 tensors of the
+//          parameter's size), as `spora run` runs std.optim's update (the fusion pass makes it
+//          one group, semantics/passes/fusion.h) and as fused optimizers do (apex FusedAdam,
+//          torch.optim.Adam(fused=True))
+enum class UpdateKernel { Ops, Fused };
+std::string_view update_kernel_name(UpdateKernel k);     // "ops", "fused"
+UpdateKernel parse_update_kernel(const std::string& s);  // throws lang::UserError
+
 // A tensor of the step by its id (sim/reuse.h) and size.
 struct TensorRef {
   int id = -1;
@@ -44,6 +56,10 @@ struct StepOp {
   bool costed = true;  // false: the row has no cost rule (estimated as elementwise)
   // The tensors it reads and writes (sim/reuse.h); empty where the dataflow is not known.
   std::vector<TensorRef> reads, writes;
+  // The name reports give it when it is not prim's (a fused update: "fused_adam").
+  std::string label;
+
+  std::string_view name() const { return label.empty() ? std::string_view(prim->name) : label; }
 };
 
 struct StepParam {
@@ -71,7 +87,8 @@ struct StepProgram : parallel::StepGraph {
 // parallel::build_step_graph, then the op list and the parameters' updates. Throws
 // lang::UserError as it does (options.batch: here the per-rank batch of a data-parallel step,
 // or the global batch of a step to be partitioned).
-StepProgram build_step_program(const std::string& path, const parallel::StepOptions& options);
+StepProgram build_step_program(const std::string& path, const parallel::StepOptions& options,
+                               UpdateKernel update = UpdateKernel::Ops);
 
 // The cost of prim(inputs) -> output from its row; when the row has none (costed = false):
 // no device time for effectful and I/O rows (family "io"), else the elementwise estimate.
@@ -79,8 +96,11 @@ StepOp make_step_op(const sem::Primitive& prim, std::vector<sem::TypeP> inputs,
                     sem::TypeP output, sem::Attrs attrs, Phase phase);
 
 // The optimizer's update (sgd | momentum | adam) of one parameter of type p as primitive
-// applications (Phase::Update); `state` = how many state tensors of p's size it keeps.
-std::vector<StepOp> update_ops(const std::string& optimizer, const sem::TypeP& p, int& state);
+// applications (Phase::Update), or with UpdateKernel::Fused as one op labelled "fused_<name>"
+// whose FLOPs are the applications' and whose bytes are the tensors it reads and writes;
+// `state` = how many state tensors of p's size it keeps.
+std::vector<StepOp> update_ops(const std::string& optimizer, const sem::TypeP& p, int& state,
+                               UpdateKernel kernel = UpdateKernel::Ops);
 
 // Peak bytes of live intermediates of a straight-line graph in node order: an Apply allocates
 // its output and frees it after its last use; a view aliases its input; the nodes in

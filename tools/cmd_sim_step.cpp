@@ -36,7 +36,8 @@ namespace {
 struct Options {
   std::string file, cluster, strategy = "dp", entry = "main", batch_name = "batch",
                              optimizer = "sgd", algo = "auto", comm_model = "auto", matmul_dtype,
-                             trace, svg, log_file, recv_reduce = "fused", collectives = "ring";
+                             trace, svg, log_file, recv_reduce = "fused", collectives = "ring",
+                             update = "ops";
   long batch = 0;
   int ranks = 0, trace_ranks = 16;
   double lr = 0.01, bucket_mb = 25, first_bucket_mb = 1, comm_sm_share = -1, synth_time_limit = 20;
@@ -185,7 +186,7 @@ int run_pipeline_sim(const Options& o, const sim::ClusterSpec& cluster, const st
   if (o.batch > 0) so.batch = o.batch;
   const sim::PipelineProgram p = sim::pipeline_program(
       parallel::pipeline::setup_pipeline(o.file, so, text, o.strategy, sim::node_cost), cluster,
-      o.matmul_dtype, o.optimizer);
+      o.matmul_dtype, o.optimizer, sim::parse_update_kernel(o.update));
   if (p.devices() > cluster.device_count())
     throw UsageError(fmt::format("the pipeline needs {} devices but {} has {}", p.devices(),
                                  cluster.name, cluster.device_count()));
@@ -250,13 +251,15 @@ int run_spmd(const Options& o, const sim::ClusterSpec& cluster) {
       so.recompute = r.recompute;
     }
   }
-  const sim::StepProgram program = sim::build_step_program(o.file, so);
+  const sim::StepProgram program =
+      sim::build_step_program(o.file, so, sim::parse_update_kernel(o.update));
   const parallel::Strategy strategy = parallel::load_strategy(o.strategy, *program.step);
   if (strategy.mesh.size() > cluster.device_count())
     throw UsageError(fmt::format("the strategy's mesh {} has {} devices but {} has {}",
                                  strategy.mesh.to_string(), strategy.mesh.size(), cluster.name,
                                  cluster.device_count()));
-  const sim::SpmdProgram sp = sim::spmd_program(program, strategy, o.optimizer);
+  const sim::SpmdProgram sp =
+      sim::spmd_program(program, strategy, o.optimizer, sim::parse_update_kernel(o.update));
   sim::SpmdSimOptions opts;
   opts.matmul_dtype = o.matmul_dtype;
   opts.log = !o.log_file.empty();
@@ -352,7 +355,8 @@ int run(const Options& o) {
                                    o.batch, ranks));
     so.batch = o.batch / ranks;
   }
-  const sim::StepProgram program = sim::build_step_program(o.file, so);
+  const sim::StepProgram program =
+      sim::build_step_program(o.file, so, sim::parse_update_kernel(o.update));
 
   sim::TrainSimOptions to;
   to.ranks = ranks;
@@ -430,6 +434,12 @@ CLI::App* add_sim_subcommand(CLI::App& app) {
   sim->add_option("--batch-name", o.batch_name, "the module-level constant that holds the batch")
       ->capture_default_str();
   sim->add_option("--optimizer", o.optimizer, "sgd, momentum or adam")->capture_default_str();
+  sim->add_option("--update", o.update,
+                  "how the optimizer's update runs: ops (one kernel per primitive, as spora "
+                  "train-step runs it) or fused (one pass over each parameter, its gradient and "
+                  "its state, as spora run runs std.optim's update)")
+      ->check(CLI::IsMember({"ops", "fused"}))
+      ->capture_default_str();
   sim->add_option("--bucket-mb", o.bucket_mb, "gradient bucket cap in MiB (DDP's bucket_cap_mb)")
       ->capture_default_str();
   sim->add_option("--first-bucket-mb", o.first_bucket_mb, "cap of the first bucket in MiB")

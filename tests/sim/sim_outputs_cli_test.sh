@@ -47,6 +47,19 @@ for args in "--svg -" "--trace -" "--log - --json"; do
   grep -q "stdout" "$dir/err.txt" || fail "$args: $(cat "$dir/err.txt")"
 done
 
+# --update fused (the optimizer's update as one kernel per parameter) is honoured by every kind:
+# Adam's step is shorter than with its twelve primitives (--update ops, the default), the same
+# as the default without --update, and an unknown kernel is refused naming the choices.
+step_ms() { run --optimizer adam --json "$@" | python3 -c \
+  "import json,sys; print(json.load(sys.stdin)['step_seconds'] * 1e3)"; }
+ops=$(step_ms --update ops) default=$(step_ms) fused=$(step_ms --update fused)
+[ "$ops" = "$default" ] || fail "--update ops ($ops ms) is not the default ($default ms)"
+python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) < float(sys.argv[2]) else 1)" \
+  "$fused" "$ops" || fail "--update fused ($fused ms) is not faster than ops ($ops ms)"
+if run --update bogus > "$dir/out.txt" 2> "$dir/err.txt"; then fail "--update bogus was accepted"; fi
+grep -q "ops" "$dir/err.txt" && grep -q "fused" "$dir/err.txt" ||
+  fail "--update bogus: $(cat "$dir/err.txt")"
+
 # What each kind honours beyond that, and what it refuses.
 honoured() {  # FLAG... : runs with them, exit status 0 expected
   run "$@" > "$dir/out.txt" 2> "$dir/err.txt" || fail "$* failed: $(cat "$dir/err.txt")"

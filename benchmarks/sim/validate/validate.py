@@ -54,9 +54,9 @@ STRATEGY_RANKS = {"one": 1, "dp2": 2, "tp2": 2, "zero2": 2, "pp2": 2,
 # strategy -> ranks; the file is strategies/fashion_<strategy>.json ("one": no --ranks).
 # Real: the median time between batches of the training loop (the progress bar's last line,
 # "X ms/step"; its first batch, which decodes the files and compiles, is outside it), times
-# FASHION_STEPS + 1 batches. Predicted: `spora sim fashion_step.sp --optimizer adam --batch 64`
-# times the same count. Not predicted: the data pipeline's own work (shuffling, batching on the
-# prefetch thread) and the loop's host work (report, the progress bar).
+# FASHION_STEPS + 1 batches. Predicted: `spora sim fashion_step.sp --optimizer adam --update
+# fused --batch 64` times the same count. Not predicted: the data pipeline's own work
+# (shuffling, batching on the prefetch thread) and the loop's host work (report, progress bar).
 FASHION_MNIST_EPOCH = {
     "program": os.path.join(HERE, "fashion_epoch.sp"),
     "step": os.path.join(HERE, "fashion_step.sp"),
@@ -133,7 +133,10 @@ def sim_step(spora, machine, model, strategy, batch, extra=()):
 
 def simulate(spora, machine, workload, strategy):
     if workload == "fashion":
-        f, adam = strategy_file("fashion", strategy), ["--optimizer", "adam"]
+        # The program's run fuses Adam's update (one kernel per parameter; ZeRO-1's pieces node
+        # by node, as the simulator's --update fused models them): README, protocol step 5.
+        f = strategy_file("fashion", strategy)
+        adam = ["--optimizer", "adam", "--update", "fused"]
         full, e = sim_step(spora, machine, FASHION_MNIST_EPOCH["step"], f, FASHION_BATCH, adam)
         if e:
             return None, e
