@@ -148,8 +148,7 @@ GptSimResult simulate_one(const Step& st, int64_t b) {
   std::vector<double> opt_s(p), gather_s(p);
   for (int64_t k = 0; k < p; ++k) {
     const double local = st.stage_params(k) / (par.zero >= 1 ? static_cast<double>(par.dp) : 1);
-    const double adam_bytes = local * (2 + st.grad_bytes() * 3 + 24);
-    opt_s[k] = st.timer.seconds(memory_kernel("fused-adam", adam_bytes, "elementwise"));
+    opt_s[k] = optimizer_seconds(st.timer, local, st.grad_bytes(), par.precision == "f16");
     gather_s[k] = par.zero >= 1 && par.dp > 1
                       ? st.comm.seconds(CommKind::AllGather, st.dp, st.stage_params(k) * 2)
                       : 0;
@@ -209,6 +208,37 @@ std::vector<int64_t> micro_batch_candidates(const GptParallel& par) {
 }
 
 }  // namespace
+
+// The optimizer step as Megatron-LM's mixed-precision optimizer runs it
+// (megatron/optimizer/optimizer.py, Float16OptimizerWithFloat16Params.step, and its ZeRO-1
+// successor on the local shard): memory passes over every local parameter, bytes per parameter:
+//   copy-to-main-grad   the 16-bit gradient read, an f32 copy written (g + 4); nothing when the
+//                       gradient buffers are f32 already (g = 4: main_grad.float() is no copy)
+//   unscale             f16 only (loss scaling): the f32 gradient read and written, checked
+//                       for inf and NaN (torch._amp_foreach_non_finite_check_and_unscale_) (8)
+//   grad-norm           the f32 gradient read for the clipping norm (multi_tensor_l2norm) (4)
+//   fused-adam          apex FusedAdam: f32 master, gradient and both moments read, master and
+//                       moments written (28)
+//   copy-to-model       the f32 master read, the 16-bit parameter written (6)
+// f16 with 16-bit gradients: 52 bytes per parameter; bf16 with f32 gradients: 38. Scaling the
+// gradient when its norm exceeds the clip (a further 8 bytes, only on such steps) is not counted.
+std::vector<std::pair<std::string, double>> optimizer_passes(double grad_bytes, bool f16) {
+  std::vector<std::pair<std::string, double>> passes;
+  if (grad_bytes < 4) passes.emplace_back("optimizer-copy-to-main-grad", grad_bytes + 4);
+  if (f16) passes.emplace_back("optimizer-unscale", 8);
+  passes.emplace_back("optimizer-grad-norm", 4);
+  passes.emplace_back("fused-adam", 28);
+  passes.emplace_back("optimizer-copy-to-model", 6);
+  return passes;
+}
+
+double optimizer_seconds(const KernelTimer& timer, double local_params, double grad_bytes,
+                         bool f16) {
+  double t = 0;
+  for (const auto& [name, bytes] : optimizer_passes(grad_bytes, f16))
+    t += timer.seconds(memory_kernel(name, local_params * bytes, "elementwise"));
+  return t;
+}
 
 PassTime time_pass(const PassOps& ops, const KernelTimer& timer, const CommModel& comm,
                    const Group& tp, double sm_share) {

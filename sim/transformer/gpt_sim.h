@@ -21,9 +21,11 @@
 //   3. After a stage's passes: the data-parallel gradient all-reduce (ZeRO >= 1: reduce-scatter)
 //      of its gradient buffers, per layer as each layer's gradients become final in the last
 //      backward pass when `grad_overlap` (else all of it after the last pass); the all-reduce of
-//      the tied embedding's gradients between the first and last stage; the fused Adam update
-//      (a memory-bound kernel over the local parameters: 2-byte parameter written, f32 master,
-//      both moments read and written, the gradient read, the gradient norm read twice);
+//      the tied embedding's gradients between the first and last stage; the optimizer step
+//      as Megatron's mixed-precision optimizer runs it, memory passes over the local
+//      parameters (f16: the gradient copied to f32, unscaled, its norm read, fused Adam, the
+//      master copied to the 16-bit parameter: 52 bytes per parameter; bf16 with f32 gradients:
+//      38; gpt_sim.cpp, optimizer_passes);
 //      ZeRO >= 1 all-gathers the updated 16-bit parameters. ZeRO-2 and -3 also reduce-scatter
 //      each layer's gradients in every backward pass, ZeRO-3 all-gathers each layer's
 //      parameters before every forward, recomputed forward and backward pass (exposed).
@@ -173,6 +175,13 @@ GradientStream gradient_stream(const std::vector<PipelinePass>& last_backward, d
 
 // The SM share of a running collective: the options', else the spec's.
 double comm_sm_share(const ClusterSpec& cluster, const GptSimOptions& options);
+
+// The optimizer step over `local_params` parameters as Megatron's mixed-precision optimizer
+// runs it: its memory passes (gpt_sim.cpp, optimizer_passes) at the timer's rates, with the
+// gradient buffers' bytes per element and f16's loss-scale unscaling.
+std::vector<std::pair<std::string, double>> optimizer_passes(double grad_bytes, bool f16);
+double optimizer_seconds(const KernelTimer& timer, double local_params, double grad_bytes,
+                         bool f16);
 
 // Simulates `par` (resolve_parallel first) on `cluster` (already holding the GPUs). With
 // par.micro_batch 0 every micro-batch size that divides the batch per replica is simulated and

@@ -139,9 +139,8 @@ tr::GptSimResult simulate_with_layer(const sim::ClusterSpec& cluster, const tr::
   }
   tr::GptSimResult r;
   for (int64_t k = 0; k < p; ++k) {
-    const double adam_bytes = stage_params(k) * (2 + grad_bytes * 3 + 24);
-    const double end =
-        sync_end[k] + mo.timer.seconds(tr::memory_kernel("fused-adam", adam_bytes, "elementwise"));
+    const double end = sync_end[k] + tr::optimizer_seconds(mo.timer, stage_params(k), grad_bytes,
+                                                           par.precision == "f16");
     if (end > r.step_seconds) r.step_seconds = end, r.critical_stage = static_cast<int>(k);
   }
   for (int64_t k : {int64_t{0}, p - 1}) {

@@ -33,6 +33,42 @@ ScheduleInput uniform(int64_t p, int64_t v, int64_t m, double f, double b, doubl
   return in;
 }
 
+// The optimizer step as Megatron-LM's Float16OptimizerWithFloat16Params runs it (2021,
+// megatron/optimizer/optimizer.py): f16 copies the 16-bit gradient to f32 (2 + 4 bytes per
+// parameter), unscales it (8), reads it for the clipping norm (4), runs FusedAdam (28) and
+// copies the master to the 16-bit parameter (6); bf16 with f32 gradient buffers has no copy and
+// no loss scale. The step's optimizer time is those passes at the HBM rate.
+TEST(SimGptOptimizer, MegatronsMixedPrecisionPasses) {
+  double f16 = 0, bf16 = 0;
+  std::vector<std::string> names;
+  for (const auto& [name, bytes] : optimizer_passes(2, true)) f16 += bytes, names.push_back(name);
+  for (const auto& [name, bytes] : optimizer_passes(4, false)) bf16 += bytes;
+  EXPECT_EQ(f16, 52);
+  EXPECT_EQ(bf16, 38);
+  EXPECT_EQ(names, (std::vector<std::string>{"optimizer-copy-to-main-grad", "optimizer-unscale",
+                                             "optimizer-grad-norm", "fused-adam",
+                                             "optimizer-copy-to-model"}));
+  const ClusterSpec c = load_cluster_spec(kCluster);
+  const KernelTimer timer(c.device, "f16", 2);
+  double want = 0;
+  for (const auto& [name, bytes] : optimizer_passes(2, true))
+    want += timer.seconds(memory_kernel(name, 1e9 * bytes, "elementwise"));
+  EXPECT_DOUBLE_EQ(optimizer_seconds(timer, 1e9, 2, true), want);
+  // A billion parameters' 52 GB take at least 52 GB over the HBM bandwidth.
+  EXPECT_GT(want, 52e9 / c.device.memory_bandwidth);
+  EXPECT_LT(want, 52e9 / c.device.memory_bandwidth / 0.5);
+
+  // The 1.7B row on 32 GPUs (tp 1, dp 32): every GPU updates all its parameters.
+  const GptModel m{2304, 24, 24, 51200, 2048};
+  GptParallel par{.global_batch = 512, .micro_batch = 16, .tp = 1, .pp = 1};
+  par.precision = "f16";
+  resolve_parallel(m, par, 32);
+  const GptSimResult r = simulate_gpt(scale_cluster(c, 32), m, par);
+  const double local = r.memory.parameters / 2;  // 16-bit parameters
+  EXPECT_NEAR(r.breakdown.optimizer, optimizer_seconds(timer, local, 2, true),
+              1e-9 * r.breakdown.optimizer);
+}
+
 TEST(SimGptSchedule, OneFOneBTakesMPlusPMinusOneSlots) {
   for (int64_t p : {1, 2, 4, 8})
     for (int64_t m : {1, 3, 8, 32}) {
