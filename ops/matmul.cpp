@@ -116,6 +116,12 @@ Node* flagged_matmul(Emitter& e, Node* x, Node* y, bool ta, bool tb) {
   return e.op("matmul", {x, y}, std::move(attrs));
 }
 
+int64_t elements(const Shape& shape) {
+  int64_t n = 1;
+  for (const int64_t d : shape) n *= d;
+  return n;
+}
+
 Nodes matmul_vjp(Emitter& e, const Node& node, const Nodes& in, Node*, Node* dout) {
   Node *a = in[0], *b = in[1];
   if (!ad::diff(a)) return {nullptr, nullptr};
@@ -131,17 +137,33 @@ Nodes matmul_vjp(Emitter& e, const Node& node, const Nodes& in, Node*, Node* dou
   Node* B = e.reshape(b, sb);
   Node* dA = nullptr;
   Node* dB = nullptr;
-  if (!t.a && !t.b && !e.runs_at_once()) {
+  const bool unflagged = !t.a && !t.b && !e.runs_at_once();
+  // B without batch axes of its own against a batched A stored as [batch..., m, k] (a layer's
+  // weight applied to a batch of sequences): its cotangent, summed over every batch axis, is one
+  // product over all the batch's rows, A as [rows, k] and D as [rows, n], rather than one
+  // product per batch entry and their sum (which writes and reads a [batch..., k, n]
+  // intermediate and contracts only m rows per product).
+  const int64_t batch = elements(s.batch);
+  const bool fold_b = e.wants(1) && !t.a && batch > 1 && elements(s.b3) == s.k * s.n;
+  if (fold_b) {
+    Node* Af = e.reshape(A, {batch * s.m, s.k});
+    Node* Df = e.reshape(D, {batch * s.m, s.n});
+    Node* g = unflagged ? e.op("matmul", {ad::swap_last2(e, Af), Df})
+              : t.b     ? flagged_matmul(e, Df, Af, true, false)
+                        : flagged_matmul(e, Af, Df, true, false);
+    dB = e.reshape(g, ad::shape_of(b));
+  }
+  if (unflagged) {
     if (e.wants(0)) dA = e.op("matmul", {D, ad::swap_last2(e, B)});
-    if (e.wants(1)) dB = e.op("matmul", {ad::swap_last2(e, A), D});
+    if (e.wants(1) && !fold_b) dB = e.op("matmul", {ad::swap_last2(e, A), D});
   } else {
     if (e.wants(0))
       dA = t.a ? flagged_matmul(e, B, D, t.b, true) : flagged_matmul(e, D, B, false, !t.b);
-    if (e.wants(1))
+    if (e.wants(1) && !fold_b)
       dB = t.b ? flagged_matmul(e, D, A, true, t.a) : flagged_matmul(e, A, D, !t.a, false);
   }
-  return {dA ? e.reshape(e.unbroadcast(dA, sa), ad::shape_of(a)) : nullptr,
-          dB ? e.reshape(e.unbroadcast(dB, sb), ad::shape_of(b)) : nullptr};
+  if (dB && !fold_b) dB = e.reshape(e.unbroadcast(dB, sb), ad::shape_of(b));
+  return {dA ? e.reshape(e.unbroadcast(dA, sa), ad::shape_of(a)) : nullptr, dB};
 }
 
 Node* matmul_jvp(Emitter& e, const Node& node, const Nodes& in, Node*, const Nodes& ts) {

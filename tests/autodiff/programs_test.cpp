@@ -205,6 +205,24 @@ size_t count_primitive(const std::string& text, const std::string& prim, bool fo
   return count;
 }
 
+// How many applications of `prim` with a result of type `type` (its printed form) it holds.
+size_t count_typed(const std::string& text, const std::string& prim, const std::string& type) {
+  const std::string path =
+      ::testing::TempDir() + "spora_ad_typed_" + std::to_string(::getpid()) + ".sp";
+  std::ofstream(path) << text;
+  lang::SourceManager sources;
+  lang::DiagnosticEngine diags(sources);
+  sem::Compiled c = sem::compile_file(sources, diags, path);
+  std::remove(path.c_str());
+  EXPECT_TRUE(c.module);
+  size_t count = 0;
+  if (c.module)
+    for (const auto& g : c.module->graphs())
+      for (const ir::Node* n : g->nodes)
+        count += n->is_prim(prim) && n->type && n->type->str() == type;
+  return count;
+}
+
 // Activity analysis (autodiff/reverse.cpp): grad with respect to w emits nothing for xs,
 // which it only reads (no slice_grad: in eager mode, which runs the derivative as emitted,
 // an RNN summed one zero-filled copy of its inputs per time step), and the gradient of w is
@@ -261,6 +279,55 @@ def main() {
       EXPECT_EQ(lines[1], graph_lines[1]);
     }
     graph_lines = lines;
+  }
+}
+
+// A weight applied to a batch of sequences ([batch, m, k] @ [k, n], as a Transformer's
+// projections are) gets its cotangent as one product over all the batch's rows, [k, batch m] x
+// [batch m, n], not one [k, m] x [m, n] product per batch entry and their sum; so does a weight
+// read through transpose_b. Values are the closed form's, in graph and eager mode.
+TEST(Programs, ABatchedWeightsCotangentIsOneProductOverTheRows) {
+  setup();
+  const std::string text = R"(
+def f(w, wt, x) = sum((x @ w) ** 2.0) + sum(matmul(x, wt, transpose_b=true) ** 2.0)
+def main() {
+    let x = reshape(arange(0.0, 24.0) * 0.25 - 2.0, (3, 4, 2))
+    let w = reshape(arange(0.0, 10.0) * 0.5 - 2.0, (2, 5))
+    let wt = reshape(arange(0.0, 10.0) * 0.25 - 1.0, (5, 2))
+    let (gw, gwt) = grad(f, wrt=(0, 1))(w, wt, x)
+    print(gw)
+    print(gwt)
+}
+)";
+  // The forward's two products, and one 2-D product per weight: none per batch entry.
+  EXPECT_EQ(count_primitive(text, "matmul"), 4u);
+  EXPECT_EQ(count_typed(text, "matmul", "f32[3,4,5]"), 2u);
+  EXPECT_EQ(count_typed(text, "matmul", "f32[2,5]"), 1u);
+  EXPECT_EQ(count_typed(text, "matmul", "f32[5,2]"), 1u);
+  // The closed form: gw = 2 sum_b x_b^T (x_b w), gwt = 2 sum_b (x_b wt^T)^T x_b.
+  double x[3][4][2], w[2][5], wt[5][2];
+  for (int i = 0; i < 24; ++i) x[i / 8][i / 2 % 4][i % 2] = i * 0.25 - 2.0;
+  for (int i = 0; i < 10; ++i) w[i / 5][i % 5] = i * 0.5 - 2.0, wt[i / 2][i % 2] = i * 0.25 - 1.0;
+  std::vector<double> gw(10, 0.0), gwt(10, 0.0);
+  for (int b = 0; b < 3; ++b)
+    for (int m = 0; m < 4; ++m)
+      for (int n = 0; n < 5; ++n) {
+        double y = 0, z = 0;
+        for (int k = 0; k < 2; ++k) y += x[b][m][k] * w[k][n], z += x[b][m][k] * wt[n][k];
+        for (int k = 0; k < 2; ++k)
+          gw[k * 5 + n] += 2 * x[b][m][k] * y, gwt[n * 2 + k] += 2 * z * x[b][m][k];
+      }
+  for (bool eager : {false, true}) {
+    const auto lines = run_program(text, eager);
+    ASSERT_EQ(lines.size(), 2u) << (eager ? "eager" : "graph");
+    ASSERT_EQ(lines[0].size(), 10u);
+    ASSERT_EQ(lines[1].size(), 10u);
+    for (size_t i = 0; i < 10; ++i) {
+      EXPECT_NEAR(lines[0][i], gw[i], 1e-9 * std::abs(gw[i]) + 1e-12)
+          << i << (eager ? " eager" : "");
+      EXPECT_NEAR(lines[1][i], gwt[i], 1e-9 * std::abs(gwt[i]) + 1e-12)
+          << i << (eager ? " eager" : "");
+    }
   }
 }
 
