@@ -395,7 +395,8 @@ SpmdProgram spmd_program(const ir::Graph& g, std::vector<int64_t> mesh, std::siz
         g.output->inputs[k + 1]->type && g.output->inputs[k + 1]->type->is_tensor())
       u_type = g.output->inputs[k + 1]->type;
     int state = 0;
-    const bool piece = !(*u_type == *t);  // ZeRO-1: runs node by node (.h)
+    // A ZeRO-1 piece: the runtime runs its update node by node (spmd_step.h).
+    const bool piece = !(*u_type == *t);
     std::vector<StepOp> u =
         update_ops(optimizer, u_type, state, piece ? UpdateKernel::Ops : update);
     const auto& param = flow.refs(g.params[k]);
