@@ -116,12 +116,6 @@ Node* flagged_matmul(Emitter& e, Node* x, Node* y, bool ta, bool tb) {
   return e.op("matmul", {x, y}, std::move(attrs));
 }
 
-int64_t elements(const Shape& shape) {
-  int64_t n = 1;
-  for (const int64_t d : shape) n *= d;
-  return n;
-}
-
 Nodes matmul_vjp(Emitter& e, const Node& node, const Nodes& in, Node*, Node* dout) {
   Node *a = in[0], *b = in[1];
   if (!ad::diff(a)) return {nullptr, nullptr};
@@ -143,8 +137,8 @@ Nodes matmul_vjp(Emitter& e, const Node& node, const Nodes& in, Node*, Node* dou
   // product over all the batch's rows, A as [rows, k] and D as [rows, n], rather than one
   // product per batch entry and their sum (which writes and reads a [batch..., k, n]
   // intermediate and contracts only m rows per product).
-  const int64_t batch = elements(s.batch);
-  const bool fold_b = e.wants(1) && !t.a && batch > 1 && elements(s.b3) == s.k * s.n;
+  const int64_t batch = numel_of(s.batch);
+  const bool fold_b = e.wants(1) && !t.a && batch > 1 && numel_of(s.b3) == s.k * s.n;
   if (fold_b) {
     Node* Af = e.reshape(A, {batch * s.m, s.k});
     Node* Df = e.reshape(D, {batch * s.m, s.n});
