@@ -46,8 +46,9 @@ struct BlockPlan {
 // Small products are one call. Large ones are cut into blocks of the longer side of C, one
 // single-threaded OpenBLAS call each, spread over the threads. The blocks depend only on the
 // shape (OpenBLAS's result for an element can depend on the size of the call it is in), so the
-// result does not depend on the number of threads: about 4M multiply-adds each, in equal parts
-// rounded up to 16, and at least 128 columns or 32 rows. Every call packs the whole of the other
+// result does not depend on the number of threads: about 4M multiply-adds each and at least two
+// from 2M (an RNN step's [32, 256] x [256, 256] then runs on two cores), in equal parts rounded
+// up to 16, and at least 128 columns or 32 rows. Every call packs the whole of the other
 // operand, so thinner blocks lose to the packing: one core ran W4's [1024, 256] x [256, 256] at
 // 82 GFLOP/s in 32-row calls, 94 in 64-row calls (what this rule gives it) and 100 in 128-row
 // calls (OpenBLAS 0.3.21's Haswell kernels, AMD EPYC).
@@ -56,7 +57,8 @@ BlockPlan plan_blocks(int64_t m, int64_t n, int64_t k) {
   const bool by_cols = n >= m;
   const int64_t side = by_cols ? n : m;
   constexpr int64_t target = int64_t{1} << 22;
-  const int64_t parts = std::max<int64_t>(1, (m * n * k + target - 1) / target);
+  const int64_t parts =
+      std::max<int64_t>(m * n * k < target / 2 ? 1 : 2, (m * n * k + target - 1) / target);
   const int64_t even = ((side + parts - 1) / parts + 15) / 16 * 16;
   const int64_t block = std::max<int64_t>(by_cols ? 128 : 32, even);
   return {by_cols, block, (side + block - 1) / block};
@@ -137,9 +139,13 @@ void gemm_many(bool ta, bool tb, int64_t batches, int64_t m, int64_t n, int64_t 
   }
   const BlockPlan p = plan_blocks(m, n, k);
   const BlockLibs libs = block_libs<T>(p, ta, tb, m, n, k, a[0], lda, b[0], ldb, beta, c[0], ldc);
-  // A multiply-add costs about an eighth of an elementwise add (parallel_work units).
-  parallel_for(
-      batches * p.blocks, m * n * k / p.blocks / 8 + 1,
+  // A multiply-add costs about an eighth of an elementwise add (parallel_work units). The
+  // blocks are split over the team from a quarter of parallel_work() (2M multiply-adds by
+  // default, about 30 us of one core): they compute from their own cache and share nothing,
+  // where a small elementwise loop split over the cores loses its data to the other core's
+  // cache.
+  parallel_for_from(
+      parallel_work() / 4, batches * p.blocks, m * n * k / p.blocks / 8 + 1,
       [&](int64_t first, int64_t last) {
         for (int64_t t = first; t < last; ++t) {
           const int64_t i = t / p.blocks;

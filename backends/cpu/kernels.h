@@ -120,9 +120,18 @@ void set_load_adaptive(bool on);
 // The split never changes results: bodies write disjoint outputs. An exception thrown by a
 // body is rethrown on the calling thread.
 template <class F>
+void parallel_for_from(int64_t threshold, int64_t n, int64_t cost, F&& body, int64_t align = 16);
+
+template <class F>
 void parallel_for(int64_t n, int64_t cost, F&& body, int64_t align = 16) {
+  parallel_for_from(parallel_work(), n, cost, std::forward<F>(body), align);
+}
+
+// parallel_for with another threshold in place of parallel_work().
+template <class F>
+void parallel_for_from(int64_t threshold, int64_t n, int64_t cost, F&& body, int64_t align) {
   if (n <= 0) return;
-  const int nt = n * cost < parallel_work() || omp_in_parallel() ? 1 : team_size();
+  const int nt = n * cost < threshold || omp_in_parallel() ? 1 : team_size();
   if (nt <= 1) {
     body(int64_t{0}, n);
     return;

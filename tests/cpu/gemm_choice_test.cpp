@@ -94,7 +94,7 @@ TEST(CpuGemm, ATimedProductThatAccumulatesKeepsItsOutput) {
   fs::remove(file);
   ScopedEnv env("SPORA_GEMM_CHOICES", file.string());
   ScopedPolicy scoped(GemmPolicy::autotune);
-  const int64_t m = 96, n = 300, k = 80;
+  const int64_t m = 96, n = 300, k = 64;  // under 2M multiply-adds: one block, one shape
   std::vector<float> a(m * k), b(k * n), c(m * n), want(m * n);
   for (size_t i = 0; i < a.size(); ++i) a[i] = float(i % 13) * 0.25f - 1.5f;
   for (size_t i = 0; i < b.size(); ++i) b[i] = float(i % 11) * 0.125f - 0.625f;
@@ -120,40 +120,41 @@ TEST(CpuGemm, TheChoiceFileIsWrittenReadAndRebuilt) {
   ScopedEnv env("SPORA_GEMM_CHOICES", file.string());
   const std::string header = gemm_choice_header();
   Gen gen(5);
-  Tensor a = gen.tensor(DType::f32, {128, 96}), b = gen.tensor(DType::f32, {96, 200});
+  // Under 2M multiply-adds: one block, so one shape is timed.
+  Tensor a = gen.tensor(DType::f32, {128, 80}), b = gen.tensor(DType::f32, {80, 200});
   const std::string garbage[] = {
       "",
       "not a choice file\n",
-      header + "\nNN\t128\t200\t96\t96\t200\t200\tonednn\t1.0\n",        // a field short
-      header + "\nNN\t128\t200\t96\t96\t200\t200\tmkl\t1.0\t2.0\n",      // no such library
-      header + "\nNN\t128\t-200\t96\t96\t200\t200\tonednn\t1.0\t2.0\n",  // negative
-      header + "\nNN\t128\t200\t96\t96\t20\t200\tonednn\t1.0\t2.0\n",    // ldb < n
-      header + "\nNN\t128\t200\t96\t96\t200\t200\tonednn\tnan\t2.0\n",
-      header + "\nNN\t128\t200\t96\t96\t200\t200\tonednn\t1.0\t2.0",  // no final newline
+      header + "\nNN\t128\t200\t80\t80\t200\t200\tonednn\t1.0\n",        // a field short
+      header + "\nNN\t128\t200\t80\t80\t200\t200\tmkl\t1.0\t2.0\n",      // no such library
+      header + "\nNN\t128\t-200\t80\t80\t200\t200\tonednn\t1.0\t2.0\n",  // negative
+      header + "\nNN\t128\t200\t80\t80\t20\t200\tonednn\t1.0\t2.0\n",    // ldb < n
+      header + "\nNN\t128\t200\t80\t80\t200\t200\tonednn\tnan\t2.0\n",
+      header + "\nNN\t128\t200\t80\t80\t200\t200\tonednn\t1.0\t2.0",  // no final newline
       "spora-gemm-choices 2 | cpu=another "
-      "machine\nNN\t128\t200\t96\t96\t200\t200\topenblas\t1\t2\n"};
+      "machine\nNN\t128\t200\t80\t80\t200\t200\topenblas\t1\t2\n"};
   for (const std::string& text : garbage) {
     std::string why;
     EXPECT_FALSE(parse_gemm_choices(text, header, &why)) << text;
     EXPECT_NE(why.find("line "), std::string::npos) << why;
     { std::ofstream(file) << text; }
     ScopedPolicy scoped(GemmPolicy::autotune);
-    EXPECT_TRUE(agree("matmul", {a, b}, {}, Tol::scaled, product_scale(a, b, 96))) << text;
+    EXPECT_TRUE(agree("matmul", {a, b}, {}, Tol::scaled, product_scale(a, b, 80))) << text;
     const std::string now = read(file);
     const auto parsed = parse_gemm_choices(now, header);
     ASSERT_TRUE(parsed) << now;
     ASSERT_EQ(parsed->size(), 1u) << now;
     const GemmChoice& c = (*parsed)[0];
-    EXPECT_EQ(c.shape, (GemmShape{false, false, 128, 200, 96, 96, 200, 200}));
+    EXPECT_EQ(c.shape, (GemmShape{false, false, 128, 200, 80, 80, 200, 200}));
     EXPECT_EQ(c.lib, c.onednn_us < c.openblas_us ? GemmLib::onednn : GemmLib::openblas);
   }
   // Read back: a choice the file holds is taken as it is (planted here against the times).
   std::vector<GemmChoice> planted = {
-      {{false, false, 128, 200, 96, 96, 200, 200}, GemmLib::onednn, 1.0, 99.0}};
+      {{false, false, 128, 200, 80, 80, 200, 200}, GemmLib::onednn, 1.0, 99.0}};
   { std::ofstream(file) << format_gemm_choices(header, planted); }
   {
     ScopedPolicy scoped(GemmPolicy::autotune);
-    EXPECT_TRUE(agree("matmul", {a, b}, {}, Tol::scaled, product_scale(a, b, 96)));
+    EXPECT_TRUE(agree("matmul", {a, b}, {}, Tol::scaled, product_scale(a, b, 80)));
     const auto held = gemm_choices();
     ASSERT_EQ(held.size(), 1u);
     EXPECT_EQ(held[0].onednn_us, 99.0);                           // loaded, not timed again

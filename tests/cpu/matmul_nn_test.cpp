@@ -53,15 +53,16 @@ TEST(CpuMatmul, EveryFormMatchesReference) {
 
 // Batched products run every block of every product as one task (blas.h gemm_batch): products
 // cut into blocks with a ragged last one ([200, 70] x [70, 300]: blocks of 160 columns, then
-// 140), many small products (attention's per-head shape, smaller), and broadcast batches. Each
-// matches the reference, and the same bits come out on one thread as on the team.
+// 140), products just large enough to be cut in two (2M multiply-adds and up: [40, 90] x
+// [90, 600] in columns of 304 and 296, and its transpose in rows), many small products
+// (attention's per-head shape, smaller), and broadcast batches. Each matches the reference, and
+// the same bits come out on one thread as on the team.
 TEST(CpuMatmul, BatchedProductsInParallelMatchReferenceAndOneThread) {
   Gen gen(23);
-  const std::pair<Shape, Shape> cases[] = {{{3, 200, 70}, {3, 70, 300}},
-                                           {{3, 300, 70}, {3, 70, 200}},
-                                           {{32, 32, 16}, {32, 16, 24}},
-                                           {{2, 1, 130, 40}, {3, 40, 129}},
-                                           {{5, 1, 33}, {5, 33, 257}}};
+  const std::pair<Shape, Shape> cases[] = {
+      {{3, 200, 70}, {3, 70, 300}}, {{3, 300, 70}, {3, 70, 200}}, {{40, 90}, {90, 600}},
+      {{600, 90}, {90, 40}},        {{32, 32, 16}, {32, 16, 24}}, {{2, 1, 130, 40}, {3, 40, 129}},
+      {{5, 1, 33}, {5, 33, 257}}};
   for (DType dt : {DType::f32, DType::f64}) {
     for (const auto& [sa, sb] : cases) {
       Tensor a = gen.tensor(dt, sa), b = gen.tensor(dt, sb);
