@@ -570,9 +570,10 @@ int main(int argc, char** argv) {
                   "print the program with this graph as its entry (e.g. step): the optimized and fused "
                   "stages keep what it needs, with the types main calls it with");
   std::vector<std::string> print_after;
-  irc->add_option("--print-after", print_after,
-                  "print the module after these simplification passes (inline, fold-tuples, fold-constants, "
-                  "simplify, cse, dce, or all)")
+  irc->add_option(
+         "--print-after", print_after,
+         "print the module after these simplification passes (inline, fold-tuples, fold-constants, "
+         "simplify, hoist, cse, dce, or all)")
       ->delimiter(',');
   irc->add_option("-o,--output", out, "write to this file instead of stdout");
   std::string ir_strategy;

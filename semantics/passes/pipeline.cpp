@@ -13,6 +13,7 @@
 #include "semantics/passes/cse.h"
 #include "semantics/passes/dce.h"
 #include "semantics/passes/fold_tuples.h"
+#include "semantics/passes/hoist.h"
 #include "semantics/passes/inline.h"
 #include "semantics/passes/simplify.h"
 #include "semantics/passes/util.h"
@@ -28,11 +29,9 @@ struct Pass {
 
 const std::vector<Pass>& passes() {
   static const std::vector<Pass> list = {
-      {"inline", inline_calls},
-      {"fold-tuples", fold_tuples},
-      {"fold-constants", fold_constants},
-      {"simplify", simplify_algebra},
-      {"cse", eliminate_common_subexpressions},
+      {"inline", inline_calls},           {"fold-tuples", fold_tuples},
+      {"fold-constants", fold_constants}, {"simplify", simplify_algebra},
+      {"hoist", hoist_loop_products},     {"cse", eliminate_common_subexpressions},
       {"dce", eliminate_dead_code},
   };
   return list;
