@@ -79,7 +79,7 @@ class Hoister {
       const Node* x = hoistable(*n, body);
       if (!x) continue;
       Node* w = n->inputs[1];
-      Node* p = find(x, w, n->attrs, body);
+      Node* p = find(x, w, n->attrs, body_const);
       if (!p) {
         if (!trips || *trips * 2 < x->type->shape[0]) continue;
         p = hoist(const_cast<Node*>(x), w, n->attrs, body_const, n->loc);
@@ -108,9 +108,14 @@ class Hoister {
   }
 
  private:
-  Node* find(const Node* x, const Node* w, const sem::Attrs& attrs, const Graph* body) const {
+  // A product hoisted for the same X, W and attributes that the body sees: listed in the
+  // body's graph before the node that names the body.
+  Node* find(const Node* x, const Node* w, const sem::Attrs& attrs, const Node* body_const) const {
+    const std::vector<Node*>& list = body_const->graph->nodes;
+    const auto at = std::find(list.begin(), list.end(), body_const);
     for (const Hoisted& h : hoisted_)
-      if (h.x == x && h.w == w && h.attrs == attrs && encloses(h.product->graph, body->parent))
+      if (h.x == x && h.w == w && h.attrs == attrs && h.product->graph == body_const->graph &&
+          std::find(list.begin(), at, h.product) != at)
         return h.product;
     return nullptr;
   }

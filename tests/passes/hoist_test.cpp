@@ -6,6 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <memory>
+
 #include "tests/passes/pass_testing.h"
 
 namespace spora::passes::testing {
@@ -101,10 +104,10 @@ TEST(Hoist, ALoopOfUnknownLengthMakesNoProduct) {
   EXPECT_EQ(count(out, "matmul", out.find("graph @main.body")), 1u) << out;
 }
 
-TEST(Hoist, ALoopOfUnknownLengthReadsTheProductAnEarlierLoopHoisted) {
-  // As a backward pass reads its forward loop's slices: the second loop's bound is an
-  // argument, the first's is constant; after the pass both read the one product.
-  const std::string text = R"(graph @main(%n: i64) -> f32[2,2] {
+// A forward loop of constant length and a backward loop whose length is an argument, both
+// multiplying slices of X by W.
+std::string two_loops() {
+  return R"(graph @main(%n: i64) -> f32[2,2] {
   %x = constant [[[1.0, 2.0], [3.0, 4.0]], [[5.0, 6.0], [7.0, 8.0]]] : f32[2,2,2]
   %w = constant [[1.0, -1.0], [2.0, 0.0]] : f32[2,2]
   %z = zeros(shape=[2,2], dtype=f32) : f32[2,2]
@@ -132,9 +135,33 @@ TEST(Hoist, ALoopOfUnknownLengthReadsTheProductAnEarlierLoopHoisted) {
   return %out
 }
 )";
-  const std::string out = after_pass(text, hoist_loop_products, {i64(1)});
+}
+
+TEST(Hoist, ALoopOfUnknownLengthReadsTheProductAnEarlierLoopHoisted) {
+  // As a backward pass reads its forward loop's slices: the second loop's bound is an
+  // argument, the first's is constant; after the pass both read the one product.
+  const std::string out = after_pass(two_loops(), hoist_loop_products, {i64(1)});
   EXPECT_EQ(count(out, "matmul"), 1u) << out;
   EXPECT_NE(out.find("= matmul(%0, %1) : f32[2,2,2]"), std::string::npos) << out;
+}
+
+TEST(Hoist, AProductIsReadOnlyWhereItIsVisible) {
+  // The text of the last test with @main.bwd named before @main.fwd: the product hoisted for
+  // the forward loop then comes after the node that names the backward body, which cannot see
+  // it, so the backward keeps its own.
+  std::unique_ptr<ir::Module> m = parse(two_loops());
+  ir::Graph* main = m->entry;
+  auto names = [&](const char* graph) {
+    return std::find_if(main->nodes.begin(), main->nodes.end(), [&](const ir::Node* n) {
+      return n->graph_value && n->graph_value->name == graph;
+    });
+  };
+  ir::Node* bwd = *names("main.bwd");
+  main->nodes.erase(names("main.bwd"));
+  main->nodes.insert(names("main.fwd"), bwd);
+  const std::string out = after_pass(*m, hoist_loop_products, {i64(1)});
+  EXPECT_EQ(count(out, "matmul"), 2u) << out;
+  EXPECT_EQ(count(out, "matmul", out.find("graph @main.bwd")), 1u) << out;
 }
 
 }  // namespace
