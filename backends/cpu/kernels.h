@@ -116,20 +116,11 @@ int team_size();
 void set_load_adaptive(bool on);
 
 // Runs body(begin, end) over [0, n), split into one contiguous chunk per OpenMP thread (chunk
-// bounds multiples of `align`) when n * cost reaches parallel_work(), else on the calling thread.
+// bounds multiples of `align`) when n * cost reaches `threshold`, else on the calling thread.
 // The split never changes results: bodies write disjoint outputs. An exception thrown by a
 // body is rethrown on the calling thread.
 template <class F>
-void parallel_for_from(int64_t threshold, int64_t n, int64_t cost, F&& body, int64_t align = 16);
-
-template <class F>
-void parallel_for(int64_t n, int64_t cost, F&& body, int64_t align = 16) {
-  parallel_for_from(parallel_work(), n, cost, std::forward<F>(body), align);
-}
-
-// parallel_for with another threshold in place of parallel_work().
-template <class F>
-void parallel_for_from(int64_t threshold, int64_t n, int64_t cost, F&& body, int64_t align) {
+void parallel_for_from(int64_t threshold, int64_t n, int64_t cost, F&& body, int64_t align = 16) {
   if (n <= 0) return;
   const int nt = n * cost < threshold || omp_in_parallel() ? 1 : team_size();
   if (nt <= 1) {
@@ -153,6 +144,12 @@ void parallel_for_from(int64_t threshold, int64_t n, int64_t cost, F&& body, int
     }
   }
   if (error) std::rethrow_exception(error);
+}
+
+// parallel_for_from with parallel_work() as the threshold.
+template <class F>
+void parallel_for(int64_t n, int64_t cost, F&& body, int64_t align = 16) {
+  parallel_for_from(parallel_work(), n, cost, std::forward<F>(body), align);
 }
 
 // Runs body(i) for each task i in [0, n) in parallel (dynamic schedule: tasks of uneven size)

@@ -15,13 +15,6 @@ namespace {
 
 bool is_free_in(const Node* v, const Graph* body) { return v && v->graph != body; }
 
-// Is `outer` g or one of its enclosing graphs?
-bool encloses(const Graph* outer, const Graph* g) {
-  for (; g; g = g->parent)
-    if (g == outer) return true;
-  return false;
-}
-
 std::optional<int64_t> int_constant(const Node* n) {
   const sem::Value* v = n ? tensor_constant(*n) : nullptr;
   if (!v || v->tensor.numel() != 1) return std::nullopt;
@@ -73,7 +66,12 @@ class Hoister {
   // The loop `loop` (in graph G, its body named by `body_const`) runs `body`.
   void visit(Node& loop, Node* body_const, Graph* body, Substitution& replaced) {
     const std::optional<int64_t> trips = trip_count(loop);
-    const std::vector<Node*> nodes = body->nodes;  // the list grows while it is walked
+    struct Slice {
+      Node* at;  // the product it replaces
+      Node* slice;
+    };
+    std::vector<Slice> slices;
+    const std::vector<Node*> nodes = body->nodes;  // add_apply appends to the list (then undone)
     for (Node* n : nodes) {
       replaced.rewrite_inputs(*n);
       const Node* x = hoistable(*n, body);
@@ -97,14 +95,11 @@ class Hoister {
       // add_apply appended the slice: it belongs where n is.
       body->nodes.pop_back();
       if (!sem::same_type(slice->type, n->type)) continue;
-      pending_.push_back({body, n, slice});
+      slices.push_back({n, slice});
       replaced.replace(n, slice);
     }
-    for (const auto& [g, at, slice] : pending_) {
-      auto it = std::find(g->nodes.begin(), g->nodes.end(), at);
-      g->nodes.insert(it, slice);
-    }
-    pending_.clear();
+    for (const auto& [at, slice] : slices)
+      body->nodes.insert(std::find(body->nodes.begin(), body->nodes.end(), at), slice);
   }
 
  private:
@@ -121,10 +116,9 @@ class Hoister {
   }
 
   // P = matmul(X, W) in the loop's graph, just before the node that names the body (the body
-  // sees what its graph computed before that node).
+  // sees what its graph computed before that node, and X and W, free in the body, are among it).
   Node* hoist(Node* x, Node* w, const sem::Attrs& attrs, Node* body_const, lang::SourceLoc loc) {
     Graph* g = body_const->graph;
-    if (!encloses(x->graph, g) || !encloses(w->graph, g)) return nullptr;
     Node* p;
     try {
       p = m_.add_apply(g, sem::Registry::instance().find("matmul"), {x, w}, attrs, nullptr, loc);
@@ -137,14 +131,8 @@ class Hoister {
     return p;
   }
 
-  struct Pending {
-    Graph* graph;
-    Node* at;
-    Node* slice;
-  };
   Module& m_;
   std::vector<Hoisted> hoisted_;
-  std::vector<Pending> pending_;
 };
 
 }  // namespace

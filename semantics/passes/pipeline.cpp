@@ -29,10 +29,16 @@ struct Pass {
 
 const std::vector<Pass>& passes() {
   static const std::vector<Pass> list = {
-      {"inline", inline_calls},           {"fold-tuples", fold_tuples},
-      {"fold-constants", fold_constants}, {"simplify", simplify_algebra},
-      {"hoist", hoist_loop_products},     {"cse", eliminate_common_subexpressions},
+      // One pass per line, in order.
+      // clang-format off
+      {"inline", inline_calls},
+      {"fold-tuples", fold_tuples},
+      {"fold-constants", fold_constants},
+      {"simplify", simplify_algebra},
+      {"hoist", hoist_loop_products},
+      {"cse", eliminate_common_subexpressions},
       {"dce", eliminate_dead_code},
+      // clang-format on
   };
   return list;
 }
