@@ -3,7 +3,11 @@
 // max pooling of its output and that pooling's gradient, the W5 elementwise chain
 // y = gelu(x * 1.5 + 0.25) * 0.75 + tanh(x) on 4M floats (op by op, and whole with
 // intermediates handed over by move so the kernels reuse them in place),
-// softmax / cross_entropy on 64x10 logits and layer_norm on 8x128x256.
+// softmax / cross_entropy on 64x10 logits and layer_norm on 8x128x256, and W2's products
+// (w2_products/<policy>: the eight GEMMs of a W2 training step, as the graph runs them, through
+// the backend's gemm, blocks and all, with SPORA_GEMM's policy per variant; the _b16 variants
+// start every B operand 16 bytes past the 64-byte alignment tensors have, which changes how
+// oneDNN runs the forward products: benchmarks/results/w2_gemm_alignment_amd_epyc.txt).
 //
 //   build/bin/bench_cpu_kernels [--benchmark_filter=W5]
 //
@@ -18,7 +22,9 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/blas.h"
 #include "backends/cpu/cpu.h"
+#include "backends/cpu/gemm_choice.h"
 #include "backends/cpu/kernels.h"
 #include "backends/runtime/runtime.h"
 #include "ops/ops.h"
@@ -268,6 +274,60 @@ SPORA_PAIR(LayerNorm_8x128x256, {
   run(state, "layer_norm", {x, g, b}, attrs_of("layer_norm", {}), cpu);
 })
 SPORA_PAIR(Sum_4M, { run(state, "sum", {w5_x()}, attrs_of("sum", {}), cpu); })
+
+// ---- W2's products --------------------------------------------------------------------------
+
+// The eight products of a W2 step (MLP 784-512-512-10, batch 64) with the transposes the fused
+// graph gives them: three forward, the three weight gradients (X^T G, k = 64) and the two hidden
+// input gradients (G W^T); the first layer's input gradient is not computed.
+void w2_products(benchmark::State& state, cpu::GemmPolicy policy, int64_t b_offset) {
+  setup();
+  struct P {
+    bool ta, tb;
+    int64_t m, n, k;
+  };
+  const std::vector<P> ps = {{false, false, 64, 512, 784}, {false, false, 64, 512, 512},
+                             {false, false, 64, 10, 512},  {true, false, 512, 10, 64},
+                             {false, true, 64, 512, 10},   {true, false, 512, 512, 64},
+                             {false, true, 64, 512, 512},  {true, false, 784, 512, 64}};
+  std::vector<Tensor> a, b, c;
+  for (size_t i = 0; i < ps.size(); ++i) {
+    const P& p = ps[i];
+    a.push_back(
+        random(DType::f32, p.ta ? sem::Shape{p.k, p.m} : sem::Shape{p.m, p.k}, -1, 1, 2 * i));
+    b.push_back(random(DType::f32, {p.n * p.k + b_offset}, -1, 1, 2 * i + 1));
+    c.push_back(Tensor::empty(DType::f32, {p.m, p.n}));
+  }
+  const cpu::GemmPolicy before = cpu::set_gemm_policy(policy);
+  int64_t flops = 0;
+  for (auto _ : state) {
+    for (size_t i = 0; i < ps.size(); ++i) {
+      const P& p = ps[i];
+      cpu::gemm(p.ta, p.tb, p.m, p.n, p.k, 1.0f, a[i].data<float>(), p.ta ? p.m : p.k,
+                b[i].data<float>() + b_offset, p.tb ? p.k : p.n, 0.0f, c[i].data<float>(), p.n);
+      flops += 2 * p.m * p.n * p.k;
+    }
+    benchmark::ClobberMemory();
+  }
+  cpu::set_gemm_policy(before);
+  state.counters["GFLOPs"] =
+      benchmark::Counter(static_cast<double>(flops) / 1e9, benchmark::Counter::kIsRate);
+}
+BENCHMARK_CAPTURE(w2_products, autotune, cpu::GemmPolicy::autotune, 0)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(w2_products, openblas, cpu::GemmPolicy::openblas, 0)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(w2_products, onednn, cpu::GemmPolicy::onednn, 0)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(w2_products, openblas_b16, cpu::GemmPolicy::openblas, 4)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(w2_products, onednn_b16, cpu::GemmPolicy::onednn, 4)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace
 

@@ -5,7 +5,11 @@
 // one single-threaded library call. For a block shape (transposes, m, n, k, leading dimensions)
 // the first use in a process looks the shape up in the choice file; a shape it does not hold is
 // timed there and then, both libraries on that block's own operands, single-threaded,
-// alternating, and the faster median wins; the file is rewritten with it. The block's own
+// alternating, and the faster best time wins; the file is rewritten with it. A choice timed
+// while other processes wanted the processors (machine_oversubscribed, kernels.h, when the
+// timing began or ended) is written marked busy: it stands while the machine stays busy, so the
+// processes of a run and the runs after it agree, and the first process that meets the shape on
+// a quiet machine times it again and replaces it. The block's own
 // operands, not scratch copies: oneDNN's time depends on where they lie (W4's [1024, 256] x
 // [256, 128-of-1024] block took 6.5 or 11.5 ms by the operands' addresses; OpenBLAS 6.4). Products
 // under kGemmTunedWork multiply-adds are not timed and run in OpenBLAS (a call costs microseconds;
@@ -68,11 +72,14 @@ constexpr int64_t kGemmTunedWork = int64_t{1} << 16;
 // after the choice overwrites it), and its times decide.
 GemmLib choose_gemm(const GemmShape& s, const std::function<void(GemmLib)>& trial);
 
-// One line of the choice file: the shape, the winner and the two medians in microseconds.
+// One line of the choice file: the shape, the winner, the two best times in microseconds and
+// whether the machine was busy while they were taken.
 struct GemmChoice {
   GemmShape shape;
   GemmLib lib = GemmLib::openblas;
   double openblas_us = 0, onednn_us = 0;
+  bool busy = false;
+  bool settled = false;  // used in this process (not in the file): its choice stays here
 };
 
 // This machine's header line (without the newline).
@@ -89,6 +96,9 @@ std::optional<std::vector<GemmChoice>> parse_gemm_choices(std::string_view text,
 std::string gemm_choice_path();
 // Tests: forgets the choices held in memory, and reads the file again at the next use.
 void reset_gemm_choices();
+// Tests: what tells whether the machine is busy (machine_oversubscribed by default; empty:
+// never busy); returns the previous probe.
+std::function<bool()> set_gemm_busy_probe(std::function<bool()> probe);
 // The choices made or loaded in this process, in shape order.
 std::vector<GemmChoice> gemm_choices();
 

@@ -99,6 +99,8 @@ bool oversubscribed() {
 
 void set_load_adaptive(bool on) { g_load_adaptive.store(on); }
 
+bool machine_oversubscribed() { return oversubscribed(); }
+
 int team_size() {
   if (!g_load_adaptive.load(std::memory_order_relaxed)) return max_threads();
   static std::atomic<int64_t> next_check{0};

@@ -111,6 +111,8 @@ int max_threads();
 // loop with it, so a parallel region costs milliseconds instead of microseconds. Sampled at
 // most twice a second. Results never depend on it.
 int team_size();
+// Whether other processes want the processors now (team_size's test, read afresh).
+bool machine_oversubscribed();
 // Tests: whether team_size() follows the load (true) or is always max_threads(). The
 // environment's SPORA_CPU_LOAD_ADAPTIVE=0 starts it off.
 void set_load_adaptive(bool on);

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include "backends/cpu/blas.h"
@@ -26,6 +27,14 @@ struct ScopedPolicy {
     set_gemm_policy(old);
     reset_gemm_choices();
   }
+};
+
+// A busy-machine probe for the scope (gemm_choice.h): the tests that read the file back must
+// not depend on what else the machine runs.
+struct ScopedBusyProbe {
+  std::function<bool()> old;
+  explicit ScopedBusyProbe(std::function<bool()> p) : old(set_gemm_busy_probe(std::move(p))) {}
+  ~ScopedBusyProbe() { set_gemm_busy_probe(old); }
 };
 
 std::string read(const fs::path& p) {
@@ -118,21 +127,25 @@ TEST(CpuGemm, TheChoiceFileIsWrittenReadAndRebuilt) {
   if (!have_onednn()) GTEST_SKIP() << "built without oneDNN: nothing is timed";
   const fs::path file = temp_file("file.tsv");
   ScopedEnv env("SPORA_GEMM_CHOICES", file.string());
+  ScopedBusyProbe quiet([] { return false; });
   const std::string header = gemm_choice_header();
   Gen gen(5);
   // Under 2M multiply-adds: one block, so one shape is timed.
   Tensor a = gen.tensor(DType::f32, {128, 80}), b = gen.tensor(DType::f32, {80, 200});
   const std::string garbage[] = {
-      "",
-      "not a choice file\n",
-      header + "\nNN\t128\t200\t80\t80\t200\t200\tonednn\t1.0\n",        // a field short
-      header + "\nNN\t128\t200\t80\t80\t200\t200\tmkl\t1.0\t2.0\n",      // no such library
-      header + "\nNN\t128\t-200\t80\t80\t200\t200\tonednn\t1.0\t2.0\n",  // negative
-      header + "\nNN\t128\t200\t80\t80\t20\t200\tonednn\t1.0\t2.0\n",    // ldb < n
-      header + "\nNN\t128\t200\t80\t80\t200\t200\tonednn\tnan\t2.0\n",
-      header + "\nNN\t128\t200\t80\t80\t200\t200\tonednn\t1.0\t2.0",  // no final newline
-      "spora-gemm-choices 2 | cpu=another "
-      "machine\nNN\t128\t200\t80\t80\t200\t200\topenblas\t1\t2\n"};
+      "", "not a choice file\n",
+      header + "\nNN\t128\t200\t80\t80\t200\t200\tonednn\t1.0\tquiet\n",        // a field short
+      header + "\nNN\t128\t200\t80\t80\t200\t200\tmkl\t1.0\t2.0\tquiet\n",      // no such library
+      header + "\nNN\t128\t-200\t80\t80\t200\t200\tonednn\t1.0\t2.0\tquiet\n",  // negative
+      header + "\nNN\t128\t200\t80\t80\t20\t200\tonednn\t1.0\t2.0\tquiet\n",    // ldb < n
+      header + "\nNN\t128\t200\t80\t80\t200\t200\tonednn\tnan\t2.0\tquiet\n",
+      header + "\nNN\t128\t200\t80\t80\t200\t200\tonednn\t1.0\t2.0\tidle\n",  // no such state
+      header + "\nNN\t128\t200\t80\t80\t200\t200\tonednn\t1.0\t2.0\tquiet",   // no final newline
+      "spora-gemm-choices 3 | cpu=another "
+      "machine\nNN\t128\t200\t80\t80\t200\t200\topenblas\t1\t2\tquiet\n",
+      // this machine's file of version 2 (medians, no machine state)
+      "spora-gemm-choices 2" + header.substr(header.find(" | ")) +
+          "\nNN\t128\t200\t80\t80\t200\t200\topenblas\t1\t2\n"};
   for (const std::string& text : garbage) {
     std::string why;
     EXPECT_FALSE(parse_gemm_choices(text, header, &why)) << text;
@@ -163,11 +176,95 @@ TEST(CpuGemm, TheChoiceFileIsWrittenReadAndRebuilt) {
   fs::remove(file);
 }
 
+// A shape timed while the machine is busy is written marked busy. It stands for the processes
+// that meet it while the machine stays busy; the first process that meets it on a quiet machine
+// times it again and writes a quiet choice. Within one process a choice, once used, stays.
+TEST(CpuGemm, AChoiceTimedOnABusyMachineIsTimedAgainWhenItIsQuiet) {
+  if (!have_onednn()) GTEST_SKIP() << "built without oneDNN: nothing is timed";
+  const fs::path file = temp_file("busy.tsv");
+  fs::remove(file);
+  ScopedEnv env("SPORA_GEMM_CHOICES", file.string());
+  const std::string header = gemm_choice_header();
+  Gen gen(6);
+  Tensor a = gen.tensor(DType::f32, {96, 72}), b = gen.tensor(DType::f32, {72, 150});
+  const GemmShape shape{false, false, 96, 150, 72, 72, 150, 150};
+  auto product_agrees = [&] {
+    return agree("matmul", {a, b}, {}, Tol::scaled, product_scale(a, b, 72));
+  };
+  auto file_choice = [&] {
+    const auto parsed = parse_gemm_choices(read(file), header);
+    EXPECT_TRUE(parsed && parsed->size() == 1u) << read(file);
+    return parsed && parsed->size() == 1u ? (*parsed)[0] : GemmChoice{};
+  };
+  bool busy = false;
+  int asked = 0;
+  ScopedBusyProbe probe([&] {
+    ++asked;
+    return busy || asked == 2;  // the first timing: quiet when it begins, busy when it ends
+  });
+  {
+    ScopedPolicy scoped(GemmPolicy::autotune);
+    EXPECT_TRUE(product_agrees());
+    EXPECT_EQ(asked, 2);
+    const GemmChoice c = file_choice();
+    EXPECT_EQ(c.shape, shape);
+    EXPECT_TRUE(c.busy);
+    EXPECT_GT(c.openblas_us, 0.0);
+  }
+  // Planted busy choice, busy machine: taken as it is, not timed, file untouched.
+  const std::vector<GemmChoice> planted = {{shape, GemmLib::onednn, 1.0, 99.0, true}};
+  { std::ofstream(file) << format_gemm_choices(header, planted); }
+  busy = true;
+  {
+    ScopedPolicy scoped(GemmPolicy::autotune);
+    EXPECT_TRUE(product_agrees());
+    ASSERT_EQ(gemm_choices().size(), 1u);
+    EXPECT_EQ(gemm_choices()[0].onednn_us, 99.0);
+    // The machine turns quiet: this process keeps the choice it used.
+    busy = false;
+    EXPECT_TRUE(product_agrees());
+    EXPECT_EQ(gemm_choices()[0].onednn_us, 99.0);
+    EXPECT_EQ(read(file), format_gemm_choices(header, planted));
+  }
+  // A new process on the quiet machine times the shape again and writes a quiet choice.
+  {
+    ScopedPolicy scoped(GemmPolicy::autotune);
+    EXPECT_TRUE(product_agrees());
+    const GemmChoice c = file_choice();
+    EXPECT_EQ(c.shape, shape);
+    EXPECT_FALSE(c.busy);
+    EXPECT_NE(c.onednn_us, 99.0);
+  }
+  // A process that timed the shape busy does not overwrite another's quiet choice.
+  const std::vector<GemmChoice> quiet = {{shape, GemmLib::openblas, 7.0, 8.0, false}};
+  busy = true;
+  {
+    ScopedPolicy scoped(GemmPolicy::autotune);
+    { std::ofstream(file) << format_gemm_choices(header, {}); }  // not there: timed, busy
+    EXPECT_TRUE(product_agrees());
+    EXPECT_TRUE(file_choice().busy);
+    { std::ofstream(file) << format_gemm_choices(header, quiet); }  // another process wrote
+    Tensor c = gen.tensor(DType::f32, {200, 72});
+    EXPECT_TRUE(agree("matmul", {c, b}, {}, Tol::scaled, product_scale(c, b, 72)));  // a save
+    const auto parsed = parse_gemm_choices(read(file), header);
+    ASSERT_TRUE(parsed) << read(file);
+    bool found = false;
+    for (const GemmChoice& g : *parsed)
+      if (g.shape == shape) {
+        found = true;
+        EXPECT_FALSE(g.busy);
+        EXPECT_EQ(g.openblas_us, 7.0);
+      }
+    EXPECT_TRUE(found) << read(file);
+  }
+  fs::remove(file);
+}
+
 TEST(CpuGemm, TheFormatRoundTrips) {
-  const std::string header = "spora-gemm-choices 2 | cpu=test";
+  const std::string header = "spora-gemm-choices 3 | cpu=test";
   std::vector<GemmChoice> list = {
-      {{false, true, 64, 128, 784, 784, 784, 512}, GemmLib::openblas, 12.5, 30.25},
-      {{true, false, 1, 1, 1, 1, 1, 1}, GemmLib::openblas, 0, 0}};
+      {{false, true, 64, 128, 784, 784, 784, 512}, GemmLib::openblas, 12.5, 30.25, false},
+      {{true, false, 1, 1, 1, 1, 1, 1}, GemmLib::openblas, 0, 0, true}};
   if (have_onednn()) list[1].lib = GemmLib::onednn;
   const std::string text = format_gemm_choices(header, list);
   const auto back = parse_gemm_choices(text, header);
@@ -178,6 +275,7 @@ TEST(CpuGemm, TheFormatRoundTrips) {
     EXPECT_EQ((*back)[i].lib, list[i].lib);
     EXPECT_EQ((*back)[i].openblas_us, list[i].openblas_us);
     EXPECT_EQ((*back)[i].onednn_us, list[i].onednn_us);
+    EXPECT_EQ((*back)[i].busy, list[i].busy);
   }
   EXPECT_EQ(parse_gemm_choices(header + "\n", header)->size(), 0u);
   EXPECT_FALSE(parse_gemm_choices(text, header + "x"));

@@ -9,7 +9,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace spora::cpu;
-  constexpr std::string_view header = "spora-gemm-choices 2 | cpu=fuzz";
+  constexpr std::string_view header = "spora-gemm-choices 3 | cpu=fuzz";
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   std::string error;
   const auto parsed = parse_gemm_choices(text, header, &error);
