@@ -14,6 +14,11 @@
 //   list_add(l, m)       : list<T>      element-wise sum (absent + x = x)
 //   list_get_or_zeros(l, i, elem="T") : T   element i, or zeros of T where it is absent
 //
+// A loop's sum of products, made once after it (semantics/passes/stack_products.h):
+//   list_tmatmul_sum(la, lb, c) : T[p, q]   c + the sum over i of transpose(la[i]) @ lb[i],
+//                                        for lists of equal length of T[r, p] and T[r, q]: one
+//                                        product of the stacked rows, [n r, p]^T x [n r, q]
+//
 // Lists are used linearly: each list value is pushed (or added to) at most once (the AD
 // guarantees it), so list_push and list_add_at update the shared buffer in place in O(1) and
 // return the same list.
@@ -103,13 +108,13 @@ using namespace facet_util;
 
 void tape_costs(sem::Registry& r) {
   for (const char* name : {"list_empty", "list_push", "list_get", "list_len", "list_add_at",
-                           "list_add", "list_get_or_zeros"})
+                           "list_add", "list_get_or_zeros", "list_tmatmul_sum"})
     set_cost(r, name, sem::host_cost());
 }
 
 void tape_rules(sem::Registry& r) {
   for (const char* name : {"list_empty", "list_push", "list_get", "list_len", "list_add_at",
-                           "list_add", "list_get_or_zeros"})
+                           "list_add", "list_get_or_zeros", "list_tmatmul_sum"})
     set_sharding(r, name, replicated_only_rule("run-time lists (the tape) live on the host"));
 }
 
@@ -248,6 +253,67 @@ void register_tape(sem::Registry& r) {
     return zeros_of_type(ir::parse_type(attrs.get_string("elem")));
   };
   r.add(std::move(get_or_zeros));
+  Primitive tmatmul_sum =
+      row("list_tmatmul_sum",
+          "list_tmatmul_sum(la, lb, c): c + the sum over i of transpose(la[i]) @ lb[i], one "
+          "product of the stacked rows",
+          {input("la"), input("lb"), input("c")});
+  tmatmul_sum.infer = [](const std::vector<TypeP>& in, const Attrs&) -> TypeP {
+    expect_inputs(in, 3, 3, "list_tmatmul_sum");
+    const Type& la = list_input(in, "list_tmatmul_sum");
+    if (!in[1] || in[1]->kind != Type::Kind::List)
+      user_error("list_tmatmul_sum expects two lists, got " + (in[1] ? in[1]->str() : "nothing"));
+    const TypeP& a = la.elems[0];
+    const TypeP& b = in[1]->elems[0];
+    if (!a->is_tensor() || !b->is_tensor() || a->rank() != 2 || b->rank() != 2 ||
+        a->dtype != b->dtype || !is_float(a->dtype) || a->shape[0] != b->shape[0])
+      user_error("list_tmatmul_sum: elements " + a->str() + " and " + b->str() +
+                 " are not matrices of one floating dtype with the same rows");
+    const TypeP out = Type::tensor(a->dtype, {a->shape[1], b->shape[1]});
+    if (!sem::same_type(in[2], out))
+      user_error("list_tmatmul_sum: the sum is " + out->str() + ", the initial value " +
+                 in[2]->str());
+    return out;
+  };
+  tmatmul_sum.eval = [](const std::vector<Value>& in, const Attrs&) -> Value {
+    const TapeList& la = as_list(in[0], "list_tmatmul_sum");
+    const TapeList& lb = as_list(in[1], "list_tmatmul_sum");
+    if (la.items.size() != lb.items.size())
+      user_error("list_tmatmul_sum: lists of " + std::to_string(la.items.size()) + " and " +
+                 std::to_string(lb.items.size()) + " elements");
+    static const sem::Primitive* matmul = sem::Registry::instance().find("matmul");
+    Attrs t;
+    t.set("transpose_a", true);
+    if (la.items.empty()) return in[2];
+    const Tensor& a0 = la.items[0].tensor;
+    const Tensor& b0 = lb.items[0].tensor;
+    bool host = true;
+    for (size_t i = 0; i < la.items.size(); ++i) {
+      const Tensor& a = la.items[i].tensor;
+      const Tensor& b = lb.items[i].tensor;
+      if (a.shape() != a0.shape() || b.shape() != b0.shape() || a.dtype() != a0.dtype() ||
+          b.dtype() != a0.dtype())
+        internal_error("list_tmatmul_sum: elements of different types");
+      host = host && a.device().is_cpu() && b.device().is_cpu();
+    }
+    if (!host) {  // a device's tensors: one product per element, summed
+      Value acc = in[2];
+      for (size_t i = 0; i < la.items.size(); ++i)
+        acc = add_values(acc, sem::kernel_for(*matmul)({la.items[i], lb.items[i]}, t));
+      return acc;
+    }
+    const int64_t n = static_cast<int64_t>(la.items.size()), r = a0.shape()[0];
+    Tensor sa = Tensor::empty(a0.dtype(), {n * r, a0.shape()[1]});
+    Tensor sb = Tensor::empty(a0.dtype(), {n * r, b0.shape()[1]});
+    for (int64_t i = 0; i < n; ++i) {
+      const Tensor& a = la.items[static_cast<size_t>(i)].tensor;
+      const Tensor& b = lb.items[static_cast<size_t>(i)].tensor;
+      std::memcpy(static_cast<uint8_t*>(sa.raw()) + i * a.nbytes(), a.raw(), a.nbytes());
+      std::memcpy(static_cast<uint8_t*>(sb.raw()) + i * b.nbytes(), b.raw(), b.nbytes());
+    }
+    return add_values(in[2], sem::kernel_for(*matmul)({Value(sa), Value(sb)}, t));
+  };
+  r.add(std::move(tmatmul_sum));
   // Cost and sharding rules of the rows above.
   facets::tape_costs(r);
   facets::tape_rules(r);

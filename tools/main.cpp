@@ -573,7 +573,7 @@ int main(int argc, char** argv) {
   irc->add_option(
          "--print-after", print_after,
          "print the module after these simplification passes (inline, fold-tuples, fold-constants, "
-         "simplify, hoist, cse, dce, or all)")
+         "simplify, hoist, stack, cse, dce, or all)")
       ->delimiter(',');
   irc->add_option("-o,--output", out, "write to this file instead of stdout");
   std::string ir_strategy;

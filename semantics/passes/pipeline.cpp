@@ -16,6 +16,7 @@
 #include "semantics/passes/hoist.h"
 #include "semantics/passes/inline.h"
 #include "semantics/passes/simplify.h"
+#include "semantics/passes/stack_products.h"
 #include "semantics/passes/util.h"
 
 namespace spora::passes {
@@ -36,6 +37,7 @@ const std::vector<Pass>& passes() {
       {"fold-constants", fold_constants},
       {"simplify", simplify_algebra},
       {"hoist", hoist_loop_products},
+      {"stack", stack_loop_products},
       {"cse", eliminate_common_subexpressions},
       {"dce", eliminate_dead_code},
       // clang-format on

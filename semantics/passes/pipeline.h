@@ -6,14 +6,15 @@
 //   fold-constants  fold_constants                     constant_fold.h
 //   simplify        simplify_algebra                   simplify.h
 //   hoist           hoist_loop_products                hoist.h
+//   stack           stack_loop_products                stack_products.h
 //   cse             eliminate_common_subexpressions    cse.h
 //   dce             eliminate_dead_code                dce.h
 //
 // optimize runs the list in rounds until a round changes nothing (a fixed point), at most
 // kMaxRounds rounds. Each pass feeds the next: inlining exposes tuple packing to fold_tuples,
-// folded tuples expose constants, constants feed the algebraic rules, products leave loop
-// bodies, the rules and the hoisting make duplicates for CSE, and DCE sweeps what they all left
-// unused.
+// folded tuples expose constants, constants feed the algebraic rules, products and sums of
+// products leave loop bodies, the rules and the hoisting make duplicates for CSE, and DCE sweeps
+// what they all left unused.
 //
 //   - verify: the verifier runs on the input and after every pass;
 //     a failure throws lang::InternalError "IR verification failed after <pass> ...".

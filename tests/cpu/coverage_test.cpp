@@ -12,9 +12,11 @@ namespace {
 // kernels are already what a CPU kernel would be.
 // (list_add_at and list_add add tensors through the backend's own add kernel.)
 const std::set<std::string> kReferenceOnly = {
-    "print",       "assert",      "grad_check", "make_tuple",       "tuple_get",
-    "make_record", "record_get",  "list_empty", "list_push",        "list_get",
-    "list_len",    "list_add_at", "list_add",   "list_get_or_zeros"};
+    "print", "assert", "grad_check", "make_tuple", "tuple_get", "make_record", "record_get",
+    "list_empty", "list_push", "list_get", "list_len", "list_add_at", "list_add",
+    "list_get_or_zeros",
+    // stacks the lists and runs the backend's matmul kernel (kernel_for) on them
+    "list_tmatmul_sum"};
 
 TEST(CpuCoverage, EveryPrimitiveWithAReferenceKernelHasACpuKernel) {
   prim("add");  // registers everything

@@ -38,14 +38,6 @@ std::string loop_over(const std::string& bounds, const std::string& extra = "") 
 )";
 }
 
-// How many times `what` occurs in text from `from` on.
-size_t count(const std::string& text, const std::string& what, size_t from = 0) {
-  size_t n = 0;
-  for (size_t at = text.find(what, from); at != std::string::npos; at = text.find(what, at + 1))
-    ++n;
-  return n;
-}
-
 TEST(Hoist, AProductOfEverySliceLeavesTheLoop) {
   const std::string out = after_pass(loop_over(R"(  %lo = constant 0 : i64
   %hi = constant 3 : i64

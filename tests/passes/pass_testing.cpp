@@ -60,4 +60,11 @@ std::string after_pass(std::string_view input, const Pass& pass,
 sem::Value f32(double v) { return sem::Tensor::scalar(DType::f32, v); }
 sem::Value i64(int64_t v) { return sem::Tensor::scalar(DType::i64, static_cast<double>(v)); }
 
+size_t count(const std::string& text, const std::string& what, size_t from) {
+  size_t n = 0;
+  for (size_t at = text.find(what, from); at != std::string::npos; at = text.find(what, at + 1))
+    ++n;
+  return n;
+}
+
 }  // namespace spora::passes::testing

@@ -39,6 +39,9 @@ std::string after_pass(std::string_view input, const Pass& pass,
 std::string after_pass(ir::Module& m, const Pass& pass, const std::vector<sem::Value>& args = {},
                        Effects effects = Effects::same);
 
+// How many times `what` occurs in text from `from` on.
+size_t count(const std::string& text, const std::string& what, size_t from = 0);
+
 sem::Value f32(double v);
 sem::Value i64(int64_t v);
 

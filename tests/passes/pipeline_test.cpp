@@ -33,7 +33,7 @@ void optimize_unverified(ir::Module& m) {
 
 TEST(Pipeline, PassNamesReadAsTheList) {
   EXPECT_EQ(pass_names(), (std::vector<std::string>{"inline", "fold-tuples", "fold-constants",
-                                                    "simplify", "hoist", "cse", "dce"}));
+                                                    "simplify", "hoist", "stack", "cse", "dce"}));
 }
 
 TEST(Pipeline, RunHelperShowsPrintsAndResult) {
@@ -119,7 +119,7 @@ TEST(Pipeline, AnUnknownPassNameIsAUserErrorListingTheNames) {
   } catch (const lang::UserError& e) {
     EXPECT_STREQ(e.what(),
                  "unknown pass 'constant-fold' (available: inline, fold-tuples, fold-constants, "
-                 "simplify, hoist, cse, dce, all)");
+                 "simplify, hoist, stack, cse, dce, all)");
   }
 }
 
