@@ -15,25 +15,6 @@ namespace {
 
 bool is_free_in(const Node* v, const Graph* body) { return v && v->graph != body; }
 
-std::optional<int64_t> int_constant(const Node* n) {
-  const sem::Value* v = n ? tensor_constant(*n) : nullptr;
-  if (!v || v->tensor.numel() != 1) return std::nullopt;
-  const double d = v->tensor.item();
-  if (d != std::floor(d)) return std::nullopt;
-  return static_cast<int64_t>(d);
-}
-
-// The iterations of a for_range with constant bounds; none when a bound is not constant.
-std::optional<int64_t> trip_count(const Node& loop) {
-  if (!loop.is_prim("for_range")) return std::nullopt;
-  const auto lo = int_constant(loop.inputs[0]), hi = int_constant(loop.inputs[1]),
-             step = int_constant(loop.inputs[2]);
-  if (!lo || !hi || !step || *step == 0) return std::nullopt;
-  const int64_t span = *step > 0 ? *hi - *lo : *lo - *hi;
-  const int64_t s = std::abs(*step);
-  return span <= 0 ? 0 : (span + s - 1) / s;
-}
-
 // matmul(gather(X, i, axis=0), W) with X and W free in `body`: X's node, else null.
 const Node* hoistable(const Node& n, const Graph* body) {
   if (!n.is_prim("matmul") || n.inputs.size() != 2 || n.graph != body) return nullptr;
@@ -65,7 +46,7 @@ class Hoister {
 
   // The loop `loop` (in graph G, its body named by `body_const`) runs `body`.
   void visit(Node& loop, Node* body_const, Graph* body, Substitution& replaced) {
-    const std::optional<int64_t> trips = trip_count(loop);
+    const std::optional<int64_t> trips = constant_trip_count(loop);
     struct Slice {
       Node* at;  // the product it replaces
       Node* slice;

@@ -58,6 +58,30 @@ std::optional<Update> update_of(const TupleFlow& f, size_t k, const Uses& uses) 
   return Update{k, a, b};
 }
 
+// Whether the lists may hold every iteration's operands: a backward pass's loop over a tape
+// (for_range(0, list_len(L), 1): L holds as many elements already), or a loop of constant trip
+// count whose lists hold at most `budget` elements in all.
+bool memory_bounded(const Node& loop, const std::vector<Update>& updates, int64_t budget) {
+  if (loop.is_prim("for_range") && loop.inputs[1]->is_prim("list_len")) {
+    const sem::Value* lo = tensor_constant(*loop.inputs[0]);
+    const sem::Value* step = tensor_constant(*loop.inputs[2]);
+    if (lo && step && lo->tensor.numel() == 1 && step->tensor.numel() == 1 &&
+        lo->tensor.item() == 0 && step->tensor.item() == 1)
+      return true;
+  }
+  const std::optional<int64_t> trips = constant_trip_count(loop);
+  if (!trips) return false;
+  std::vector<const Node*> pushed;
+  int64_t per_iteration = 0;
+  for (const Update& u : updates)
+    for (const Node* x : {u.a, u.b})
+      if (std::find(pushed.begin(), pushed.end(), x) == pushed.end()) {
+        pushed.push_back(x);
+        per_iteration += x->type->shape[0] * x->type->shape[1];
+      }
+  return *trips <= budget / std::max<int64_t>(per_iteration, 1);
+}
+
 // Rewrites the updates of loop f (inspected, its updates found).
 void rewrite(Module& m, const TupleFlow& f, const std::vector<Update>& updates,
              Substitution& replaced) {
@@ -133,7 +157,9 @@ void rewrite(Module& m, const TupleFlow& f, const std::vector<Update>& updates,
 
 }  // namespace
 
-void stack_loop_products(Module& m) {
+void stack_loop_products(Module& m) { stack_loop_products_within(m, kMaxStackedElements); }
+
+void stack_loop_products_within(Module& m, int64_t budget) {
   Substitution replaced;
   std::optional<Uses> uses;  // counted again after each rewrite (rewrites are rare)
   for (Graph* g : parents_first(m)) {
@@ -147,7 +173,7 @@ void stack_loop_products(Module& m) {
       std::vector<Update> updates;
       for (size_t k = 0; k < f.elements; ++k)
         if (auto u = update_of(f, k, *uses); u && !f.gets[k].empty()) updates.push_back(*u);
-      if (updates.empty()) continue;
+      if (updates.empty() || !memory_bounded(*n, updates, budget)) continue;
       rewrite(m, f, updates, replaced);
       uses.reset();
     }

@@ -13,10 +13,13 @@
 // [256, 1600] x [1600, 256] products that the GEMM blocks spread over the cores (PyTorch's
 // RNN backward computes its weight gradients the same way, one GEMM over all time steps).
 //
-// When: any loop (for_range, for_each, while); the state is a tensor the body uses nowhere else,
-// its update's product has no other user, and A and B are floating matrices of one dtype with
-// the same rows. Memory: the lists keep every iteration's A and B alive until the loop ends, and
-// the product stacks them (the backward pass's tape keeps most of them alive anyway).
+// When: the state is a tensor the body uses nowhere else, its update's product has no other
+// user, and A and B are floating matrices of one dtype with the same rows; and the lists, which
+// keep every iteration's A and B alive until the loop ends (the product then stacks them), stay
+// within bounds: the loop is a backward pass's loop over a tape, for_range(0, list_len(L), 1),
+// whose tape already holds as many per-iteration values, or a for_range of constant trip count
+// whose lists hold at most kMaxStackedElements elements in all (64 MiB of f32). Any other loop
+// (an accumulation over a data set of unknown length) keeps its n products and O(1) memory.
 //
 // Not exact to the last bit: the sum runs inside one GEMM instead of n rounded additions.
 //
@@ -24,10 +27,16 @@
 // up to that rounding. Cost: one walk of each loop body.
 #pragma once
 
+#include <cstdint>
+
 #include "semantics/ir/ir.h"
 
 namespace spora::passes {
 
+inline constexpr int64_t kMaxStackedElements = int64_t{1} << 24;
+
 void stack_loop_products(ir::Module& m);
+// The same with another bound on a constant-length loop's lists (tests).
+void stack_loop_products_within(ir::Module& m, int64_t max_stacked_elements);
 
 }  // namespace spora::passes

@@ -2,6 +2,7 @@
 #include "semantics/passes/util.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "lang/diagnostics.h"
 #include "semantics/ir/clone.h"
@@ -42,6 +43,26 @@ bool is_control_flow(const Node& n) { return n.is_prim("if") || is_loop(n); }
 
 size_t loop_state_operand(const Node& loop) { return loop.is_prim("for_range") ? 4 : 2; }
 size_t loop_body_operand(const Node& loop) { return loop.is_prim("for_range") ? 3 : 1; }
+
+namespace {
+std::optional<int64_t> int_constant(const Node* n) {
+  const sem::Value* v = n ? tensor_constant(*n) : nullptr;
+  if (!v || v->tensor.numel() != 1) return std::nullopt;
+  const double d = v->tensor.item();
+  if (d != std::floor(d)) return std::nullopt;
+  return static_cast<int64_t>(d);
+}
+}  // namespace
+
+std::optional<int64_t> constant_trip_count(const Node& loop) {
+  if (!loop.is_prim("for_range")) return std::nullopt;
+  const auto lo = int_constant(loop.inputs[0]), hi = int_constant(loop.inputs[1]),
+             step = int_constant(loop.inputs[2]);
+  if (!lo || !hi || !step || *step == 0) return std::nullopt;
+  const int64_t span = *step > 0 ? *hi - *lo : *lo - *hi;
+  const int64_t s = std::abs(*step);
+  return span <= 0 ? 0 : (span + s - 1) / s;
+}
 size_t loop_state_param(const Node& loop) { return loop.is_prim("while") ? 0 : 1; }
 
 Graph* graph_operand(const Node& n, size_t i) {

@@ -14,11 +14,29 @@
 namespace spora::passes::testing {
 namespace {
 
-// A backward-pass-shaped loop of %n iterations: slices i of X (f32[3, 2, 3]) and G
-// (f32[3, 2, 2]), the state updated as acc + transpose(X_i) @ G_i (`product` is the matmul's
-// text, `extra` more of the body).
+// The bound of the loop below: %hi, defined after %lo = 0 and %one = 1.
+const char* kThree = "  %hi = constant 3 : i64\n";
+const char* kNone = "  %hi = constant 0 : i64\n";
+const char* kArgument = "  %hi = add(%n, %lo) : i64\n";  // not known before the run
+// A backward pass's loop over a tape: as long as the list a forward loop filled (3 slices).
+const char* kTape = R"(  %e = list_empty(elem="f32[2,3]") : list<f32[2,3]>
+  graph @main.fwd(%j: i64, %l: list<f32[2,3]>) -> (list<f32[2,3]>,) {
+    %xj = gather(%x, %j, axis=0) : f32[2,3]
+    %l2 = list_push(%l, %xj) : list<f32[2,3]>
+    %tf = make_tuple(%l2) : (list<f32[2,3]>,)
+    return %tf
+  }
+  %three = constant 3 : i64
+  %fr = for_range(%lo, %three, %one, @main.fwd, %e) : (list<f32[2,3]>,)
+  %tape = tuple_get(%fr, index=0) : list<f32[2,3]>
+  %hi = list_len(%tape) : i64
+)";
+
+// A loop over slices i of X (f32[3, 2, 3]) and G (f32[3, 2, 2]) up to `bound`, the state
+// updated as acc + transpose(X_i) @ G_i (`product` is the matmul's text, `extra` more of the
+// body).
 std::string weight_gradient_loop(const std::string& product, const std::string& init,
-                                 const std::string& extra = "") {
+                                 const std::string& bound, const std::string& extra = "") {
   return R"(graph @main(%n: i64) -> f32[3,2] {
   %x = constant [[[1.0, 2.0, 0.0], [3.0, -1.0, 2.0]], [[0.0, 1.0, 1.0], [2.0, 2.0, -3.0]], [[1.0, 0.0, 4.0], [-2.0, 1.0, 1.0]]] : f32[3,2,3]
   %g = constant [[[1.0, -1.0], [2.0, 0.0]], [[0.0, 3.0], [1.0, 1.0]], [[-1.0, 2.0], [2.0, -2.0]]] : f32[3,2,2]
@@ -26,7 +44,8 @@ std::string weight_gradient_loop(const std::string& product, const std::string& 
          init + R"(
   %lo = constant 0 : i64
   %one = constant 1 : i64
-  graph @main.body(%i: i64, %acc: f32[3,2]) -> (f32[3,2],) {
+)" + bound +
+         R"(  graph @main.body(%i: i64, %acc: f32[3,2]) -> (f32[3,2],) {
     %xi = gather(%x, %i, axis=0) : f32[2,3]
     %gi = gather(%g, %i, axis=0) : f32[2,2]
 )" + product +
@@ -35,7 +54,7 @@ std::string weight_gradient_loop(const std::string& product, const std::string& 
     %t = make_tuple(%a) : (f32[3,2],)
     return %t
   }
-  %r = for_range(%lo, %n, %one, @main.body, %c0) : (f32[3,2],)
+  %r = for_range(%lo, %hi, %one, @main.body, %c0) : (f32[3,2],)
   %out = tuple_get(%r, index=0) : f32[3,2]
   return %out
 }
@@ -58,7 +77,7 @@ void stack_then_dce(ir::Module& m) {
 
 TEST(Stack, AnAccumulatedProductBecomesOneProductAfterTheLoop) {
   const std::string out =
-      after_pass(weight_gradient_loop(kPermuted, kZeros), stack_then_dce, {i64(3)});
+      after_pass(weight_gradient_loop(kPermuted, kZeros, kThree), stack_then_dce, {i64(3)});
   const size_t body = out.find("graph @main.body"), body_end = out.find("\n  }\n", body);
   ASSERT_NE(body_end, std::string::npos) << out;
   const std::string body_text = out.substr(body, body_end - body);
@@ -71,10 +90,11 @@ TEST(Stack, AnAccumulatedProductBecomesOneProductAfterTheLoop) {
 }
 
 TEST(Stack, TheTransposeFlagFormAndAnInitialValueAreKept) {
-  // Initial value ones, transpose as the matmul's flag; also 0 iterations (the initial value).
-  for (int64_t n : {3, 1, 0}) {
+  // Initial value ones, transpose as the matmul's flag; also 0 iterations (the initial value),
+  // and a backward pass's loop over a tape.
+  for (const char* bound : {kThree, kNone, kTape}) {
     const std::string out =
-        after_pass(weight_gradient_loop(kFlag, kOnes), stack_loop_products, {i64(n)});
+        after_pass(weight_gradient_loop(kFlag, kOnes, bound), stack_loop_products, {i64(3)});
     EXPECT_EQ(count(out, "list_tmatmul_sum"), 1u) << out;
   }
 }
@@ -82,7 +102,7 @@ TEST(Stack, TheTransposeFlagFormAndAnInitialValueAreKept) {
 TEST(Stack, AStateReadInsideTheBodyStays) {
   // The body also prints the running sum: it is needed at every iteration.
   const std::string out =
-      after_pass(weight_gradient_loop(kPermuted, kZeros, "    %seen = print(%acc) : ()\n"),
+      after_pass(weight_gradient_loop(kPermuted, kZeros, kThree, "    %seen = print(%acc) : ()\n"),
                  stack_loop_products, {i64(2)});
   EXPECT_EQ(count(out, "list_tmatmul_sum"), 0u) << out;
   EXPECT_EQ(count(out, "matmul", out.find("graph @main.body")), 1u) << out;
@@ -93,13 +113,29 @@ TEST(Stack, AProductWithATransposedRightOperandStays) {
       after_pass(weight_gradient_loop(R"(    %gt = permute(%gi, axes=[1,0]) : f32[2,2]
     %p = matmul(%xi, %gt, transpose_a=true, transpose_b=true) : f32[3,2]
 )",
-                                      kZeros),
+                                      kZeros, kThree),
                  stack_loop_products, {i64(3)});
   EXPECT_EQ(count(out, "list_tmatmul_sum"), 0u) << out;
 }
 
+TEST(Stack, ALoopWhoseListsCouldGrowWithoutBoundStays) {
+  // A bound known only when the loop runs (an accumulation over a data set): n products, O(1)
+  // memory. A constant trip count whose lists would pass the budget: the same.
+  std::string out =
+      after_pass(weight_gradient_loop(kPermuted, kZeros, kArgument), stack_loop_products, {i64(3)});
+  EXPECT_EQ(count(out, "list_tmatmul_sum"), 0u) << out;
+  // 3 iterations x (2 x 3 + 2 x 2) elements = 30.
+  auto within = [](int64_t budget) {
+    return [budget](ir::Module& m) { stack_loop_products_within(m, budget); };
+  };
+  out = after_pass(weight_gradient_loop(kPermuted, kZeros, kThree), within(29), {i64(3)});
+  EXPECT_EQ(count(out, "list_tmatmul_sum"), 0u) << out;
+  out = after_pass(weight_gradient_loop(kPermuted, kZeros, kThree), within(30), {i64(3)});
+  EXPECT_EQ(count(out, "list_tmatmul_sum"), 1u) << out;
+}
+
 TEST(Stack, TheSumsTypeRuleNamesWhatDoesNotFit) {
-  parse(weight_gradient_loop(kFlag, kZeros));  // registers the primitives
+  parse(weight_gradient_loop(kFlag, kZeros, kThree));  // registers the primitives
   const sem::Primitive* p = sem::Registry::instance().find("list_tmatmul_sum");
   ASSERT_NE(p, nullptr);
   const sem::TypeP la = sem::Type::list(sem::Type::tensor(DType::f32, {2, 3}));
