@@ -35,8 +35,10 @@ std::optional<Update> update_of(const TupleFlow& f, size_t k, const Uses& uses) 
   if (!float_matrix(c->type) || !out->is_prim("add") || out->graph != f.body ||
       out->inputs.size() != 2 || !sem::same_type(out->type, c->type))
     return std::nullopt;
-  // The body's result only: the accumulated value is not read inside the body.
+  // The body's result only: the accumulated value is not read inside the body (nor by a while
+  // loop's condition).
   if (uses.users(out).size() != 1 || uses.users(c).size() != 1) return std::nullopt;
+  if (f.cond && !uses.users(f.cond_param(k)).empty()) return std::nullopt;
   Node* p = out->inputs[0] == c ? out->inputs[1] : out->inputs[1] == c ? out->inputs[0] : nullptr;
   if (!p || p == c || !p->is_prim("matmul") || p->graph != f.body || p->inputs.size() != 2 ||
       uses.users(p).size() != 1 || !sem::same_type(p->type, c->type))
