@@ -285,33 +285,22 @@ void register_tape(sem::Registry& r) {
     Attrs t;
     t.set("transpose_a", true);
     if (la.items.empty()) return in[2];
-    const Tensor& a0 = la.items[0].tensor;
-    const Tensor& b0 = lb.items[0].tensor;
     bool host = true;
-    for (size_t i = 0; i < la.items.size(); ++i) {
-      const Tensor& a = la.items[i].tensor;
-      const Tensor& b = lb.items[i].tensor;
-      if (a.shape() != a0.shape() || b.shape() != b0.shape() || a.dtype() != a0.dtype() ||
-          b.dtype() != a0.dtype())
-        internal_error("list_tmatmul_sum: elements of different types");
-      host = host && a.device().is_cpu() && b.device().is_cpu();
-    }
+    for (size_t i = 0; i < la.items.size(); ++i)
+      host = host && la.items[i].tensor.device().is_cpu() && lb.items[i].tensor.device().is_cpu();
     if (!host) {  // a device's tensors: one product per element, summed
       Value acc = in[2];
       for (size_t i = 0; i < la.items.size(); ++i)
         acc = add_values(acc, sem::kernel_for(*matmul)({la.items[i], lb.items[i]}, t));
       return acc;
     }
-    const int64_t n = static_cast<int64_t>(la.items.size()), r = a0.shape()[0];
-    Tensor sa = Tensor::empty(a0.dtype(), {n * r, a0.shape()[1]});
-    Tensor sb = Tensor::empty(a0.dtype(), {n * r, b0.shape()[1]});
-    for (int64_t i = 0; i < n; ++i) {
-      const Tensor& a = la.items[static_cast<size_t>(i)].tensor;
-      const Tensor& b = lb.items[static_cast<size_t>(i)].tensor;
-      std::memcpy(static_cast<uint8_t*>(sa.raw()) + i * a.nbytes(), a.raw(), a.nbytes());
-      std::memcpy(static_cast<uint8_t*>(sb.raw()) + i * b.nbytes(), b.raw(), b.nbytes());
-    }
-    return add_values(in[2], sem::kernel_for(*matmul)({Value(sa), Value(sb)}, t));
+    // The stacked rows: concat's kernel (whose rule checks the elements agree).
+    static const sem::Primitive* concat = sem::Registry::instance().find("concat");
+    Attrs rows;
+    rows.set("axis", int64_t{0});
+    const Value sa = sem::kernel_for(*concat)(la.items, rows);
+    const Value sb = sem::kernel_for(*concat)(lb.items, rows);
+    return add_values(in[2], sem::kernel_for(*matmul)({sa, sb}, t));
   };
   r.add(std::move(tmatmul_sum));
   // Cost and sharding rules of the rows above.

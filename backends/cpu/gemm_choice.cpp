@@ -261,12 +261,17 @@ GemmLib choose_gemm(const GemmShape& s, const std::function<void(GemmLib)>& tria
   // A choice timed while other processes wanted the processors is kept, marked busy, so that
   // the processes of one run and the runs after it agree; the first process to meet the shape
   // on a quiet machine times it again and replaces it.
+  // The probe reads /proc/loadavg: asked only when the held choice may be replaced.
+  const auto it = g_choices.find(s);
+  const bool held = it != g_choices.end();
+  if (held && (it->second.settled || !it->second.busy)) {
+    it->second.settled = true;  // used: within a process a shape's choice never changes
+    return it->second.lib;
+  }
   const bool busy_before = g_busy && g_busy();
-  if (const auto it = g_choices.find(s); it != g_choices.end()) {
-    if (it->second.settled || !it->second.busy || busy_before) {
-      it->second.settled = true;  // used: within a process a shape's choice never changes
-      return it->second.lib;
-    }
+  if (held && busy_before) {
+    it->second.settled = true;
+    return it->second.lib;
   }
   GemmChoice c = measure(s, trial);
   c.busy = busy_before || (g_busy && g_busy());

@@ -2,7 +2,6 @@
 #include "semantics/passes/hoist.h"
 
 #include <algorithm>
-#include <cmath>
 #include <optional>
 
 #include "lang/diagnostics.h"

@@ -64,13 +64,9 @@ std::optional<Update> update_of(const TupleFlow& f, size_t k, const Uses& uses) 
 // (for_range(0, list_len(L), 1): L holds as many elements already), or a loop of constant trip
 // count whose lists hold at most `budget` elements in all.
 bool memory_bounded(const Node& loop, const std::vector<Update>& updates, int64_t budget) {
-  if (loop.is_prim("for_range") && loop.inputs[1]->is_prim("list_len")) {
-    const sem::Value* lo = tensor_constant(*loop.inputs[0]);
-    const sem::Value* step = tensor_constant(*loop.inputs[2]);
-    if (lo && step && lo->tensor.numel() == 1 && step->tensor.numel() == 1 &&
-        lo->tensor.item() == 0 && step->tensor.item() == 1)
-      return true;
-  }
+  if (loop.is_prim("for_range") && loop.inputs[1]->is_prim("list_len") &&
+      int_constant(loop.inputs[0]) == 0 && int_constant(loop.inputs[2]) == 1)
+    return true;
   const std::optional<int64_t> trips = constant_trip_count(loop);
   if (!trips) return false;
   std::vector<const Node*> pushed;
@@ -133,7 +129,6 @@ void rewrite(Module& m, const TupleFlow& f, const std::vector<Update>& updates,
   for (Node* in : loop->inputs)
     if (in->graph_value) in->type = in->graph_value->function_type();
   // After the loop: each sum, in place of the state's final value.
-  auto after = std::find(g->nodes.begin(), g->nodes.end(), loop);
   std::vector<Node*> added;
   for (size_t i = 0; i < updates.size(); ++i) {
     const Update& u = updates[i];
@@ -153,7 +148,7 @@ void rewrite(Module& m, const TupleFlow& f, const std::vector<Update>& updates,
     added.push_back(sum);
     for (Node* old : f.gets[u.element]) replaced.replace(old, sum);
   }
-  after = std::find(g->nodes.begin(), g->nodes.end(), loop);
+  const auto after = std::find(g->nodes.begin(), g->nodes.end(), loop);
   g->nodes.insert(after + 1, added.begin(), added.end());
 }
 

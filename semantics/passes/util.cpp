@@ -44,7 +44,6 @@ bool is_control_flow(const Node& n) { return n.is_prim("if") || is_loop(n); }
 size_t loop_state_operand(const Node& loop) { return loop.is_prim("for_range") ? 4 : 2; }
 size_t loop_body_operand(const Node& loop) { return loop.is_prim("for_range") ? 3 : 1; }
 
-namespace {
 std::optional<int64_t> int_constant(const Node* n) {
   const sem::Value* v = n ? tensor_constant(*n) : nullptr;
   if (!v || v->tensor.numel() != 1) return std::nullopt;
@@ -52,7 +51,6 @@ std::optional<int64_t> int_constant(const Node* n) {
   if (d != std::floor(d)) return std::nullopt;
   return static_cast<int64_t>(d);
 }
-}  // namespace
 
 std::optional<int64_t> constant_trip_count(const Node& loop) {
   if (!loop.is_prim("for_range")) return std::nullopt;

@@ -46,6 +46,8 @@ bool is_loop(const Node& n);          // while, for_range, for_each
 // (while 0; for_range and for_each 1, after the index/element).
 size_t loop_state_operand(const Node& loop);
 size_t loop_body_operand(const Node& loop);
+// The value of an integral scalar constant; none for anything else.
+std::optional<int64_t> int_constant(const Node* n);
 // The iterations of a for_range whose bounds are constants; none otherwise.
 std::optional<int64_t> constant_trip_count(const Node& loop);
 size_t loop_state_param(const Node& loop);
