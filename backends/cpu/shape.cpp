@@ -38,6 +38,10 @@ void gather_run(uint8_t* dst, const uint8_t* src, int64_t offset, int64_t stride
     using E = decltype(tag);
     const E* s = reinterpret_cast<const E*>(src) + offset;
     E* d = reinterpret_cast<E*>(dst);
+    if (stride == 0) {  // one element repeated (a broadcast): a fill the compiler vectorises
+      std::fill_n(d, len, *s);
+      return;
+    }
     for (int64_t i = 0; i < len; ++i) d[i] = s[i * stride];
   };
   switch (es) {
@@ -153,12 +157,7 @@ void strided_copy_into(const uint8_t* src, int64_t base, const Shape& out_shape,
     return;
   }
   for_each_run<1>(plan, 1, [&](const int64_t* offs, int64_t pos, int64_t len) {
-    uint8_t* d = dst + pos * static_cast<int64_t>(es);
-    if (sin == 0 && len > 1) {  // one element repeated
-      for (int64_t i = 0; i < len; ++i) std::memcpy(d + i * es, src + (base + offs[0]) * es, es);
-      return;
-    }
-    gather_run(d, src, base + offs[0], sin, len, es);
+    gather_run(dst + pos * static_cast<int64_t>(es), src, base + offs[0], sin, len, es);
   });
 }
 

@@ -31,6 +31,10 @@ using sem::Tensor;
 using sem::TypeP;
 using sem::Value;
 
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 // The number of classes an integer input of the step indexes: from the cross_entropy
 // (logits' class axis) or one_hot (depth) it feeds; 2 when it feeds neither.
 int64_t classes_of(const ir::Graph& g, const ir::Node* p) {
@@ -227,9 +231,12 @@ TrainStepResult run_training(const parallel::StepGraph& program, const TrainStep
       std::vector<Value> args(values.begin(), values.end());
       const Value out = interp.call(&step, std::move(args));
       r.losses.push_back(out.items()[0].tensor.item());
-      for (size_t i = 0; i < nparams; ++i)
+      for (size_t i = 0; i < nparams; ++i) {
+        const auto t_update = std::chrono::steady_clock::now();
         values[i] = optimizer_update(o.optimizer, values[i], out.items()[i + 1].tensor, state[i],
                                      o.lr, it + 1);
+        if (profiler) profiler->add_span("update", t_update, seconds_since(t_update), 0, true);
+      }
       r.step_seconds.push_back(
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
@@ -298,11 +305,7 @@ TrainStepResult run_training(const parallel::StepGraph& program, const TrainStep
     // The update is outside the interpreter: the profile gets its spans from here, a leaf
     // "update" per parameter and a leaf "all_gather" per ZeRO-1 gather.
     const auto span = [&](const char* name, std::chrono::steady_clock::time_point start) {
-      if (profiler)
-        profiler->add_span(
-            name, start,
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 0,
-            true);
+      if (profiler) profiler->add_span(name, start, seconds_since(start), 0, true);
     };
     for (size_t i = 0; i < nparams; ++i) {
       const Tensor& g = out.items()[i + 1].tensor;

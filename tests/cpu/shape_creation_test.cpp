@@ -34,6 +34,13 @@ TEST(CpuShape, PermuteTransposeBroadcast) {
                       Tol::exact));
     EXPECT_TRUE(agree("broadcast_to", {gen.tensor(dt, {347})},
                       A({{"shape", Attr{Shape{300, 347}}}}), Tol::exact));
+    // Runs of one element repeated: a column to rows of odd lengths, a scalar to a rank 3.
+    for (const Shape& to : std::vector<Shape>{{5, 301}, {2, 5, 33}, {5, 1}})
+      EXPECT_TRUE(
+          agree("broadcast_to", {gen.tensor(dt, {5, 1})}, A({{"shape", Attr{to}}}), Tol::exact))
+          << sem::attr_str(Attr{to});
+    EXPECT_TRUE(agree("broadcast_to", {gen.tensor(dt, {})},
+                      A({{"shape", Attr{Shape{8, 128, 257}}}}), Tol::exact));
   }
   Tensor x = gen.tensor(DType::f32, {2, 3});
   EXPECT_TRUE(agree("permute", {x}, A({{"axes", Attr{std::vector<int64_t>{0, 0}}}}), Tol::exact));

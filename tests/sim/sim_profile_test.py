@@ -2,7 +2,8 @@
 """`spora sim --profile`: the modelled time per primitive and per (primitive, result type), on
 both simulators (a strategy file: the SPMD step; --strategy dp: the data-parallel one); the two
 tables account for the same ops and time, the typed one most time first. Then
-benchmarks/sim/validate/compare_ops.py sets a real step's ops beside them.
+benchmarks/sim/validate/compare_ops.py sets a real step's ops beside them, after a table that
+splits both steps into ops, update and the rest.
 
     sim_profile_test.py SPORA SOURCE_DIR
 """
@@ -52,7 +53,19 @@ r = subprocess.run([sys.executable, os.path.join(root, "benchmarks/sim/validate/
                     "--top", "5"], capture_output=True, text=True, timeout=300)
 assert r.returncode == 0, r.stderr
 out = r.stdout.splitlines()
-assert out[0].startswith("w2 on one rank, ms per step: real ops "), out
-assert out[1].split() == ["primitive", "result", "type", "real", "sim", "real-sim", "ratio"], out
-assert len(out) == 7 and any(l.startswith("matmul ") for l in out[2:]), out
+assert out[0].startswith("w2 on one rank, ms per step ("), out
+assert out[1].split() == ["step", "ops", "update", "rest"], out
+split = {}
+for line in out[2:4]:
+    name, *ms = line.split()
+    split[name] = [float(x) for x in ms]
+assert sorted(split) == ["real", "sim"], out
+for name, (step, ops, update, rest) in split.items():
+    # The step, its ops and its SGD update (six parameters) all take time on both sides.
+    assert step > 0 and ops > 0 and update > 0, out
+    assert update < ops, out
+# One rank's simulated step is its ops and its update, nothing between them.
+assert abs(split["sim"][3]) < 0.01, out
+assert out[4].split() == ["primitive", "result", "type", "real", "sim", "real-sim", "ratio"], out
+assert len(out) == 10 and any(l.startswith("matmul ") for l in out[5:]), out
 print("spora sim --profile: per primitive and per result type on both simulators; compare_ops.py")

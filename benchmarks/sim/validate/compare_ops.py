@@ -2,7 +2,9 @@
 """Where a one-rank prediction of `spora sim` goes wrong, op by op: the real step's time per
 (primitive, result type), from `spora train-step --profile`'s trace (rank 0, the ops the step
 itself runs; per step after the first, the median over those steps), beside the modelled time
-of the same ops from `spora sim --profile`, the largest differences first.
+of the same ops from `spora sim --profile`, the largest differences first. A first table
+splits the step into its ops, the optimizer's update (the trace's "update" spans) and the rest
+(the time between them), real and simulated.
 
     compare_ops.py --cluster SPEC.yaml [--spora build/bin/spora] [--workload w2|w3|w4]
                    [--steps 6] [--top 25]
@@ -26,7 +28,8 @@ import validate  # noqa: E402  (its workloads and strategy files)
 
 
 def real_ops(spora, model, batch, steps):
-    """{(primitive, type): ms per step} of the steps after the first, and the median step."""
+    """{(primitive, type): ms per step} of the steps after the first, the median update per
+    step (ms) and the median step (ms) that train-step prints."""
     with tempfile.TemporaryDirectory() as tmp:
         trace = os.path.join(tmp, "trace.json")
         cmd = [spora, "train-step", model, "--strategy", validate.strategy_file("w", "one"),
@@ -37,8 +40,16 @@ def real_ops(spora, model, batch, steps):
             sys.exit("compare_ops.py: " + (p.stderr or p.stdout).strip())
         with open(trace) as f:
             events = json.load(f)["traceEvents"]
+    step = re.search(r"^median step ([0-9.]+) ms", p.stdout, re.M)
+    updates = sorted((e for e in events if e.get("ph") == "X" and e.get("pid", 0) == 0
+                      and e.get("name") == "update"), key=lambda e: e["ts"])
+    per_update = len(updates) // steps
+    update = statistics.median(
+        sum(e["dur"] for e in updates[i * per_update:(i + 1) * per_update]) / 1e3
+        for i in range(1, steps)) if per_update else 0.0
     ops = sorted((e for e in events if e.get("ph") == "X" and e.get("pid", 0) == 0
-                  and e.get("args", {}).get("depth", 0) == 0 and "type" in e.get("args", {})),
+                  and e.get("args", {}).get("depth", 0) == 0 and "type" in e.get("args", {})
+                  and e.get("name") != "update"),
                  key=lambda e: e["ts"])
     per_step = len(ops) // steps
     if per_step * steps != len(ops):
@@ -47,7 +58,8 @@ def real_ops(spora, model, batch, steps):
     steps_of = collections.defaultdict(lambda: [0.0] * (steps - 1))
     for i, e in enumerate(ops[per_step:]):
         steps_of[(e["name"], e["args"]["type"])][i // per_step] += e["dur"] / 1e3
-    return {k: statistics.median(v) for k, v in steps_of.items()}
+    return ({k: statistics.median(v) for k, v in steps_of.items()}, update,
+            float(step.group(1)) if step else 0.0)
 
 
 def sim_ops(spora, cluster, model, batch):
@@ -57,6 +69,9 @@ def sim_ops(spora, cluster, model, batch):
     if p.returncode != 0:
         sys.exit("compare_ops.py: " + (p.stderr or p.stdout).strip())
     per, typed = {}, False
+    m = re.search(r"^step time\s+([0-9.]+) ms", p.stdout, re.M)
+    u = re.search(r"\+ update ([0-9.]+) ms\)", p.stdout)
+    step, update = (float(m.group(1)) if m else 0.0), (float(u.group(1)) if u else 0.0)
     for line in p.stdout.splitlines():
         if line.startswith("# per step: primitive, result type"):
             typed = True
@@ -66,7 +81,7 @@ def sim_ops(spora, cluster, model, batch):
             per[(m.group(1), m.group(2))] = float(m.group(4))
         elif typed:
             break
-    return per
+    return per, update, step
 
 
 def main():
@@ -82,11 +97,14 @@ def main():
         sys.exit("compare_ops.py: --steps must be at least 2 (the first is left out)")
     model, batch, _ = validate.WORKLOADS[args.workload]
     batch = args.batch or batch
-    real = real_ops(args.spora, model, batch, args.steps)
-    sim = sim_ops(args.spora, args.cluster, model, batch)
+    real, real_update, real_step = real_ops(args.spora, model, batch, args.steps)
+    sim, sim_update, sim_step = sim_ops(args.spora, args.cluster, model, batch)
     keys = sorted(set(real) | set(sim), key=lambda k: -abs(real.get(k, 0) - sim.get(k, 0)))
-    print(f"{args.workload} on one rank, ms per step: real ops {sum(real.values()):.3f}, "
-          f"simulated ops {sum(sim.values()):.3f} ({validate.cpu_name()})")
+    print(f"{args.workload} on one rank, ms per step ({validate.cpu_name()}):")
+    print(f"{'':<8} {'step':>8} {'ops':>8} {'update':>8} {'rest':>8}")
+    for name, ops, update, step in (("real", sum(real.values()), real_update, real_step),
+                                    ("sim", sum(sim.values()), sim_update, sim_step)):
+        print(f"{name:<8} {step:8.3f} {ops:8.3f} {update:8.3f} {step - ops - update:8.3f}")
     print(f"{'primitive':<14} {'result type':<22} {'real':>8} {'sim':>8} {'real-sim':>9} {'ratio':>6}")
     for k in keys[:args.top]:
         r, s = real.get(k, 0.0), sim.get(k, 0.0)
