@@ -86,6 +86,17 @@ std::string_view pipeline_schedule_name(PipelineSchedule s) {
   return s == PipelineSchedule::GPipe ? "gpipe" : "1f1b";
 }
 
+std::string_view core_sharing_name(CoreSharing s) {
+  return s == CoreSharing::Running ? "running" : "static";
+}
+
+CoreSharing parse_core_sharing(const std::string& name) {
+  if (name == "static") return CoreSharing::Static;
+  if (name == "running") return CoreSharing::Running;
+  throw std::invalid_argument(
+      fmt::format("unknown core sharing '{}' (expected static or running)", name));
+}
+
 PipelineSchedule parse_pipeline_schedule(const std::string& name) {
   if (name == "1f1b") return PipelineSchedule::OneFOneB;
   if (name == "gpipe") return PipelineSchedule::GPipe;
@@ -200,9 +211,23 @@ std::string simulate_stages(const ClusterSpec& cluster, const PipelineProgram& p
             const StageTimes& t = times[sk];
             std::vector<sg4::CommPtr> sends;
             int in_flight = 0;
+            // Ranks sharing the node's cores: the stage's ranks there run the pass as that many
+            // threads on the node's cores, sharing them with the other stages' running passes.
+            const auto node = static_cast<std::size_t>(k * stride / cluster.devices_per_node);
+            sg4::Host* cores =
+                program.core_sharing == CoreSharing::Running && !platform.node_cores.empty()
+                    ? platform.node_cores[node]
+                    : nullptr;
+            int threads = 0;
+            for (int64_t i = 0; i < stride; ++i)
+              if (static_cast<std::size_t>((k * stride + i) / cluster.devices_per_node) == node)
+                ++threads;
             auto run = [&](char kind, int mb, double seconds) {
               const double t0 = sg4::Engine::get_clock();
-              if (seconds > 0) sg4::this_actor::sleep_for(seconds);
+              if (seconds > 0 && cores)
+                sg4::this_actor::thread_execute(cores, platform.flops_for(cores, seconds), threads);
+              else if (seconds > 0)
+                sg4::this_actor::sleep_for(seconds);
               ++rec.sim_events;
               rec.events[sk].push_back({kind, mb, t0, sg4::Engine::get_clock()});
             };
@@ -326,14 +351,18 @@ PipelineSimResult simulate_pipeline(const ClusterSpec& cluster, const PipelinePr
   std::vector<StageTimes> times;
   std::vector<double> sync;
   std::map<double, double> sync_cache;  // bytes -> seconds (every stage's groups are alike)
+  // CoreSharing::Running: the passes are timed at one rank per core, and the schedule shares a
+  // node's cores among the passes running at once (simulate_stages).
+  SpmdSimOptions level1 = options;
+  if (program.core_sharing == CoreSharing::Running) level1.ranks_on_node = 1;
   for (const PipelineStage& st : program.stages) {
-    times.push_back(stage_times(cluster, st, options));
+    times.push_back(stage_times(cluster, st, level1));
     auto it = sync_cache.find(st.grad_sync_bytes);
     if (it == sync_cache.end())
       it = sync_cache
                .emplace(st.grad_sync_bytes,
                         gradient_sync_seconds(cluster, program.replicas, program.stage_devices,
-                                              st.grad_sync_bytes, program.zero, options))
+                                              st.grad_sync_bytes, program.zero, level1))
                .first;
     sync.push_back(it->second);
   }

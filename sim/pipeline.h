@@ -31,7 +31,9 @@
 //      then an all-gather of the parameters: ZeRO-1), simulated once on the devices of stage 0
 //      (all t rings at once, as they run), then runs its optimizer update. Other stages are
 //      still in their backward passes meanwhile (the overlap of spmd_step's gradient
-//      all-reduces with the rest of the backward pass, at stage granularity).
+//      all-reduces with the rest of the backward pass, at stage granularity). With
+//      CoreSharing::Running on a node of fewer cores than devices, the passes, the sync and
+//      the update run as the stage's ranks' threads on the node's cores instead of as sleeps.
 //
 // Schedules (per stage k of S, micro-batches 0 .. M-1):
 //   gpipe   F0 .. F(M-1), then B0 .. B(M-1): M micro-batches of activations in flight
@@ -61,6 +63,20 @@ enum class PipelineSchedule { OneFOneB, GPipe };
 std::string_view pipeline_schedule_name(PipelineSchedule s);  // "1f1b", "gpipe"
 // Throws std::invalid_argument for anything but "1f1b" and "gpipe".
 PipelineSchedule parse_pipeline_schedule(const std::string& name);
+
+// Where a node's devices share fewer cores than they are (device.measured.cores <
+// devices_per_node, sim/platform.h shares_cores: MPI ranks on a smaller CPU machine):
+//   static   every pass and update takes (ranks on the node) / cores times as long as alone, all
+//            ranks competing all the time (sim/cost_model.h's time sharing);
+//   running  passes and updates are timed at one rank per core, and run as the stage's ranks'
+//            threads on the node's cores (Platform::node_cores): only the passes running at a
+//            moment share the cores, so a stage waiting for its neighbour leaves them to the
+//            others. Waiting ranks take no core, and a hand-off costs no scheduler delay.
+// On a cluster whose devices have cores of their own (GPUs) the two are the same.
+enum class CoreSharing { Static, Running };
+std::string_view core_sharing_name(CoreSharing s);  // "static", "running"
+// Throws std::invalid_argument for anything but "static" and "running".
+CoreSharing parse_core_sharing(const std::string& name);
 
 // One block of a stage: one micro-batch's forward and backward SPMD programs over the stage's
 // t devices (their mesh has t devices), run `repeat` times in a row.
@@ -96,6 +112,9 @@ struct PipelineProgram {
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
   bool recompute = false;
   bool zero = false;  // reduce-scatter + all-gather instead of the all-reduce (ZeRO-1)
+  // How ranks share a node's cores; with `running`, `update_seconds` and given `times` are at
+  // one rank per core.
+  CoreSharing core_sharing = CoreSharing::Static;
   int64_t devices() const { return static_cast<int64_t>(stages.size()) * stage_devices * replicas; }
 };
 

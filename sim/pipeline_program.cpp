@@ -16,12 +16,18 @@ namespace pp = parallel::pipeline;
 
 PipelineProgram pipeline_program(const pp::PipelineSetup& s, const ClusterSpec& cluster,
                                  const std::string& matmul_dtype, const std::string& optimizer,
-                                 UpdateKernel update) {
+                                 UpdateKernel update, CoreSharing sharing) {
   const std::vector<int64_t> mesh = s.inner.mesh.shape;
+  // With `running`, one rank per core: the pipeline simulator shares the cores among the
+  // passes and updates that run at once (sim/pipeline.h).
+  const bool running = sharing == CoreSharing::Running;
   const CostModel model(
       cluster.device, matmul_dtype,
-      ranks_on_node(cluster, static_cast<int>(s.spec.stages * s.inner.mesh.rank_count())));
+      running
+          ? 1
+          : ranks_on_node(cluster, static_cast<int>(s.spec.stages * s.inner.mesh.rank_count())));
   PipelineProgram p;
+  p.core_sharing = sharing;
   p.stage_devices = s.inner.mesh.rank_count();
   p.replicas = 1;  // data parallelism is inside the stage's mesh
   p.micro_batches = s.spec.micro_batches;
@@ -63,7 +69,9 @@ PipelineProgram pipeline_program(const pp::PipelineSetup& s, const ClusterSpec& 
       int64_t replicas = 1;
       for (int64_t a : axes) replicas *= mesh.at(static_cast<size_t>(a));
       const int64_t t = s.inner.mesh.size() / replicas;
-      st.update_seconds += gradient_sync_seconds(cluster, replicas, t, partial_bytes, false);
+      SpmdSimOptions sync;
+      if (running) sync.ranks_on_node = 1;
+      st.update_seconds += gradient_sync_seconds(cluster, replicas, t, partial_bytes, false, sync);
     }
     if (k + 1 < S) st.send_bytes = sem::type_bytes(f.output->type);
     if (sp.takes_activation && sp.params.size() < f.params.size())

@@ -24,6 +24,7 @@ namespace spora::sim {
 PipelineProgram pipeline_program(const parallel::pipeline::PipelineSetup& setup,
                                  const ClusterSpec& cluster, const std::string& matmul_dtype = "",
                                  const std::string& optimizer = "sgd",
-                                 UpdateKernel update = UpdateKernel::Ops);
+                                 UpdateKernel update = UpdateKernel::Ops,
+                                 CoreSharing sharing = CoreSharing::Static);
 
 }  // namespace spora::sim

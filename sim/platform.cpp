@@ -42,6 +42,13 @@ class NodeBuilder {
       hosts.push_back(host);
       out_.devices[static_cast<std::size_t>(node * n + d)] = host;
     }
+    if (shares_cores(spec_)) {
+      const int cores = spec_.device.measured.cores;
+      if (out_.node_cores.empty()) out_.node_cores.resize(static_cast<std::size_t>(spec_.nodes));
+      sg4::Host* shared = zone->create_host(name + "-cores", spec_.device.max_peak_flops());
+      shared->set_core_count(cores)->seal();
+      out_.node_cores[static_cast<std::size_t>(node)] = shared;
+    }
 
     const double bw = ic.bandwidth * ic.efficiency;
     std::vector<sg4::Link*> ports, ring, bridges;
@@ -182,6 +189,10 @@ std::string node_name(int node) { return fmt::format("node{}", node); }
 
 std::string device_name(const ClusterSpec& spec, int node, int d) {
   return fmt::format("node{}-{}{}", node, spec.device.kind, d);
+}
+
+bool shares_cores(const ClusterSpec& spec) {
+  return spec.device.measured.cores > 0 && spec.device.measured.cores < spec.devices_per_node;
 }
 
 Platform build_platform(const ClusterSpec& spec) {

@@ -46,6 +46,12 @@ namespace spora::sim {
 struct Platform {
   std::vector<simgrid::s4u::Host*> devices;  // device (and rank) i = node * devices_per_node + d
   double memory_bandwidth = 0;               // bytes/s of every device
+  // Per node, where its devices share fewer cores than they are (device.measured.cores <
+  // devices_per_node: ranks of `spora run --ranks N` on a smaller machine): a host of that many
+  // cores at a device's speed, on which work that the ranks share the cores for runs (SimGrid's
+  // multi-core sharing: each execution gets at most one core per thread, and the running
+  // executions share the cores max-min fairly). Empty otherwise. It has no network links.
+  std::vector<simgrid::s4u::Host*> node_cores;
 
   // The amount a host executes to take `seconds` (hosts run at their peak FLOP/s).
   double flops_for(const simgrid::s4u::Host* host, double seconds) const {
@@ -71,6 +77,9 @@ class SimEngine {
   std::vector<char*> argv_;
   std::unique_ptr<simgrid::s4u::Engine> engine_;
 };
+
+// Whether the devices of a node share fewer cores than they are (Platform::node_cores).
+bool shares_cores(const ClusterSpec& spec);
 
 // Builds the platform into the current engine. Throws ClusterSpecError for a spec that SimGrid
 // cannot represent.

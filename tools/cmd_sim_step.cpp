@@ -37,7 +37,7 @@ struct Options {
   std::string file, cluster, strategy = "dp", entry = "main", batch_name = "batch",
                              optimizer = "sgd", algo = "auto", comm_model = "auto", matmul_dtype,
                              trace, svg, log_file, recv_reduce = "fused", collectives = "ring",
-                             update = "ops";
+                             update = "ops", core_sharing = "static";
   long batch = 0;
   int ranks = 0, trace_ranks = 16;
   double lr = 0.01, bucket_mb = 25, first_bucket_mb = 1, comm_sm_share = -1, synth_time_limit = 20;
@@ -76,6 +76,9 @@ constexpr OptionSupport kOptionSupport[] = {
      "the pipeline simulator times stages, not primitives (run the strategy without its "
      "\"pipeline\" key to profile a stage's program)"},
     {"--ranks", true, false, false, "the strategy's mesh sets the ranks"},
+    {"--core-sharing", false, false, true,
+     "only the pipeline simulator shares a node's cores among the passes running at once (in "
+     "a step every rank runs every op: static)"},
     {"--algo", true, false, false,
      "a strategy's collectives run as rings over their mesh axes (sim/spmd_step.h)"},
     {"--comm-model", true, false, false, "a strategy's collectives are simulated one way"},
@@ -186,7 +189,8 @@ int run_pipeline_sim(const Options& o, const sim::ClusterSpec& cluster, const st
   if (o.batch > 0) so.batch = o.batch;
   const sim::PipelineProgram p = sim::pipeline_program(
       parallel::pipeline::setup_pipeline(o.file, so, text, o.strategy, sim::node_cost), cluster,
-      o.matmul_dtype, o.optimizer, sim::parse_update_kernel(o.update));
+      o.matmul_dtype, o.optimizer, sim::parse_update_kernel(o.update),
+      sim::parse_core_sharing(o.core_sharing));
   if (p.devices() > cluster.device_count())
     throw UsageError(fmt::format("the pipeline needs {} devices but {} has {}", p.devices(),
                                  cluster.name, cluster.device_count()));
@@ -475,6 +479,12 @@ CLI::App* add_sim_subcommand(CLI::App& app) {
                   "share of a device a running collective's kernels hold, slowing the compute "
                   "beside it (sim/interference.h; default: the spec's device.comm_sm_share; 0: "
                   "off)");
+  sim->add_option("--core-sharing", o.core_sharing,
+                  "pipeline strategy on a node of fewer cores than ranks (the spec's "
+                  "device.measured.cores): static (every pass takes ranks / cores as long) or "
+                  "running (only the passes running at once share the cores; sim/pipeline.h)")
+      ->check(CLI::IsMember({"static", "running"}))
+      ->capture_default_str();
   sim->add_option("--trace", o.trace, "write a Chrome trace (Perfetto) to FILE");
   sim->add_option("--svg", o.svg, "write an SVG timeline to FILE");
   sim->add_option("--trace-ranks", o.trace_ranks,

@@ -76,6 +76,7 @@ case $kind in
     grep -q '^matmul ' "$dir/out.txt" || fail "--profile printed no matmul"
     honoured --ranks 4 --algo ring --comm-model bulk --recv-reduce staged --bucket-mb 1 \
       --first-bucket-mb 1 --no-bucket-copies --comm-sm-share 0.18
+    refused --core-sharing running
     ;;
   spmd)
     honoured --log "$dir/log.txt" --profile --comm-sm-share 0.18
@@ -89,9 +90,10 @@ case $kind in
     refused --bucket-mb 1
     refused --first-bucket-mb 1
     refused --no-bucket-copies
+    refused --core-sharing running
     ;;
   pipeline)
-    honoured --comm-sm-share 0.18
+    honoured --comm-sm-share 0.18 --core-sharing running
     refused --log "$dir/log.txt"
     refused --log-collectives
     refused --profile
