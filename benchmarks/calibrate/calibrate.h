@@ -16,7 +16,8 @@
 //                    4 MiB adds (the roofline's memory side where no table applies)
 //        distances   the gemm, conv and bandwidth tables three times, with the kernels' inputs
 //                    at reuse distance 2P (P: private_cache_bytes; the inherited tables), 0 (the
-//                    same inputs every call) and 32P (at_reuse_distance; sim/reuse.h)
+//                    same inputs every call) and 32P (at_reuse_distance; sim/reuse.h), and a
+//                    fourth time at 2L (L: last_level_cache_bytes) where that exceeds 32P
 //   2. communication (`mpirun -np K spora calibrate --measure mpi`, K = 2, then K = --devices
 //      when that is more and at most the cores): comm.cpp
 //        latency     half the round trip of 8-byte ping-pongs (K = 2)

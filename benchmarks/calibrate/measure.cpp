@@ -59,22 +59,33 @@ sem::Attrs with_defaults(const sem::Primitive& p, sem::Attrs attrs) {
   return attrs;
 }
 
+// The largest cache of cpu0 in sysfs of level at most `max_level` (0: none listed).
+size_t largest_cache(int max_level) {
+  size_t largest = 0;
+  for (int i = 0; i < 8; ++i) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i);
+    std::ifstream level(dir + "/level"), size(dir + "/size");
+    int l = 0;
+    std::string text;
+    if (!(level >> l) || !(size >> text) || l > max_level || text.empty()) continue;
+    size_t v = std::strtoull(text.c_str(), nullptr, 10);
+    if (text.back() == 'K') v <<= 10;
+    if (text.back() == 'M') v <<= 20;
+    largest = std::max(largest, v);
+  }
+  return largest;
+}
+
 }  // namespace
+
+size_t last_level_cache_bytes() {
+  static const size_t bytes = largest_cache(9);
+  return bytes;
+}
 
 size_t private_cache_bytes() {
   static const size_t bytes = [] {
-    size_t largest = 0;
-    for (int i = 0; i < 8; ++i) {
-      const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i);
-      std::ifstream level(dir + "/level"), size(dir + "/size");
-      int l = 0;
-      std::string text;
-      if (!(level >> l) || !(size >> text) || l > 2 || text.empty()) continue;
-      size_t v = std::strtoull(text.c_str(), nullptr, 10);
-      if (text.back() == 'K') v <<= 10;
-      if (text.back() == 'M') v <<= 20;
-      largest = std::max(largest, v);
-    }
+    size_t largest = largest_cache(2);
     // Virtual machines often have no cache folders in sysfs; the C library reads CPUID.
     if (largest == 0) {
       const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);

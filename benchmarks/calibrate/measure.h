@@ -58,6 +58,10 @@ constexpr size_t kMaxCopies = 8192;
 // The largest data cache of level 1 or 2 of the first CPU (sysfs, else the C library's
 // _SC_LEVEL2_CACHE_SIZE, which reads CPUID; 2 MiB where neither knows).
 size_t private_cache_bytes();
+// The largest cache of the first CPU in sysfs (the last level: an L3 shared by its cores); 0
+// where sysfs has no cache folders (virtual machines often have none, and CPUID's answer there
+// is not to be trusted: one reports 256 MiB of L3).
+size_t last_level_cache_bytes();
 
 sem::Attrs attrs_of(std::initializer_list<std::pair<const char*, sem::Attr>> items);
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -133,6 +134,25 @@ TEST(Calibrate, PrivateCacheIsTheCoresLevel2) {
     EXPECT_EQ(private_cache_bytes(), static_cast<size_t>(cpuid_l2));
   } else {
     GTEST_SKIP() << "neither sysfs nor CPUID gives this machine's L2 size";
+  }
+}
+
+// L is the largest cache sysfs lists for the first CPU (the last level), at least the private
+// one, or 0 where sysfs lists none.
+TEST(Calibrate, LastLevelCacheIsTheLargestInSysfs) {
+  size_t largest = 0;
+  for (int i = 0; i < 8; ++i) {
+    std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/size");
+    std::string text;
+    if (!(f >> text) || text.empty()) continue;
+    size_t v = std::strtoull(text.c_str(), nullptr, 10);
+    if (text.back() == 'K') v <<= 10;
+    if (text.back() == 'M') v <<= 20;
+    largest = std::max(largest, v);
+  }
+  EXPECT_EQ(last_level_cache_bytes(), largest);
+  if (largest > 0) {
+    EXPECT_GE(last_level_cache_bytes(), private_cache_bytes());
   }
 }
 
