@@ -61,9 +61,10 @@ for line in out[2:4]:
     split[name] = [float(x) for x in ms]
 assert sorted(split) == ["real", "sim"], out
 for name, (step, ops, update, rest) in split.items():
-    # The step, its ops and its SGD update (six parameters) all take time on both sides.
+    # The step, its ops and its SGD update (six parameters) all take time on both sides (the
+    # real figures are medians of two steps, so a preemption on a busy machine may inflate one:
+    # no comparison between them).
     assert step > 0 and ops > 0 and update > 0, out
-    assert update < ops, out
 # One rank's simulated step is its ops and its update, nothing between them.
 assert abs(split["sim"][3]) < 0.01, out
 assert out[4].split() == ["primitive", "result", "type", "real", "sim", "real-sim", "ratio"], out
