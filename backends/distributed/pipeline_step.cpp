@@ -122,7 +122,7 @@ TrainStepResult run_pipeline(const pp::PipelineSetup& s, const TrainStepOptions&
     std::vector<Tensor> grads = runner.step(local, data, loss);
     for (size_t j = 0; j < sp.params.size(); ++j) {
       std::vector<Tensor> state;  // sgd keeps none (setup refuses the other optimizers)
-      local[j] = optimizer_update("sgd", local[j], grads[j], state, o.lr, it + 1);
+      local[j] = optimizer_update("sgd", std::move(local[j]), grads[j], state, o.lr, it + 1);
     }
     // The last stage's first rank has the loss (a mean over the micro-batches): to every rank.
     Tensor l = Tensor::scalar(DType::f64, k == S - 1 && me == 0 ? loss / M : 0.0);

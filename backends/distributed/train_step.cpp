@@ -52,19 +52,22 @@ int64_t classes_of(const ir::Graph& g, const ir::Node* p) {
 }
 
 // prim(a, b) (or prim(a)) with the kernel of the current backend.
-Tensor run_prim(const char* prim, const Tensor& a, const Tensor* b = nullptr) {
+// `a` by value: where the caller moves in the only reference, an elementwise kernel writes its
+// result into a's buffer (cpu::reuse_or_empty), as an optimizer updates in place.
+Tensor run_prim(const char* prim, Tensor a, const Tensor* b = nullptr) {
   const sem::Primitive* p = sem::Registry::instance().find(prim);
   if (!p) throw lang::InternalError(fmt::format("no primitive {}", prim));
-  std::vector<Value> args{Value(a)};
+  std::vector<Value> args;
+  args.emplace_back(std::move(a));
   if (b) args.emplace_back(*b);
   return sem::kernel_for(*p)(args, {}).tensor;
 }
-Tensor run_prim(const char* prim, const Tensor& a, const Tensor& b) {
-  return run_prim(prim, a, &b);
+Tensor run_prim(const char* prim, Tensor a, const Tensor& b) {
+  return run_prim(prim, std::move(a), &b);
 }
-Tensor run_prim(const char* prim, const Tensor& a, double k) {
+Tensor run_prim(const char* prim, Tensor a, double k) {
   const Tensor s = Tensor::scalar(a.dtype(), k);
-  return run_prim(prim, a, &s);
+  return run_prim(prim, std::move(a), &s);
 }
 
 comm::DType comm_dtype(DType t) {
@@ -112,24 +115,25 @@ Tensor gather(const Tensor& local, const TypeP& global, const parallel::Layout& 
 // p - lr v; adam (Kingma & Ba, b1 0.9, b2 0.999, eps 1e-8) m = b1 m + (1 - b1) g,
 // v = b2 v + (1 - b2) g^2, p - lr_t m / (sqrt(v) + eps), lr_t = lr sqrt(1 - b2^t) / (1 - b1^t).
 // Elementwise, so a shard's update is the shard of the whole update.
-Tensor optimizer_update(const std::string& optimizer, const Tensor& p, const Tensor& g,
+Tensor optimizer_update(const std::string& optimizer, Tensor p, const Tensor& g,
                         std::vector<Tensor>& state, double lr, int t) {
-  if (optimizer == "sgd") return run_prim("sub", p, run_prim("mul", g, lr));
+  if (optimizer == "sgd") return run_prim("sub", std::move(p), run_prim("mul", g, lr));
   if (optimizer == "momentum") {
     if (state.empty()) state.push_back(Tensor::zeros(g.dtype(), g.shape()));
-    state[0] = run_prim("add", run_prim("mul", state[0], 0.9), g);
-    return run_prim("sub", p, run_prim("mul", state[0], lr));
+    state[0] = run_prim("add", run_prim("mul", std::move(state[0]), 0.9), g);
+    return run_prim("sub", std::move(p), run_prim("mul", state[0], lr));
   }
   if (optimizer == "adam") {
     const double b1 = 0.9, b2 = 0.999, eps = 1e-8;
     if (state.empty())
       state = {Tensor::zeros(g.dtype(), g.shape()), Tensor::zeros(g.dtype(), g.shape())};
-    state[0] = run_prim("add", run_prim("mul", state[0], b1), run_prim("mul", g, 1 - b1));
-    state[1] = run_prim("add", run_prim("mul", state[1], b2),
+    state[0] =
+        run_prim("add", run_prim("mul", std::move(state[0]), b1), run_prim("mul", g, 1 - b1));
+    state[1] = run_prim("add", run_prim("mul", std::move(state[1]), b2),
                         run_prim("mul", run_prim("mul", g, g), 1 - b2));
     const double lr_t = lr * std::sqrt(1 - std::pow(b2, t)) / (1 - std::pow(b1, t));
     const Tensor denom = run_prim("add", run_prim("sqrt", state[1]), eps);
-    return run_prim("sub", p, run_prim("mul", run_prim("div", state[0], denom), lr_t));
+    return run_prim("sub", std::move(p), run_prim("mul", run_prim("div", state[0], denom), lr_t));
   }
   throw lang::UserError(fmt::format("unknown optimizer '{}' (sgd, momentum, adam)", optimizer));
 }
@@ -233,8 +237,8 @@ TrainStepResult run_training(const parallel::StepGraph& program, const TrainStep
       r.losses.push_back(out.items()[0].tensor.item());
       for (size_t i = 0; i < nparams; ++i) {
         const auto t_update = std::chrono::steady_clock::now();
-        values[i] = optimizer_update(o.optimizer, values[i], out.items()[i + 1].tensor, state[i],
-                                     o.lr, it + 1);
+        values[i] = optimizer_update(o.optimizer, std::move(values[i]), out.items()[i + 1].tensor,
+                                     state[i], o.lr, it + 1);
         if (profiler) profiler->add_span("update", t_update, seconds_since(t_update), 0, true);
       }
       r.step_seconds.push_back(
@@ -311,13 +315,14 @@ TrainStepResult run_training(const parallel::StepGraph& program, const TrainStep
       const Tensor& g = out.items()[i + 1].tensor;
       const auto t_update = std::chrono::steady_clock::now();
       if (piece_shape[i].empty()) {
-        local[i] = optimizer_update(o.optimizer, local[i], g, state[i], o.lr, it + 1);
+        local[i] = optimizer_update(o.optimizer, std::move(local[i]), g, state[i], o.lr, it + 1);
         span("update", t_update);
         continue;
       }
       // ZeRO-1: update this rank's piece, then all-gather the pieces into the shard.
-      const Tensor piece = parallel::slice_block(local[i], piece_offset[i], piece_shape[i]);
-      const Tensor updated = optimizer_update(o.optimizer, piece, g, state[i], o.lr, it + 1);
+      Tensor piece = parallel::slice_block(local[i], piece_offset[i], piece_shape[i]);
+      const Tensor updated =
+          optimizer_update(o.optimizer, std::move(piece), g, state[i], o.lr, it + 1);
       span("update", t_update);
       sem::Attrs a;
       a.set("dim", int64_t{part.optimizer_shards[i].dim});

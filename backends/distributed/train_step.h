@@ -87,11 +87,11 @@ parallel::StepGraph build_training_step(const TrainStepOptions& o,
 // The seeded global value of every parameter and input of a step (step 2 above), and the
 // optimizer's update of one parameter (or its ZeRO-1 piece) p with gradient g at step t (from
 // 1), its state in `state` (sgd: none; momentum: v; adam: m, v): shared with the pipeline
-// runner (pipeline_step.h).
+// runner (pipeline_step.h). A p or state tensor moved in as its only reference is updated in
+// its own buffer, as an optimizer's step updates in place.
 std::vector<sem::Tensor> global_values(const ir::Graph& g, size_t trainable, uint64_t seed);
-sem::Tensor optimizer_update(const std::string& optimizer, const sem::Tensor& p,
-                             const sem::Tensor& g, std::vector<sem::Tensor>& state, double lr,
-                             int t);
+sem::Tensor optimizer_update(const std::string& optimizer, sem::Tensor p, const sem::Tensor& g,
+                             std::vector<sem::Tensor>& state, double lr, int t);
 // Writes a run's trace to `path` (the summary naming `shown`, if given) and keeps the summary,
 // the seconds in collectives and receives, and in all leaves, in `r` (--profile).
 void finish_profile(const runtime::RunProfiler& profiler, const std::string& path,
