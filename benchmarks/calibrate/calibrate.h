@@ -5,7 +5,8 @@
 //   1. compute (`spora calibrate --measure compute`, in `cores` single-threaded processes at
 //      once, so they share the memory system as MPI ranks do; one process's answer is kept
 //      whole, the one with the median f32 peak): compute.cpp
-//        gemm        FLOP/s of f32 matmul over a grid m, n, k in {4, 16, 64, 256, 1024}
+//        gemm        FLOP/s of f32 matmul over a grid m, n in {4, 16, 64, 128, 256, 512, 1024},
+//                    k in {4, 16, 64, 256, 1024}
 //        conv        FLOP/s of conv2d (3x3, 4 images) over out channels {4, 16, 64}, image sides
 //                    {8, 16, 32}, in channels {1, 4, 16}, keyed by its per-image GEMM
 //        bandwidth   bytes/s per op class (elementwise, reduction, norm, copy, pool, creation)
