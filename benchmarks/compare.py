@@ -2,8 +2,8 @@
 """Side-by-side run of the reference workloads W1-W6 (benchmarks/workloads/README.md): the
 PyTorch peer script (benchmarks/peer/torch_workloads.py) and our bench_workloads in one
 invocation (same machine state, 2 threads each), then one table of ratios against the targets,
-plus W2 against its GEMM lower bound and W5 against the triad bandwidth bound, both measured in
-the same run.
+plus W1, W2 and W4 (ours and the peer) against their FLOPs at the machine's SGEMM rate and W5
+against the triad bandwidth bound, both measured in the same run.
 
 Usage:  python3 benchmarks/compare.py [--build build] [--rounds N] [--only W2,W5] [--quick] [--out results.json]
                                      [--blas-kernels env|native]
@@ -47,7 +47,15 @@ TARGETS = {("W1", "graph"): 0.8, ("W2", "graph"): 0.8, ("W3", "graph"): 0.8, ("W
 EAGER_TARGET = 1.1
 W6_FASTEST_TARGET = 1.0
 FUSED_TARGET = 1.0
-W2_FLOP = 2 * 64 * (784 * 512 + 512 * 512 + 512 * 10) * 3  # 257 MFLOP
+W1_FLOP = 2 * 64 * (784 * 512 + 512 * 512 + 512 * 10)  # 86 MFLOP
+W2_FLOP = W1_FLOP * 3  # 257 MFLOP
+# W4's products: forward 4 projections 1024 x 256 x 256, the feed-forward's two 1024 x 256 x 1024,
+# attention's two batched 32 x (128 x 128 x 64); the backward twice that (input and weight
+# cotangents, x's included): 5.23 GFLOP.
+W4_FLOP = 3 * 2 * (4 * 1024 * 256 * 256 + 2 * 1024 * 256 * 1024 + 2 * 32 * 128 * 128 * 64)
+# Workloads whose step is almost all GEMM: ours and the peer against the FLOPs at the machine's
+# SGEMM 1024^3 rate, which shows how much room the peer leaves (no target but W2's).
+GEMM_FLOP = {"W1": W1_FLOP, "W2": W2_FLOP, "W4": W4_FLOP}
 W2_BOUND_TARGET = 1.3
 W5_BYTES = 2 * 4 * 4 * 1024 * 1024  # read x, write y: 32 MB
 W5_FUSED_TARGET = 3.0  # unfused / fused, at least
@@ -246,6 +254,19 @@ def print_report(ours, peer):
             if g:
                 lines.append(f"   the 9 W2 GEMMs back to back in {lib}: {g['median_ms']:.3f} ms "
                              f"-> ours / that = {w2['median_ms'] / g['median_ms']:.2f}x")
+    for wid, flop in GEMM_FLOP.items():
+        g = o.get((wid, "graph"))
+        if not sg or not g or g.get("error_occurred") or wid not in pe:
+            continue
+        bound = flop / (sg["gflops_best"] * 1e9) * 1e3
+        pms = pe[wid][0]
+        lines.append(f"{wid} vs the SGEMM rate: {flop / 1e6:.0f} MFLOP at {sg['gflops_best']:.1f} GFLOP/s = "
+                     f"{bound:.3f} ms; ours (graph) {g['median_ms'] / bound:.2f}x, the peer {pms / bound:.2f}x, "
+                     f"graph target {TARGETS[(wid, 'graph')]} x the peer = {TARGETS[(wid, 'graph')] * pms / bound:.2f}x")
+        summary.append(dict(workload=wid, mode="graph vs SGEMM rate", ours_ms=g["median_ms"], bound_ms=bound,
+                            ratio=g["median_ms"] / bound))
+        summary.append(dict(workload=wid, mode="peer vs SGEMM rate", peer_ms=pms, bound_ms=bound,
+                            ratio=pms / bound))
     w5 = o.get(("W5", "graph"))
     if tr and w5 and not w5.get("error_occurred"):
         bound = W5_BYTES / (tr["gbs_best"] * 1e9) * 1e3
@@ -373,9 +394,10 @@ def aggregate_table(rows):
         if "ratio_median" not in r:
             continue
         peer = f"{r['peer_ms']:.3f}" if "peer_ms" in r else "-"
+        ours = f"{r['ours_ms']:.3f}" if "ours_ms" in r else "-"
         tgt = r.get("target")
         sign = ">=" if "speedup" in r else "<="
-        lines.append(f"{r['workload']:<8} {r['mode']:<22} {r.get('ours_ms', float('nan')):>9.3f} {peer:>9} "
+        lines.append(f"{r['workload']:<8} {r['mode']:<22} {ours:>9} {peer:>9} "
                      f"{r['ratio_median']:>6.2f} {r['ratio_min']:>6.2f}-{r['ratio_max']:<6.2f} "
                      f"{(sign + ' ' + format(tgt, '.1f')) if tgt is not None else '-':>8} {r.get('result', '-'):>6}")
     return "\n".join(lines)
