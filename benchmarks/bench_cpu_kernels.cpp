@@ -16,6 +16,7 @@
 //
 // Each benchmark comes in a /ref and a /cpu variant; the ratio is the speed-up.
 #include <benchmark/benchmark.h>
+#include <cblas.h>
 
 #include <cstdlib>
 #include <random>
@@ -326,6 +327,50 @@ BENCHMARK_CAPTURE(w2_products, openblas_b16, cpu::GemmPolicy::openblas, 4)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK_CAPTURE(w2_products, onednn_b16, cpu::GemmPolicy::onednn, 4)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// ---- GEMM row blocks --------------------------------------------------------------------------
+
+// W4's [1024, 256] = op(A) op(B) products with k = 1024 (its second feed-forward product and, in
+// the backward, that product's weight and input cotangents: NN, TN, NT), on one thread, cut into
+// blocks of R rows, each one call of the library that packs the whole of B again: what the row
+// blocks of backends/cpu/blas.cpp cost against one call. Args: transposes (0 NN, 1 TN, 2 NT),
+// R, library (0 OpenBLAS, 1 oneDNN).
+void gemm_row_blocks(benchmark::State& state) {
+  setup();
+  const bool ta = state.range(0) == 1, tb = state.range(0) == 2, onednn = state.range(2) == 1;
+  const int64_t rows = state.range(1), m = 1024, n = 256, k = 1024;
+  if (onednn && !cpu::have_onednn()) {
+    state.SkipWithError("built without oneDNN");
+    return;
+  }
+  const Tensor a = random(DType::f32, ta ? sem::Shape{k, m} : sem::Shape{m, k}, -1, 1, 1);
+  const Tensor b = random(DType::f32, tb ? sem::Shape{n, k} : sem::Shape{k, n}, -1, 1, 2);
+  Tensor c = Tensor::empty(DType::f32, {m, n});
+  const int64_t lda = ta ? m : k, ldb = tb ? k : n;
+  const float* pa = a.data<float>();
+  for (auto _ : state) {
+    for (int64_t r = 0; r < m; r += rows) {
+      const float* block_a = ta ? pa + r : pa + r * lda;
+      float* block_c = c.data<float>() + r * n;
+      if (onednn)
+        cpu::onednn_sgemm(ta, tb, rows, n, k, 1.0f, block_a, lda, b.data<float>(), ldb, 0.0f,
+                          block_c, n);
+      else
+        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                    static_cast<int>(rows), static_cast<int>(n), static_cast<int>(k), 1.0f, block_a,
+                    static_cast<int>(lda), b.data<float>(), static_cast<int>(ldb), 0.0f, block_c,
+                    static_cast<int>(n));
+    }
+    benchmark::ClobberMemory();
+  }
+  state.counters["GFLOPs"] = benchmark::Counter(
+      2.0 * static_cast<double>(m * n * k) * static_cast<double>(state.iterations()) / 1e9,
+      benchmark::Counter::kIsRate);
+}
+BENCHMARK(gemm_row_blocks)
+    ->ArgsProduct({{0, 1, 2}, {32, 64, 128, 1024}, {0, 1}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
