@@ -7,7 +7,9 @@
 // (w2_products/<policy>: the eight GEMMs of a W2 training step, as the graph runs them, through
 // the backend's gemm, blocks and all, with SPORA_GEMM's policy per variant; the _b16 variants
 // start every B operand 16 bytes past the 64-byte alignment tensors have, which changes how
-// oneDNN runs the forward products: benchmarks/results/w2_gemm_alignment_amd_epyc.txt).
+// oneDNN runs the forward products: benchmarks/results/w2_gemm_alignment_amd_epyc.txt), and
+// gemm_row_blocks (W4's [1024, 256] products with k = 1024 cut into row blocks of R rows, one
+// library call each: what the backend's row blocks cost, benchmarks/results/gemm_rows64_ab_*).
 //
 //   build/bin/bench_cpu_kernels [--benchmark_filter=W5]
 //
