@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <map>
 #include <simgrid/s4u.hpp>
@@ -85,6 +86,7 @@ struct Sim {
   std::vector<std::vector<sg4::SemaphorePtr>> ready, done;  // [rank][collective #]
   std::vector<sg4::SemaphorePtr> updated, gathered;         // [rank]: ZeRO-1's all_gathers
   std::vector<std::vector<Interval>> compute, comm;
+  std::vector<std::vector<std::array<int, 2>>> compute_ops;  // [rank][compute interval]
   std::vector<std::vector<double>> coll_seconds;  // [rank][collective #]
   std::vector<double> end;
   std::vector<LogEntry> log;
@@ -191,14 +193,20 @@ void compute_actor(Sim& sim, int rank) {
   const auto r = static_cast<std::size_t>(rank);
   std::vector<char> waited(sim.program.collectives.size(), 0);
   double pending = 0;
+  std::array<int, 2> ops{-1, -1};  // the program ops in `pending`: [first, end); -1: the update
   auto flush = [&] {
-    if (pending <= 0) return;
+    if (pending <= 0) {
+      ops = {-1, -1};  // ops of no time: in no interval
+      return;
+    }
     const double t0 = sim.now();
     run_compute(sim.platform, pending, sim.share);
     sim.work[r] += pending;
     ++sim.events;
     sim.compute[r].push_back({t0, sim.now()});
+    sim.compute_ops[r].push_back(ops);
     pending = 0;
+    ops = {-1, -1};
   };
   auto wait = [&](int op) {
     const int c = sim.coll_index.at(op);
@@ -227,6 +235,8 @@ void compute_actor(Sim& sim, int rank) {
     if (op.collective) continue;
     for (int w : op.waits) wait(w);
     pending += sim.plan.op_seconds[i];
+    if (ops[0] < 0) ops[0] = static_cast<int>(i);
+    ops[1] = static_cast<int>(i) + 1;
     issue_and_wait(static_cast<int>(i));
   }
   for (int w : sim.program.output_waits) wait(w);
@@ -283,6 +293,10 @@ void comm_actor(Sim& sim, int rank) {
 void put(std::string& out, const std::vector<Interval>& v) {
   out += fmt::format(" {}", v.size());
   for (const Interval& i : v) out += fmt::format(" {:a} {:a}", i.start, i.end);
+}
+void put(std::string& out, const std::vector<std::array<int, 2>>& v) {
+  out += fmt::format(" {}", v.size());
+  for (const auto& [first, end] : v) out += fmt::format(" {} {}", first, end);
 }
 
 }  // namespace
@@ -518,6 +532,7 @@ SpmdSimResult simulate_spmd_step(const ClusterSpec& cluster, const SpmdProgram& 
       sim.gathered.push_back(sg4::Semaphore::create(0));
     }
     sim.compute.resize(ranks);
+    sim.compute_ops.resize(ranks);
     sim.comm.resize(ranks);
     sim.coll_seconds.assign(ranks, std::vector<double>(n_all, 0));
     sim.end.assign(ranks, -1);
@@ -541,6 +556,7 @@ SpmdSimResult simulate_spmd_step(const ClusterSpec& cluster, const SpmdProgram& 
     for (std::size_t k = 0; k < ranks; ++k) {
       out += fmt::format("device {:a}", sim.end[k]);
       put(out, sim.compute[k]);
+      put(out, sim.compute_ops[k]);
       put(out, sim.comm[k]);
       for (double s : sim.coll_seconds[k]) out += fmt::format(" {:a}", s);
       out += "\n";
@@ -571,6 +587,18 @@ SpmdSimResult simulate_spmd_step(const ClusterSpec& cluster, const SpmdProgram& 
     const double end = number();
     r.step_seconds = std::max(r.step_seconds, end);
     r.compute_intervals.push_back(intervals());
+    {
+      std::size_t n = 0;
+      in >> n;
+      std::vector<std::array<int, 2>>& v = r.compute_ops.emplace_back();
+      for (std::size_t i = 0; i < n; ++i) {
+        std::array<int, 2> range{};
+        in >> range[0] >> range[1];
+        v.push_back(range);
+      }
+      if (!in || n != r.compute_intervals.back().size())
+        throw SimulationError("garbled answer from the simulation process");
+    }
     r.comm_intervals.push_back(intervals());
     std::vector<double> secs;
     for (std::size_t c = 0; c < n_all; ++c) secs.push_back(number());
@@ -659,21 +687,79 @@ std::string spmd_report(const SpmdProgram& program, const SpmdSimResult& r) {
   return out;
 }
 
-std::string spmd_chrome_trace(const SpmdSimResult& r, int max_ranks) {
-  std::string out = "{\"traceEvents\":[\n";
+std::string spmd_chrome_trace(const SpmdProgram& program, const SpmdSimResult& r, int max_ranks) {
+  std::string out = "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n";
   bool first = true;
-  auto event = [&](int pid, int tid, const char* name, const Interval& i) {
-    out += fmt::format(
-        "{}{{\"name\":\"{}\",\"ph\":\"X\",\"pid\":{},\"tid\":{},\"ts\":{:.3f},"
-        "\"dur\":{:.3f}}}",
-        first ? "" : ",\n", name, pid, tid, i.start * 1e6, (i.end - i.start) * 1e6);
+  auto line = [&](const std::string& text) {
+    out += (first ? "" : ",\n") + text;
     first = false;
   };
+  auto box = [&](std::string_view name, std::string_view cat, int pid, int tid, double start,
+                 double end, const std::string& args) {
+    line(fmt::format(
+        "{{\"name\": \"{}\", \"cat\": \"{}\", \"ph\": \"X\", \"ts\": {:.3f}, \"dur\": {:.3f}, "
+        "\"pid\": {}, \"tid\": {}, \"args\": {{{}}}}}",
+        name, cat, start * 1e6, (end - start) * 1e6, pid, tid, args));
+  };
+  const std::size_t n_coll = program.collectives.size();
   std::size_t shown = r.compute_intervals.size();
   if (max_ranks > 0) shown = std::min(shown, static_cast<std::size_t>(max_ranks));
   for (std::size_t k = 0; k < shown; ++k) {
-    for (const Interval& i : r.compute_intervals[k]) event(static_cast<int>(k), 0, "compute", i);
-    for (const Interval& i : r.comm_intervals[k]) event(static_cast<int>(k), 1, "collective", i);
+    const int pid = static_cast<int>(k);
+    line(fmt::format(
+        "{{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": {}, \"args\": {{\"name\": "
+        "\"rank {}\"}}}}",
+        pid, pid));
+    for (int tid = 0; tid < 2; ++tid)
+      line(fmt::format(
+          "{{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": {}, \"tid\": {}, \"args\": "
+          "{{\"name\": \"{}\"}}}}",
+          pid, tid, tid == 0 ? "compute" : "comm"));
+    const std::vector<Interval>& compute = r.compute_intervals[k];
+    for (std::size_t s = 0; s < compute.size(); ++s) {
+      const Interval& iv = compute[s];
+      const auto [begin, end] =
+          s < r.compute_ops[k].size() ? r.compute_ops[k][s] : std::array<int, 2>{-1, -1};
+      if (begin < 0) {
+        box("update", "update", pid, 0, iv.start, iv.end, "");
+        continue;
+      }
+      box("compute", "segment", pid, 0, iv.start, iv.end,
+          fmt::format("\"ops\": \"{}-{}\"", begin, end - 1));
+      // The segment's ops, each its modelled share of the interval (contention with the
+      // collectives stretches the segment as a whole).
+      double modelled = 0;
+      for (int i = begin; i < end; ++i) modelled += r.op_seconds[static_cast<std::size_t>(i)];
+      if (!(modelled > 0)) continue;
+      const double scale = (iv.end - iv.start) / modelled;
+      double t = iv.start;
+      for (int i = begin; i < end; ++i) {
+        const double secs = r.op_seconds[static_cast<std::size_t>(i)];
+        if (!(secs > 0)) continue;
+        const StepOp& op = program.ops[static_cast<std::size_t>(i)].op;
+        const double next = t + secs * scale;
+        box(op.name(), "op", pid, 0, t, next,
+            fmt::format("\"op\": {}, \"output\": \"{}\", \"flops\": {:.0f}, \"bytes\": {:.0f}, "
+                        "\"modelled_us\": {:.3f}",
+                        i, op.output ? op.output->str() : "", op.cost.flops, op.cost.bytes,
+                        secs * 1e6));
+        t = next;
+      }
+    }
+    const std::vector<Interval>& comm = r.comm_intervals[k];
+    for (std::size_t c = 0; c < comm.size(); ++c) {
+      const bool gather = c >= n_coll;
+      if (gather && c - n_coll >= program.gathers.size()) break;
+      const SpmdOp& op = program.ops[static_cast<std::size_t>(gather ? program.gathers[c - n_coll]
+                                                                     : program.collectives[c])];
+      int group = 1;
+      for (int64_t a : op.axes)
+        group *= static_cast<int>(program.mesh[static_cast<std::size_t>(a)]);
+      box(collective_kind_name(op.kind), gather ? "after update" : "collective", pid, 1,
+          comm[c].start, comm[c].end,
+          fmt::format("\"bytes\": {:.0f}, \"group\": {}, \"mesh_axes\": \"{}\"", op.bytes, group,
+                      fmt::join(op.axes, ",")));
+    }
   }
   out += "\n]}\n";
   return out;

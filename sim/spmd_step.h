@@ -47,6 +47,7 @@
 // Deterministic: the same input gives the same result bit for bit (SimGrid is deterministic).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -153,6 +154,9 @@ struct SpmdSimResult {
   std::vector<DeviceReport> devices;  // sim/train_step.h's per-device breakdown and memory
   std::vector<SpmdCollectiveRecord> collectives;  // rank 0's
   std::vector<std::vector<Interval>> compute_intervals, comm_intervals;  // per device
+  // Per device and compute interval: the program ops it ran, [first, end) indices into
+  // SpmdProgram::ops ({-1, -1}: the optimizer's update).
+  std::vector<std::vector<std::array<int, 2>>> compute_ops;
   std::vector<std::string> log;
   long events = 0;
   double wall_seconds = 0;
@@ -166,8 +170,12 @@ SpmdSimResult simulate_spmd_step(const ClusterSpec& cluster, const SpmdProgram& 
 // A readable report (step time, per-device compute / communication / exposed / idle, memory,
 // the collectives with their groups and times).
 std::string spmd_report(const SpmdProgram& program, const SpmdSimResult& r);
-// Chrome trace JSON (compute and comm streams of the first max_ranks devices, 0: every
-// device): opens in Perfetto.
-std::string spmd_chrome_trace(const SpmdSimResult& r, int max_ranks = 0);
+// Chrome trace JSON of the first max_ranks devices (0: every device), for Perfetto: per device
+// a compute stream (tid 0: each compute interval, category "segment", with its ops inside it,
+// category "op", named by primitive, args op index, output type, FLOPs, bytes and modelled time,
+// as chrome_trace (report.h) shows a data-parallel step; then the update) and a
+// communication stream (tid 1: each collective by kind, with its bytes, group and mesh axes).
+std::string spmd_chrome_trace(const SpmdProgram& program, const SpmdSimResult& r,
+                              int max_ranks = 0);
 
 }  // namespace spora::sim

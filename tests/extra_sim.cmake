@@ -5,7 +5,7 @@ include(GoogleTest)
 file(GLOB SPORA_SIM_TEST_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/sim/*.cpp)
 add_executable(test_sim ${SPORA_SIM_TEST_SOURCES})
 target_link_libraries(test_sim PRIVATE spora_tool_sim spora_sim spora_parallel_partition spora_ops spora_autodiff spora_semantics
-                      spora_lang CLI11::CLI11 GTest::gtest_main)
+                      spora_lang CLI11::CLI11 nlohmann_json::nlohmann_json GTest::gtest_main)
 target_compile_definitions(test_sim PRIVATE SPORA_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
 gtest_discover_tests(test_sim WORKING_DIRECTORY ${CMAKE_SOURCE_DIR} DISCOVERY_TIMEOUT 60)
 

@@ -280,7 +280,7 @@ int run_spmd(const Options& o, const sim::ClusterSpec& cluster) {
     for (const std::string& line : r.log) text += line + "\n";
     write_file(o.log_file, text);
   }
-  if (!o.trace.empty()) write_file(o.trace, sim::spmd_chrome_trace(r, o.trace_ranks));
+  if (!o.trace.empty()) write_file(o.trace, sim::spmd_chrome_trace(sp, r, o.trace_ranks));
   if (!o.svg.empty())
     write_file(o.svg, sim::spmd_svg_timeline(
                           cluster, r,

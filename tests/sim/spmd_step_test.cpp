@@ -6,9 +6,13 @@
 //
 // A ring all-reduce of N bytes over p ranks takes 2(p-1)(alpha + N/(pB)); an all-gather of a
 // local N bytes (p-1)(alpha + N/B).
+#include "sim/spmd_step.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
 
 #include "autodiff/install.h"
 #include "ops/ops.h"
@@ -16,7 +20,6 @@
 #include "parallel/partition/strategy.h"
 #include "sim/cluster_spec.h"
 #include "sim/cost_model.h"
-#include "sim/spmd_step.h"
 #include "sim/step_program.h"
 
 namespace spora::sim {
@@ -347,8 +350,84 @@ TEST(SpmdStep, Deterministic) {
   const SpmdSimResult b = simulate_spmd_step(switch16(), c.spmd, o);
   EXPECT_EQ(a.log, b.log);
   EXPECT_EQ(a.step_seconds, b.step_seconds);
-  EXPECT_EQ(spmd_chrome_trace(a), spmd_chrome_trace(b));
+  EXPECT_EQ(spmd_chrome_trace(c.spmd, a), spmd_chrome_trace(c.spmd, b));
   EXPECT_NE(spmd_report(c.spmd, a).find("all_reduce"), std::string::npos);
+}
+
+// The Chrome trace names what ran: per device, every compute interval holds its program ops
+// (named by primitive, with their result type and modelled time), tiling the interval in
+// program order with their modelled shares; the collectives are named by kind with their bytes
+// and group; the update closes the compute stream. (The switch slowed to 1 GFLOP/s and 1 GB/s
+// of memory, so that every op takes microseconds.)
+TEST(SpmdStep, TheTraceShowsEveryOpInsideItsComputeIntervalAndNamesTheCollectives) {
+  Case dp = partitioned(R"J({"mesh": [2], "layouts": {"x": "(2, 1)", "y": "(2)"}})J", 16);
+  ClusterSpec spec = switch16();
+  spec.device.peak_flops = {{"f32", 1e9}};
+  spec.device.memory_bandwidth = 1e9;
+  const SpmdSimResult r = simulate_spmd_step(spec, dp.spmd);
+  ASSERT_GT(r.update_seconds, 0);
+  const nlohmann::json trace = nlohmann::json::parse(spmd_chrome_trace(dp.spmd, r));
+  for (int pid = 0; pid < 2; ++pid) {
+    const auto k = static_cast<std::size_t>(pid);
+    std::vector<nlohmann::json> intervals, ops, comm;
+    for (const nlohmann::json& e : trace["traceEvents"]) {
+      if (e["ph"] != "X" || e["pid"] != pid) continue;
+      if (e["tid"] == 1)
+        comm.push_back(e);
+      else if (e["cat"] == "segment" || e["cat"] == "update")
+        intervals.push_back(e);
+      else
+        ops.push_back(e);
+    }
+    ASSERT_EQ(intervals.size(), r.compute_intervals[k].size());
+    EXPECT_EQ(intervals.back()["name"], "update");
+    EXPECT_NEAR(intervals.back()["dur"].get<double>(), r.update_seconds * 1e6, 1e-2);
+    // Every compute op with a modelled time appears once, in program order.
+    std::vector<int> expected, seen;
+    for (std::size_t i = 0; i < dp.spmd.ops.size(); ++i)
+      if (r.op_seconds[i] > 0) expected.push_back(static_cast<int>(i));
+    for (const nlohmann::json& e : ops) seen.push_back(e["args"]["op"].get<int>());
+    EXPECT_EQ(seen, expected);
+    // Each interval's ops (its "first-last" range) start at its start, follow one another and
+    // end at its end; nothing contends here, so each op's span is its modelled time.
+    std::size_t o = 0;
+    for (const nlohmann::json& iv : intervals) {
+      if (iv["name"] == "update") continue;
+      int first = 0, last = 0;
+      ASSERT_EQ(std::sscanf(iv["args"]["ops"].get<std::string>().c_str(), "%d-%d", &first, &last),
+                2);
+      double t = iv["ts"].get<double>();
+      for (; o < ops.size() && ops[o]["args"]["op"].get<int>() <= last; ++o) {
+        const nlohmann::json& e = ops[o];
+        const int i = e["args"]["op"].get<int>();
+        EXPECT_GE(i, first);
+        const StepOp& op = dp.spmd.ops[static_cast<std::size_t>(i)].op;
+        EXPECT_EQ(e["name"], std::string(op.name()));
+        EXPECT_EQ(e["args"]["output"], op.output->str());
+        EXPECT_EQ(e["cat"], "op");
+        const double modelled = r.op_seconds[static_cast<std::size_t>(i)] * 1e6;
+        EXPECT_NEAR(e["args"]["modelled_us"].get<double>(), modelled, 1e-3);
+        EXPECT_NEAR(e["dur"].get<double>(), modelled, 1e-2);
+        EXPECT_NEAR(e["ts"].get<double>(), t, 1e-2);
+        t += e["dur"].get<double>();
+      }
+      EXPECT_NEAR(t, iv["ts"].get<double>() + iv["dur"].get<double>(), 5e-2);
+    }
+    EXPECT_EQ(o, ops.size());
+    // Data parallelism: the gradients' all_reduces over both ranks, with their bytes.
+    ASSERT_EQ(comm.size(), dp.spmd.collectives.size());
+    int all_reduces = 0;
+    for (std::size_t c = 0; c < comm.size(); ++c) {
+      const SpmdOp& op = dp.spmd.ops[static_cast<std::size_t>(dp.spmd.collectives[c])];
+      EXPECT_EQ(comm[c]["name"], std::string(collective_kind_name(op.kind)));
+      all_reduces += comm[c]["name"] == "all_reduce";
+      EXPECT_EQ(comm[c]["args"]["group"], 2);
+      EXPECT_DOUBLE_EQ(comm[c]["args"]["bytes"].get<double>(), op.bytes);
+      EXPECT_NEAR(comm[c]["dur"].get<double>(),
+                  (r.comm_intervals[k][c].end - r.comm_intervals[k][c].start) * 1e6, 1e-2);
+    }
+    EXPECT_GE(all_reduces, static_cast<int>(dp.program.params.size()));  // and the loss's
+  }
 }
 
 }  // namespace
