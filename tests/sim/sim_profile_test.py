@@ -48,25 +48,37 @@ for strategy, batch in ((one, 64), ("dp", 16)):
     assert any(t[0] == "matmul" and t[1] == f"f32[{batch},512]" and t[2] == 4 for t in typed), typed
     assert any(t[0] == "matmul" and t[1] == "f32[784,512]" and t[2] == 1 for t in typed), typed
 
-r = subprocess.run([sys.executable, os.path.join(root, "benchmarks/sim/validate/compare_ops.py"),
-                    "--spora", spora, "--cluster", spec, "--workload", "w2", "--steps", "3",
-                    "--top", "5"], capture_output=True, text=True, timeout=300)
-assert r.returncode == 0, r.stderr
-out = r.stdout.splitlines()
-assert out[0].startswith("w2 on one rank, ms per step ("), out
-assert out[1].split() == ["step", "ops", "update", "rest"], out
-split = {}
-for line in out[2:4]:
-    name, *ms = line.split()
-    split[name] = [float(x) for x in ms]
-assert sorted(split) == ["real", "sim"], out
-for name, (step, ops, update, rest) in split.items():
-    # The step, its ops and its SGD update (six parameters) all take time on both sides (the
-    # real figures are medians of two steps, so a preemption on a busy machine may inflate one:
-    # no comparison between them).
-    assert step > 0 and ops > 0 and update > 0, out
-# One rank's simulated step is its ops and its update, nothing between them.
-assert abs(split["sim"][3]) < 0.01, out
-assert out[4].split() == ["primitive", "result", "type", "real", "sim", "real-sim", "ratio"], out
-assert len(out) == 10 and any(l.startswith("matmul ") for l in out[5:]), out
+def compare_ops(*extra):
+    """compare_ops.py's split of the step ({"real": [...], "sim": [...]}) and its lines."""
+    r = subprocess.run([sys.executable, os.path.join(root, "benchmarks/sim/validate/compare_ops.py"),
+                        "--spora", spora, "--cluster", spec, "--workload", "w2", "--steps", "3",
+                        "--top", "5", *extra], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.splitlines()
+    assert out[1].split() == ["step", "ops", "update", "comm", "rest"], out
+    split = {}
+    for line in out[2:4]:
+        name, *ms = line.split()
+        split[name] = [float(x) for x in ms]
+    assert sorted(split) == ["real", "sim"], out
+    for name, (step, ops, update, comm, rest) in split.items():
+        # The step, its ops and its SGD update (six parameters) all take time on both sides (the
+        # real figures are medians of two steps, so a preemption on a busy machine may inflate
+        # one: no comparison between them).
+        assert step > 0 and ops > 0 and update > 0, out
+    assert out[4].split() == ["primitive", "result", "type", "real", "sim", "real-sim", "ratio"], out
+    assert len(out) == 10 and any(l.startswith("matmul ") for l in out[5:]), out
+    return split, out
+
+
+split, out = compare_ops()
+assert out[0].startswith("w2, one rank, ms per step ("), out
+# One rank's simulated step is its ops and its update, nothing between them, and no collective
+# on either side.
+assert abs(split["sim"][4]) < 0.01 and split["sim"][3] == 0 and split["real"][3] == 0, out
+# Tensor parallelism on 2 ranks: rank 0's ops, and its forward all_reduce on both sides (real:
+# the time rank 0 spent in it; simulated: the exposed communication).
+split, out = compare_ops("--strategy", "tp2")
+assert out[0].startswith("w2, tp2 on 2 ranks, rank 0, ms per step ("), out
+assert split["real"][3] > 0 and split["sim"][3] > 0, out
 print("spora sim --profile: per primitive and per result type on both simulators; compare_ops.py")
