@@ -239,7 +239,9 @@ TrainStepResult run_training(const parallel::StepGraph& program, const TrainStep
         const auto t_update = std::chrono::steady_clock::now();
         values[i] = optimizer_update(o.optimizer, std::move(values[i]), out.items()[i + 1].tensor,
                                      state[i], o.lr, it + 1);
-        if (profiler) profiler->add_span("update", t_update, seconds_since(t_update), 0, true);
+        if (profiler)
+          profiler->add_span("update", t_update, seconds_since(t_update), 0, true,
+                             values[i].type()->str(), program.param_names[i]);
       }
       r.step_seconds.push_back(
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
@@ -308,29 +310,32 @@ TrainStepResult run_training(const parallel::StepGraph& program, const TrainStep
     r.losses.push_back(out.items()[0].tensor.item());
     // The update is outside the interpreter: the profile gets its spans from here, a leaf
     // "update" per parameter and a leaf "all_gather" per ZeRO-1 gather.
-    const auto span = [&](const char* name, std::chrono::steady_clock::time_point start) {
-      if (profiler) profiler->add_span(name, start, seconds_since(start), 0, true);
+    const auto span = [&](const char* name, std::chrono::steady_clock::time_point start,
+                          const Tensor& t, size_t param) {
+      if (profiler)
+        profiler->add_span(name, start, seconds_since(start), 0, true, t.type()->str(),
+                           program.param_names[param]);
     };
     for (size_t i = 0; i < nparams; ++i) {
       const Tensor& g = out.items()[i + 1].tensor;
       const auto t_update = std::chrono::steady_clock::now();
       if (piece_shape[i].empty()) {
         local[i] = optimizer_update(o.optimizer, std::move(local[i]), g, state[i], o.lr, it + 1);
-        span("update", t_update);
+        span("update", t_update, local[i], i);
         continue;
       }
       // ZeRO-1: update this rank's piece, then all-gather the pieces into the shard.
       Tensor piece = parallel::slice_block(local[i], piece_offset[i], piece_shape[i]);
       const Tensor updated =
           optimizer_update(o.optimizer, std::move(piece), g, state[i], o.lr, it + 1);
-      span("update", t_update);
+      span("update", t_update, updated, i);
       sem::Attrs a;
       a.set("dim", int64_t{part.optimizer_shards[i].dim});
       a.set("axis", int64_t{zero_axis});
       a.set("mesh", mesh.shape);
       const auto t_gather = std::chrono::steady_clock::now();
       local[i] = sem::kernel_for(*all_gather)({Value(updated)}, a).tensor;
-      span("all_gather", t_gather);
+      span("all_gather", t_gather, local[i], i);
     }
     r.step_seconds.push_back(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());

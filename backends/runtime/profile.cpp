@@ -63,7 +63,8 @@ void RunProfiler::record(const sem::TraceEvent& e) {
 }
 
 void RunProfiler::add_span(const std::string& name, std::chrono::steady_clock::time_point start,
-                           double seconds, int depth, bool leaf) {
+                           double seconds, int depth, bool leaf, const std::string& type,
+                           const std::string& source) {
   if (leaf) {
     Total& t = leaves_[name];
     ++t.calls;
@@ -75,7 +76,7 @@ void RunProfiler::add_span(const std::string& name, std::chrono::steady_clock::t
     return;
   }
   const double start_us = std::chrono::duration<double, std::micro>(start - t0_).count();
-  events_.push_back({name, "", "", start_us, seconds * 1e6, depth});
+  events_.push_back({name, type, source, start_us, seconds * 1e6, depth});
 }
 
 void RunProfiler::write(const std::string& path, std::ostream& summary, size_t rows,

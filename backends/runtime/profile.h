@@ -37,10 +37,13 @@ class RunProfiler {
   // `shown`: the path the summary names instead of `path` (a rank's trace, merged later).
   void write(const std::string& path, std::ostream& summary, size_t rows = 15,
              const std::string& shown = "") const;
-  // A span the caller timed itself (a pipeline's "forward 3", a receive), at `depth`; `leaf`:
-  // counted in the summary like a primitive (time not inside any interpreted node).
+  // A span the caller timed itself (a pipeline's "forward 3", a receive, a parameter's
+  // update), at `depth`; `leaf`: counted in the summary like a primitive (time not inside any
+  // interpreted node); `type`: what it worked on (the trace's args.type, as a primitive's result
+  // type), `source`: whose (args.source: an update's parameter).
   void add_span(const std::string& name, std::chrono::steady_clock::time_point start,
-                double seconds, int depth, bool leaf);
+                double seconds, int depth, bool leaf, const std::string& type = "",
+                const std::string& source = "");
   // Added to the depth of every interpreted node (1 when the caller's spans enclose them).
   void set_depth_offset(int d) { depth_offset_ = d; }
   // Seconds spent in leaf events whose name `pred` accepts (e.g. the collectives).

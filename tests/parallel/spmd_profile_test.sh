@@ -41,6 +41,12 @@ for r in range(ranks):
         continue
     coll = [e for e in ev if e["name"] in ("all_reduce", "reduce_scatter", "all_gather")]
     assert len(coll) >= 2, (r, len(coll))  # at least one per step
+    # The optimizer's update, a span per parameter and step, names the parameter and the type
+    # of this rank's shard of it.
+    updates = [e for e in ev if e["name"] == "update"]
+    assert len(updates) == 2 * len({e["args"]["source"] for e in updates}), updates
+    assert all(e["args"]["source"].startswith("net.") and e["args"]["type"].startswith("f32[")
+               for e in updates), updates
 if kind == "pipeline":
     recv = [e for e in trace if e.get("ph") == "X" and e["name"] == "recv"]
     assert recv, "no receive between the stages"

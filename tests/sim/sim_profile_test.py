@@ -9,6 +9,7 @@ splits both steps into ops, update and the rest.
 """
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -77,8 +78,11 @@ assert out[0].startswith("w2, one rank, ms per step ("), out
 # on either side.
 assert abs(split["sim"][4]) < 0.01 and split["sim"][3] == 0 and split["real"][3] == 0, out
 # Tensor parallelism on 2 ranks: rank 0's ops, and its forward all_reduce on both sides (real:
-# the time rank 0 spent in it; simulated: the exposed communication).
-split, out = compare_ops("--strategy", "tp2")
-assert out[0].startswith("w2, tp2 on 2 ranks, rank 0, ms per step ("), out
-assert split["real"][3] > 0 and split["sim"][3] > 0, out
+# the time rank 0 spent in it; simulated: the exposed communication). Needs MPI's launcher.
+if shutil.which("mpirun") or shutil.which("mpiexec"):
+    split, out = compare_ops("--strategy", "tp2")
+    assert out[0].startswith("w2, tp2 on 2 ranks, rank 0, ms per step ("), out
+    assert split["real"][3] > 0 and split["sim"][3] > 0, out
+else:
+    print("no mpirun: compare_ops.py --strategy tp2 not run")
 print("spora sim --profile: per primitive and per result type on both simulators; compare_ops.py")
