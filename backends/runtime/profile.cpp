@@ -58,13 +58,13 @@ void RunProfiler::record(const sem::TraceEvent& e) {
   std::string where;
   if (sources_ && n.loc.valid())
     where = fmt::format("{}:{}:{}", sources_->path(n.loc.file), n.loc.line, n.loc.col);
-  events_.push_back({name, n.type ? n.type->str() : std::string(), std::move(where),
+  events_.push_back({name, n.type ? n.type->str() : std::string(), std::move(where), "",
                      now_us - e.seconds * 1e6, e.seconds * 1e6, e.depth + depth_offset_});
 }
 
 void RunProfiler::add_span(const std::string& name, std::chrono::steady_clock::time_point start,
                            double seconds, int depth, bool leaf, const std::string& type,
-                           const std::string& source) {
+                           const std::string& param) {
   if (leaf) {
     Total& t = leaves_[name];
     ++t.calls;
@@ -76,7 +76,7 @@ void RunProfiler::add_span(const std::string& name, std::chrono::steady_clock::t
     return;
   }
   const double start_us = std::chrono::duration<double, std::micro>(start - t0_).count();
-  events_.push_back({name, type, source, start_us, seconds * 1e6, depth});
+  events_.push_back({name, type, "", param, start_us, seconds * 1e6, depth});
 }
 
 void RunProfiler::write(const std::string& path, std::ostream& summary, size_t rows,
@@ -85,6 +85,7 @@ void RunProfiler::write(const std::string& path, std::ostream& summary, size_t r
   for (const Event& e : events_) {
     nlohmann::json args = {{"type", e.type}, {"depth", e.depth}};
     if (!e.where.empty()) args["source"] = e.where;
+    if (!e.param.empty()) args["param"] = e.param;
     events.push_back({{"name", e.name},
                       {"cat", "op"},
                       {"ph", "X"},

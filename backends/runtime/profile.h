@@ -40,10 +40,10 @@ class RunProfiler {
   // A span the caller timed itself (a pipeline's "forward 3", a receive, a parameter's
   // update), at `depth`; `leaf`: counted in the summary like a primitive (time not inside any
   // interpreted node); `type`: what it worked on (the trace's args.type, as a primitive's result
-  // type), `source`: whose (args.source: an update's parameter).
+  // type); `param`: the parameter it worked on (args.param: an update's).
   void add_span(const std::string& name, std::chrono::steady_clock::time_point start,
                 double seconds, int depth, bool leaf, const std::string& type = "",
-                const std::string& source = "");
+                const std::string& param = "");
   // Added to the depth of every interpreted node (1 when the caller's spans enclose them).
   void set_depth_offset(int d) { depth_offset_ = d; }
   // Seconds spent in leaf events whose name `pred` accepts (e.g. the collectives).
@@ -57,7 +57,7 @@ class RunProfiler {
 
  private:
   struct Event {
-    std::string name, type, where;
+    std::string name, type, where, param;
     double start_us, dur_us;
     int depth;
   };

@@ -44,8 +44,8 @@ for r in range(ranks):
     # The optimizer's update, a span per parameter and step, names the parameter and the type
     # of this rank's shard of it.
     updates = [e for e in ev if e["name"] == "update"]
-    assert len(updates) == 2 * len({e["args"]["source"] for e in updates}), updates
-    assert all(e["args"]["source"].startswith("net.") and e["args"]["type"].startswith("f32[")
+    assert len(updates) == 2 * len({e["args"]["param"] for e in updates}), updates
+    assert all(e["args"]["param"].startswith("net.") and e["args"]["type"].startswith("f32[")
                for e in updates), updates
 if kind == "pipeline":
     recv = [e for e in trace if e.get("ph") == "X" and e["name"] == "recv"]
