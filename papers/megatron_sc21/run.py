@@ -143,7 +143,7 @@ def main():
         p = r["parallel"]
         b = r["breakdown"]
         lines.append(f"| {row[0]} | {row[6]} | {p['tp']} | {p['pp']} | {p['dp']} | "
-                     f"{p['micro_batch']} | {row[10]} | {row[8]} | {t:.1f} | {ratio:.3f} | "
+                     f"{p['micro_batch']} | {row[10]} | {row[8]} | {t:.1f} | {ratio:.4f} | "
                      f"{'yes' if abs(ratio - 1) <= 0.10 else 'no'} | {r['step_seconds']:.3f} | "
                      f"{100 * r['bubble_fraction']:.1f}% | {r['memory_per_gpu_bytes'] / 1e9:.1f} | "
                      f"{results['v1'][1]['tflops_per_gpu']:.1f} ({results['v1'][1]['tflops_per_gpu'] / row[8]:.3f}) | "
