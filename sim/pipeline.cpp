@@ -135,16 +135,41 @@ std::pair<SpmdProgram, SpmdProgram> split_forward_backward(const ir::Graph& g,
 }
 
 StageTimes stage_times(const ClusterSpec& cluster, const PipelineStage& stage,
-                       const SpmdSimOptions& options) {
+                       const SpmdSimOptions& options, StagePassOps* ops) {
   if (stage.times) return *stage.times;
   StageTimes t;
+  // A block's pass simulated once, its ops (rank 0's, where its compute intervals put them)
+  // appended `repeat` times after `offset`.
+  auto pass = [&](const SpmdProgram& p, int repeat, double offset, std::vector<PassOp>* out) {
+    if (p.ops.empty()) return 0.0;
+    const SpmdSimResult r = simulate_spmd_step(cluster, p, options);
+    if (out && !r.compute_intervals.empty())
+      for (int rep = 0; rep < repeat; ++rep) {
+        const double base = offset + rep * r.step_seconds;
+        for (std::size_t s = 0; s < r.compute_intervals[0].size(); ++s) {
+          const auto [first, end] = r.compute_ops[0][s];
+          const Interval& iv = r.compute_intervals[0][s];
+          double modelled = 0;
+          for (int i = std::max(first, 0); i < end; ++i)
+            modelled += r.op_seconds[static_cast<std::size_t>(i)];
+          if (first < 0 || !(modelled > 0)) continue;
+          const double scale = (iv.end - iv.start) / modelled;
+          double at = base + iv.start;
+          for (int i = first; i < end; ++i) {
+            const double secs = r.op_seconds[static_cast<std::size_t>(i)] * scale;
+            if (!(secs > 0)) continue;
+            const StepOp& op = p.ops[static_cast<std::size_t>(i)].op;
+            out->push_back(
+                {std::string(op.name()), op.output ? op.output->str() : "", at, at + secs});
+            at += secs;
+          }
+        }
+      }
+    return repeat * r.step_seconds;
+  };
   for (const StageBlock& b : stage.blocks) {
-    auto time = [&](const SpmdProgram& p) {
-      if (p.ops.empty()) return 0.0;
-      return simulate_spmd_step(cluster, p, options).step_seconds;
-    };
-    t.forward += b.repeat * time(b.forward);
-    t.backward += b.repeat * time(b.backward);
+    t.forward += pass(b.forward, b.repeat, t.forward, ops ? &ops->forward : nullptr);
+    t.backward += pass(b.backward, b.repeat, t.backward, ops ? &ops->backward : nullptr);
   }
   return t;
 }
@@ -349,6 +374,7 @@ PipelineSimResult simulate_pipeline(const ClusterSpec& cluster, const PipelinePr
 
   PipelineSimResult r;
   std::vector<StageTimes> times;
+  std::vector<StagePassOps> pass_ops;
   std::vector<double> sync;
   std::map<double, double> sync_cache;  // bytes -> seconds (every stage's groups are alike)
   // CoreSharing::Running: the passes are timed at one rank per core, and the schedule shares a
@@ -356,7 +382,7 @@ PipelineSimResult simulate_pipeline(const ClusterSpec& cluster, const PipelinePr
   SpmdSimOptions level1 = options;
   if (program.core_sharing == CoreSharing::Running) level1.ranks_on_node = 1;
   for (const PipelineStage& st : program.stages) {
-    times.push_back(stage_times(cluster, st, level1));
+    times.push_back(stage_times(cluster, st, level1, &pass_ops.emplace_back()));
     auto it = sync_cache.find(st.grad_sync_bytes);
     if (it == sync_cache.end())
       it = sync_cache
@@ -369,6 +395,7 @@ PipelineSimResult simulate_pipeline(const ClusterSpec& cluster, const PipelinePr
 
   const std::string answer = simulate_stages(cluster, program, options, times, sync);
   read_stages(answer, program, times, r);
+  for (std::size_t k = 0; k < r.stages.size(); ++k) r.stages[k].ops = std::move(pass_ops[k]);
   double idle = 0;
   for (PipelineStageReport& s : r.stages) {
     s.idle = r.pipeline_seconds - s.busy;
@@ -424,6 +451,20 @@ std::string pipeline_chrome_trace(const PipelineSimResult& r, int max_stages) {
       out += fmt::format(
           ",\n{{\"name\":\"{}\",\"ph\":\"X\",\"pid\":{},\"tid\":{},\"ts\":{:.3f},\"dur\":{:.3f}}}",
           name, k, e.kind == 'S' ? 1 : 0, e.start * 1e6, (e.end - e.start) * 1e6);
+      // The pass's ops, stretched with it (core sharing, a slower stage's pace).
+      const bool forward = e.kind == 'F' || e.kind == 'R';
+      if (!forward && e.kind != 'B') continue;
+      if (k >= r.stages.size()) continue;
+      const PipelineStageReport& s = r.stages[k];
+      const double modelled = forward ? s.times.forward : s.times.backward;
+      if (!(modelled > 0)) continue;
+      const double scale = (e.end - e.start) / modelled;
+      for (const PassOp& op : forward ? s.ops.forward : s.ops.backward)
+        out += fmt::format(
+            ",\n{{\"name\":\"{}\",\"cat\":\"op\",\"ph\":\"X\",\"pid\":{},\"tid\":0,\"ts\":{:.3f},"
+            "\"dur\":{:.3f},\"args\":{{\"output\":\"{}\"}}}}",
+            op.name, k, (e.start + op.start * scale) * 1e6, (op.end - op.start) * scale * 1e6,
+            op.output);
     }
   }
   out += "\n]}\n";

@@ -91,6 +91,17 @@ struct StageTimes {
   double forward = 0, backward = 0;
 };
 
+// One op of a stage's pass as its simulation placed it: its name and result type, and its
+// start and end in seconds from the pass's start (rank 0 of the stage's mesh; collectives and
+// the waits for them are the gaps between ops).
+struct PassOp {
+  std::string name, output;
+  double start = 0, end = 0;
+};
+struct StagePassOps {
+  std::vector<PassOp> forward, backward;
+};
+
 struct PipelineStage {
   std::vector<StageBlock> blocks;
   std::optional<StageTimes> times;  // given: the blocks are not simulated
@@ -135,6 +146,7 @@ struct PipelineStageReport {
   double end = 0;          // this stage's step is done
   int peak_in_flight = 0;  // micro-batches whose activations it holds at once
   DeviceReport memory;     // parameters, gradients, optimizer state, activations
+  StagePassOps ops;        // the ops of a pass (empty where the stage's times were given)
 };
 
 struct PipelineSimResult {
@@ -156,9 +168,10 @@ struct PipelineSimResult {
 std::pair<SpmdProgram, SpmdProgram> split_forward_backward(const ir::Graph& g,
                                                            const SpmdProgram& whole);
 
-// Level 1: a stage's seconds per micro-batch (its `times`, or its blocks simulated).
+// Level 1: a stage's seconds per micro-batch (its `times`, or its blocks simulated); `ops`,
+// when given, receives the ops of each pass where the blocks were simulated.
 StageTimes stage_times(const ClusterSpec& cluster, const PipelineStage& stage,
-                       const SpmdSimOptions& options = {});
+                       const SpmdSimOptions& options = {}, StagePassOps* ops = nullptr);
 
 // The seconds of the gradient sync of `bytes` per device over `replicas` replicas of a stage of
 // `stage_devices` devices (all-reduce; with zero, reduce-scatter + all-gather), simulated.
@@ -173,6 +186,9 @@ PipelineSimResult simulate_pipeline(const ClusterSpec& cluster, const PipelinePr
 // A readable report: step time, bubble, per stage times, busy / idle, sync, memory.
 std::string pipeline_report(const PipelineProgram& program, const PipelineSimResult& r);
 // Chrome trace JSON: one process per stage, thread 0 the passes, thread 1 sync and update.
-std::string pipeline_chrome_trace(const PipelineSimResult& r, int max_stages = 0);  // 0: all
+// Chrome trace of the first max_stages stages (0: all): per stage its passes (F, R, B with the
+// micro-batch), the gradient sync and the update, each pass holding its ops (PassOp) stretched
+// to the pass's simulated time.
+std::string pipeline_chrome_trace(const PipelineSimResult& r, int max_stages = 0);
 
 }  // namespace spora::sim

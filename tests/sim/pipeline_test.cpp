@@ -296,6 +296,37 @@ TEST(Pipeline, SplitsAnSpmdProgramIntoForwardAndBackward) {
   // Each part is at least its compute, and the forward's all-reduce is exposed.
   EXPECT_GT(t.forward + t.backward, 3 * compute);
   EXPECT_GT(t.forward, 3 * 10e-6);
+
+  // The passes' ops, as the block's simulation placed them, three times over (the block's
+  // repeat), in program order, inside the pass; the forward's all-reduce is a gap between them.
+  StagePassOps ops;
+  EXPECT_EQ(stage_times(c, st, {}, &ops).forward, t.forward);
+  std::size_t fwd_timed = 0;
+  for (const SpmdOp& op : fwd.ops)
+    fwd_timed += !op.collective && model.time(op.op.cost, op.op.dtype).seconds > 0;
+  ASSERT_EQ(ops.forward.size(), 3 * fwd_timed);
+  EXPECT_EQ(ops.forward.front().name, "matmul");
+  double end = 0, busy = 0;
+  for (const PassOp& op : ops.forward) {
+    EXPECT_GE(op.start, end - 1e-15);  // one after another
+    EXPECT_GT(op.end, op.start);
+    end = op.end, busy += op.end - op.start;
+  }
+  EXPECT_LE(end, t.forward * (1 + 1e-12));
+  EXPECT_LT(busy, t.forward - 3 * 10e-6);  // the all-reduces' latency is not an op's
+  EXPECT_FALSE(ops.backward.empty());
+  // The trace puts them inside their passes, stretched with them.
+  PipelineProgram p;
+  p.stages = {st, st};
+  p.micro_batches = 2;
+  const PipelineSimResult r = simulate_pipeline(c, p);
+  const std::string trace = pipeline_chrome_trace(r);
+  std::size_t matmuls_in_trace = 0;
+  for (std::size_t at = trace.find("\"name\":\"matmul\""); at != std::string::npos;
+       at = trace.find("\"name\":\"matmul\"", at + 1))
+    ++matmuls_in_trace;
+  // Per stage, 2 micro-batches x (3 forward matmuls in F + 5 in B) x 3 repeats.
+  EXPECT_EQ(matmuls_in_trace, 2u * 2 * (3 + 5) * 3);
 }
 
 }  // namespace
