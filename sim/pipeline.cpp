@@ -143,28 +143,16 @@ StageTimes stage_times(const ClusterSpec& cluster, const PipelineStage& stage,
   auto pass = [&](const SpmdProgram& p, int repeat, double offset, std::vector<PassOp>* out) {
     if (p.ops.empty()) return 0.0;
     const SpmdSimResult r = simulate_spmd_step(cluster, p, options);
-    if (out && !r.compute_intervals.empty())
-      for (int rep = 0; rep < repeat; ++rep) {
-        const double base = offset + rep * r.step_seconds;
-        for (std::size_t s = 0; s < r.compute_intervals[0].size(); ++s) {
-          const auto [first, end] = r.compute_ops[0][s];
-          const Interval& iv = r.compute_intervals[0][s];
-          double modelled = 0;
-          for (int i = std::max(first, 0); i < end; ++i)
-            modelled += r.op_seconds[static_cast<std::size_t>(i)];
-          if (first < 0 || !(modelled > 0)) continue;
-          const double scale = (iv.end - iv.start) / modelled;
-          double at = base + iv.start;
-          for (int i = first; i < end; ++i) {
-            const double secs = r.op_seconds[static_cast<std::size_t>(i)] * scale;
-            if (!(secs > 0)) continue;
-            const StepOp& op = p.ops[static_cast<std::size_t>(i)].op;
-            out->push_back(
-                {std::string(op.name()), op.output ? op.output->str() : "", at, at + secs});
-            at += secs;
-          }
+    if (out && !r.compute_intervals.empty()) {
+      const std::vector<PlacedOp> placed = placed_ops(r, 0);
+      for (int rep = 0; rep < repeat; ++rep)
+        for (const PlacedOp& po : placed) {
+          const StepOp& op = p.ops[static_cast<std::size_t>(po.op)].op;
+          const double base = offset + rep * r.step_seconds;
+          out->push_back({std::string(op.name()), op.output ? op.output->str() : "",
+                          base + po.start, base + po.end});
         }
-      }
+    }
     return repeat * r.step_seconds;
   };
   for (const StageBlock& b : stage.blocks) {

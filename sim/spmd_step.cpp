@@ -299,6 +299,13 @@ void put(std::string& out, const std::vector<std::array<int, 2>>& v) {
   for (const auto& [first, end] : v) out += fmt::format(" {} {}", first, end);
 }
 
+// The devices of a collective's group: the product of its mesh axes' extents.
+int group_size(const SpmdProgram& program, const SpmdOp& op) {
+  int group = 1;
+  for (int64_t a : op.axes) group *= static_cast<int>(program.mesh[static_cast<std::size_t>(a)]);
+  return group;
+}
+
 }  // namespace
 
 std::string_view collective_kind_name(CollectiveKind k) {
@@ -606,10 +613,7 @@ SpmdSimResult simulate_spmd_step(const ClusterSpec& cluster, const SpmdProgram& 
       for (std::size_t c = 0; c < n_all; ++c) {
         const int index = c < n_coll ? program.collectives[c] : program.gathers[c - n_coll];
         const SpmdOp& op = program.ops[static_cast<std::size_t>(index)];
-        int group = 1;
-        for (int64_t a : op.axes)
-          group *= static_cast<int>(program.mesh[static_cast<std::size_t>(a)]);
-        r.collectives.push_back({index, op.kind, group, op.bytes, secs[c]});
+        r.collectives.push_back({index, op.kind, group_size(program, op), op.bytes, secs[c]});
       }
   }
   std::size_t lines = 0;
@@ -687,6 +691,27 @@ std::string spmd_report(const SpmdProgram& program, const SpmdSimResult& r) {
   return out;
 }
 
+std::vector<PlacedOp> placed_ops(const SpmdSimResult& r, std::size_t device) {
+  std::vector<PlacedOp> out;
+  const std::vector<Interval>& compute = r.compute_intervals[device];
+  for (std::size_t s = 0; s < compute.size() && s < r.compute_ops[device].size(); ++s) {
+    const auto [begin, end] = r.compute_ops[device][s];
+    double modelled = 0;
+    for (int i = std::max(begin, 0); i < end; ++i)
+      modelled += r.op_seconds[static_cast<std::size_t>(i)];
+    if (begin < 0 || !(modelled > 0)) continue;
+    const double scale = (compute[s].end - compute[s].start) / modelled;
+    double t = compute[s].start;
+    for (int i = begin; i < end; ++i) {
+      const double secs = r.op_seconds[static_cast<std::size_t>(i)] * scale;
+      if (!(secs > 0)) continue;
+      out.push_back({i, t, t + secs});
+      t += secs;
+    }
+  }
+  return out;
+}
+
 std::string spmd_chrome_trace(const SpmdProgram& program, const SpmdSimResult& r, int max_ranks) {
   std::string out = "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n";
   bool first = true;
@@ -717,34 +742,21 @@ std::string spmd_chrome_trace(const SpmdProgram& program, const SpmdSimResult& r
           pid, tid, tid == 0 ? "compute" : "comm"));
     const std::vector<Interval>& compute = r.compute_intervals[k];
     for (std::size_t s = 0; s < compute.size(); ++s) {
-      const Interval& iv = compute[s];
       const auto [begin, end] =
           s < r.compute_ops[k].size() ? r.compute_ops[k][s] : std::array<int, 2>{-1, -1};
-      if (begin < 0) {
-        box("update", "update", pid, 0, iv.start, iv.end, "");
-        continue;
-      }
-      box("compute", "segment", pid, 0, iv.start, iv.end,
-          fmt::format("\"ops\": \"{}-{}\"", begin, end - 1));
-      // The segment's ops, each its modelled share of the interval (contention with the
-      // collectives stretches the segment as a whole).
-      double modelled = 0;
-      for (int i = begin; i < end; ++i) modelled += r.op_seconds[static_cast<std::size_t>(i)];
-      if (!(modelled > 0)) continue;
-      const double scale = (iv.end - iv.start) / modelled;
-      double t = iv.start;
-      for (int i = begin; i < end; ++i) {
-        const double secs = r.op_seconds[static_cast<std::size_t>(i)];
-        if (!(secs > 0)) continue;
-        const StepOp& op = program.ops[static_cast<std::size_t>(i)].op;
-        const double next = t + secs * scale;
-        box(op.name(), "op", pid, 0, t, next,
-            fmt::format("\"op\": {}, \"output\": \"{}\", \"flops\": {:.0f}, \"bytes\": {:.0f}, "
-                        "\"modelled_us\": {:.3f}",
-                        i, op.output ? op.output->str() : "", op.cost.flops, op.cost.bytes,
-                        secs * 1e6));
-        t = next;
-      }
+      if (begin < 0)
+        box("update", "update", pid, 0, compute[s].start, compute[s].end, "");
+      else
+        box("compute", "segment", pid, 0, compute[s].start, compute[s].end,
+            fmt::format("\"ops\": \"{}-{}\"", begin, end - 1));
+    }
+    for (const PlacedOp& p : placed_ops(r, k)) {
+      const StepOp& op = program.ops[static_cast<std::size_t>(p.op)].op;
+      box(op.name(), "op", pid, 0, p.start, p.end,
+          fmt::format("\"op\": {}, \"output\": \"{}\", \"flops\": {:.0f}, \"bytes\": {:.0f}, "
+                      "\"modelled_us\": {:.3f}",
+                      p.op, op.output ? op.output->str() : "", op.cost.flops, op.cost.bytes,
+                      r.op_seconds[static_cast<std::size_t>(p.op)] * 1e6));
     }
     const std::vector<Interval>& comm = r.comm_intervals[k];
     for (std::size_t c = 0; c < comm.size(); ++c) {
@@ -752,13 +764,10 @@ std::string spmd_chrome_trace(const SpmdProgram& program, const SpmdSimResult& r
       if (gather && c - n_coll >= program.gathers.size()) break;
       const SpmdOp& op = program.ops[static_cast<std::size_t>(gather ? program.gathers[c - n_coll]
                                                                      : program.collectives[c])];
-      int group = 1;
-      for (int64_t a : op.axes)
-        group *= static_cast<int>(program.mesh[static_cast<std::size_t>(a)]);
       box(collective_kind_name(op.kind), gather ? "after update" : "collective", pid, 1,
           comm[c].start, comm[c].end,
-          fmt::format("\"bytes\": {:.0f}, \"group\": {}, \"mesh_axes\": \"{}\"", op.bytes, group,
-                      fmt::join(op.axes, ",")));
+          fmt::format("\"bytes\": {:.0f}, \"group\": {}, \"mesh_axes\": \"{}\"", op.bytes,
+                      group_size(program, op), fmt::join(op.axes, ",")));
     }
   }
   out += "\n]}\n";

@@ -170,6 +170,15 @@ SpmdSimResult simulate_spmd_step(const ClusterSpec& cluster, const SpmdProgram& 
 // A readable report (step time, per-device compute / communication / exposed / idle, memory,
 // the collectives with their groups and times).
 std::string spmd_report(const SpmdProgram& program, const SpmdSimResult& r);
+// A compute op of one device where its simulation placed it: each compute interval holds its ops
+// (SpmdSimResult::compute_ops) one after another, each its modelled share of the interval
+// (contention stretches an interval as a whole). Ops of no modelled time are left out.
+struct PlacedOp {
+  int op = 0;  // index into SpmdProgram::ops
+  double start = 0, end = 0;
+};
+std::vector<PlacedOp> placed_ops(const SpmdSimResult& r, std::size_t device);
+
 // Chrome trace JSON of the first max_ranks devices (0: every device), for Perfetto: per device
 // a compute stream (tid 0: each compute interval, category "segment", with its ops inside it,
 // category "op", named by primitive, args op index, output type, FLOPs, bytes and modelled time,

@@ -49,22 +49,21 @@ def real_ops(spora, model, batch, steps, strategy, ranks):
         with open(trace) as f:
             events = json.load(f)["traceEvents"]
     step = re.search(r"^median step ([0-9.]+) ms", p.stdout, re.M)
-    updates = sorted((e for e in events if e.get("ph") == "X" and e.get("pid", 0) == 0
-                      and e.get("name") == "update"), key=lambda e: e["ts"])
-    per_update = len(updates) // steps
-    update = statistics.median(
-        sum(e["dur"] for e in updates[i * per_update:(i + 1) * per_update]) / 1e3
-        for i in range(1, steps)) if per_update else 0.0
+
+    def per_step_ms(spans):
+        """The median over the steps after the first of the spans' time in a step (ms)."""
+        n = len(spans) // steps
+        return statistics.median(sum(e["dur"] for e in spans[i * n:(i + 1) * n]) / 1e3
+                                 for i in range(1, steps)) if n else 0.0
+
+    update = per_step_ms(sorted((e for e in events if e.get("ph") == "X" and e.get("pid", 0) == 0
+                                 and e.get("name") == "update"), key=lambda e: e["ts"]))
     every = sorted((e for e in events if e.get("ph") == "X" and e.get("pid", 0) == 0
                     and e.get("args", {}).get("depth", 0) == 0 and "type" in e.get("args", {})
                     and e.get("name") != "update"),
                    key=lambda e: e["ts"])
     ops = [e for e in every if e["name"] not in COLLECTIVES]
-    colls = [e for e in every if e["name"] in COLLECTIVES]
-    per_coll = len(colls) // steps
-    comm = statistics.median(
-        sum(e["dur"] for e in colls[i * per_coll:(i + 1) * per_coll]) / 1e3
-        for i in range(1, steps)) if per_coll else 0.0
+    comm = per_step_ms([e for e in every if e["name"] in COLLECTIVES])
     per_step = len(ops) // steps
     if per_step * steps != len(ops):
         sys.exit(f"compare_ops.py: {len(ops)} ops in {steps} steps: not the same ops per step")
