@@ -325,6 +325,11 @@ def main():
     if a.blas_kernels == "native":
         for var in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
             env.pop(var, None)
+    # Where OpenBLAS falls back to its SSE3 kernels on a CPU it does not know, both sides get the
+    # kernels Spora's backend re-selects (the peer's openblas_fallback_fix).
+    sys.path.insert(0, os.path.join(HERE, "peer"))
+    from torch_workloads import openblas_fallback_fix
+    env.update(openblas_fallback_fix(env))
     print(f"# OpenBLAS kernels ({a.blas_kernels}): OPENBLAS_CORETYPE="
           f"{env.get('OPENBLAS_CORETYPE', '(unset)')} on both sides; OpenBLAS runs "
           f"{openblas_core(env)}", flush=True)

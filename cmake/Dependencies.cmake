@@ -6,8 +6,16 @@ find_package(OpenMP REQUIRED COMPONENTS CXX)
 set(BLA_VENDOR OpenBLAS)
 find_package(BLAS REQUIRED)
 # oneDNN (libdnnl-dev): f32 GEMM blocks where it beats OpenBLAS on the shape
-# (backends/cpu/gemm_choice.h). Optional: without it every GEMM runs in OpenBLAS.
-find_package(dnnl CONFIG QUIET)
+# (backends/cpu/gemm_choice.h). Optional: without it every GEMM runs in OpenBLAS. Debian's
+# build has an OpenCL GPU runtime, so its CMake config requires OpenCL's headers
+# (ocl-icd-opencl-dev, which libdnnl-dev only recommends) and fails the configure without them:
+# look for OpenCL first and skip oneDNN, saying so, where it is missing.
+find_package(OpenCL QUIET)
+if(OpenCL_FOUND)
+  find_package(dnnl CONFIG QUIET)
+else()
+  message(STATUS "oneDNN not used: its CMake config needs OpenCL's headers (ocl-icd-opencl-dev)")
+endif()
 find_package(antlr4-runtime REQUIRED)
 find_package(fmt REQUIRED)
 find_package(nlohmann_json REQUIRED)

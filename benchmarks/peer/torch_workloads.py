@@ -39,6 +39,38 @@ ENVIRONMENTS = {
                             "MALLOC_MMAP_THRESHOLD_": "1073741824",
                             "MALLOC_TRIM_THRESHOLD_": "1073741824"},
 }
+
+
+def openblas_fallback_fix(env):
+    """{"OPENBLAS_CORETYPE": kernels} where OpenBLAS does not know this CPU, else {}.
+
+    OpenBLAS 0.3.21 falls back to its SSE3 kernels ("Prescott", a quarter of the AVX-512 GEMM
+    rate) on CPUs newer than it, such as a Xeon of family 6 model 207 under KVM. Spora's CPU
+    backend then re-selects the AVX-512 (SkylakeX) or AVX2 (Haswell) kernels
+    (backends/cpu/blas.cpp, configure_blas); the peer gets the same kernels through
+    OPENBLAS_CORETYPE, so that both sides run the GEMMs this CPU is capable of. Nothing changes
+    where `env` sets OPENBLAS_CORETYPE or OpenBLAS knows the CPU.
+    """
+    if env.get("OPENBLAS_CORETYPE"):
+        return {}
+    probe = ("import ctypes; l = ctypes.CDLL('libopenblas.so.0'); "
+             "l.openblas_get_corename.restype = ctypes.c_char_p; print(l.openblas_get_corename().decode())")
+    try:
+        core = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True,
+                              timeout=30).stdout.strip()
+        flags = next((line.split(":", 1)[1].split() for line in open("/proc/cpuinfo")
+                      if line.startswith("flags")), [])
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    if core != "Prescott":
+        return {}
+    if all(f in flags for f in ("avx512f", "avx512dq", "avx512bw", "avx512vl")):
+        return {"OPENBLAS_CORETYPE": "SkylakeX"}
+    if "avx2" in flags and "fma" in flags:
+        return {"OPENBLAS_CORETYPE": "Haswell"}
+    return {}
+
+
 INSTALL_HINT = ("torch_workloads.py: {python} cannot import torch. On Debian: apt-get install "
                 "python3-torch (then run it with /usr/bin/python3); elsewhere: {python} -m pip install torch")
 
@@ -343,12 +375,16 @@ def main():
     if importlib.util.find_spec("torch") is None:
         raise SystemExit(INSTALL_HINT.format(python=sys.executable))
     info, results = {}, []
+    blas = openblas_fallback_fix(os.environ)
+    if blas:
+        print(f"# OpenBLAS falls back to its Prescott kernels on this CPU: every environment runs "
+              f"OPENBLAS_CORETYPE={blas['OPENBLAS_CORETYPE']}, the kernels Spora re-selects", file=sys.stderr)
     for env_name in environments:
         with tempfile.TemporaryDirectory() as tmp:
             part = os.path.join(tmp, "part.json")
             cmd = [sys.executable, os.path.abspath(__file__), "--child", "--config", env_name, "--out", part,
                    "--only", args.only, "--quiet-wait", str(args.quiet_wait)] + (["--quick"] if args.quick else [])
-            subprocess.run(cmd, env=dict(os.environ, **ENVIRONMENTS[env_name]), check=True)
+            subprocess.run(cmd, env=dict(os.environ, **blas, **ENVIRONMENTS[env_name]), check=True)
             with open(part) as f:
                 data = json.load(f)
         info[env_name] = data["info"]
