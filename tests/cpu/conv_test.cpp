@@ -82,10 +82,13 @@ struct PoolCase {
   int64_t ph, pw;
 };
 
-const PoolCase kPool[] = {{{2, 3, 8, 8}, 2, 2, {}, 0, 0},     {{1, 2, 7, 9}, 3, 3, {2, 2}, 1, 1},
-                          {{2, 1, 6, 6}, 3, 2, {1, 1}, 1, 1}, {{1, 1, 5, 5}, 5, 5, {}, 2, 2},
-                          {{3, 2, 9, 7}, 2, 3, {3, 1}, 1, 0}, {{0, 2, 4, 4}, 2, 2, {}, 0, 0},
-                          {{64, 6, 28, 28}, 2, 2, {}, 0, 0}};
+const PoolCase kPool[] = {{{2, 3, 8, 8}, 2, 2, {}, 0, 0},      {{1, 2, 7, 9}, 3, 3, {2, 2}, 1, 1},
+                          {{2, 1, 6, 6}, 3, 2, {1, 1}, 1, 1},  {{1, 1, 5, 5}, 5, 5, {}, 2, 2},
+                          {{3, 2, 9, 7}, 2, 3, {3, 1}, 1, 0},  {{0, 2, 4, 4}, 2, 2, {}, 0, 0},
+                          {{64, 6, 28, 28}, 2, 2, {}, 0, 0},   {{2, 3, 9, 11}, 3, 3, {2, 2}, 0, 0},
+                          {{1, 2, 7, 9}, 2, 3, {1, 2}, 0, 0},  {{2, 2, 19, 37}, 2, 2, {}, 0, 0},
+                          {{1, 3, 8, 40}, 1, 2, {1, 1}, 0, 0}, {{1, 2, 12, 12}, 2, 2, {3, 3}, 0, 0},
+                          {{2, 2, 19, 36}, 2, 2, {}, 0, 0},    {{3, 1, 2, 2}, 2, 2, {}, 0, 0}};
 
 Attrs pool_attrs(const PoolCase& c) {
   Attrs a = A({{"kernel", Attr{std::vector<int64_t>{c.kh, c.kw}}},
@@ -96,29 +99,42 @@ Attrs pool_attrs(const PoolCase& c) {
 
 TEST(CpuConv, PoolingAndItsHelpersExactly) {
   Gen gen(32);
-  for (DType dt : {DType::f32, DType::f64}) {
-    for (const PoolCase& c : kPool) {
-      for (int variant = 0; variant < 3; ++variant) {
-        // 0: random; 1: few distinct values (ties); 2: with nan, inf and signed zeros
-        Tensor x = gen.tensor(dt, c.x, -2, 2);
-        if (variant == 1)
-          for (int64_t i = 0; i < x.numel(); ++i) x.set(i, std::floor(x.get(i)));
-        if (variant == 2) gen.specials(x, 5);
-        Attrs a = pool_attrs(c);
-        for (const char* op : {"max_pool2d", "avg_pool2d"})
-          EXPECT_TRUE(agree(op, {x}, a, Tol::exact)) << op << " " << x.type()->str();
-        Value y = ref_call("max_pool2d", {x}, a);
-        Tensor g = gen.tensor(dt, y.tensor.shape(), -1, 1);
-        if (variant == 2) gen.specials(g, 6);  // -0 gradients too: the sum gives +0
-        Tensor t = gen.tensor(dt, c.x, -1, 1);
-        EXPECT_TRUE(agree("max_pool2d_grad", {x, g}, a, Tol::exact)) << x.type()->str();
-        EXPECT_TRUE(agree("max_pool2d_select", {x, t}, a, Tol::exact)) << x.type()->str();
-        Attrs as = a;
-        as.set("shape", Attr{c.x});
-        EXPECT_TRUE(agree("avg_pool2d_grad", {g}, as, Tol::exact)) << x.type()->str();
+  // Every compiled path (the 2x2 planes' loops are compiled per instruction set).
+  const Isa saved = force_isa(Isa::base);
+  for (Isa level : {Isa::base, Isa::avx2, Isa::avx512})
+    for (DType dt : {DType::f32, DType::f64}) {
+      force_isa(level);
+      for (const PoolCase& c : kPool) {
+        for (int variant = 0; variant < 4; ++variant) {
+          // 0: random; 1: few distinct values (ties); 2: with nan, inf and signed zeros; 3: only
+          // -1, -0 and +0 (windows whose maximum is a zero of either sign, no nan)
+          Tensor x = gen.tensor(dt, c.x, -2, 2);
+          if (variant == 1)
+            for (int64_t i = 0; i < x.numel(); ++i) x.set(i, std::floor(x.get(i)));
+          if (variant == 2) gen.specials(x, 5);
+          if (variant == 3)
+            for (int64_t i = 0; i < x.numel(); ++i) {
+              const double v = x.get(i);
+              x.set(i, v < -1 ? -1.0 : v < 0.5 ? -0.0 : 0.0);
+            }
+          Attrs a = pool_attrs(c);
+          for (const char* op : {"max_pool2d", "avg_pool2d"})
+            EXPECT_TRUE(agree(op, {x}, a, Tol::exact)) << op << " " << x.type()->str();
+          Value y = ref_call("max_pool2d", {x}, a);
+          Tensor g = gen.tensor(dt, y.tensor.shape(), -1, 1);
+          if (variant == 2) gen.specials(g, 6);  // -0 gradients too: the sum gives +0
+          Tensor t = gen.tensor(dt, c.x, -1, 1);
+          EXPECT_TRUE(agree("max_pool2d_grad", {x, g}, a, Tol::exact))
+              << x.type()->str() << " isa " << int(level);
+          EXPECT_TRUE(agree("max_pool2d_select", {x, t}, a, Tol::exact))
+              << x.type()->str() << " isa " << int(level);
+          Attrs as = a;
+          as.set("shape", Attr{c.x});
+          EXPECT_TRUE(agree("avg_pool2d_grad", {g}, as, Tol::exact)) << x.type()->str();
+        }
       }
     }
-  }
+  force_isa(saved);
   Tensor x = gen.tensor(DType::f32, {1, 1, 4, 4});
   EXPECT_TRUE(agree(
       "max_pool2d", {x},
