@@ -16,6 +16,7 @@
 // row-major order) and the same double sums in the same order as the reference, in parallel
 // over planes. Any dtype but f32/f64, and any geometry the reference rejects, goes to the
 // reference kernel (which raises its error).
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -89,9 +90,29 @@ void valid_range(int64_t W, int64_t OW, int64_t s, int64_t p, int64_t kd, int64_
   if (hi < lo) hi = lo;
 }
 
+// dst[i] = src[i] (and = 0) for i < n: im2col's rows are 10-30 elements, where GCC's
+// rewriting of such loops into calls of memmove and memset cost more than the copy (a quarter
+// of W3's step went to im2col and memmove, perf on an Intel Xeon). im2col is compiled without
+// that rewriting; these inline into it.
+template <class T>
+inline void copy_short(const T* src, int64_t n, T* dst) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = src[i];
+}
+template <class T>
+inline void zero_short(int64_t n, T* dst) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = T(0);
+}
+
 // col[row, col0 + p] for image n, group grp (rows of K, row stride ld).
 template <class T>
-void im2col(const Conv& g, const T* x, int64_t n, int64_t grp, T* col, int64_t ld, int64_t col0) {
+__attribute__((optimize("no-tree-loop-distribute-patterns"))) void im2col(const Conv& g, const T* x,
+                                                                          int64_t n, int64_t grp,
+                                                                          T* col, int64_t ld,
+                                                                          int64_t col0) {
+  // Stride 1 with the output as wide as the input ("same" padding): the rows of one (c, ky,
+  // kx) are one shifted run of the plane, copied at once, whose columns that wrapped into the
+  // neighbouring row are then zeroed.
+  const bool same_width = g.sh == 1 && g.sw == 1 && g.OW == g.W;
   for (int64_t c = 0; c < g.Cg; ++c) {
     const T* plane = x + (n * g.C + grp * g.Cg + c) * g.H * g.W;
     for (int64_t ky = 0; ky < g.KH; ++ky)
@@ -99,20 +120,37 @@ void im2col(const Conv& g, const T* x, int64_t n, int64_t grp, T* col, int64_t l
         T* dst = col + ((c * g.KH + ky) * g.KW + kx) * ld + col0;
         int64_t lo, hi;
         valid_range(g.W, g.OW, g.sw, g.pw, kx * g.dw, lo, hi);
+        if (same_width) {
+          // Rows oy with 0 <= oy - ph + ky dh < H.
+          const int64_t y0 = std::clamp<int64_t>(g.ph - ky * g.dh, 0, g.OH);
+          const int64_t y1 = std::clamp<int64_t>(g.H + g.ph - ky * g.dh, y0, g.OH);
+          zero_short(y0 * g.OW, dst);
+          zero_short((g.OH - y1) * g.OW, dst + y1 * g.OW);
+          if (y1 > y0 && hi > lo) {
+            const int64_t shift = (ky * g.dh - g.ph) * g.W + kx * g.dw - g.pw;
+            const int64_t first = y0 * g.OW + lo, last = (y1 - 1) * g.OW + hi;
+            std::copy(plane + first + shift, plane + last + shift, dst + first);
+          }
+          for (int64_t oy = y0; oy < y1; ++oy) {
+            zero_short(hi > lo ? lo : g.OW, dst + oy * g.OW);
+            if (hi > lo) zero_short(g.OW - hi, dst + oy * g.OW + hi);
+          }
+          continue;
+        }
         for (int64_t oy = 0; oy < g.OH; ++oy) {
           T* d = dst + oy * g.OW;
           int64_t iy = oy * g.sh - g.ph + ky * g.dh;
           if (iy < 0 || iy >= g.H) {
-            std::fill(d, d + g.OW, T(0));
+            zero_short(g.OW, d);
             continue;
           }
           const T* src = plane + iy * g.W - g.pw + kx * g.dw;
-          std::fill(d, d + lo, T(0));
+          zero_short(lo, d);
           if (g.sw == 1)
-            std::copy(src + lo, src + hi, d + lo);
+            copy_short(src + lo, hi - lo, d + lo);
           else
             for (int64_t ox = lo; ox < hi; ++ox) d[ox] = src[ox * g.sw];
-          std::fill(d + hi, d + g.OW, T(0));
+          zero_short(g.OW - hi, d + hi);
         }
       }
   }
@@ -361,7 +399,7 @@ int64_t window_argmax(const Pool& g, const T* plane, const Window& w) {
 // loops below it (the first nan wins there). On an Intel Xeon (2 threads), LeNet's first
 // pooling runs 6-10x and its gradient 2.3-2.7x faster than in those loops
 // (bench_cpu_kernels MaxPool2d_LeNet1 and MaxPool2dGrad_LeNet1;
-// benchmarks/results/pool_2x2_ab_intel_xeon.txt).
+// benchmarks/results/w3_pool_im2col_ab_intel_xeon.txt).
 bool pairs_2x2(const Pool& g) {
   return g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0 &&
          g.W == 2 * g.OW && g.H * g.W < (int64_t{1} << 31);

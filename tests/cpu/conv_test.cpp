@@ -27,6 +27,11 @@ const ConvCase kConv[] = {
     {{2, 2, 4, 4}, {2, 2, 4, 4}, 1, 1, 0, 0, 1, 1, 1, false},   // one output pixel
     {{0, 2, 4, 4}, {3, 2, 3, 3}, 1, 1, 1, 1, 1, 1, 1, true},    // no images
     {{2, 2, 6, 5}, {3, 2, 2, 3}, 3, 2, 1, 1, 1, 1, 1, false},
+    // stride 1, output as wide as the input: im2col's shifted runs
+    {{2, 3, 6, 7}, {4, 3, 3, 3}, 1, 1, 1, 1, 1, 1, 1, true},
+    {{1, 2, 9, 8}, {2, 2, 3, 3}, 1, 1, 0, 2, 2, 2, 1, false},  // dilated
+    {{1, 1, 3, 5}, {1, 1, 3, 3}, 1, 1, 3, 1, 1, 1, 1, false},  // rows of padding only
+    {{2, 2, 5, 1}, {3, 2, 3, 1}, 1, 1, 1, 0, 1, 1, 1, true},   // one column
 };
 
 Attrs conv_attrs(const ConvCase& c) {
