@@ -103,12 +103,16 @@ inline void zero_short(int64_t n, T* dst) {
   for (int64_t i = 0; i < n; ++i) dst[i] = T(0);
 }
 
+#if defined(__GNUC__) && !defined(__clang__)
+#define SPORA_NO_MEM_CALLS __attribute__((optimize("no-tree-loop-distribute-patterns")))
+#else
+#define SPORA_NO_MEM_CALLS  // clang (the sanitizer builds) has no attribute for it
+#endif
+
 // col[row, col0 + p] for image n, group grp (rows of K, row stride ld).
 template <class T>
-__attribute__((optimize("no-tree-loop-distribute-patterns"))) void im2col(const Conv& g, const T* x,
-                                                                          int64_t n, int64_t grp,
-                                                                          T* col, int64_t ld,
-                                                                          int64_t col0) {
+SPORA_NO_MEM_CALLS void im2col(const Conv& g, const T* x, int64_t n, int64_t grp, T* col,
+                               int64_t ld, int64_t col0) {
   // Stride 1 with the output as wide as the input ("same" padding): the rows of one (c, ky,
   // kx) are one shifted run of the plane, copied at once, whose columns that wrapped into the
   // neighbouring row are then zeroed.
