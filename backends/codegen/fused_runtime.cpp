@@ -234,21 +234,40 @@ bool anchor_fits(const passes::KernelPlan& plan, const sem::Tensor& anchor) {
   return anchor.dtype() == want.dtype && anchor.shape() == want.shape;
 }
 
-// The output buffers (their raw pointers appended to `out`). The anchor's result is read at
-// each element's own index only, so one output of its size may overwrite it in place.
+// The output buffers (their raw pointers appended to `out`). An input the plan reads at each
+// element's own index only (in_place_ok) may be overwritten in place by one output of its
+// dtype and size, as the CPU backend's elementwise kernels do: the anchor's result when nobody
+// else holds it, and, given `args`, a parameter the caller passed as its last use (unique()),
+// where the kernel has no checks that could fail halfway and send the group to the node-by-node
+// path with that input already overwritten. Writing over an input that was just read saves
+// bringing a fresh buffer into the cache: W3's relu gradient (gt + where over f32[64,6,28,28])
+// ran at 0.17 ms fused into a new buffer against 0.15 ms unfused in place (Intel Xeon).
 template <typename Alloc>
 std::vector<sem::Tensor> allocate_outputs(const passes::KernelPlan& plan, bool has_anchor,
-                                          const sem::Tensor& anchor, Alloc alloc,
+                                          const sem::Tensor& anchor,
+                                          const std::vector<sem::Value>* args, Alloc alloc,
                                           std::vector<void*>& out) {
   std::vector<sem::Tensor> outs;
-  bool anchor_reused = false;
+  std::vector<bool> reused(plan.in_place_ok.size(), false);
+  auto reusable = [&](size_t i, const sem::Tensor& t, const passes::KernelBuffer& b) {
+    return i < plan.in_place_ok.size() && plan.in_place_ok[i] && !reused[i] && t.unique() &&
+           t.dtype() == b.dtype && t.numel() == b.numel();
+  };
   for (const passes::KernelBuffer& b : plan.outputs) {
-    if (has_anchor && !anchor_reused && plan.in_place_ok.back() && anchor.unique() &&
-        anchor.dtype() == b.dtype && anchor.numel() == b.numel()) {
+    const size_t last = plan.in_place_ok.size() - 1;
+    if (has_anchor && reusable(last, anchor, b)) {
       outs.push_back(anchor.reshaped(b.shape));
-      anchor_reused = true;
+      reused[last] = true;
     } else {
-      outs.push_back(alloc(b.dtype, b.shape));
+      bool done = false;
+      for (size_t i = 0; args && !plan.checks && i < args->size() && !done; ++i) {
+        const sem::Value& a = (*args)[i];
+        if (a.is_tensor() && reusable(i, a.tensor, b)) {
+          outs.push_back(a.tensor.reshaped(b.shape));
+          reused[i] = done = true;
+        }
+      }
+      if (!done) outs.push_back(alloc(b.dtype, b.shape));
     }
     out.push_back(outs.back().raw());
   }
@@ -275,7 +294,7 @@ bool FusedRuntime::run_gpu(const ir::Graph& group, const Entry& e,
   }
   std::vector<void*> out;
   std::vector<sem::Tensor> outs = allocate_outputs(
-      plan, e.anchor != nullptr, anchor,
+      plan, e.anchor != nullptr, anchor, nullptr,
       [&](DType t, const sem::Shape& shape) { return gpu_->empty(t, shape); }, out);
   std::string error;
   const int rc = gpu_->launch(e.name, plan, in, out, &error);
@@ -389,7 +408,7 @@ bool FusedRuntime::run_entry(const Entry& e, const std::vector<sem::Value>& args
   if (e.anchor) in.push_back(anchor.raw());
   std::vector<void*> out;
   std::vector<sem::Tensor> outs = allocate_outputs(
-      plan, e.anchor != nullptr, anchor,
+      plan, e.anchor != nullptr, anchor, &args,
       [](DType t, const sem::Shape& shape) { return sem::Tensor::empty(t, shape); }, out);
   // The CPU backend's policy: a team only for enough work, and none while the machine is
   // oversubscribed (a parallel region then waits for time slices).

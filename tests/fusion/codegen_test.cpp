@@ -522,6 +522,84 @@ graph @main(%x: f32[4,3], %y: i32[4]) -> f32 {
   }
 }
 
+// An argument the caller passes as its last use (nobody else holds it) and the kernel reads at
+// each element's own index is overwritten by the output in place, as the CPU backend's
+// elementwise kernels do; one the caller still holds is left alone; a kernel with checks that
+// can fail halfway (a label out of range) never writes over its arguments.
+TEST(Codegen, AnArgumentPassedAsItsLastUseBecomesTheOutput) {
+  setup();
+  auto m = ir::parse_module(R"(
+graph @main(%x: f32[64,6,28,28], %g: f32[64,6,28,28]) -> f32[64,6,28,28] {
+  %z = constant 0.0 : f32
+  %p = gt(%x, %z) : bool[64,6,28,28]
+  %y = where(%p, %g, %z) : f32[64,6,28,28]
+  return %y
+}
+)");
+  auto plain = ir::parse_module(R"(
+graph @main(%x: f32[64,6,28,28], %g: f32[64,6,28,28]) -> f32[64,6,28,28] {
+  %z = constant 0.0 : f32
+  %p = gt(%x, %z) : bool[64,6,28,28]
+  %y = where(%p, %g, %z) : f32[64,6,28,28]
+  return %y
+}
+)");
+  passes::fuse_operators(*m);
+  const auto groups = codegen::fused_groups(*m);
+  ASSERT_EQ(groups.size(), 1u);
+  ASSERT_EQ(groups[0].plan.in_place_ok, (std::vector<bool>{true, true}));
+  codegen::FusedRuntime rt(*m, test_fused_options());
+  ASSERT_EQ(rt.kernels(), 1u) << rt.error();
+  const auto type = sem::Type::tensor(DType::f32, {64, 6, 28, 28});
+  const sem::Value x = random_value(type, 1), g = random_value(type, 2);
+  const ProgramRun want = call(*plain, plain->entry, {x, g});
+  ASSERT_EQ(want.error, "");
+  // Held by the test as well: neither is written.
+  {
+    std::vector<sem::Value> args = {x, g};
+    sem::Value got;
+    ASSERT_TRUE(rt.run(*groups[0].graph, args, got));
+    EXPECT_EQ(compare(got, want.result, 0, 0), "");
+    EXPECT_NE(got.tensor.raw(), x.tensor.raw());
+    EXPECT_NE(got.tensor.raw(), g.tensor.raw());
+  }
+  EXPECT_EQ(compare(x, random_value(type, 1), 0, 0), "");
+  EXPECT_EQ(compare(g, random_value(type, 2), 0, 0), "");
+  // Passed as last uses (copies nobody else holds): the first one becomes the output.
+  {
+    std::vector<sem::Value> args = {sem::Value(x.tensor.clone()), sem::Value(g.tensor.clone())};
+    const void* first = args[0].tensor.raw();
+    sem::Value got;
+    ASSERT_TRUE(rt.run(*groups[0].graph, args, got));
+    EXPECT_EQ(compare(got, want.result, 0, 0), "");
+    EXPECT_EQ(got.tensor.raw(), first);
+  }
+  // A kernel with a check: a label out of range fails it, and the node-by-node run that
+  // follows reads the arguments as they were.
+  auto checked = ir::parse_module(R"(
+graph @main(%x: f32[4,3], %y: i32[4]) -> (f32[4,3], f32) {
+  %a = constant 2.0 : f32
+  %b = mul(%x, %a) : f32[4,3]
+  %l = cross_entropy(%b, %y, reduction="mean") : f32
+  %r = make_tuple(%b, %l) : (f32[4,3], f32)
+  return %r
+}
+)");
+  passes::fuse_operators(*checked);
+  const auto cgroups = codegen::fused_groups(*checked);
+  ASSERT_EQ(cgroups.size(), 1u);
+  ASSERT_TRUE(cgroups[0].plan.checks);
+  codegen::FusedRuntime crt(*checked, test_fused_options());
+  ASSERT_EQ(crt.kernels(), 1u) << crt.error();
+  sem::Tensor labels = sem::Tensor::zeros(DType::i32, {4});
+  labels.data<int32_t>()[2] = 7;
+  const sem::Value cx = random_value(sem::Type::tensor(DType::f32, {4, 3}), 3);
+  std::vector<sem::Value> args = {sem::Value(cx.tensor.clone()), sem::Value(labels)};
+  sem::Value got;
+  EXPECT_FALSE(crt.run(*cgroups[0].graph, args, got));
+  EXPECT_EQ(compare(args[0], cx, 0, 0), "");
+}
+
 // The fused kernels embed backends/cpu/vmath.h and compile it with the production flags
 // (-O3 -march=native: vectorised, FMA-contracted): gelu and tanh keep their special values
 // there too (nan, +-inf, +-0, subnormals, the clamps of tanh's e^2|x| and gelu's erf) and agree
