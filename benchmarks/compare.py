@@ -98,17 +98,6 @@ def wait_quiet(max_wait, thr=0.10):
             return load
 
 
-def openblas_core(env):
-    """The kernels libopenblas selects in `env` (openblas_get_corename), or '?'."""
-    probe = ("import ctypes; l = ctypes.CDLL('libopenblas.so.0'); "
-             "l.openblas_get_corename.restype = ctypes.c_char_p; print(l.openblas_get_corename().decode())")
-    try:
-        r = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=30)
-        return r.stdout.strip() or "?"
-    except (OSError, subprocess.SubprocessError):
-        return "?"
-
-
 def run_peer(args, env, only, out):
     cmd = [peer_python(), args.peer, "--out", out, "--quiet-wait", str(args.quiet_wait), "--only", only]
     if args.quick:
@@ -328,7 +317,7 @@ def main():
     # Where OpenBLAS falls back to its SSE3 kernels on a CPU it does not know, both sides get the
     # kernels Spora's backend re-selects (the peer's openblas_fallback_fix).
     sys.path.insert(0, os.path.join(HERE, "peer"))
-    from torch_workloads import openblas_fallback_fix
+    from torch_workloads import openblas_core, openblas_fallback_fix
     env.update(openblas_fallback_fix(env))
     print(f"# OpenBLAS kernels ({a.blas_kernels}): OPENBLAS_CORETYPE="
           f"{env.get('OPENBLAS_CORETYPE', '(unset)')} on both sides; OpenBLAS runs "

@@ -41,28 +41,32 @@ ENVIRONMENTS = {
 }
 
 
-def openblas_fallback_fix(env):
-    """{"OPENBLAS_CORETYPE": kernels} where OpenBLAS does not know this CPU, else {}.
-
-    OpenBLAS 0.3.21 falls back to its SSE3 kernels ("Prescott", a quarter of the AVX-512 GEMM
-    rate) on CPUs newer than it, such as a Xeon of family 6 model 207 under KVM. Spora's CPU
-    backend then re-selects the AVX-512 (SkylakeX) or AVX2 (Haswell) kernels
-    (backends/cpu/blas.cpp, configure_blas); the peer gets the same kernels through
-    OPENBLAS_CORETYPE, so that both sides run the GEMMs this CPU is capable of. Nothing changes
-    where `env` sets OPENBLAS_CORETYPE or OpenBLAS knows the CPU.
-    """
-    if env.get("OPENBLAS_CORETYPE"):
-        return {}
+def openblas_core(env):
+    """The kernels libopenblas selects in `env` (openblas_get_corename), or '?'."""
     probe = ("import ctypes; l = ctypes.CDLL('libopenblas.so.0'); "
              "l.openblas_get_corename.restype = ctypes.c_char_p; print(l.openblas_get_corename().decode())")
     try:
-        core = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True,
-                              timeout=30).stdout.strip()
+        r = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=30)
+        return r.stdout.strip() or "?"
+    except (OSError, subprocess.SubprocessError):
+        return "?"
+
+
+def openblas_fallback_fix(env):
+    """{"OPENBLAS_CORETYPE": kernels} where OpenBLAS does not know this CPU, else {}.
+
+    OpenBLAS 0.3.21 falls back to its SSE3 kernels ("Prescott") on CPUs newer than it, such as
+    a Xeon of family 6 model 207 under KVM. Spora's CPU backend then re-selects the AVX-512
+    (SkylakeX) or AVX2 (Haswell) kernels (backends/cpu/blas.cpp, configure_blas); the peer gets
+    the same kernels through OPENBLAS_CORETYPE, so that both sides run the GEMMs this CPU is
+    capable of. Nothing changes where `env` sets OPENBLAS_CORETYPE or OpenBLAS knows the CPU.
+    """
+    if env.get("OPENBLAS_CORETYPE") or openblas_core(env) != "Prescott":
+        return {}
+    try:
         flags = next((line.split(":", 1)[1].split() for line in open("/proc/cpuinfo")
                       if line.startswith("flags")), [])
-    except (OSError, subprocess.SubprocessError):
-        return {}
-    if core != "Prescott":
+    except OSError:
         return {}
     if all(f in flags for f in ("avx512f", "avx512dq", "avx512bw", "avx512vl")):
         return {"OPENBLAS_CORETYPE": "SkylakeX"}

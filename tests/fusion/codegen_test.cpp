@@ -528,22 +528,16 @@ graph @main(%x: f32[4,3], %y: i32[4]) -> f32 {
 // can fail halfway (a label out of range) never writes over its arguments.
 TEST(Codegen, AnArgumentPassedAsItsLastUseBecomesTheOutput) {
   setup();
-  auto m = ir::parse_module(R"(
+  const char* relu_grad = R"(
 graph @main(%x: f32[64,6,28,28], %g: f32[64,6,28,28]) -> f32[64,6,28,28] {
   %z = constant 0.0 : f32
   %p = gt(%x, %z) : bool[64,6,28,28]
   %y = where(%p, %g, %z) : f32[64,6,28,28]
   return %y
 }
-)");
-  auto plain = ir::parse_module(R"(
-graph @main(%x: f32[64,6,28,28], %g: f32[64,6,28,28]) -> f32[64,6,28,28] {
-  %z = constant 0.0 : f32
-  %p = gt(%x, %z) : bool[64,6,28,28]
-  %y = where(%p, %g, %z) : f32[64,6,28,28]
-  return %y
-}
-)");
+)";
+  auto m = ir::parse_module(relu_grad);
+  auto plain = ir::parse_module(relu_grad);
   passes::fuse_operators(*m);
   const auto groups = codegen::fused_groups(*m);
   ASSERT_EQ(groups.size(), 1u);
