@@ -192,6 +192,33 @@ SPORA_PAIR(Conv2dWeightGrad_LeNet1, {
       lenet_attrs("conv2d_weight_grad", true, {6, 1, 5, 5}), cpu);
 })
 
+// LeNet layer 2: x [64, 6, 14, 14] * w [16, 6, 5, 5], no padding, bias (W3's largest
+// convolution: per image a [16, 150] x [150, 100] product).
+Attrs lenet2_attrs(const std::string& name, bool with_shape, sem::Shape shape = {}) {
+  return with_shape ? attrs_of(name, {{"shape", Attr{shape}}}) : attrs_of(name, {});
+}
+Tensor& lenet2_x() {
+  static Tensor x = random(DType::f32, {64, 6, 14, 14});
+  return x;
+}
+Tensor& lenet2_g() {
+  static Tensor g = random(DType::f32, {64, 16, 10, 10});
+  return g;
+}
+SPORA_PAIR(Conv2d_LeNet2, {
+  static Tensor w = random(DType::f32, {16, 6, 5, 5}), b = random(DType::f32, {16});
+  run(state, "conv2d", {lenet2_x(), w, b}, lenet2_attrs("conv2d", false), cpu);
+})
+SPORA_PAIR(Conv2dInputGrad_LeNet2, {
+  static Tensor w = random(DType::f32, {16, 6, 5, 5});
+  run(state, "conv2d_input_grad", {lenet2_g(), w},
+      lenet2_attrs("conv2d_input_grad", true, {64, 6, 14, 14}), cpu);
+})
+SPORA_PAIR(Conv2dWeightGrad_LeNet2, {
+  run(state, "conv2d_weight_grad", {lenet2_x(), lenet2_g()},
+      lenet2_attrs("conv2d_weight_grad", true, {16, 6, 5, 5}), cpu);
+})
+
 // LeNet's first pooling: 2x2, stride 2, on the first convolution's output [64, 6, 28, 28], and
 // its gradient (the largest pooling of W3's step).
 Attrs pool2_attrs(const std::string& name) {

@@ -90,17 +90,79 @@ void valid_range(int64_t W, int64_t OW, int64_t s, int64_t p, int64_t kd, int64_
   if (hi < lo) hi = lo;
 }
 
-// dst[i] = src[i] (and = 0) for i < n: im2col's rows are 10-30 elements, where GCC's
-// rewriting of such loops into calls of memmove and memset cost more than the copy (perf of
-// W3's graph step on an Intel Xeon: im2col 14.1% and memmove 9.6% of the samples). im2col is
-// compiled without that rewriting; these inline into it.
+// dst[i] = src[i] (and = 0) for i < n. im2col's rows are as long as the output is wide, often
+// 10-30 elements, where a loop of scalar copies, with the geometry reloaded per row, cost more
+// than the GEMM (perf of LeNet's second convolution, 10-wide rows, on an Intel Xeon: im2col 68%
+// of the samples), and GCC's rewriting of such loops into memmove and memset calls costs more
+// still. A row is copied as two fixed-size blocks that overlap (the first and the last bytes),
+// or as 64-byte blocks and a last one ending at the row's end: a few vector moves, every
+// element written with its own value. im2col is compiled without the rewriting; these inline
+// into it.
+template <int Bytes>
+SPORA_INLINE void move_block(const char* s, char* d) {
+  __builtin_memcpy(d, s, Bytes);
+}
+template <int Bytes>
+SPORA_INLINE void zero_block(const char*, char* d) {
+  __builtin_memset(d, 0, Bytes);
+}
+// Block(s, d) on `rows` rows of b bytes (row strides lds and ldd in bytes): as blocks of 64 bytes
+// and one ending at the row's end, or two blocks of the largest size within the row that
+// overlap. Strides and sizes are arguments, so nothing is reloaded per row.
+template <template <int> class Block>
+struct Rows {
+  template <int B>
+  SPORA_INLINE static void two(const char* s, int64_t lds, char* d, int64_t ldd, int64_t rows,
+                               int64_t b) {
+    for (int64_t r = 0; r < rows; ++r, s += lds, d += ldd)
+      Block<B>::run(s, d), Block<B>::run(s + b - B, d + b - B);
+  }
+  SPORA_INLINE static void run(const char* s, int64_t lds, char* d, int64_t ldd, int64_t rows,
+                               int64_t b) {
+    if (b >= 64) {
+      for (int64_t r = 0; r < rows; ++r, s += lds, d += ldd) {
+        for (int64_t i = 0; i + 64 <= b; i += 64) Block<64>::run(s + i, d + i);
+        Block<64>::run(s + b - 64, d + b - 64);
+      }
+    } else if (b >= 32) {
+      two<32>(s, lds, d, ldd, rows, b);
+    } else if (b >= 16) {
+      two<16>(s, lds, d, ldd, rows, b);
+    } else if (b >= 8) {
+      two<8>(s, lds, d, ldd, rows, b);
+    } else if (b >= 4) {
+      two<4>(s, lds, d, ldd, rows, b);
+    }
+  }
+};
+template <int B>
+struct Move {
+  SPORA_INLINE static void run(const char* s, char* d) { move_block<B>(s, d); }
+};
+template <int B>
+struct Zero {
+  SPORA_INLINE static void run(const char* s, char* d) { zero_block<B>(s, d); }
+};
+// dst[r * ldd + i] = src[r * lds + i] (or 0) for r < rows, i < n (strides in elements).
 template <class T>
-inline void copy_short(const T* src, int64_t n, T* dst) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = src[i];
+SPORA_INLINE void copy_rows(const T* src, int64_t lds, T* dst, int64_t ldd, int64_t rows,
+                            int64_t n) {
+  constexpr int64_t E = sizeof(T);
+  Rows<Move>::run(reinterpret_cast<const char*>(src), lds * E, reinterpret_cast<char*>(dst),
+                  ldd * E, rows, n * E);
 }
 template <class T>
-inline void zero_short(int64_t n, T* dst) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = T(0);
+SPORA_INLINE void zero_rows(T* dst, int64_t ldd, int64_t rows, int64_t n) {
+  constexpr int64_t E = sizeof(T);
+  Rows<Zero>::run(nullptr, 0, reinterpret_cast<char*>(dst), ldd * E, rows, n * E);
+}
+template <class T>
+SPORA_INLINE void copy_short(const T* src, int64_t n, T* dst) {
+  copy_rows(src, 0, dst, 0, 1, n);
+}
+template <class T>
+SPORA_INLINE void zero_short(int64_t n, T* dst) {
+  zero_rows(dst, 0, 1, n);
 }
 
 #if defined(__GNUC__) && !defined(__clang__)
@@ -135,10 +197,29 @@ SPORA_NO_MEM_CALLS void im2col(const Conv& g, const T* x, int64_t n, int64_t grp
             const int64_t first = y0 * g.OW + lo, last = (y1 - 1) * g.OW + hi;
             std::copy(plane + first + shift, plane + last + shift, dst + first);
           }
-          for (int64_t oy = y0; oy < y1; ++oy) {
-            zero_short(hi > lo ? lo : g.OW, dst + oy * g.OW);
-            if (hi > lo) zero_short(g.OW - hi, dst + oy * g.OW + hi);
+          zero_rows(dst + y0 * g.OW, g.OW, y1 - y0, hi > lo ? lo : g.OW);
+          if (hi > lo) zero_rows(dst + y0 * g.OW + hi, g.OW, y1 - y0, g.OW - hi);
+          continue;
+        }
+        if (g.sw == 1) {
+          // The rows oy with 0 <= iy = oy sh - ph + ky dh < H: columns [lo, hi) copied, the
+          // others zeroed; the rows outside zeroed whole.
+          const int64_t OW = g.OW, OH = g.OH;
+          const int64_t a = g.ph - ky * g.dh, b = g.H - 1 + g.ph - ky * g.dh;
+          const int64_t oy0 = a <= 0 ? 0 : std::min(OH, (a + g.sh - 1) / g.sh);
+          const int64_t oy1 = b < 0 ? oy0 : std::clamp(b / g.sh + 1, oy0, OH);
+          zero_short(oy0 * OW, dst);
+          zero_short((OH - oy1) * OW, dst + oy1 * OW);
+          const int64_t rows = oy1 - oy0;
+          T* d = dst + oy0 * OW;
+          if (hi <= lo) {
+            zero_short(rows * OW, d);
+            continue;
           }
+          zero_rows(d, OW, rows, lo);
+          zero_rows(d + hi, OW, rows, OW - hi);
+          copy_rows(plane + (oy0 * g.sh - g.ph + ky * g.dh) * g.W - g.pw + kx * g.dw + lo,
+                    g.sh * g.W, d + lo, OW, rows, hi - lo);
           continue;
         }
         for (int64_t oy = 0; oy < g.OH; ++oy) {
@@ -150,14 +231,22 @@ SPORA_NO_MEM_CALLS void im2col(const Conv& g, const T* x, int64_t n, int64_t grp
           }
           const T* src = plane + iy * g.W - g.pw + kx * g.dw;
           zero_short(lo, d);
-          if (g.sw == 1)
-            copy_short(src + lo, hi - lo, d + lo);
-          else
-            for (int64_t ox = lo; ox < hi; ++ox) d[ox] = src[ox * g.sw];
+          for (int64_t ox = lo; ox < hi; ++ox) d[ox] = src[ox * g.sw];
           zero_short(g.OW - hi, d + hi);
         }
       }
   }
+}
+
+// d[r * ldd + i] += s[r * lds + i] for r < rows, i < n: col2im's rows, with strides and sizes
+// in registers. Scalar on purpose: successive kx add into the same row shifted by one element,
+// and AVX2 and AVX-512 versions (whole vectors and a masked one for the tail) ran LeNet's second
+// input gradient slower than this loop on an Intel Xeon
+// (benchmarks/results/conv_rows_ab_intel_xeon.txt).
+template <class T>
+void add_rows(T* d, int64_t ldd, const T* s, int64_t lds, int64_t rows, int64_t n) {
+  for (int64_t r = 0; r < rows; ++r, d += ldd, s += lds)
+    for (int64_t i = 0; i < n; ++i) d[i] += s[i];
 }
 
 // dx plane (image n, channel grp * Cg + c) += the col2im of dcol (row stride ld).
@@ -168,6 +257,17 @@ void col2im_plane(const Conv& g, const T* dcol, int64_t ld, int64_t col0, int64_
       const T* src = dcol + ((c * g.KH + ky) * g.KW + kx) * ld + col0;
       int64_t lo, hi;
       valid_range(g.W, g.OW, g.sw, g.pw, kx * g.dw, lo, hi);
+      if (hi <= lo) continue;
+      if (g.sw == 1) {
+        // The rows oy with 0 <= iy = oy sh - ph + ky dh < H, one call for all of them.
+        const int64_t a = g.ph - ky * g.dh, b = g.H - 1 + g.ph - ky * g.dh;  // a <= oy sh <= b
+        const int64_t oy0 = a <= 0 ? 0 : (a + g.sh - 1) / g.sh;
+        const int64_t oy1 = b < 0 ? 0 : std::min(g.OH, b / g.sh + 1);
+        if (oy1 > oy0)
+          add_rows(plane + (oy0 * g.sh - g.ph + ky * g.dh) * g.W - g.pw + kx * g.dw + lo,
+                   g.sh * g.W, src + oy0 * g.OW + lo, g.OW, oy1 - oy0, hi - lo);
+        continue;
+      }
       for (int64_t oy = 0; oy < g.OH; ++oy) {
         int64_t iy = oy * g.sh - g.ph + ky * g.dh;
         if (iy < 0 || iy >= g.H) continue;

@@ -29,9 +29,20 @@ const ConvCase kConv[] = {
     {{2, 2, 6, 5}, {3, 2, 2, 3}, 3, 2, 1, 1, 1, 1, 1, false},
     // stride 1, output as wide as the input: im2col's shifted runs
     {{2, 3, 6, 7}, {4, 3, 3, 3}, 1, 1, 1, 1, 1, 1, 1, true},
-    {{1, 2, 9, 8}, {2, 2, 3, 3}, 1, 1, 0, 2, 2, 2, 1, false},  // dilated
-    {{1, 1, 3, 5}, {1, 1, 3, 3}, 1, 1, 3, 1, 1, 1, 1, false},  // rows of padding only
-    {{2, 2, 5, 1}, {3, 2, 3, 1}, 1, 1, 1, 0, 1, 1, 1, true},   // one column
+    {{1, 2, 9, 8}, {2, 2, 3, 3}, 1, 1, 0, 2, 2, 2, 1, false},    // dilated
+    {{1, 1, 3, 5}, {1, 1, 3, 3}, 1, 1, 3, 1, 1, 1, 1, false},    // rows of padding only
+    {{2, 2, 5, 1}, {3, 2, 3, 1}, 1, 1, 1, 0, 1, 1, 1, true},     // one column
+    {{4, 6, 14, 14}, {16, 6, 5, 5}, 1, 1, 0, 0, 1, 1, 1, true},  // LeNet layer 2: rows of 10
+    // No padding, 5 x 5: rows of 1, 2, 3, 5, 8, 16, 17 and 33 elements (im2col's block copies
+    // of 4 to 64 bytes and beyond, in f32 and f64).
+    {{1, 2, 6, 5}, {3, 2, 5, 5}, 1, 1, 0, 0, 1, 1, 1, false},
+    {{1, 2, 7, 6}, {2, 2, 5, 5}, 1, 1, 0, 0, 1, 1, 1, false},
+    {{2, 1, 5, 7}, {2, 1, 5, 5}, 1, 1, 0, 0, 1, 1, 1, false},
+    {{1, 2, 6, 9}, {2, 2, 5, 5}, 1, 1, 0, 0, 1, 1, 1, true},
+    {{1, 2, 5, 12}, {2, 2, 5, 5}, 1, 1, 0, 0, 1, 1, 1, false},
+    {{1, 1, 6, 20}, {2, 1, 5, 5}, 1, 1, 0, 0, 1, 1, 1, false},
+    {{1, 2, 5, 21}, {2, 2, 5, 5}, 1, 1, 0, 0, 1, 1, 1, true},
+    {{1, 1, 6, 37}, {2, 1, 5, 5}, 1, 1, 0, 0, 1, 1, 1, false},
 };
 
 Attrs conv_attrs(const ConvCase& c) {
