@@ -597,6 +597,7 @@ void conv_costs(sem::Registry& r) {
              "conv"};
     const auto [og, p, k] = conv_gemm(in[1], in[0], attrs);
     c.gemm = {k, p, og};
+    c.gemm_table = "conv_input_grad";
     return c;
   });
   // conv2d_weight_grad(x, g) -> w's shape: the same products, accumulated into w.
@@ -605,6 +606,7 @@ void conv_costs(sem::Registry& r) {
              "conv"};
     const auto [og, p, k] = conv_gemm(out, in[1], attrs);
     c.gemm = {og, k, p};
+    c.gemm_table = "conv_weight_grad";
     return c;
   });
   set_cost(r, "max_pool2d", pool_cost(true));

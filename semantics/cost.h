@@ -55,6 +55,9 @@ struct OpCost {
   // flops / (2 m n k) of them make the op. Zero elsewhere. The cost model looks the GEMM's rate up
   // in a measured table (sim/measured_tables.h) when the spec has one.
   std::array<double, 3> gemm{};
+  // The measured table that gives that GEMM's rate (sim/measured_tables.h: conv_input_grad,
+  // conv_weight_grad); empty, or absent from the spec: the op class's (matmul: gemm, conv: conv).
+  std::string gemm_table{};
 };
 
 using CostRule = std::function<OpCost(const std::vector<TypeP>& inputs, const TypeP& output,

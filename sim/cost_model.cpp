@@ -39,15 +39,26 @@ double CostModel::launch_overhead(const std::string& op_class) const {
   return device_.launch_overhead;
 }
 
+namespace {
+
+// The table of measured GEMM rates that prices an op: its own (OpCost::gemm_table) where the
+// tables have it, else its class's; nullptr for other classes.
+const GemmTable* gemm_table_of(const ComputeTables& tables, const sem::OpCost& cost) {
+  if (cost.op_class != "matmul" && cost.op_class != "conv") return nullptr;
+  if (!cost.gemm_table.empty())
+    if (const GemmTable* own = tables.gemm_table(cost.gemm_table); own && !own->empty()) return own;
+  return cost.op_class == "matmul" ? &tables.gemm : &tables.conv;
+}
+
+}  // namespace
+
 double CostModel::seconds(const ComputeTables& tables, const sem::OpCost& cost, DType dtype,
                           bool& compute_bound) const {
   const double peak = peak_flops(dtype, cost.op_class);
   const double compute = cost.flops / peak;
   const double memory = cost.bytes / device_.memory_bandwidth;
   compute_bound = compute > memory;
-  const GemmTable* gemm = cost.op_class == "matmul" ? &tables.gemm
-                          : cost.op_class == "conv" ? &tables.conv
-                                                    : nullptr;
+  const GemmTable* gemm = gemm_table_of(tables, cost);
   const auto rates = tables.bandwidth.find(cost.op_class);
   if (gemm && !gemm->empty() && cost.gemm[0] > 0 && cost.flops > 0) {
     // The table holds f32 rates; another dtype's peak scales them.
@@ -79,9 +90,8 @@ OpTime CostModel::time(const sem::OpCost& cost, DType dtype,
   if (device_.measured.at_reuse_distance.empty() || !(total > 0)) return time(cost, dtype);
   auto levels = device_.measured.by_reuse_distance();
   for (auto& [d, tables] : levels) {  // a table the level lacks: the inherited tables' one
-    const bool has = cost.op_class == "matmul" ? !tables->gemm.empty()
-                     : cost.op_class == "conv" ? !tables->conv.empty()
-                                               : tables->bandwidth.count(cost.op_class) > 0;
+    const GemmTable* gemm = gemm_table_of(*tables, cost);
+    const bool has = gemm ? !gemm->empty() : tables->bandwidth.count(cost.op_class) > 0;
     if (!has) tables = &device_.measured;
   }
   OpTime t;

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <set>
 #include <stdexcept>
+#include <utility>
 
 namespace spora::sim {
 
@@ -81,6 +82,24 @@ std::vector<std::array<double, 4>> GemmTable::rows() const {
       for (std::size_t l = 0; l < k.size(); ++l)
         out.push_back({m[i], n[j], k[l], rate[(i * n.size() + j) * k.size() + l]});
   return out;
+}
+
+const std::vector<std::string>& ComputeTables::gemm_table_names() {
+  static const std::vector<std::string> names{"gemm", "conv", "conv_input_grad",
+                                              "conv_weight_grad"};
+  return names;
+}
+
+GemmTable* ComputeTables::gemm_table(std::string_view name) {
+  return const_cast<GemmTable*>(std::as_const(*this).gemm_table(name));
+}
+
+const GemmTable* ComputeTables::gemm_table(std::string_view name) const {
+  if (name == "gemm") return &gemm;
+  if (name == "conv") return &conv;
+  if (name == "conv_input_grad") return &conv_input_grad;
+  if (name == "conv_weight_grad") return &conv_weight_grad;
+  return nullptr;
 }
 
 double RateTable::rate_at(double b) const {
@@ -209,8 +228,8 @@ MeasuredTables read_measured_tables(
   MeasuredTables t;
   if (!node.IsMap())
     fail("",
-         "expected a map (cores, gemm, conv, bandwidth, reuse_distance, at_reuse_distance, "
-         "oversubscribed, collectives)");
+         "expected a map (cores, gemm, conv, conv_input_grad, conv_weight_grad, bandwidth, "
+         "reuse_distance, at_reuse_distance, oversubscribed, collectives)");
   auto number = [&](const YAML::Node& n, const std::string& where) {
     double v = 0;
     if (n.IsScalar()) {
@@ -237,9 +256,8 @@ MeasuredTables read_measured_tables(
   // gemm, conv and bandwidth into `c`; false for another key.
   auto compute_table = [&](const std::string& key, const YAML::Node& value,
                            const std::string& where, ComputeTables& c) {
-    if (key == "gemm" || key == "conv") {
-      (key == "gemm" ? c.gemm : c.conv) =
-          GemmTable::from_rows(rows.template operator()<4>(value, where));
+    if (GemmTable* g = c.gemm_table(key)) {
+      *g = GemmTable::from_rows(rows.template operator()<4>(value, where));
       return true;
     }
     if (key != "bandwidth") return false;
@@ -268,19 +286,25 @@ MeasuredTables read_measured_tables(
         if (!(t.reuse_distance >= 0)) fail(key, "expected bytes >= 0");
       } else if (key == "at_reuse_distance") {
         if (!item.second.IsMap())
-          fail(key, "expected a map: reuse distance in bytes -> {gemm, conv, bandwidth}");
+          fail(key,
+               "expected a map: reuse distance in bytes -> {gemm, conv, conv_input_grad, "
+               "conv_weight_grad, bandwidth}");
         for (const auto& level : item.second) {
           const std::string where = key + "." + level.first.Scalar();
           const double d = number(level.first, where);
           if (!(d >= 0)) fail(where, "expected a reuse distance in bytes >= 0");
           if (t.at_reuse_distance.count(d)) fail(where, "this distance is listed twice");
-          if (!level.second.IsMap()) fail(where, "expected a map (gemm, conv, bandwidth)");
+          if (!level.second.IsMap())
+            fail(where,
+                 "expected a map (gemm, conv, conv_input_grad, conv_weight_grad, bandwidth)");
           ComputeTables& c = t.at_reuse_distance[d];
           for (const auto& f : level.second) {
             const std::string name = f.first.Scalar(), at = where + "." + name;
             try {
               if (!compute_table(name, f.second, at, c))
-                fail(at, "unknown field (known: gemm, conv, bandwidth)");
+                fail(at,
+                     "unknown field (known: gemm, conv, conv_input_grad, conv_weight_grad, "
+                     "bandwidth)");
             } catch (const std::invalid_argument& e) {
               fail(at, e.what());
             }
@@ -326,8 +350,8 @@ MeasuredTables read_measured_tables(
         }
       } else {
         fail(key,
-             "unknown field (known: cores, gemm, conv, bandwidth, reuse_distance, "
-             "at_reuse_distance, oversubscribed, collectives)");
+             "unknown field (known: cores, gemm, conv, conv_input_grad, conv_weight_grad, "
+             "bandwidth, reuse_distance, at_reuse_distance, oversubscribed, collectives)");
       }
     } catch (const std::invalid_argument& e) {
       fail(key, e.what());
@@ -345,8 +369,8 @@ namespace {
 // gemm, conv and bandwidth, each key indented by `pad`.
 std::string compute_tables_yaml(const ComputeTables& t, const std::string& pad) {
   std::string y;
-  for (const auto& [name, table] :
-       {std::pair<const char*, const GemmTable*>{"gemm", &t.gemm}, {"conv", &t.conv}}) {
+  for (const std::string& name : ComputeTables::gemm_table_names()) {
+    const GemmTable* table = t.gemm_table(name);
     if (table->empty()) continue;
     y += fmt::format("{}{}:\n", pad, name);
     for (const auto& r : table->rows())

@@ -54,6 +54,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace YAML {
@@ -116,10 +117,21 @@ struct CollectiveTable {
 // The compute tables of one reuse distance of the operands.
 struct ComputeTables {
   GemmTable gemm;
-  GemmTable conv;
+  // conv2d, and its two derivative helpers, each over the GEMM its CPU kernel runs per image
+  // (semantics/cost.h OpCost::gemm): they run that GEMM beside different copies (im2col, col2im,
+  // the weight gradient's accumulation), so one op's rates do not carry over to the others.
+  GemmTable conv, conv_input_grad, conv_weight_grad;
   std::map<std::string, RateTable> bandwidth;  // op class -> bytes/s by the bytes an op moves
 
-  bool empty() const { return gemm.empty() && conv.empty() && bandwidth.empty(); }
+  // The GEMM-like tables by their name in the spec: gemm, conv, conv_input_grad,
+  // conv_weight_grad (nullptr for another name).
+  static const std::vector<std::string>& gemm_table_names();
+  GemmTable* gemm_table(std::string_view name);
+  const GemmTable* gemm_table(std::string_view name) const;
+  bool empty() const {
+    return gemm.empty() && conv.empty() && conv_input_grad.empty() && conv_weight_grad.empty() &&
+           bandwidth.empty();
+  }
 };
 
 // The tables (the inherited ComputeTables at `reuse_distance`, the others by theirs).

@@ -7,8 +7,10 @@
 //      whole, the one with the median f32 peak): compute.cpp
 //        gemm        FLOP/s of f32 matmul over a grid m, n in {4, 16, 64, 128, 256, 512, 1024},
 //                    k in {4, 16, 64, 256, 1024}
-//        conv        FLOP/s of conv2d (3x3, 4 images) over out channels {4, 16, 64}, image sides
-//                    {8, 16, 32}, in channels {1, 4, 16}, keyed by its per-image GEMM
+//        conv        FLOP/s of conv2d (3x3, padding 1, 4 images) over out channels {4, 16, 64},
+//                    image sides {8, 16, 32}, in channels {1, 4, 16}, keyed by its per-image
+//                    GEMM; conv2d_input_grad and conv2d_weight_grad on the same geometries,
+//                    each keyed by its own GEMM, as tables of their own
 //        bandwidth   bytes/s per op class (elementwise, reduction, norm, copy, pool, creation)
 //                    over sizes from 1 KiB to 16 MiB moved
 //        overheads   the interpreter's time per node (dispatch) plus each class's fixed kernel

@@ -74,16 +74,26 @@ void print_tables(double distance, std::map<std::string, double>& tiny, std::mt1
         std::printf("gemm %lld %lld %lld %.9g\n", static_cast<long long>(m),
                     static_cast<long long>(n), static_cast<long long>(k), rate);
       }
+  // conv2d and its two derivative helpers on the same geometries, each keyed by the GEMM its
+  // kernel runs per image (ops/conv.cpp's cost rules) into its own table.
   for (const int64_t o : kConvOut)
     for (const int64_t side : kConvSide)
       for (const int64_t c : kConvIn) {
-        const Measured cv = at({"conv2d",
-                                {f32({kConvImages, c, side, side}), f32({o, c, 3, 3}), Value()},
-                                attrs_of({{"padding", Ints{1}}})});
-        const double rate = cv.cost.flops / less_fixed(cv.seconds, tiny["conv"]);
-        peak = std::max(peak, rate);
-        std::printf("conv %g %g %g %.9g\n", cv.cost.gemm[0], cv.cost.gemm[1], cv.cost.gemm[2],
-                    rate);
+        const Value x = f32({kConvImages, c, side, side}), w = f32({o, c, 3, 3});
+        const Value dy = f32({kConvImages, o, side, side});  // padding 1: as large as x
+        const Ints x_shape{kConvImages, c, side, side}, w_shape{o, c, 3, 3};
+        const Case cases[] = {
+            {"conv2d", {x, w, Value()}, attrs_of({{"padding", Ints{1}}})},
+            {"conv2d_input_grad", {dy, w}, attrs_of({{"padding", Ints{1}}, {"shape", x_shape}})},
+            {"conv2d_weight_grad", {x, dy}, attrs_of({{"padding", Ints{1}}, {"shape", w_shape}})}};
+        for (const Case& cs : cases) {
+          const Measured cv = at(cs);
+          const double rate = cv.cost.flops / less_fixed(cv.seconds, tiny["conv"]);
+          peak = std::max(peak, rate);
+          std::printf("%s %g %g %g %.9g\n",
+                      cv.cost.gemm_table.empty() ? "conv" : cv.cost.gemm_table.c_str(),
+                      cv.cost.gemm[0], cv.cost.gemm[1], cv.cost.gemm[2], rate);
+        }
       }
 
   // Bandwidth tables, per class and size (elements per case).

@@ -24,7 +24,7 @@ namespace {
 
 // The compute tables' lines of one reuse distance (compute.cpp).
 struct TableLines {
-  std::vector<std::array<double, 4>> gemm, conv;
+  std::map<std::string, std::vector<std::array<double, 4>>> gemm;  // by the table's name
   std::map<std::string, std::vector<std::array<double, 2>>> bandwidth;
 };
 
@@ -47,8 +47,9 @@ ChildOutput parse_child(FILE* pipe) {
     double a = 0, b = 0, k = 0, r = 0;
     if (kind == "scalar" && in >> name >> a) c.scalars[name] = a;
     if (kind == "distance") in >> distance;
-    if ((kind == "gemm" || kind == "conv") && in >> a >> b >> k >> r)
-      (kind == "gemm" ? c.tables[distance].gemm : c.tables[distance].conv).push_back({a, b, k, r});
+    const auto& names = sim::ComputeTables::gemm_table_names();
+    if (std::find(names.begin(), names.end(), kind) != names.end() && in >> a >> b >> k >> r)
+      c.tables[distance].gemm[kind].push_back({a, b, k, r});
     if (kind == "bw" && in >> name >> a >> b) c.tables[distance].bandwidth[name].push_back({a, b});
     if (SharePoint p; kind == "share" && in >> p.ranks >> p.n >> p.bytes >> p.compute >> p.loop)
       c.share.push_back(p);
@@ -299,8 +300,12 @@ int calibrate_machine(const CalibrateOptions& o) {
   for (const auto& [distance, lines] : c->tables) {
     sim::ComputeTables& t =
         distance == base->second ? m.tables : m.tables.at_reuse_distance[distance];
-    t.gemm = sim::GemmTable::from_rows(lines.gemm);
-    t.conv = sim::GemmTable::from_rows(lines.conv);
+    for (const std::string& name : sim::ComputeTables::gemm_table_names()) {
+      const auto rows = lines.gemm.find(name);
+      if (rows == lines.gemm.end())
+        throw lang::UserError(fmt::format("the compute measurement printed no {} table", name));
+      *t.gemm_table(name) = sim::GemmTable::from_rows(rows->second);
+    }
     for (const auto& [cls, rows] : lines.bandwidth)
       t.bandwidth[cls] = sim::RateTable::from_rows(rows);
   }

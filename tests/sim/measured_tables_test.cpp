@@ -262,6 +262,54 @@ TEST(MeasuredTables, ConvolutionsCarryTheirPerImageGemm) {
   EXPECT_DOUBLE_EQ(c.flops, 4 * 2 * 16 * 100 * 150);
 }
 
+// conv2d's derivative helpers take their own tables where the spec has them (their kernels run
+// the same GEMMs beside other copies: col2im, the weight gradient's accumulation), the
+// forward's where it does not (a spec written before they were measured).
+TEST(MeasuredTables, ConvolutionGradientsTakeTheirOwnTables) {
+  ops::register_all();
+  const sem::Registry& reg = sem::Registry::instance();
+  auto cost_of = [&](const std::string& name, const std::vector<sem::TypeP>& in,
+                     const sem::Shape& shape) {
+    const sem::Primitive& p = *reg.find(name);
+    sem::Attrs attrs;
+    for (const sem::ParamSpec& s : p.params)
+      if (s.kind == sem::ParamSpec::Kind::Attr && s.default_value)
+        attrs.set(s.name, *s.default_value);
+    if (!shape.empty()) attrs.set("shape", sem::Attr{shape});
+    return (*p.facet<CostRule>(kCostFacet))(in, p.infer(in, attrs), attrs);
+  };
+  const sem::TypeP x = sem::Type::tensor(DType::f32, {4, 6, 14, 14}),
+                   w = sem::Type::tensor(DType::f32, {16, 6, 5, 5}),
+                   dy = sem::Type::tensor(DType::f32, {4, 16, 10, 10});
+  const OpCost forward = cost_of("conv2d", {x, w}, {});
+  const OpCost in_grad = cost_of("conv2d_input_grad", {dy, w}, {4, 6, 14, 14});
+  const OpCost w_grad = cost_of("conv2d_weight_grad", {x, dy}, {16, 6, 5, 5});
+  EXPECT_EQ(in_grad.gemm_table, "conv_input_grad");
+  EXPECT_EQ(w_grad.gemm_table, "conv_weight_grad");
+  EXPECT_EQ(in_grad.gemm, (std::array<double, 3>{150, 100, 16}));  // [K, Og] x [Og, P]
+  EXPECT_EQ(w_grad.gemm, (std::array<double, 3>{16, 150, 100}));   // [Og, P] x [P, K]
+  auto uniform = [](double rate) {
+    std::vector<std::array<double, 4>> rows;
+    for (const auto& r : small_grid().rows()) rows.push_back({r[0], r[1], r[2], rate});
+    return GemmTable::from_rows(rows);
+  };
+  MeasuredTables t;
+  t.conv = uniform(1e9);
+  const ClusterSpec old_spec = spec_with(t);
+  const CostModel old_model(old_spec.device);
+  EXPECT_DOUBLE_EQ(old_model.time(in_grad, DType::f32).seconds, in_grad.flops / 1e9);
+  EXPECT_DOUBLE_EQ(old_model.time(w_grad, DType::f32).seconds, w_grad.flops / 1e9);
+  t.conv_input_grad = uniform(2e9);
+  t.conv_weight_grad = uniform(4e9);
+  const ClusterSpec spec = spec_with(t);
+  EXPECT_EQ(spec.device.measured.conv_input_grad.rows(), t.conv_input_grad.rows());
+  EXPECT_EQ(spec.device.measured.conv_weight_grad.rows(), t.conv_weight_grad.rows());
+  const CostModel model(spec.device);
+  EXPECT_DOUBLE_EQ(model.time(forward, DType::f32).seconds, forward.flops / 1e9);
+  EXPECT_DOUBLE_EQ(model.time(in_grad, DType::f32).seconds, in_grad.flops / 2e9);
+  EXPECT_DOUBLE_EQ(model.time(w_grad, DType::f32).seconds, w_grad.flops / 4e9);
+}
+
 }  // namespace
 }  // namespace spora::sim
 
