@@ -574,9 +574,12 @@ std::array<double, 3> conv_gemm(const TypeP& w, const TypeP& y, const Attrs& att
 CostRule pool_cost(bool over_output) {
   return [over_output](const CostTypes& in, const TypeP& out, const Attrs& attrs) {
     // Forward rows and max_pool2d_select work per output window; the gradient helpers per
-    // element of their cotangent (one window each).
+    // element of their cotangent (one window each), priced by a table of their own where the
+    // spec has one (they fill the input-shaped gradient and scatter into it: another kernel).
     const TypeP& windows = over_output ? out : in.back();
-    return OpCost{elements(windows) * window(attrs), input_bytes(in) + type_bytes(out), "pool"};
+    OpCost c{elements(windows) * window(attrs), input_bytes(in) + type_bytes(out), "pool"};
+    if (!over_output) c.table = "pool_grad";
+    return c;
   };
 }
 
@@ -597,7 +600,7 @@ void conv_costs(sem::Registry& r) {
              "conv"};
     const auto [og, p, k] = conv_gemm(in[1], in[0], attrs);
     c.gemm = {k, p, og};
-    c.gemm_table = "conv_input_grad";
+    c.table = "conv_input_grad";
     return c;
   });
   // conv2d_weight_grad(x, g) -> w's shape: the same products, accumulated into w.
@@ -606,7 +609,7 @@ void conv_costs(sem::Registry& r) {
              "conv"};
     const auto [og, p, k] = conv_gemm(out, in[1], attrs);
     c.gemm = {og, k, p};
-    c.gemm_table = "conv_weight_grad";
+    c.table = "conv_weight_grad";
     return c;
   });
   set_cost(r, "max_pool2d", pool_cost(true));

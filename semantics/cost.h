@@ -55,9 +55,11 @@ struct OpCost {
   // flops / (2 m n k) of them make the op. Zero elsewhere. The cost model looks the GEMM's rate up
   // in a measured table (sim/measured_tables.h) when the spec has one.
   std::array<double, 3> gemm{};
-  // The measured table that gives that GEMM's rate (sim/measured_tables.h: conv_input_grad,
-  // conv_weight_grad); empty, or absent from the spec: the op class's (matmul: gemm, conv: conv).
-  std::string gemm_table{};
+  // The measured table that prices the op where it is not its class's (sim/measured_tables.h):
+  // for a matmul or convolution a GEMM table (conv_input_grad, conv_weight_grad), for another
+  // class a bandwidth table (pool_grad). Empty, or absent from the spec: the class's table (gemm,
+  // conv, bandwidth[op_class]).
+  std::string table{};
 };
 
 using CostRule = std::function<OpCost(const std::vector<TypeP>& inputs, const TypeP& output,

@@ -41,13 +41,21 @@ double CostModel::launch_overhead(const std::string& op_class) const {
 
 namespace {
 
-// The table of measured GEMM rates that prices an op: its own (OpCost::gemm_table) where the
+// The table of measured GEMM rates that prices an op: its own (OpCost::table) where the
 // tables have it, else its class's; nullptr for other classes.
 const GemmTable* gemm_table_of(const ComputeTables& tables, const sem::OpCost& cost) {
   if (cost.op_class != "matmul" && cost.op_class != "conv") return nullptr;
-  if (!cost.gemm_table.empty())
-    if (const GemmTable* own = tables.gemm_table(cost.gemm_table); own && !own->empty()) return own;
+  if (!cost.table.empty())
+    if (const GemmTable* own = tables.gemm_table(cost.table); own && !own->empty()) return own;
   return cost.op_class == "matmul" ? &tables.gemm : &tables.conv;
+}
+
+// The bandwidth table that prices an op of another class: its own (OpCost::table) where the
+// tables have it, else its class's; nullptr where neither is measured.
+const RateTable* bandwidth_table_of(const ComputeTables& tables, const sem::OpCost& cost) {
+  auto it = cost.table.empty() ? tables.bandwidth.end() : tables.bandwidth.find(cost.table);
+  if (it == tables.bandwidth.end()) it = tables.bandwidth.find(cost.op_class);
+  return it == tables.bandwidth.end() ? nullptr : &it->second;
 }
 
 }  // namespace
@@ -59,7 +67,7 @@ double CostModel::seconds(const ComputeTables& tables, const sem::OpCost& cost, 
   const double memory = cost.bytes / device_.memory_bandwidth;
   compute_bound = compute > memory;
   const GemmTable* gemm = gemm_table_of(tables, cost);
-  const auto rates = tables.bandwidth.find(cost.op_class);
+  const RateTable* rates = bandwidth_table_of(tables, cost);
   if (gemm && !gemm->empty() && cost.gemm[0] > 0 && cost.flops > 0) {
     // The table holds f32 rates; another dtype's peak scales them.
     const auto f32 = device_.peak_flops.find("f32");
@@ -67,8 +75,8 @@ double CostModel::seconds(const ComputeTables& tables, const sem::OpCost& cost, 
     compute_bound = true;
     return cost.flops / (gemm->rate_at(cost.gemm[0], cost.gemm[1], cost.gemm[2]) * scale);
   }
-  if (rates != tables.bandwidth.end() && cost.bytes > 0) {
-    const double table = cost.bytes / rates->second.rate_at(cost.bytes);
+  if (rates && cost.bytes > 0) {
+    const double table = cost.bytes / rates->rate_at(cost.bytes);
     compute_bound = compute > table;
     return std::max(compute, table);
   }
@@ -91,7 +99,7 @@ OpTime CostModel::time(const sem::OpCost& cost, DType dtype,
   auto levels = device_.measured.by_reuse_distance();
   for (auto& [d, tables] : levels) {  // a table the level lacks: the inherited tables' one
     const GemmTable* gemm = gemm_table_of(*tables, cost);
-    const bool has = gemm ? !gemm->empty() : tables->bandwidth.count(cost.op_class) > 0;
+    const bool has = gemm ? !gemm->empty() : bandwidth_table_of(*tables, cost) != nullptr;
     if (!has) tables = &device_.measured;
   }
   OpTime t;

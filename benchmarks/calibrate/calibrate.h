@@ -11,7 +11,8 @@
 //                    image sides {8, 16, 32}, in channels {1, 4, 16}, keyed by its per-image
 //                    GEMM; conv2d_input_grad and conv2d_weight_grad on the same geometries,
 //                    each keyed by its own GEMM, as tables of their own
-//        bandwidth   bytes/s per op class (elementwise, reduction, norm, copy, pool, creation)
+//        bandwidth   bytes/s per op class (elementwise, reduction, norm, copy, pool, creation),
+//                    and of max_pool2d_grad (pool_grad: the gradient helpers' own table)
 //                    over sizes from 1 KiB to 16 MiB moved
 //        overheads   the interpreter's time per node (dispatch) plus each class's fixed kernel
 //                    cost beyond a tiny add: launch_overhead per class

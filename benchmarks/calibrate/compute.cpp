@@ -90,8 +90,7 @@ void print_tables(double distance, std::map<std::string, double>& tiny, std::mt1
           const Measured cv = at(cs);
           const double rate = cv.cost.flops / less_fixed(cv.seconds, tiny["conv"]);
           peak = std::max(peak, rate);
-          std::printf("%s %g %g %g %.9g\n",
-                      cv.cost.gemm_table.empty() ? "conv" : cv.cost.gemm_table.c_str(),
+          std::printf("%s %g %g %g %.9g\n", cv.cost.table.empty() ? "conv" : cv.cost.table.c_str(),
                       cv.cost.gemm[0], cv.cost.gemm[1], cv.cost.gemm[2], rate);
         }
       }
@@ -134,12 +133,19 @@ void print_tables(double distance, std::map<std::string, double>& tiny, std::mt1
     nm.push_back(
         at({"cross_entropy", {f32(rows), Value(sem::Tensor::zeros(DType::i32, {n / 256}))}, {}}));
   }
+  // Pooling, and the gradient helpers' own table (pool_grad: they fill the input-shaped
+  // gradient and scatter into it), both less the forward's fixed cost, which the cost model adds
+  // back as the pool class's launch overhead.
   for (const int64_t images : {1, 8, 64, 512}) {
-    std::vector<Measured>& p = sweep["pool"].emplace_back();
-    p.push_back(at({"max_pool2d", {f32({images, 4, 32, 32})}, attrs_of({{"kernel", Ints{2}}})}));
+    const Value x = f32({images, 4, 32, 32}), g = f32({images, 4, 16, 16});
+    sweep["pool"].emplace_back().push_back(
+        at({"max_pool2d", {x}, attrs_of({{"kernel", Ints{2}}})}));
+    sweep["pool_grad"].emplace_back().push_back(
+        at({"max_pool2d_grad", {x, g}, attrs_of({{"kernel", Ints{2}}})}));
   }
 
-  for (const auto& [cls, by_size] : sweep) print_bandwidth(cls, by_size, tiny[cls]);
+  for (const auto& [cls, by_size] : sweep)
+    print_bandwidth(cls, by_size, tiny.at(cls == "pool_grad" ? std::string("pool") : cls));
 }
 
 }  // namespace

@@ -284,8 +284,8 @@ TEST(MeasuredTables, ConvolutionGradientsTakeTheirOwnTables) {
   const OpCost forward = cost_of("conv2d", {x, w}, {});
   const OpCost in_grad = cost_of("conv2d_input_grad", {dy, w}, {4, 6, 14, 14});
   const OpCost w_grad = cost_of("conv2d_weight_grad", {x, dy}, {16, 6, 5, 5});
-  EXPECT_EQ(in_grad.gemm_table, "conv_input_grad");
-  EXPECT_EQ(w_grad.gemm_table, "conv_weight_grad");
+  EXPECT_EQ(in_grad.table, "conv_input_grad");
+  EXPECT_EQ(w_grad.table, "conv_weight_grad");
   EXPECT_EQ(in_grad.gemm, (std::array<double, 3>{150, 100, 16}));  // [K, Og] x [Og, P]
   EXPECT_EQ(w_grad.gemm, (std::array<double, 3>{16, 150, 100}));   // [Og, P] x [P, K]
   auto uniform = [](double rate) {
@@ -308,6 +308,38 @@ TEST(MeasuredTables, ConvolutionGradientsTakeTheirOwnTables) {
   EXPECT_DOUBLE_EQ(model.time(forward, DType::f32).seconds, forward.flops / 1e9);
   EXPECT_DOUBLE_EQ(model.time(in_grad, DType::f32).seconds, in_grad.flops / 2e9);
   EXPECT_DOUBLE_EQ(model.time(w_grad, DType::f32).seconds, w_grad.flops / 4e9);
+}
+
+// max_pool2d's gradient helpers take the pool_grad bandwidth table where the spec has one (they
+// fill the input-shaped gradient and scatter into it), the pool class's where it does not.
+TEST(MeasuredTables, PoolingGradientsTakeTheirOwnBandwidthTable) {
+  ops::register_all();
+  const sem::Registry& reg = sem::Registry::instance();
+  auto cost_of = [&](const std::string& name, const std::vector<sem::TypeP>& in) {
+    const sem::Primitive& p = *reg.find(name);
+    sem::Attrs attrs;
+    for (const sem::ParamSpec& s : p.params)
+      if (s.kind == sem::ParamSpec::Kind::Attr && s.default_value)
+        attrs.set(s.name, *s.default_value);
+    attrs.set("kernel", sem::Attr{std::vector<int64_t>{2}});
+    return (*p.facet<CostRule>(kCostFacet))(in, p.infer(in, attrs), attrs);
+  };
+  const sem::TypeP x = sem::Type::tensor(DType::f32, {8, 4, 32, 32}),
+                   g = sem::Type::tensor(DType::f32, {8, 4, 16, 16});
+  const OpCost forward = cost_of("max_pool2d", {x}), grad = cost_of("max_pool2d_grad", {x, g});
+  EXPECT_EQ(forward.table, "");
+  EXPECT_EQ(grad.table, "pool_grad");
+  ASSERT_EQ(grad.op_class, "pool");
+  ASSERT_GT(grad.bytes, 0);
+  MeasuredTables t;
+  t.bandwidth["pool"] = RateTable::from_rows({{1024, 1e10}, {1 << 24, 1e10}});
+  const ClusterSpec old_spec = spec_with(t);
+  EXPECT_DOUBLE_EQ(CostModel(old_spec.device).time(grad, DType::f32).seconds, grad.bytes / 1e10);
+  t.bandwidth["pool_grad"] = RateTable::from_rows({{1024, 2.5e9}, {1 << 24, 2.5e9}});
+  const ClusterSpec spec = spec_with(t);
+  const CostModel model(spec.device);
+  EXPECT_DOUBLE_EQ(model.time(grad, DType::f32).seconds, grad.bytes / 2.5e9);
+  EXPECT_DOUBLE_EQ(model.time(forward, DType::f32).seconds, forward.bytes / 1e10);
 }
 
 }  // namespace
