@@ -154,7 +154,8 @@ SPORA_INLINE void copy_rows(const T* src, int64_t lds, T* dst, int64_t ldd, int6
 template <class T>
 SPORA_INLINE void zero_rows(T* dst, int64_t ldd, int64_t rows, int64_t n) {
   constexpr int64_t E = sizeof(T);
-  Rows<Zero>::run(nullptr, 0, reinterpret_cast<char*>(dst), ldd * E, rows, n * E);
+  char* d = reinterpret_cast<char*>(dst);
+  Rows<Zero>::run(d, ldd * E, d, ldd * E, rows, n * E);  // the source walks dst, unread
 }
 template <class T>
 SPORA_INLINE void copy_short(const T* src, int64_t n, T* dst) {
