@@ -31,6 +31,19 @@ GemmTable small_grid() {
   return GemmTable::from_rows(rows);
 }
 
+// The registry's cost rule of `name` on `in`, with its attributes' defaults and `extra`.
+OpCost registry_cost(const std::string& name, const std::vector<sem::TypeP>& in,
+                     const std::vector<std::pair<std::string, sem::Attr>>& extra = {}) {
+  ops::register_all();
+  const sem::Primitive& p = *sem::Registry::instance().find(name);
+  sem::Attrs attrs;
+  for (const sem::ParamSpec& s : p.params)
+    if (s.kind == sem::ParamSpec::Kind::Attr && s.default_value)
+      attrs.set(s.name, *s.default_value);
+  for (const auto& [key, value] : extra) attrs.set(key, value);
+  return (*p.facet<CostRule>(kCostFacet))(in, p.infer(in, attrs), attrs);
+}
+
 TEST(MeasuredTables, GemmTableIsExactAtItsPointsAndTrilinearInLog2Between) {
   const GemmTable t = small_grid();
   EXPECT_DOUBLE_EQ(t.rate_at(16, 16, 16), 1e9);
@@ -247,16 +260,8 @@ TEST(MeasuredTables, CollectiveTableInterpolatesAndExtrapolatesByBandwidth) {
 }
 
 TEST(MeasuredTables, ConvolutionsCarryTheirPerImageGemm) {
-  ops::register_all();
-  const sem::Registry& reg = sem::Registry::instance();
-  const std::vector<sem::TypeP> in{sem::Type::tensor(DType::f32, {4, 6, 14, 14}),
-                                   sem::Type::tensor(DType::f32, {16, 6, 5, 5})};
-  const sem::Primitive& conv = *reg.find("conv2d");
-  sem::Attrs attrs;
-  for (const sem::ParamSpec& s : conv.params)
-    if (s.kind == sem::ParamSpec::Kind::Attr && s.default_value)
-      attrs.set(s.name, *s.default_value);
-  const OpCost c = (*conv.facet<CostRule>(kCostFacet))(in, conv.infer(in, attrs), attrs);
+  const OpCost c = registry_cost("conv2d", {sem::Type::tensor(DType::f32, {4, 6, 14, 14}),
+                                            sem::Type::tensor(DType::f32, {16, 6, 5, 5})});
   // Og = 16 output channels, P = 10 x 10 output pixels, K = 6 x 5 x 5.
   EXPECT_EQ(c.gemm, (std::array<double, 3>{16, 100, 150}));
   EXPECT_DOUBLE_EQ(c.flops, 4 * 2 * 16 * 100 * 150);
@@ -266,24 +271,14 @@ TEST(MeasuredTables, ConvolutionsCarryTheirPerImageGemm) {
 // the same GEMMs beside other copies: col2im, the weight gradient's accumulation), the
 // forward's where it does not (a spec written before they were measured).
 TEST(MeasuredTables, ConvolutionGradientsTakeTheirOwnTables) {
-  ops::register_all();
-  const sem::Registry& reg = sem::Registry::instance();
-  auto cost_of = [&](const std::string& name, const std::vector<sem::TypeP>& in,
-                     const sem::Shape& shape) {
-    const sem::Primitive& p = *reg.find(name);
-    sem::Attrs attrs;
-    for (const sem::ParamSpec& s : p.params)
-      if (s.kind == sem::ParamSpec::Kind::Attr && s.default_value)
-        attrs.set(s.name, *s.default_value);
-    if (!shape.empty()) attrs.set("shape", sem::Attr{shape});
-    return (*p.facet<CostRule>(kCostFacet))(in, p.infer(in, attrs), attrs);
-  };
   const sem::TypeP x = sem::Type::tensor(DType::f32, {4, 6, 14, 14}),
                    w = sem::Type::tensor(DType::f32, {16, 6, 5, 5}),
                    dy = sem::Type::tensor(DType::f32, {4, 16, 10, 10});
-  const OpCost forward = cost_of("conv2d", {x, w}, {});
-  const OpCost in_grad = cost_of("conv2d_input_grad", {dy, w}, {4, 6, 14, 14});
-  const OpCost w_grad = cost_of("conv2d_weight_grad", {x, dy}, {16, 6, 5, 5});
+  const OpCost forward = registry_cost("conv2d", {x, w});
+  const OpCost in_grad =
+      registry_cost("conv2d_input_grad", {dy, w}, {{"shape", sem::Attr{sem::Shape{4, 6, 14, 14}}}});
+  const OpCost w_grad =
+      registry_cost("conv2d_weight_grad", {x, dy}, {{"shape", sem::Attr{sem::Shape{16, 6, 5, 5}}}});
   EXPECT_EQ(in_grad.table, "conv_input_grad");
   EXPECT_EQ(w_grad.table, "conv_weight_grad");
   EXPECT_EQ(in_grad.gemm, (std::array<double, 3>{150, 100, 16}));  // [K, Og] x [Og, P]
@@ -313,20 +308,12 @@ TEST(MeasuredTables, ConvolutionGradientsTakeTheirOwnTables) {
 // max_pool2d's gradient helpers take the pool_grad bandwidth table where the spec has one (they
 // fill the input-shaped gradient and scatter into it), the pool class's where it does not.
 TEST(MeasuredTables, PoolingGradientsTakeTheirOwnBandwidthTable) {
-  ops::register_all();
-  const sem::Registry& reg = sem::Registry::instance();
-  auto cost_of = [&](const std::string& name, const std::vector<sem::TypeP>& in) {
-    const sem::Primitive& p = *reg.find(name);
-    sem::Attrs attrs;
-    for (const sem::ParamSpec& s : p.params)
-      if (s.kind == sem::ParamSpec::Kind::Attr && s.default_value)
-        attrs.set(s.name, *s.default_value);
-    attrs.set("kernel", sem::Attr{std::vector<int64_t>{2}});
-    return (*p.facet<CostRule>(kCostFacet))(in, p.infer(in, attrs), attrs);
-  };
+  const std::vector<std::pair<std::string, sem::Attr>> k2{
+      {"kernel", sem::Attr{std::vector<int64_t>{2}}}};
   const sem::TypeP x = sem::Type::tensor(DType::f32, {8, 4, 32, 32}),
                    g = sem::Type::tensor(DType::f32, {8, 4, 16, 16});
-  const OpCost forward = cost_of("max_pool2d", {x}), grad = cost_of("max_pool2d_grad", {x, g});
+  const OpCost forward = registry_cost("max_pool2d", {x}, k2);
+  const OpCost grad = registry_cost("max_pool2d_grad", {x, g}, k2);
   EXPECT_EQ(forward.table, "");
   EXPECT_EQ(grad.table, "pool_grad");
   ASSERT_EQ(grad.op_class, "pool");
