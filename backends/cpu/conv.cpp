@@ -90,7 +90,7 @@ void valid_range(int64_t W, int64_t OW, int64_t s, int64_t p, int64_t kd, int64_
   if (hi < lo) hi = lo;
 }
 
-// dst[i] = src[i] (and = 0) for i < n. im2col's rows are as long as the output is wide, often
+// Row copies and zeroing for im2col. Its rows are as long as the output is wide, often
 // 10-30 elements, where a loop of scalar copies, with the geometry reloaded per row, cost more
 // than the GEMM (perf of LeNet's second convolution, 10-wide rows, on an Intel Xeon: im2col 68%
 // of the samples), and GCC's rewriting of such loops into memmove and memset calls costs more
@@ -98,17 +98,8 @@ void valid_range(int64_t W, int64_t OW, int64_t s, int64_t p, int64_t kd, int64_
 // or as 64-byte blocks and a last one ending at the row's end: a few vector moves, every
 // element written with its own value. im2col is compiled without the rewriting; these inline
 // into it.
-template <int Bytes>
-SPORA_INLINE void move_block(const char* s, char* d) {
-  __builtin_memcpy(d, s, Bytes);
-}
-template <int Bytes>
-SPORA_INLINE void zero_block(const char*, char* d) {
-  __builtin_memset(d, 0, Bytes);
-}
-// Block(s, d) on `rows` rows of b bytes (row strides lds and ldd in bytes): as blocks of 64 bytes
-// and one ending at the row's end, or two blocks of the largest size within the row that
-// overlap. Strides and sizes are arguments, so nothing is reloaded per row.
+// Block(s, d) over `rows` rows of b bytes (row strides lds and ldd in bytes), in the blocks
+// above; strides and sizes are arguments, so nothing is reloaded per row.
 template <template <int> class Block>
 struct Rows {
   template <int B>
@@ -137,11 +128,11 @@ struct Rows {
 };
 template <int B>
 struct Move {
-  SPORA_INLINE static void run(const char* s, char* d) { move_block<B>(s, d); }
+  SPORA_INLINE static void run(const char* s, char* d) { __builtin_memcpy(d, s, B); }
 };
 template <int B>
 struct Zero {
-  SPORA_INLINE static void run(const char* s, char* d) { zero_block<B>(s, d); }
+  SPORA_INLINE static void run(const char*, char* d) { __builtin_memset(d, 0, B); }
 };
 // dst[r * ldd + i] = src[r * lds + i] (or 0) for r < rows, i < n (strides in elements).
 template <class T>
@@ -156,10 +147,6 @@ SPORA_INLINE void zero_rows(T* dst, int64_t ldd, int64_t rows, int64_t n) {
   constexpr int64_t E = sizeof(T);
   char* d = reinterpret_cast<char*>(dst);
   Rows<Zero>::run(d, ldd * E, d, ldd * E, rows, n * E);  // the source walks dst, unread
-}
-template <class T>
-SPORA_INLINE void copy_short(const T* src, int64_t n, T* dst) {
-  copy_rows(src, 0, dst, 0, 1, n);
 }
 template <class T>
 SPORA_INLINE void zero_short(int64_t n, T* dst) {
