@@ -90,6 +90,13 @@ void valid_range(int64_t W, int64_t OW, int64_t s, int64_t p, int64_t kd, int64_
   if (hi < lo) hi = lo;
 }
 
+// The output rows [lo, hi) whose input row oy sh - ph + ky dh lies in [0, H) (lo <= hi <= OH).
+void valid_rows(const Conv& g, int64_t ky, int64_t& lo, int64_t& hi) {
+  const int64_t a = g.ph - ky * g.dh, b = g.H - 1 + g.ph - ky * g.dh;  // a <= oy sh <= b
+  lo = a <= 0 ? 0 : std::min(g.OH, (a + g.sh - 1) / g.sh);
+  hi = b < 0 ? lo : std::clamp(b / g.sh + 1, lo, g.OH);
+}
+
 // Row copies and zeroing for im2col. Its rows are as long as the output is wide, often
 // 10-30 elements, where a loop of scalar copies, with the geometry reloaded per row, cost more
 // than the GEMM (perf of LeNet's second convolution, 10-wide rows, on an Intel Xeon: im2col 68%
@@ -175,9 +182,8 @@ SPORA_NO_MEM_CALLS void im2col(const Conv& g, const T* x, int64_t n, int64_t grp
         int64_t lo, hi;
         valid_range(g.W, g.OW, g.sw, g.pw, kx * g.dw, lo, hi);
         if (same_width) {
-          // Rows oy with 0 <= oy - ph + ky dh < H.
-          const int64_t y0 = std::clamp<int64_t>(g.ph - ky * g.dh, 0, g.OH);
-          const int64_t y1 = std::clamp<int64_t>(g.H + g.ph - ky * g.dh, y0, g.OH);
+          int64_t y0, y1;
+          valid_rows(g, ky, y0, y1);
           zero_short(y0 * g.OW, dst);
           zero_short((g.OH - y1) * g.OW, dst + y1 * g.OW);
           if (y1 > y0 && hi > lo) {
@@ -193,9 +199,8 @@ SPORA_NO_MEM_CALLS void im2col(const Conv& g, const T* x, int64_t n, int64_t grp
           // The rows oy with 0 <= iy = oy sh - ph + ky dh < H: columns [lo, hi) copied, the
           // others zeroed; the rows outside zeroed whole.
           const int64_t OW = g.OW, OH = g.OH;
-          const int64_t a = g.ph - ky * g.dh, b = g.H - 1 + g.ph - ky * g.dh;
-          const int64_t oy0 = a <= 0 ? 0 : std::min(OH, (a + g.sh - 1) / g.sh);
-          const int64_t oy1 = b < 0 ? oy0 : std::clamp(b / g.sh + 1, oy0, OH);
+          int64_t oy0, oy1;
+          valid_rows(g, ky, oy0, oy1);
           zero_short(oy0 * OW, dst);
           zero_short((OH - oy1) * OW, dst + oy1 * OW);
           const int64_t rows = oy1 - oy0;
@@ -248,9 +253,8 @@ void col2im_plane(const Conv& g, const T* dcol, int64_t ld, int64_t col0, int64_
       if (hi <= lo) continue;
       if (g.sw == 1) {
         // The rows oy with 0 <= iy = oy sh - ph + ky dh < H, one call for all of them.
-        const int64_t a = g.ph - ky * g.dh, b = g.H - 1 + g.ph - ky * g.dh;  // a <= oy sh <= b
-        const int64_t oy0 = a <= 0 ? 0 : (a + g.sh - 1) / g.sh;
-        const int64_t oy1 = b < 0 ? 0 : std::min(g.OH, b / g.sh + 1);
+        int64_t oy0, oy1;
+        valid_rows(g, ky, oy0, oy1);
         if (oy1 > oy0)
           add_rows(plane + (oy0 * g.sh - g.ph + ky * g.dh) * g.W - g.pw + kx * g.dw + lo,
                    g.sh * g.W, src + oy0 * g.OW + lo, g.OW, oy1 - oy0, hi - lo);
