@@ -127,6 +127,21 @@ SPORA_PAIR(Transpose_1024x1024, {
   static Tensor x = random(DType::f32, {1024, 1024});
   run(state, "transpose", {x}, {}, cpu);
 })
+// The same transpose with its input in memory, as a training step's backward reads an activation
+// its forward wrote long before: 64 inputs (256 MiB) taken in turn.
+SPORA_PAIR(Transpose_1024x1024_cold, {
+  static std::vector<Tensor> xs = [] {
+    std::vector<Tensor> v;
+    for (uint64_t i = 0; i < 64; ++i) v.push_back(random(DType::f32, {1024, 1024}, -1, 1, i));
+    return v;
+  }();
+  const sem::RefKernel& k = kernel("transpose", cpu);
+  size_t i = 0;
+  for (auto _ : state) {
+    Value v = k({xs[i++ % xs.size()]}, {});
+    benchmark::DoNotOptimize(v.tensor.raw());
+  }
+})
 SPORA_PAIR(Permute_heads_8x128x4x64, {
   static Tensor x = random(DType::f32, {8, 128, 4, 64});
   Attrs a;

@@ -48,7 +48,9 @@ TEST(CpuShape, PermuteTransposeBroadcast) {
 }
 
 // Transposes of 4-byte elements take 8 x 8 register blocks with AVX2: every compiled path, on
-// shapes with ragged edges, power-of-two strides and a leading batch, equals the reference.
+// shapes with ragged edges, power-of-two strides, a leading batch, and matrices cut into bands
+// of 64 output rows (one band and a ragged one, five bands run by the threads, three per
+// matrix of a batch), equals the reference.
 TEST(CpuShape, TransposeBlocksEqualTheReferenceOnEveryPath) {
   Gen gen(43);
   const Isa saved = force_isa(Isa::base);
@@ -62,7 +64,10 @@ TEST(CpuShape, TransposeBlocksEqualTheReferenceOnEveryPath) {
                                                {784, 512},
                                                {13, 31},
                                                {3, 40, 24},
-                                               {2, 7, 9, 33}}) {
+                                               {2, 7, 9, 33},
+                                               {130, 70},
+                                               {1000, 300},
+                                               {3, 200, 129}}) {
         Tensor x = gen.tensor(dt, s);
         std::vector<int64_t> perm(s.size());
         for (size_t i = 0; i < s.size(); ++i) perm[i] = static_cast<int64_t>(i);
