@@ -7,8 +7,7 @@
 // Copies go through one strided-copy engine: the output's axes collapsed to the fewest
 // (size-1 axes dropped, neighbours merged where the input walks them contiguously), then runs
 // along the last axis: memcpy at input stride 1, a fill at stride 0, a typed gather otherwise;
-// a matrix transpose (the last two axes swapped) goes in tiles, in bands of 64 rows. Rows and
-// bands run in parallel.
+// a matrix transpose (the last two axes swapped) goes in 32 x 32 tiles. Rows run in parallel.
 // Invalid attributes go to the reference kernel, which raises the reference's error.
 #include <immintrin.h>
 
@@ -84,24 +83,13 @@ SPORA_ISA_AVX2 inline void transpose8x8_avx2(float* d, int64_t ldd, const float*
 // The tiled transpose below for 4-byte elements with AVX2: 16 x 16 tiles of 8 x 8 register
 // blocks, the ragged edges element by element. A 512 x 512 f32 transpose takes about a quarter
 // of the gathering loop's time (benchmarks/results/transpose_amd_epyc.txt; power-of-two strides
-// put the loop's 32 source lines in two L1 sets). Each tile first asks for the next tile's
-// source lines (16 rows ld apart, which no hardware prefetcher follows), so that a source in
-// memory arrives while this tile is moved.
+// put the loop's 32 source lines in two L1 sets).
 SPORA_ISA_AVX2 void transpose_tiles_f32_avx2(float* dst, const float* src, int64_t rows,
                                              int64_t cols, int64_t ld) {
   constexpr int64_t kTile = 16;
   for (int64_t r0 = 0; r0 < rows; r0 += kTile)
     for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
       const int64_t r1 = std::min(rows, r0 + kTile), c1 = std::min(cols, c0 + kTile);
-      const bool wrap = c1 == cols;
-      const int64_t rn = wrap ? r1 : r0, cn = wrap ? 0 : c1;
-      if (rn < rows) {
-        const int64_t last = std::min(rows, rn + kTile) - 1;
-        for (int64_t c = cn; c < std::min(cols, cn + kTile); ++c) {
-          _mm_prefetch(reinterpret_cast<const char*>(src + c * ld + rn), _MM_HINT_T0);
-          _mm_prefetch(reinterpret_cast<const char*>(src + c * ld + last), _MM_HINT_T0);
-        }
-      }
       int64_t r = r0;
       for (; r + 8 <= r1; r += 8) {
         int64_t c = c0;
@@ -152,24 +140,19 @@ void strided_copy_into(const uint8_t* src, int64_t base, const Shape& out_shape,
   const size_t r = plan.dims.size();
   const int64_t inner = plan.dims.back(), sin = plan.st[0].back();
   if (r >= 2 && plan.st[0][r - 2] == 1 && sin != 1 && inner > 1) {
-    // The last two axes swapped: tiles of [rows, inner] per leading index, each matrix in bands
-    // of kBand rows (tasks for the threads when there are few matrices).
-    constexpr int64_t kBand = 64;
+    // The last two axes swapped: tiles of [rows, inner] per leading index.
     const int64_t rows = plan.dims[r - 2], mat = rows * inner;
-    const int64_t bands = (rows + kBand - 1) / kBand;
     Shape lead(plan.dims.begin(), plan.dims.end() - 2);
     std::vector<int64_t> lst(plan.st[0].begin(), plan.st[0].end() - 2);
     const int64_t nlead = numel_of(lead);
-    parallel_tasks(nlead * bands, std::min(rows, kBand) * inner, [&](int64_t task) {
-      const int64_t j = task / bands, r0 = task % bands * kBand;
-      int64_t off = base + r0, rem = j;
+    parallel_tasks(nlead, mat, [&](int64_t j) {
+      int64_t off = base, rem = j;
       for (size_t d = lead.size(); d-- > 0;) {
         off += (rem % lead[d]) * lst[d];
         rem /= lead[d];
       }
-      transpose_tiles(dst + (j * mat + r0 * inner) * static_cast<int64_t>(es),
-                      src + off * static_cast<int64_t>(es), std::min(kBand, rows - r0), inner, sin,
-                      es);
+      transpose_tiles(dst + j * mat * static_cast<int64_t>(es),
+                      src + off * static_cast<int64_t>(es), rows, inner, sin, es);
     });
     return;
   }

@@ -48,9 +48,8 @@ TEST(CpuShape, PermuteTransposeBroadcast) {
 }
 
 // Transposes of 4-byte elements take 8 x 8 register blocks with AVX2: every compiled path, on
-// shapes with ragged edges, power-of-two strides, a leading batch, and matrices cut into bands
-// of 64 output rows (one band and a ragged one, five bands run by the threads, three per
-// matrix of a batch), equals the reference.
+// shapes with ragged edges, power-of-two strides and a leading batch, and on the activations of
+// W2 and W4, equals the reference.
 TEST(CpuShape, TransposeBlocksEqualTheReferenceOnEveryPath) {
   Gen gen(43);
   const Isa saved = force_isa(Isa::base);
@@ -67,6 +66,8 @@ TEST(CpuShape, TransposeBlocksEqualTheReferenceOnEveryPath) {
                                                {2, 7, 9, 33},
                                                {130, 70},
                                                {1000, 300},
+                                               {64, 784},
+                                               {1024, 1024},
                                                {3, 200, 129}}) {
         Tensor x = gen.tensor(dt, s);
         std::vector<int64_t> perm(s.size());
