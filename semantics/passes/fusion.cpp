@@ -6,11 +6,13 @@
 #include <functional>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <queue>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "semantics/passes/cse.h"
 #include "semantics/passes/dce.h"
 #include "semantics/passes/fusion_kind.h"
 #include "semantics/passes/fusion_plan.h"
@@ -545,41 +547,99 @@ class GraphFusion {
   }
 };
 
-// Whether n transposes the last two axes of its input and keeps the others (the batched matrix
-// transpose: permute(x, [0, ..., r-1, r-2]), or transpose(x) of a matrix).
-bool swaps_last2(const Node* n) {
-  if (!n->is_apply() || !is_layout(n) || n->inputs.size() != 1) return false;
+// The permutation a transpose / permute node n applies (result axis i is input axis perm[i]),
+// for a tensor input of rank 2 or more; none otherwise.
+std::optional<std::vector<int64_t>> layout_permutation(const Node* n) {
+  if (!n->is_apply() || !is_layout(n) || n->inputs.size() != 1) return std::nullopt;
   const sem::TypeP& t = n->inputs[0]->type;
-  if (!t || !t->is_tensor() || t->rank() < 2) return false;
+  if (!t || !t->is_tensor() || t->rank() < 2) return std::nullopt;
   const int64_t r = t->rank();
-  if (n->attrs.is_none("axes")) return r == 2;
-  const std::vector<int64_t>& axes = n->attrs.get_ints("axes");
-  if (static_cast<int64_t>(axes.size()) != r) return false;
-  for (int64_t i = 0; i < r; ++i) {
-    const int64_t want = i < r - 2 ? i : i == r - 2 ? r - 1 : r - 2;
-    if ((axes[i] < 0 ? axes[i] + r : axes[i]) != want) return false;
+  std::vector<int64_t> perm(static_cast<size_t>(r));
+  if (n->attrs.is_none("axes")) {
+    for (int64_t i = 0; i < r; ++i) perm[static_cast<size_t>(i)] = r - 1 - i;
+    return perm;
   }
-  return true;
+  const std::vector<int64_t>& axes = n->attrs.get_ints("axes");
+  if (static_cast<int64_t>(axes.size()) != r) return std::nullopt;
+  for (int64_t i = 0; i < r; ++i)
+    perm[static_cast<size_t>(i)] = axes[i] < 0 ? axes[i] + r : axes[i];
+  return perm;
+}
+
+// How many times each node is read: by applies of any graph, and as a graph's output.
+std::unordered_map<const Node*, int> use_counts(const Module& m) {
+  std::unordered_map<const Node*, int> uses;
+  for (const auto& g : m.graphs()) {
+    for (const Node* n : g->nodes)
+      for (const Node* in : n->inputs) ++uses[in];
+    if (g->output) ++uses[g->output];
+  }
+  return uses;
+}
+
+// The operand a product reads, through its flag, in place of the layout change t of x whose
+// permutation is perm: x itself when perm swaps the last two axes only; else, when perm is q
+// followed by that swap with q keeping the last axis innermost (attention's keys as
+// heads(k) transposed: [0,2,3,1] = [0,2,1,3] then the swap), permute(x, q), a copy of
+// contiguous runs instead of an element-by-element transpose: a node that already computes it
+// before `at` in g, else a new one right before `at` when the product is t's only reader.
+// Null when neither applies.
+Node* flag_operand(Module& m, Graph* g, Node* at, Node* t, std::vector<int64_t> perm,
+                   const std::unordered_map<const Node*, int>& uses, size_t& created) {
+  const size_t r = perm.size();
+  std::swap(perm[r - 2], perm[r - 1]);
+  bool identity = true;
+  for (size_t i = 0; i < r; ++i) identity = identity && perm[i] == static_cast<int64_t>(i);
+  Node* x = t->inputs[0];
+  if (identity) return x;
+  if (perm[r - 1] != static_cast<int64_t>(r - 1)) return nullptr;
+  for (Node* n : g->nodes) {
+    if (n == at) break;
+    if (n != t && n->inputs.size() == 1 && n->inputs[0] == x && layout_permutation(n) == perm)
+      return n;
+  }
+  const auto it = uses.find(t);
+  if (it == uses.end() || it->second != 1) return nullptr;
+  sem::Attrs attrs;
+  attrs.set("axes", perm);
+  Node* q = m.add_apply(g, sem::Registry::instance().find("permute"), {x}, std::move(attrs),
+                        nullptr, t->loc);
+  g->nodes.pop_back();
+  g->nodes.insert(std::find(g->nodes.begin(), g->nodes.end(), at), q);
+  ++created;
+  return q;
 }
 
 }  // namespace
 
 size_t fold_transposes_into_products(Module& m) {
-  size_t folded = 0;
+  size_t folded = 0, created = 0;
+  std::unordered_map<const Node*, int> uses = use_counts(m);
   for (const auto& g : m.graphs()) {
     if (is_fused_graph(*g)) continue;
-    for (Node* n : g->nodes) {
-      if (!n->is_apply() || !n->is_prim("matmul") || n->inputs.size() != 2) continue;
+    std::vector<Node*> products;
+    for (Node* n : g->nodes)
+      if (n->is_apply() && n->is_prim("matmul") && n->inputs.size() == 2) products.push_back(n);
+    for (Node* n : products) {
       for (size_t i = 0; i < 2; ++i) {
-        if (!swaps_last2(n->inputs[i])) continue;
-        const char* flag = i == 0 ? "transpose_a" : "transpose_b";
-        const bool was = n->attrs.has(flag) && n->attrs.get_bool(flag);
-        n->inputs[i] = n->inputs[i]->inputs[0];
-        n->attrs.set(flag, !was);
-        ++folded;
+        // Through a chain of layout changes (the backward transposes an operand the forward
+        // transposed): each step drops one or stops.
+        while (const std::optional<std::vector<int64_t>> perm = layout_permutation(n->inputs[i])) {
+          Node* t = n->inputs[i];
+          Node* operand = flag_operand(m, g.get(), n, t, *perm, uses, created);
+          if (!operand) break;
+          const char* flag = i == 0 ? "transpose_a" : "transpose_b";
+          const bool was = n->attrs.has(flag) && n->attrs.get_bool(flag);
+          n->inputs[i] = operand;
+          n->attrs.set(flag, !was);
+          --uses[t];
+          ++uses[operand];
+          ++folded;
+        }
       }
     }
   }
+  if (created > 0) eliminate_common_subexpressions(m);  // a new permute the backward also makes
   if (folded > 0) eliminate_dead_code(m);
   return folded;
 }

@@ -25,7 +25,13 @@
 // input instead, with its transpose_a / transpose_b flag toggled (fold_transposes_into_products):
 // the GEMM reads the operand where it lies (BLAS's transa / transb) and no transposed copy is
 // made; the transposes left unread are removed (dead code elimination). Reverse mode writes
-// a product's cotangents with such transposes (ops/matmul.cpp).
+// a product's cotangents with such transposes (ops/matmul.cpp). An operand permuted by q and
+// then transposed, with q keeping the last axis innermost (attention's keys: heads(k)
+// transposed, [0,2,3,1]), is read as permute(x, q) with the flag toggled: the permute an
+// earlier node already computes (the forward's heads(k), when the backward transposes it
+// again), else a new one in its place, which copies contiguous runs where the transpose moved
+// single elements (and which common subexpression elimination then merges with an equal
+// permute computed later: the backward's heads(k)).
 //
 // Algorithm, per graph (nodes in schedule order; scalar constants take no part):
 //   1. Dataflow: the users of each node in its graph; a node read by the graph's output, by a

@@ -10,6 +10,7 @@
 
 #include "grad_check_util.h"
 #include "semantics/passes/fusion.h"
+#include "semantics/passes/pipeline.h"
 #include "semantics/pipeline.h"
 
 namespace spora::autodiff::testing {
@@ -350,6 +351,114 @@ def main() {
     EXPECT_EQ(lines[1], (std::vector<double>{-0.5, -29, 51.5, 47})) << mode;
     EXPECT_EQ(lines[2], (std::vector<double>{5.125, -6.5, 3.75, 55, 6.5, -68})) << mode;
     EXPECT_EQ(lines[3], (std::vector<double>{1.25, 5, 0.75, -4})) << mode;
+  }
+}
+
+// The graph @step of a program as `spora run` compiles it for its entry (the simplification
+// passes, then, with fold, fusion's first step), called on `args`: every float it returns, and
+// how many permutes and transposes it holds with result type `type`.
+struct CompiledStep {
+  std::vector<double> values;
+  size_t layouts = 0;
+};
+CompiledStep run_step(const std::string& text, bool fold, const std::vector<sem::Value>& args,
+                      const std::string& type) {
+  setup();
+  const std::string path =
+      ::testing::TempDir() + "spora_ad_step_" + std::to_string(::getpid()) + ".sp";
+  std::ofstream(path) << text;
+  lang::SourceManager sources;
+  lang::DiagnosticEngine diags(sources);
+  sem::Compiled c = sem::compile_file(sources, diags, path);
+  std::remove(path.c_str());
+  CompiledStep out;
+  EXPECT_TRUE(c.module);
+  if (!c.module) return out;
+  c.module->entry = c.module->find_graph("step");
+  EXPECT_TRUE(c.module->entry);
+  if (!c.module->entry) return out;
+  passes::optimize(*c.module);
+  if (fold) passes::fold_transposes_into_products(*c.module);
+  for (const auto& g : c.module->graphs())
+    for (const ir::Node* n : g->nodes)
+      out.layouts +=
+          (n->is_prim("permute") || n->is_prim("transpose")) && n->type && n->type->str() == type;
+  std::vector<sem::Value> todo{sem::Interpreter(*c.module).call(c.module->entry, args)};
+  while (!todo.empty()) {
+    sem::Value v = std::move(todo.back());
+    todo.pop_back();
+    if (v.is_tensor()) {
+      for (int64_t i = 0; i < v.tensor.numel(); ++i) out.values.push_back(v.tensor.get(i));
+    } else {
+      for (const sem::Value& item : v.items()) todo.push_back(item);
+    }
+  }
+  return out;
+}
+
+// Attention's scores q k^T with k = heads(x wk): simplified, the transpose after the heads'
+// permute is one permute [0,2,3,1], which moves single elements. Folded, the product reads
+// heads(k) ([0,2,1,3], contiguous runs) through transpose_b, and the backward's products,
+// which transpose heads(q) and heads(k) again, read the forward's permutes: no permute that
+// moves the last axis is left. Values equal the unfolded step's, and the unoptimized
+// program's (chains of transposes) in graph mode, folded or not, and eager mode.
+TEST(Programs, ProductsReadPermutedHeadsThroughTheirFlags) {
+  setup();
+  const std::string text = R"(
+def heads(t) = transpose(reshape(t, (2, 3, 2, 2)), (0, 2, 1, 3))
+def f(x, wq, wk) {
+    let q = heads(x @ wq)
+    let k = heads(x @ wk)
+    return sum((q @ transpose(k, (0, 1, 3, 2))) ** 2.0)
+}
+def step(x, wq, wk) = value_and_grad(f, wrt=(0, 1, 2))(x, wq, wk)
+def main() {
+    let x = reshape(arange(0.0, 24.0) * 0.125 - 1.5, (2, 3, 4))
+    let wq = reshape(0.5 - arange(0.0, 16.0) * 0.0625, (4, 4))
+    let wk = reshape(arange(0.0, 16.0) * 0.125 - 1.0, (4, 4))
+    let (l, g) = step(x, wq, wk)
+    print(l)
+    print(g[0])
+    print(g[1])
+    print(g[2])
+}
+)";
+  // Heads transposed: [2, 2, 2, 3], the last axis moved (the forward's k^T, the backward's q^T
+  // and k^T).
+  const std::string transposed = "f32[2,2,2,3]";
+  std::mt19937_64 rng(7);
+  auto uniform = [&](sem::Shape shape) {
+    sem::Tensor t = sem::Tensor::empty(DType::f32, std::move(shape));
+    for (int64_t i = 0; i < t.numel(); ++i)
+      t.set(i, std::uniform_real_distribution<double>(-1, 1)(rng));
+    return sem::Value(t);
+  };
+  const std::vector<sem::Value> args{uniform({2, 3, 4}), uniform({4, 4}), uniform({4, 4})};
+  const CompiledStep plain = run_step(text, false, args, transposed);
+  const CompiledStep folded = run_step(text, true, args, transposed);
+  EXPECT_GE(plain.layouts, 1u);
+  EXPECT_EQ(folded.layouts, 0u);
+  ASSERT_EQ(plain.values.size(), 1u + 24 + 16 + 16);
+  ASSERT_EQ(folded.values.size(), plain.values.size());
+  for (size_t i = 0; i < plain.values.size(); ++i)
+    EXPECT_NEAR(folded.values[i], plain.values[i], 1e-5 * (1 + std::abs(plain.values[i]))) << i;
+
+  std::vector<std::vector<double>> want;
+  for (int run = 0; run < 3; ++run) {
+    const bool eager = run == 2, fold = run == 1;
+    const auto lines = run_program(text, eager, fold);
+    const char* mode = eager ? "eager" : fold ? "graph, folded" : "graph";
+    ASSERT_EQ(lines.size(), 4u) << mode;
+    ASSERT_EQ(lines[1].size(), 24u) << mode;
+    ASSERT_EQ(lines[2].size(), 16u) << mode;
+    if (run == 0) {
+      want = lines;
+      continue;
+    }
+    for (size_t i = 0; i < lines.size(); ++i)
+      for (size_t j = 0; j < lines[i].size(); ++j)
+        EXPECT_NEAR(lines[i][j], want[i][j], 1e-12 * (1 + std::abs(want[i][j])))
+            << mode << " line " << i << " element " << j;
   }
 }
 
