@@ -17,6 +17,7 @@
 #include "semantics/passes/fusion_kind.h"
 #include "semantics/passes/fusion_plan.h"
 #include "semantics/passes/util.h"
+#include "semantics/shape_rules.h"
 
 namespace spora::passes {
 
@@ -610,6 +611,40 @@ Node* flag_operand(Module& m, Graph* g, Node* at, Node* t, std::vector<int64_t> 
   return q;
 }
 
+// A permute t by p of a product C = op(A) op(B) that nothing else reads, where p moves the
+// product's last axis and p', p with the values r-2 and r-1 exchanged, keeps it: C becomes
+// C^T = op(B)^T op(A)^T (its operands exchanged, each flag toggled) and t permutes C^T by p',
+// a copy of contiguous runs (the backward's keys' gradient, q^T dS laid back out as heads:
+// [0,3,1,2] of [8,4,64,128] becomes [0,2,1,3] of dS^T q). Whether it did.
+bool transpose_product(Node* t, const std::unordered_map<const Node*, int>& uses) {
+  const std::optional<std::vector<int64_t>> perm = layout_permutation(t);
+  if (!perm) return false;
+  Node* c = t->inputs[0];
+  if (!c->is_apply() || !c->is_prim("matmul") || c->inputs.size() != 2 || c->graph != t->graph)
+    return false;
+  for (const Node* in : c->inputs)
+    if (!in->type || !in->type->is_tensor() || in->type->rank() < 2) return false;
+  const auto it = uses.find(c);
+  if (it == uses.end() || it->second != 1) return false;
+  const int64_t r = static_cast<int64_t>(perm->size());
+  std::vector<int64_t> swapped = *perm;
+  for (int64_t& a : swapped) a = a == r - 2 ? r - 1 : a == r - 1 ? r - 2 : a;
+  if ((*perm)[r - 1] == r - 1 || swapped[r - 1] != r - 1) return false;
+  const sem::MatmulFlags f = sem::matmul_flags(c->attrs);
+  sem::Attrs attrs;  // the flags written only where set, as reverse mode writes them
+  for (const auto& [name, value] : c->attrs.items())
+    if (name != "transpose_a" && name != "transpose_b") attrs.set(name, value);
+  if (!f.b) attrs.set("transpose_a", true);
+  if (!f.a) attrs.set("transpose_b", true);
+  const sem::TypeP type = c->prim->infer({c->inputs[1]->type, c->inputs[0]->type}, attrs);
+  if (!type) return false;
+  std::swap(c->inputs[0], c->inputs[1]);
+  c->attrs = std::move(attrs);
+  c->type = type;
+  t->attrs.set("axes", swapped);
+  return true;
+}
+
 }  // namespace
 
 size_t fold_transposes_into_products(Module& m) {
@@ -638,6 +673,7 @@ size_t fold_transposes_into_products(Module& m) {
         }
       }
     }
+    for (Node* t : g->nodes) folded += transpose_product(t, uses);
   }
   if (created > 0) eliminate_common_subexpressions(m);  // a new permute the backward also makes
   if (folded > 0) eliminate_dead_code(m);

@@ -31,7 +31,10 @@
 // earlier node already computes (the forward's heads(k), when the backward transposes it
 // again), else a new one in its place, which copies contiguous runs where the transpose moved
 // single elements (and which common subexpression elimination then merges with an equal
-// permute computed later: the backward's heads(k)).
+// permute computed later: the backward's heads(k)). Last, a permute p of a product that
+// nothing else reads, p moving its last axis, computes the product transposed (operands
+// exchanged, flags toggled) and permutes it by p with the last two axes' roles exchanged when
+// that keeps the last axis innermost (the keys' gradient q^T dS laid out as heads).
 //
 // Algorithm, per graph (nodes in schedule order; scalar constants take no part):
 //   1. Dataflow: the users of each node in its graph; a node read by the graph's output, by a
@@ -80,10 +83,10 @@ struct FusionOptions {
 struct FusionStats {
   size_t groups = 0;             // fused graphs made
   size_t fused_nodes = 0;        // applies moved into them
-  size_t folded_transposes = 0;  // matmul operands read through a flag instead of a transpose
+  size_t folded_transposes = 0;  // transposes of products and their operands made flags
 };
 
-// The first step of fuse_operators, on its own: the number of operands folded.
+// The first step of fuse_operators, on its own: the number of transposes folded into flags.
 size_t fold_transposes_into_products(ir::Module& m);
 
 FusionStats fuse_operators(ir::Module& m, const FusionOptions& options = {});
