@@ -793,9 +793,32 @@ void shape_costs(sem::Registry& r) {
   for (const char* name : {"reshape", "flatten", "squeeze", "unsqueeze", "expand_dims",
                            "make_tuple", "tuple_get", "make_record", "record_get"})
     set_cost(r, name, sem::view_cost());
-  for (const char* name :
-       {"transpose", "permute", "broadcast_to", "concat", "stack", "slice", "gather"})
+  for (const char* name : {"broadcast_to", "concat", "stack", "slice", "gather"})
     set_cost(r, name, sem::copy_cost());
+  // A permutation that moves the innermost axis (of those longer than 1) copies single elements
+  // and is priced by a table of its own where the spec has one (`transpose`); one that keeps it
+  // copies contiguous runs, as the copy class's other ops do.
+  for (const char* name : {"transpose", "permute"})
+    set_cost(r, name, [](const CostTypes& in, const TypeP& out, const Attrs& attrs) {
+      OpCost c = sem::copy_cost()(in, out, attrs);
+      if (in.empty() || !in[0] || !in[0]->is_tensor()) return c;
+      const Shape& shape = in[0]->shape;
+      const int64_t rank = static_cast<int64_t>(shape.size());
+      std::vector<int64_t> axes(static_cast<size_t>(rank));
+      for (int64_t i = 0; i < rank; ++i)
+        axes[static_cast<size_t>(i)] = attrs.is_none("axes") ? rank - 1 - i
+                                       : static_cast<int64_t>(attrs.get_ints("axes").size()) == rank
+                                           ? (attrs.get_ints("axes")[i] % rank + rank) % rank
+                                           : i;
+      int64_t inner_in = -1, inner_out = -1;  // the innermost axes longer than 1
+      for (int64_t i = 0; i < rank; ++i) {
+        if (shape[static_cast<size_t>(i)] > 1) inner_in = i;
+        if (shape[static_cast<size_t>(axes[static_cast<size_t>(i)])] > 1)
+          inner_out = axes[static_cast<size_t>(i)];
+      }
+      if (inner_in != inner_out) c.table = "transpose";
+      return c;
+    });
   set_cost(r, "one_hot", sem::elementwise_cost(1));
   // Zeros of the input's shape written, g read into them.
   set_cost(r, "slice_grad", [](const CostTypes& in, const TypeP& out, const Attrs&) {

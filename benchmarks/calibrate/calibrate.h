@@ -12,7 +12,8 @@
 //                    GEMM; conv2d_input_grad and conv2d_weight_grad on the same geometries,
 //                    each keyed by its own GEMM, as tables of their own
 //        bandwidth   bytes/s per op class (elementwise, reduction, norm, copy, pool, creation),
-//                    and of max_pool2d_grad (pool_grad: the gradient helpers' own table)
+//                    of max_pool2d_grad (pool_grad: the gradient helpers' own table), and of the
+//                    transposes that move the innermost axis (transpose)
 //                    over sizes from 1 KiB to 16 MiB moved
 //        overheads   the interpreter's time per node (dispatch) plus each class's fixed kernel
 //                    cost beyond a tiny add: launch_overhead per class

@@ -113,20 +113,22 @@ void print_tables(double distance, std::map<std::string, double>& tiny, std::mt1
     std::vector<Measured>& r = sweep["reduction"].emplace_back();
     std::vector<Measured>& nm = sweep["norm"].emplace_back();
     std::vector<Measured>& cp = sweep["copy"].emplace_back();
+    std::vector<Measured>& tr = sweep["transpose"].emplace_back();
     for (const sem::Shape& s : {rows, cols}) {
       r.push_back(at({"sum", {f32(s)}, attrs_of({{"axis", Ints{0}}})}));
       r.push_back(at({"sum", {f32(s)}, attrs_of({{"axis", Ints{1}}})}));
       r.push_back(at({"max", {f32(s)}, attrs_of({{"axis", Ints{1}}})}));
-      cp.push_back(at({"permute", {f32(s)}, attrs_of({{"axes", Ints{1, 0}}})}));
+      tr.push_back(at({"permute", {f32(s)}, attrs_of({{"axes", Ints{1, 0}}})}));
     }
     // Tensors of rank 3 and 4 as models hold them ([batch, tokens, features], [batch, heads,
     // tokens, head features]): the sum over the batch (a weight gradient's), over the features
-    // with keepdims (a softmax's), and the permutes of attention's heads and of a batched
-    // transpose.
+    // with keepdims (a softmax's); the permute of attention's heads (contiguous runs: the copy
+    // class) and a batched transpose (single elements: the transpose table, with the matrix
+    // transposes above).
     const sem::Shape b3{8, n / 8 / 64, 64}, b4{8, 4, n / 8 / 4 / 64, 64};
     r.push_back(at({"sum", {f32(b3)}, attrs_of({{"axis", Ints{0}}, {"keepdims", true}})}));
     r.push_back(at({"sum", {f32(b4)}, attrs_of({{"axis", Ints{3}}, {"keepdims", true}})}));
-    cp.push_back(at({"permute", {f32(b3)}, attrs_of({{"axes", Ints{0, 2, 1}}})}));
+    tr.push_back(at({"permute", {f32(b3)}, attrs_of({{"axes", Ints{0, 2, 1}}})}));
     cp.push_back(at({"permute", {f32(b4)}, attrs_of({{"axes", Ints{0, 2, 1, 3}}})}));
     nm.push_back(at({"softmax", {f32(rows)}, {}}));
     nm.push_back(at({"layer_norm", {f32(rows), Value(), Value()}, {}}));
@@ -145,7 +147,10 @@ void print_tables(double distance, std::map<std::string, double>& tiny, std::mt1
   }
 
   for (const auto& [cls, by_size] : sweep)
-    print_bandwidth(cls, by_size, tiny.at(cls == "pool_grad" ? std::string("pool") : cls));
+    print_bandwidth(cls, by_size,
+                    tiny.at(cls == "pool_grad"   ? std::string("pool")
+                            : cls == "transpose" ? std::string("copy")
+                                                 : cls));
 }
 
 }  // namespace

@@ -329,6 +329,41 @@ TEST(MeasuredTables, PoolingGradientsTakeTheirOwnBandwidthTable) {
   EXPECT_DOUBLE_EQ(model.time(forward, DType::f32).seconds, forward.bytes / 1e10);
 }
 
+// A permute that moves the innermost axis copies single elements and takes the transpose
+// bandwidth table where the spec has one; one that keeps it (attention's heads), or moves only
+// axes of length 1, copies contiguous runs and takes the copy class's, as a spec without the
+// transpose table prices both.
+TEST(MeasuredTables, TransposesTakeTheirOwnBandwidthTable) {
+  auto axes = [](std::vector<int64_t> a) {
+    return std::vector<std::pair<std::string, sem::Attr>>{{"axes", sem::Attr{a}}};
+  };
+  const sem::TypeP heads = sem::Type::tensor(DType::f32, {8, 128, 4, 64});
+  const sem::TypeP matrix = sem::Type::tensor(DType::f32, {1024, 256});
+  const sem::TypeP row = sem::Type::tensor(DType::f32, {1, 256});
+  const OpCost runs = registry_cost("permute", {heads}, axes({0, 2, 1, 3}));
+  const OpCost keys = registry_cost("permute", {heads}, axes({0, 2, 3, 1}));
+  const OpCost moved = registry_cost("transpose", {matrix}, {});
+  const OpCost moved_back = registry_cost("permute", {matrix}, axes({-1, 0}));
+  const OpCost unit = registry_cost("permute", {row}, axes({1, 0}));
+  EXPECT_EQ(runs.table, "");
+  EXPECT_EQ(keys.table, "transpose");
+  EXPECT_EQ(moved.table, "transpose");
+  EXPECT_EQ(moved_back.table, "transpose");
+  EXPECT_EQ(unit.table, "");
+  for (const OpCost* c : {&runs, &keys, &moved, &unit}) ASSERT_EQ(c->op_class, "copy");
+  MeasuredTables t;
+  t.bandwidth["copy"] = RateTable::from_rows({{1024, 2e10}, {1 << 24, 2e10}});
+  const ClusterSpec old_spec = spec_with(t);
+  EXPECT_DOUBLE_EQ(CostModel(old_spec.device).time(keys, DType::f32).seconds, keys.bytes / 2e10);
+  t.bandwidth["transpose"] = RateTable::from_rows({{1024, 5e9}, {1 << 24, 5e9}});
+  const ClusterSpec spec = spec_with(t);
+  const CostModel model(spec.device);
+  EXPECT_DOUBLE_EQ(model.time(keys, DType::f32).seconds, keys.bytes / 5e9);
+  EXPECT_DOUBLE_EQ(model.time(moved, DType::f32).seconds, moved.bytes / 5e9);
+  EXPECT_DOUBLE_EQ(model.time(runs, DType::f32).seconds, runs.bytes / 2e10);
+  EXPECT_DOUBLE_EQ(model.time(unit, DType::f32).seconds, unit.bytes / 2e10);
+}
+
 }  // namespace
 }  // namespace spora::sim
 
