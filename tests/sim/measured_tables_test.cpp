@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
+#include <string>
 
 #include "ops/ops.h"
 #include "semantics/cost.h"
@@ -102,6 +104,16 @@ ClusterSpec spec_with(const MeasuredTables& t) {
   const std::string text = std::string(kSpec) + measured_tables_yaml(t, 2) +
                            "interconnect: {kind: switch, bandwidth: 1 GB/s, latency: 1 us}\n";
   return parse_cluster_spec(text, "m.yaml");
+}
+
+// The seconds the cost model charges `cost` (f32) under a spec whose only tables are bandwidth
+// tables, each one rate (bytes/s) at every size, named by op class or by OpCost::table.
+double seconds_under(const OpCost& cost, const std::map<std::string, double>& rates) {
+  MeasuredTables t;
+  for (const auto& [name, rate] : rates)
+    t.bandwidth[name] = RateTable::from_rows({{1024, rate}, {1 << 24, rate}});
+  const ClusterSpec spec = spec_with(t);
+  return CostModel(spec.device).time(cost, DType::f32).seconds;
 }
 
 TEST(MeasuredTables, RoundTripThroughTheSpecReader) {
@@ -318,15 +330,10 @@ TEST(MeasuredTables, PoolingGradientsTakeTheirOwnBandwidthTable) {
   EXPECT_EQ(grad.table, "pool_grad");
   ASSERT_EQ(grad.op_class, "pool");
   ASSERT_GT(grad.bytes, 0);
-  MeasuredTables t;
-  t.bandwidth["pool"] = RateTable::from_rows({{1024, 1e10}, {1 << 24, 1e10}});
-  const ClusterSpec old_spec = spec_with(t);
-  EXPECT_DOUBLE_EQ(CostModel(old_spec.device).time(grad, DType::f32).seconds, grad.bytes / 1e10);
-  t.bandwidth["pool_grad"] = RateTable::from_rows({{1024, 2.5e9}, {1 << 24, 2.5e9}});
-  const ClusterSpec spec = spec_with(t);
-  const CostModel model(spec.device);
-  EXPECT_DOUBLE_EQ(model.time(grad, DType::f32).seconds, grad.bytes / 2.5e9);
-  EXPECT_DOUBLE_EQ(model.time(forward, DType::f32).seconds, forward.bytes / 1e10);
+  EXPECT_DOUBLE_EQ(seconds_under(grad, {{"pool", 1e10}}), grad.bytes / 1e10);
+  const std::map<std::string, double> both{{"pool", 1e10}, {"pool_grad", 2.5e9}};
+  EXPECT_DOUBLE_EQ(seconds_under(grad, both), grad.bytes / 2.5e9);
+  EXPECT_DOUBLE_EQ(seconds_under(forward, both), forward.bytes / 1e10);
 }
 
 // A permute that moves the innermost axis copies single elements and takes the transpose
@@ -351,17 +358,12 @@ TEST(MeasuredTables, TransposesTakeTheirOwnBandwidthTable) {
   EXPECT_EQ(moved_back.table, "transpose");
   EXPECT_EQ(unit.table, "");
   for (const OpCost* c : {&runs, &keys, &moved, &unit}) ASSERT_EQ(c->op_class, "copy");
-  MeasuredTables t;
-  t.bandwidth["copy"] = RateTable::from_rows({{1024, 2e10}, {1 << 24, 2e10}});
-  const ClusterSpec old_spec = spec_with(t);
-  EXPECT_DOUBLE_EQ(CostModel(old_spec.device).time(keys, DType::f32).seconds, keys.bytes / 2e10);
-  t.bandwidth["transpose"] = RateTable::from_rows({{1024, 5e9}, {1 << 24, 5e9}});
-  const ClusterSpec spec = spec_with(t);
-  const CostModel model(spec.device);
-  EXPECT_DOUBLE_EQ(model.time(keys, DType::f32).seconds, keys.bytes / 5e9);
-  EXPECT_DOUBLE_EQ(model.time(moved, DType::f32).seconds, moved.bytes / 5e9);
-  EXPECT_DOUBLE_EQ(model.time(runs, DType::f32).seconds, runs.bytes / 2e10);
-  EXPECT_DOUBLE_EQ(model.time(unit, DType::f32).seconds, unit.bytes / 2e10);
+  EXPECT_DOUBLE_EQ(seconds_under(keys, {{"copy", 2e10}}), keys.bytes / 2e10);
+  const std::map<std::string, double> both{{"copy", 2e10}, {"transpose", 5e9}};
+  EXPECT_DOUBLE_EQ(seconds_under(keys, both), keys.bytes / 5e9);
+  EXPECT_DOUBLE_EQ(seconds_under(moved, both), moved.bytes / 5e9);
+  EXPECT_DOUBLE_EQ(seconds_under(runs, both), runs.bytes / 2e10);
+  EXPECT_DOUBLE_EQ(seconds_under(unit, both), unit.bytes / 2e10);
 }
 
 }  // namespace
