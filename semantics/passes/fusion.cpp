@@ -624,13 +624,16 @@ bool transpose_product(Node* t, const std::unordered_map<const Node*, int>& uses
     return false;
   for (const Node* in : c->inputs)
     if (!in->type || !in->type->is_tensor() || in->type->rank() < 2) return false;
+  // A batch times one matrix runs as one GEMM over the stacked rows (backends/cpu/matmul.cpp);
+  // exchanged, it would run one GEMM per batch entry.
+  const sem::MatmulFlags f = sem::matmul_flags(c->attrs);
+  if (!f.a && c->inputs[0]->type->rank() > 2 && c->inputs[1]->type->rank() == 2) return false;
   const auto it = uses.find(c);
   if (it == uses.end() || it->second != 1) return false;
   const int64_t r = static_cast<int64_t>(perm->size());
   std::vector<int64_t> swapped = *perm;
   for (int64_t& a : swapped) a = a == r - 2 ? r - 1 : a == r - 1 ? r - 2 : a;
   if ((*perm)[r - 1] == r - 1 || swapped[r - 1] != r - 1) return false;
-  const sem::MatmulFlags f = sem::matmul_flags(c->attrs);
   sem::Attrs attrs;  // the flags written only where set, as reverse mode writes them
   for (const auto& [name, value] : c->attrs.items())
     if (name != "transpose_a" && name != "transpose_b") attrs.set(name, value);

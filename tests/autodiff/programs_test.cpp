@@ -354,6 +354,19 @@ def main() {
   }
 }
 
+// f32 tensors of the given shapes, uniform in [-1, 1).
+std::vector<sem::Value> uniform_f32(const std::vector<sem::Shape>& shapes, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<sem::Value> out;
+  for (const sem::Shape& shape : shapes) {
+    sem::Tensor t = sem::Tensor::empty(DType::f32, shape);
+    for (int64_t i = 0; i < t.numel(); ++i)
+      t.set(i, std::uniform_real_distribution<double>(-1, 1)(rng));
+    out.emplace_back(t);
+  }
+  return out;
+}
+
 // The graph @step of a program as `spora run` compiles it for its entry (the simplification
 // passes, then, with fold, fusion's first step), called on `args`: every float it returns, and
 // how many permutes and transposes it holds that move the last axis (copies element by
@@ -429,14 +442,7 @@ def main() {
     print(g[2])
 }
 )";
-  std::mt19937_64 rng(7);
-  auto uniform = [&](sem::Shape shape) {
-    sem::Tensor t = sem::Tensor::empty(DType::f32, std::move(shape));
-    for (int64_t i = 0; i < t.numel(); ++i)
-      t.set(i, std::uniform_real_distribution<double>(-1, 1)(rng));
-    return sem::Value(t);
-  };
-  const std::vector<sem::Value> args{uniform({2, 3, 4}), uniform({4, 4}), uniform({4, 4})};
+  const std::vector<sem::Value> args = uniform_f32({{2, 3, 4}, {4, 4}, {4, 4}}, 7);
   const CompiledStep plain = run_step(text, false, args);
   const CompiledStep folded = run_step(text, true, args);
   EXPECT_GE(plain.transposes, 2u);  // k^T, and the keys' gradient laid out as heads
@@ -463,6 +469,24 @@ def main() {
         EXPECT_NEAR(lines[i][j], want[i][j], 1e-12 * (1 + std::abs(want[i][j])))
             << mode << " line " << i << " element " << j;
   }
+}
+
+// A batch times one matrix runs as one GEMM over the stacked rows: a transpose of its result
+// stays a transpose rather than making the product one GEMM per batch entry.
+TEST(Programs, ABatchTimesAMatrixKeepsItsTransposedResult) {
+  setup();
+  const std::string text = R"(
+def step(x, w) = transpose(x @ w, (0, 2, 1))
+def main() {
+    print(step(reshape(arange(0.0, 24.0), (2, 3, 4)), reshape(arange(0.0, 20.0), (4, 5))))
+}
+)";
+  const std::vector<sem::Value> args = uniform_f32({{2, 3, 4}, {4, 5}}, 9);
+  const CompiledStep plain = run_step(text, false, args);
+  const CompiledStep folded = run_step(text, true, args);
+  EXPECT_EQ(plain.transposes, 1u);
+  EXPECT_EQ(folded.transposes, 1u);
+  EXPECT_EQ(folded.values, plain.values);
 }
 
 }  // namespace
