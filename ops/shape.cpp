@@ -803,18 +803,12 @@ void shape_costs(sem::Registry& r) {
       OpCost c = sem::copy_cost()(in, out, attrs);
       if (in.empty() || !in[0] || !in[0]->is_tensor()) return c;
       const Shape& shape = in[0]->shape;
-      const int64_t rank = static_cast<int64_t>(shape.size());
-      std::vector<int64_t> axes(static_cast<size_t>(rank));
-      for (int64_t i = 0; i < rank; ++i)
-        axes[static_cast<size_t>(i)] = attrs.is_none("axes") ? rank - 1 - i
-                                       : static_cast<int64_t>(attrs.get_ints("axes").size()) == rank
-                                           ? (attrs.get_ints("axes")[i] % rank + rank) % rank
-                                           : i;
+      const auto axes = sem::permutation(attrs, in[0]->rank());
+      if (!axes) return c;
       int64_t inner_in = -1, inner_out = -1;  // the innermost axes longer than 1
-      for (int64_t i = 0; i < rank; ++i) {
-        if (shape[static_cast<size_t>(i)] > 1) inner_in = i;
-        if (shape[static_cast<size_t>(axes[static_cast<size_t>(i)])] > 1)
-          inner_out = axes[static_cast<size_t>(i)];
+      for (size_t i = 0; i < shape.size(); ++i) {
+        if (shape[i] > 1) inner_in = static_cast<int64_t>(i);
+        if (shape[static_cast<size_t>((*axes)[i])] > 1) inner_out = (*axes)[i];
       }
       if (inner_in != inner_out) c.table = "transpose";
       return c;

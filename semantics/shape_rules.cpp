@@ -64,6 +64,21 @@ MatmulFlags matmul_flags(const Attrs& attrs) {
   return {flag("transpose_a"), flag("transpose_b")};
 }
 
+std::optional<std::vector<int64_t>> permutation(const Attrs& attrs, int64_t rank) {
+  std::vector<int64_t> perm(static_cast<size_t>(rank));
+  if (attrs.is_none("axes")) {
+    for (int64_t i = 0; i < rank; ++i) perm[static_cast<size_t>(i)] = rank - 1 - i;
+    return perm;
+  }
+  const std::vector<int64_t>& axes = attrs.get_ints("axes");
+  if (static_cast<int64_t>(axes.size()) != rank) return std::nullopt;
+  for (int64_t i = 0; i < rank; ++i)
+    perm[static_cast<size_t>(i)] = axes[static_cast<size_t>(i)] < 0
+                                       ? axes[static_cast<size_t>(i)] + rank
+                                       : axes[static_cast<size_t>(i)];
+  return perm;
+}
+
 Shape swap_last2(Shape x) {
   std::swap(x[x.size() - 1], x[x.size() - 2]);
   return x;

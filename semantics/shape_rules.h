@@ -48,6 +48,11 @@ Shape swap_last2(Shape x);
 // when a flagged operand has rank < 2.
 std::optional<MatmulShape> matmul_shape(const Shape& a, const Shape& b, MatmulFlags t);
 
+// The permutation transpose / permute apply to a tensor of rank `rank` (result axis i is input
+// axis perm[i]): `axes` with negative axes counted from the end, or the axes reversed where it is
+// none; nullopt when `axes` has another length than rank.
+std::optional<std::vector<int64_t>> permutation(const Attrs& attrs, int64_t rank);
+
 // Python's PySlice_AdjustIndices for one axis of length len: (start, count).
 std::pair<int64_t, int64_t> adjust_slice(int64_t start, int64_t stop, int64_t step, int64_t len);
 

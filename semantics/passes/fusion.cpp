@@ -548,23 +548,13 @@ class GraphFusion {
   }
 };
 
-// The permutation a transpose / permute node n applies (result axis i is input axis perm[i]),
-// for a tensor input of rank 2 or more; none otherwise.
+// The permutation a transpose / permute node n applies (sem::permutation), for a tensor input
+// of rank 2 or more; none otherwise.
 std::optional<std::vector<int64_t>> layout_permutation(const Node* n) {
   if (!n->is_apply() || !is_layout(n) || n->inputs.size() != 1) return std::nullopt;
   const sem::TypeP& t = n->inputs[0]->type;
   if (!t || !t->is_tensor() || t->rank() < 2) return std::nullopt;
-  const int64_t r = t->rank();
-  std::vector<int64_t> perm(static_cast<size_t>(r));
-  if (n->attrs.is_none("axes")) {
-    for (int64_t i = 0; i < r; ++i) perm[static_cast<size_t>(i)] = r - 1 - i;
-    return perm;
-  }
-  const std::vector<int64_t>& axes = n->attrs.get_ints("axes");
-  if (static_cast<int64_t>(axes.size()) != r) return std::nullopt;
-  for (int64_t i = 0; i < r; ++i)
-    perm[static_cast<size_t>(i)] = axes[i] < 0 ? axes[i] + r : axes[i];
-  return perm;
+  return sem::permutation(n->attrs, t->rank());
 }
 
 // How many times each node is read: by applies of any graph, and as a graph's output.

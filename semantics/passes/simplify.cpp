@@ -9,6 +9,7 @@
 
 #include "semantics/passes/pattern.h"
 #include "semantics/passes/util.h"
+#include "semantics/shape_rules.h"
 
 namespace spora::passes {
 
@@ -32,16 +33,7 @@ Node* x_plus_y(const Match& m, Emit& e) { return e.op("add", {m[Var::X], m[Var::
 std::optional<std::vector<int64_t>> permutation(const Node& n) {
   const sem::TypeP& t = n.inputs[0]->type;
   if (!t || !t->is_tensor()) return std::nullopt;
-  const int64_t rank = t->rank();
-  std::vector<int64_t> perm(static_cast<size_t>(rank));
-  if (n.attrs.is_none("axes")) {
-    for (int64_t i = 0; i < rank; ++i) perm[static_cast<size_t>(i)] = rank - 1 - i;
-    return perm;
-  }
-  const std::vector<int64_t>& axes = n.attrs.get_ints("axes");
-  if (static_cast<int64_t>(axes.size()) != rank) return std::nullopt;
-  for (size_t i = 0; i < axes.size(); ++i) perm[i] = axes[i] < 0 ? axes[i] + rank : axes[i];
-  return perm;
+  return sem::permutation(n.attrs, t->rank());
 }
 
 bool is_identity(const std::vector<int64_t>& perm) {

@@ -188,17 +188,24 @@ def main() {
   }
 }
 
+// `text` compiled (f32) from a file of its own named after `tag`, removed again.
+sem::Compiled compile_text(const std::string& text, const std::string& tag,
+                           lang::SourceManager& sources, lang::DiagnosticEngine& diags) {
+  const std::string path =
+      ::testing::TempDir() + "spora_ad_" + tag + "_" + std::to_string(::getpid()) + ".sp";
+  std::ofstream(path) << text;
+  sem::Compiled c = sem::compile_file(sources, diags, path);
+  std::remove(path.c_str());
+  return c;
+}
+
 // How many applications of `prim` the compiled program (every graph) holds; with `type`, only
 // those whose result prints as it.
 size_t count_primitive(const std::string& text, const std::string& prim, bool fold = false,
                        const std::string& type = "") {
-  const std::string path =
-      ::testing::TempDir() + "spora_ad_count_" + std::to_string(::getpid()) + ".sp";
-  std::ofstream(path) << text;
   lang::SourceManager sources;
   lang::DiagnosticEngine diags(sources);
-  sem::Compiled c = sem::compile_file(sources, diags, path);
-  std::remove(path.c_str());
+  sem::Compiled c = compile_text(text, "count", sources, diags);
   EXPECT_TRUE(c.module);
   if (c.module && fold) passes::fold_transposes_into_products(*c.module);
   size_t count = 0;
@@ -377,13 +384,9 @@ struct CompiledStep {
 };
 CompiledStep run_step(const std::string& text, bool fold, const std::vector<sem::Value>& args) {
   setup();
-  const std::string path =
-      ::testing::TempDir() + "spora_ad_step_" + std::to_string(::getpid()) + ".sp";
-  std::ofstream(path) << text;
   lang::SourceManager sources;
   lang::DiagnosticEngine diags(sources);
-  sem::Compiled c = sem::compile_file(sources, diags, path);
-  std::remove(path.c_str());
+  sem::Compiled c = compile_text(text, "step", sources, diags);
   CompiledStep out;
   EXPECT_TRUE(c.module);
   if (!c.module) return out;
@@ -400,14 +403,14 @@ CompiledStep run_step(const std::string& text, bool fold, const std::vector<sem:
       const int64_t last = reversed ? 0 : (n->attrs.get_ints("axes").back() % r + r) % r;
       out.transposes += r >= 2 && last != r - 1;
     }
-  std::vector<sem::Value> todo{sem::Interpreter(*c.module).call(c.module->entry, args)};
-  while (!todo.empty()) {
-    sem::Value v = std::move(todo.back());
-    todo.pop_back();
+  std::vector<sem::Value> pending{sem::Interpreter(*c.module).call(c.module->entry, args)};
+  while (!pending.empty()) {
+    sem::Value v = std::move(pending.back());
+    pending.pop_back();
     if (v.is_tensor()) {
       for (int64_t i = 0; i < v.tensor.numel(); ++i) out.values.push_back(v.tensor.get(i));
     } else {
-      for (const sem::Value& item : v.items()) todo.push_back(item);
+      for (const sem::Value& item : v.items()) pending.push_back(item);
     }
   }
   return out;
