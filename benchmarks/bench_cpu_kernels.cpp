@@ -319,6 +319,18 @@ SPORA_PAIR(LayerNorm_8x128x256, {
   run(state, "layer_norm", {x, g, b}, attrs_of("layer_norm", {}), cpu);
 })
 SPORA_PAIR(Sum_4M, { run(state, "sum", {w5_x()}, attrs_of("sum", {}), cpu); })
+// A bias's gradient in W4's backward pass: the column sums of an [8, 128, 256] cotangent, and
+// of the feed-forward's [8, 128, 1024] one.
+SPORA_PAIR(SumColumns_8x128x256, {
+  static Tensor x = random(DType::f32, {8, 128, 256});
+  run(state, "sum", {x},
+      attrs_of("sum", {{"axis", Attr{std::vector<int64_t>{0, 1}}}, {"keepdims", Attr{true}}}), cpu);
+})
+SPORA_PAIR(SumColumns_8x128x1024, {
+  static Tensor x = random(DType::f32, {8, 128, 1024});
+  run(state, "sum", {x},
+      attrs_of("sum", {{"axis", Attr{std::vector<int64_t>{0, 1}}}, {"keepdims", Attr{true}}}), cpu);
+})
 
 // ---- W2's products --------------------------------------------------------------------------
 
@@ -373,6 +385,45 @@ BENCHMARK_CAPTURE(w2_products, openblas_b16, cpu::GemmPolicy::openblas, 4)
 BENCHMARK_CAPTURE(w2_products, onednn_b16, cpu::GemmPolicy::onednn, 4)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+
+// ---- W4's products ----------------------------------------------------------------------------
+
+// The 2-D products of a W4 step (Transformer block, 1024 tokens of width 256, feed-forward 1024)
+// with the transposes the fused graph gives them, one per Arg, through the backend's gemm as
+// the step runs it (blocks, library choice): the forward's projections (NN 1024 x 256 x 256) and
+// feed-forward products, then the backward's input cotangents (NT) and weight cotangents (TN).
+// A product's rate next to its forward twin's says what the backward pays for its transposes.
+struct GemmShape {
+  const char* name;
+  bool ta, tb;
+  int64_t m, n, k;
+};
+const std::vector<GemmShape>& w4_shapes() {
+  static const std::vector<GemmShape> v = {
+      {"proj", false, false, 1024, 256, 256},   {"fc1", false, false, 1024, 1024, 256},
+      {"fc2", false, false, 1024, 256, 1024},   {"proj_dx", false, true, 1024, 256, 256},
+      {"fc1_dx", false, true, 1024, 256, 1024}, {"fc2_dx", false, true, 1024, 1024, 256},
+      {"proj_dw", true, false, 256, 256, 1024}, {"fc1_dw", true, false, 256, 1024, 1024},
+      {"fc2_dw", true, false, 1024, 256, 1024}};
+  return v;
+}
+void w4_products(benchmark::State& state) {
+  setup();
+  const GemmShape& p = w4_shapes()[static_cast<size_t>(state.range(0))];
+  state.SetLabel(p.name);
+  const Tensor a = random(DType::f32, p.ta ? sem::Shape{p.k, p.m} : sem::Shape{p.m, p.k}, -1, 1, 1);
+  const Tensor b = random(DType::f32, p.tb ? sem::Shape{p.n, p.k} : sem::Shape{p.k, p.n}, -1, 1, 2);
+  Tensor c = Tensor::empty(DType::f32, {p.m, p.n});
+  for (auto _ : state) {
+    cpu::gemm(p.ta, p.tb, p.m, p.n, p.k, 1.0f, a.data<float>(), p.ta ? p.m : p.k, b.data<float>(),
+              p.tb ? p.k : p.n, 0.0f, c.data<float>(), p.n);
+    benchmark::ClobberMemory();
+  }
+  state.counters["GFLOPs"] = benchmark::Counter(
+      static_cast<double>(2 * p.m * p.n * p.k) * static_cast<double>(state.iterations()) / 1e9,
+      benchmark::Counter::kIsRate);
+}
+BENCHMARK(w4_products)->DenseRange(0, 8)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // ---- GEMM row blocks --------------------------------------------------------------------------
 

@@ -31,6 +31,7 @@
 // while timing; above ~0.1 the number is contaminated).
 // Extra flag (before the Google Benchmark flags): --profile=W2,W4[,eager] prints, for each
 // workload, where a graph-mode step spends its time per primitive (Interpreter::set_trace);
+// --profile=W4/ad does the same for the two modules of W4/ad-ratio (the loss, value_and_grad);
 // --dump-ir=W2 prints the optimised, fused module whose entry is @step (what graph mode runs).
 #include <benchmark/benchmark.h>
 #include <cblas.h>
@@ -762,6 +763,17 @@ void profile_module(const std::string& id, const StepModule& s, const std::vecto
 }
 
 void profile(const std::string& id, int steps) {
+  if (id.size() > 3 && id.compare(id.size() - 3, 3, "/ad") == 0) {
+    // W<n>/ad: the two modules W<n>/ad-ratio times, the loss alone and value_and_grad of it.
+    const std::string w = id.substr(0, id.size() - 3),
+                      text = read_source(workload(w)) + ad_entries(w);
+    std::vector<Value> args;
+    const StepModule fwd = compile_step(text, true, &args, "bench_fwd", "bench_main");
+    const StepModule vag = compile_step(text, true, nullptr, "bench_vag", "bench_main");
+    profile_module(w + " loss", fwd, args, steps);
+    profile_module(w + " value_and_grad(loss)", vag, args, steps);
+    return;
+  }
   GraphCase& c = graph_case(id);
   if (!c.error.empty()) {
     std::cout << fmt::format("{}: not profiled: {}\n", id, c.error);
@@ -794,7 +806,8 @@ int main(int argc, char** argv) {
   if (!profile_ids.empty()) {
     init_spora();
     std::stringstream ss(profile_ids);
-    for (std::string id; std::getline(ss, id, ',');) profile(id, id == "W4" || id == "W6" ? 5 : 30);
+    for (std::string id; std::getline(ss, id, ',');)
+      profile(id, id.rfind("W4", 0) == 0 || id.rfind("W6", 0) == 0 ? 5 : 30);
     return 0;
   }
   for (const auto& w : workloads()) {
