@@ -48,10 +48,12 @@ struct BlockPlan {
 // shape (OpenBLAS's result for an element can depend on the size of the call it is in), so the
 // result does not depend on the number of threads: about 4M multiply-adds each and at least two
 // from 2M (an RNN step's [32, 256] x [256, 256] then runs on two cores), in equal parts rounded
-// up to 16, and at least 128 columns or 32 rows. Every call packs the whole of the other
-// operand, so thinner blocks lose to the packing: one core ran W4's [1024, 256] x [256, 256] at
-// 82 GFLOP/s in 32-row calls, 94 in 64-row calls (what this rule gives it) and 100 in 128-row
-// calls (OpenBLAS 0.3.21's Haswell kernels, AMD EPYC).
+// up to 16, and at least 128 columns or 64 rows. Every call packs the whole of the other
+// operand, so thinner blocks lose to the packing, the more so when that operand is transposed
+// and long in k: W4's backward product [1024, 1024] x [256, 1024]^T ran in 0.87 of its time
+// on two cores of an Intel Xeon in 64-row blocks than in 32-row ones, with no other product of
+// a W4 step slower (benchmarks/results/gemm_rows64_ab_intel_xeon.txt). 128-row blocks gained
+// no more and would leave half of a 16-core team idle on m = 1024.
 BlockPlan plan_blocks(int64_t m, int64_t n, int64_t k) {
   if (m * n * k < (int64_t{1} << 18)) return {true, n, 1};
   const bool by_cols = n >= m;
@@ -60,7 +62,7 @@ BlockPlan plan_blocks(int64_t m, int64_t n, int64_t k) {
   const int64_t parts =
       std::max<int64_t>(m * n * k < target / 2 ? 1 : 2, (m * n * k + target - 1) / target);
   const int64_t even = ((side + parts - 1) / parts + 15) / 16 * 16;
-  const int64_t block = std::max<int64_t>(by_cols ? 128 : 32, even);
+  const int64_t block = std::max<int64_t>(by_cols ? 128 : 64, even);
   return {by_cols, block, (side + block - 1) / block};
 }
 

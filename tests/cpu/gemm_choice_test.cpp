@@ -66,7 +66,9 @@ TEST(CpuGemm, EveryLibraryMatchesTheReferenceOnOddShapes) {
       {{129, 300}, {129, 520}, true, false},
       {{300, 129}, {520, 129}, false, true},
       {{129, 300}, {520, 129}, true, true},
-      {{700, 97}, {97, 90}, false, false},  // blocks of rows
+      {{700, 97}, {97, 90}, false, false},      // blocks of rows
+      {{300, 1024}, {150, 1024}, false, true},  // the fewest rows a block has, the last 44
+      {{1024, 300}, {1024, 150}, true, false},
       {{63, 784}, {784, 515}, false, false},
       {{784, 63}, {784, 515}, true, false},
       {{3, 129, 65}, {65, 77}, false, false},  // a broadcast batch
