@@ -167,9 +167,11 @@ void register_unary(sem::Registry& r) {
         using T = decltype(x);
         return x > T(0) ? x : T(0);
       },
-      // 1 where x > 0 (0 at x = 0, like PyTorch and JAX)
-      [](Emitter& e, Node* x, Node*, Node* g) {
-        return ad::where(e, ad::bin(e, "gt", x, k(e, 0, x)), g, k(e, 0, g));
+      // 1 where x > 0 (0 at x = 0, like PyTorch and JAX), read from the result: relu(x) > 0
+      // exactly where x > 0 (nan and -0 included), so the backward pass keeps the result the
+      // next layer reads anyway instead of the pre-activation as well.
+      [](Emitter& e, Node*, Node* y, Node* g) {
+        return ad::where(e, ad::bin(e, "gt", y, k(e, 0, y)), g, k(e, 0, g));
       });
   add_unary(r, "floor", "largest integer <= x", true, false, [](auto x) {
     using T = decltype(x);

@@ -40,7 +40,7 @@ def main() {
 # CHECK-NEXT: %33 = permute(%20, axes=[1,0]) : f32[8,2]
 # CHECK-NEXT: %34 = matmul(%33, %28) : f32[8,3]
 # CHECK-NEXT: %35 = constant 0.0 : f32
-# CHECK-NEXT: %36 = gt(%19, %35) : bool[2,8]
+# CHECK-NEXT: %36 = gt(%20, %35) : bool[2,8]
 # CHECK-NEXT: %37 = where(%36, %32, %35) : f32[2,8]
 # CHECK-NEXT: %38 = sum(%37, axis=[0], keepdims=true) : f32[1,8]
 # CHECK-NEXT: %39 = reshape(%38, shape=[8]) : f32[8]

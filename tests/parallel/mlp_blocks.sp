@@ -1,7 +1,7 @@
 # The MLP of the recomputation tests (tests/parallel/recompute_test.cpp, tests/sim): 16-32-32-8
-# in f64 like mlp_small.sp, but the ReLU sits inside the layers (Block), so a block's
-# pre-activation is an intermediate that only the block's backward needs: what recomputing
-# the block (a strategy's "recompute") frees in the forward pass and makes again in backward.
+# in f64 like mlp_small.sp, but the ReLU sits inside the layers (Block), so what a block's
+# backward reads is the block's own work: what recomputing the block (a strategy's
+# "recompute") frees in the forward pass and makes again in the backward pass.
 let batch = 8
 
 model Block(n_in: int, n_out: int) {

@@ -62,13 +62,14 @@ TEST(Recompute, TheNamedLayerIsComputedAgainInTheBackwardPass) {
   EXPECT_EQ(l1.recomputed, (std::vector<std::string>{"net.l1"}));
   // Straight-line: the checkpointed calls are inlined (the partitioner needs that).
   EXPECT_EQ(calls(*l1.step), 0);
-  // l1's pre-activation x @ w + b is made again for its ReLU's derivative: one more matmul and
-  // one more add (l1's ReLU itself is not needed again: its output is l2's input, kept).
+  // l1's ReLU output relu(x @ w + b) is made again for the ReLU's derivative (which reads its
+  // result), as a checkpointed layer's backward reads only what it computes again: one more
+  // matmul, add and relu.
   EXPECT_EQ(count(*plain.step, "matmul"), 3 + 5);  // 3 forward; dx, dw of l2 and l3, dw of l1
   EXPECT_EQ(count(*l1.step, "matmul"), count(*plain.step, "matmul") + 1);
   EXPECT_EQ(count(*l1.step, "add"), count(*plain.step, "add") + 1);
-  EXPECT_EQ(count(*l1.step, "relu"), count(*plain.step, "relu"));
-  EXPECT_EQ(l1.step->nodes.size(), plain.step->nodes.size() + 2);
+  EXPECT_EQ(count(*l1.step, "relu"), count(*plain.step, "relu") + 1);
+  EXPECT_EQ(l1.step->nodes.size(), plain.step->nodes.size() + 3);
   // Both recomputed ops are in the backward pass (the loss does not depend on them).
   int forward_matmuls_plain = 0, forward_matmuls_l1 = 0;
   for (const sim::StepOp& op : plain.ops)
@@ -77,25 +78,26 @@ TEST(Recompute, TheNamedLayerIsComputedAgainInTheBackwardPass) {
     forward_matmuls_l1 += op.phase == sim::Phase::Forward && op.prim->name == "matmul";
   EXPECT_EQ(forward_matmuls_plain, 3);
   EXPECT_EQ(forward_matmuls_l1, 3);
-  EXPECT_EQ(l1.ops.size(), plain.ops.size() + 2);
+  EXPECT_EQ(l1.ops.size(), plain.ops.size() + 3);
 }
 
 TEST(Recompute, TrueRecomputesEveryLayer) {
   const sim::StepProgram plain = build("");
   const sim::StepProgram all = build(kRecomputeAll);
   EXPECT_EQ(all.recomputed, (std::vector<std::string>{"net.l1", "net.l2", "net.l3"}));
-  // l1 and l2 are made again; l3 (no ReLU) has nothing its backward needs.
+  // l1 and l2 are made again (matmul, add, relu each); l3 (no ReLU) has nothing its backward
+  // needs.
   EXPECT_EQ(count(*all.step, "matmul"), count(*plain.step, "matmul") + 2);
-  EXPECT_EQ(all.step->nodes.size(), plain.step->nodes.size() + 4);
+  EXPECT_EQ(all.step->nodes.size(), plain.step->nodes.size() + 6);
 }
 
 TEST(Recompute, ActivationsKeptForTheBackwardPassShrink) {
   const sim::StepProgram plain = build("");
   const sim::StepProgram l1 = build(kRecomputeL1);
   const sim::StepProgram all = build(kRecomputeAll);
-  // f64, batch 8: l1's pre-activation [8, 32] is 2048 bytes, no longer kept through the
+  // f64, batch 8: one [8, 32] tensor of l1's, 2048 bytes, is no longer kept through the
   // forward pass. Recomputing l2 too moves the peak into the backward pass (where l2's
-  // recomputed pre-activation lives with the gradients being made): no further drop.
+  // recomputed output lives with the gradients being made): no further drop.
   EXPECT_EQ(plain.activation_peak, 17768);
   EXPECT_EQ(l1.activation_peak, 17768 - 2048);
   EXPECT_EQ(all.activation_peak, 17768 - 2048);
