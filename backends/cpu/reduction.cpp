@@ -171,6 +171,28 @@ SPORA_MULTIVERSION((template <class T>), sum_rows, (<T>), (SumAcc<T> * acc, cons
                    (acc, x, n),
                    { _Pragma("omp simd") for (int64_t i = 0; i < n; ++i) acc[i] += widen(x[i]); })
 
+// acc[i] += x[r * ld + i] for r = 0, 1, ..., rows - 1 in that order (the order rows() gives
+// each column), 32 columns at a time in registers: one pass over the rows per 32 columns instead
+// of a load and a store of every accumulator per row (a bias's gradient, the column sums of
+// [1024, 256]: benchmarks/bench_cpu_kernels SumColumns_*).
+SPORA_MULTIVERSION((template <class T>), sum_strided_rows, (<T>),
+                   (SumAcc<T> * acc, const T* x, int64_t ld, int64_t rows, int64_t n),
+                   (acc, x, ld, rows, n), {
+                     constexpr int64_t kW = 32;
+                     int64_t i0 = 0;
+                     for (; i0 + kW <= n; i0 += kW) {
+                       SumAcc<T> a[kW];
+                       for (int64_t i = 0; i < kW; ++i) a[i] = acc[i0 + i];
+                       for (int64_t r = 0; r < rows; ++r) {
+                         const T* row = x + r * ld + i0;
+                         _Pragma("omp simd") for (int64_t i = 0; i < kW; ++i) a[i] += widen(row[i]);
+                       }
+                       for (int64_t i = 0; i < kW; ++i) acc[i0 + i] = a[i];
+                     }
+                     for (; i0 < n; ++i0)
+                       for (int64_t r = 0; r < rows; ++r) acc[i0] += widen(x[r * ld + i0]);
+                   })
+
 SPORA_MULTIVERSION((template <class T>), prod_rows, (<T>), (SumAcc<T> * acc, const T* x, int64_t n),
                    (acc, x, n),
                    { _Pragma("omp simd") for (int64_t i = 0; i < n; ++i) acc[i] *= widen(x[i]); })
@@ -198,6 +220,13 @@ struct SumPolicy {
       prod_rows<T>(acc, x, n);
     else
       sum_rows<T>(acc, x, n);
+  }
+  // rows() over `count` rows ld apart.
+  static void strided_rows(Acc* acc, const T* x, int64_t ld, int64_t count, int64_t n) {
+    if constexpr (Prod)
+      for (int64_t r = 0; r < count; ++r) prod_rows<T>(acc, x + r * ld, n);
+    else
+      sum_strided_rows<T>(acc, x, ld, count, n);
   }
 };
 
@@ -330,6 +359,13 @@ void reduce_layout(const Layout& l, const T* x, Finish&& finish) {
     Acc a[kChunk];
     std::fill(a, a + n, P::identity());
     const T* base = x + offset_of(row, l.kdims, l.kst, 1) + c0;
+    if constexpr (requires { P::strided_rows(a, base, 0, 0, 0); }) {
+      if (l.rdims.size() == 1) {  // one reduced group: rows at a fixed stride
+        P::strided_rows(a, base, l.rst[0], l.count, n);
+        for (int64_t i = 0; i < n; ++i) finish(row * l.inner + c0 + i, a[i]);
+        return;
+      }
+    }
     Odometer od(l.rdims, l.rst);
     for (int64_t c = l.count; c-- > 0; od.next()) P::rows(a, base + od.offset, n);
     for (int64_t i = 0; i < n; ++i) finish(row * l.inner + c0 + i, a[i]);
