@@ -703,18 +703,18 @@ std::string fused_label(const spora::ir::Graph& g) {
 // Two columns per row: wall time (the trace's) and CPU time of the process (all threads, spin
 // waits included) between the previous trace event and this one, which preemption by other
 // processes on a shared machine does not inflate; rows are sorted by CPU time.
-void profile_module(const std::string& id, const StepModule& s, const std::vector<Value>& args, int steps) {
+struct ModuleProfile {
   struct Acc {
     double wall = 0, cpu = 0;
     int n = 0;
   };
+  std::string label;
+  const StepModule* s = nullptr;
   std::map<std::string, Acc> by_prim, by_shape;
   std::map<int, double> nested;  // leaf time seen at each depth since the last event above it
-  double leaf_wall = 0, leaf_cpu = 0, cpu_last = 0;
-  s.activate();
-  spora::sem::Interpreter interp(*s.module);
-  interp.call(s.step, args);  // warm-up
-  interp.set_trace([&](const spora::sem::TraceEvent& e) {
+  double leaf_wall = 0, leaf_cpu = 0, cpu_last = 0, wall = 0, cpu_total = 0;
+
+  void on_event(const spora::sem::TraceEvent& e) {
     const double cpu_now = process_cpu_seconds(), cpu = cpu_now - cpu_last;
     cpu_last = cpu_now;
     const spora::ir::Node* n = e.node;
@@ -736,30 +736,54 @@ void profile_module(const std::string& id, const StepModule& s, const std::vecto
     }
     leaf_wall += e.seconds;
     leaf_cpu += cpu;
-  });
-  const auto t0 = Clock::now();
-  const double c0 = process_cpu_seconds();
-  cpu_last = c0;
-  for (int k = 0; k < steps; ++k) interp.call(s.step, args);
-  const double wall = seconds_since(t0) / steps, cpu_total = (process_cpu_seconds() - c0) / steps;
-  interp.set_trace(nullptr);
+  }
+
+  void print(int steps) const {
+    auto rows = [&](const std::map<std::string, Acc>& m, size_t top) {
+      std::vector<std::pair<std::string, Acc>> v(m.begin(), m.end());
+      std::sort(v.begin(), v.end(), [](auto& x, auto& y) { return x.second.cpu > y.second.cpu; });
+      for (size_t k = 0; k < v.size() && k < top; ++k)
+        std::cout << fmt::format("  {:>9.3f} {:>9.3f} {:>5.1f}% {:>6}  {}\n",
+                                 v[k].second.cpu / steps * 1e3, v[k].second.wall / steps * 1e3,
+                                 100 * v[k].second.cpu / cpu_total, v[k].second.n / steps,
+                                 v[k].first);
+    };
+    std::cout << fmt::format(
+        "== {} graph-mode step, {} ({} steps traced): wall {:.3f} ms, CPU {:.3f} ms; "
+        "in kernels: wall {:.3f} ms, CPU {:.3f} ms ==\n",
+        label, s->fused ? "fused" : "unfused", steps, wall / steps * 1e3, cpu_total / steps * 1e3,
+        leaf_wall / steps * 1e3, leaf_cpu / steps * 1e3);
+    std::cout << "     CPU ms   wall ms  %CPU  calls  primitive or fusion group ((ref): the "
+                 "reference kernel ran)\n";
+    rows(by_prim, 30);
+    std::cout << "  by primitive and result type (top 15):\n";
+    rows(by_shape, 15);
+  }
+};
+
+// Traces `steps` steps of each module, the modules taking turns step by step, so that a change
+// of the machine's speed during the run reaches every module alike.
+void profile_modules(std::vector<ModuleProfile>& ps, const std::vector<Value>& args, int steps) {
+  std::vector<std::unique_ptr<spora::sem::Interpreter>> interps;
+  for (ModuleProfile& p : ps) {
+    p.s->activate();
+    interps.push_back(std::make_unique<spora::sem::Interpreter>(*p.s->module));
+    interps.back()->call(p.s->step, args);  // warm-up
+    interps.back()->set_trace([&p](const spora::sem::TraceEvent& e) { p.on_event(e); });
+  }
+  for (int k = 0; k < steps; ++k)
+    for (size_t i = 0; i < ps.size(); ++i) {
+      ModuleProfile& p = ps[i];
+      p.s->activate();
+      const auto t0 = Clock::now();
+      const double c0 = process_cpu_seconds();
+      p.cpu_last = c0;
+      interps[i]->call(p.s->step, args);
+      p.wall += seconds_since(t0);
+      p.cpu_total += process_cpu_seconds() - c0;
+    }
   spora::sem::set_fused_kernel_hook(nullptr);
-  auto print = [&](const std::map<std::string, Acc>& m, size_t top) {
-    std::vector<std::pair<std::string, Acc>> v(m.begin(), m.end());
-    std::sort(v.begin(), v.end(), [](auto& x, auto& y) { return x.second.cpu > y.second.cpu; });
-    for (size_t k = 0; k < v.size() && k < top; ++k)
-      std::cout << fmt::format("  {:>9.3f} {:>9.3f} {:>5.1f}% {:>6}  {}\n", v[k].second.cpu / steps * 1e3,
-                               v[k].second.wall / steps * 1e3, 100 * v[k].second.cpu / steps / cpu_total,
-                               v[k].second.n / steps, v[k].first);
-  };
-  std::cout << fmt::format("== {} graph-mode step, {} ({} steps traced): wall {:.3f} ms, CPU {:.3f} ms; "
-                           "in kernels: wall {:.3f} ms, CPU {:.3f} ms ==\n",
-                           id, s.fused ? "fused" : "unfused", steps, wall * 1e3, cpu_total * 1e3,
-                           leaf_wall / steps * 1e3, leaf_cpu / steps * 1e3);
-  std::cout << "     CPU ms   wall ms  %CPU  calls  primitive or fusion group ((ref): the reference kernel ran)\n";
-  print(by_prim, 30);
-  std::cout << "  by primitive and result type (top 15):\n";
-  print(by_shape, 15);
+  for (const ModuleProfile& p : ps) p.print(steps);
 }
 
 void profile(const std::string& id, int steps) {
@@ -770,8 +794,10 @@ void profile(const std::string& id, int steps) {
     std::vector<Value> args;
     const StepModule fwd = compile_step(text, true, &args, "bench_fwd", "bench_main");
     const StepModule vag = compile_step(text, true, nullptr, "bench_vag", "bench_main");
-    profile_module(w + " loss", fwd, args, steps);
-    profile_module(w + " value_and_grad(loss)", vag, args, steps);
+    std::vector<ModuleProfile> ps(2);
+    ps[0].label = w + " loss", ps[0].s = &fwd;
+    ps[1].label = w + " value_and_grad(loss)", ps[1].s = &vag;
+    profile_modules(ps, args, steps);
     return;
   }
   GraphCase& c = graph_case(id);
@@ -779,8 +805,10 @@ void profile(const std::string& id, int steps) {
     std::cout << fmt::format("{}: not profiled: {}\n", id, c.error);
     return;
   }
-  profile_module(id, c.plain, c.args, steps);
-  profile_module(id, c.fused, c.args, steps);
+  std::vector<ModuleProfile> ps(2);
+  ps[0].label = id, ps[0].s = &c.plain;
+  ps[1].label = id, ps[1].s = &c.fused;
+  profile_modules(ps, c.args, steps);
 }
 
 }  // namespace
