@@ -64,6 +64,7 @@ TEST(CpuReduction, LargeTensorsInParallel) {
       {{200003}, Attr{std::monostate{}}},
       {{3000, 70}, Attr{int64_t{1}}},
       {{3000, 70}, Attr{int64_t{0}}},
+      {{8, 130, 70}, Attr{std::vector<int64_t>{0, 1}}},  // row blocks in parallel, the last ragged
       {{40, 3000}, Attr{std::vector<int64_t>{0}}},
       {{8, 64, 300}, Attr{std::vector<int64_t>{0, 2}}},
       {{8, 64, 300}, Attr{std::vector<int64_t>{1}}},
@@ -154,15 +155,21 @@ TEST(CpuReduction, ResultsDoNotDependOnThreads) {
   Gen gen(15);
   Tensor x = gen.tensor(DType::f32, {1 << 20}, -1, 1);
   Tensor y = gen.tensor(DType::f32, {512, 1024}, -1, 1);
+  // 1040 rows: blocks of 256, the last 16 (f64: sums in double round, so the order shows)
+  Tensor z = gen.tensor(DType::f64, {8, 130, 70}, -1, 1);
   Tensor a1 = gen.tensor(DType::f32, {64, 784}), b1 = gen.tensor(DType::f32, {784, 300});
   Tensor a2 = gen.tensor(DType::f32, {300, 50}), b2 = gen.tensor(DType::f32, {50, 40});
   Tensor cx = gen.tensor(DType::f32, {16, 3, 12, 12}), cg = gen.tensor(DType::f32, {16, 4, 10, 10});
   Attrs wg = A({{"shape", Attr{Shape{4, 3, 3, 3}}}});
   auto run_all = [&] {
-    return std::vector<Value>{cpu_call("sum", {x}),
-                              cpu_call("sum", {y}, A({{"axis", Attr{int64_t{0}}}})),
-                              cpu_call("matmul", {a1, b1}), cpu_call("matmul", {a2, b2}),
-                              cpu_call("conv2d_weight_grad", {cx, cg}, wg)};
+    return std::vector<Value>{
+        cpu_call("sum", {x}),
+        cpu_call("sum", {y}, A({{"axis", Attr{int64_t{0}}}})),
+        cpu_call("sum", {z}, A({{"axis", Attr{std::vector<int64_t>{0, 1}}}})),
+        cpu_call("mean", {z}, A({{"axis", Attr{std::vector<int64_t>{0, 1}}}})),
+        cpu_call("matmul", {a1, b1}),
+        cpu_call("matmul", {a2, b2}),
+        cpu_call("conv2d_weight_grad", {cx, cg}, wg)};
   };
   std::vector<Value> two = run_all();
   int saved = omp_get_max_threads();
