@@ -15,6 +15,8 @@
 //                derivative on the recorded tape). run_steps prints the step index after each
 //                step; a step's time is the time between two consecutive prints (n = 1 + k gives
 //                k steps per run), the median over every step of every timed run is quoted.
+//   W<n>/fuse-ratio  fused over unfused graph mode, the two modules taking turns step by step:
+//                counters fused_ms, unfused_ms (medians) and ratio (their quotient).
 //   W<n>/ad-ratio  (W2-W4) value_and_grad of the workload's loss over the loss alone, each
 //                compiled as @step is (fused, Cpu backend) and called on step's inputs in turn:
 //                counters fwd_ms, vag_ms (medians) and ratio (their quotient).
@@ -486,6 +488,46 @@ void BM_AdRatio(benchmark::State& state, const std::string& id) {
   spora::sem::set_fused_kernel_hook(nullptr);
 }
 
+// Fused over unfused graph mode with the two modules taking turns step by step (an unfused
+// step, then a fused one, on their own copies of step's inputs), so a change of the machine's
+// speed reaches both alike: counters fused_ms, unfused_ms (medians) and ratio (their quotient).
+void BM_FuseRatio(benchmark::State& state, const std::string& id) {
+  GraphCase& c = graph_case(id);
+  if (!c.error.empty()) {
+    state.SkipWithError(c.error.c_str());
+    return;
+  }
+  struct Side {
+    const StepModule* s;
+    spora::sem::Interpreter interp;
+    std::vector<Value> args;
+    std::vector<double> times;
+  };
+  Side sides[2] = {{&c.plain, spora::sem::Interpreter(*c.plain.module), c.args, {}},
+                   {&c.fused, spora::sem::Interpreter(*c.fused.module), c.args, {}}};
+  const bool feed = workload(id).feeds_back;
+  auto once = [&](Side& side) {
+    side.s->activate();
+    const auto t0 = Clock::now();
+    Value out = side.interp.call(side.s->step, side.args);
+    const double dt = seconds_since(t0);
+    if (feed) side.args[0] = out.items()[1];
+    benchmark::DoNotOptimize(out);
+    return dt;
+  };
+  for (int k = 0; k < 3; ++k) once(sides[0]), once(sides[1]);  // warm-up
+  for (auto _ : state) {
+    const double plain = once(sides[0]), fused = once(sides[1]);
+    sides[0].times.push_back(plain);
+    sides[1].times.push_back(fused);
+    state.SetIterationTime(plain + fused);
+  }
+  state.counters["unfused_ms"] = median(sides[0].times) * 1e3;
+  state.counters["fused_ms"] = median(sides[1].times) * 1e3;
+  state.counters["ratio"] = median(sides[1].times) / median(sides[0].times);
+  spora::sem::set_fused_kernel_hook(nullptr);
+}
+
 // A stream buffer that records the wall and CPU time of every line written to it: eager
 // mode's `run_steps` prints the step index after each step, so consecutive lines delimit steps.
 class StepMarks : public std::streambuf {
@@ -851,6 +893,10 @@ int main(int argc, char** argv) {
         ->UseManualTime()
         ->Unit(benchmark::kMillisecond)
         ->Iterations(w.eager_runs);
+    benchmark::RegisterBenchmark((w.id + "/fuse-ratio").c_str(), BM_FuseRatio, w.id)
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond)
+        ->MinTime(2.0);
     if (w.id == "W2" || w.id == "W3" || w.id == "W4")
       benchmark::RegisterBenchmark((w.id + "/ad-ratio").c_str(), BM_AdRatio, w.id)
           ->UseManualTime()

@@ -109,8 +109,9 @@ def run_peer(args, env, only, out):
 
 def run_ours(args, env, ids, limits, out):
     exe = os.path.join(args.build, "bin", "bench_workloads")
-    # The step benchmarks (graph, graph-nofuse, eager); W<n>/ad-ratio has no peer side here.
-    alts = [re.escape(i) + "/(graph|eager)" for i in ids] + (["Limit/"] if limits else [])
+    # The step benchmarks (graph, graph-nofuse, eager) and fuse-ratio (fused over unfused, the two
+    # taking turns step by step); W<n>/ad-ratio has no peer side here.
+    alts = [re.escape(i) + "/(graph|eager|fuse-ratio)" for i in ids] + (["Limit/"] if limits else [])
     cmd = [exe, "--benchmark_filter=^(" + "|".join(alts) + ")", f"--benchmark_out={out}",
            "--benchmark_out_format=json"]
     if args.quick:
@@ -211,12 +212,20 @@ def print_report(ours, peer):
                             peer_ms=pa["W6"][0], ratio=r, target=W6_FASTEST_TARGET,
                             result=verdict(r, W6_FASTEST_TARGET)))
     for wid in IDS:
+        # From fuse-ratio (one step of each in turn) where it ran; else the quotient of the graph and
+        # graph-nofuse benchmarks, timed one after the other (a change of the machine's speed
+        # between them shows in the quotient).
+        f = o.get((wid, "fuse-ratio"))
         g, n = o.get((wid, "graph")), o.get((wid, "graph-nofuse"))
-        if g and n and not g.get("error_occurred") and not n.get("error_occurred"):
+        if f and not f.get("error_occurred") and "ratio" in f:
+            summary.append(dict(workload=wid, mode="fused / unfused", ours_ms=f["fused_ms"],
+                                unfused_ms=f["unfused_ms"], ratio=f["ratio"], target=FUSED_TARGET,
+                                result=verdict(f["ratio"], FUSED_TARGET), interleaved=True))
+        elif g and n and not g.get("error_occurred") and not n.get("error_occurred"):
             r = g["median_ms"] / n["median_ms"]
             summary.append(dict(workload=wid, mode="fused / unfused", ours_ms=g["median_ms"],
                                 unfused_ms=n["median_ms"], ratio=r, target=FUSED_TARGET,
-                                result=verdict(r, FUSED_TARGET)))
+                                result=verdict(r, FUSED_TARGET), interleaved=False))
     fu = [f"{r['workload']} {r['ratio']:.2f}" for r in summary if r["mode"] == "fused / unfused"]
     if fu:
         lines.append("fused / unfused graph-mode step (target <= 1.0 beyond noise): " + ", ".join(fu))
