@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
+#include <limits>
 #include <optional>
 
 #include "semantics/passes/pattern.h"
@@ -59,6 +60,44 @@ Node* if_identity_permutation(const Match& m, Emit&) {
   return perm && is_identity(*perm) ? m[Var::X] : nullptr;
 }
 
+// sum(x) where every element of x is 1 (the cotangent seed of sum(f(x)), summed for a bias's
+// gradient): each result element is the number of elements it adds, one full(...) of it. Exact
+// while that count is an integer the dtype holds: the sum adds ones in double and rounds once.
+Node* count_of_ones(const Match& m, Emit& e) {
+  const sem::TypeP &in = m[Var::A]->type, &out = m.root->type;
+  if (!in || !out || !in->is_tensor() || !out->is_tensor() || in->dtype != out->dtype)
+    return nullptr;
+  if (in->numel() < 0 || out->numel() <= 0 || in->numel() % out->numel() != 0) return nullptr;
+  const int64_t count = in->numel() / out->numel();
+  int64_t exact = 0;  // the largest count the dtype holds exactly
+  switch (out->dtype) {
+    case DType::f64:
+    case DType::i64:
+      exact = std::numeric_limits<int64_t>::max();
+      break;
+    case DType::f32:
+      exact = int64_t{1} << 24;
+      break;
+    case DType::f16:
+      exact = 2048;
+      break;
+    case DType::bf16:
+      exact = 256;
+      break;
+    case DType::i32:
+      exact = std::numeric_limits<int32_t>::max();
+      break;
+    default:
+      return nullptr;
+  }
+  if (count > exact) return nullptr;
+  sem::Attrs attrs;
+  attrs.set("shape", out->shape);
+  attrs.set("value", static_cast<double>(count));
+  attrs.set("dtype", out->dtype);
+  return e.op("full", {}, std::move(attrs));
+}
+
 // reshape(reshape(x)): one reshape of x to the outer shape.
 Node* one_reshape(const Match& m, Emit& e) { return e.op("reshape", {m[Var::X]}, m.root->attrs); }
 
@@ -93,6 +132,8 @@ const RuleSet& rules() {
            "squeeze", "unsqueeze", "expand_dims", "broadcast_to", "cast", "slice"},
           Zero.as(Var::A)),
        zero_result},
+      // ones
+      {"sum(1) -> count", op("sum", One.as(Var::A)), count_of_ones},
       // same type: the op changes nothing
       {"reshape(x) -> x", op(kReshapes, X), X},
       {"broadcast_to(x) -> x", op("broadcast_to", X), X},

@@ -98,6 +98,34 @@ TEST(Simplify, ZerosIgnoreTheSignOfZero) {
 )"));
 }
 
+TEST(Simplify, SumsOfOnesAreTheirCounts) {
+  // The cotangent seed of sum(f(x)) is broadcast_to(1); summed over rows (a bias's gradient
+  // under that seed) each result element is the number of ones it adds.
+  EXPECT_EQ(simplified(R"(  %c = constant [[1.0]] : f32[1,1]
+  %o = broadcast_to(%c, shape=[2,3]) : f32[2,3]
+  %s = sum(%o, axis=[0], keepdims=true) : f32[1,3]
+  %t = sum(%o) : f32
+  %a = mul(%x, %s) : f32[2,3]
+  %b = mul(%a, %t) : f32[2,3]
+  return %b
+)"),
+            module_with("f32[2,3]", R"(  %0 = full(shape=[1,3], value=2.0, dtype=f32) : f32[1,3]
+  %1 = full(shape=[], value=6.0, dtype=f32) : f32
+  %2 = mul(%x, %0) : f32[2,3]
+  %3 = mul(%2, %1) : f32[2,3]
+  return %3
+)"));
+  // Not where the count is no integer the dtype holds: 4096 ones in f16 (2048 at most).
+  std::unique_ptr<ir::Module> m = parse(R"(graph @main() -> f16 {
+  %o = ones(shape=[4096], dtype=f16) : f16[4096]
+  %s = sum(%o) : f16
+  return %s
+}
+)");
+  simplify_and_clean(*m);
+  EXPECT_NE(ir::print_module(*m).find("sum("), std::string::npos);
+}
+
 TEST(Simplify, NoRuleChangesAType) {
   // x * ones(3, 2, 3) broadcasts x: the result is not x. Integer division gives f32: i / 1
   // is not i. x + 0 where 0 is f64 does not even type-check, so no such node exists.
