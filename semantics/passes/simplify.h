@@ -10,6 +10,8 @@
 //   zeros                x * 0, 0 * x, matmul(0, x), matmul(x, 0) -> 0;  an op that maps
 //                        zeros to zeros (neg, sum, transpose, reshape, broadcast_to, cast...)
 //                        of 0 -> 0   (0: the zero operand itself, or zeros(shape, dtype))
+//   ones                 sum(1) -> full(n), n the elements each result element adds, where
+//                        the dtype holds n exactly (f32 2^24, f16 2048, bf16 256): exact
 //   shapes               transpose/permute of transpose/permute -> x when the permutations
 //                        compose to the identity, else one permute; transpose/permute by the
 //                        identity -> x; reshape of a reshape (flatten, squeeze, unsqueeze,
