@@ -15,10 +15,12 @@
 //                derivative on the recorded tape). run_steps prints the step index after each
 //                step; a step's time is the time between two consecutive prints (n = 1 + k gives
 //                k steps per run), the median over every step of every timed run is quoted.
-//   W<n>/fuse-ratio  fused over unfused graph mode, the two modules taking turns step by step:
-//                counters fused_ms, unfused_ms (medians) and ratio (their quotient).
+//   W<n>/fuse-ratio  fused over unfused graph mode, the two modules taking turns step by step
+//                (which goes first alternates): counters fused_ms, unfused_ms (medians) and
+//                ratio (their quotient).
 //   W<n>/ad-ratio  (W2-W4) value_and_grad of the workload's loss over the loss alone, each
-//                compiled as @step is (fused, Cpu backend) and called on step's inputs in turn:
+//                compiled as @step is (fused, Cpu backend) and called on step's inputs in turn
+//                (which goes first alternates):
 //                counters fwd_ms, vag_ms (medians) and ratio (their quotient).
 //   Limit/...    OpenBLAS SGEMM 1024^3, the 9 GEMMs of W2 back to back, STREAM triad, and
 //                W5Stream (x * 1.5 + 0.25 over W5's 4M floats: W5's memory traffic alone).
@@ -473,13 +475,19 @@ void BM_AdRatio(benchmark::State& state, const std::string& id) {
   }
   std::vector<double> tf, tv;
   for (int k = 0; k < 3; ++k) fwd.call(args), vag.call(args);  // warm-up
+  // The order alternates, as in BM_FuseRatio: the second step of a pair pays more.
+  bool fwd_first = true;
+  auto time = [](const StepModule& s, const std::vector<Value>& a, std::vector<double>& out) {
+    const auto t0 = Clock::now();
+    benchmark::DoNotOptimize(s.call(a));
+    out.push_back(seconds_since(t0));
+  };
   for (auto _ : state) {
-    auto t0 = Clock::now();
-    benchmark::DoNotOptimize(fwd.call(args));
-    tf.push_back(seconds_since(t0));
-    t0 = Clock::now();
-    benchmark::DoNotOptimize(vag.call(args));
-    tv.push_back(seconds_since(t0));
+    if (fwd_first)
+      time(fwd, args, tf), time(vag, args, tv);
+    else
+      time(vag, args, tv), time(fwd, args, tf);
+    fwd_first = !fwd_first;
     state.SetIterationTime(tf.back() + tv.back());
   }
   state.counters["fwd_ms"] = median(tf) * 1e3;
@@ -516,8 +524,16 @@ void BM_FuseRatio(benchmark::State& state, const std::string& id) {
     return dt;
   };
   for (int k = 0; k < 3; ++k) once(sides[0]), once(sides[1]);  // warm-up
+  // The order alternates (unfused first, then fused first): the step that runs second in a
+  // pair paid 1-2% more on W1 and W3 (results/fuse_ad_ratios_intel_xeon.txt).
+  bool plain_first = true;
   for (auto _ : state) {
-    const double plain = once(sides[0]), fused = once(sides[1]);
+    double plain, fused;
+    if (plain_first)
+      plain = once(sides[0]), fused = once(sides[1]);
+    else
+      fused = once(sides[1]), plain = once(sides[0]);
+    plain_first = !plain_first;
     sides[0].times.push_back(plain);
     sides[1].times.push_back(fused);
     state.SetIterationTime(plain + fused);
