@@ -2,6 +2,7 @@
 #include "semantics/eager.h"
 
 #include <algorithm>
+#include <chrono>
 #include <mutex>
 
 #include "semantics/interpreter.h"
@@ -12,7 +13,10 @@ namespace spora::sem {
 namespace {
 std::mutex g_stats_mu;
 EagerStats g_last_stats;
+TraceHook g_trace;
 }  // namespace
+
+void set_eager_trace(TraceHook hook) { g_trace = std::move(hook); }
 
 EagerStats last_eager_stats() {
   std::lock_guard<std::mutex> lock(g_stats_mu);
@@ -80,10 +84,20 @@ void EagerExecutor::run(ir::Node* n) {
     }
     args.push_back(it->second.value);
   }
+  const bool traced = static_cast<bool>(g_trace);
+  const auto t0 =
+      traced ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   try {
     Value result;
     if (n->callee) {
+      if (traced)
+        interp_->set_trace([](const TraceEvent& e) {
+          TraceEvent nested = e;
+          ++nested.depth;
+          if (g_trace) g_trace(nested);
+        });
       result = interp_->call(n->callee, std::move(args));
+      if (traced) interp_->set_trace(nullptr);
     } else if (n->prim->eval) {
       result = kernel_for(*n->prim)(args, n->attrs);
     } else {
@@ -98,6 +112,11 @@ void EagerExecutor::run(ir::Node* n) {
     throw RuntimeError(e.what(), n->loc);
   }
   ++stats_.ops_run;
+  if (traced) {
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    g_trace(TraceEvent{n, &values_[n].value, seconds, 0});
+  }
   note_sizes();
 }
 

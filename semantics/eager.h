@@ -15,12 +15,11 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "semantics/interpreter.h"
 #include "semantics/ir/ir.h"
 #include "semantics/value.h"
 
 namespace spora::sem {
-
-class Interpreter;
 
 // Counters of one eager run (`spora run --mode eager --stats`).
 struct EagerStats {
@@ -33,6 +32,12 @@ struct EagerStats {
 };
 // The counters of the most recent executor (updated while it runs).
 EagerStats last_eager_stats();
+
+// Process-wide: every node an eager executor runs from now on is reported to `hook` after it
+// ran, at depth 0, with its wall time (the nodes of a compiled graph it calls at depth 1), as
+// Interpreter::set_trace reports graph mode's (`spora run --mode eager --profile`). An empty
+// hook turns it off.
+void set_eager_trace(TraceHook hook);
 
 class EagerExecutor {
  public:

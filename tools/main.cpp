@@ -133,6 +133,16 @@ int cmd_run(const std::string& path, const RunOptions& opts) {
   // A data-parallel plan cuts the data the program holds whole (batch_cut.h).
   std::optional<distributed::BatchCut> cut;
   if (opts.spmd) cut.emplace(opts.spmd->plan());
+  // --profile: eager mode's nodes run while the program lowers (semantics/eager.h), graph mode's
+  // in the interpreter below; one profiler takes both.
+  std::unique_ptr<runtime::RunProfiler> profiler;
+  if (!opts.profile.empty()) {
+    profiler = std::make_unique<runtime::RunProfiler>(&sources);
+    sem::set_eager_trace(profiler->hook());
+  }
+  struct EagerTraceOff {
+    ~EagerTraceOff() { sem::set_eager_trace(nullptr); }
+  } eager_trace_off;
   try {
     c = sem::compile_file(sources, diags, path, options);
   } catch (const sem::RuntimeError& e) {
@@ -146,10 +156,12 @@ int cmd_run(const std::string& path, const RunOptions& opts) {
   if (!c.module) return 1;
   // Eager mode ran the program while lowering it (--mode eager, or set_mode("eager") in main;
   // set_mode("graph") under --mode eager leaves the graph to run here).
+  sem::set_eager_trace(nullptr);
   if (c.module->annotations.count("lowered.eager")) {
-    if (!opts.profile.empty())
-      std::cerr << "spora: warning: --profile times graph mode only (eager mode ran the program "
-                   "while lowering it); no profile written\n";
+    if (profiler) {
+      std::cout.flush();
+      profiler->write(opts.profile, std::cerr);
+    }
     if (opts.stats) {
       std::cout.flush();
       print_eager_stats(c.module.get(),
@@ -182,9 +194,7 @@ int cmd_run(const std::string& path, const RunOptions& opts) {
   if (opts.spmd) opts.spmd->install();  // after fusion: it wraps the fused-kernel hook
   try {
     sem::Interpreter interp(*c.module);
-    std::unique_ptr<runtime::RunProfiler> profiler;
-    if (!opts.profile.empty()) {
-      profiler = std::make_unique<runtime::RunProfiler>(&sources);
+    if (profiler) {
       interp.set_trace(profiler->hook());
       if (opts.spmd) opts.spmd->set_profiler(profiler.get());  // a pipeline's stage passes
     }
@@ -345,10 +355,10 @@ void add_run_command(CLI::App& app, RunCommand& c) {
                    "execution mode: graph (compile the whole program) or eager (op by op)")
       ->capture_default_str();
   c.app->add_option("--profile", c.opts.profile,
-                    "graph mode: write a timeline of the run (Chrome trace JSON: every primitive, "
+                    "write a timeline of the run (Chrome trace JSON: every primitive, "
                     "fused group and call "
                     "with its type and source line) to FILE and print the costliest primitives to "
-                    "stderr; with --ranks N: "
+                    "stderr (eager mode: every op as it ran); with --ranks N: "
                     "every rank writes its own (FILE.rank<k> beyond rank 0)");
   c.app->add_flag("--stats", c.opts.stats,
                   "print to stderr: graph size, run time, the planned and the measured peak tensor "
