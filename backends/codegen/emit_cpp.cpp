@@ -4,11 +4,15 @@
 //   extern "C" int spora_k<hash>(const void* const* in_, void* const* out_, int sp_threads) {
 //     const float* in0 = (const float*)in_[0]; ...   float* out0 = (float*)out_[0]; ...
 //     int sp_failed = 0; double t0 = 0;               // totals
-//     #pragma omp parallel for num_threads(sp_threads)   // rows (x chunks)
-//     for (int64_t task = 0; task < TASKS; ++task) {
-//       int err = 0; const int64_t r = ...; row setup
-//       pre; accumulators; #pragma omp simd reduction(...) for (j ...) { body } post  // each pass
-//       if (err) { #pragma omp atomic write  sp_failed = 1; }
+//     if (sp_threads > 1) {
+//       #pragma omp parallel for num_threads(sp_threads)   // rows (x chunks)
+//       for (int64_t task = 0; task < TASKS; ++task) {
+//         int err = 0; const int64_t r = ...; row setup
+//         pre; accumulators; #pragma omp simd reduction(...) for (j ...) { body } post  // each
+//         pass if (err) { #pragma omp atomic write  sp_failed = 1; }
+//       }
+//     } else {
+//       the same loop, outside any OpenMP region
 //     }
 //     int err = sp_failed; epilogue; return err != 0;
 //   }
@@ -533,16 +537,20 @@ KernelSource emit_cpp(const Kernel& plan) {
   // after the loop: their bits depend neither on the team's size (OMP_NUM_THREADS, one thread
   // on a busy machine) nor on which thread ran which block.
   const int64_t blocks = totals.empty() ? 0 : std::min<int64_t>(tasks, 256);
+  size_t par_begin = 0;  // where the parallel loop's pragma starts
+  std::string pragma;
   if (blocks > 0) {
     for (const Accumulator* t : totals) {
       body += fmt::format("{}{} {}_part[{}];\n", I1, c_acc_type(t->dtype), c_acc_name(*t), blocks);
       if (t->op == ReduceOp::Max || t->op == ReduceOp::Min)
         body += fmt::format("{}int {}n_part[{}];\n", I1, c_acc_name(*t), blocks);
     }
-    body += fmt::format(
+    pragma = fmt::format(
         "{}#pragma omp parallel for schedule(dynamic, 1) num_threads(sp_threads) if(sp_threads > "
         "1)\n",
         I1);
+    par_begin = body.size();
+    body += pragma;
     body += fmt::format("{}for (int64_t sp_block = 0; sp_block < {}; ++sp_block) {{\n", I1, blocks);
     for (const Accumulator* t : totals) declare(body, *t, I2);  // this block's
     body += fmt::format(
@@ -552,9 +560,11 @@ KernelSource emit_cpp(const Kernel& plan) {
     const std::string schedule = tasks > 1
                                      ? fmt::format("dynamic, {}", std::max<int64_t>(1, tasks / 64))
                                      : std::string("static");
-    body += fmt::format(
+    pragma = fmt::format(
         "{}#pragma omp parallel for schedule({}) num_threads(sp_threads) if(sp_threads > 1)\n", I1,
         schedule);
+    par_begin = body.size();
+    body += pragma;
     body += fmt::format("{}for (int64_t task = 0; task < {}; ++task) {{\n", I1, tasks);
   }
   if (k.checks) body += I2 + "int err = 0;\n";
@@ -598,6 +608,17 @@ KernelSource emit_cpp(const Kernel& plan) {
         body += fmt::format("{}{}n_part[sp_block] = {}n;\n", I2, c_acc_name(*t), c_acc_name(*t));
     }
     body += I1 + "}\n";
+  }
+  // On one thread the same loop runs outside any OpenMP region: a region the if clause
+  // serialises still goes through libgomp; without it W1's step (two small epilogues on one
+  // thread) took 0.973-0.979 of its time
+  // (benchmarks/results/fused_serial_branch_ab_intel_xeon.txt).
+  {
+    const std::string loop = body.substr(par_begin + pragma.size());
+    body.resize(par_begin);
+    body += I1 + "if (sp_threads > 1) {\n" + pragma + loop + I1 + "} else {\n" + loop + I1 + "}\n";
+  }
+  if (blocks > 0) {
     body += fmt::format("{}for (int64_t sp_block = 0; sp_block < {}; ++sp_block) {{\n", I1, blocks);
     for (const Accumulator* t : totals) body += I2 + merge_part(*t) + "\n";
     body += I1 + "}\n";

@@ -92,6 +92,11 @@ TEST(Codegen, TheW5ChainIsOneFlatVectorisedLoop) {
   EXPECT_TRUE(plan.splittable);
   const std::string cpp = codegen::emit_cpp(plan).text;
   EXPECT_NE(cpp.find("#pragma omp parallel for"), std::string::npos) << cpp;
+  // The parallel loop only for a team; one thread runs the same loop outside any region.
+  const size_t team = cpp.find("if (sp_threads > 1) {"), other = cpp.find("} else {", team);
+  EXPECT_LT(team, cpp.find("#pragma omp parallel for")) << cpp;
+  ASSERT_NE(other, std::string::npos) << cpp;
+  EXPECT_EQ(cpp.find("#pragma omp parallel for", other), std::string::npos) << cpp;
   EXPECT_NE(cpp.find("#pragma omp simd"), std::string::npos) << cpp;
   EXPECT_NE(cpp.find("sp_gelu(") , std::string::npos) << cpp;
   // With AVX-512: explicit vector code, tanh and gelu as vmath's table forms.
