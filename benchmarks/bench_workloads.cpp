@@ -33,9 +33,10 @@
 // Counters: median_ms / min_ms per step (the compare script quotes the median), cpu_ms (CPU
 // time of the process per step, all threads), bg_load (CPU cores used by other processes
 // while timing; above ~0.1 the number is contaminated).
-// Extra flag (before the Google Benchmark flags): --profile=W2,W4[,eager] prints, for each
-// workload, where a graph-mode step spends its time per primitive (Interpreter::set_trace);
-// --profile=W4/ad does the same for the two modules of W4/ad-ratio (the loss, value_and_grad);
+// Extra flag (before the Google Benchmark flags): --profile=W2,W4 prints, for each workload,
+// where a graph-mode step spends its time per primitive (Interpreter::set_trace), unfused and
+// fused; --profile=W4/ad does the same for the two modules of W4/ad-ratio (the loss,
+// value_and_grad). Eager mode's ops: `spora run --mode eager --profile FILE`;
 // --dump-ir=W2 prints the optimised, fused module whose entry is @step (what graph mode runs).
 #include <benchmark/benchmark.h>
 #include <cblas.h>
