@@ -48,6 +48,27 @@ class Report(unittest.TestCase):
         self.assertAlmostEqual(rows[("W1", "eager")]["ratio"], 0.6 / 0.64)
         self.assertAlmostEqual(rows[("W4", "graph")]["ratio"], 30.0 / 40.0)
 
+    def test_fused_over_unfused_comes_from_fuse_ratio_where_it_ran(self):
+        # W1: fuse-ratio (the two modules in turns) wins over the quotient of graph and
+        # graph-nofuse, timed one after the other; W4 has only the quotient.
+        o = ours({
+            "W1/graph/min_time:2.000/manual_time": run(0.5),
+            "W1/graph-nofuse/min_time:1.000/manual_time": run(0.4),
+            "W1/fuse-ratio/min_time:2.000/manual_time": dict(run(1.0), fused_ms=0.49,
+                                                             unfused_ms=0.5, ratio=0.98),
+            "W4/graph/min_time:2.000/manual_time": run(30.0),
+            "W4/graph-nofuse/min_time:1.000/manual_time": run(25.0),
+        })
+        _, summary = compare.print_report(o, self.peer)
+        rows = {(r["workload"], r["mode"]): r for r in summary}
+        w1, w4 = rows[("W1", "fused / unfused")], rows[("W4", "fused / unfused")]
+        self.assertAlmostEqual(w1["ratio"], 0.98)
+        self.assertTrue(w1["interleaved"])
+        self.assertEqual(w1["result"], "pass")
+        self.assertAlmostEqual(w4["ratio"], 30.0 / 25.0)
+        self.assertFalse(w4["interleaved"])
+        self.assertEqual(w4["result"], "MISS")
+
     def test_gemm_workloads_against_the_faster_librarys_sgemm_rate(self):
         text, summary = compare.print_report(self.ours, self.peer)
         rows = {(r["workload"], r["mode"]): r for r in summary}
