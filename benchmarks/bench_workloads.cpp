@@ -53,6 +53,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <sstream>
@@ -461,6 +462,25 @@ std::string ad_entries(const std::string& id) {
          "    print(bench_vag(net, x, y))\n    return (net, x, y)\n}\n";
 }
 
+// Runs steps a and b once per iteration, which goes first alternating (the order within a pair
+// moved W1's and W3's fuse-ratio: results/fuse_ad_ratios_intel_xeon.txt), and records each
+// one's seconds; the iteration's time is their sum.
+void in_turns(benchmark::State& state, const std::function<double()>& a,
+              const std::function<double()>& b, std::vector<double>& ta, std::vector<double>& tb) {
+  bool a_first = true;
+  for (auto _ : state) {
+    if (a_first) {
+      ta.push_back(a());
+      tb.push_back(b());
+    } else {
+      tb.push_back(b());
+      ta.push_back(a());
+    }
+    a_first = !a_first;
+    state.SetIterationTime(ta.back() + tb.back());
+  }
+}
+
 void BM_AdRatio(benchmark::State& state, const std::string& id) {
   init_spora();
   const std::string text = read_source(workload(id)) + ad_entries(id);
@@ -476,30 +496,22 @@ void BM_AdRatio(benchmark::State& state, const std::string& id) {
   }
   std::vector<double> tf, tv;
   for (int k = 0; k < 3; ++k) fwd.call(args), vag.call(args);  // warm-up
-  // The order alternates, as in BM_FuseRatio: the second step of a pair pays more.
-  bool fwd_first = true;
-  auto time = [](const StepModule& s, const std::vector<Value>& a, std::vector<double>& out) {
+  auto timed = [&](const StepModule& s) {
     const auto t0 = Clock::now();
-    benchmark::DoNotOptimize(s.call(a));
-    out.push_back(seconds_since(t0));
+    benchmark::DoNotOptimize(s.call(args));
+    return seconds_since(t0);
   };
-  for (auto _ : state) {
-    if (fwd_first)
-      time(fwd, args, tf), time(vag, args, tv);
-    else
-      time(vag, args, tv), time(fwd, args, tf);
-    fwd_first = !fwd_first;
-    state.SetIterationTime(tf.back() + tv.back());
-  }
+  in_turns(
+      state, [&] { return timed(fwd); }, [&] { return timed(vag); }, tf, tv);
   state.counters["fwd_ms"] = median(tf) * 1e3;
   state.counters["vag_ms"] = median(tv) * 1e3;
   state.counters["ratio"] = median(tv) / median(tf);
   spora::sem::set_fused_kernel_hook(nullptr);
 }
 
-// Fused over unfused graph mode with the two modules taking turns step by step (an unfused
-// step, then a fused one, on their own copies of step's inputs), so a change of the machine's
-// speed reaches both alike: counters fused_ms, unfused_ms (medians) and ratio (their quotient).
+// Fused over unfused graph mode with the two modules taking turns step by step (in_turns, each
+// on its own copy of step's inputs), so a change of the machine's speed reaches both alike:
+// counters fused_ms, unfused_ms (medians) and ratio (their quotient).
 void BM_FuseRatio(benchmark::State& state, const std::string& id) {
   GraphCase& c = graph_case(id);
   if (!c.error.empty()) {
@@ -525,20 +537,9 @@ void BM_FuseRatio(benchmark::State& state, const std::string& id) {
     return dt;
   };
   for (int k = 0; k < 3; ++k) once(sides[0]), once(sides[1]);  // warm-up
-  // The order alternates (unfused first, then fused first): the step that runs second in a
-  // pair paid 1-2% more on W1 and W3 (results/fuse_ad_ratios_intel_xeon.txt).
-  bool plain_first = true;
-  for (auto _ : state) {
-    double plain, fused;
-    if (plain_first)
-      plain = once(sides[0]), fused = once(sides[1]);
-    else
-      fused = once(sides[1]), plain = once(sides[0]);
-    plain_first = !plain_first;
-    sides[0].times.push_back(plain);
-    sides[1].times.push_back(fused);
-    state.SetIterationTime(plain + fused);
-  }
+  in_turns(
+      state, [&] { return once(sides[0]); }, [&] { return once(sides[1]); }, sides[0].times,
+      sides[1].times);
   state.counters["unfused_ms"] = median(sides[0].times) * 1e3;
   state.counters["fused_ms"] = median(sides[1].times) * 1e3;
   state.counters["ratio"] = median(sides[1].times) / median(sides[0].times);

@@ -134,7 +134,7 @@ int cmd_run(const std::string& path, const RunOptions& opts) {
   std::optional<distributed::BatchCut> cut;
   if (opts.spmd) cut.emplace(opts.spmd->plan());
   // --profile: eager mode's nodes run while the program lowers (semantics/eager.h), graph mode's
-  // in the interpreter below; one profiler takes both.
+  // in the interpreter below; one profiler takes both, until this function returns.
   std::unique_ptr<runtime::RunProfiler> profiler;
   if (!opts.profile.empty()) {
     profiler = std::make_unique<runtime::RunProfiler>(&sources);
@@ -156,7 +156,6 @@ int cmd_run(const std::string& path, const RunOptions& opts) {
   if (!c.module) return 1;
   // Eager mode ran the program while lowering it (--mode eager, or set_mode("eager") in main;
   // set_mode("graph") under --mode eager leaves the graph to run here).
-  sem::set_eager_trace(nullptr);
   if (c.module->annotations.count("lowered.eager")) {
     if (profiler) {
       std::cout.flush();

@@ -8,8 +8,8 @@
 //       #pragma omp parallel for num_threads(sp_threads)   // rows (x chunks)
 //       for (int64_t task = 0; task < TASKS; ++task) {
 //         int err = 0; const int64_t r = ...; row setup
-//         pre; accumulators; #pragma omp simd reduction(...) for (j ...) { body } post  // each
-//         pass if (err) { #pragma omp atomic write  sp_failed = 1; }
+//         pre; accumulators; #pragma omp simd ... for (j ...) { body } post  // each pass
+//         if (err) { #pragma omp atomic write  sp_failed = 1; }
 //       }
 //     } else {
 //       the same loop, outside any OpenMP region
