@@ -162,8 +162,17 @@ PassOps head_forward(const LayerShape& x) {
   p.kernels.push_back(memory_kernel("final-ln", 2 * Tn * h * E, "norm"));
   gather(p, x, "final-ln-gather");
   p.kernels.push_back(gemm("logits", T, Vt, h));
-  // Vocabulary-parallel cross-entropy in f32: cast, max, exp-sum, target pick, loss.
-  p.kernels.push_back(memory_kernel("cross-entropy", T * Vt * (E + 3 * 4), "norm"));
+  // Megatron's vocabulary-parallel cross-entropy (mpu/cross_entropy.py) on the logits cast to
+  // f32, one PyTorch kernel per pass over the T x V/t logits: the cast, the row max, the max
+  // subtracted in place, exp in place, the row sum, and the in-place division that leaves the
+  // softmax for the backward pass. The target pick and the loss touch T values.
+  const double n = T * Vt;
+  p.kernels.push_back(memory_kernel("ce-cast", n * (E + 4), "copy"));
+  p.kernels.push_back(memory_kernel("ce-row-max", n * 4, "reduction"));
+  p.kernels.push_back(memory_kernel("ce-sub-max", n * 8, "elementwise"));
+  p.kernels.push_back(memory_kernel("ce-exp", n * 8, "elementwise"));
+  p.kernels.push_back(memory_kernel("ce-row-sum", n * 4, "reduction"));
+  p.kernels.push_back(memory_kernel("ce-softmax", n * 8, "elementwise"));
   if (x.t > 1)
     for (const char* n : {"ce-max", "ce-target", "ce-sum"})
       p.collectives.push_back({n, CommKind::AllReduce, T * 4});
@@ -173,7 +182,10 @@ PassOps head_forward(const LayerShape& x) {
 PassOps head_backward(const LayerShape& x) {
   PassOps p;
   const double T = tokens(x), Tn = norm_tokens(x), h = x.h, E = x.E, Vt = x.V / x.t;
-  p.kernels.push_back(memory_kernel("cross-entropy-grad", T * Vt * (4 + 4 + E), "elementwise"));
+  // The softmax scaled by the loss gradient in place (f32), then the cast's backward to f16.
+  const double n = T * Vt;
+  p.kernels.push_back(memory_kernel("ce-grad", n * 8, "elementwise"));
+  p.kernels.push_back(memory_kernel("ce-grad-cast", n * (4 + E), "copy"));
   gather(p, x, "final-ln-gather-again", static_cast<int>(p.kernels.size()));  // beside dgrad
   p.kernels.push_back(gemm("logits-dgrad", T, h, Vt));
   reduce(p, x, "logits-dgrad-reduce", static_cast<int>(p.kernels.size()));  // beside wgrad

@@ -47,8 +47,9 @@
 // Embedding (first stage): gather of T rows, position add, dropout; with t > 1 the vocabulary-
 // parallel lookup all-reduces T h E (sp: reduce-scatters). Output layer (last stage): final layer
 // norm, logits T x V/t x h against the tied embedding, vocabulary-parallel cross-entropy in f32
-// (three all-reduces of T x 4 bytes), and in the backward pass the logits' two gradient GEMMs and
-// the all-reduce of the input gradient.
+// as Megatron's code runs it (six kernels over the logits: cast, max, subtract, exp, sum, divide;
+// three all-reduces of T x 4 bytes), and in the backward pass the softmax scaled in place and cast
+// back to f16, the logits' two gradient GEMMs and the all-reduce of the input gradient.
 #pragma once
 
 #include <string>

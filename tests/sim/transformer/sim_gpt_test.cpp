@@ -318,6 +318,30 @@ TEST(SimGptContention, SmShareSlowsTheGemmBesideTheAsyncAllReduce) {
   EXPECT_NEAR(on.simulated - off.simulated, 0.2 * overlapped, 1e-12);
 }
 
+// Megatron's vocabulary-parallel cross-entropy (mpu/cross_entropy.py, on `output.float()` since
+// the runs pass no --fp16-lm-cross-entropy) reads and writes the T x V/t logits once per PyTorch
+// kernel: forward cast 2 + 4 bytes per logit, max 4, subtract 8, exp 8, sum 4, divide 8 (38);
+// backward scale 8 and cast 4 + 2 (14). One launch each.
+TEST(SimGptLayer, CrossEntropyIsMegatronsPassesOverTheF32Logits) {
+  GptModel m;
+  m.hidden = 6144, m.heads = 48, m.layers = 40, m.seq = 2048, m.vocab = 51200;
+  GptParallel p;
+  p.tp = 8;
+  const LayerShape x = layer_shape(m, p, 8);
+  const double logits = 8.0 * 2048 * 51200 / 8;
+  auto ce = [](const PassOps& ops, int* kernels) {
+    double bytes = 0;
+    for (const Kernel& k : ops.kernels)
+      if (k.name.rfind("ce-", 0) == 0) bytes += k.bytes, ++*kernels;
+    return bytes;
+  };
+  int forward_kernels = 0, backward_kernels = 0;
+  EXPECT_DOUBLE_EQ(ce(head_forward(x), &forward_kernels), 38 * logits);
+  EXPECT_DOUBLE_EQ(ce(head_backward(x), &backward_kernels), 14 * logits);
+  EXPECT_EQ(forward_kernels, 6);
+  EXPECT_EQ(backward_kernels, 2);
+}
+
 TEST(SimGptLayer, SequenceParallelBackwardGathersTheOutputGradients) {
   // Korthikanti et al., section 4.2.2: the forward reduce-scatters (g-bar) all-gather in the
   // backward pass, the forward all-gathers (g) reduce-scatter; the layer norms' outputs are
