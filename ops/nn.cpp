@@ -1,5 +1,6 @@
 // Neural-network primitives: softmax, log_softmax, logsumexp, cross_entropy, layer_norm,
-// batch_norm, dropout. Float tensors only; kernels compute in double and round once.
+// layer_norm_grad, batch_norm, dropout. Float tensors only; kernels compute in double and round
+// once.
 //
 // All of softmax, log_softmax, logsumexp and cross_entropy subtract the maximum first, so huge
 // logits (1000.0) stay finite.
@@ -11,6 +12,9 @@
 //     (the per-label losses). A label outside [0, C) is a run-time error.
 //   layer_norm(x, gamma=none, beta=none, ndim=1, eps=1e-5): normalise over the last `ndim` axes
 //     (biased variance); gamma and beta (optional) have the shape of those axes.
+//   layer_norm_grad(x, g, ndim=1, eps=1e-5): layer_norm's input gradient for the output
+//     gradient g (already times gamma), the statistics recomputed from x; what layer_norm's vjp
+//     emits.
 //   batch_norm(x, gamma, beta, running_mean, running_var, training=false, momentum=0.1,
 //     eps=1e-5): x is [N, C] or [N, C, H, W] (channel axis 1, statistics over every other
 //     axis); gamma, beta and the running statistics are all required, all [C]. training=false
@@ -29,7 +33,9 @@
 //   cross_entropy d/dlogits = mass softmax(x) - target per label (target: the one-hot label or
 //                 the soft label, mass: the sum of the soft label, 1 for class indices), scaled
 //                 by the reduction; soft labels get -log_softmax(x); class indices nothing
-//   layer_norm    the usual: rstd (g - mean(g) - xhat mean(g xhat)) with g = dout gamma
+//   layer_norm    the usual: rstd (g - mean(g) - xhat mean(g xhat)) with g = dout gamma, as
+//                 layer_norm_grad(x, g); gamma gets sum(dout layer_norm(x)), beta sum(dout)
+//   layer_norm_grad  self-adjoint in g; in x the second derivative (at its rules)
 //   batch_norm    inference: affine in x and in every parameter; training: as layer_norm over
 //                 the non-channel axes, plus the paths into new_running_mean / new_running_var
 //   dropout       linear: dropout(dout) with the same seed (the same mask)
@@ -150,6 +156,26 @@ LoopValue* layer_norm_loops(LoopBuilder& b, const ir::Node& n, const LoopValues&
   if (in.size() > 1) y = b.binary("mul", y, b.cast(in[1], DType::f64));
   if (in.size() > 2) y = b.binary("add", y, b.cast(in[2], DType::f64));
   return b.cast(y, b.dtype(x0));
+}
+
+// layer_norm_grad(x, g): rstd (g - mean(g) - xhat mean(g xhat)), the statistics from x.
+LoopValue* layer_norm_grad_loops(LoopBuilder& b, const ir::Node& n, const LoopValues& in) {
+  LoopValue* x0 = in.at(0);
+  need_real(b, "layer_norm_grad", x0);
+  LoopValue* x = b.cast(x0, DType::f64);
+  LoopValue* g = b.cast(in.at(1), DType::f64);
+  const int64_t rank = static_cast<int64_t>(b.shape(x).size());
+  std::vector<int64_t> axes;
+  for (int64_t a = rank - n.attrs.get_int("ndim"); a < rank; ++a) axes.push_back(a);
+  LoopValue* xc = b.binary("sub", x, b.reduce(ReduceOp::Sum, true, x, axes));
+  LoopValue* var = b.reduce(ReduceOp::Sum, true, b.binary("mul", xc, xc), axes);
+  LoopValue* rstd =
+      b.unary("rsqrt", b.binary("add", var, b.literal(n.attrs.get_float("eps"), DType::f64)));
+  LoopValue* xhat = b.binary("mul", xc, rstd);
+  LoopValue* gc = b.binary("sub", g, b.reduce(ReduceOp::Sum, true, g, axes));
+  LoopValue* gx = b.reduce(ReduceOp::Sum, true, b.binary("mul", g, xhat), axes);
+  LoopValue* dx = b.binary("mul", rstd, b.binary("sub", gc, b.binary("mul", xhat, gx)));
+  return b.cast(dx, b.dtype(x0));
 }
 
 LoopValue* cross_entropy_loops(LoopBuilder& b, const ir::Node& n, const LoopValues& in) {
@@ -514,14 +540,57 @@ Normalised layer_norm_stats(Emitter& e, const Node& node, Node* x) {
   return normalise(e, x, axes, node.attrs.get_float("eps"));
 }
 
+Attrs norm_attrs(const Node& node) {
+  return ad::attrs_of({{"ndim", node.attrs.get_int("ndim")}, {"eps", node.attrs.get_float("eps")}});
+}
+
+// layer_norm's input gradient as one row-wise primitive: layer_norm_grad(x, dout gamma) =
+// rstd (g - mean(g) - xhat mean(g xhat)), the statistics recomputed from x (what PyTorch's
+// native_layer_norm_backward computes from its saved ones). gamma's cotangent reads xhat =
+// layer_norm(x) without the affine part. A backward pass runs two row-wise kernels and two
+// column sums where the decomposition ran a dozen elementwise ops and means.
 Nodes layer_norm_vjp(Emitter& e, const Node& node, const Nodes& in, Node*, Node* dout) {
   Node* x = in[0];
   Node* gamma = in.size() > 1 ? in[1] : nullptr;
-  Normalised n = layer_norm_stats(e, node, x);
-  Nodes out{normalise_apply(e, n, gamma ? e.mul(dout, gamma) : dout)};
-  if (gamma) out.push_back(e.unbroadcast(e.mul(dout, n.xhat), ad::shape_of(gamma)));
+  Nodes out{e.wants(0)
+                ? e.op("layer_norm_grad", {x, gamma ? e.mul(dout, gamma) : dout}, norm_attrs(node))
+                : nullptr};
+  if (gamma)
+    out.push_back(e.wants(1) ? e.unbroadcast(e.mul(dout, e.op("layer_norm", {x}, norm_attrs(node))),
+                                             ad::shape_of(gamma))
+                             : nullptr);
   if (in.size() > 2) out.push_back(e.unbroadcast(dout, ad::shape_of(in[2])));
   return out;
+}
+
+// layer_norm_grad(x, g) = rstd P(g) with P(v) = v - mean(v) - xhat mean(v xhat), self-adjoint
+// in v. With y the output, a = mean(g xhat), s = mean(xhat dx) and D = rstd P(dx) (the change
+// of xhat), the change of y is layer_norm_grad(x, dg) - rstd (s y + a D + xhat mean(g D)); so
+// the cotangent of g is layer_norm_grad(x, w) and that of x
+// -rstd (mean(w y) xhat + a layer_norm_grad(x, w) + mean(w xhat) y).
+Nodes layer_norm_grad_vjp(Emitter& e, const Node& node, const Nodes& in, Node* out, Node* dout) {
+  Node *x = in[0], *g = in[1];
+  Node* dg = e.op("layer_norm_grad", {x, dout}, norm_attrs(node));
+  if (!e.wants(0)) return {nullptr, dg};
+  Normalised n = layer_norm_stats(e, node, x);
+  Node* a = mean(e, e.mul(g, n.xhat), n.axes, true);
+  Node* sum = e.add(e.add(e.mul(mean(e, e.mul(dout, out), n.axes, true), n.xhat), e.mul(a, dg)),
+                    e.mul(mean(e, e.mul(dout, n.xhat), n.axes, true), out));
+  return {e.neg(e.mul(n.rstd, sum)), dg};
+}
+
+Node* layer_norm_grad_jvp(Emitter& e, const Node& node, const Nodes& in, Node* out,
+                          const Nodes& ts) {
+  Node *x = in[0], *g = in[1];
+  Node* t = ts[1] ? e.op("layer_norm_grad", {x, ts[1]}, norm_attrs(node)) : nullptr;
+  if (!ts[0]) return t;
+  Normalised n = layer_norm_stats(e, node, x);
+  Node* d = e.op("layer_norm_grad", {x, ts[0]}, norm_attrs(node));
+  Node* s = mean(e, e.mul(n.xhat, ts[0]), n.axes, true);
+  Node* a = mean(e, e.mul(g, n.xhat), n.axes, true);
+  Node* sum =
+      e.add(e.add(e.mul(s, out), e.mul(a, d)), e.mul(n.xhat, mean(e, e.mul(g, d), n.axes, true)));
+  return ad::add_opt(e, t, e.neg(e.mul(n.rstd, sum)));
 }
 
 Node* layer_norm_jvp(Emitter& e, const Node& node, const Nodes& in, Node* out, const Nodes& ts) {
@@ -586,6 +655,61 @@ void add_layer_norm(sem::Registry& r) {
   ad::set_rules(p, layer_norm_vjp, layer_norm_jvp);
   p.facets[passes::kFusionFacet] = passes::FusionKind::Reduction;
   p.facets[passes::kDecomposeFacet] = passes::DecomposeFn(layer_norm_loops);
+  r.add(std::move(p));
+}
+
+// The reference kernel of layer_norm_grad: per row of the last ndim axes, in double.
+Value layer_norm_grad_eval(const std::vector<Value>& in, const Attrs& attrs) {
+  const Tensor &x = in.at(0).tensor, &g = in.at(1).tensor;
+  int64_t inner = 1;
+  for (int64_t d = x.rank() - attrs.get_int("ndim"); d < x.rank(); ++d) inner *= x.shape()[d];
+  const int64_t outer = inner ? x.numel() / inner : 0;
+  const double eps = attrs.get_float("eps"), count = static_cast<double>(inner);
+  Tensor out = Tensor::empty(x.dtype(), x.shape());
+  std::vector<double> xhat(static_cast<size_t>(inner));
+  for (int64_t o = 0; o < outer; ++o) {
+    double mean = 0, var = 0, mg = 0, mgx = 0;
+    for (int64_t i = 0; i < inner; ++i) mean += x.get(o * inner + i);
+    mean /= count;
+    for (int64_t i = 0; i < inner; ++i) {
+      double d = x.get(o * inner + i) - mean;
+      var += d * d;
+    }
+    const double rstd = 1.0 / std::sqrt(var / count + eps);
+    for (int64_t i = 0; i < inner; ++i) {
+      xhat[i] = (x.get(o * inner + i) - mean) * rstd;
+      mg += g.get(o * inner + i);
+      mgx += g.get(o * inner + i) * xhat[i];
+    }
+    mg /= count;
+    mgx /= count;
+    for (int64_t i = 0; i < inner; ++i)
+      out.set(o * inner + i, rstd * (g.get(o * inner + i) - mg - xhat[i] * mgx));
+  }
+  return out;
+}
+
+void add_layer_norm_grad(sem::Registry& r) {
+  Primitive p = row("layer_norm_grad",
+                    "layer_norm_grad(x, g, ndim=1, eps=1e-5): layer_norm's input gradient for "
+                    "the output gradient g (times gamma), statistics from x",
+                    {input("x"), input("g"), attr("ndim", AK::Int, int_attr(1)),
+                     attr("eps", AK::Float, float_attr(1e-5))});
+  p.infer = [](const std::vector<TypeP>& in, const Attrs& attrs) -> TypeP {
+    expect_inputs(in, 2, 2, "layer_norm_grad");
+    const Type& x = float_input(in, 0, "layer_norm_grad");
+    const Type& g = float_input(in, 1, "layer_norm_grad");
+    const int64_t nd = attrs.get_int("ndim");
+    if (nd < 1 || nd > x.rank())
+      user_error("layer_norm_grad ndim " + std::to_string(nd) + " is out of range for " + x.str());
+    if (g.dtype != x.dtype || g.shape != x.shape)
+      user_error("layer_norm_grad g " + g.str() + " does not match x " + x.str());
+    return in[0];
+  };
+  p.eval = layer_norm_grad_eval;
+  ad::set_rules(p, layer_norm_grad_vjp, layer_norm_grad_jvp);
+  p.facets[passes::kFusionFacet] = passes::FusionKind::Reduction;
+  p.facets[passes::kDecomposeFacet] = passes::DecomposeFn(layer_norm_grad_loops);
   r.add(std::move(p));
 }
 
@@ -846,6 +970,7 @@ void nn_costs(sem::Registry& r) {
   set_cost(r, "logsumexp", sem::reduction_cost(4));
   set_cost(r, "cross_entropy", per_input_element(5, "norm"));
   set_cost(r, "layer_norm", per_input_element(8, "norm"));
+  set_cost(r, "layer_norm_grad", per_input_element(12, "norm"));
   set_cost(r, "batch_norm", per_input_element(8, "norm"));
   set_cost(r, "dropout", sem::elementwise_cost(3));
 }
@@ -873,6 +998,13 @@ Spec layer_norm_spec(const Types& in, const TypeP&, const Attrs& attrs) {
   for (size_t i = 1; i < in.size(); ++i)
     s.inputs.push_back(is_tensor(in, i) ? std::vector<int>(static_cast<size_t>(rank(in[i])), -1)
                                         : std::vector<int>{});
+  return s;
+}
+
+// layer_norm_grad(x, g): like layer_norm, both inputs split as the output.
+Spec layer_norm_grad_spec(const Types& in, const TypeP& out, const Attrs& attrs) {
+  Spec s = layer_norm_spec(in, out, attrs);
+  if (s && s->inputs.size() == 2) s->inputs[1] = s->output;
   return s;
 }
 
@@ -925,6 +1057,7 @@ void nn_rules(sem::Registry& r) {
   set_sharding(r, "logsumexp", dim_rule(reduction_spec(false, false)));
   set_sharding(r, "cross_entropy", dim_rule(cross_entropy_spec));
   set_sharding(r, "layer_norm", dim_rule(layer_norm_spec));
+  set_sharding(r, "layer_norm_grad", dim_rule(layer_norm_grad_spec));
   set_sharding(r, "batch_norm", dim_rule(batch_norm_spec));
   // Dropout in eval mode is the identity; in training its mask comes from the global index.
   ShardingRule random_dropout = replicated_only_rule(
@@ -956,12 +1089,13 @@ void register_nn(sem::Registry& r) {
   add_logsumexp(r);
   add_cross_entropy(r);
   add_layer_norm(r);
+  add_layer_norm_grad(r);
   add_batch_norm(r);
   add_dropout(r);
   // Autocast (semantics/amp.h): softmaxes in f32 at O1, norms also at O2, the loss always.
   for (const char* name : {"softmax", "log_softmax", "logsumexp"})
     sem::set_amp(r, name, sem::AmpClass::F32);
-  for (const char* name : {"layer_norm", "batch_norm"})
+  for (const char* name : {"layer_norm", "layer_norm_grad", "batch_norm"})
     sem::set_amp(r, name, sem::AmpClass::F32Norm);
   sem::set_amp(r, "cross_entropy", sem::AmpClass::F32Loss);
   // Cost and sharding rules of the rows above.

@@ -1,5 +1,6 @@
 // CPU kernels of the nn family (ops/nn.cpp): softmax, log_softmax, logsumexp, cross_entropy,
-// layer_norm, batch_norm, dropout. f32 and f64 (anything else goes to the reference kernel).
+// layer_norm, layer_norm_grad, batch_norm, dropout. f32 and f64 (anything else goes to the
+// reference kernel).
 //
 // Numerics follow the reference: the maximum is subtracted first (so logits of 1e4 stay
 // finite), sums and statistics accumulate in double and the result is rounded once. f32
@@ -447,6 +448,76 @@ Value layer_norm_kernel(const RefKernel& ref, const std::vector<Value>& in, cons
   return out;
 }
 
+// ---- layer_norm_grad ------------------------------------------------------------------------
+
+// Sums of g and of g (x - mean) over a row, in double.
+SPORA_MULTIVERSION((template <class T>), row_grad_sums, (<T>),
+                   (const T* x, const T* g, int64_t n, double mean, double* sg, double* sgx),
+                   (x, g, n, mean, sg, sgx), {
+                     double a = 0, c = 0;
+                     _Pragma("omp simd reduction(+ : a, c)") for (int64_t i = 0; i < n; ++i) {
+                       const double gi = static_cast<double>(g[i]);
+                       a += gi;
+                       c += gi * (static_cast<double>(x[i]) - mean);
+                     }
+                     *sg = a;
+                     *sgx = c;
+                   })
+
+// dx = rstd (g - mg) - (x - mean) rstd^2 mgx, in double, rounded once.
+SPORA_MULTIVERSION((template <class T>), grad_row, (<T>),
+                   (const T* x, const T* g, T* dx, int64_t n, double mean, double rstd, double mg,
+                    double mgx),
+                   (x, g, dx, n, mean, rstd, mg, mgx), {
+                     const double k = rstd * rstd * mgx;
+                     _Pragma("omp simd") for (int64_t i = 0; i < n; ++i) dx[i] =
+                         static_cast<T>(rstd * (static_cast<double>(g[i]) - mg) -
+                                        (static_cast<double>(x[i]) - mean) * k);
+                   })
+
+// One pass over x for its statistics, one over x and g for the two means, one to write dx.
+Value layer_norm_grad_kernel(const RefKernel& ref, const std::vector<Value>& in,
+                             const Attrs& attrs) {
+  const Tensor &x = in.at(0).tensor, &g = in.at(1).tensor;
+  const int64_t nd = attrs.get_int("ndim");
+  if (!is_f32_or_f64(x) || g.dtype() != x.dtype() || g.shape() != x.shape() || nd < 1 ||
+      nd > x.rank())
+    return ref(in, attrs);
+  const double eps = attrs.get_float("eps");
+  int64_t inner = 1;
+  for (int64_t d = x.rank() - nd; d < x.rank(); ++d) inner *= x.shape()[d];
+  const int64_t outer = inner ? x.numel() / inner : 0;
+  const double count = static_cast<double>(inner);
+  Tensor out = reuse_or_empty(in, {1}, x.dtype(), x.shape());
+  dispatch(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>) {
+      const T* px = x.data<T>();
+      const T* pg = g.data<T>();
+      T* pd = out.data<T>();
+      parallel_for(
+          outer, inner * 10,
+          [&](int64_t lo, int64_t hi) {
+            for (int64_t o = lo; o < hi; ++o) {
+              const T* xr = px + o * inner;
+              const T* gr = pg + o * inner;
+              double mean, var, sg, sgx;
+              row_sum<T>(xr, inner, &mean);
+              mean /= count;
+              row_sq_dev<T>(xr, inner, mean, &var);
+              const double rstd = 1.0 / std::sqrt(var / count + eps);
+              row_grad_sums<T>(xr, gr, inner, mean, &sg, &sgx);
+              // mean(g xhat) = rstd mean(g (x - mean)).
+              grad_row<T>(xr, gr, pd + o * inner, inner, mean, rstd, sg / count,
+                          rstd * sgx / count);
+            }
+          },
+          1);
+    }
+  });
+  return out;
+}
+
 // ---- batch_norm -----------------------------------------------------------------------------
 
 Value batch_norm_kernel(const RefKernel& ref, const std::vector<Value>& in, const Attrs& attrs) {
@@ -578,6 +649,7 @@ void register_nn() {
   set_kernel("logsumexp", logsumexp_kernel);
   set_kernel("cross_entropy", cross_entropy_kernel);
   set_kernel("layer_norm", layer_norm_kernel);
+  set_kernel("layer_norm_grad", layer_norm_grad_kernel);
   set_kernel("batch_norm", batch_norm_kernel);
   set_kernel("dropout", dropout_kernel);
 }

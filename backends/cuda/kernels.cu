@@ -548,6 +548,34 @@ __global__ void layer_norm_kernel(const T* __restrict__ x, const T* __restrict__
   }
 }
 
+// layer_norm_grad: dx = rstd (g - mean(g)) - (x - mean) rstd^2 mean(g xhat), one block a row.
+template <class T>
+__global__ void layer_norm_grad_kernel(const T* __restrict__ x, const T* __restrict__ g,
+                                       T* __restrict__ dx, int64_t rows, int64_t cols, double eps) {
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T* xr = x + r * cols;
+    const T* gr = g + r * cols;
+    T* dr = dx + r * cols;
+    const double n = static_cast<double>(cols);
+    double sum = 0;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) sum += static_cast<double>(xr[c]);
+    const double mean = block_reduce(sum, SumOp(), 0.0) / n;
+    double sq = 0, sg = 0, sgx = 0;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      const double d = static_cast<double>(xr[c]) - mean, gc = static_cast<double>(gr[c]);
+      sq += d * d;
+      sg += gc;
+      sgx += gc * d;
+    }
+    const double rstd = 1.0 / sqrt(block_reduce(sq, SumOp(), 0.0) / n + eps);
+    const double mg = block_reduce(sg, SumOp(), 0.0) / n;
+    const double k = rstd * rstd * rstd * block_reduce(sgx, SumOp(), 0.0) / n;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
+      dr[c] = static_cast<T>(rstd * (static_cast<double>(gr[c]) - mg) -
+                             (static_cast<double>(xr[c]) - mean) * k);
+  }
+}
+
 // ---- im2col ---------------------------------------------------------------------------------
 
 struct ConvGeom {
@@ -784,6 +812,17 @@ cudaError_t layer_norm(int dt, const void* x, const void* gamma, const void* bet
     layer_norm_kernel<T><<<blocks_for(rows, 1), kThreads, 0, s>>>(
         static_cast<const T*>(x), static_cast<const T*>(gamma), static_cast<const T*>(beta),
         static_cast<T*>(y), rows, cols, eps);
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t layer_norm_grad(int dt, const void* x, const void* g, void* dx, int64_t rows,
+                            int64_t cols, double eps, cudaStream_t s) {
+  if (rows * cols == 0) return cudaSuccess;
+  return by_float(dt, [&](auto t) {
+    using T = decltype(t);
+    layer_norm_grad_kernel<T><<<blocks_for(rows, 1), kThreads, 0, s>>>(
+        static_cast<const T*>(x), static_cast<const T*>(g), static_cast<T*>(dx), rows, cols, eps);
     return cudaGetLastError();
   });
 }

@@ -102,6 +102,9 @@ cudaError_t one_hot(int label_dt, int dt, const void* labels, void* out, int* er
 // layer_norm over rows of length `cols`; gamma / beta may be null.
 cudaError_t layer_norm(int dt, const void* x, const void* gamma, const void* beta, void* y,
                        int64_t rows, int64_t cols, double eps, cudaStream_t s);
+// layer_norm's input gradient over rows of length `cols` (ops/nn.cpp, layer_norm_grad).
+cudaError_t layer_norm_grad(int dt, const void* x, const void* g, void* dx, int64_t rows,
+                            int64_t cols, double eps, cudaStream_t s);
 // im2col of one NCHW image batch: col[(c, kh, kw), (n, oh, ow)] (zero padding), for conv2d
 // as a GEMM; and col2im, its adjoint (accumulating), for the input gradient.
 cudaError_t im2col(int dt, const void* x, void* col, int64_t N, int64_t C, int64_t H, int64_t W,

@@ -88,7 +88,8 @@ Low low_policy(const std::string& name) {
   static const std::set<std::string> via = words(
       "neg abs sign square relu floor ceil round exp log sqrt rsqrt tanh sigmoid gelu sin cos erf "
       "log1p expm1 reciprocal add sub mul div floordiv mod pow maximum minimum eq ne lt le gt ge "
-      "sum mean prod max min argmax argmin softmax log_softmax cross_entropy layer_norm conv2d "
+      "sum mean prod max min argmax argmin softmax log_softmax cross_entropy layer_norm "
+      "layer_norm_grad conv2d "
       "conv2d_input_grad conv2d_weight_grad");
   static const std::set<std::string> native = words(
       "matmul where cast transpose permute broadcast_to reshape flatten squeeze unsqueeze "
@@ -586,6 +587,14 @@ void register_matmul() {
 
 // ---- nn -------------------------------------------------------------------------------------
 
+// layer_norm's rows: the last ndim axes are one row of `cols` values.
+std::pair<int64_t, int64_t> norm_rows(const Tensor& x, const Attrs& attrs) {
+  int64_t cols = 1;
+  for (int64_t d = x.rank() - attrs.get_int("ndim"); d < x.rank(); ++d)
+    cols *= x.shape()[static_cast<size_t>(d)];
+  return {cols ? x.numel() / cols : 0, cols};
+}
+
 void register_nn() {
   for (bool log : {false, true}) {
     const std::string row = log ? "log_softmax" : "softmax";
@@ -655,17 +664,29 @@ void register_nn() {
         const bool has_g = in.size() > 1 && in[1].is_tensor(),
                    has_b = in.size() > 2 && in[2].is_tensor();
         Tensor g = has_g ? dev(in[1]) : Tensor(), b = has_b ? dev(in[2]) : Tensor();
-        const int64_t nd = attrs.get_int("ndim");
-        int64_t cols = 1;
-        for (int64_t d = x.rank() - nd; d < x.rank(); ++d)
-          cols *= x.shape()[static_cast<size_t>(d)];
-        const int64_t rows = cols ? x.numel() / cols : 0;
+        const auto [rows, cols] = norm_rows(x, attrs);
         Tensor y = dev_empty(x.dtype(), x.shape());
         launch_check(k::layer_norm(code(x.dtype()), x.raw(), has_g ? g.raw() : nullptr,
                                    has_b ? b.raw() : nullptr, y.raw(), rows, cols,
                                    attrs.get_float("eps"), stream()),
                      "layer_norm");
         return Value(y);
+      },
+      "f32, f64");
+  set_native(
+      "layer_norm_grad",
+      [](const std::vector<Value>& in, const Attrs& attrs) -> std::optional<Value> {
+        if (in.size() != 2 || !in[0].is_tensor() || !in[1].is_tensor() ||
+            !is_float(in[0].tensor.dtype()))
+          return std::nullopt;
+        infer("layer_norm_grad", in, attrs);
+        Tensor x = dev(in[0]), g = dev(in[1]);
+        const auto [rows, cols] = norm_rows(x, attrs);
+        Tensor dx = dev_empty(x.dtype(), x.shape());
+        launch_check(k::layer_norm_grad(code(x.dtype()), x.raw(), g.raw(), dx.raw(), rows, cols,
+                                        attrs.get_float("eps"), stream()),
+                     "layer_norm_grad");
+        return Value(dx);
       },
       "f32, f64");
 }

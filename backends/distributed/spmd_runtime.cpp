@@ -224,13 +224,17 @@ struct SpmdRuntime::Impl {
   void sequence_shard_partials(const ir::Node& n, std::vector<Value>& in) {
     const int axis = rt.plan_.sp_axis, dim = rt.plan_.sp_dim;
     const std::string& name = n.prim->name;
-    if (n.prim->family != "elementwise" && name != "layer_norm" && name != "dropout") return;
+    const bool norm = name == "layer_norm" || name == "layer_norm_grad";
+    if (n.prim->family != "elementwise" && !norm && name != "dropout") return;
     for (size_t i = 0; i < in.size(); ++i) {
       const TypeP& t = n.inputs[i]->type;
       if (!in[i].is_tensor() || !t || !t->is_tensor() || static_cast<int>(t->rank()) <= dim)
         continue;
-      if (name == "layer_norm" && i == 0 &&
-          dim >= static_cast<int>(t->rank()) - static_cast<int>(n.attrs.has("ndim") ? n.attrs.get_int("ndim") : 1))
+      // layer_norm's x and both of layer_norm_grad's inputs are never split along the
+      // normalised axes.
+      if (norm && (i == 0 || name == "layer_norm_grad") &&
+          dim >= static_cast<int>(t->rank()) -
+                     static_cast<int>(n.attrs.has("ndim") ? n.attrs.get_int("ndim") : 1))
         continue;
       const Layout l = layout(in[i], t);
       if (!l.has_partial(axis) || l.tensor_map[static_cast<size_t>(dim)] >= 0 ||

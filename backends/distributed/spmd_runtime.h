@@ -70,10 +70,11 @@
 //      A name that is no layer the program differentiates is an error listing the layers.
 //   8. Sequence parallelism (Megatron-LM's, Korthikanti et al. 2022). A pending partial sum over
 //      sp_axis (a row-parallel projection's output) that reaches an elementwise primitive, a
-//      layer_norm (not normalising sp_dim) or a dropout is reduce-scattered onto dimension sp_dim
-//      (the sequence) instead of all-reduced, so the bias, residual add, dropout and layer norm
-//      run on sequence shards; the next column-parallel projection gathers its input over the
-//      axis (the propagation's cheapest strategy), as Megatron's sequence parallelism does.
+//      layer_norm or layer_norm_grad (not normalising sp_dim) or a dropout is reduce-scattered
+//      onto dimension sp_dim (the sequence) instead of all-reduced, so the bias, residual add,
+//      dropout and layer norm run on sequence shards; the next column-parallel projection
+//      gathers its input over the axis (the propagation's cheapest strategy), as Megatron's
+//      sequence parallelism does.
 //   9. Pipeline stages (GPipe, 1F1B; a strategy's "pipeline" key, parallel/pipeline/pipeline.h).
 //      The mesh is the pipeline axis "pp" of S stages followed by the stage's mesh. The program's
 //      training step (its first value_and_grad) is compiled as a call of its own

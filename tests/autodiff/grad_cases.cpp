@@ -182,6 +182,9 @@ void nn(std::vector<GradCase>& cs) {
   cs.push_back(op("layer_norm_affine", "layer_norm", {f64({3, 4}), f64({4}), f64({4})}));
   cs.push_back(op("layer_norm_gamma_ndim2", "layer_norm", {f64({2, 3, 2}), f64({3, 2})},
                   attrs({{"ndim", int64_t{2}}})));
+  cs.push_back(op("layer_norm_grad", "layer_norm_grad", {f64({3, 4}), f64({3, 4})}));
+  cs.push_back(op("layer_norm_grad_ndim2", "layer_norm_grad", {f64({2, 3, 2}), f64({2, 3, 2})},
+                  attrs({{"ndim", int64_t{2}}, {"eps", 0.5}})));
   for (bool training : {false, true}) {
     std::string m = training ? "_training" : "_inference";
     cs.push_back(op("batch_norm_2d" + m, "batch_norm",

@@ -1,7 +1,7 @@
 // CPU matmul and nn kernels against the reference kernels: matmul in every NumPy form
 // (1-D operands, broadcast batches, empty and k = 0 shapes, integers exactly), softmax,
-// log_softmax, logsumexp and cross_entropy (including logits of 1e4), layer_norm, batch_norm
-// and dropout (the reference's mask exactly).
+// log_softmax, logsumexp and cross_entropy (including logits of 1e4), layer_norm, layer_norm_grad,
+// batch_norm and dropout (the reference's mask exactly).
 #include <omp.h>
 
 #include "tests/cpu/cpu_test_util.h"
@@ -209,11 +209,17 @@ TEST(CpuNn, LayerNormAndBatchNorm) {
         EXPECT_TRUE(agree("layer_norm", {x, g, b}, a, Tol::approx));
         EXPECT_TRUE(agree("layer_norm", {x, g}, a, Tol::approx));
         EXPECT_TRUE(agree("layer_norm", {x, Value(), b}, a, Tol::approx));
+        // The result cancels (g - mean(g) - xhat mean(g xhat)): compared at the scale of its
+        // terms, rstd |g| with rstd < 2 here.
+        Tensor dy = gen.tensor(dt, s, -2, 2);
+        EXPECT_TRUE(agree("layer_norm_grad", {x, dy}, a, Tol::scaled, 4)) << x.type()->str() << nd;
       }
     }
     // Rows with a large offset: computed in double like the reference.
     Tensor off = gen.tensor(dt, {4, 300}, 1000, 1001);
     EXPECT_TRUE(agree("layer_norm", {off}, A({{"ndim", Attr{int64_t{1}}}}), Tol::approx));
+    EXPECT_TRUE(agree("layer_norm_grad", {off, gen.tensor(dt, {4, 300})},
+                      A({{"ndim", Attr{int64_t{1}}}}), Tol::scaled, 8));
     for (const Shape& s : std::vector<Shape>{{16, 3}, {8, 4, 5, 5}, {2, 3, 7}, {1, 2, 1, 1}}) {
       int64_t C = s[1];
       Tensor x = gen.tensor(dt, s, -2, 3);

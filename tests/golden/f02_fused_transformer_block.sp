@@ -1,8 +1,9 @@
 # the fusion groups of one Transformer encoder block's forward and backward (W4 of
 # benchmarks/workloads/README.md: d_model 256, 4 heads, FFN 1024, post-LayerNorm, batch 8 x 128)
 # Pinned: the groups of the forward (GEMM epilogues, the scaled softmax over q heads(k)^T with
-# heads(k) read through transpose_b, add + layer_norm) and of the backward (layer_norm gradients
-# as multi-pass row kernels, masks with bias gradients).
+# heads(k) read through transpose_b, add + layer_norm) and of the backward (layer_norm_grad and
+# the unscaled layer_norm for gamma's gradient in the products' epilogues, masks with bias
+# gradients).
 # RUN: ir --stage fused
 model EncoderBlock() {
     param wq: f32[256, 256] = uniform(-0.07654, 0.07654)
@@ -56,29 +57,29 @@ def main() {
 # CHECK-NEXT: %42 = matmul(%41, %39) : f32[8,4,128,64]
 # CHECK-NEXT: %43 = transpose(%42, axes=[0,2,1,3]) : f32[8,128,4,64]
 # CHECK-NEXT: %44 = reshape(%43, shape=[8,128,256]) : f32[8,128,256]
-# CHECK-NEXT: %45 = call @fused_step.7(%44, %22, %23, %x, %28, %29) : (f32[8,128,256], f32[8,128,256])
+# CHECK-NEXT: %45 = call @fused_step.4(%44, %22, %23, %x, %28, %29) : (f32[8,128,256], f32[8,128,256])
 # CHECK-NEXT: %46 = tuple_get(%45, index=0) : f32[8,128,256]
 # CHECK-NEXT: %47 = tuple_get(%45, index=1) : f32[8,128,256]
-# CHECK-NEXT: %48 = call @fused_step.4(%46, %24, %25) : f32[8,128,1024]
-# CHECK-NEXT: %49 = call @fused_step.5(%48, %26, %46, %27, %30, %31) : (f32, f32[8,128,256], f32[8,128,256])
+# CHECK-NEXT: %48 = call @fused_step.5(%47, %24, %25) : f32[8,128,1024]
+# CHECK-NEXT: %49 = call @fused_step.6(%48, %26, %47, %27, %30, %31) : (f32, f32[8,128,256], f32[8,128,256])
 # CHECK-NEXT: %50 = tuple_get(%49, index=0) : f32
 # CHECK-NEXT: %51 = tuple_get(%49, index=1) : f32[8,128,256]
 # CHECK-NEXT: %52 = tuple_get(%49, index=2) : f32[8,128,256]
-# CHECK-NEXT: %53 = sum(%51, axis=[0,1], keepdims=true) : f32[1,1,256]
+# CHECK-NEXT: %53 = sum(%52, axis=[0,1], keepdims=true) : f32[1,1,256]
 # CHECK-NEXT: %54 = reshape(%53, shape=[256]) : f32[256]
 # CHECK-NEXT: %55 = constant [1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0, 1024.0] : f32[256]
-# CHECK-NEXT: %56 = sum(%52, axis=[0,1], keepdims=true) : f32[1,1,256]
+# CHECK-NEXT: %56 = sum(%51, axis=[0,1], keepdims=true) : f32[1,1,256]
 # CHECK-NEXT: %57 = reshape(%56, shape=[256]) : f32[256]
 # CHECK-NEXT: %58 = reshape(%48, shape=[1024,1024]) : f32[1024,1024]
-# CHECK-NEXT: %59 = reshape(%52, shape=[1024,256]) : f32[1024,256]
+# CHECK-NEXT: %59 = reshape(%51, shape=[1024,256]) : f32[1024,256]
 # CHECK-NEXT: %60 = matmul(%58, %59, transpose_a=true) : f32[1024,256]
-# CHECK-NEXT: %61 = call @fused_step.6(%52, %26, %48) : f32[8,128,1024]
+# CHECK-NEXT: %61 = call @fused_step.7(%51, %26, %48) : f32[8,128,1024]
 # CHECK-NEXT: %62 = sum(%61, axis=[0,1], keepdims=true) : f32[1,1,1024]
 # CHECK-NEXT: %63 = reshape(%62, shape=[1024]) : f32[1024]
-# CHECK-NEXT: %64 = reshape(%46, shape=[1024,256]) : f32[1024,256]
+# CHECK-NEXT: %64 = reshape(%47, shape=[1024,256]) : f32[1024,256]
 # CHECK-NEXT: %65 = reshape(%61, shape=[1024,1024]) : f32[1024,1024]
 # CHECK-NEXT: %66 = matmul(%64, %65, transpose_a=true) : f32[256,1024]
-# CHECK-NEXT: %67 = call @fused_step.8(%61, %24, %52, %47, %28) : (f32[8,128,256], f32[8,128,256], f32[8,128,256])
+# CHECK-NEXT: %67 = call @fused_step.8(%61, %24, %51, %28, %46) : (f32[8,128,256], f32[8,128,256], f32[8,128,256])
 # CHECK-NEXT: %68 = tuple_get(%67, index=0) : f32[8,128,256]
 # CHECK-NEXT: %69 = tuple_get(%67, index=1) : f32[8,128,256]
 # CHECK-NEXT: %70 = tuple_get(%67, index=2) : f32[8,128,256]
@@ -147,91 +148,65 @@ def main() {
 # CHECK-NEXT: %121 = softmax(%120, axis=-1) : f32[8,4,128,128]
 # CHECK-NEXT: return %121
 # CHECK-NEXT: }
-# CHECK: @fused graph @fused_step.4(%p0: f32[8,128,256], %p1: f32[256,1024], %p2: f32[1024]) -> f32[8,128,1024] {
-# CHECK-NEXT: %122 = matmul(%p0, %p1) : f32[8,128,1024]
-# CHECK-NEXT: %123 = add(%122, %p2) : f32[8,128,1024]
-# CHECK-NEXT: %124 = relu(%123) : f32[8,128,1024]
-# CHECK-NEXT: return %124
+# CHECK: @fused graph @fused_step.4(%p0: f32[8,128,256], %p1: f32[256,256], %p2: f32[256], %p3: f32[8,128,256], %p4: f32[256], %p5: f32[256]) -> (f32[8,128,256], f32[8,128,256]) {
+# CHECK-NEXT: %122 = matmul(%p0, %p1) : f32[8,128,256]
+# CHECK-NEXT: %123 = add(%122, %p2) : f32[8,128,256]
+# CHECK-NEXT: %124 = add(%p3, %123) : f32[8,128,256]
+# CHECK-NEXT: %125 = layer_norm(%124, %p4, %p5, ndim=1, eps=1e-05) : f32[8,128,256]
+# CHECK-NEXT: %126 = make_tuple(%124, %125) : (f32[8,128,256], f32[8,128,256])
+# CHECK-NEXT: return %126
 # CHECK-NEXT: }
-# CHECK: @fused graph @fused_step.5(%p0: f32[8,128,1024], %p1: f32[1024,256], %p2: f32[8,128,256], %p3: f32[256], %p4: f32[256], %p5: f32[256]) -> (f32, f32[8,128,256], f32[8,128,256]) {
-# CHECK-NEXT: %125 = matmul(%p0, %p1) : f32[8,128,256]
-# CHECK-NEXT: %126 = add(%p2, %125) : f32[8,128,256]
-# CHECK-NEXT: %127 = add(%126, %p3) : f32[8,128,256]
-# CHECK-NEXT: %128 = layer_norm(%127, %p4, %p5, ndim=1, eps=1e-05) : f32[8,128,256]
-# CHECK-NEXT: %129 = sum(%128, axis=none, keepdims=false) : f32
-# CHECK-NEXT: %130 = constant [[[1.0]]] : f32[1,1,1]
-# CHECK-NEXT: %131 = broadcast_to(%130, shape=[8,128,256]) : f32[8,128,256]
-# CHECK-NEXT: %132 = mean(%127, axis=[2], keepdims=true) : f32[8,128,1]
-# CHECK-NEXT: %133 = sub(%127, %132) : f32[8,128,256]
-# CHECK-NEXT: %134 = mul(%133, %133) : f32[8,128,256]
-# CHECK-NEXT: %135 = mean(%134, axis=[2], keepdims=true) : f32[8,128,1]
-# CHECK-NEXT: %136 = constant 1e-05 : f32
-# CHECK-NEXT: %137 = add(%135, %136) : f32[8,128,1]
-# CHECK-NEXT: %138 = rsqrt(%137) : f32[8,128,1]
-# CHECK-NEXT: %139 = mul(%133, %138) : f32[8,128,256]
-# CHECK-NEXT: %140 = mul(%131, %p4) : f32[8,128,256]
-# CHECK-NEXT: %141 = mean(%140, axis=[2], keepdims=true) : f32[8,128,1]
-# CHECK-NEXT: %142 = sub(%140, %141) : f32[8,128,256]
-# CHECK-NEXT: %143 = mul(%140, %139) : f32[8,128,256]
-# CHECK-NEXT: %144 = mean(%143, axis=[2], keepdims=true) : f32[8,128,1]
-# CHECK-NEXT: %145 = mul(%139, %144) : f32[8,128,256]
-# CHECK-NEXT: %146 = sub(%142, %145) : f32[8,128,256]
-# CHECK-NEXT: %147 = mul(%138, %146) : f32[8,128,256]
-# CHECK-NEXT: %148 = make_tuple(%129, %139, %147) : (f32, f32[8,128,256], f32[8,128,256])
-# CHECK-NEXT: return %148
+# CHECK: @fused graph @fused_step.5(%p0: f32[8,128,256], %p1: f32[256,1024], %p2: f32[1024]) -> f32[8,128,1024] {
+# CHECK-NEXT: %127 = matmul(%p0, %p1) : f32[8,128,1024]
+# CHECK-NEXT: %128 = add(%127, %p2) : f32[8,128,1024]
+# CHECK-NEXT: %129 = relu(%128) : f32[8,128,1024]
+# CHECK-NEXT: return %129
 # CHECK-NEXT: }
-# CHECK: @fused graph @fused_step.6(%p0: f32[8,128,256], %p1: f32[1024,256], %p2: f32[8,128,1024]) -> f32[8,128,1024] {
-# CHECK-NEXT: %149 = matmul(%p0, %p1, transpose_b=true) : f32[8,128,1024]
-# CHECK-NEXT: %150 = constant 0.0 : f32
-# CHECK-NEXT: %151 = gt(%p2, %150) : bool[8,128,1024]
-# CHECK-NEXT: %152 = where(%151, %149, %150) : f32[8,128,1024]
-# CHECK-NEXT: return %152
+# CHECK: @fused graph @fused_step.6(%p0: f32[8,128,1024], %p1: f32[1024,256], %p2: f32[8,128,256], %p3: f32[256], %p4: f32[256], %p5: f32[256]) -> (f32, f32[8,128,256], f32[8,128,256]) {
+# CHECK-NEXT: %130 = matmul(%p0, %p1) : f32[8,128,256]
+# CHECK-NEXT: %131 = add(%p2, %130) : f32[8,128,256]
+# CHECK-NEXT: %132 = add(%131, %p3) : f32[8,128,256]
+# CHECK-NEXT: %133 = layer_norm(%132, %p4, %p5, ndim=1, eps=1e-05) : f32[8,128,256]
+# CHECK-NEXT: %134 = sum(%133, axis=none, keepdims=false) : f32
+# CHECK-NEXT: %135 = constant [[[1.0]]] : f32[1,1,1]
+# CHECK-NEXT: %136 = broadcast_to(%135, shape=[8,128,256]) : f32[8,128,256]
+# CHECK-NEXT: %137 = mul(%136, %p4) : f32[8,128,256]
+# CHECK-NEXT: %138 = layer_norm_grad(%132, %137, ndim=1, eps=1e-05) : f32[8,128,256]
+# CHECK-NEXT: %139 = layer_norm(%132, ndim=1, eps=1e-05) : f32[8,128,256]
+# CHECK-NEXT: %140 = make_tuple(%134, %138, %139) : (f32, f32[8,128,256], f32[8,128,256])
+# CHECK-NEXT: return %140
 # CHECK-NEXT: }
-# CHECK: @fused graph @fused_step.7(%p0: f32[8,128,256], %p1: f32[256,256], %p2: f32[256], %p3: f32[8,128,256], %p4: f32[256], %p5: f32[256]) -> (f32[8,128,256], f32[8,128,256]) {
-# CHECK-NEXT: %153 = matmul(%p0, %p1) : f32[8,128,256]
-# CHECK-NEXT: %154 = add(%153, %p2) : f32[8,128,256]
-# CHECK-NEXT: %155 = add(%p3, %154) : f32[8,128,256]
-# CHECK-NEXT: %156 = layer_norm(%155, %p4, %p5, ndim=1, eps=1e-05) : f32[8,128,256]
-# CHECK-NEXT: %157 = mean(%155, axis=[2], keepdims=true) : f32[8,128,1]
-# CHECK-NEXT: %158 = sub(%155, %157) : f32[8,128,256]
-# CHECK-NEXT: %159 = make_tuple(%156, %158) : (f32[8,128,256], f32[8,128,256])
-# CHECK-NEXT: return %159
+# CHECK: @fused graph @fused_step.7(%p0: f32[8,128,256], %p1: f32[1024,256], %p2: f32[8,128,1024]) -> f32[8,128,1024] {
+# CHECK-NEXT: %141 = matmul(%p0, %p1, transpose_b=true) : f32[8,128,1024]
+# CHECK-NEXT: %142 = constant 0.0 : f32
+# CHECK-NEXT: %143 = gt(%p2, %142) : bool[8,128,1024]
+# CHECK-NEXT: %144 = where(%143, %141, %142) : f32[8,128,1024]
+# CHECK-NEXT: return %144
 # CHECK-NEXT: }
-# CHECK: @fused graph @fused_step.8(%p0: f32[8,128,1024], %p1: f32[256,1024], %p2: f32[8,128,256], %p3: f32[8,128,256], %p4: f32[256]) -> (f32[8,128,256], f32[8,128,256], f32[8,128,256]) {
-# CHECK-NEXT: %160 = matmul(%p0, %p1, transpose_b=true) : f32[8,128,256]
-# CHECK-NEXT: %161 = add(%p2, %160) : f32[8,128,256]
-# CHECK-NEXT: %162 = mul(%p3, %p3) : f32[8,128,256]
-# CHECK-NEXT: %163 = mean(%162, axis=[2], keepdims=true) : f32[8,128,1]
-# CHECK-NEXT: %164 = constant 1e-05 : f32
-# CHECK-NEXT: %165 = add(%163, %164) : f32[8,128,1]
-# CHECK-NEXT: %166 = rsqrt(%165) : f32[8,128,1]
-# CHECK-NEXT: %167 = mul(%p3, %166) : f32[8,128,256]
-# CHECK-NEXT: %168 = mul(%161, %p4) : f32[8,128,256]
-# CHECK-NEXT: %169 = mean(%168, axis=[2], keepdims=true) : f32[8,128,1]
-# CHECK-NEXT: %170 = sub(%168, %169) : f32[8,128,256]
-# CHECK-NEXT: %171 = mul(%168, %167) : f32[8,128,256]
-# CHECK-NEXT: %172 = mean(%171, axis=[2], keepdims=true) : f32[8,128,1]
-# CHECK-NEXT: %173 = mul(%167, %172) : f32[8,128,256]
-# CHECK-NEXT: %174 = sub(%170, %173) : f32[8,128,256]
-# CHECK-NEXT: %175 = mul(%166, %174) : f32[8,128,256]
-# CHECK-NEXT: %176 = mul(%161, %167) : f32[8,128,256]
-# CHECK-NEXT: %177 = make_tuple(%161, %175, %176) : (f32[8,128,256], f32[8,128,256], f32[8,128,256])
-# CHECK-NEXT: return %177
+# CHECK: @fused graph @fused_step.8(%p0: f32[8,128,1024], %p1: f32[256,1024], %p2: f32[8,128,256], %p3: f32[256], %p4: f32[8,128,256]) -> (f32[8,128,256], f32[8,128,256], f32[8,128,256]) {
+# CHECK-NEXT: %145 = matmul(%p0, %p1, transpose_b=true) : f32[8,128,256]
+# CHECK-NEXT: %146 = add(%p2, %145) : f32[8,128,256]
+# CHECK-NEXT: %147 = mul(%146, %p3) : f32[8,128,256]
+# CHECK-NEXT: %148 = layer_norm_grad(%p4, %147, ndim=1, eps=1e-05) : f32[8,128,256]
+# CHECK-NEXT: %149 = layer_norm(%p4, ndim=1, eps=1e-05) : f32[8,128,256]
+# CHECK-NEXT: %150 = mul(%146, %149) : f32[8,128,256]
+# CHECK-NEXT: %151 = make_tuple(%146, %148, %150) : (f32[8,128,256], f32[8,128,256], f32[8,128,256])
+# CHECK-NEXT: return %151
 # CHECK-NEXT: }
 # CHECK: @fused graph @fused_step.9(%p0: f32[8,4,128,64], %p1: f32[8,4,128,64], %p2: f32[8,4,128,128]) -> f32[8,4,128,128] {
-# CHECK-NEXT: %178 = matmul(%p0, %p1, transpose_b=true) : f32[8,4,128,128]
-# CHECK-NEXT: %179 = mul(%178, %p2) : f32[8,4,128,128]
-# CHECK-NEXT: %180 = sum(%179, axis=[3], keepdims=true) : f32[8,4,128,1]
-# CHECK-NEXT: %181 = sub(%178, %180) : f32[8,4,128,128]
-# CHECK-NEXT: %182 = mul(%p2, %181) : f32[8,4,128,128]
-# CHECK-NEXT: %183 = constant 0.125 : f32
-# CHECK-NEXT: %184 = mul(%182, %183) : f32[8,4,128,128]
-# CHECK-NEXT: return %184
+# CHECK-NEXT: %152 = matmul(%p0, %p1, transpose_b=true) : f32[8,4,128,128]
+# CHECK-NEXT: %153 = mul(%152, %p2) : f32[8,4,128,128]
+# CHECK-NEXT: %154 = sum(%153, axis=[3], keepdims=true) : f32[8,4,128,1]
+# CHECK-NEXT: %155 = sub(%152, %154) : f32[8,4,128,128]
+# CHECK-NEXT: %156 = mul(%p2, %155) : f32[8,4,128,128]
+# CHECK-NEXT: %157 = constant 0.125 : f32
+# CHECK-NEXT: %158 = mul(%156, %157) : f32[8,4,128,128]
+# CHECK-NEXT: return %158
 # CHECK-NEXT: }
 # CHECK: @fused graph @fused_step.10(%p0: f32[8,128,256], %p1: f32[256,256], %p2: f32[8,128,256], %p3: f32[8,128,256], %p4: f32[8,128,256]) -> f32[8,128,256] {
-# CHECK-NEXT: %185 = matmul(%p0, %p1, transpose_b=true) : f32[8,128,256]
-# CHECK-NEXT: %186 = add(%p2, %185) : f32[8,128,256]
-# CHECK-NEXT: %187 = add(%186, %p3) : f32[8,128,256]
-# CHECK-NEXT: %188 = add(%187, %p4) : f32[8,128,256]
-# CHECK-NEXT: return %188
+# CHECK-NEXT: %159 = matmul(%p0, %p1, transpose_b=true) : f32[8,128,256]
+# CHECK-NEXT: %160 = add(%p2, %159) : f32[8,128,256]
+# CHECK-NEXT: %161 = add(%160, %p3) : f32[8,128,256]
+# CHECK-NEXT: %162 = add(%161, %p4) : f32[8,128,256]
+# CHECK-NEXT: return %162
 # CHECK-NEXT: }

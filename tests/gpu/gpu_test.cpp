@@ -360,6 +360,8 @@ TEST(GpuKernels, SoftmaxCrossEntropyLayerNorm) {
   EXPECT_TRUE(
       agree("layer_norm", {t(DType::f32, {3, 4, 5}, g, 10, 11)}, A({{"ndim", int64_t{2}}})));
   EXPECT_TRUE(agree("layer_norm", {t(DType::f64, {2, 700}, g), t(DType::f64, {700}, g), Value()}));
+  EXPECT_TRUE(agree("layer_norm_grad", {t(DType::f64, {6, 300}, g), t(DType::f64, {6, 300}, g)}));
+  EXPECT_TRUE(agree("layer_norm_grad", {t(DType::f32, {8, 256}, g), t(DType::f32, {8, 256}, g)}));
 }
 
 TEST(GpuKernels, ConvolutionAndGradients) {

@@ -345,6 +345,12 @@ std::vector<Case> cases() {
   cs.push_back({"log_softmax", {g.real({4, 2, 4})}, {{"axis", int64_t{0}}}, 3});
   cs.push_back({"layer_norm", {g.real({4, 2, 4}), g.real({4}), g.real({4})}, {}, 3});
   cs.push_back({"layer_norm", {g.real({4, 2, 4})}, {{"ndim", int64_t{2}}}, 2, "ndim 2"});
+  cs.push_back({"layer_norm_grad", {g.real({4, 2, 4}), g.real({4, 2, 4})}, {}, 3});
+  cs.push_back({"layer_norm_grad",
+                {g.real({4, 2, 4}), g.real({4, 2, 4})},
+                {{"ndim", int64_t{2}}},
+                2,
+                "ndim 2"});
   for (const char* red : {"mean", "sum", "none"}) {
     cs.push_back({"cross_entropy",
                   {g.real({4, 4}), g.ints({4}, 0, 3)},
