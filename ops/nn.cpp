@@ -607,6 +607,29 @@ Node* layer_norm_jvp(Emitter& e, const Node& node, const Nodes& in, Node* out, c
   return t;
 }
 
+// The reference kernels' rows of the last ndim axes: row o's mean and 1 / sqrt(biased variance
+// + eps), in double.
+struct NormRows {
+  int64_t inner = 1, outer = 0;
+  double eps;
+  NormRows(const Tensor& x, const Attrs& attrs) : eps(attrs.get_float("eps")) {
+    for (int64_t d = x.rank() - attrs.get_int("ndim"); d < x.rank(); ++d) inner *= x.shape()[d];
+    outer = inner ? x.numel() / inner : 0;
+  }
+  void stats(const Tensor& x, int64_t o, double* mean, double* rstd) const {
+    double m = 0, var = 0;
+    for (int64_t i = 0; i < inner; ++i) m += x.get(o * inner + i);
+    m /= static_cast<double>(inner);
+    for (int64_t i = 0; i < inner; ++i) {
+      double d = x.get(o * inner + i) - m;
+      var += d * d;
+    }
+    var /= static_cast<double>(inner);
+    *mean = m;
+    *rstd = 1.0 / std::sqrt(var + eps);
+  }
+};
+
 void add_layer_norm(sem::Registry& r) {
   Primitive p =
       row("layer_norm",
@@ -626,23 +649,13 @@ void add_layer_norm(sem::Registry& r) {
   };
   p.eval = [](const std::vector<Value>& in, const Attrs& attrs) -> Value {
     const Tensor& x = in.at(0).tensor;
-    int64_t nd = attrs.get_int("ndim");
-    double eps = attrs.get_float("eps");
-    int64_t inner = 1;
-    for (int64_t d = x.rank() - nd; d < x.rank(); ++d) inner *= x.shape()[d];
-    int64_t outer = inner ? x.numel() / inner : 0;
+    const NormRows rows(x, attrs);
+    const int64_t inner = rows.inner;
     bool has_g = has_input(in, 1), has_b = has_input(in, 2);
     Tensor out = Tensor::empty(x.dtype(), x.shape());
-    for (int64_t o = 0; o < outer; ++o) {
-      double mean = 0, var = 0;
-      for (int64_t i = 0; i < inner; ++i) mean += x.get(o * inner + i);
-      mean /= static_cast<double>(inner);
-      for (int64_t i = 0; i < inner; ++i) {
-        double d = x.get(o * inner + i) - mean;
-        var += d * d;
-      }
-      var /= static_cast<double>(inner);
-      double rstd = 1.0 / std::sqrt(var + eps);
+    for (int64_t o = 0; o < rows.outer; ++o) {
+      double mean, rstd;
+      rows.stats(x, o, &mean, &rstd);
       for (int64_t i = 0; i < inner; ++i) {
         double y = (x.get(o * inner + i) - mean) * rstd;
         if (has_g) y *= in[1].tensor.get(i);
@@ -661,21 +674,14 @@ void add_layer_norm(sem::Registry& r) {
 // The reference kernel of layer_norm_grad: per row of the last ndim axes, in double.
 Value layer_norm_grad_eval(const std::vector<Value>& in, const Attrs& attrs) {
   const Tensor &x = in.at(0).tensor, &g = in.at(1).tensor;
-  int64_t inner = 1;
-  for (int64_t d = x.rank() - attrs.get_int("ndim"); d < x.rank(); ++d) inner *= x.shape()[d];
-  const int64_t outer = inner ? x.numel() / inner : 0;
-  const double eps = attrs.get_float("eps"), count = static_cast<double>(inner);
+  const NormRows rows(x, attrs);
+  const int64_t inner = rows.inner;
+  const double count = static_cast<double>(inner);
   Tensor out = Tensor::empty(x.dtype(), x.shape());
   std::vector<double> xhat(static_cast<size_t>(inner));
-  for (int64_t o = 0; o < outer; ++o) {
-    double mean = 0, var = 0, mg = 0, mgx = 0;
-    for (int64_t i = 0; i < inner; ++i) mean += x.get(o * inner + i);
-    mean /= count;
-    for (int64_t i = 0; i < inner; ++i) {
-      double d = x.get(o * inner + i) - mean;
-      var += d * d;
-    }
-    const double rstd = 1.0 / std::sqrt(var / count + eps);
+  for (int64_t o = 0; o < rows.outer; ++o) {
+    double mean, rstd, mg = 0, mgx = 0;
+    rows.stats(x, o, &mean, &rstd);
     for (int64_t i = 0; i < inner; ++i) {
       xhat[i] = (x.get(o * inner + i) - mean) * rstd;
       mg += g.get(o * inner + i);

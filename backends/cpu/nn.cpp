@@ -406,6 +406,17 @@ SPORA_MULTIVERSION((template <class T>), normalise_row, (<T>),
                      }
                    })
 
+// A row's mean and 1 / sqrt(biased variance + eps), in double (layer_norm and its gradient).
+template <class T>
+void row_mean_rstd(const T* x, int64_t n, double eps, double* mean, double* rstd) {
+  double var;
+  row_sum<T>(x, n, mean);
+  *mean /= static_cast<double>(n);
+  row_sq_dev<T>(x, n, *mean, &var);
+  var /= static_cast<double>(n);
+  *rstd = 1.0 / std::sqrt(var + eps);
+}
+
 bool has_input(const std::vector<Value>& in, size_t i) {
   return i < in.size() && in[i].kind != Value::Kind::None;
 }
@@ -434,12 +445,9 @@ Value layer_norm_kernel(const RefKernel& ref, const std::vector<Value>& in, cons
           [&](int64_t lo, int64_t hi) {
             for (int64_t o = lo; o < hi; ++o) {
               const T* xr = px + o * inner;
-              double mean, var;
-              row_sum<T>(xr, inner, &mean);
-              mean /= static_cast<double>(inner);
-              row_sq_dev<T>(xr, inner, mean, &var);
-              var /= static_cast<double>(inner);
-              normalise_row<T>(xr, py + o * inner, inner, mean, 1.0 / std::sqrt(var + eps), g, b);
+              double mean, rstd;
+              row_mean_rstd<T>(xr, inner, eps, &mean, &rstd);
+              normalise_row<T>(xr, py + o * inner, inner, mean, rstd, g, b);
             }
           },
           1);
@@ -475,7 +483,7 @@ SPORA_MULTIVERSION((template <class T>), grad_row, (<T>),
                                         (static_cast<double>(x[i]) - mean) * k);
                    })
 
-// One pass over x for its statistics, one over x and g for the two means, one to write dx.
+// Two passes over x for its statistics, one over x and g for the two sums, one to write dx.
 Value layer_norm_grad_kernel(const RefKernel& ref, const std::vector<Value>& in,
                              const Attrs& attrs) {
   const Tensor &x = in.at(0).tensor, &g = in.at(1).tensor;
@@ -501,11 +509,8 @@ Value layer_norm_grad_kernel(const RefKernel& ref, const std::vector<Value>& in,
             for (int64_t o = lo; o < hi; ++o) {
               const T* xr = px + o * inner;
               const T* gr = pg + o * inner;
-              double mean, var, sg, sgx;
-              row_sum<T>(xr, inner, &mean);
-              mean /= count;
-              row_sq_dev<T>(xr, inner, mean, &var);
-              const double rstd = 1.0 / std::sqrt(var / count + eps);
+              double mean, rstd, sg, sgx;
+              row_mean_rstd<T>(xr, inner, eps, &mean, &rstd);
               row_grad_sums<T>(xr, gr, inner, mean, &sg, &sgx);
               // mean(g xhat) = rstd mean(g (x - mean)).
               grad_row<T>(xr, gr, pd + o * inner, inner, mean, rstd, sg / count,
