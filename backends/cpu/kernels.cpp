@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <string>
 
 #include "backends/cpu/half.h"
@@ -79,25 +80,42 @@ std::atomic<bool> g_load_adaptive{[] {
   return !(env && std::string(env) == "0");
 }()};
 
-// Other processes want the processors: more tasks runnable right now than processors (this
-// thread and a spinning team member are two of them), or a 1-minute load average of
-// processors + 1. From /proc/loadavg ("0.52 0.58 0.59 3/412 1234").
-bool oversubscribed() {
-  const double procs = omp_get_num_procs();
+// One read of /proc/loadavg ("0.52 0.58 0.59 3/412 1234"), else of getloadavg (no running
+// count).
+LoadRead read_load() {
+  LoadRead r;
   if (std::FILE* f = std::fopen("/proc/loadavg", "r")) {
-    double load1 = 0, load5, load15;
-    int running = 0, total;
-    int got = std::fscanf(f, "%lf %lf %lf %d/%d", &load1, &load5, &load15, &running, &total);
+    double load5, load15;
+    int total;
+    r.ok = std::fscanf(f, "%lf %lf %lf %d/%d", &r.load1, &load5, &load15, &r.running, &total) == 5;
     std::fclose(f);
-    if (got == 5) return running > procs || load1 >= procs + 1.0;
+    if (r.ok) return r;
   }
   double load[1];
-  return getloadavg(load, 1) == 1 && load[0] >= procs + 1.0;
+  r = LoadRead{};
+  if (getloadavg(load, 1) == 1) r = LoadRead{load[0], 0, true};
+  return r;
 }
+
+bool oversubscribed() { return oversubscribed_from(omp_get_num_procs(), read_load); }
 
 }  // namespace
 
 void set_load_adaptive(bool on) { g_load_adaptive.store(on); }
+
+bool oversubscribed_from(double procs, const std::function<LoadRead()>& read) {
+  for (int k = 0; k < 4; ++k) {
+    if (k > 0) {
+      const timespec pause{0, 100000};  // 100 us
+      nanosleep(&pause, nullptr);
+    }
+    const LoadRead r = read();
+    if (!r.ok) return false;
+    if (r.load1 >= procs + 1.0) return true;
+    if (!(r.running > procs)) return false;
+  }
+  return true;
+}
 
 bool machine_oversubscribed() { return oversubscribed(); }
 

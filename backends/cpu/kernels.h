@@ -113,6 +113,19 @@ int max_threads();
 int team_size();
 // Whether other processes want the processors now (team_size's test, read afresh).
 bool machine_oversubscribed();
+// One read of the machine's load: the 1-minute load average and the tasks runnable at that
+// instant (/proc/loadavg); ok is false where neither could be read.
+struct LoadRead {
+  double load1 = 0;
+  int running = 0;
+  bool ok = false;
+};
+// team_size's test on reads of the load: a 1-minute load average of processors + 1, or more
+// tasks runnable than processors (this thread and a spinning team member are two of them) in
+// four reads 100 us apart. The runnable count is an instant: a task that runs for microseconds
+// (a kernel worker, the reader of a pipe) lands in one read now and then, and one read alone
+// would make the next half second single-threaded.
+bool oversubscribed_from(double procs, const std::function<LoadRead()>& read);
 // Tests: whether team_size() follows the load (true) or is always max_threads(). The
 // environment's SPORA_CPU_LOAD_ADAPTIVE=0 starts it off.
 void set_load_adaptive(bool on);
