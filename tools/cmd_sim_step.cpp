@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -113,8 +114,18 @@ void check_options(RunKind kind) {
 // The modelled time of one device's ops (forward and backward; update apart): per primitive, as
 // run-dp --profile prints it, then per primitive and result type, the most time first, which
 // `spora train-step --profile`'s trace gives for the real step (its events carry the type):
-// benchmarks/sim/validate/compare_ops.py sets the two side by side.
-void print_profile(const std::vector<sim::StepOp>& ops, const std::vector<double>& seconds,
+// benchmarks/sim/validate/compare_ops.py sets the two side by side. With --json the same rows
+// are the report's "profile" object.
+struct ProfileRow {
+  std::string primitive, type;  // type: empty in the per-primitive rows
+  long calls = 0;
+  double seconds = 0;
+};
+struct Profile {
+  std::vector<ProfileRow> per_primitive, per_type;  // by name; the most time first
+};
+
+Profile profile_of(const std::vector<sim::StepOp>& ops, const std::vector<double>& seconds,
                    const std::vector<bool>& skip) {
   std::map<std::string, std::pair<long, double>> per;
   std::map<std::pair<std::string, std::string>, std::pair<long, double>> typed;
@@ -128,17 +139,46 @@ void print_profile(const std::vector<sim::StepOp>& ops, const std::vector<double
     ++tcalls;
     ttotal += seconds[i];
   }
+  Profile p;
+  for (const auto& [name, v] : per) p.per_primitive.push_back({name, "", v.first, v.second});
+  for (const auto& [key, v] : typed)
+    p.per_type.push_back({key.first, key.second, v.first, v.second});
+  std::stable_sort(p.per_type.begin(), p.per_type.end(),
+                   [](const ProfileRow& a, const ProfileRow& b) { return a.seconds > b.seconds; });
+  return p;
+}
+
+void print_profile(const Profile& p) {
   std::printf("# per step: primitive, calls, ms (forward and backward; update apart)\n");
-  for (const auto& [name, v] : per)
-    std::printf("%-20s %5ld %9.4f\n", name.c_str(), v.first, v.second * 1e3);
-  std::vector<std::pair<std::pair<std::string, std::string>, std::pair<long, double>>> rows(
-      typed.begin(), typed.end());
-  std::stable_sort(rows.begin(), rows.end(),
-                   [](const auto& a, const auto& b) { return a.second.second > b.second.second; });
+  for (const ProfileRow& r : p.per_primitive)
+    std::printf("%-20s %5ld %9.4f\n", r.primitive.c_str(), r.calls, r.seconds * 1e3);
   std::printf("# per step: primitive, result type, calls, ms\n");
-  for (const auto& [key, v] : rows)
-    std::printf("%-20s %-24s %5ld %9.4f\n", key.first.c_str(), key.second.c_str(), v.first,
-                v.second * 1e3);
+  for (const ProfileRow& r : p.per_type)
+    std::printf("%-20s %-24s %5ld %9.4f\n", r.primitive.c_str(), r.type.c_str(), r.calls,
+                r.seconds * 1e3);
+}
+
+// `"profile": {...}` of the JSON report: the same rows, seconds.
+std::string profile_json(const Profile& p) {
+  auto rows = [](const std::vector<ProfileRow>& v, bool typed) {
+    std::string out;
+    for (std::size_t i = 0; i < v.size(); ++i)
+      out += fmt::format("{}{{\"primitive\": \"{}\", {}\"calls\": {}, \"seconds\": {:.9g}}}",
+                         i ? ", " : "", v[i].primitive,
+                         typed ? fmt::format("\"type\": \"{}\", ", v[i].type) : "", v[i].calls,
+                         v[i].seconds);
+    return out;
+  };
+  return fmt::format("\"profile\": {{\"per_primitive\": [{}], \"per_type\": [{}]}}",
+                     rows(p.per_primitive, false), rows(p.per_type, true));
+}
+
+// A JSON object (one line or several, ending "}\n") with `member` added as its last member.
+std::string with_member(std::string object, const std::string& member) {
+  const std::size_t close = object.rfind('}');
+  if (close == std::string::npos) throw std::logic_error("with_member: not a JSON object");
+  object.insert(close, ", " + member);
+  return object;
 }
 
 void write_file(const std::string& path, const std::string& text) {
@@ -286,6 +326,7 @@ int run_spmd(const Options& o, const sim::ClusterSpec& cluster) {
                           cluster, r,
                           fmt::format("{} on {}, strategy {}", o.file, cluster.name, o.strategy),
                           o.trace_ranks));
+  std::optional<Profile> profile;
   if (o.profile) {
     std::vector<sim::StepOp> ops;
     std::vector<bool> skip;
@@ -293,18 +334,22 @@ int run_spmd(const Options& o, const sim::ClusterSpec& cluster) {
       ops.push_back(op.op);
       skip.push_back(op.collective);
     }
-    print_profile(ops, r.op_seconds, skip);
+    profile = profile_of(ops, r.op_seconds, skip);
+    if (!o.json) print_profile(*profile);
   }
   if (o.json) {
     const sim::DeviceReport d = r.devices.empty() ? sim::DeviceReport{} : r.devices[0];
-    std::printf(
-        "{\"strategy\": \"%s\", \"ranks\": %d, \"global_batch\": %lld, \"step_seconds\": "
-        "%.9g, \"compute_seconds\": %.9g, \"communication\": %.9g, "
-        "\"exposed_communication\": %.9g, \"collectives\": %zu, \"peak_memory\": %.0f, "
-        "\"optimizer_state\": %.0f, \"optimizer_state_unsharded\": %.0f, \"activations\": %.0f}\n",
-        o.strategy.c_str(), r.ranks, static_cast<long long>(program.batch), r.step_seconds,
-        r.compute_seconds, d.communication, d.exposed_communication, r.collectives.size(),
-        d.peak_memory(), d.optimizer_state, sp.optimizer_state_unsharded_bytes, d.activations);
+    std::string json = fmt::format(
+        "{{\"strategy\": \"{}\", \"ranks\": {}, \"global_batch\": {}, \"step_seconds\": "
+        "{:.9g}, \"compute_seconds\": {:.9g}, \"communication\": {:.9g}, "
+        "\"exposed_communication\": {:.9g}, \"collectives\": {}, \"peak_memory\": {:.0f}, "
+        "\"optimizer_state\": {:.0f}, \"optimizer_state_unsharded\": {:.0f}, \"activations\": "
+        "{:.0f}}}\n",
+        o.strategy, r.ranks, program.batch, r.step_seconds, r.compute_seconds, d.communication,
+        d.exposed_communication, r.collectives.size(), d.peak_memory(), d.optimizer_state,
+        sp.optimizer_state_unsharded_bytes, d.activations);
+    if (profile) json = with_member(json, profile_json(*profile));
+    std::fputs(json.c_str(), stdout);
   } else {
     std::printf("%s on %s, strategy %s, global batch %lld\n", o.file.c_str(),
                 cluster.name.c_str(), o.strategy.c_str(), static_cast<long long>(program.batch));
@@ -406,9 +451,16 @@ int run(const Options& o) {
   }
   if (!o.trace.empty()) write_file(o.trace, sim::chrome_trace(cluster, program, r, o.trace_ranks));
   if (!o.svg.empty()) write_file(o.svg, sim::svg_timeline(cluster, program, r, o.trace_ranks));
-  if (o.profile) print_profile(program.ops, r.op_seconds, std::vector<bool>(program.ops.size()));
+  std::optional<Profile> profile;
+  if (o.profile) {
+    profile = profile_of(program.ops, r.op_seconds, std::vector<bool>(program.ops.size()));
+    if (!o.json) print_profile(*profile);
+  }
   if (o.json)
-    std::fputs(json_report(program, r).c_str(), stdout);
+    std::fputs((profile ? with_member(json_report(program, r), profile_json(*profile))
+                        : json_report(program, r))
+                   .c_str(),
+               stdout);
   else
     std::fputs(sim::format_report(cluster, program, r).c_str(), stdout);
   return 0;

@@ -60,6 +60,25 @@ if run --update bogus > "$dir/out.txt" 2> "$dir/err.txt"; then fail "--update bo
 grep -q "ops" "$dir/err.txt" && grep -q "fused" "$dir/err.txt" ||
   fail "--update bogus: $(cat "$dir/err.txt")"
 
+# --profile with --json: the JSON object carries the profile (the same rows the text report
+# prints; W2's matmuls take the most time of its primitives), and stdout holds nothing else.
+json_profile() {
+  run --profile --json > "$dir/out.json"
+  python3 - "$dir/out.json" <<'PY' || fail "--profile --json: $(head -c 300 "$dir/out.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+p = d["profile"]
+by_name = {r["primitive"]: r for r in p["per_primitive"]}
+assert by_name["matmul"]["calls"] >= 6, by_name["matmul"]
+total = sum(r["seconds"] for r in p["per_primitive"])
+assert max(p["per_primitive"], key=lambda r: r["seconds"])["primitive"] == "matmul", by_name
+assert abs(sum(r["seconds"] for r in p["per_type"]) - total) <= 1e-9 * max(1.0, total)
+secs = [r["seconds"] for r in p["per_type"]]
+assert secs == sorted(secs, reverse=True), "per_type is not the most time first"
+assert all(r["type"] for r in p["per_type"])
+PY
+}
+
 # What each kind honours beyond that, and what it refuses.
 honoured() {  # FLAG... : runs with them, exit status 0 expected
   run "$@" > "$dir/out.txt" 2> "$dir/err.txt" || fail "$* failed: $(cat "$dir/err.txt")"
@@ -74,6 +93,7 @@ case $kind in
     honoured --log "$dir/log.txt" --log-collectives --profile
     grep -q 'all-reduced' "$dir/log.txt" || fail "--log wrote no all-reduce"
     grep -q '^matmul ' "$dir/out.txt" || fail "--profile printed no matmul"
+    json_profile
     honoured --ranks 4 --algo ring --comm-model bulk --recv-reduce staged --bucket-mb 1 \
       --first-bucket-mb 1 --no-bucket-copies --comm-sm-share 0.18
     refused --core-sharing running
@@ -82,6 +102,7 @@ case $kind in
     honoured --log "$dir/log.txt" --profile --comm-sm-share 0.18
     [ -s "$dir/log.txt" ] || fail "--log wrote nothing"
     grep -q '^matmul ' "$dir/out.txt" || fail "--profile printed no matmul"
+    json_profile
     refused --log-collectives
     refused --ranks 4
     refused --algo ring
