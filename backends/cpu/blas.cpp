@@ -142,10 +142,9 @@ void gemm_many(bool ta, bool tb, int64_t batches, int64_t m, int64_t n, int64_t 
   const BlockPlan p = plan_blocks(m, n, k);
   const BlockLibs libs = block_libs<T>(p, ta, tb, m, n, k, a[0], lda, b[0], ldb, beta, c[0], ldc);
   // A multiply-add costs about an eighth of an elementwise add (parallel_work units). The
-  // blocks are split over the team from a quarter of parallel_work() (2M multiply-adds by
-  // default, about 30 us of one core): they compute from their own cache and share nothing,
-  // where a small elementwise loop split over the cores loses its data to the other core's
-  // cache.
+  // blocks are split over the team from a quarter of parallel_work() (1M multiply-adds by
+  // default, about 15 us of one core; one product has several blocks only from 2M,
+  // plan_blocks): they compute from their own cache and share nothing.
   parallel_for_from(
       parallel_work() / 4, batches * p.blocks, m * n * k / p.blocks / 8 + 1,
       [&](int64_t first, int64_t last) {

@@ -136,7 +136,7 @@ int team_size() {
 namespace {
 std::atomic<int64_t> g_parallel_work{[] {
   const char* env = std::getenv("SPORA_CPU_PARALLEL_WORK");
-  return env ? std::max<int64_t>(1, std::atoll(env)) : int64_t{1} << 20;
+  return env ? std::max<int64_t>(1, std::atoll(env)) : int64_t{1} << 19;
 }()};
 }  // namespace
 

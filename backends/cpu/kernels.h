@@ -96,10 +96,11 @@ Isa force_isa(Isa want);
 // ---- threads --------------------------------------------------------------------------------
 
 // Work (elements x relative cost; 1 = a float add, about 0.3 ns) below which a loop runs on
-// the calling thread. Starting and joining the OpenMP team costs a few microseconds on an idle
-// machine, but milliseconds when the cores are shared with other busy processes (a thread of
-// the team waits for its time slice, and the barrier waits for it): only loops of a few hundred
-// microseconds and more are split. SPORA_CPU_PARALLEL_WORK overrides it (read once).
+// the calling thread: 512K by default, about 150 us of one thread. Starting and joining the
+// OpenMP team costs a few microseconds on an idle machine; where the cores are shared with other
+// busy processes a parallel region costs milliseconds (a thread of the team waits for its time
+// slice, and the barrier waits for it), and team_size() then runs every loop on one thread.
+// SPORA_CPU_PARALLEL_WORK overrides it (read once).
 int64_t parallel_work();
 // Tests: another threshold (to run the parallel paths on small inputs); returns the previous.
 int64_t set_parallel_work(int64_t work);
