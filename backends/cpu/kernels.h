@@ -138,13 +138,21 @@ void set_load_adaptive(bool on);
 template <class F>
 void parallel_for_from(int64_t threshold, int64_t n, int64_t cost, F&& body, int64_t align = 16) {
   if (n <= 0) return;
-  const int nt = n * cost < threshold || omp_in_parallel() ? 1 : team_size();
+  int nt = n * cost < threshold || omp_in_parallel() ? 1 : team_size();
+  // No more threads than chunks: a thread without one would only wake and wait at the barrier
+  // (a product of one block, a loop of one aligned chunk).
+  nt = static_cast<int>(std::min<int64_t>(nt, (n + align - 1) / align));
   if (nt <= 1) {
     body(int64_t{0}, n);
     return;
   }
   int64_t chunk = (n + nt - 1) / nt;
   chunk = (chunk + align - 1) / align * align;
+  nt = static_cast<int>((n + chunk - 1) / chunk);  // the chunks' rounding can leave one empty
+  if (nt <= 1) {
+    body(int64_t{0}, n);
+    return;
+  }
   std::exception_ptr error;
 #pragma omp parallel num_threads(nt)
   {
@@ -173,7 +181,9 @@ void parallel_for(int64_t n, int64_t cost, F&& body, int64_t align = 16) {
 template <class F>
 void parallel_tasks(int64_t n, int64_t cost, F&& body) {
   if (n <= 0) return;
-  const int nt = n <= 1 || n * cost < parallel_work() || omp_in_parallel() ? 1 : team_size();
+  const int nt = n <= 1 || n * cost < parallel_work() || omp_in_parallel()
+                     ? 1
+                     : static_cast<int>(std::min<int64_t>(team_size(), n));
   if (nt <= 1) {
     for (int64_t i = 0; i < n; ++i) body(i);
     return;

@@ -2,6 +2,7 @@
 // a task runnable in one read of the load only does not make loops single-threaded; one that
 // stays runnable, or a high load average, does.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <vector>
 
@@ -70,6 +71,42 @@ TEST(TeamSize, TheMachineReadsAnswer) {
   const int t = team_size();
   EXPECT_GE(t, 1);
   EXPECT_LE(t, max_threads());
+}
+
+// parallel_for_from and parallel_tasks open no parallel region with more threads than pieces of
+// work: a thread without a chunk would only wake and wait at the barrier.
+struct TwoThreads {
+  int threads = omp_get_max_threads();
+  TwoThreads() {
+    omp_set_num_threads(2);
+    set_load_adaptive(false);
+  }
+  ~TwoThreads() {
+    omp_set_num_threads(threads);
+    set_load_adaptive(true);
+  }
+};
+
+TEST(TeamSize, NoThreadWithoutAChunk) {
+  const TwoThreads two;
+  auto teams = [](int64_t n, int64_t align) {
+    std::vector<int> seen;
+    parallel_for_from(
+        1, n, 1,
+        [&](int64_t, int64_t) {
+#pragma omp critical
+          seen.push_back(omp_get_num_threads());
+        },
+        align);
+    return seen;
+  };
+  EXPECT_EQ(teams(1, 1), (std::vector<int>{1}));       // one block of a product: inline
+  EXPECT_EQ(teams(16, 16), (std::vector<int>{1}));     // one aligned chunk
+  EXPECT_EQ(teams(17, 16), (std::vector<int>{2, 2}));  // [0, 16) and [16, 17)
+  EXPECT_EQ(teams(2, 1), (std::vector<int>{2, 2}));
+  std::vector<int> tasks;
+  parallel_tasks(1, int64_t{1} << 40, [&](int64_t) { tasks.push_back(omp_get_num_threads()); });
+  EXPECT_EQ(tasks, (std::vector<int>{1}));
 }
 
 }  // namespace
