@@ -38,6 +38,10 @@
 // fused; --profile=W4/ad does the same for the two modules of W4/ad-ratio (the loss,
 // value_and_grad). Eager mode's ops: `spora run --mode eager --profile FILE`;
 // --dump-ir=W2 prints the optimised, fused module whose entry is @step (what graph mode runs).
+// SPORA_BENCH_PARALLEL_WORK_B=N registers W<n>/graph@work=N and W<n>/eager@work=N beside
+// W<n>/graph and W<n>/eager: the same steps with the CPU kernels' parallel threshold at N
+// (cpu::set_parallel_work) while they run, so that `--benchmark_repetitions=R
+// --benchmark_enable_random_interleaving=true` compares the two thresholds inside one process.
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 #ifdef SPORA_HAVE_ONEDNN
@@ -920,6 +924,39 @@ int main(int argc, char** argv) {
           ->UseManualTime()
           ->Unit(benchmark::kMillisecond)
           ->MinTime(w.id == "W4" ? 3.0 : 1.0);
+  }
+  if (const char* b = std::getenv("SPORA_BENCH_PARALLEL_WORK_B")) {
+    const int64_t work = std::atoll(b);
+    if (work <= 0) {
+      std::cerr << "SPORA_BENCH_PARALLEL_WORK_B must be a positive number of work units, not '" << b
+                << "'\n";
+      return 1;
+    }
+    // The threshold at `work` for one benchmark run, then back.
+    struct AtWork {
+      int64_t old;
+      explicit AtWork(int64_t w) : old(spora::cpu::set_parallel_work(w)) {}
+      ~AtWork() { spora::cpu::set_parallel_work(old); }
+    };
+    const std::string tag = "@work=" + std::to_string(work);
+    for (const auto& w : workloads()) {
+      benchmark::RegisterBenchmark((w.id + "/graph" + tag).c_str(),
+                                   [work, id = w.id](benchmark::State& st) {
+                                     const AtWork at(work);
+                                     BM_Graph(st, id, true);
+                                   })
+          ->UseManualTime()
+          ->Unit(benchmark::kMillisecond)
+          ->MinTime(2.0);
+      benchmark::RegisterBenchmark((w.id + "/eager" + tag).c_str(),
+                                   [work, id = w.id](benchmark::State& st) {
+                                     const AtWork at(work);
+                                     BM_Eager(st, id);
+                                   })
+          ->UseManualTime()
+          ->Unit(benchmark::kMillisecond)
+          ->Iterations(w.eager_runs);
+    }
   }
   for (bool onednn : {false, true}) {
     if (onednn && !spora::cpu::have_onednn()) continue;
