@@ -132,7 +132,8 @@ bool oversubscribed_from(double procs, const std::function<LoadRead()>& read);
 void set_load_adaptive(bool on);
 
 // Runs body(begin, end) over [0, n), split into one contiguous chunk per OpenMP thread (chunk
-// bounds multiples of `align`) when n * cost reaches `threshold`, else on the calling thread.
+// bounds multiples of `align`, never more threads than chunks) when n * cost reaches
+// `threshold`, else on the calling thread.
 // The split never changes results: bodies write disjoint outputs. An exception thrown by a
 // body is rethrown on the calling thread.
 template <class F>
@@ -176,8 +177,8 @@ void parallel_for(int64_t n, int64_t cost, F&& body, int64_t align = 16) {
   parallel_for_from(parallel_work(), n, cost, std::forward<F>(body), align);
 }
 
-// Runs body(i) for each task i in [0, n) in parallel (dynamic schedule: tasks of uneven size)
-// when total work n * cost reaches parallel_work().
+// Runs body(i) for each task i in [0, n) in parallel (dynamic schedule: tasks of uneven size;
+// never more threads than tasks) when total work n * cost reaches parallel_work().
 template <class F>
 void parallel_tasks(int64_t n, int64_t cost, F&& body) {
   if (n <= 0) return;
