@@ -2,8 +2,12 @@
 # 784-256-10 (ReLU) on Fashion-MNIST (Debian's dataset-fashion-mnist), batch 64, shuffled,
 # Adam with the cosine schedule, then the evaluation pass over the 10,000 test images. The
 # progress bar's last line gives the training loop's median step ("X ms/step"), the figure compared.
+# The loader reads `batch` images a step: `spora sim` takes the same file, sets `batch` and
+# simulates the loop's training step (value_and_grad of the loss; Adam's update by --optimizer).
 #
 #   spora run benchmarks/sim/validate/fashion_epoch.sp --ranks 2 --strategy dp
+#   spora sim benchmarks/sim/validate/fashion_epoch.sp --cluster SPEC --strategy S --batch 64 \
+#       --optimizer adam --update fused
 import std.nn
 import std.optim
 
@@ -15,11 +19,13 @@ model MLP(hidden: int = 256) {
 
 def loss(net: MLP, x, y) = cross_entropy(net(x), y)
 
+let batch = 64
+
 def main() {
     var net = MLP(hidden=256, seed=0)
     let opt = adam(lr=0.001, schedule=cosine_annealing_lr(0.001, 938))
     var state = opt.init(net)
-    for (x, y) in fashion_mnist("train", batch=64, shuffle=true, seed=0, flatten=true, progress=true) {
+    for (x, y) in fashion_mnist("train", batch=batch, shuffle=true, seed=0, flatten=true, progress=true) {
         let (l, g) = value_and_grad(loss)(net, x, y)
         (net, state) = opt.update(net, g, state)
         report("loss", l)

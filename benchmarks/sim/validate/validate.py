@@ -54,12 +54,12 @@ STRATEGY_RANKS = {"one": 1, "dp2": 2, "tp2": 2, "zero2": 2, "pp2": 2,
 # strategy -> ranks; the file is strategies/fashion_<strategy>.json ("one": no --ranks).
 # Real: the median time between batches of the training loop (the progress bar's last line,
 # "X ms/step"; its first batch, which decodes the files and compiles, is outside it), times
-# FASHION_STEPS + 1 batches. Predicted: `spora sim fashion_step.sp --optimizer adam --update
-# fused --batch 64` times the same count. Not predicted: the data pipeline's own work
-# (shuffling, batching on the prefetch thread) and the loop's host work (report, progress bar).
+# FASHION_STEPS + 1 batches. Predicted: the same program, `spora sim fashion_epoch.sp
+# --optimizer adam --update fused --batch 64` (its loop's training step at `batch`), times the
+# same count. Not predicted: the data pipeline's own work (shuffling, batching on the prefetch
+# thread) and the loop's host work (report, progress bar).
 FASHION_MNIST_EPOCH = {
     "program": os.path.join(HERE, "fashion_epoch.sp"),
-    "step": os.path.join(HERE, "fashion_step.sp"),
     "strategies": {"one": 1, "dp2": 2, "dp4": 4, "tp4": 4, "dp2tp2": 4, "zero4": 4},
 }
 FASHION_SAMPLES, FASHION_BATCH = 60000, 64
@@ -137,7 +137,7 @@ def simulate(spora, machine, workload, strategy):
         # by node, as the simulator's --update fused models them): README, protocol step 5.
         f = strategy_file("fashion", strategy)
         adam = ["--optimizer", "adam", "--update", "fused"]
-        full, e = sim_step(spora, machine, FASHION_MNIST_EPOCH["step"], f, FASHION_BATCH, adam)
+        full, e = sim_step(spora, machine, FASHION_MNIST_EPOCH["program"], f, FASHION_BATCH, adam)
         if e:
             return None, e
         return (FASHION_STEPS + 1) * full, None
@@ -264,7 +264,6 @@ def main():
         "load_at_start": load_at_start, "scheduling": "default (SCHED_OTHER)", "rounds": args.rounds,
         "seconds": round(time.time() - started), "rows": rows, "summary": summary,
         "fashion_mnist_epoch": {"program": os.path.relpath(FASHION_MNIST_EPOCH["program"], ROOT),
-                                "step": os.path.relpath(FASHION_MNIST_EPOCH["step"], ROOT),
                                 "steps": FASHION_STEPS, "last_batch": FASHION_LAST},
         "machine_yamls": specs,  # one calibration per round
     }
@@ -310,7 +309,7 @@ def main():
     lines += ["", f"Fashion-MNIST epoch (`{record['fashion_mnist_epoch']['program']}`): the training "
               f"loop, real: the median time between its batches (the progress bar's \"ms/step\") times "
               f"{FASHION_STEPS + 1} batches; simulated: {FASHION_STEPS + 1} steps of {FASHION_BATCH} "
-              f"(`{record['fashion_mnist_epoch']['step']}`, Adam; the short last batch counted whole "
+              "(the same program's training step by `spora sim`, Adam; the short last batch counted whole "
               "on both sides). Not in the step figures above.", ""]
     if epochs:
         lines += ["| strategy | ranks | real s (median) | runs | sim s | sim / real - 1 |",
