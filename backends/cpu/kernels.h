@@ -150,10 +150,6 @@ void parallel_for_from(int64_t threshold, int64_t n, int64_t cost, F&& body, int
   int64_t chunk = (n + nt - 1) / nt;
   chunk = (chunk + align - 1) / align * align;
   nt = static_cast<int>((n + chunk - 1) / chunk);  // the chunks' rounding can leave one empty
-  if (nt <= 1) {
-    body(int64_t{0}, n);
-    return;
-  }
   std::exception_ptr error;
 #pragma omp parallel num_threads(nt)
   {

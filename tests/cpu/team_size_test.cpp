@@ -65,14 +65,6 @@ TEST(TeamSize, AnUnreadableLoadIsNotOversubscription) {
   EXPECT_FALSE(busy(2, r));
 }
 
-TEST(TeamSize, TheMachineReadsAnswer) {
-  // The real reader: an answer, whichever it is, and team_size within [1, max_threads()].
-  (void)machine_oversubscribed();
-  const int t = team_size();
-  EXPECT_GE(t, 1);
-  EXPECT_LE(t, max_threads());
-}
-
 // parallel_for_from and parallel_tasks open no parallel region with more threads than pieces of
 // work: a thread without a chunk would only wake and wait at the barrier.
 struct TwoThreads {
